@@ -1,0 +1,2 @@
+//! mio driver (sockets and timers around `fdb-protocol`). Grows with the connection issue.
+pub use fdb_protocol as protocol;

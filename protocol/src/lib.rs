@@ -1,0 +1,16 @@
+//! A sans-IO FoundationDB 7.3 client protocol core.
+//!
+//! This crate speaks FDB's own wire protocol (FlowTransport framing and the ObjectSerializer)
+//! without touching sockets, clocks or threads: drivers feed it bytes and time and carry out
+//! what it asks for. Module names follow FDB's vocabulary.
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod error;
+pub mod framing;
+pub mod serializer;
+pub mod uid;
+
+pub use uid::Uid;
