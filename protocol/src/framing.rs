@@ -118,7 +118,8 @@ impl ConnectPacket {
         let body = buf.get(4..4 + len as usize).ok_or(FrameError::Truncated)?;
         let mut full = [0u8; CONNECT_PACKET_BODY_LEN as usize];
         full[..body.len()].copy_from_slice(body);
-        let (_, pkt) = parse_connect_body(&full).map_err(|_| FrameError::BadConnectPacket { len })?;
+        let (_, pkt) =
+            parse_connect_body(&full).map_err(|_| FrameError::BadConnectPacket { len })?;
         Ok(pkt)
     }
 }
@@ -170,7 +171,10 @@ impl fmt::Display for FrameError {
             }
             FrameError::PacketTooSmall { len } => write!(f, "packet of {len} bytes has no token"),
             FrameError::ChecksumMismatch { expected, computed } => {
-                write!(f, "checksum mismatch: sent {expected:016x}, computed {computed:016x}")
+                write!(
+                    f,
+                    "checksum mismatch: sent {expected:016x}, computed {computed:016x}"
+                )
             }
         }
     }
@@ -289,13 +293,21 @@ impl FrameDecoder {
             self.expect_connect = false;
             return Ok(Some(Incoming::Connect(pkt)));
         }
-        let header = PACKET_LEN_WIDTH + if self.with_checksum { CHECKSUM_WIDTH } else { 0 };
+        let header = PACKET_LEN_WIDTH
+            + if self.with_checksum {
+                CHECKSUM_WIDTH
+            } else {
+                0
+            };
         if self.buf.len() < header {
             return Ok(None);
         }
         let len = u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
         if len > self.limit {
-            return Err(FrameError::PacketTooLarge { len, limit: self.limit });
+            return Err(FrameError::PacketTooLarge {
+                len,
+                limit: self.limit,
+            });
         }
         if len < MIN_PACKET_LEN {
             return Err(FrameError::PacketTooSmall { len });
@@ -317,7 +329,10 @@ impl FrameDecoder {
         }
         let payload = frame.split_off(header);
         let token = Uid::from_bytes(&payload[..16]).unwrap_or_default();
-        Ok(Some(Incoming::Packet(Packet { token, message: payload.slice(16..) })))
+        Ok(Some(Incoming::Packet(Packet {
+            token,
+            message: payload.slice(16..),
+        })))
     }
 }
 
@@ -334,7 +349,10 @@ mod tests {
         assert_eq!(&b[..12], &[40, 0, 0, 0, 0, 0, 0, 0x73, 0xb0, 0, 0xdb, 0x1f]);
         assert!(b[12..].iter().all(|&x| x == 0));
         let p = ConnectPacket::decode(&b).unwrap();
-        assert_eq!(p.protocol_version(), ProtocolVersion::V7_3.with_object_serializer_flag());
+        assert_eq!(
+            p.protocol_version(),
+            ProtocolVersion::V7_3.with_object_serializer_flag()
+        );
     }
 
     #[test]
@@ -366,7 +384,10 @@ mod tests {
         assert!(matches!(out[0], Incoming::Connect(_)));
         assert_eq!(
             out[1],
-            Incoming::Packet(Packet { token: tok, message: Bytes::from_static(b"hello, flow") })
+            Incoming::Packet(Packet {
+                token: tok,
+                message: Bytes::from_static(b"hello, flow")
+            })
         );
         assert_eq!(d.buffered(), 0);
     }
@@ -377,7 +398,10 @@ mod tests {
         d.feed(&[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(
             d.next_frame(),
-            Err(FrameError::PacketTooLarge { len: u32::MAX, limit: PACKET_LIMIT })
+            Err(FrameError::PacketTooLarge {
+                len: u32::MAX,
+                limit: PACKET_LIMIT
+            })
         );
         // Stays failed, and drops what it held.
         d.feed(&[1, 2, 3]);
@@ -390,7 +414,10 @@ mod tests {
 
         let mut d = FrameDecoder::new(true, true);
         d.feed(&[0xff; 14]);
-        assert!(matches!(d.next_frame(), Err(FrameError::BadConnectPacket { .. })));
+        assert!(matches!(
+            d.next_frame(),
+            Err(FrameError::BadConnectPacket { .. })
+        ));
     }
 
     #[test]
@@ -401,7 +428,10 @@ mod tests {
         b[last] ^= 1;
         let mut d = FrameDecoder::new(false, true);
         d.feed(&b);
-        assert!(matches!(d.next_frame(), Err(FrameError::ChecksumMismatch { .. })));
+        assert!(matches!(
+            d.next_frame(),
+            Err(FrameError::ChecksumMismatch { .. })
+        ));
     }
 
     #[test]
@@ -416,7 +446,10 @@ mod tests {
 
     #[test]
     fn truncated_connect_packet() {
-        assert_eq!(ConnectPacket::decode(&[40, 0, 0]), Err(FrameError::Truncated));
+        assert_eq!(
+            ConnectPacket::decode(&[40, 0, 0]),
+            Err(FrameError::Truncated)
+        );
         let mut b = BytesMut::new();
         ConnectPacket::client(ProtocolVersion::V7_3).encode(&mut b);
         assert_eq!(ConnectPacket::decode(&b[..30]), Err(FrameError::Truncated));

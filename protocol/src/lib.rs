@@ -8,8 +8,10 @@
 
 extern crate alloc;
 
+pub mod cluster_file;
 pub mod error;
 pub mod framing;
+pub mod messages;
 pub mod serializer;
 pub mod uid;
 

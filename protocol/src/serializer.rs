@@ -157,7 +157,10 @@ impl Saved {
     pub fn inline(b: &[u8]) -> Saved {
         let mut bytes = [0u8; 16];
         bytes[..b.len()].copy_from_slice(b);
-        Saved::Inline { bytes, len: b.len() as u8 }
+        Saved::Inline {
+            bytes,
+            len: b.len() as u8,
+        }
     }
 }
 
@@ -218,7 +221,11 @@ impl VtCollector {
             offsets.push(at);
             at += 2 * t.len() as u32;
         }
-        VTableSet { tables: self.tables, offsets, packed_len: at }
+        VTableSet {
+            tables: self.tables,
+            offsets,
+            packed_len: at,
+        }
     }
 }
 
@@ -339,7 +346,13 @@ impl<'v> Writer<'v> {
         let vt = generate_vtable(layouts);
         let align = layouts.iter().map(|l| l.align()).fold(4, usize::max);
         let len = vt[1] as usize;
-        TableBuilder { vt, align, bytes: SmallVec::from_elem(0, len), offsets: SmallVec::new(), slot: 0 }
+        TableBuilder {
+            vt,
+            align,
+            bytes: SmallVec::from_elem(0, len),
+            offsets: SmallVec::new(),
+            slot: 0,
+        }
     }
 
     /// Places a finished table and returns its position.
@@ -373,7 +386,10 @@ impl<'v> Writer<'v> {
     }
 
     /// A vector: `u32 count | elements`, elements inline or as offsets to their own data.
-    pub fn save_vector<'a, T: Fb + 'a>(&mut self, items: impl ExactSizeIterator<Item = &'a T>) -> Saved {
+    pub fn save_vector<'a, T: Fb + 'a>(
+        &mut self,
+        items: impl ExactSizeIterator<Item = &'a T>,
+    ) -> Saved {
         let n = items.len();
         if n == 0 {
             if let Some(e) = self.empty_vector {
@@ -392,7 +408,9 @@ impl<'v> Writer<'v> {
                 Saved::Inline { bytes, len } => self.put(pos, &bytes[..len as usize]),
                 Saved::Offset(target) => self.put_u32(pos, (pos - target as usize) as u32),
                 Saved::Union { .. } | Saved::Nothing => {
-                    unreachable!("vectors of unions or zero-size members are not used by FDB clients")
+                    unreachable!(
+                        "vectors of unions or zero-size members are not used by FDB clients"
+                    )
                 }
             }
         }
@@ -468,8 +486,12 @@ impl<'a> Reader<'a> {
     }
 
     pub fn bytes(&self, pos: usize, len: usize) -> Result<&'a [u8]> {
-        let end = pos.checked_add(len).ok_or(DecodeError::OutOfBounds { pos, len })?;
-        self.buf.get(pos..end).ok_or(DecodeError::OutOfBounds { pos, len })
+        let end = pos
+            .checked_add(len)
+            .ok_or(DecodeError::OutOfBounds { pos, len })?;
+        self.buf
+            .get(pos..end)
+            .ok_or(DecodeError::OutOfBounds { pos, len })
     }
 
     pub fn array<const N: usize>(&self, pos: usize) -> Result<[u8; N]> {
@@ -492,7 +514,10 @@ impl<'a> Reader<'a> {
         let rel = self.u32(pos)? as usize;
         let target = pos + rel;
         if target >= self.buf.len() {
-            return Err(DecodeError::OutOfBounds { pos: target, len: 1 });
+            return Err(DecodeError::OutOfBounds {
+                pos: target,
+                len: 1,
+            });
         }
         Ok(target)
     }
@@ -517,7 +542,14 @@ impl<'a> Reader<'a> {
             return Err(DecodeError::BadVtable { pos: vt });
         }
         self.bytes(table, table_len)?;
-        Ok(TableReader { r: *self, table, vt, slots: (vt_len - 4) / 2, table_len, next: 0 })
+        Ok(TableReader {
+            r: *self,
+            table,
+            vt,
+            slots: (vt_len - 4) / 2,
+            table_len,
+            next: 0,
+        })
     }
 
     /// The table whose offset is stored at `pos`.
@@ -692,8 +724,14 @@ impl<T: Fb> Fb for Option<T> {
     const LAYOUT: Layout = Layout::Union;
     fn save(&self, w: &mut Writer) -> Saved {
         match self {
-            None => Saved::Union { tag: 0, target: None },
-            Some(v) => Saved::Union { tag: 1, target: Some(w.save_alternative(v)) },
+            None => Saved::Union {
+                tag: 0,
+                target: None,
+            },
+            Some(v) => Saved::Union {
+                tag: 1,
+                target: Some(w.save_alternative(v)),
+            },
         }
     }
     fn load(_r: Reader<'_>, _pos: usize) -> Result<Self> {
@@ -745,7 +783,9 @@ pub fn encode<M: Message>(m: &M) -> Vec<u8> {
 
 /// The file identifier in a message header.
 pub fn file_identifier(buf: &[u8]) -> Result<u32> {
-    let b = buf.get(4..8).ok_or(DecodeError::OutOfBounds { pos: 4, len: 4 })?;
+    let b = buf
+        .get(4..8)
+        .ok_or(DecodeError::OutOfBounds { pos: 4, len: 4 })?;
     Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
@@ -761,7 +801,10 @@ pub fn decode_root<T: Fb>(buf: &Bytes) -> Result<T> {
 pub fn decode<M: Message>(buf: &Bytes) -> Result<M> {
     let found = file_identifier(buf)?;
     if found != M::FILE_IDENTIFIER {
-        return Err(DecodeError::FileIdentifier { expected: M::FILE_IDENTIFIER, found });
+        return Err(DecodeError::FileIdentifier {
+            expected: M::FILE_IDENTIFIER,
+            found,
+        });
     }
     decode_root(buf)
 }

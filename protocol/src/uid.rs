@@ -21,7 +21,10 @@ impl Uid {
 
     /// The token of a well-known endpoint: every process listens on these without being told.
     pub const fn well_known(id: u64) -> Self {
-        Uid { first: u64::MAX, second: id }
+        Uid {
+            first: u64::MAX,
+            second: id,
+        }
     }
 
     /// True for tokens made by [`Uid::well_known`].
@@ -120,6 +123,9 @@ mod tests {
     }
 
     fn hex(s: &str) -> alloc::vec::Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 }

@@ -61,7 +61,9 @@ impl Capture {
         frames.iter().flat_map(|f| f.wire_bytes()).collect()
     }
     pub fn packets(&self, dir: Dir) -> impl Iterator<Item = &CapturedFrame> {
-        self.frames.iter().filter(move |f| f.dir == dir && !f.is_connect)
+        self.frames
+            .iter()
+            .filter(move |f| f.dir == dir && !f.is_connect)
     }
 }
 
@@ -75,7 +77,10 @@ pub fn captures_dir() -> PathBuf {
 }
 
 fn hex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
 }
 
 /// Reads every `*.frames.jsonl` capture, sorted by name. Panics if none are found: the
@@ -94,7 +99,12 @@ pub fn load_captures() -> Vec<Capture> {
 
 pub fn load_capture(path: &std::path::Path) -> Capture {
     let text = std::fs::read_to_string(path).expect("read capture");
-    let name = path.file_name().unwrap().to_string_lossy().trim_end_matches(".frames.jsonl").to_string();
+    let name = path
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .trim_end_matches(".frames.jsonl")
+        .to_string();
     let frames = text
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -110,7 +120,9 @@ pub fn load_capture(path: &std::path::Path) -> Capture {
                 seq: v["seq"].as_u64().unwrap(),
                 is_connect: v["kind"].as_str() == Some("connect"),
                 len: v["len"].as_u64().unwrap() as u32,
-                checksum: v["checksum"].as_str().map(|c| u64::from_str_radix(c, 16).unwrap()),
+                checksum: v["checksum"]
+                    .as_str()
+                    .map(|c| u64::from_str_radix(c, 16).unwrap()),
                 payload: Bytes::from(hex(v["payload_hex"].as_str().unwrap())),
             }
         })

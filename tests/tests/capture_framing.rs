@@ -1,7 +1,9 @@
 //! The framer against real traffic: every stream of every capture splits into exactly the
 //! frames libfdb_c and fdbserver sent, whatever the chunking, with every checksum verified.
 
-use fdb_protocol::framing::{encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion};
+use fdb_protocol::framing::{
+    encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion,
+};
 use fdb_tests::{load_captures, Dir};
 
 fn split(stream: &[u8], chunk: impl Fn(usize) -> usize) -> Vec<Incoming> {
@@ -31,7 +33,13 @@ fn every_stream_frames_exactly() {
             let mut frames: Vec<_> = cap.frames.iter().filter(|f| f.dir == dir).collect();
             frames.sort_by_key(|f| f.seq);
             for chunking in [usize::MAX, 1, 7, 1500] {
-                let got = split(&stream, |n| if chunking == 7 { 1 + (n * 31) % 97 } else { chunking });
+                let got = split(&stream, |n| {
+                    if chunking == 7 {
+                        1 + (n * 31) % 97
+                    } else {
+                        chunking
+                    }
+                });
                 assert_eq!(got.len(), frames.len(), "{} {dir:?}", cap.name);
                 for (g, f) in got.iter().zip(&frames) {
                     match g {
@@ -50,7 +58,10 @@ fn every_stream_frames_exactly() {
         }
         println!("{}: {} frames framed", cap.name, cap.frames.len());
     }
-    assert!(total > 200, "expected the full capture set, got {total} frames");
+    assert!(
+        total > 200,
+        "expected the full capture set, got {total} frames"
+    );
 }
 
 #[test]
@@ -64,7 +75,14 @@ fn encoder_reproduces_wire_bytes() {
             } else {
                 encode_packet(&mut b, f.token(), &f.message(), true);
             }
-            assert_eq!(&b[..], &f.wire_bytes()[..], "{} {:?} {}", cap.name, f.dir, f.seq);
+            assert_eq!(
+                &b[..],
+                &f.wire_bytes()[..],
+                "{} {:?} {}",
+                cap.name,
+                f.dir,
+                f.seq
+            );
         }
     }
 }
@@ -74,7 +92,11 @@ fn the_client_connect_packet_is_what_we_send() {
     let mut ours = bytes::BytesMut::new();
     ConnectPacket::client(ProtocolVersion::V7_3).encode(&mut ours);
     for cap in load_captures() {
-        let first = cap.frames.iter().find(|f| f.dir == Dir::ClientToServer && f.seq == 0).unwrap();
+        let first = cap
+            .frames
+            .iter()
+            .find(|f| f.dir == Dir::ClientToServer && f.seq == 0)
+            .unwrap();
         assert!(first.is_connect);
         assert_eq!(&ours[..], &first.wire_bytes()[..], "{}", cap.name);
     }

@@ -1,0 +1,248 @@
+//! Commits and key locations (`fdbclient/include/fdbclient/CommitTransaction.h`,
+//! `CommitProxyInterface.h`).
+
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use super::common::ReplyPromise;
+use super::storage::StorageServerInterface;
+use super::types::{
+    expand_single_key, is_key_after, KeyRange, SpanContext, Tag, TagSet, TenantInfo, Version,
+};
+use crate::serializer::{Fb, Layout, Reader, Result, Saved, VtCollector, Writer};
+use crate::uid::Uid;
+
+/// Mutation types (`MutationRef::Type`). The top two bits of the wire byte are checksum flags.
+#[allow(missing_docs)]
+pub mod mutation_type {
+    pub const SET_VALUE: u8 = 0;
+    pub const CLEAR_RANGE: u8 = 1;
+    pub const ADD_VALUE: u8 = 2;
+    pub const DEBUG_KEY_RANGE: u8 = 3;
+    pub const DEBUG_KEY: u8 = 4;
+    pub const NO_OP: u8 = 5;
+    pub const AND: u8 = 6;
+    pub const OR: u8 = 7;
+    pub const XOR: u8 = 8;
+    pub const APPEND_IF_FITS: u8 = 9;
+    pub const AVAILABLE_FOR_REUSE: u8 = 10;
+    pub const RESERVED_FOR_LOG_PROTOCOL_MESSAGE: u8 = 11;
+    pub const MAX: u8 = 12;
+    pub const MIN: u8 = 13;
+    pub const SET_VERSIONSTAMPED_KEY: u8 = 14;
+    pub const SET_VERSIONSTAMPED_VALUE: u8 = 15;
+    pub const BYTE_MIN: u8 = 16;
+    pub const BYTE_MAX: u8 = 17;
+    pub const MIN_V2: u8 = 18;
+    pub const AND_V2: u8 = 19;
+    pub const COMPARE_AND_CLEAR: u8 = 20;
+    pub const RESERVED_FOR_MUTATION_CHECKSUM: u8 = 21;
+    pub const RESERVED_FOR_ACCUMULATIVE_CHECKSUM: u8 = 22;
+    pub const ENCRYPTED: u8 = 23;
+    /// Set when a checksum (4 bytes) is appended to `param2`.
+    pub const CHECKSUM_FLAG: u8 = 0x80;
+    /// Set when an accumulative-checksum index (2 bytes) follows the checksum.
+    pub const ACCUMULATIVE_CHECKSUM_INDEX_FLAG: u8 = 0x40;
+}
+
+/// One mutation of a commit: `(type, param1, param2)`. For a clear, `[param1, param2)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MutationRef {
+    pub kind: u8,
+    pub param1: Bytes,
+    pub param2: Bytes,
+}
+
+impl MutationRef {
+    pub fn new(kind: u8, param1: impl Into<Bytes>, param2: impl Into<Bytes>) -> Self {
+        MutationRef {
+            kind,
+            param1: param1.into(),
+            param2: param2.into(),
+        }
+    }
+}
+
+const MUTATION_LAYOUT: [Layout; 3] = [
+    Layout::Inline { size: 1, align: 1 },
+    Layout::Indirect,
+    Layout::Indirect,
+];
+
+impl Fb for MutationRef {
+    const LAYOUT: Layout = Layout::Indirect;
+    /// A single-key clear is sent as `(param2, "")`, like a single-key range. libfdb_c 7.3
+    /// leaves mutation checksums off (`ENABLE_MUTATION_CHECKSUM` defaults to false).
+    fn save(&self, w: &mut Writer) -> Saved {
+        let mut t = w.begin_table(&MUTATION_LAYOUT);
+        t.push(self.kind.save(w));
+        if self.kind == mutation_type::CLEAR_RANGE && is_key_after(&self.param1, &self.param2) {
+            t.push(self.param2.save(w));
+            t.push(w.save_bytes(&[]));
+        } else {
+            t.push(self.param1.save(w));
+            t.push(self.param2.save(w));
+        }
+        Saved::Offset(w.end_table(t))
+    }
+    fn load(r: Reader<'_>, pos: usize) -> Result<Self> {
+        let mut t = r.table(pos)?;
+        let mut kind: u8 = t.field()?;
+        let param1: Bytes = t.field()?;
+        let mut param2: Bytes = t.field()?;
+        // Strip checksum trailers a server may add, newest first.
+        if kind & mutation_type::CHECKSUM_FLAG != 0 {
+            let extra = if kind & mutation_type::ACCUMULATIVE_CHECKSUM_INDEX_FLAG != 0 {
+                6
+            } else {
+                4
+            };
+            if param2.len() < extra {
+                return Err(crate::serializer::DecodeError::InvalidValue(
+                    "mutation checksum",
+                ));
+            }
+            param2.truncate(param2.len() - extra);
+            kind &=
+                !(mutation_type::CHECKSUM_FLAG | mutation_type::ACCUMULATIVE_CHECKSUM_INDEX_FLAG);
+        }
+        let (param1, param2) = if kind == mutation_type::CLEAR_RANGE {
+            expand_single_key(param1, param2)?
+        } else {
+            (param1, param2)
+        };
+        Ok(MutationRef {
+            kind,
+            param1,
+            param2,
+        })
+    }
+    fn collect_vtables(c: &mut VtCollector) {
+        c.add(&MUTATION_LAYOUT);
+    }
+}
+
+crate::fb_table! {
+    /// The body of a commit: conflict ranges, mutations, and the read version they were
+    /// computed at.
+    pub struct CommitTransactionRef {
+        pub read_conflict_ranges: Vec<KeyRange>,
+        pub write_conflict_ranges: Vec<KeyRange>,
+        pub mutations: Vec<MutationRef>,
+        pub read_snapshot: Version,
+        pub report_conflicting_keys: bool,
+        pub lock_aware: bool,
+        pub span_context: Option<SpanContext>,
+        pub tenant_ids: Option<Vec<i64>>,
+    }
+}
+
+crate::fb_table! {
+    /// A `(int, u64)` pair of [`ClientTrCommitCostEstimation::clear_idx_costs`].
+    pub struct ClearIdxCost {
+        pub index: i32,
+        pub cost: u64,
+    }
+}
+
+crate::fb_table! {
+    /// Write cost estimate sent with tagged commits (`TagThrottle.actor.h`).
+    pub struct ClientTrCommitCostEstimation {
+        pub ops_count: i32,
+        pub write_costs: u64,
+        pub clear_idx_costs: Vec<ClearIdxCost>,
+        pub expensive_cost_est_count: u32,
+    }
+}
+
+crate::fb_message! {
+    /// A commit, sent to a commit proxy's `commit` stream.
+    pub struct CommitTransactionRequest = 93948; {
+        pub transaction: CommitTransactionRef,
+        pub reply: ReplyPromise,
+        /// 1 lock-aware, 2 first in batch, 4 bypass storage quota.
+        pub flags: u32,
+        pub debug_id: Option<Uid>,
+        pub commit_cost_estimation: Option<ClientTrCommitCostEstimation>,
+        pub tag_set: Option<TagSet>,
+        pub span_context: SpanContext,
+        pub tenant_info: TenantInfo,
+        /// Empty unless automatic idempotency is on; otherwise 16..255 bytes.
+        pub idempotency_id: Bytes,
+    }
+}
+
+impl CommitTransactionRequest {
+    pub const FLAG_IS_LOCK_AWARE: u32 = 1;
+    pub const FLAG_FIRST_IN_BATCH: u32 = 2;
+    pub const FLAG_BYPASS_STORAGE_QUOTA: u32 = 4;
+}
+
+crate::fb_message! {
+    /// The commit's outcome: the commit version (`-1` is never sent; conflicts come back as
+    /// the `not_committed` error) and the batch index used for versionstamps.
+    pub struct CommitID = 14254927; {
+        pub version: Version,
+        pub txn_batch_id: u16,
+        pub metadata_version: Option<Bytes>,
+        pub conflicting_kr_indices: Option<Vec<i32>>,
+    }
+}
+
+impl CommitID {
+    /// The 10-byte versionstamp of this commit: version (big-endian) then batch id.
+    pub fn versionstamp(&self) -> [u8; 10] {
+        let mut v = [0u8; 10];
+        v[..8].copy_from_slice(&self.version.to_be_bytes());
+        v[8..].copy_from_slice(&self.txn_batch_id.to_be_bytes());
+        v
+    }
+}
+
+crate::fb_message! {
+    /// Which storage servers hold the keys from `begin` (to `end`, or `limit` shards), sent
+    /// to a commit proxy's `getKeyServersLocations` stream (index 2).
+    pub struct GetKeyServerLocationsRequest = 9144680; {
+        pub begin: Bytes,
+        pub end: Option<Bytes>,
+        pub limit: i32,
+        pub reverse: bool,
+        pub reply: ReplyPromise,
+        pub span_context: SpanContext,
+        pub tenant: TenantInfo,
+        pub min_tenant_version: Version,
+    }
+}
+
+crate::fb_table! {
+    /// One shard of a location reply: its range and the servers holding it.
+    pub struct ShardLocation {
+        pub range: KeyRange,
+        pub servers: Vec<StorageServerInterface>,
+    }
+}
+
+crate::fb_table! {
+    /// A storage server and its testing shadow (TSS).
+    pub struct TssMapping {
+        pub ss_id: Uid,
+        pub tss: StorageServerInterface,
+    }
+}
+
+crate::fb_table! {
+    /// A storage server id and its tag.
+    pub struct TagMapping {
+        pub ss_id: Uid,
+        pub tag: Tag,
+    }
+}
+
+crate::fb_message! {
+    /// Where keys live.
+    pub struct GetKeyServerLocationsReply = 10636023; {
+        pub results: Vec<ShardLocation>,
+        pub results_tss_mapping: Vec<TssMapping>,
+        pub results_tag_mapping: Vec<TagMapping>,
+    }
+}

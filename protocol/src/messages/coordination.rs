@@ -1,0 +1,218 @@
+//! Talking to coordinators: opening the database (`ClientDBInfo`), the leader, protocol info
+//! (`fdbclient/include/fdbclient/CoordinationInterface.h`, `CommitProxyInterface.h`,
+//! `GrvProxyInterface.h`).
+
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use super::commit::MutationRef;
+use super::common::{ReplyPromise, Void};
+use super::network::{NetworkAddress, RequestStream};
+use crate::uid::Uid;
+
+crate::fb_table! {
+    /// A client build: version, source hash, and protocol as a hex string (`ClientVersion.h`).
+    pub struct ClientVersionRef {
+        pub client_version: Bytes,
+        pub source_version: Bytes,
+        pub protocol_version: Bytes,
+    }
+}
+
+crate::fb_table! {
+    /// A coordinator given by name (`flow/include/flow/Hostname.h`); `service` is the port.
+    pub struct Hostname {
+        pub host: Bytes,
+        pub service: Bytes,
+        pub is_tls: bool,
+    }
+}
+
+crate::fb_message! {
+    /// Asks a coordinator for the cluster's proxies. It answers at once if its `ClientDBInfo`
+    /// id differs from `known_client_info_id`, otherwise when the info next changes: the
+    /// client keeps one of these outstanding to follow proxy changes.
+    pub struct OpenDatabaseCoordRequest = 214728; {
+        pub issues: Vec<Bytes>,
+        pub supported_versions: Vec<ClientVersionRef>,
+        pub trace_log_group: Bytes,
+        pub known_client_info_id: Uid,
+        pub cluster_key: Bytes,
+        pub coordinators: Vec<NetworkAddress>,
+        pub reply: ReplyPromise,
+        pub hostnames: Vec<Hostname>,
+        pub internal: bool,
+    }
+}
+
+crate::fb_table! {
+    /// A process's locality: `std::map<key, Optional<value>>` as pairs (`fdbrpc/Locality.h`).
+    pub struct LocalityEntry {
+        pub key: Bytes,
+        pub value: Option<Bytes>,
+    }
+}
+
+crate::fb_table! {
+    /// Where a process is (zone, machine, dc, process id ...).
+    pub struct LocalityData {
+        pub data: Vec<LocalityEntry>,
+    }
+}
+
+crate::fb_table! {
+    /// A GRV proxy. Only the first stream travels; see [`GrvProxyInterface::stream`].
+    pub struct GrvProxyInterface {
+        pub process_id: Option<Bytes>,
+        pub provisional: bool,
+        pub get_consistent_read_version: RequestStream,
+    }
+}
+
+impl GrvProxyInterface {
+    pub const GET_CONSISTENT_READ_VERSION: u32 = 0;
+    pub const WAIT_FAILURE: u32 = 1;
+    pub const GET_HEALTH_METRICS: u32 = 2;
+    pub const REFRESH_GLOBAL_CONFIG: u32 = 3;
+
+    /// The token of stream `index` (one of the constants above).
+    pub fn stream(&self, index: u32) -> Uid {
+        self.get_consistent_read_version
+            .endpoint
+            .token
+            .adjusted(index)
+    }
+}
+
+crate::fb_table! {
+    /// A commit proxy. Only `commit` travels; the rest are derived from its token.
+    pub struct CommitProxyInterface {
+        pub process_id: Option<Bytes>,
+        pub provisional: bool,
+        pub commit: RequestStream,
+    }
+}
+
+impl CommitProxyInterface {
+    pub const COMMIT: u32 = 0;
+    pub const GET_CONSISTENT_READ_VERSION: u32 = 1;
+    pub const GET_KEY_SERVERS_LOCATIONS: u32 = 2;
+    pub const GET_STORAGE_SERVER_REJOIN_INFO: u32 = 3;
+    pub const WAIT_FAILURE: u32 = 4;
+    pub const TXN_STATE: u32 = 5;
+    pub const GET_HEALTH_METRICS: u32 = 6;
+    pub const PROXY_SNAP_REQ: u32 = 7;
+    pub const EXCLUSION_SAFETY_CHECK_REQ: u32 = 8;
+    pub const GET_DD_METRICS: u32 = 9;
+    pub const EXPIRE_IDEMPOTENCY_ID: u32 = 10;
+    pub const GET_TENANT_ID: u32 = 11;
+    pub const GET_BLOB_GRANULE_LOCATIONS: u32 = 12;
+
+    /// The token of stream `index` (one of the constants above).
+    pub fn stream(&self, index: u32) -> Uid {
+        self.commit.endpoint.token.adjusted(index)
+    }
+}
+
+crate::fb_table! {
+    /// Global configuration history entry (`fdbclient/GlobalConfig.h`).
+    pub struct VersionHistory {
+        pub mutations: Vec<MutationRef>,
+        pub version: i64,
+    }
+}
+
+crate::fb_table! {
+    /// `TenantMode`: 0 disabled, 1 optional, 2 required.
+    pub struct TenantMode {
+        pub mode: u32,
+    }
+}
+
+crate::fb_table! {
+    /// The encryption key proxy (only its first stream travels).
+    pub struct EncryptKeyProxyInterface {
+        pub locality: LocalityData,
+        pub my_id: Uid,
+        pub wait_failure: RequestStream,
+    }
+}
+
+crate::fb_message! {
+    /// What a client needs to run transactions: the proxies, and `id`, which changes whenever
+    /// anything else does. `forward` set means the cluster moved to other coordinators.
+    pub struct ClientDBInfo = 5355080; {
+        pub grv_proxies: Vec<GrvProxyInterface>,
+        pub commit_proxies: Vec<CommitProxyInterface>,
+        pub id: Uid,
+        pub forward: Option<Bytes>,
+        pub history: Vec<VersionHistory>,
+        pub tenant_mode: TenantMode,
+        pub encrypt_key_proxy: Option<EncryptKeyProxyInterface>,
+        pub cluster_id: Uid,
+        /// `ClusterType`: 0 standalone, 1 metacluster management, 2 metacluster data.
+        pub cluster_type: u32,
+        pub metacluster_name: Option<Bytes>,
+    }
+}
+
+crate::fb_message! {
+    /// Asks a coordinator who leads the cluster (used to reach the cluster controller).
+    pub struct GetLeaderRequest = 214727; {
+        pub key: Bytes,
+        pub known_leader: Uid,
+        pub reply: ReplyPromise,
+    }
+}
+
+crate::fb_message! {
+    /// Asks any process for its protocol version; works across versions.
+    pub struct ProtocolInfoRequest = 13261233; {
+        pub reply: ReplyPromise,
+    }
+}
+
+crate::fb_message! {
+    /// The answer to [`ProtocolInfoRequest`]: the version *with* its flag bits.
+    pub struct ProtocolInfoReply = 7784298; {
+        pub version: u64,
+    }
+}
+
+crate::fb_message! {
+    /// The connection monitor's ping, sent to the well-known `PING_PACKET` token; answered
+    /// with `Void`.
+    pub struct PingRequest = 4707015; {
+        pub reply: ReplyPromise,
+    }
+}
+
+crate::fb_message! {
+    /// Who leads the cluster. `serialized_info` holds the cluster controller's client
+    /// interface; `forward` means the coordinators moved (then it holds the new connection
+    /// string).
+    pub struct LeaderInfo = 8338794; {
+        pub change_id: Uid,
+        pub serialized_info: Bytes,
+        pub forward: bool,
+    }
+}
+
+crate::fb_message! {
+    /// Asks the cluster controller for `\xff\xff/status/json`.
+    pub struct StatusRequest = 14419140; {
+        pub reply: ReplyPromise,
+    }
+}
+
+crate::fb_message! {
+    /// The status document, as JSON text.
+    pub struct StatusReply = 9980504; {
+        pub status_str: Bytes,
+    }
+}
+
+impl crate::serializer::Message for Void {
+    /// `Void`'s identifier (`flow/include/flow/flow.h`).
+    const FILE_IDENTIFIER: u32 = 2010442;
+}

@@ -1,0 +1,16 @@
+//! The FDB 7.3 messages a client exchanges, with their real file identifiers and member
+//! order (the order of the C++ `serializer(ar, ...)` calls).
+
+pub mod common;
+pub mod network;
+
+pub use common::{fid, EnsureTable, ErrorOr, ReplyPromise, Void};
+pub use network::{Endpoint, IpAddress, NetworkAddress, NetworkAddressList, RequestStream};
+pub mod commit;
+pub mod coordination;
+pub mod grv;
+pub mod registry;
+pub mod storage;
+pub mod types;
+
+pub use registry::{decode_any, decode_reply, encode_reply, AnyMessage};

@@ -1,0 +1,163 @@
+//! Addresses and endpoints as they travel inside messages (`flow/include/flow/IPAddress.h`,
+//! `NetworkAddress.h`, `fdbrpc/include/fdbrpc/FlowTransport.h`).
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::serializer::{
+    load_alternative, union_slots, DecodeError, Fb, Layout, Reader, Result, Saved, VtCollector,
+    Writer,
+};
+use crate::uid::Uid;
+
+/// An IP address: a table holding `std::variant<uint32_t, std::array<uint8_t, 16>>`.
+/// The v4 alternative is a bare scalar; the v6 one is a 16-entry byte vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IpAddress {
+    V4(u32),
+    V6([u8; 16]),
+}
+
+impl Default for IpAddress {
+    fn default() -> Self {
+        IpAddress::V4(0)
+    }
+}
+
+impl fmt::Display for IpAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IpAddress::V4(v) => write!(f, "{}", core::net::Ipv4Addr::from(*v)),
+            IpAddress::V6(b) => write!(f, "[{}]", core::net::Ipv6Addr::from(*b)),
+        }
+    }
+}
+
+impl From<core::net::IpAddr> for IpAddress {
+    fn from(ip: core::net::IpAddr) -> Self {
+        match ip {
+            core::net::IpAddr::V4(v) => IpAddress::V4(u32::from(v)),
+            core::net::IpAddr::V6(v) => IpAddress::V6(v.octets()),
+        }
+    }
+}
+
+impl From<IpAddress> for core::net::IpAddr {
+    fn from(ip: IpAddress) -> Self {
+        match ip {
+            IpAddress::V4(v) => core::net::IpAddr::V4(v.into()),
+            IpAddress::V6(b) => core::net::IpAddr::V6(b.into()),
+        }
+    }
+}
+
+impl Fb for IpAddress {
+    const LAYOUT: Layout = Layout::Indirect;
+    fn save(&self, w: &mut Writer) -> Saved {
+        let mut t = w.begin_table(&[Layout::Union]);
+        let s = match self {
+            IpAddress::V4(v) => Saved::Union {
+                tag: 1,
+                target: Some(w.save_alternative(v)),
+            },
+            IpAddress::V6(b) => match w.save_vector(b.iter()) {
+                Saved::Offset(o) => Saved::Union {
+                    tag: 2,
+                    target: Some(o),
+                },
+                _ => unreachable!("vectors are saved out of line"),
+            },
+        };
+        t.push(s);
+        Saved::Offset(w.end_table(t))
+    }
+    fn load(r: Reader<'_>, pos: usize) -> Result<Self> {
+        let mut t = r.table(pos)?;
+        match union_slots(&mut t)? {
+            (0, _) => Ok(IpAddress::default()),
+            (1, Some(p)) => Ok(IpAddress::V4(load_alternative(r, p)?)),
+            (2, Some(p)) => {
+                let v: Vec<u8> = Fb::load(r, p)?;
+                let b: [u8; 16] = v
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| DecodeError::InvalidValue("IPv6 address"))?;
+                Ok(IpAddress::V6(b))
+            }
+            (tag, _) => Err(DecodeError::BadUnionTag { tag }),
+        }
+    }
+    fn collect_vtables(c: &mut VtCollector) {
+        c.add(&[Layout::Union]);
+    }
+}
+
+crate::fb_table! {
+    /// A process address. `flags`: 1 = private, 2 = TLS.
+    pub struct NetworkAddress {
+        pub ip: IpAddress,
+        pub port: u16,
+        pub flags: u16,
+        pub from_hostname: bool,
+    }
+}
+
+impl NetworkAddress {
+    pub const FLAG_PRIVATE: u16 = 1;
+    pub const FLAG_TLS: u16 = 2;
+
+    pub fn new(ip: impl Into<IpAddress>, port: u16) -> Self {
+        NetworkAddress {
+            ip: ip.into(),
+            port,
+            flags: 0,
+            from_hostname: false,
+        }
+    }
+    pub fn is_tls(&self) -> bool {
+        self.flags & Self::FLAG_TLS != 0
+    }
+}
+
+impl fmt::Display for NetworkAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.ip, self.port)?;
+        if self.is_tls() {
+            write!(f, ":tls")?;
+        }
+        Ok(())
+    }
+}
+
+crate::fb_table! {
+    /// A process's addresses: the main one and, when it listens on both, the other of TLS/plain.
+    pub struct NetworkAddressList {
+        pub address: NetworkAddress,
+        pub secondary_address: Option<NetworkAddress>,
+    }
+}
+
+crate::fb_table! {
+    /// Where a stream lives: addresses plus token.
+    pub struct Endpoint {
+        pub addresses: NetworkAddressList,
+        pub token: Uid,
+    }
+}
+
+impl Endpoint {
+    /// Stream `index` of the interface whose first stream is this endpoint.
+    pub fn adjusted(&self, index: u32) -> Endpoint {
+        Endpoint {
+            addresses: self.addresses.clone(),
+            token: self.token.adjusted(index),
+        }
+    }
+}
+
+crate::fb_table! {
+    /// A `RequestStream<T>`: serialized as its endpoint.
+    pub struct RequestStream {
+        pub endpoint: Endpoint,
+    }
+}

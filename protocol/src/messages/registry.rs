@@ -1,0 +1,120 @@
+//! Every message type a client sends or receives, by file identifier: what a connection uses
+//! to turn a packet into a typed value, and what the capture tests and fuzzers drive.
+
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use super::commit::*;
+use super::common::{fid, EnsureTable, ErrorOr, Void};
+use super::coordination::*;
+use super::grv::*;
+use super::storage::*;
+use crate::serializer::{decode_root, encode_with, file_identifier, DecodeError, Message};
+
+macro_rules! registry {
+    (requests { $($req:ident),* $(,)? } replies { $($rep:ident),* $(,)? }) => {
+        /// A decoded message of any known type. Replies carry FDB's `ErrorOr` envelope.
+        #[derive(Clone, Debug, PartialEq)]
+        #[allow(clippy::large_enum_variant)]
+        pub enum AnyMessage {
+            $( $req($req), )*
+            $( $rep(ErrorOr<$rep>), )*
+            /// The reply to `GetLeaderRequest`: `ErrorOr<Optional<LeaderInfo>>`.
+            Leader(ErrorOr<EnsureTable<Option<LeaderInfo>>>),
+        }
+
+        /// File identifier of the reply to `GetLeaderRequest` (wrapped twice, so the
+        /// wrapper ids go in the top two nibbles).
+        pub const LEADER_REPLY_FILE_IDENTIFIER: u32 =
+            fid::reply(fid::compose(fid::OPTIONAL, LeaderInfo::FILE_IDENTIFIER));
+
+        impl AnyMessage {
+            /// The file identifier this message travels with.
+            pub fn file_identifier(&self) -> u32 {
+                match self {
+                    $( AnyMessage::$req(_) => $req::FILE_IDENTIFIER, )*
+                    $( AnyMessage::$rep(_) => fid::reply($rep::FILE_IDENTIFIER), )*
+                    AnyMessage::Leader(_) => LEADER_REPLY_FILE_IDENTIFIER,
+                }
+            }
+
+            /// The type's name, for logs and summaries.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( AnyMessage::$req(_) => stringify!($req), )*
+                    $( AnyMessage::$rep(_) => concat!("ErrorOr<", stringify!($rep), ">"), )*
+                    AnyMessage::Leader(_) => "ErrorOr<Optional<LeaderInfo>>",
+                }
+            }
+
+            /// Encodes it as a complete ObjectSerializer message.
+            pub fn encode(&self) -> Vec<u8> {
+                let fid = self.file_identifier();
+                match self {
+                    $( AnyMessage::$req(m) => encode_with(m, fid), )*
+                    $( AnyMessage::$rep(m) => encode_with(m, fid), )*
+                    AnyMessage::Leader(m) => encode_with(m, fid),
+                }
+            }
+        }
+
+        /// Decodes a message by its file identifier. Unknown identifiers are an error
+        /// ([`DecodeError::FileIdentifier`] with `expected` 0), never a panic.
+        pub fn decode_any(msg: &Bytes) -> Result<AnyMessage, DecodeError> {
+            let f = file_identifier(msg)?;
+            $( if f == $req::FILE_IDENTIFIER { return Ok(AnyMessage::$req(decode_root(msg)?)); } )*
+            $( if f == fid::reply($rep::FILE_IDENTIFIER) { return Ok(AnyMessage::$rep(decode_root(msg)?)); } )*
+            if f == LEADER_REPLY_FILE_IDENTIFIER {
+                return Ok(AnyMessage::Leader(decode_root(msg)?));
+            }
+            Err(DecodeError::FileIdentifier { expected: 0, found: f })
+        }
+    };
+}
+
+registry! {
+    requests {
+        OpenDatabaseCoordRequest,
+        GetLeaderRequest,
+        ProtocolInfoRequest,
+        PingRequest,
+        StatusRequest,
+        GlobalConfigRefreshRequest,
+        GetReadVersionRequest,
+        CommitTransactionRequest,
+        GetKeyServerLocationsRequest,
+        GetValueRequest,
+        GetKeyRequest,
+        GetKeyValuesRequest,
+        WatchValueRequest,
+    }
+    replies {
+        ClientDBInfo,
+        ProtocolInfoReply,
+        StatusReply,
+        Void,
+        GlobalConfigRefreshReply,
+        GetReadVersionReply,
+        CommitID,
+        GetKeyServerLocationsReply,
+        GetValueReply,
+        GetKeyReply,
+        GetKeyValuesReply,
+        WatchValueReply,
+    }
+}
+
+/// Encodes a reply as FDB sends it: `ErrorOr<EnsureTable<T>>` with the composed identifier.
+pub fn encode_reply<T: Message>(reply: &ErrorOr<T>) -> Vec<u8> {
+    encode_with(reply, fid::reply(T::FILE_IDENTIFIER))
+}
+
+/// Decodes a reply of a known type.
+pub fn decode_reply<T: Message>(msg: &Bytes) -> Result<ErrorOr<T>, DecodeError> {
+    let found = file_identifier(msg)?;
+    let expected = fid::reply(T::FILE_IDENTIFIER);
+    if found != expected {
+        return Err(DecodeError::FileIdentifier { expected, found });
+    }
+    decode_root(msg)
+}

@@ -1,0 +1,227 @@
+//! Storage servers: reads and watches (`fdbclient/include/fdbclient/StorageServerInterface.h`).
+
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use super::common::ReplyPromise;
+use super::coordination::LocalityData;
+use super::network::RequestStream;
+use super::types::{
+    KeySelector, KeyValue, SpanContext, TagSet, TenantInfo, Version, VersionVector,
+};
+use crate::error::ErrorCode;
+use crate::serializer::{DecodeError, Fb, Layout, Reader, Result, Saved, Writer};
+use crate::uid::Uid;
+
+crate::fb_table! {
+    /// A storage server as location replies carry it. Only `get_value` travels; every other
+    /// stream is derived from its token (see [`StorageServerInterface::stream`]).
+    pub struct StorageServerInterface {
+        pub unique_id: Uid,
+        pub locality: LocalityData,
+        pub get_value: RequestStream,
+        pub tss_pair_id: Option<Uid>,
+        pub accepting_requests: bool,
+    }
+}
+
+impl StorageServerInterface {
+    pub const GET_VALUE: u32 = 0;
+    pub const GET_KEY: u32 = 1;
+    pub const GET_KEY_VALUES: u32 = 2;
+    pub const GET_SHARD_STATE: u32 = 3;
+    pub const WAIT_METRICS: u32 = 4;
+    pub const SPLIT_METRICS: u32 = 5;
+    pub const GET_STORAGE_METRICS: u32 = 6;
+    pub const WAIT_FAILURE: u32 = 7;
+    pub const GET_QUEUING_METRICS: u32 = 8;
+    pub const GET_KEY_VALUE_STORE_TYPE: u32 = 9;
+    pub const WATCH_VALUE: u32 = 10;
+    pub const GET_READ_HOT_RANGES: u32 = 11;
+    pub const GET_RANGE_SPLIT_POINTS: u32 = 12;
+    pub const GET_KEY_VALUES_STREAM: u32 = 13;
+    pub const GET_MAPPED_KEY_VALUES: u32 = 14;
+
+    /// The token of stream `index` (one of the constants above).
+    pub fn stream(&self, index: u32) -> Uid {
+        self.get_value.endpoint.token.adjusted(index)
+    }
+}
+
+crate::fb_table! {
+    /// Per-read options (`ReadOptions` in `FDBTypes.h`). `read_type`: 0 eager, 1 fetch,
+    /// 2 low, 3 normal, 4 high.
+    pub struct ReadOptions {
+        pub read_type: i32,
+        pub cache_result: bool,
+        pub debug_id: Option<Uid>,
+        pub consistency_check_start_version: Option<Version>,
+        pub lock_aware: bool,
+    }
+}
+
+crate::fb_message! {
+    /// Reads one key at a version.
+    pub struct GetValueRequest = 8454530; {
+        pub key: Bytes,
+        pub version: Version,
+        pub tags: Option<TagSet>,
+        pub reply: ReplyPromise,
+        pub span_context: SpanContext,
+        pub tenant_info: TenantInfo,
+        pub options: Option<ReadOptions>,
+        pub ss_latest_commit_versions: VersionVector,
+    }
+}
+
+crate::fb_message! {
+    /// A value, or `error` set (e.g. `transaction_too_old`, `wrong_shard_server`): storage
+    /// replies carry their errors inside a successful `ErrorOr` (`LoadBalancedReply`).
+    pub struct GetValueReply = 1378929; {
+        pub penalty: f64,
+        pub error: Option<ErrorCode>,
+        pub value: Option<Bytes>,
+        pub cached: bool,
+    }
+}
+
+crate::fb_message! {
+    /// Resolves a key selector at a version.
+    pub struct GetKeyRequest = 10457870; {
+        pub sel: KeySelector,
+        pub version: Version,
+        pub tags: Option<TagSet>,
+        pub reply: ReplyPromise,
+        pub span_context: SpanContext,
+        pub tenant_info: TenantInfo,
+        pub options: Option<ReadOptions>,
+        pub ss_latest_commit_versions: VersionVector,
+    }
+}
+
+crate::fb_message! {
+    /// The resolved selector. If the answer lies outside this server's shard, `sel` is a
+    /// selector to continue from (offset not yet 0 / or_equal adjusted).
+    pub struct GetKeyReply = 11226513; {
+        pub penalty: f64,
+        pub error: Option<ErrorCode>,
+        pub sel: KeySelector,
+        pub cached: bool,
+    }
+}
+
+crate::fb_message! {
+    /// Reads a range between two selectors, at most `limit` rows and about `limit_bytes`.
+    /// A negative `limit` reads backwards.
+    pub struct GetKeyValuesRequest = 6795746; {
+        pub begin: KeySelector,
+        pub end: KeySelector,
+        pub version: Version,
+        pub limit: i32,
+        pub limit_bytes: i32,
+        pub tags: Option<TagSet>,
+        pub reply: ReplyPromise,
+        pub span_context: SpanContext,
+        pub tenant_info: TenantInfo,
+        pub options: Option<ReadOptions>,
+        pub ss_latest_commit_versions: VersionVector,
+    }
+}
+
+/// Range rows as FDB sends them: not a flatbuffers vector but one string,
+/// `u32 count | (u32 klen | key | u32 vlen | value)*` (`VecSerStrategy::String`), which is
+/// much cheaper for thousands of rows. Keys and values are zero-copy slices.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyValueBlob(pub Vec<KeyValue>);
+
+impl Fb for KeyValueBlob {
+    const LAYOUT: Layout = Layout::Indirect;
+    fn save(&self, w: &mut Writer) -> Saved {
+        let size = 4 + self
+            .0
+            .iter()
+            .map(|kv| 8 + kv.key.len() + kv.value.len())
+            .sum::<usize>();
+        let mut b = Vec::with_capacity(size);
+        b.extend_from_slice(&(self.0.len() as u32).to_le_bytes());
+        for kv in &self.0 {
+            b.extend_from_slice(&(kv.key.len() as u32).to_le_bytes());
+            b.extend_from_slice(&kv.key);
+            b.extend_from_slice(&(kv.value.len() as u32).to_le_bytes());
+            b.extend_from_slice(&kv.value);
+        }
+        w.save_bytes(&b)
+    }
+    fn load(r: Reader<'_>, pos: usize) -> Result<Self> {
+        let blob = Bytes::load(r, pos)?;
+        if blob.is_empty() {
+            return Ok(KeyValueBlob::default());
+        }
+        let bad = DecodeError::InvalidValue("key-value string");
+        let u32_at = |i: usize| -> Result<u32> {
+            let b: [u8; 4] = blob
+                .get(i..i + 4)
+                .ok_or(bad.clone())?
+                .try_into()
+                .map_err(|_| bad.clone())?;
+            Ok(u32::from_le_bytes(b))
+        };
+        let n = u32_at(0)?;
+        // Every row takes at least 8 bytes: a hostile count cannot make us allocate much.
+        if n as usize > blob.len() / 8 {
+            return Err(DecodeError::LengthTooLarge { len: n });
+        }
+        let mut rows = Vec::with_capacity(n as usize);
+        let mut i = 4;
+        for _ in 0..n {
+            let kl = u32_at(i)? as usize;
+            let key = blob.get(i + 4..i + 4 + kl).ok_or(bad.clone())?;
+            let key = blob.slice_ref(key);
+            i += 4 + kl;
+            let vl = u32_at(i)? as usize;
+            let value = blob.get(i + 4..i + 4 + vl).ok_or(bad.clone())?;
+            let value = blob.slice_ref(value);
+            i += 4 + vl;
+            rows.push(KeyValue { key, value });
+        }
+        if i != blob.len() {
+            return Err(bad);
+        }
+        Ok(KeyValueBlob(rows))
+    }
+}
+
+crate::fb_message! {
+    /// Rows of a range read. `more` means the limit or the shard end stopped it.
+    pub struct GetKeyValuesReply = 1783066; {
+        pub penalty: f64,
+        pub error: Option<ErrorCode>,
+        pub data: KeyValueBlob,
+        pub version: Version,
+        pub more: bool,
+        pub cached: bool,
+    }
+}
+
+crate::fb_message! {
+    /// Fires when `key` no longer has `value` (absent `value` = the key is absent), at or
+    /// after `version`.
+    pub struct WatchValueRequest = 14747733; {
+        pub key: Bytes,
+        pub value: Option<Bytes>,
+        pub version: Version,
+        pub tags: Option<TagSet>,
+        pub debug_id: Option<Uid>,
+        pub reply: ReplyPromise,
+        pub span_context: SpanContext,
+        pub tenant_info: TenantInfo,
+    }
+}
+
+crate::fb_message! {
+    /// The version at which the watched value changed. Its file identifier really is 3.
+    pub struct WatchValueReply = 3; {
+        pub version: Version,
+        pub cached: bool,
+    }
+}
