@@ -11,6 +11,8 @@ extern crate alloc;
 pub mod cluster_file;
 pub mod error;
 pub mod framing;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod messages;
 pub mod serializer;
 pub mod uid;

@@ -146,7 +146,15 @@ crate::fb_table! {
     /// `tenant_id == -1` means none.
     pub struct TenantInfo {
         pub tenant_id: i64,
-        pub token: Option<Bytes>,
+        pub token: Option<WipedString>,
+    }
+}
+
+crate::fb_table! {
+    /// A secret string FDB wipes from memory after use (`flow/WipedString.h`); on the wire,
+    /// a table holding the string.
+    pub struct WipedString {
+        pub value: Bytes,
     }
 }
 

@@ -1,0 +1,1 @@
+//! Bodies of the fuzz targets in `fuzz/`, kept here so stable tests can run them too.
