@@ -9,12 +9,14 @@
 extern crate alloc;
 
 pub mod cluster_file;
+pub mod connection;
 pub mod error;
 pub mod framing;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod messages;
 pub mod serializer;
+pub mod time;
 pub mod uid;
 
 pub use uid::Uid;

@@ -1,0 +1,378 @@
+//! One FlowTransport connection to one peer, without IO (`Peer` in
+//! `fdbrpc/FlowTransport.actor.cpp`).
+//!
+//! It owns the ConnectPacket exchange, the protocol-version check, framing both ways, and the
+//! connection monitor: like libfdb_c it pings the peer about once a second and gives up when a
+//! ping goes unanswered for [`CONNECTION_MONITOR_TIMEOUT`] *and* nothing else arrived either.
+
+use alloc::collections::VecDeque;
+use bytes::{Bytes, BytesMut};
+use core::fmt;
+use core::time::Duration;
+
+use crate::framing::{encode_packet, ConnectPacket, FrameDecoder, FrameError, Incoming, Packet, ProtocolVersion};
+use crate::messages::coordination::PingRequest;
+use crate::messages::ReplyPromise;
+use crate::serializer::encode;
+use crate::time::{Instant, Rng};
+use crate::uid::{well_known, Uid};
+
+/// `CONNECTION_MONITOR_LOOP_TIME` (`flow/Knobs.cpp`): pause between pings.
+pub const CONNECTION_MONITOR_LOOP_TIME: Duration = Duration::from_secs(1);
+/// `CONNECTION_MONITOR_TIMEOUT`: how long a ping may go unanswered while nothing arrives.
+pub const CONNECTION_MONITOR_TIMEOUT: Duration = Duration::from_secs(2);
+/// `CONNECTION_MONITOR_IDLE_TIMEOUT`: a client closes a connection unused this long.
+pub const CONNECTION_MONITOR_IDLE_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Why a connection ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConnectionError {
+    /// The byte stream broke the framing rules (bad checksum, oversize packet...).
+    Frame(FrameError),
+    /// The peer speaks a protocol we cannot (FDB: `incompatible_protocol_version`).
+    IncompatibleProtocol { peer: ProtocolVersion },
+    /// The ping went unanswered and nothing else arrived (FDB: `connection_failed`).
+    Timeout,
+    /// Nothing was sent or expected for a long time (FDB: `connection_idle`).
+    Idle,
+    /// The driver reported the socket closed or failed.
+    Closed,
+}
+
+impl fmt::Display for ConnectionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectionError::Frame(e) => write!(f, "framing error: {e}"),
+            ConnectionError::IncompatibleProtocol { peer } => {
+                write!(f, "peer speaks incompatible protocol {peer}")
+            }
+            ConnectionError::Timeout => write!(f, "connection monitor timed out"),
+            ConnectionError::Idle => write!(f, "connection idle"),
+            ConnectionError::Closed => write!(f, "connection closed"),
+        }
+    }
+}
+
+#[derive(Debug)]
+enum State {
+    /// Our ConnectPacket is queued; waiting for the peer's.
+    Handshake,
+    Established,
+    Failed(ConnectionError),
+}
+
+#[derive(Debug)]
+struct Ping {
+    token: Uid,
+    sent: Instant,
+    /// `bytes_received` when the current timeout window started.
+    bytes_at_window: u64,
+    window_ends: Instant,
+}
+
+/// A FlowTransport connection's protocol state.
+#[derive(Debug)]
+pub struct Connection {
+    state: State,
+    decoder: FrameDecoder,
+    out: BytesMut,
+    with_checksum: bool,
+    version: ProtocolVersion,
+    peer: Option<ConnectPacket>,
+    incoming: VecDeque<Packet>,
+    bytes_received: u64,
+    last_data_sent: Instant,
+    outstanding: usize,
+    next_ping: Instant,
+    ping: Option<Ping>,
+    monitor: bool,
+}
+
+impl Connection {
+    /// Starts an outgoing connection: our ConnectPacket goes first. `tls` drops the packet
+    /// checksums, as FDB does on TLS connections.
+    pub fn new(now: Instant, tls: bool, version: ProtocolVersion) -> Self {
+        let mut out = BytesMut::with_capacity(256);
+        ConnectPacket::client(version).encode(&mut out);
+        Connection {
+            state: State::Handshake,
+            decoder: FrameDecoder::new(true, !tls),
+            out,
+            with_checksum: !tls,
+            version,
+            peer: None,
+            incoming: VecDeque::new(),
+            bytes_received: 0,
+            last_data_sent: now,
+            outstanding: 0,
+            next_ping: now + CONNECTION_MONITOR_LOOP_TIME,
+            ping: None,
+            monitor: true,
+        }
+    }
+
+    /// Turns the ping monitor off (for tests of other behaviour, and for server roles).
+    pub fn without_monitor(mut self) -> Self {
+        self.monitor = false;
+        self
+    }
+
+    /// The peer's ConnectPacket, once received.
+    pub fn peer(&self) -> Option<&ConnectPacket> {
+        self.peer.as_ref()
+    }
+
+    pub fn is_established(&self) -> bool {
+        matches!(self.state, State::Established)
+    }
+
+    /// Why the connection failed, if it did.
+    pub fn error(&self) -> Option<&ConnectionError> {
+        match &self.state {
+            State::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    fn fail(&mut self, e: ConnectionError) {
+        if !matches!(self.state, State::Failed(_)) {
+            self.state = State::Failed(e);
+            self.out.clear();
+            self.ping = None;
+        }
+    }
+
+    /// Bytes read from the socket.
+    pub fn handle_input(&mut self, now: Instant, data: &[u8]) -> Result<(), ConnectionError> {
+        if let Some(e) = self.error() {
+            return Err(e.clone());
+        }
+        self.bytes_received += data.len() as u64;
+        self.decoder.feed(data);
+        loop {
+            match self.decoder.next_frame() {
+                Ok(None) => return Ok(()),
+                Ok(Some(Incoming::Connect(p))) => {
+                    let peer = p.protocol_version();
+                    if !self.version.accepts(peer) {
+                        let e = ConnectionError::IncompatibleProtocol { peer };
+                        self.fail(e.clone());
+                        return Err(e);
+                    }
+                    self.peer = Some(p);
+                    self.state = State::Established;
+                }
+                Ok(Some(Incoming::Packet(p))) => {
+                    if let Some(ping) = &self.ping {
+                        if p.token == ping.token {
+                            self.ping = None;
+                            self.next_ping = now + CONNECTION_MONITOR_LOOP_TIME;
+                            continue;
+                        }
+                    }
+                    self.incoming.push_back(p);
+                }
+                Err(e) => {
+                    let e = ConnectionError::Frame(e);
+                    self.fail(e.clone());
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// The driver saw the socket close or fail.
+    pub fn handle_closed(&mut self) {
+        self.fail(ConnectionError::Closed);
+    }
+
+    /// Queues one packet to `token`. Packets may be queued during the handshake: the peer
+    /// reads them after our ConnectPacket, as libfdb_c does.
+    pub fn send(&mut self, now: Instant, token: Uid, message: &[u8]) {
+        if matches!(self.state, State::Failed(_)) {
+            return;
+        }
+        encode_packet(&mut self.out, token, message, self.with_checksum);
+        if token != well_known::PING_PACKET {
+            self.last_data_sent = now;
+        }
+    }
+
+    /// How many requests on this connection await replies; the idle check leaves busy
+    /// connections alone.
+    pub fn set_outstanding(&mut self, n: usize) {
+        self.outstanding = n;
+    }
+
+    /// Bytes to write to the socket, if any.
+    pub fn poll_transmit(&mut self) -> Option<Bytes> {
+        if self.out.is_empty() {
+            None
+        } else {
+            Some(self.out.split().freeze())
+        }
+    }
+
+    /// The next packet addressed to us.
+    pub fn poll_packet(&mut self) -> Option<Packet> {
+        self.incoming.pop_front()
+    }
+
+    /// When [`Connection::handle_timeout`] must next be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if !self.monitor || matches!(self.state, State::Failed(_)) {
+            return None;
+        }
+        let idle = self.last_data_sent + CONNECTION_MONITOR_IDLE_TIMEOUT;
+        Some(match &self.ping {
+            Some(p) => p.window_ends.min(idle),
+            None => self.next_ping.min(idle),
+        })
+    }
+
+    /// Runs the connection monitor.
+    pub fn handle_timeout(&mut self, now: Instant, rng: &mut Rng) -> Result<(), ConnectionError> {
+        if let Some(e) = self.error() {
+            return Err(e.clone());
+        }
+        if !self.monitor {
+            return Ok(());
+        }
+        if self.outstanding == 0 && now >= self.last_data_sent + CONNECTION_MONITOR_IDLE_TIMEOUT {
+            self.fail(ConnectionError::Idle);
+            return Err(ConnectionError::Idle);
+        }
+        match &mut self.ping {
+            Some(p) if now >= p.window_ends => {
+                if p.bytes_at_window == self.bytes_received {
+                    self.fail(ConnectionError::Timeout);
+                    return Err(ConnectionError::Timeout);
+                }
+                // Data is flowing, the reply is just slow: keep waiting.
+                p.bytes_at_window = self.bytes_received;
+                p.window_ends = now + CONNECTION_MONITOR_TIMEOUT;
+            }
+            Some(_) => {}
+            None if now >= self.next_ping => {
+                let token = rng.uid();
+                let msg = encode(&PingRequest { reply: ReplyPromise { token } });
+                encode_packet(&mut self.out, well_known::PING_PACKET, &msg, self.with_checksum);
+                self.ping = Some(Ping {
+                    token,
+                    sent: now,
+                    bytes_at_window: self.bytes_received,
+                    window_ends: now + CONNECTION_MONITOR_TIMEOUT,
+                });
+                self.next_ping = now + rng.jittered(CONNECTION_MONITOR_LOOP_TIME);
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// When the outstanding ping was sent, if one is.
+    pub fn ping_sent_at(&self) -> Option<Instant> {
+        self.ping.as_ref().map(|p| p.sent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framing::encode_packet;
+    use crate::messages::{encode_reply, ErrorOr, Void};
+
+    fn server_connect() -> BytesMut {
+        let mut b = BytesMut::new();
+        let mut p = ConnectPacket::client(ProtocolVersion::V7_3);
+        p.canonical_remote_port = 4500;
+        p.connection_id = 1;
+        p.encode(&mut b);
+        b
+    }
+
+    fn t(s: f64) -> Instant {
+        Instant::from_secs_f64(s)
+    }
+
+    #[test]
+    fn handshake_then_packets() {
+        let mut c = Connection::new(t(0.0), false, ProtocolVersion::V7_3);
+        let hello = c.poll_transmit().unwrap();
+        assert_eq!(hello.len(), 44);
+        c.send(t(0.0), Uid::new(1, 2), b"abcd");
+        assert!(c.poll_transmit().is_some());
+        let mut b = server_connect();
+        encode_packet(&mut b, Uid::new(9, 9), b"reply", true);
+        for byte in b.iter() {
+            c.handle_input(t(0.1), &[*byte]).unwrap();
+        }
+        assert!(c.is_established());
+        assert_eq!(c.peer().unwrap().canonical_remote_port, 4500);
+        let p = c.poll_packet().unwrap();
+        assert_eq!(p.token, Uid::new(9, 9));
+        assert_eq!(&p.message[..], b"reply");
+    }
+
+    #[test]
+    fn incompatible_peer_is_refused() {
+        let mut c = Connection::new(t(0.0), false, ProtocolVersion::V7_3);
+        let mut b = BytesMut::new();
+        ConnectPacket::client(ProtocolVersion(0x0FDB_00B0_7200_0000)).encode(&mut b);
+        let e = c.handle_input(t(0.0), &b).unwrap_err();
+        assert_eq!(e, ConnectionError::IncompatibleProtocol { peer: ProtocolVersion(0x1FDB_00B0_7200_0000) });
+        assert!(c.poll_transmit().is_none());
+        assert!(c.handle_input(t(0.0), b"more").is_err());
+    }
+
+    #[test]
+    fn ping_answered_keeps_connection() {
+        let mut rng = Rng::new(1);
+        let mut c = Connection::new(t(0.0), false, ProtocolVersion::V7_3);
+        c.poll_transmit();
+        c.handle_input(t(0.0), &server_connect()).unwrap();
+        let at = c.poll_timeout().unwrap();
+        assert_eq!(at, t(1.0));
+        c.handle_timeout(at, &mut rng).unwrap();
+        let sent = c.poll_transmit().expect("a ping");
+        // The ping goes to the well-known ping token.
+        assert_eq!(&sent[12..28], &well_known::PING_PACKET.to_bytes());
+        let token = c.ping.as_ref().unwrap().token;
+        let mut reply = BytesMut::new();
+        encode_packet(&mut reply, token, &encode_reply(&ErrorOr::Ok(Void {})), true);
+        c.handle_input(t(1.5), &reply).unwrap();
+        assert!(c.poll_packet().is_none(), "ping replies are consumed by the monitor");
+        assert!(c.ping_sent_at().is_none());
+        c.handle_timeout(t(3.6), &mut rng).unwrap();
+        assert!(c.is_established());
+    }
+
+    #[test]
+    fn silent_peer_times_out_but_slow_busy_peer_does_not() {
+        let mut rng = Rng::new(1);
+        let mut c = Connection::new(t(0.0), false, ProtocolVersion::V7_3);
+        c.handle_input(t(0.0), &server_connect()).unwrap();
+        c.handle_timeout(t(1.0), &mut rng).unwrap();
+        // Other traffic arrives during the window: the connection lives on.
+        let mut b = BytesMut::new();
+        encode_packet(&mut b, Uid::new(5, 5), b"data", true);
+        c.handle_input(t(2.0), &b).unwrap();
+        c.handle_timeout(t(3.0), &mut rng).unwrap();
+        // Then silence for a whole window.
+        assert_eq!(c.handle_timeout(t(5.0), &mut rng), Err(ConnectionError::Timeout));
+        assert_eq!(c.error(), Some(&ConnectionError::Timeout));
+    }
+
+    #[test]
+    fn idle_connection_closes() {
+        let mut rng = Rng::new(1);
+        let mut c = Connection::new(t(0.0), false, ProtocolVersion::V7_3).without_monitor();
+        assert_eq!(c.poll_timeout(), None);
+        c.handle_timeout(t(1000.0), &mut rng).unwrap();
+        let mut c = Connection::new(t(0.0), false, ProtocolVersion::V7_3);
+        c.set_outstanding(0);
+        c.ping = None;
+        c.next_ping = t(10_000.0);
+        assert_eq!(c.handle_timeout(t(181.0), &mut rng), Err(ConnectionError::Idle));
+    }
+}
