@@ -10,7 +10,9 @@ use bytes::{Bytes, BytesMut};
 use core::fmt;
 use core::time::Duration;
 
-use crate::framing::{encode_packet, ConnectPacket, FrameDecoder, FrameError, Incoming, Packet, ProtocolVersion};
+use crate::framing::{
+    encode_packet, ConnectPacket, FrameDecoder, FrameError, Incoming, Packet, ProtocolVersion,
+};
 use crate::messages::coordination::PingRequest;
 use crate::messages::ReplyPromise;
 use crate::serializer::encode;
@@ -255,8 +257,15 @@ impl Connection {
             Some(_) => {}
             None if now >= self.next_ping => {
                 let token = rng.uid();
-                let msg = encode(&PingRequest { reply: ReplyPromise { token } });
-                encode_packet(&mut self.out, well_known::PING_PACKET, &msg, self.with_checksum);
+                let msg = encode(&PingRequest {
+                    reply: ReplyPromise { token },
+                });
+                encode_packet(
+                    &mut self.out,
+                    well_known::PING_PACKET,
+                    &msg,
+                    self.with_checksum,
+                );
                 self.ping = Some(Ping {
                     token,
                     sent: now,
@@ -320,7 +329,12 @@ mod tests {
         let mut b = BytesMut::new();
         ConnectPacket::client(ProtocolVersion(0x0FDB_00B0_7200_0000)).encode(&mut b);
         let e = c.handle_input(t(0.0), &b).unwrap_err();
-        assert_eq!(e, ConnectionError::IncompatibleProtocol { peer: ProtocolVersion(0x1FDB_00B0_7200_0000) });
+        assert_eq!(
+            e,
+            ConnectionError::IncompatibleProtocol {
+                peer: ProtocolVersion(0x1FDB_00B0_7200_0000)
+            }
+        );
         assert!(c.poll_transmit().is_none());
         assert!(c.handle_input(t(0.0), b"more").is_err());
     }
@@ -339,9 +353,17 @@ mod tests {
         assert_eq!(&sent[12..28], &well_known::PING_PACKET.to_bytes());
         let token = c.ping.as_ref().unwrap().token;
         let mut reply = BytesMut::new();
-        encode_packet(&mut reply, token, &encode_reply(&ErrorOr::Ok(Void {})), true);
+        encode_packet(
+            &mut reply,
+            token,
+            &encode_reply(&ErrorOr::Ok(Void {})),
+            true,
+        );
         c.handle_input(t(1.5), &reply).unwrap();
-        assert!(c.poll_packet().is_none(), "ping replies are consumed by the monitor");
+        assert!(
+            c.poll_packet().is_none(),
+            "ping replies are consumed by the monitor"
+        );
         assert!(c.ping_sent_at().is_none());
         c.handle_timeout(t(3.6), &mut rng).unwrap();
         assert!(c.is_established());
@@ -359,7 +381,10 @@ mod tests {
         c.handle_input(t(2.0), &b).unwrap();
         c.handle_timeout(t(3.0), &mut rng).unwrap();
         // Then silence for a whole window.
-        assert_eq!(c.handle_timeout(t(5.0), &mut rng), Err(ConnectionError::Timeout));
+        assert_eq!(
+            c.handle_timeout(t(5.0), &mut rng),
+            Err(ConnectionError::Timeout)
+        );
         assert_eq!(c.error(), Some(&ConnectionError::Timeout));
     }
 
@@ -373,6 +398,9 @@ mod tests {
         c.set_outstanding(0);
         c.ping = None;
         c.next_ping = t(10_000.0);
-        assert_eq!(c.handle_timeout(t(181.0), &mut rng), Err(ConnectionError::Idle));
+        assert_eq!(
+            c.handle_timeout(t(181.0), &mut rng),
+            Err(ConnectionError::Idle)
+        );
     }
 }

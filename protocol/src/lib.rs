@@ -8,6 +8,7 @@
 
 extern crate alloc;
 
+pub mod client;
 pub mod cluster_file;
 pub mod connection;
 pub mod error;

@@ -112,7 +112,10 @@ mod tests {
     fn instant_arithmetic() {
         let t = Instant::from_secs_f64(1.5);
         assert_eq!((t + Duration::from_millis(500)).0, Duration::from_secs(2));
-        assert_eq!(t.saturating_since(t + Duration::from_secs(1)), Duration::ZERO);
+        assert_eq!(
+            t.saturating_since(t + Duration::from_secs(1)),
+            Duration::ZERO
+        );
         assert_eq!((t - Duration::from_secs(9)), Instant::ZERO);
     }
 }
