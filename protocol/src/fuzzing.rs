@@ -19,8 +19,11 @@ use crate::messages::storage::{GetKeyReply, GetKeyValuesReply, GetValueReply, Wa
 use crate::messages::{decode_any, decode_reply, encode_reply, fid, ErrorOr};
 use crate::serializer::{decode_root, file_identifier, Message};
 
+/// A fuzz target's body.
+pub type Target = fn(&[u8]);
+
 /// Every fuzz target: its name (also its `fuzz/fuzz_targets/NAME.rs`) and its body.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("frame_decoder", frame_decoder),
     ("connect_packet", connect_packet),
     ("object_reader", object_reader),
