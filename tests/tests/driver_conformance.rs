@@ -1,0 +1,96 @@
+//! One behaviour suite, run against both drivers over real loopback sockets and the
+//! in-process mini cluster: the drivers are thin, so they must behave the same.
+
+use std::time::Duration;
+
+use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::framing::ProtocolVersion;
+use fdb_tests::testkit::MiniCluster;
+
+trait Driver {
+    fn open(cluster: &str, seed: u64) -> Self;
+    /// `None` if no answer within `limit`.
+    fn read_version(&mut self, limit: Duration) -> Option<i64>;
+}
+
+struct Mio(fdb_driver_mio::Database);
+
+impl Driver for Mio {
+    fn open(cluster: &str, seed: u64) -> Self {
+        Mio(fdb_driver_mio::Database::from_cluster_file(ClusterFile::parse(cluster).unwrap(), seed).unwrap())
+    }
+    fn read_version(&mut self, limit: Duration) -> Option<i64> {
+        match self.0.read_version_with(Default::default(), limit) {
+            Ok(v) => Some(v),
+            Err(fdb_driver_mio::Error::TimedOut) => None,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+struct Tokio(tokio::runtime::Runtime, fdb_driver_tokio::Database);
+
+impl Driver for Tokio {
+    fn open(cluster: &str, seed: u64) -> Self {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let db = rt.block_on(async {
+            fdb_driver_tokio::Database::from_cluster_file(ClusterFile::parse(cluster).unwrap(), seed)
+        });
+        Tokio(rt, db)
+    }
+    fn read_version(&mut self, limit: Duration) -> Option<i64> {
+        let db = self.1.clone();
+        self.0.block_on(async move { tokio::time::timeout(limit, db.read_version()).await.ok().map(|r| r.unwrap()) })
+    }
+}
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+fn versions_advance<D: Driver>() {
+    let c = MiniCluster::start();
+    let mut d = D::open(&c.cluster_string(), 1);
+    let a = d.read_version(LIMIT).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let b = d.read_version(LIMIT).unwrap();
+    assert!(b > a);
+}
+
+fn dropped_connections<D: Driver>() {
+    let c = MiniCluster::start();
+    let mut d = D::open(&c.cluster_string(), 2);
+    d.read_version(LIMIT).unwrap();
+    c.drop_connections();
+    std::thread::sleep(Duration::from_millis(50));
+    d.read_version(LIMIT).unwrap();
+}
+
+fn coordinator_down<D: Driver>() {
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_addr = dead.local_addr().unwrap();
+    drop(dead);
+    let c = MiniCluster::start();
+    for seed in 0..4 {
+        let mut d = D::open(&format!("mini:cluster@{dead_addr},{}", c.addr()), seed);
+        d.read_version(LIMIT).unwrap();
+    }
+}
+
+fn protocol_mismatch<D: Driver>() {
+    let c = MiniCluster::start();
+    c.set_protocol_version(ProtocolVersion(0x1FDB_00B0_7400_0000));
+    let mut d = D::open(&c.cluster_string(), 3);
+    assert_eq!(d.read_version(Duration::from_millis(500)), None);
+    // Once the server speaks 7.3 (new connections), the client gets through.
+    c.set_protocol_version(ProtocolVersion::V7_3.with_object_serializer_flag());
+    c.drop_connections();
+    assert!(d.read_version(LIMIT).is_some());
+}
+
+macro_rules! suite {
+    ($($name:ident),*) => {
+        mod mio_driver { use super::*; $( #[test] fn $name() { super::$name::<Mio>() } )* }
+        mod tokio_driver { use super::*; $( #[test] fn $name() { super::$name::<Tokio>() } )* }
+    };
+}
+
+suite!(versions_advance, dropped_connections, coordinator_down, protocol_mismatch);
