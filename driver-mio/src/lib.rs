@@ -17,7 +17,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant as StdInstant};
 
-use fdb_protocol::client::{Client, ClientConfig, ClientError, ConnectionId, Event, Priority, RequestId};
+use fdb_protocol::client::{
+    Client, ClientConfig, ClientError, ConnectionId, Event, Priority, RequestId,
+};
 use fdb_protocol::cluster_file::{cluster_file_search_order, ClusterFile, ClusterFileError};
 use fdb_protocol::messages::types::Version;
 use fdb_protocol::time::Instant;
@@ -29,7 +31,9 @@ pub use fdb_protocol as protocol;
 /// Errors from the driver.
 #[derive(Debug)]
 pub enum Error {
-    ClusterFileNotFound { tried: Vec<String> },
+    ClusterFileNotFound {
+        tried: Vec<String>,
+    },
     ClusterFile(ClusterFileError),
     Client(ClientError),
     /// The call did not complete within its time limit.
@@ -40,7 +44,9 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::ClusterFileNotFound { tried } => write!(f, "no readable cluster file (tried {tried:?})"),
+            Error::ClusterFileNotFound { tried } => {
+                write!(f, "no readable cluster file (tried {tried:?})")
+            }
             Error::ClusterFile(e) => write!(f, "bad cluster file: {e}"),
             Error::Client(e) => write!(f, "{e}"),
             Error::TimedOut => write!(f, "timed out"),
@@ -75,7 +81,8 @@ impl Database {
         for path in &tried {
             if let Ok(text) = std::fs::read_to_string(path) {
                 let cf = ClusterFile::parse(&text).map_err(Error::ClusterFile)?;
-                let seed = StdInstant::now().elapsed().as_nanos() as u64 ^ std::process::id() as u64;
+                let seed =
+                    StdInstant::now().elapsed().as_nanos() as u64 ^ std::process::id() as u64;
                 return Self::from_cluster_file(cf, seed);
             }
         }
@@ -86,7 +93,13 @@ impl Database {
     pub fn from_cluster_file(cluster: ClusterFile, seed: u64) -> Result<Database, Error> {
         let started = StdInstant::now();
         let client = Client::new(ClientConfig::new(cluster, seed), Instant::ZERO);
-        Ok(Database { client, poll: Poll::new().map_err(Error::Io)?, started, sockets: HashMap::new(), done: HashMap::new() })
+        Ok(Database {
+            client,
+            poll: Poll::new().map_err(Error::Io)?,
+            started,
+            sockets: HashMap::new(),
+            done: HashMap::new(),
+        })
     }
 
     fn now(&self) -> Instant {
@@ -99,7 +112,11 @@ impl Database {
     }
 
     /// A read version at `priority`, waiting at most `limit`.
-    pub fn read_version_with(&mut self, priority: Priority, limit: Duration) -> Result<Version, Error> {
+    pub fn read_version_with(
+        &mut self,
+        priority: Priority,
+        limit: Duration,
+    ) -> Result<Version, Error> {
         let now = self.now();
         let id = self.client.get_read_version(now, priority);
         let deadline = StdInstant::now() + limit;
@@ -125,9 +142,20 @@ impl Database {
                             let _ = stream.set_nodelay(true);
                             self.poll
                                 .registry()
-                                .register(&mut stream, Token(conn.0 as usize), Interest::READABLE | Interest::WRITABLE)
+                                .register(
+                                    &mut stream,
+                                    Token(conn.0 as usize),
+                                    Interest::READABLE | Interest::WRITABLE,
+                                )
                                 .map_err(Error::Io)?;
-                            self.sockets.insert(conn, Socket { stream, connected: false, out: VecDeque::new() });
+                            self.sockets.insert(
+                                conn,
+                                Socket {
+                                    stream,
+                                    connected: false,
+                                    out: VecDeque::new(),
+                                },
+                            );
                         }
                         Err(_) => {
                             let now = self.now();
@@ -185,7 +213,9 @@ impl Database {
 
     fn on_writable(&mut self, id: ConnectionId) {
         let now = self.now();
-        let Some(s) = self.sockets.get_mut(&id) else { return };
+        let Some(s) = self.sockets.get_mut(&id) else {
+            return;
+        };
         if !s.connected {
             match s.stream.peer_addr() {
                 Ok(_) => {
@@ -213,7 +243,9 @@ impl Database {
     }
 
     fn flush(&mut self, id: ConnectionId) {
-        let Some(s) = self.sockets.get_mut(&id) else { return };
+        let Some(s) = self.sockets.get_mut(&id) else {
+            return;
+        };
         if !s.connected {
             return;
         }
@@ -237,7 +269,9 @@ impl Database {
     fn on_readable(&mut self, id: ConnectionId) {
         let mut buf = [0u8; 64 * 1024];
         loop {
-            let Some(s) = self.sockets.get_mut(&id) else { return };
+            let Some(s) = self.sockets.get_mut(&id) else {
+                return;
+            };
             if !s.connected {
                 return;
             }

@@ -19,7 +19,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         _ => {
             let mini = MiniCluster::start();
-            println!("FDB_CLUSTER_FILE not set: started the in-process mini cluster at {}", mini.addr());
+            println!(
+                "FDB_CLUSTER_FILE not set: started the in-process mini cluster at {}",
+                mini.addr()
+            );
             let cf = ClusterFile::parse(&mini.cluster_string())?;
             (Some(mini), cf)
         }
@@ -29,7 +32,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let db = fdb_driver_tokio::Database::from_cluster_file(cluster.clone(), 0x5eed);
     let t = Instant::now();
     let v = tokio::time::timeout(Duration::from_secs(30), db.read_version()).await??;
-    println!("tokio driver: first read version {v} after {:?} (bootstrap included)", t.elapsed());
+    println!(
+        "tokio driver: first read version {v} after {:?} (bootstrap included)",
+        t.elapsed()
+    );
 
     let t = Instant::now();
     let mut last = v;
@@ -38,7 +44,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         assert!(v >= last, "read versions never go back");
         last = v;
     }
-    println!("tokio driver: 100 sequential read versions in {:?}, last {last}", t.elapsed());
+    println!(
+        "tokio driver: 100 sequential read versions in {:?}, last {last}",
+        t.elapsed()
+    );
 
     let t = Instant::now();
     let tasks: Vec<_> = (0..1000)
@@ -50,7 +59,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for task in tasks {
         task.await??;
     }
-    println!("tokio driver: 1000 concurrent read versions (batched) in {:?}", t.elapsed());
+    println!(
+        "tokio driver: 1000 concurrent read versions (batched) in {:?}",
+        t.elapsed()
+    );
 
     let mut mio_db = fdb_driver_mio::Database::from_cluster_file(cluster, 0x5eee)?;
     let v = mio_db.read_version()?;

@@ -17,7 +17,10 @@ struct Mio(fdb_driver_mio::Database);
 
 impl Driver for Mio {
     fn open(cluster: &str, seed: u64) -> Self {
-        Mio(fdb_driver_mio::Database::from_cluster_file(ClusterFile::parse(cluster).unwrap(), seed).unwrap())
+        Mio(
+            fdb_driver_mio::Database::from_cluster_file(ClusterFile::parse(cluster).unwrap(), seed)
+                .unwrap(),
+        )
     }
     fn read_version(&mut self, limit: Duration) -> Option<i64> {
         match self.0.read_version_with(Default::default(), limit) {
@@ -32,15 +35,26 @@ struct Tokio(tokio::runtime::Runtime, fdb_driver_tokio::Database);
 
 impl Driver for Tokio {
     fn open(cluster: &str, seed: u64) -> Self {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let db = rt.block_on(async {
-            fdb_driver_tokio::Database::from_cluster_file(ClusterFile::parse(cluster).unwrap(), seed)
+            fdb_driver_tokio::Database::from_cluster_file(
+                ClusterFile::parse(cluster).unwrap(),
+                seed,
+            )
         });
         Tokio(rt, db)
     }
     fn read_version(&mut self, limit: Duration) -> Option<i64> {
         let db = self.1.clone();
-        self.0.block_on(async move { tokio::time::timeout(limit, db.read_version()).await.ok().map(|r| r.unwrap()) })
+        self.0.block_on(async move {
+            tokio::time::timeout(limit, db.read_version())
+                .await
+                .ok()
+                .map(|r| r.unwrap())
+        })
     }
 }
 
@@ -93,4 +107,9 @@ macro_rules! suite {
     };
 }
 
-suite!(versions_advance, dropped_connections, coordinator_down, protocol_mismatch);
+suite!(
+    versions_advance,
+    dropped_connections,
+    coordinator_down,
+    protocol_mismatch
+);

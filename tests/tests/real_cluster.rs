@@ -22,12 +22,20 @@ fn cluster() -> Option<ClusterFile> {
 fn read_version_with_each_driver() {
     let Some(cf) = cluster() else { return };
     let mut mio = fdb_driver_mio::Database::from_cluster_file(cf.clone(), 1).unwrap();
-    let a = mio.read_version_with(Default::default(), Duration::from_secs(30)).unwrap();
+    let a = mio
+        .read_version_with(Default::default(), Duration::from_secs(30))
+        .unwrap();
     assert!(a > 0);
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let b = rt.block_on(async {
         let db = fdb_driver_tokio::Database::from_cluster_file(cf, 2);
-        tokio::time::timeout(Duration::from_secs(30), db.read_version()).await.unwrap().unwrap()
+        tokio::time::timeout(Duration::from_secs(30), db.read_version())
+            .await
+            .unwrap()
+            .unwrap()
     });
     assert!(b >= a, "read versions do not go back: {b} < {a}");
 }
