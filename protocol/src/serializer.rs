@@ -18,6 +18,7 @@
 
 use alloc::vec::Vec;
 use bytes::Bytes;
+use core::cell::Cell;
 use core::fmt;
 use smallvec::SmallVec;
 
@@ -40,6 +41,9 @@ pub enum DecodeError {
     FileIdentifier { expected: u32, found: u32 },
     /// A field holds a value the type does not allow (e.g. an unknown enum value).
     InvalidValue(&'static str),
+    /// The message reuses its parts so often that decoding it would produce far more data
+    /// than it holds (offsets that share subtables can amplify a small message enormously).
+    TooComplex,
 }
 
 impl fmt::Display for DecodeError {
@@ -58,6 +62,7 @@ impl fmt::Display for DecodeError {
                 write!(f, "file identifier {found}, expected {expected}")
             }
             DecodeError::InvalidValue(what) => write!(f, "invalid value for {what}"),
+            DecodeError::TooComplex => write!(f, "message decodes to far more than its size"),
         }
     }
 }
@@ -466,15 +471,33 @@ const fn align_up(v: usize, a: usize) -> usize {
     v.div_ceil(a) * a
 }
 
-/// A read-only view of a message. Cloning is cheap (it shares the buffer).
+/// A read-only view of a message. Copying it is free (it shares the buffer and budget).
+///
+/// Every table, string and vector element read spends one unit of a budget equal to the
+/// message length. A message FDB writes never reads one slot twice (only the shared empty
+/// string does, and every reference to it is a distinct 4-byte slot), so honest messages fit;
+/// a hostile one whose offsets share subtables to multiply the decoded size is refused with
+/// [`DecodeError::TooComplex`] instead of exhausting memory.
 #[derive(Clone, Copy)]
 pub struct Reader<'a> {
     buf: &'a Bytes,
+    budget: &'a Cell<usize>,
 }
 
 impl<'a> Reader<'a> {
-    pub fn new(buf: &'a Bytes) -> Self {
-        Reader { buf }
+    /// A reader over `buf`; `budget` should start at `buf.len()`.
+    pub fn new(buf: &'a Bytes, budget: &'a Cell<usize>) -> Self {
+        Reader { buf, budget }
+    }
+
+    /// Spends `n` units of the decoding budget.
+    pub fn spend(&self, n: usize) -> Result<()> {
+        let left = self.budget.get();
+        if n > left {
+            return Err(DecodeError::TooComplex);
+        }
+        self.budget.set(left - n);
+        Ok(())
     }
 
     pub fn len(&self) -> usize {
@@ -530,6 +553,7 @@ impl<'a> Reader<'a> {
 
     /// The table at absolute position `table`.
     pub fn table_at(&self, table: usize) -> Result<TableReader<'a>> {
+        self.spend(1)?;
         let soff = i32::from_le_bytes(self.array(table)?) as i64;
         let vt = table as i64 - soff;
         if vt < 0 || vt as usize >= self.buf.len() {
@@ -669,6 +693,7 @@ impl Fb for Bytes {
         w.save_bytes(self)
     }
     fn load(r: Reader<'_>, pos: usize) -> Result<Self> {
+        r.spend(1)?;
         let at = r.follow(pos)?;
         let n = r.u32(at)?;
         r.check_len(at + 4, n, 1)?;
@@ -687,6 +712,7 @@ impl<T: Fb> Fb for Vec<T> {
         let n = r.u32(at)?;
         let size = T::LAYOUT.elem_size();
         r.check_len(at + 4, n, size)?;
+        r.spend(n as usize)?;
         let mut out = Vec::with_capacity(n as usize);
         for i in 0..n as usize {
             out.push(T::load(r, at + 4 + i * size)?);
@@ -792,7 +818,8 @@ pub fn file_identifier(buf: &[u8]) -> Result<u32> {
 
 /// Decodes the root member of a message without checking its file identifier.
 pub fn decode_root<T: Fb>(buf: &Bytes) -> Result<T> {
-    let r = Reader::new(buf);
+    let budget = Cell::new(buf.len());
+    let r = Reader::new(buf, &budget);
     let root = r.u32(0)? as usize;
     let mut t = r.table_at(root)?;
     T::load_field(&mut t)
