@@ -314,7 +314,8 @@ impl FrameDecoder {
         }
         let total = header + len as usize;
         if self.buf.len() < total {
-            self.buf.reserve(total - self.buf.len());
+            // Grow towards the announced length in steps: a hostile length costs nothing.
+            self.buf.reserve((total - self.buf.len()).min(64 * 1024));
             return Ok(None);
         }
         let mut frame = self.buf.split_to(total).freeze();

@@ -535,7 +535,9 @@ impl<'a> Reader<'a> {
     /// Follows the forward offset stored at `pos`.
     pub fn follow(&self, pos: usize) -> Result<usize> {
         let rel = self.u32(pos)? as usize;
-        let target = pos + rel;
+        let target = pos
+            .checked_add(rel)
+            .ok_or(DecodeError::OutOfBounds { pos, len: rel })?;
         if target >= self.buf.len() {
             return Err(DecodeError::OutOfBounds {
                 pos: target,
@@ -713,7 +715,8 @@ impl<T: Fb> Fb for Vec<T> {
         let size = T::LAYOUT.elem_size();
         r.check_len(at + 4, n, size)?;
         r.spend(n as usize)?;
-        let mut out = Vec::with_capacity(n as usize);
+        // Grow as elements prove real rather than trusting the count up front.
+        let mut out = Vec::with_capacity((n as usize).min(1024));
         for i in 0..n as usize {
             out.push(T::load(r, at + 4 + i * size)?);
         }

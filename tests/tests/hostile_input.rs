@@ -332,7 +332,6 @@ fn a_length_at_the_limit_waits_without_buffering() {
 }
 
 #[test]
-#[ignore = "bug: FrameDecoder::next_inner reserves the whole announced packet (up to PACKET_LIMIT = 100 MiB) as soon as a 12-byte header arrives"]
 fn a_length_at_the_limit_does_not_reserve_the_packet() {
     let bytes = packet_with_length(PACKET_LIMIT, true);
     let mut d = FrameDecoder::new(false, true);
@@ -803,7 +802,6 @@ fn key_value_blob_with_hostile_counts() {
 // Decoding cost out of proportion to the message
 
 #[test]
-#[ignore = "bug: Vec<T>::load calls Vec::with_capacity(n) before reading any element; the decode budget allows n up to len/4, so it reserves n * size_of::<T>() (88 B for ShardLocation, 160 B for TssMapping: 22-40x the message)"]
 fn a_vector_count_reserves_in_proportion_to_the_message() {
     let m = captured_reply::<GetKeyServerLocationsReply>(|r| !r.results.is_empty());
     let v = follow(&m, slot(&m, reply_table(&m), 0));

@@ -175,11 +175,13 @@ impl Fb for KeyValueBlob {
         let mut i = 4;
         for _ in 0..n {
             let kl = u32_at(i)? as usize;
-            let key = blob.get(i + 4..i + 4 + kl).ok_or(bad.clone())?;
+            let end = (i + 4).checked_add(kl).ok_or(bad.clone())?;
+            let key = blob.get(i + 4..end).ok_or(bad.clone())?;
             let key = blob.slice_ref(key);
             i += 4 + kl;
             let vl = u32_at(i)? as usize;
-            let value = blob.get(i + 4..i + 4 + vl).ok_or(bad.clone())?;
+            let end = (i + 4).checked_add(vl).ok_or(bad.clone())?;
+            let value = blob.get(i + 4..end).ok_or(bad.clone())?;
             let value = blob.slice_ref(value);
             i += 4 + vl;
             rows.push(KeyValue { key, value });
