@@ -81,8 +81,13 @@ impl Database {
         for path in &tried {
             if let Ok(text) = std::fs::read_to_string(path) {
                 let cf = ClusterFile::parse(&text).map_err(Error::ClusterFile)?;
-                let seed =
-                    StdInstant::now().elapsed().as_nanos() as u64 ^ std::process::id() as u64;
+                // A fresh Instant's elapsed() is ~0: seed from std's per-process random
+                // hasher keys and the wall clock instead, as the tokio driver does.
+                use std::hash::{BuildHasher, Hasher};
+                let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+                let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+                h.write_u128(wall.unwrap_or_default().as_nanos());
+                let seed = h.finish();
                 return Self::from_cluster_file(cf, seed);
             }
         }
