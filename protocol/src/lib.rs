@@ -8,6 +8,7 @@
 
 extern crate alloc;
 
+pub mod atomic;
 pub mod client;
 pub mod cluster_file;
 pub mod connection;
