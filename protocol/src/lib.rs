@@ -16,7 +16,9 @@ pub mod error;
 pub mod framing;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod location;
 pub mod messages;
+pub mod ryw;
 pub mod serializer;
 pub mod time;
 pub mod uid;

@@ -1,0 +1,154 @@
+//! The location cache: which storage servers hold which key range
+//! (`DatabaseContext::locationCache` in `fdbclient/NativeAPI.actor.cpp`).
+//!
+//! Filled from `GetKeyServerLocationsReply`s; an entry is dropped when a storage server says
+//! `wrong_shard_server` or every replica failed, so the next read asks a commit proxy again.
+
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use crate::messages::storage::StorageServerInterface;
+
+/// `LOCATION_CACHE_EVICTION_SIZE` is 600,000 in libfdb_c; a small client keeps fewer.
+pub const LOCATION_CACHE_CAPACITY: usize = 100_000;
+
+/// One shard: `[begin, end)` and the team that serves it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shard {
+    pub begin: Bytes,
+    pub end: Bytes,
+    pub servers: Vec<StorageServerInterface>,
+}
+
+impl Shard {
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.begin.as_ref() <= key && key < self.end.as_ref()
+    }
+}
+
+/// Cached shard locations, keyed by shard begin. Entries never overlap.
+#[derive(Debug, Default)]
+pub struct LocationCache {
+    shards: BTreeMap<Bytes, Shard>,
+}
+
+impl LocationCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.shards.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.shards.is_empty()
+    }
+
+    /// The shard holding `key`.
+    pub fn lookup(&self, key: &[u8]) -> Option<&Shard> {
+        self.shards
+            .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Included(key)))
+            .next_back()
+            .map(|(_, s)| s)
+            .filter(|s| s.contains(key))
+    }
+
+    /// The shard holding the keys just before `key` (for reverse reads): `begin < key <= end`.
+    pub fn lookup_before(&self, key: &[u8]) -> Option<&Shard> {
+        self.shards
+            .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Excluded(key)))
+            .next_back()
+            .map(|(_, s)| s)
+            .filter(|s| key <= s.end.as_ref())
+    }
+
+    /// Records a shard, replacing whatever overlapped it.
+    pub fn insert(&mut self, shard: Shard) {
+        if shard.begin >= shard.end || shard.servers.is_empty() {
+            return;
+        }
+        let overlapping: Vec<Bytes> = self
+            .shards
+            .range::<[u8], _>((
+                core::ops::Bound::Unbounded,
+                core::ops::Bound::Excluded(shard.end.as_ref()),
+            ))
+            .rev()
+            .take_while(|(_, s)| s.end > shard.begin)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in overlapping {
+            self.shards.remove(&k);
+        }
+        if self.shards.len() >= LOCATION_CACHE_CAPACITY {
+            // Evict the first entry: cheap, and any entry is as good as another here.
+            if let Some(k) = self.shards.keys().next().cloned() {
+                self.shards.remove(&k);
+            }
+        }
+        self.shards.insert(shard.begin.clone(), shard);
+    }
+
+    /// Forgets the shard holding `key`.
+    pub fn invalidate(&mut self, key: &[u8]) {
+        if let Some(b) = self.lookup(key).map(|s| s.begin.clone()) {
+            self.shards.remove(&b);
+        }
+    }
+
+    /// Forgets the shard holding the keys before `key`.
+    pub fn invalidate_before(&mut self, key: &[u8]) {
+        if let Some(b) = self.lookup_before(key).map(|s| s.begin.clone()) {
+            self.shards.remove(&b);
+        }
+    }
+
+    /// Forgets every shard.
+    pub fn clear(&mut self) {
+        self.shards.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn shard(b: &'static [u8], e: &'static [u8]) -> Shard {
+        Shard {
+            begin: Bytes::from_static(b),
+            end: Bytes::from_static(e),
+            servers: vec![StorageServerInterface::default()],
+        }
+    }
+
+    #[test]
+    fn lookup_forward_and_backward() {
+        let mut c = LocationCache::new();
+        c.insert(shard(b"a", b"m"));
+        c.insert(shard(b"m", b"\xff\xff"));
+        assert_eq!(c.lookup(b"a").unwrap().begin.as_ref(), b"a");
+        assert_eq!(c.lookup(b"l").unwrap().begin.as_ref(), b"a");
+        assert_eq!(c.lookup(b"m").unwrap().begin.as_ref(), b"m");
+        assert!(c.lookup(b"0").is_none());
+        assert_eq!(c.lookup_before(b"m").unwrap().begin.as_ref(), b"a");
+        assert_eq!(c.lookup_before(b"m\0").unwrap().begin.as_ref(), b"m");
+        assert!(c.lookup_before(b"a").is_none());
+    }
+
+    #[test]
+    fn insert_replaces_overlaps_and_invalidate_forgets() {
+        let mut c = LocationCache::new();
+        c.insert(shard(b"a", b"c"));
+        c.insert(shard(b"c", b"e"));
+        c.insert(shard(b"e", b"g"));
+        c.insert(shard(b"b", b"f"));
+        assert_eq!(c.len(), 1);
+        assert!(c.lookup(b"a").is_none());
+        assert!(c.lookup(b"e").is_some());
+        c.invalidate(b"e");
+        assert!(c.is_empty());
+    }
+}

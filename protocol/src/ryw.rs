@@ -1,0 +1,568 @@
+//! Read-your-writes: a transaction's own writes, merged into what it reads
+//! (`fdbclient/ReadYourWrites.actor.cpp`, `WriteMap.h`).
+//!
+//! FDB keeps writes in a map of key segments: cleared ranges, and per key a stack of
+//! operations that is either *independent* of the stored value (a set, or anything over a
+//! cleared or set key, which FDB coalesces into a set) or *dependent* on it (atomic ops over a
+//! value the transaction has not seen). Reads merge storage rows with that map, and only parts
+//! of a read that the writes do not fully decide become read conflict ranges. At commit the
+//! map is written out in FDB's order: every cleared range first, then each key's operations in
+//! key order.
+
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use crate::atomic;
+use crate::messages::commit::{mutation_type as mt, MutationRef};
+use crate::messages::types::{KeyRange, KeyValue};
+
+/// The smallest key after `key`.
+pub fn key_after(key: &[u8]) -> Bytes {
+    let mut v = Vec::with_capacity(key.len() + 1);
+    v.extend_from_slice(key);
+    v.push(0);
+    Bytes::from(v)
+}
+
+/// Disjoint, coalesced key ranges (`KeyRangeMap<bool>` with coalescing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RangeSet {
+    /// begin -> end; ranges neither overlap nor touch.
+    map: BTreeMap<Bytes, Bytes>,
+}
+
+impl RangeSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Adds `[begin, end)`, merging with ranges it overlaps or touches.
+    pub fn insert(&mut self, begin: &[u8], end: &[u8]) {
+        if begin >= end {
+            return;
+        }
+        let mut b = Bytes::copy_from_slice(begin);
+        let mut e = Bytes::copy_from_slice(end);
+        // Ranges starting at or before `end` that reach `begin` merge with it.
+        let merge: Vec<Bytes> = self
+            .map
+            .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Included(end)))
+            .rev()
+            .take_while(|(_, re)| re.as_ref() >= begin)
+            .map(|(rb, _)| rb.clone())
+            .collect();
+        for rb in merge {
+            let re = self.map.remove(&rb).expect("present");
+            if rb < b {
+                b = rb;
+            }
+            if re > e {
+                e = re;
+            }
+        }
+        self.map.insert(b, e);
+    }
+
+    /// Is `key` inside one of the ranges?
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.map
+            .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Included(key)))
+            .next_back()
+            .is_some_and(|(_, e)| key < e.as_ref())
+    }
+
+    /// Does any range intersect `[begin, end)`?
+    pub fn intersects(&self, begin: &[u8], end: &[u8]) -> bool {
+        !self.overlapping(begin, end).is_empty()
+    }
+
+    /// The ranges intersecting `[begin, end)`, clipped to it, in order.
+    pub fn overlapping(&self, begin: &[u8], end: &[u8]) -> Vec<(Bytes, Bytes)> {
+        let mut out = Vec::new();
+        if begin >= end {
+            return out;
+        }
+        let head = self
+            .map
+            .range::<[u8], _>((
+                core::ops::Bound::Unbounded,
+                core::ops::Bound::Included(begin),
+            ))
+            .next_back()
+            .filter(|(_, e)| e.as_ref() > begin);
+        let rest = self.map.range::<[u8], _>((
+            core::ops::Bound::Excluded(begin),
+            core::ops::Bound::Excluded(end),
+        ));
+        for (b, e) in head.into_iter().chain(rest) {
+            let cb = if b.as_ref() < begin {
+                Bytes::copy_from_slice(begin)
+            } else {
+                b.clone()
+            };
+            let ce = if e.as_ref() > end {
+                Bytes::copy_from_slice(end)
+            } else {
+                e.clone()
+            };
+            out.push((cb, ce));
+        }
+        out
+    }
+
+    /// Every range, in order.
+    pub fn ranges(&self) -> impl Iterator<Item = KeyRange> + '_ {
+        self.map.iter().map(|(b, e)| KeyRange {
+            begin: b.clone(),
+            end: e.clone(),
+        })
+    }
+
+    /// Whether the whole of `[begin, end)` is covered.
+    pub fn covers(&self, begin: &[u8], end: &[u8]) -> bool {
+        begin >= end
+            || self
+                .map
+                .range::<[u8], _>((
+                    core::ops::Bound::Unbounded,
+                    core::ops::Bound::Included(begin),
+                ))
+                .next_back()
+                .is_some_and(|(_, e)| e.as_ref() >= end)
+    }
+
+    pub fn clear(&mut self) {
+        self.map.clear();
+    }
+}
+
+/// What the transaction's writes say about one key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lookup<'a> {
+    /// Not written: read storage.
+    Unmodified,
+    /// Decided by the writes alone.
+    Known(Option<Bytes>),
+    /// Atomic ops over the stored value: read storage, then apply these.
+    Dependent(&'a [(u8, Bytes)]),
+    /// A versionstamped write whose result is not known before commit (`accessed_unreadable`).
+    Unreadable,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Point {
+    /// Independent of the stored value: a set (`Some`) or a clear (`None`).
+    Known(Option<Bytes>),
+    /// Atomic ops over a value not yet known, oldest first.
+    Ops(Vec<(u8, Bytes)>),
+    /// A versionstamped value (resolved at commit). Holds the parameter to send.
+    VersionstampedValue(Bytes),
+}
+
+/// The write map of one transaction.
+#[derive(Clone, Debug, Default)]
+pub struct WriteMap {
+    cleared: RangeSet,
+    points: BTreeMap<Bytes, Point>,
+    /// Versionstamped-key mutations, in issue order: `(key with placeholder + offset, value)`.
+    versionstamped_keys: Vec<(Bytes, Bytes)>,
+    /// Ranges that may hold versionstamped keys: reading them fails.
+    unreadable: RangeSet,
+}
+
+impl WriteMap {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cleared.is_empty() && self.points.is_empty() && self.versionstamped_keys.is_empty()
+    }
+
+    pub fn set(&mut self, key: Bytes, value: Bytes) {
+        self.points.insert(key, Point::Known(Some(value)));
+    }
+
+    pub fn clear_range(&mut self, begin: &[u8], end: &[u8]) {
+        if begin >= end {
+            return;
+        }
+        let gone: Vec<Bytes> = self
+            .points
+            .range::<[u8], _>((
+                core::ops::Bound::Included(begin),
+                core::ops::Bound::Excluded(end),
+            ))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in gone {
+            self.points.remove(&k);
+        }
+        self.cleared.insert(begin, end);
+    }
+
+    /// An atomic op (not a versionstamp op) on `key`.
+    pub fn atomic_op(&mut self, key: Bytes, kind: u8, operand: Bytes) {
+        let base = match self.points.get_mut(&key) {
+            Some(Point::Known(v)) => Some(v.clone()),
+            Some(Point::Ops(ops)) => {
+                ops.push((kind, operand));
+                return;
+            }
+            Some(Point::VersionstampedValue(_)) => {
+                // FDB keeps both on the op stack; the op applies to the stamped value on the
+                // server. We cannot read it back either way.
+                self.points
+                    .insert(key, Point::Ops(alloc::vec![(kind, operand)]));
+                return;
+            }
+            None if self.cleared.contains(&key) => Some(None),
+            None => None,
+        };
+        let point = match base {
+            Some(v) => Point::Known(atomic::apply(kind, v.as_deref(), &operand).map(Bytes::from)),
+            None => Point::Ops(alloc::vec![(kind, operand)]),
+        };
+        self.points.insert(key, point);
+    }
+
+    pub fn set_versionstamped_value(&mut self, key: Bytes, param: Bytes) {
+        self.points.insert(key, Point::VersionstampedValue(param));
+    }
+
+    /// Records a versionstamped key; `unreadable` is the range its final key may fall in.
+    pub fn set_versionstamped_key(&mut self, key: Bytes, value: Bytes, unreadable: KeyRange) {
+        self.unreadable.insert(&unreadable.begin, &unreadable.end);
+        self.versionstamped_keys.push((key, value));
+    }
+
+    pub fn lookup(&self, key: &[u8]) -> Lookup<'_> {
+        if self.unreadable.contains(key) {
+            return Lookup::Unreadable;
+        }
+        match self.points.get(key) {
+            Some(Point::Known(v)) => Lookup::Known(v.clone()),
+            Some(Point::Ops(ops)) => Lookup::Dependent(ops),
+            Some(Point::VersionstampedValue(_)) => Lookup::Unreadable,
+            None if self.cleared.contains(key) => Lookup::Known(None),
+            None => Lookup::Unmodified,
+        }
+    }
+
+    /// Does a read of `[begin, end)` touch a range the transaction cannot read?
+    pub fn unreadable_in(&self, begin: &[u8], end: &[u8]) -> bool {
+        self.unreadable.intersects(begin, end)
+            || self
+                .points
+                .range::<[u8], _>((
+                    core::ops::Bound::Included(begin),
+                    core::ops::Bound::Excluded(end),
+                ))
+                .any(|(_, p)| matches!(p, Point::VersionstampedValue(_)))
+    }
+
+    /// Does `[begin, end)` hold any write at all?
+    pub fn touches(&self, begin: &[u8], end: &[u8]) -> bool {
+        self.cleared.intersects(begin, end)
+            || self
+                .points
+                .range::<[u8], _>((
+                    core::ops::Bound::Included(begin),
+                    core::ops::Bound::Excluded(end),
+                ))
+                .next()
+                .is_some()
+    }
+
+    /// Is all of `[begin, end)` cleared and never written since (so storage need not be read)?
+    pub fn fully_cleared(&self, begin: &[u8], end: &[u8]) -> bool {
+        self.cleared.covers(begin, end)
+    }
+
+    /// Merges storage rows of `[begin, end)` (ascending) with the writes there, ascending.
+    pub fn merge(&self, begin: &[u8], end: &[u8], storage: &[KeyValue]) -> Vec<KeyValue> {
+        let mut out = Vec::with_capacity(storage.len());
+        let mut writes = self
+            .points
+            .range::<[u8], _>((
+                core::ops::Bound::Included(begin),
+                core::ops::Bound::Excluded(end),
+            ))
+            .peekable();
+        let mut rows = storage.iter().peekable();
+        loop {
+            let take_write = match (writes.peek(), rows.peek()) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((wk, _)), Some(r)) => wk.as_ref() <= r.key.as_ref(),
+            };
+            if take_write {
+                let (k, p) = writes.next().expect("peeked");
+                let stored = match rows.peek() {
+                    Some(r) if r.key == *k => {
+                        let v = r.value.clone();
+                        rows.next();
+                        Some(v)
+                    }
+                    _ => None,
+                };
+                let value = match p {
+                    Point::Known(v) => v.clone(),
+                    Point::Ops(ops) => {
+                        let base = if self.cleared.contains(k) {
+                            None
+                        } else {
+                            stored
+                        };
+                        apply_ops(base, ops)
+                    }
+                    // Reads of these are refused before merging; show nothing.
+                    Point::VersionstampedValue(_) => None,
+                };
+                if let Some(value) = value {
+                    out.push(KeyValue {
+                        key: k.clone(),
+                        value,
+                    });
+                }
+            } else {
+                let r = rows.next().expect("peeked");
+                if !self.cleared.contains(&r.key) {
+                    out.push(r.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The parts of `[begin, end)` the writes do not decide: reading them needs a read
+    /// conflict range (`updateConflictMap`).
+    pub fn undecided(&self, begin: &[u8], end: &[u8]) -> Vec<(Bytes, Bytes)> {
+        let mut out: Vec<(Bytes, Bytes)> = Vec::new();
+        let mut cur = Bytes::copy_from_slice(begin);
+        let push = |out: &mut Vec<(Bytes, Bytes)>, b: Bytes, e: Bytes| {
+            if b < e {
+                match out.last_mut() {
+                    Some(last) if last.1 == b => last.1 = e,
+                    _ => out.push((b, e)),
+                }
+            }
+        };
+        // Walk cleared ranges and independent points in key order.
+        let mut decided: Vec<(Bytes, Bytes)> = self.cleared.overlapping(begin, end);
+        for (k, p) in self.points.range::<[u8], _>((
+            core::ops::Bound::Included(begin),
+            core::ops::Bound::Excluded(end),
+        )) {
+            if matches!(p, Point::Known(_)) {
+                decided.push((k.clone(), key_after(k)));
+            }
+        }
+        decided.sort();
+        for (b, e) in decided {
+            if b > cur {
+                push(&mut out, cur.clone(), b.clone());
+            }
+            if e > cur {
+                cur = e;
+            }
+        }
+        if cur.as_ref() < end {
+            push(&mut out, cur, Bytes::copy_from_slice(end));
+        }
+        out
+    }
+
+    /// The mutations to commit, in FDB's order; `stamp` fills versionstamped-key placeholders
+    /// with the read version as libfdb_c does (zeros when there is none).
+    pub fn mutations(&self) -> Vec<MutationRef> {
+        let mut out = Vec::new();
+        for r in self.cleared.ranges() {
+            out.push(MutationRef::new(mt::CLEAR_RANGE, r.begin, r.end));
+        }
+        // Versionstamped keys sit in FDB's write map at their placeholder key; interleave them
+        // in key order with the other points.
+        let mut vs: Vec<&(Bytes, Bytes)> = self.versionstamped_keys.iter().collect();
+        vs.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut vs = vs.into_iter().peekable();
+        for (k, p) in &self.points {
+            while let Some((vk, vv)) = vs.next_if(|(vk, _)| vk < k) {
+                out.push(MutationRef::new(
+                    mt::SET_VERSIONSTAMPED_KEY,
+                    vk.clone(),
+                    vv.clone(),
+                ));
+            }
+            match p {
+                Point::Known(Some(v)) => {
+                    out.push(MutationRef::new(mt::SET_VALUE, k.clone(), v.clone()))
+                }
+                Point::Known(None) => {
+                    if !self.cleared.contains(k) {
+                        out.push(MutationRef::new(mt::CLEAR_RANGE, k.clone(), key_after(k)));
+                    }
+                }
+                Point::Ops(ops) => {
+                    for (kind, operand) in ops {
+                        out.push(MutationRef::new(*kind, k.clone(), operand.clone()));
+                    }
+                }
+                Point::VersionstampedValue(param) => out.push(MutationRef::new(
+                    mt::SET_VERSIONSTAMPED_VALUE,
+                    k.clone(),
+                    param.clone(),
+                )),
+            }
+        }
+        for (vk, vv) in vs {
+            out.push(MutationRef::new(
+                mt::SET_VERSIONSTAMPED_KEY,
+                vk.clone(),
+                vv.clone(),
+            ));
+        }
+        out
+    }
+
+    /// Approximate bytes of the writes (for `transaction_too_large`).
+    pub fn approximate_size(&self) -> usize {
+        self.mutations()
+            .iter()
+            .map(|m| m.param1.len() + m.param2.len() + 12)
+            .sum()
+    }
+
+    pub fn clear_all(&mut self) {
+        *self = WriteMap::default();
+    }
+}
+
+/// Applies atomic ops in order to a stored value.
+pub fn apply_ops(base: Option<Bytes>, ops: &[(u8, Bytes)]) -> Option<Bytes> {
+    let mut v: Option<Vec<u8>> = base.map(|b| b.to_vec());
+    for (kind, operand) in ops {
+        v = atomic::apply(*kind, v.as_deref(), operand);
+    }
+    v.map(Bytes::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn b(s: &'static [u8]) -> Bytes {
+        Bytes::from_static(s)
+    }
+    fn kv(k: &'static [u8], v: &'static [u8]) -> KeyValue {
+        KeyValue {
+            key: b(k),
+            value: b(v),
+        }
+    }
+
+    #[test]
+    fn range_set_coalesces() {
+        let mut s = RangeSet::new();
+        s.insert(b"c", b"e");
+        s.insert(b"a", b"b");
+        s.insert(b"b", b"c");
+        assert_eq!(s.len(), 1);
+        s.insert(b"x", b"z");
+        assert!(s.contains(b"d"));
+        assert!(!s.contains(b"e"));
+        assert!(s.intersects(b"y", b"zz"));
+        assert!(!s.intersects(b"e", b"x"));
+        assert!(s.covers(b"a", b"e"));
+        assert!(!s.covers(b"a", b"f"));
+        assert_eq!(
+            s.overlapping(b"d", b"y"),
+            vec![(b(b"d"), b(b"e")), (b(b"x"), b(b"y"))]
+        );
+    }
+
+    #[test]
+    fn merge_overlays_sets_clears_and_ops() {
+        let mut w = WriteMap::new();
+        w.clear_range(b"b", b"d");
+        w.set(b(b"c"), b(b"new"));
+        w.atomic_op(b(b"e"), mt::ADD_VALUE, b(b"\x01"));
+        w.set(b(b"a0"), b(b"ins"));
+        let storage = [
+            kv(b"a", b"1"),
+            kv(b"b", b"2"),
+            kv(b"c", b"3"),
+            kv(b"e", b"\x05"),
+        ];
+        let merged = w.merge(b"a", b"z", &storage);
+        assert_eq!(
+            merged,
+            vec![
+                kv(b"a", b"1"),
+                kv(b"a0", b"ins"),
+                kv(b"c", b"new"),
+                kv(b"e", b"\x06")
+            ]
+        );
+        assert_eq!(w.lookup(b"b"), Lookup::Known(None));
+        assert_eq!(w.lookup(b"x"), Lookup::Unmodified);
+        assert!(matches!(w.lookup(b"e"), Lookup::Dependent(_)));
+    }
+
+    #[test]
+    fn ops_over_known_values_coalesce() {
+        let mut w = WriteMap::new();
+        w.set(b(b"k"), b(b"\x01"));
+        w.atomic_op(b(b"k"), mt::ADD_VALUE, b(b"\x02"));
+        assert_eq!(w.lookup(b"k"), Lookup::Known(Some(b(b"\x03"))));
+        w.clear_range(b"q", b"r");
+        w.atomic_op(b(b"q1"), mt::ADD_VALUE, b(b"\x02"));
+        assert_eq!(w.lookup(b"q1"), Lookup::Known(Some(b(b"\x02"))));
+    }
+
+    #[test]
+    fn mutations_clears_first_then_key_order() {
+        let mut w = WriteMap::new();
+        w.set(b(b"cap/mut/set"), b(b"v"));
+        w.clear_range(b"cap/mut/clear", b"cap/mut/clear\0");
+        w.clear_range(b"cap/mut/cr/", b"cap/mut/cr0");
+        w.atomic_op(b(b"cap/mut/counter"), mt::ADD_VALUE, b(b"\x01"));
+        let kinds: Vec<(u8, Bytes)> = w
+            .mutations()
+            .into_iter()
+            .map(|m| (m.kind, m.param1))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (mt::CLEAR_RANGE, b(b"cap/mut/clear")),
+                (mt::CLEAR_RANGE, b(b"cap/mut/cr/")),
+                (mt::ADD_VALUE, b(b"cap/mut/counter")),
+                (mt::SET_VALUE, b(b"cap/mut/set")),
+            ]
+        );
+    }
+
+    #[test]
+    fn undecided_excludes_known_parts() {
+        let mut w = WriteMap::new();
+        w.set(b(b"b"), b(b"1"));
+        w.clear_range(b"d", b"f");
+        w.atomic_op(b(b"g"), mt::ADD_VALUE, b(b"\x01"));
+        let u = w.undecided(b"a", b"z");
+        assert_eq!(
+            u,
+            vec![(b(b"a"), b(b"b")), (b(b"b\0"), b(b"d")), (b(b"f"), b(b"z"))]
+        );
+    }
+}
