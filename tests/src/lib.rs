@@ -2,6 +2,7 @@
 //! `../shared/fdb-captures` (libfdb_c 7.3.77 talking to fdbserver 7.3.77). The captures are
 //! read in place and never copied into this repository.
 
+pub mod cluster;
 pub mod testkit;
 
 use std::path::PathBuf;

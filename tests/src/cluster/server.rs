@@ -1,0 +1,1712 @@
+//! The processes of the test cluster: listeners, connections, request dispatch, the roles'
+//! handlers and the fault switches. One mutex guards all cluster state; replies are computed
+//! under it and written after it is released.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use fdb_protocol::atomic;
+use fdb_protocol::error::ErrorCode;
+use fdb_protocol::framing::{
+    encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion,
+};
+use fdb_protocol::messages::commit::{
+    mutation_type as mt, CommitID, CommitTransactionRequest, GetKeyServerLocationsReply,
+    GetKeyServerLocationsRequest, MutationRef, ShardLocation, TagMapping,
+};
+use fdb_protocol::messages::coordination::{
+    ClientDBInfo, CommitProxyInterface, GrvProxyInterface, LocalityData, LocalityEntry,
+    ProtocolInfoReply,
+};
+use fdb_protocol::messages::grv::{GetReadVersionReply, GlobalConfigRefreshReply};
+use fdb_protocol::messages::network::Endpoint;
+use fdb_protocol::messages::storage::{
+    GetKeyReply, GetKeyRequest, GetKeyValuesReply, GetKeyValuesRequest, GetValueReply,
+    KeyValueBlob, StorageServerInterface, WatchValueReply,
+};
+use fdb_protocol::messages::types::{
+    KeyRange, KeySelector, Tag, Version, VersionVector, LATEST_VERSION,
+};
+use fdb_protocol::messages::{
+    decode_any, encode_reply, AnyMessage, EnsureTable, ErrorOr, IpAddress, NetworkAddress,
+    NetworkAddressList, RequestStream, Void,
+};
+use fdb_protocol::serializer::{encode_with, Message};
+use fdb_protocol::uid::well_known;
+use fdb_protocol::Uid;
+
+use super::store::Store;
+use super::TestClusterBuilder;
+
+/// The end of the key space a storage server can hold (`allKeys.end`).
+const ALL_KEYS_END: &[u8] = b"\xff\xff";
+/// `\xff/metadataVersion`, whose value proxies report in read-version and commit replies.
+const METADATA_VERSION_KEY: &[u8] = b"\xff/metadataVersion";
+/// `UID::file_identifier`: the `ENDPOINT_NOT_FOUND` notice carries a bare UID.
+const UID_FILE_IDENTIFIER: u32 = 15597147;
+
+/// A role of the cluster, each in its own "process" (listening port).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// Coordinator `i` (its address is in the cluster file).
+    Coordinator(usize),
+    /// The GRV proxy and the commit proxy (one process).
+    Proxies,
+    /// Storage server `i`.
+    Storage(usize),
+}
+
+/// The kinds of request the cluster serves, for counters and faults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestKind {
+    OpenDatabase,
+    GetLeader,
+    ProtocolInfo,
+    Ping,
+    GlobalConfig,
+    GetReadVersion,
+    Commit,
+    GetKeyServerLocations,
+    GetValue,
+    GetKey,
+    GetKeyValues,
+    WatchValue,
+}
+
+impl RequestKind {
+    fn of(msg: &AnyMessage) -> Option<RequestKind> {
+        Some(match msg {
+            AnyMessage::OpenDatabaseCoordRequest(_) => RequestKind::OpenDatabase,
+            AnyMessage::GetLeaderRequest(_) => RequestKind::GetLeader,
+            AnyMessage::ProtocolInfoRequest(_) => RequestKind::ProtocolInfo,
+            AnyMessage::PingRequest(_) => RequestKind::Ping,
+            AnyMessage::GlobalConfigRefreshRequest(_) => RequestKind::GlobalConfig,
+            AnyMessage::GetReadVersionRequest(_) => RequestKind::GetReadVersion,
+            AnyMessage::CommitTransactionRequest(_) => RequestKind::Commit,
+            AnyMessage::GetKeyServerLocationsRequest(_) => RequestKind::GetKeyServerLocations,
+            AnyMessage::GetValueRequest(_) => RequestKind::GetValue,
+            AnyMessage::GetKeyRequest(_) => RequestKind::GetKey,
+            AnyMessage::GetKeyValuesRequest(_) => RequestKind::GetKeyValues,
+            AnyMessage::WatchValueRequest(_) => RequestKind::WatchValue,
+            _ => return None,
+        })
+    }
+}
+
+/// What an injected fault does to a request (see [`TestCluster::inject`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Injected {
+    /// Answer with this FDB error instead of serving the request: in the reply's `error` field
+    /// for storage reads (as a real storage server does), as `ErrorOr` error otherwise.
+    Error(ErrorCode),
+    /// Commits only: answer `commit_unknown_result` (1021), after applying the commit normally
+    /// (`applied: true`; it may still fail resolution and not be applied) or without looking at
+    /// it (`applied: false`).
+    CommitUnknownResult { applied: bool },
+    /// Read the request and never answer it.
+    NoReply,
+    /// Close the connection the request came on, without answering.
+    CloseConnection,
+}
+
+/// How [`TestCluster::release_replies`] sends the replies it held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseOrder {
+    InOrder,
+    Reversed,
+}
+
+/// A shard as the cluster holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardInfo {
+    pub begin: Vec<u8>,
+    pub end: Vec<u8>,
+    /// Indexes of the storage servers holding it.
+    pub servers: Vec<usize>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connections
+
+struct Conn {
+    proc_idx: usize,
+    writer: Mutex<TcpStream>,
+    /// A handle for shutting the socket down even while a writer is blocked.
+    shut: TcpStream,
+    closed: AtomicBool,
+}
+
+impl Conn {
+    fn write(&self, bytes: &[u8]) {
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut w = self.writer.lock().unwrap();
+        if w.write_all(bytes).is_err() {
+            self.close();
+        }
+    }
+    fn send(&self, token: Uid, body: &[u8]) {
+        let mut out = BytesMut::new();
+        encode_packet(&mut out, token, body, true);
+        self.write(&out);
+    }
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let _ = self.shut.shutdown(Shutdown::Both);
+    }
+}
+
+/// A reply on its way out.
+struct Outgoing {
+    conn: Arc<Conn>,
+    token: Uid,
+    body: Vec<u8>,
+}
+
+impl Outgoing {
+    fn send(self) {
+        self.conn.send(self.token, &self.body);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// State
+
+struct Process {
+    role: Role,
+    addr: SocketAddr,
+    alive: bool,
+    silent: bool,
+    generation: u64,
+    accept_thread: Option<JoinHandle<()>>,
+}
+
+struct Watch {
+    conn: Arc<Conn>,
+    reply: Uid,
+    ss: usize,
+    key: Bytes,
+    value: Option<Bytes>,
+    deadline: Instant,
+}
+
+/// A storage read (or watch) waiting for its version to arrive.
+struct WaitingRead {
+    conn: Arc<Conn>,
+    ss: usize,
+    msg: AnyMessage,
+    version: Version,
+    deadline: Instant,
+}
+
+struct State {
+    cfg: TestClusterBuilder,
+    started: Instant,
+    version_bump: i64,
+    last_version: Version,
+    store: Store,
+    /// Committed write conflict ranges by version, oldest first.
+    history: VecDeque<(Version, Vec<KeyRange>)>,
+    boundaries: Vec<Bytes>,
+    teams: Vec<Vec<usize>>,
+    procs: Vec<Process>,
+    info_id: Uid,
+    cluster_id: Uid,
+    grv_token: Uid,
+    commit_token: Uid,
+    ss_ids: Vec<Uid>,
+    ss_tokens: Vec<Uid>,
+    metadata_version: Option<Bytes>,
+    long_polls: Vec<(Arc<Conn>, Uid)>,
+    watches: Vec<Watch>,
+    waiting: Vec<WaitingRead>,
+    delayed: Vec<(Instant, Outgoing)>,
+    held: Vec<Outgoing>,
+    hold: Vec<Option<RequestKind>>,
+    delays: Vec<(Option<RequestKind>, Duration)>,
+    injections: Vec<(RequestKind, u32, Injected)>,
+    counters: BTreeMap<RequestKind, u64>,
+    conns: Vec<Arc<Conn>>,
+    protocol: u64,
+    rng: u64,
+    last_gc: Instant,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    stopped: AtomicBool,
+    conn_ids: AtomicU64,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn flush(out: Vec<Outgoing>) {
+    for o in out {
+        o.send();
+    }
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn endpoint(addr: SocketAddr, token: Uid) -> RequestStream {
+    RequestStream {
+        endpoint: Endpoint {
+            addresses: NetworkAddressList {
+                address: NetworkAddress {
+                    ip: IpAddress::from(addr.ip()),
+                    port: addr.port(),
+                    flags: 0,
+                    from_hostname: false,
+                },
+                secondary_address: None,
+            },
+            token,
+        },
+    }
+}
+
+fn selector_in_range(sel: &KeySelector, begin: &[u8], end: &[u8]) -> bool {
+    let k = &sel.key[..];
+    k >= begin && if is_backward(sel) { k <= end } else { k < end }
+}
+
+fn is_backward(sel: &KeySelector) -> bool {
+    !sel.or_equal && sel.offset <= 0
+}
+
+fn is_first_greater_or_equal(sel: &KeySelector) -> bool {
+    !sel.or_equal && sel.offset == 1
+}
+
+fn ranges_intersect(a: &KeyRange, b: &KeyRange) -> bool {
+    a.begin < b.end && b.begin < a.end
+}
+
+/// Encodes `ErrorOr::Err(e)` for the reply type of `kind`.
+fn error_reply(kind: RequestKind, e: ErrorCode) -> Vec<u8> {
+    match kind {
+        RequestKind::OpenDatabase => encode_reply::<ClientDBInfo>(&ErrorOr::Err(e)),
+        RequestKind::ProtocolInfo => encode_reply::<ProtocolInfoReply>(&ErrorOr::Err(e)),
+        RequestKind::Ping | RequestKind::GetLeader => encode_reply::<Void>(&ErrorOr::Err(e)),
+        RequestKind::GlobalConfig => encode_reply::<GlobalConfigRefreshReply>(&ErrorOr::Err(e)),
+        RequestKind::GetReadVersion => encode_reply::<GetReadVersionReply>(&ErrorOr::Err(e)),
+        RequestKind::Commit => encode_reply::<CommitID>(&ErrorOr::Err(e)),
+        RequestKind::GetKeyServerLocations => {
+            encode_reply::<GetKeyServerLocationsReply>(&ErrorOr::Err(e))
+        }
+        RequestKind::WatchValue => encode_reply::<WatchValueReply>(&ErrorOr::Err(e)),
+        RequestKind::GetValue => ok(GetValueReply {
+            penalty: 1.0,
+            error: Some(e),
+            ..Default::default()
+        }),
+        RequestKind::GetKey => ok(GetKeyReply {
+            penalty: 1.0,
+            error: Some(e),
+            ..Default::default()
+        }),
+        RequestKind::GetKeyValues => ok(GetKeyValuesReply {
+            penalty: 1.0,
+            error: Some(e),
+            ..Default::default()
+        }),
+    }
+}
+
+fn ok<T: Message>(v: T) -> Vec<u8> {
+    encode_reply(&ErrorOr::Ok(v))
+}
+
+fn reply_token(msg: &AnyMessage) -> Option<Uid> {
+    Some(match msg {
+        AnyMessage::OpenDatabaseCoordRequest(r) => r.reply.token,
+        AnyMessage::GetLeaderRequest(r) => r.reply.token,
+        AnyMessage::ProtocolInfoRequest(r) => r.reply.token,
+        AnyMessage::PingRequest(r) => r.reply.token,
+        AnyMessage::StatusRequest(r) => r.reply.token,
+        AnyMessage::GlobalConfigRefreshRequest(r) => r.reply.token,
+        AnyMessage::GetReadVersionRequest(r) => r.reply.token,
+        AnyMessage::CommitTransactionRequest(r) => r.reply.token,
+        AnyMessage::GetKeyServerLocationsRequest(r) => r.reply.token,
+        AnyMessage::GetValueRequest(r) => r.reply.token,
+        AnyMessage::GetKeyRequest(r) => r.reply.token,
+        AnyMessage::GetKeyValuesRequest(r) => r.reply.token,
+        AnyMessage::WatchValueRequest(r) => r.reply.token,
+        _ => return None,
+    })
+}
+
+/// Where a token leads on one process.
+enum Route {
+    WellKnown,
+    Grv(u32),
+    Commit(u32),
+    Storage(usize, u32),
+    NotFound,
+}
+
+impl State {
+    // --- versions -----------------------------------------------------------------------------
+
+    fn clock(&self) -> Version {
+        1_000_000 + self.started.elapsed().as_micros() as i64 + self.version_bump
+    }
+
+    /// The newest committed version (and the version every read version is at most).
+    fn current_version(&mut self) -> Version {
+        let v = self.last_version.max(self.clock());
+        self.last_version = v;
+        v
+    }
+
+    fn oldest_version(&mut self) -> Version {
+        self.current_version() - self.cfg.mvcc_window
+    }
+
+    fn new_token(&mut self) -> Uid {
+        Uid::new(splitmix(&mut self.rng), splitmix(&mut self.rng))
+    }
+
+    // --- processes and shards ------------------------------------------------------------------
+
+    fn proc_index(&self, role: Role) -> usize {
+        let nc = self.cfg.coordinators;
+        match role {
+            Role::Coordinator(i) => i,
+            Role::Proxies => nc,
+            Role::Storage(i) => nc + 1 + i,
+        }
+    }
+
+    fn shard_end(&self, i: usize) -> Bytes {
+        self.boundaries
+            .get(i + 1)
+            .cloned()
+            .unwrap_or_else(|| Bytes::from_static(ALL_KEYS_END))
+    }
+
+    /// The shard holding `key` (keys past `\xff\xff` count as the last shard's).
+    fn shard_containing(&self, key: &[u8]) -> usize {
+        self.boundaries
+            .partition_point(|b| &b[..] <= key)
+            .saturating_sub(1)
+    }
+
+    /// The shard `r` with `r.begin < key <= r.end` (`rangeContainingKeyBefore`).
+    fn shard_containing_key_before(&self, key: &[u8]) -> usize {
+        self.boundaries
+            .partition_point(|b| &b[..] < key)
+            .saturating_sub(1)
+    }
+
+    fn serves(&self, ss: usize, key: &[u8]) -> bool {
+        key < ALL_KEYS_END && self.teams[self.shard_containing(key)].contains(&ss)
+    }
+
+    /// `getShardKeyRange`: the largest run of shards on `ss` that lets it start resolving
+    /// `sel`, or `wrong_shard_server`.
+    fn shard_range(&self, ss: usize, sel: &KeySelector) -> Result<(Bytes, Bytes), ErrorCode> {
+        let backward = is_backward(sel);
+        if (!backward && &sel.key[..] >= ALL_KEYS_END) || &sel.key[..] > ALL_KEYS_END {
+            return Err(ErrorCode::WRONG_SHARD_SERVER);
+        }
+        let i = if backward {
+            self.shard_containing_key_before(&sel.key)
+        } else {
+            self.shard_containing(&sel.key)
+        };
+        if !self.teams[i].contains(&ss) {
+            return Err(ErrorCode::WRONG_SHARD_SERVER);
+        }
+        let mut b = i;
+        while b > 0 && self.teams[b - 1].contains(&ss) {
+            b -= 1;
+        }
+        let mut e = i;
+        while e + 1 < self.teams.len() && self.teams[e + 1].contains(&ss) {
+            e += 1;
+        }
+        Ok((self.boundaries[b].clone(), self.shard_end(e)))
+    }
+
+    fn ss_interface(&self, i: usize) -> StorageServerInterface {
+        let pid = format!("{:032x}", self.ss_ids[i].first as u128 | 0x5353 << 64);
+        let entry = |k: &'static [u8], v: &str| LocalityEntry {
+            key: Bytes::from_static(k),
+            value: Some(Bytes::from(v.to_string())),
+        };
+        StorageServerInterface {
+            unique_id: self.ss_ids[i],
+            locality: LocalityData {
+                data: vec![
+                    entry(b"machineid", &pid),
+                    entry(b"processid", &pid),
+                    entry(b"zoneid", &pid),
+                ],
+            },
+            get_value: endpoint(
+                self.procs[self.proc_index(Role::Storage(i))].addr,
+                self.ss_tokens[i],
+            ),
+            tss_pair_id: None,
+            accepting_requests: true,
+        }
+    }
+
+    fn client_db_info(&self) -> ClientDBInfo {
+        let paddr = self.procs[self.proc_index(Role::Proxies)].addr;
+        let pid = Some(Bytes::from(format!("{:032x}", self.grv_token.first)));
+        ClientDBInfo {
+            grv_proxies: vec![GrvProxyInterface {
+                process_id: pid.clone(),
+                provisional: false,
+                get_consistent_read_version: endpoint(paddr, self.grv_token),
+            }],
+            commit_proxies: vec![CommitProxyInterface {
+                process_id: pid,
+                provisional: false,
+                commit: endpoint(paddr, self.commit_token),
+            }],
+            id: self.info_id,
+            cluster_id: self.cluster_id,
+            ..Default::default()
+        }
+    }
+
+    fn route(&self, proc_idx: usize, token: Uid) -> Route {
+        if token.is_well_known() {
+            return Route::WellKnown;
+        }
+        match self.procs[proc_idx].role {
+            Role::Proxies => {
+                if let Some(s) = (0..4).find(|&s| self.grv_token.adjusted(s) == token) {
+                    return Route::Grv(s);
+                }
+                if let Some(s) = (0..13).find(|&s| self.commit_token.adjusted(s) == token) {
+                    return Route::Commit(s);
+                }
+                Route::NotFound
+            }
+            Role::Storage(i) => match (0..15).find(|&s| self.ss_tokens[i].adjusted(s) == token) {
+                Some(s) => Route::Storage(i, s),
+                None => Route::NotFound,
+            },
+            Role::Coordinator(_) => Route::NotFound,
+        }
+    }
+
+    // --- replies and faults ---------------------------------------------------------------------
+
+    /// Sends (or holds, or delays) a reply, according to the fault switches.
+    fn emit(
+        &mut self,
+        out: &mut Vec<Outgoing>,
+        conn: &Arc<Conn>,
+        kind: RequestKind,
+        token: Uid,
+        body: Vec<u8>,
+    ) {
+        if self.procs[conn.proc_idx].silent {
+            return;
+        }
+        let o = Outgoing {
+            conn: conn.clone(),
+            token,
+            body,
+        };
+        if self.hold.iter().any(|h| h.is_none_or(|k| k == kind)) {
+            self.held.push(o);
+            return;
+        }
+        let delay = self
+            .delays
+            .iter()
+            .find(|(k, _)| *k == Some(kind))
+            .or_else(|| self.delays.iter().find(|(k, _)| k.is_none()))
+            .map(|(_, d)| *d);
+        match delay {
+            Some(d) if !d.is_zero() => self.delayed.push((Instant::now() + d, o)),
+            _ => out.push(o),
+        }
+    }
+
+    fn take_injection(&mut self, kind: RequestKind) -> Option<Injected> {
+        let i = self
+            .injections
+            .iter()
+            .position(|(k, n, _)| *k == kind && *n > 0)?;
+        let inj = self.injections[i].2;
+        self.injections[i].1 -= 1;
+        if self.injections[i].1 == 0 {
+            self.injections.remove(i);
+        }
+        Some(inj)
+    }
+
+    // --- dispatch -------------------------------------------------------------------------------
+
+    fn on_packet(
+        &mut self,
+        conn: &Arc<Conn>,
+        token: Uid,
+        message: &Bytes,
+        out: &mut Vec<Outgoing>,
+    ) {
+        let p = &self.procs[conn.proc_idx];
+        if !p.alive {
+            return;
+        }
+        let route = self.route(conn.proc_idx, token);
+        if let Route::NotFound = route {
+            // FlowTransport tells the sender the endpoint is gone (`EndpointNotFoundReceiver`).
+            if !p.silent {
+                let body = encode_with(&EnsureTable(token), UID_FILE_IDENTIFIER);
+                out.push(Outgoing {
+                    conn: conn.clone(),
+                    token: well_known::ENDPOINT_NOT_FOUND,
+                    body,
+                });
+            }
+            return;
+        }
+        let Ok(msg) = decode_any(message) else {
+            return;
+        };
+        let Some(kind) = RequestKind::of(&msg) else {
+            return;
+        };
+        let Some(reply) = reply_token(&msg) else {
+            return;
+        };
+        // Is this request type served at this token?
+        let role = self.procs[conn.proc_idx].role;
+        let expected = match (&route, kind) {
+            (Route::WellKnown, RequestKind::Ping) => token == well_known::PING_PACKET,
+            (Route::WellKnown, RequestKind::ProtocolInfo) => token == well_known::PROTOCOL_INFO,
+            (Route::WellKnown, RequestKind::OpenDatabase) => {
+                token == well_known::CLIENT_LEADER_REG_OPEN_DATABASE
+                    && matches!(role, Role::Coordinator(_))
+            }
+            (Route::WellKnown, RequestKind::GetLeader) => {
+                token == well_known::CLIENT_LEADER_REG_GET_LEADER
+                    && matches!(role, Role::Coordinator(_))
+            }
+            (Route::Grv(s), RequestKind::GetReadVersion) => {
+                *s == GrvProxyInterface::GET_CONSISTENT_READ_VERSION
+            }
+            (Route::Grv(s), RequestKind::GlobalConfig) => {
+                *s == GrvProxyInterface::REFRESH_GLOBAL_CONFIG
+            }
+            (Route::Commit(s), RequestKind::Commit) => *s == CommitProxyInterface::COMMIT,
+            (Route::Commit(s), RequestKind::GetKeyServerLocations) => {
+                *s == CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS
+            }
+            (Route::Storage(_, s), RequestKind::GetValue) => {
+                *s == StorageServerInterface::GET_VALUE
+            }
+            (Route::Storage(_, s), RequestKind::GetKey) => *s == StorageServerInterface::GET_KEY,
+            (Route::Storage(_, s), RequestKind::GetKeyValues) => {
+                *s == StorageServerInterface::GET_KEY_VALUES
+            }
+            (Route::Storage(_, s), RequestKind::WatchValue) => {
+                *s == StorageServerInterface::WATCH_VALUE
+            }
+            _ => false,
+        };
+        if !expected {
+            return;
+        }
+        *self.counters.entry(kind).or_default() += 1;
+
+        if let Some(inj) = self.take_injection(kind) {
+            match inj {
+                Injected::Error(e) => {
+                    let body = error_reply(kind, e);
+                    self.emit(out, conn, kind, reply, body);
+                    return;
+                }
+                Injected::NoReply => return,
+                Injected::CloseConnection => {
+                    conn.close();
+                    return;
+                }
+                Injected::CommitUnknownResult { applied } => {
+                    if let AnyMessage::CommitTransactionRequest(req) = &msg {
+                        if applied {
+                            let mut ignored = Vec::new();
+                            let _ = self.commit(req, &mut ignored);
+                            flush_later(out, ignored);
+                        }
+                        let body = error_reply(kind, ErrorCode::COMMIT_UNKNOWN_RESULT);
+                        self.emit(out, conn, kind, reply, body);
+                        return;
+                    }
+                    // Not a commit: serve it normally.
+                }
+            }
+        }
+
+        match msg {
+            AnyMessage::PingRequest(_) => {
+                self.emit(out, conn, kind, reply, ok(Void {}));
+            }
+            AnyMessage::ProtocolInfoRequest(_) => {
+                let version = self.protocol;
+                self.emit(out, conn, kind, reply, ok(ProtocolInfoReply { version }));
+            }
+            AnyMessage::GetLeaderRequest(_) => {} // status is not served
+            AnyMessage::OpenDatabaseCoordRequest(r) => {
+                if r.known_client_info_id == self.info_id {
+                    self.long_polls.push((conn.clone(), reply)); // hold the long poll
+                } else {
+                    let body = ok(self.client_db_info());
+                    self.emit(out, conn, kind, reply, body);
+                }
+            }
+            AnyMessage::GlobalConfigRefreshRequest(_) => {
+                let body = ok(GlobalConfigRefreshReply::default());
+                self.emit(out, conn, kind, reply, body);
+            }
+            AnyMessage::GetReadVersionRequest(_) => {
+                let rep = GetReadVersionReply {
+                    version: self.current_version(),
+                    metadata_version: self.metadata_version.clone(),
+                    ss_version_vector_delta: VersionVector::empty(-1),
+                    proxy_id: self.grv_token,
+                    ..Default::default()
+                };
+                self.emit(out, conn, kind, reply, ok(rep));
+            }
+            AnyMessage::GetKeyServerLocationsRequest(r) => {
+                let body = ok(self.locations(&r));
+                self.emit(out, conn, kind, reply, body);
+            }
+            AnyMessage::CommitTransactionRequest(r) => {
+                let body = match self.commit(&r, out) {
+                    Ok(id) => ok(id),
+                    Err(e) => error_reply(kind, e),
+                };
+                self.emit(out, conn, kind, reply, body);
+            }
+            msg => {
+                if let Route::Storage(ss, _) = route {
+                    self.storage(
+                        conn,
+                        ss,
+                        msg,
+                        out,
+                        Instant::now() + self.cfg.future_version_delay,
+                    );
+                }
+            }
+        }
+    }
+
+    // --- commit proxy ---------------------------------------------------------------------------
+
+    fn locations(&self, r: &GetKeyServerLocationsRequest) -> GetKeyServerLocationsReply {
+        let mut idx = Vec::new();
+        match &r.end {
+            None => idx.push(if r.reverse {
+                self.shard_containing_key_before(&r.begin)
+            } else {
+                self.shard_containing(&r.begin)
+            }),
+            Some(end) if !r.reverse => {
+                let mut i = self.shard_containing(&r.begin);
+                while i < self.teams.len() && (idx.len() as i32) < r.limit.max(1) {
+                    if self.boundaries[i][..] >= end[..] {
+                        break;
+                    }
+                    idx.push(i);
+                    i += 1;
+                }
+            }
+            Some(end) => {
+                let mut i = self.shard_containing_key_before(end);
+                while (idx.len() as i32) < r.limit.max(1) && r.begin[..] < self.shard_end(i)[..] {
+                    idx.push(i);
+                    if i == 0 {
+                        break;
+                    }
+                    i -= 1;
+                }
+            }
+        }
+        let mut rep = GetKeyServerLocationsReply::default();
+        for i in idx {
+            let servers: Vec<StorageServerInterface> = self.teams[i]
+                .iter()
+                .map(|&s| self.ss_interface(s))
+                .collect();
+            for &s in &self.teams[i] {
+                rep.results_tag_mapping.push(TagMapping {
+                    ss_id: self.ss_ids[s],
+                    tag: Tag {
+                        locality: 0,
+                        id: s as u16,
+                    },
+                });
+            }
+            rep.results.push(ShardLocation {
+                range: KeyRange::new(self.boundaries[i].clone(), self.shard_end(i)),
+                servers,
+            });
+        }
+        rep
+    }
+
+    /// Resolves and applies one transaction in a batch of its own.
+    fn commit(
+        &mut self,
+        req: &CommitTransactionRequest,
+        out: &mut Vec<Outgoing>,
+    ) -> Result<CommitID, ErrorCode> {
+        let tr = &req.transaction;
+        let version = self.last_version.max(self.clock() - 1) + 1;
+        let oldest = version - self.cfg.mvcc_window;
+        if tr.read_snapshot < oldest && !tr.read_conflict_ranges.is_empty() {
+            return Err(ErrorCode::TRANSACTION_TOO_OLD);
+        }
+        let mut conflicting = Vec::new();
+        for (i, r) in tr.read_conflict_ranges.iter().enumerate() {
+            let hit = self
+                .history
+                .iter()
+                .rev()
+                .take_while(|(v, _)| *v > tr.read_snapshot)
+                .any(|(_, ws)| ws.iter().any(|w| ranges_intersect(r, w)));
+            if hit {
+                conflicting.push(i as i32);
+                if !tr.report_conflicting_keys {
+                    break;
+                }
+            }
+        }
+        if !conflicting.is_empty() {
+            if tr.report_conflicting_keys {
+                return Ok(CommitID {
+                    version: -1,
+                    txn_batch_id: 0,
+                    metadata_version: None,
+                    conflicting_kr_indices: Some(conflicting),
+                });
+            }
+            return Err(ErrorCode::NOT_COMMITTED);
+        }
+        self.last_version = version;
+        self.apply(&tr.mutations, version, 0);
+        self.history
+            .push_back((version, tr.write_conflict_ranges.clone()));
+        while self.history.front().is_some_and(|(v, _)| *v < oldest) {
+            self.history.pop_front();
+        }
+        self.fire_watches(version, out);
+        Ok(CommitID {
+            version,
+            txn_batch_id: 0,
+            metadata_version: self.metadata_version.clone(),
+            conflicting_kr_indices: None,
+        })
+    }
+
+    fn apply(&mut self, mutations: &[MutationRef], version: Version, batch_index: u16) {
+        for m in mutations {
+            match m.kind {
+                mt::SET_VALUE => self
+                    .store
+                    .put(m.param1.clone(), Some(m.param2.clone()), version),
+                mt::CLEAR_RANGE => self.store.clear_range(&m.param1, &m.param2, version),
+                mt::SET_VERSIONSTAMPED_KEY => {
+                    let key = atomic::transform_versionstamp(&m.param1, version, batch_index);
+                    self.store
+                        .put(Bytes::from(key), Some(m.param2.clone()), version);
+                }
+                mt::SET_VERSIONSTAMPED_VALUE => {
+                    let value = atomic::transform_versionstamp(&m.param2, version, batch_index);
+                    self.store
+                        .put(m.param1.clone(), Some(Bytes::from(value)), version);
+                }
+                k if atomic::is_atomic_op(k) => {
+                    let existing = self.store.latest(&m.param1);
+                    let new = atomic::apply(k, existing.as_deref(), &m.param2);
+                    self.store
+                        .put(m.param1.clone(), new.map(Bytes::from), version);
+                }
+                _ => {} // debug and no-op mutations
+            }
+        }
+        if mutations.iter().any(|m| match m.kind {
+            mt::CLEAR_RANGE => {
+                &m.param1[..] <= METADATA_VERSION_KEY && METADATA_VERSION_KEY < &m.param2[..]
+            }
+            _ => &m.param1[..] == METADATA_VERSION_KEY,
+        }) {
+            self.metadata_version = self.store.latest(METADATA_VERSION_KEY);
+        }
+    }
+
+    // --- storage servers ------------------------------------------------------------------------
+
+    /// Serves a storage request, or parks it until its version arrives (or `deadline`).
+    fn storage(
+        &mut self,
+        conn: &Arc<Conn>,
+        ss: usize,
+        msg: AnyMessage,
+        out: &mut Vec<Outgoing>,
+        deadline: Instant,
+    ) {
+        let Some(kind) = RequestKind::of(&msg) else {
+            return;
+        };
+        let Some(reply) = reply_token(&msg) else {
+            return;
+        };
+        let asked = match &msg {
+            AnyMessage::GetValueRequest(r) => r.version,
+            AnyMessage::GetKeyRequest(r) => r.version,
+            AnyMessage::GetKeyValuesRequest(r) => r.version,
+            AnyMessage::WatchValueRequest(r) => r.version,
+            _ => return,
+        };
+        let current = self.current_version();
+        let version = if asked == LATEST_VERSION {
+            current
+        } else {
+            asked
+        };
+        // Watches only wait for their version (`waitForVersionNoTooOld`).
+        if kind != RequestKind::WatchValue
+            && (version < current - self.cfg.mvcc_window || version <= 0)
+        {
+            let body = error_reply(kind, ErrorCode::TRANSACTION_TOO_OLD);
+            self.emit(out, conn, kind, reply, body);
+            return;
+        }
+        if version > current {
+            if Instant::now() >= deadline {
+                let body = error_reply(kind, ErrorCode::FUTURE_VERSION);
+                self.emit(out, conn, kind, reply, body);
+            } else {
+                self.waiting.push(WaitingRead {
+                    conn: conn.clone(),
+                    ss,
+                    msg,
+                    version,
+                    deadline,
+                });
+            }
+            return;
+        }
+        let body = match msg {
+            AnyMessage::GetValueRequest(r) => {
+                if !self.serves(ss, &r.key) {
+                    error_reply(kind, ErrorCode::WRONG_SHARD_SERVER)
+                } else {
+                    ok(GetValueReply {
+                        penalty: 1.0,
+                        error: None,
+                        value: self.store.get(&r.key, version),
+                        cached: false,
+                    })
+                }
+            }
+            AnyMessage::GetKeyRequest(r) => match self.get_key(ss, &r, version) {
+                Ok(sel) => ok(GetKeyReply {
+                    penalty: 1.0,
+                    error: None,
+                    sel,
+                    cached: false,
+                }),
+                Err(e) => error_reply(kind, e),
+            },
+            AnyMessage::GetKeyValuesRequest(r) => match self.get_key_values(ss, &r, version) {
+                Ok(rep) => ok(rep),
+                Err(e) => error_reply(kind, e),
+            },
+            AnyMessage::WatchValueRequest(r) => {
+                if !self.serves(ss, &r.key) {
+                    error_reply(kind, ErrorCode::WRONG_SHARD_SERVER)
+                } else if self.store.latest(&r.key) != r.value {
+                    ok(WatchValueReply {
+                        version: current,
+                        cached: false,
+                    })
+                } else {
+                    let deadline = Instant::now() + self.cfg.watch_timeout;
+                    self.watches.push(Watch {
+                        conn: conn.clone(),
+                        reply,
+                        ss,
+                        key: r.key,
+                        value: r.value,
+                        deadline,
+                    });
+                    return;
+                }
+            }
+            _ => return,
+        };
+        self.emit(out, conn, kind, reply, body);
+    }
+
+    fn get_key(&self, ss: usize, r: &GetKeyRequest, v: Version) -> Result<KeySelector, ErrorCode> {
+        let (begin, end) = self.shard_range(ss, &r.sel)?;
+        let (k, offset) = self.store.find_key(&r.sel, &begin, &end, v);
+        Ok(match offset {
+            0 => KeySelector::new(k, true, 0),
+            o if o < 0 => KeySelector::new(k, false, 1 + o),
+            o => KeySelector::new(k, false, o),
+        })
+    }
+
+    fn get_key_values(
+        &self,
+        ss: usize,
+        r: &GetKeyValuesRequest,
+        v: Version,
+    ) -> Result<GetKeyValuesReply, ErrorCode> {
+        let (sb, se) = self.shard_range(ss, &r.begin)?;
+        let end_ok = selector_in_range(&r.end, &sb, &se)
+            || (is_first_greater_or_equal(&r.end) && r.end.key == se);
+        if !end_ok {
+            return Err(ErrorCode::WRONG_SHARD_SERVER);
+        }
+        let resolve = |sel: &KeySelector| {
+            if is_first_greater_or_equal(sel) {
+                (sel.key.clone(), 0)
+            } else {
+                self.store.find_key(sel, &sb, &se, v)
+            }
+        };
+        let (begin, o1) = resolve(&r.begin);
+        let (end, o2) = resolve(&r.end);
+        if (o1 != 0 && o1 != 1) || (o2 != 0 && o2 != 1) {
+            return Err(ErrorCode::WRONG_SHARD_SERVER);
+        }
+        if begin >= end {
+            return Ok(GetKeyValuesReply {
+                penalty: 1.0,
+                version: v,
+                more: false,
+                ..Default::default()
+            });
+        }
+        let (rows, more) = self
+            .store
+            .read_range(&begin, &end, r.limit, r.limit_bytes, v);
+        Ok(GetKeyValuesReply {
+            penalty: 1.0,
+            error: None,
+            data: KeyValueBlob(rows),
+            version: v,
+            more,
+            cached: false,
+        })
+    }
+
+    fn fire_watches(&mut self, version: Version, out: &mut Vec<Outgoing>) {
+        let mut fired = Vec::new();
+        let mut i = 0;
+        while i < self.watches.len() {
+            let w = &self.watches[i];
+            if self.store.latest(&w.key) != w.value {
+                fired.push(self.watches.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        for w in fired {
+            let body = ok(WatchValueReply {
+                version,
+                cached: false,
+            });
+            self.emit(out, &w.conn, RequestKind::WatchValue, w.reply, body);
+        }
+    }
+
+    /// Time-driven work: delayed replies, parked reads, watch timeouts, forgetting history.
+    fn tick(&mut self, out: &mut Vec<Outgoing>) {
+        let now = Instant::now();
+        let mut i = 0;
+        while i < self.delayed.len() {
+            if self.delayed[i].0 <= now {
+                out.push(self.delayed.remove(i).1);
+            } else {
+                i += 1;
+            }
+        }
+        if !self.waiting.is_empty() {
+            let current = self.current_version();
+            let ready: Vec<WaitingRead> = {
+                let (ready, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.waiting)
+                    .into_iter()
+                    .partition(|w| w.version <= current || w.deadline <= now);
+                self.waiting = wait;
+                ready
+            };
+            for w in ready {
+                if !w.conn.closed.load(Ordering::SeqCst) {
+                    self.storage(&w.conn, w.ss, w.msg, out, w.deadline);
+                }
+            }
+        }
+        let mut timed_out = Vec::new();
+        let mut i = 0;
+        while i < self.watches.len() {
+            if self.watches[i].deadline <= now || self.watches[i].conn.closed.load(Ordering::SeqCst)
+            {
+                timed_out.push(self.watches.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        for w in timed_out {
+            let body = error_reply(RequestKind::WatchValue, ErrorCode::TIMED_OUT);
+            self.emit(out, &w.conn, RequestKind::WatchValue, w.reply, body);
+        }
+        if now.duration_since(self.last_gc) > Duration::from_millis(250) {
+            self.last_gc = now;
+            let oldest = self.oldest_version();
+            self.store.forget_before(oldest);
+            self.long_polls
+                .retain(|(c, _)| !c.closed.load(Ordering::SeqCst));
+            self.conns.retain(|c| !c.closed.load(Ordering::SeqCst));
+        }
+    }
+
+    /// The `ClientDBInfo` changed: answer every held long poll.
+    fn info_changed(&mut self, out: &mut Vec<Outgoing>) {
+        self.info_id = self.new_token();
+        let body = ok(self.client_db_info());
+        for (conn, reply) in std::mem::take(&mut self.long_polls) {
+            self.emit(out, &conn, RequestKind::OpenDatabase, reply, body.clone());
+        }
+    }
+}
+
+/// Replies produced while serving a fault (e.g. watches fired by an "unknown result" commit)
+/// still go out.
+fn flush_later(out: &mut Vec<Outgoing>, more: Vec<Outgoing>) {
+    out.extend(more);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Networking
+
+fn accept_loop(inner: Arc<Inner>, listener: TcpListener, proc_idx: usize, generation: u64) {
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        let mut st = inner.lock();
+        if inner.stopped.load(Ordering::SeqCst) || st.procs[proc_idx].generation != generation {
+            return; // drops the listener: the port refuses connections from now on
+        }
+        let _ = stream.set_nodelay(true);
+        let (Ok(w), Ok(shut)) = (stream.try_clone(), stream.try_clone()) else {
+            continue;
+        };
+        let _ = w.set_write_timeout(Some(Duration::from_secs(10)));
+        let conn = Arc::new(Conn {
+            proc_idx,
+            writer: Mutex::new(w),
+            shut,
+            closed: AtomicBool::new(false),
+        });
+        st.conns.push(conn.clone());
+        drop(st);
+        inner.conn_ids.fetch_add(1, Ordering::SeqCst);
+        let inner2 = inner.clone();
+        thread::spawn(move || serve_conn(inner2, conn, stream));
+    }
+}
+
+fn serve_conn(inner: Arc<Inner>, conn: Arc<Conn>, mut stream: TcpStream) {
+    let mut decoder = FrameDecoder::new(true, true);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if conn.closed.load(Ordering::SeqCst) {
+            break;
+        }
+        decoder.feed(&buf[..n]);
+        loop {
+            let frame = match decoder.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(_) => {
+                    conn.close();
+                    return;
+                }
+            };
+            match frame {
+                Incoming::Connect(_) => {
+                    let (protocol, addr) = {
+                        let st = inner.lock();
+                        (st.protocol, st.procs[conn.proc_idx].addr)
+                    };
+                    let mut p = ConnectPacket::client(ProtocolVersion::V7_3);
+                    p.protocol_version = protocol;
+                    p.canonical_remote_port = addr.port();
+                    p.connection_id = 0;
+                    if let std::net::IpAddr::V4(v) = addr.ip() {
+                        p.canonical_remote_ip4 = u32::from(v);
+                    }
+                    let mut out = BytesMut::new();
+                    p.encode(&mut out);
+                    conn.write(&out);
+                }
+                Incoming::Packet(pkt) => {
+                    let mut out = Vec::new();
+                    inner
+                        .lock()
+                        .on_packet(&conn, pkt.token, &pkt.message, &mut out);
+                    flush(out);
+                }
+            }
+        }
+    }
+    conn.close();
+}
+
+fn bind_retry(addr: SocketAddr) -> TcpListener {
+    let start = Instant::now();
+    loop {
+        match TcpListener::bind(addr) {
+            Ok(l) => return l,
+            Err(e) if start.elapsed() > Duration::from_secs(5) => {
+                panic!("test cluster: cannot bind {addr} again: {e}")
+            }
+            Err(_) => thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The public handle
+
+/// A running in-process cluster (see the [module docs](super)). Stops when dropped.
+pub struct TestCluster {
+    inner: Arc<Inner>,
+    ticker: Option<JoinHandle<()>>,
+}
+
+impl TestCluster {
+    /// Starts the default cluster: 1 coordinator, proxies, 3 storage servers, shards split at
+    /// [`super::DEFAULT_SPLIT_POINTS`].
+    pub fn start() -> TestCluster {
+        TestClusterBuilder::default().start()
+    }
+
+    /// Configures a cluster before starting it.
+    pub fn builder() -> TestClusterBuilder {
+        TestClusterBuilder::default()
+    }
+
+    pub(crate) fn start_with(cfg: TestClusterBuilder) -> TestCluster {
+        let mut roles: Vec<Role> = (0..cfg.coordinators).map(Role::Coordinator).collect();
+        roles.push(Role::Proxies);
+        roles.extend((0..cfg.storage_servers).map(Role::Storage));
+        let listeners: Vec<TcpListener> = roles
+            .iter()
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind loopback"))
+            .collect();
+        let procs: Vec<Process> = roles
+            .iter()
+            .zip(&listeners)
+            .map(|(&role, l)| Process {
+                role,
+                addr: l.local_addr().unwrap(),
+                alive: true,
+                silent: false,
+                generation: 0,
+                accept_thread: None,
+            })
+            .collect();
+
+        let mut points: Vec<Bytes> = cfg
+            .split_points
+            .iter()
+            .filter(|p| !p.is_empty() && &p[..] < ALL_KEYS_END)
+            .map(|p| Bytes::copy_from_slice(p))
+            .collect();
+        points.sort();
+        points.dedup();
+        let mut boundaries = vec![Bytes::new()];
+        boundaries.extend(points);
+        let n = cfg.storage_servers;
+        let replication = cfg.replication.min(n);
+        let teams = (0..boundaries.len())
+            .map(|i| (0..replication).map(|j| (i + j) % n).collect())
+            .collect();
+
+        let seed = (Instant::now().elapsed().as_nanos() as u64)
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0)
+            ^ ((procs[0].addr.port() as u64) << 32);
+        let mut st = State {
+            started: Instant::now(),
+            version_bump: 0,
+            last_version: 0,
+            store: Store::default(),
+            history: VecDeque::new(),
+            boundaries,
+            teams,
+            procs,
+            info_id: Uid::default(),
+            cluster_id: Uid::default(),
+            grv_token: Uid::default(),
+            commit_token: Uid::default(),
+            ss_ids: Vec::new(),
+            ss_tokens: Vec::new(),
+            metadata_version: None,
+            long_polls: Vec::new(),
+            watches: Vec::new(),
+            waiting: Vec::new(),
+            delayed: Vec::new(),
+            held: Vec::new(),
+            hold: Vec::new(),
+            delays: Vec::new(),
+            injections: Vec::new(),
+            counters: BTreeMap::new(),
+            conns: Vec::new(),
+            protocol: ProtocolVersion::V7_3.with_object_serializer_flag().0,
+            rng: seed,
+            last_gc: Instant::now(),
+            cfg,
+        };
+        st.info_id = st.new_token();
+        st.cluster_id = st.new_token();
+        st.grv_token = st.new_token();
+        st.commit_token = st.new_token();
+        for _ in 0..n {
+            let id = st.new_token();
+            let tok = st.new_token();
+            st.ss_ids.push(id);
+            st.ss_tokens.push(tok);
+        }
+        let inner = Arc::new(Inner {
+            state: Mutex::new(st),
+            stopped: AtomicBool::new(false),
+            conn_ids: AtomicU64::new(0),
+        });
+        for (i, l) in listeners.into_iter().enumerate() {
+            let inner2 = inner.clone();
+            let h = thread::spawn(move || accept_loop(inner2, l, i, 0));
+            inner.lock().procs[i].accept_thread = Some(h);
+        }
+        let inner2 = inner.clone();
+        let ticker = thread::spawn(move || {
+            while !inner2.stopped.load(Ordering::SeqCst) {
+                let mut out = Vec::new();
+                inner2.lock().tick(&mut out);
+                flush(out);
+                thread::sleep(Duration::from_millis(1));
+            }
+        });
+        TestCluster {
+            inner,
+            ticker: Some(ticker),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.inner.lock()
+    }
+
+    // --- addresses -----------------------------------------------------------------------------
+
+    /// The cluster file contents: `description:id@coordinator[,coordinator...]`.
+    pub fn cluster_file_string(&self) -> String {
+        let st = self.lock();
+        let coords: Vec<String> = (0..st.cfg.coordinators)
+            .map(|i| st.procs[i].addr.to_string())
+            .collect();
+        format!("{}@{}", st.cfg.description, coords.join(","))
+    }
+
+    /// Writes `fdb.cluster` into `dir` and returns its path.
+    pub fn write_cluster_file(&self, dir: &Path) -> PathBuf {
+        let path = dir.join("fdb.cluster");
+        std::fs::write(&path, self.cluster_file_string() + "\n").expect("write cluster file");
+        path
+    }
+
+    /// The address of a role's process.
+    pub fn addr(&self, role: Role) -> SocketAddr {
+        let st = self.lock();
+        st.procs[st.proc_index(role)].addr
+    }
+
+    /// The first coordinator's address.
+    pub fn coordinator_addr(&self) -> SocketAddr {
+        self.addr(Role::Coordinator(0))
+    }
+
+    /// How many storage servers there are.
+    pub fn storage_server_count(&self) -> usize {
+        self.lock().cfg.storage_servers
+    }
+
+    /// The current `ClientDBInfo` (what a coordinator would answer).
+    pub fn client_db_info(&self) -> ClientDBInfo {
+        self.lock().client_db_info()
+    }
+
+    /// The current interface of storage server `i`.
+    pub fn storage_interface(&self, i: usize) -> StorageServerInterface {
+        self.lock().ss_interface(i)
+    }
+
+    /// The shard map.
+    pub fn shards(&self) -> Vec<ShardInfo> {
+        let st = self.lock();
+        (0..st.teams.len())
+            .map(|i| ShardInfo {
+                begin: st.boundaries[i].to_vec(),
+                end: st.shard_end(i).to_vec(),
+                servers: st.teams[i].clone(),
+            })
+            .collect()
+    }
+
+    // --- data ------------------------------------------------------------------------------------
+
+    /// The newest committed version.
+    pub fn version(&self) -> Version {
+        self.lock().current_version()
+    }
+
+    /// Every key and value as of the newest version, read directly (no client involved).
+    pub fn snapshot(&self) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        let mut st = self.lock();
+        let v = st.current_version();
+        st.store.snapshot(v)
+    }
+
+    /// The newest value of one key, read directly.
+    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.lock().store.latest(key).map(|b| b.to_vec())
+    }
+
+    /// Commits `mutations` directly (no conflict check; watches fire) and returns the version.
+    pub fn apply(&self, mutations: &[MutationRef]) -> Version {
+        let mut out = Vec::new();
+        let v = {
+            let mut st = self.lock();
+            let version = st.last_version.max(st.clock() - 1) + 1;
+            st.last_version = version;
+            st.apply(mutations, version, 0);
+            let ranges = mutations
+                .iter()
+                .map(|m| match m.kind {
+                    mt::CLEAR_RANGE => KeyRange::new(m.param1.clone(), m.param2.clone()),
+                    _ => KeyRange::single_key(&m.param1),
+                })
+                .collect();
+            st.history.push_back((version, ranges));
+            st.fire_watches(version, &mut out);
+            version
+        };
+        flush(out);
+        v
+    }
+
+    /// Sets one key directly (see [`TestCluster::apply`]).
+    pub fn set(&self, key: &[u8], value: &[u8]) -> Version {
+        self.apply(&[MutationRef::new(
+            mt::SET_VALUE,
+            Bytes::copy_from_slice(key),
+            Bytes::copy_from_slice(value),
+        )])
+    }
+
+    // --- counters ------------------------------------------------------------------------------
+
+    /// How many requests of `kind` arrived (and were routed to a live role) so far.
+    pub fn requests(&self, kind: RequestKind) -> u64 {
+        self.lock().counters.get(&kind).copied().unwrap_or(0)
+    }
+
+    /// All request counters.
+    pub fn request_counts(&self) -> BTreeMap<RequestKind, u64> {
+        self.lock().counters.clone()
+    }
+
+    /// Zeroes the request counters.
+    pub fn reset_counters(&self) {
+        self.lock().counters.clear();
+    }
+
+    /// Watches currently held by storage servers.
+    pub fn pending_watches(&self) -> usize {
+        self.lock().watches.len()
+    }
+
+    /// Open connections (all processes).
+    pub fn connection_count(&self) -> usize {
+        let st = self.lock();
+        st.conns
+            .iter()
+            .filter(|c| !c.closed.load(Ordering::SeqCst))
+            .count()
+    }
+
+    // --- faults ----------------------------------------------------------------------------------
+
+    /// Faults: closes every open connection of every process (they keep accepting new ones).
+    pub fn drop_connections(&self) {
+        let st = self.lock();
+        for c in &st.conns {
+            c.close();
+        }
+    }
+
+    /// Faults: closes the open connections of one role's process.
+    pub fn drop_connections_of(&self, role: Role) {
+        let st = self.lock();
+        let p = st.proc_index(role);
+        for c in st.conns.iter().filter(|c| c.proc_idx == p) {
+            c.close();
+        }
+    }
+
+    /// Faults: delays every reply to requests of `kind` (`None`: of every kind without a delay
+    /// of its own) by `delay`. `Duration::ZERO` removes the delay.
+    pub fn set_reply_delay(&self, kind: Option<RequestKind>, delay: Duration) {
+        let mut st = self.lock();
+        st.delays.retain(|(k, _)| *k != kind);
+        if !delay.is_zero() {
+            st.delays.push((kind, delay));
+        }
+    }
+
+    /// Faults: from now on, replies to requests of `kind` (`None`: all) are held back until
+    /// [`TestCluster::release_replies`]; use it to reorder replies.
+    pub fn hold_replies(&self, kind: Option<RequestKind>) {
+        self.lock().hold.push(kind);
+    }
+
+    /// Faults: stops holding replies and sends the held ones in `order`. Returns how many.
+    pub fn release_replies(&self, order: ReleaseOrder) -> usize {
+        let mut held = {
+            let mut st = self.lock();
+            st.hold.clear();
+            std::mem::take(&mut st.held)
+        };
+        if order == ReleaseOrder::Reversed {
+            held.reverse();
+        }
+        let n = held.len();
+        flush(held);
+        n
+    }
+
+    /// Replies currently held by [`TestCluster::hold_replies`].
+    pub fn held_replies(&self) -> usize {
+        self.lock().held.len()
+    }
+
+    /// Faults: a hung process. It keeps its connections and reads requests but answers nothing
+    /// (not even pings) until unset. Replies produced meanwhile are lost.
+    pub fn set_silent(&self, role: Role, silent: bool) {
+        let mut st = self.lock();
+        let p = st.proc_index(role);
+        st.procs[p].silent = silent;
+    }
+
+    /// Faults: every process hung (see [`TestCluster::set_silent`]), or all resumed.
+    pub fn set_all_silent(&self, silent: bool) {
+        for p in &mut self.lock().procs {
+            p.silent = silent;
+        }
+    }
+
+    /// Faults: the next `count` requests of `kind` get `what` instead of being served.
+    pub fn inject(&self, kind: RequestKind, count: u32, what: Injected) {
+        if count > 0 {
+            self.lock().injections.push((kind, count, what));
+        }
+    }
+
+    /// Faults: the next `count` requests of `kind` fail with `error` (e.g.
+    /// `ErrorCode::WRONG_SHARD_SERVER`, `FUTURE_VERSION`, `PROCESS_BEHIND`,
+    /// `ALL_ALTERNATIVES_FAILED`).
+    pub fn fail_next(&self, kind: RequestKind, count: u32, error: ErrorCode) {
+        self.inject(kind, count, Injected::Error(error));
+    }
+
+    /// Faults: the next `count` commits answer `commit_unknown_result`, with the commit applied
+    /// (if it resolves) or not.
+    pub fn commit_unknown_result_next(&self, count: u32, applied: bool) {
+        self.inject(
+            RequestKind::Commit,
+            count,
+            Injected::CommitUnknownResult { applied },
+        );
+    }
+
+    /// Faults: removes every delay, hold (sending what was held, in order), injection and
+    /// silence. Killed roles stay killed.
+    pub fn clear_faults(&self) {
+        {
+            let mut st = self.lock();
+            st.delays.clear();
+            st.injections.clear();
+            for p in &mut st.procs {
+                p.silent = false;
+            }
+        }
+        self.release_replies(ReleaseOrder::InOrder);
+    }
+
+    /// Faults: kills a role's process: its port stops listening (connections are refused) and
+    /// its connections close. Pending long polls, watches and parked reads on it are lost.
+    pub fn kill(&self, role: Role) {
+        let (addr, handle) = {
+            let mut st = self.lock();
+            let p = st.proc_index(role);
+            if !st.procs[p].alive {
+                return;
+            }
+            st.procs[p].alive = false;
+            st.procs[p].generation += 1;
+            for c in st.conns.iter().filter(|c| c.proc_idx == p) {
+                c.close();
+            }
+            (st.procs[p].addr, st.procs[p].accept_thread.take())
+        };
+        // Wake the accept loop so it sees the new generation and drops the listener.
+        let _ = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+
+    /// Faults: restarts a killed role (or restarts a live one: kill, then start) on the same
+    /// port. Proxies and storage servers come back with new endpoint tokens (old tokens get
+    /// `ENDPOINT_NOT_FOUND`); new proxies change the `ClientDBInfo` id, which answers the
+    /// coordinators' held long polls. Storage servers keep their unique ids and shards.
+    pub fn restart(&self, role: Role) {
+        self.kill(role);
+        let addr = self.addr(role);
+        let listener = bind_retry(addr);
+        let mut out = Vec::new();
+        {
+            let mut st = self.lock();
+            let p = st.proc_index(role);
+            match role {
+                Role::Proxies => {
+                    st.grv_token = st.new_token();
+                    st.commit_token = st.new_token();
+                    st.info_changed(&mut out);
+                }
+                Role::Storage(i) => {
+                    st.ss_tokens[i] = st.new_token();
+                }
+                Role::Coordinator(_) => {}
+            }
+            st.procs[p].alive = true;
+            st.procs[p].silent = false;
+            let generation = st.procs[p].generation;
+            let inner = self.inner.clone();
+            st.procs[p].accept_thread = Some(thread::spawn(move || {
+                accept_loop(inner, listener, p, generation)
+            }));
+        }
+        flush(out);
+    }
+
+    /// Faults: whether a role's process is up.
+    pub fn is_alive(&self, role: Role) -> bool {
+        let st = self.lock();
+        st.procs[st.proc_index(role)].alive
+    }
+
+    /// Faults: moves the shard holding `key` to storage server `to` (alone). Its old servers
+    /// answer `wrong_shard_server` for it from now on; their watches on it fail the same way.
+    pub fn move_shard(&self, key: &[u8], to: usize) {
+        let mut out = Vec::new();
+        {
+            let mut st = self.lock();
+            assert!(to < st.cfg.storage_servers, "no storage server {to}");
+            let i = st.shard_containing(key);
+            st.teams[i] = vec![to];
+            let mut moved = Vec::new();
+            let mut j = 0;
+            while j < st.watches.len() {
+                let w = &st.watches[j];
+                if !st.serves(w.ss, &w.key) {
+                    moved.push(st.watches.swap_remove(j));
+                } else {
+                    j += 1;
+                }
+            }
+            for w in moved {
+                let body = error_reply(RequestKind::WatchValue, ErrorCode::WRONG_SHARD_SERVER);
+                st.emit(&mut out, &w.conn, RequestKind::WatchValue, w.reply, body);
+            }
+        }
+        flush(out);
+    }
+
+    /// Faults: jumps the version forward by `versions` (as a recovery does), so that reads
+    /// and commits at older read versions become `transaction_too_old` at once.
+    pub fn advance_version(&self, versions: i64) {
+        let mut st = self.lock();
+        st.version_bump += versions.max(0);
+        st.current_version();
+    }
+
+    /// Faults: the protocol version announced in the ConnectPacket of new connections.
+    pub fn set_protocol_version(&self, v: ProtocolVersion) {
+        self.lock().protocol = v.0;
+    }
+
+    /// Stops every process and the background thread (also done on drop).
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if self.inner.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let roles: Vec<Role> = self.lock().procs.iter().map(|p| p.role).collect();
+        for r in roles {
+            self.kill(r);
+        }
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
