@@ -17,12 +17,19 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant as StdInstant};
 
+use bytes::Bytes;
 use fdb_protocol::client::{
-    Client, ClientConfig, ClientError, ConnectionId, Event, Priority, RequestId,
+    Client, ClientConfig, ClientError, ConnectionId, Event, Priority, Reply, RequestId,
 };
 use fdb_protocol::cluster_file::{cluster_file_search_order, ClusterFile, ClusterFileError};
+use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::types::Version;
+use fdb_protocol::messages::types::{KeySelector, KeyValue};
+use fdb_protocol::serializer::DecodeError;
 use fdb_protocol::time::Instant;
+pub use fdb_protocol::transaction::{
+    ConflictRangeType, RangeOptions, RangeResult, TransactionId, TransactionOption,
+};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
@@ -69,7 +76,189 @@ pub struct Database {
     poll: Poll,
     started: StdInstant,
     sockets: HashMap<ConnectionId, Socket>,
-    done: HashMap<RequestId, Result<Version, ClientError>>,
+    done: HashMap<RequestId, Result<Reply, ClientError>>,
+}
+
+/// How long a blocking call waits by default.
+pub const CALL_LIMIT: Duration = Duration::from_secs(30);
+
+impl Error {
+    /// The FDB error code, if this is an FDB error.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Error::Client(e) => Some(e.code()),
+            _ => None,
+        }
+    }
+}
+
+fn unexpected(_r: Reply) -> Error {
+    Error::Client(ClientError::Decode(DecodeError::InvalidValue(
+        "unexpected reply kind",
+    )))
+}
+
+/// A pending watch (see [`Transaction::watch`]).
+#[derive(Debug)]
+pub struct Watch(RequestId);
+
+/// A transaction borrowing its [`Database`]'s event loop. Calls block until done (at most
+/// [`CALL_LIMIT`]); writes are buffered and never block.
+pub struct Transaction<'a> {
+    db: &'a mut Database,
+    id: TransactionId,
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        let now = self.db.now();
+        self.db.client.destroy_transaction(now, self.id);
+    }
+}
+
+impl Transaction<'_> {
+    fn call(
+        &mut self,
+        f: impl FnOnce(&mut Client, Instant, TransactionId) -> RequestId,
+    ) -> Result<Reply, Error> {
+        let now = self.db.now();
+        let req = f(&mut self.db.client, now, self.id);
+        self.db.wait(req, CALL_LIMIT)
+    }
+
+    pub fn set_option(&mut self, opt: TransactionOption) -> Result<(), Error> {
+        let now = self.db.now();
+        self.db
+            .client
+            .set_option(now, self.id, opt)
+            .map_err(Error::Client)
+    }
+
+    pub fn get_read_version(&mut self) -> Result<Version, Error> {
+        match self.call(|c, now, id| c.tx_read_version(now, id))? {
+            Reply::Version(v) => Ok(v),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, Error> {
+        match self.call(|c, now, id| c.get(now, id, key, false))? {
+            Reply::Value(v) => Ok(v),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub fn snapshot_get(&mut self, key: &[u8]) -> Result<Option<Bytes>, Error> {
+        match self.call(|c, now, id| c.get(now, id, key, true))? {
+            Reply::Value(v) => Ok(v),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub fn get_key(&mut self, sel: KeySelector, snapshot: bool) -> Result<Bytes, Error> {
+        match self.call(|c, now, id| c.get_key(now, id, sel, snapshot))? {
+            Reply::Key(k) => Ok(k),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// One batch of rows between two selectors.
+    pub fn get_range_batch(
+        &mut self,
+        begin: KeySelector,
+        end: KeySelector,
+        opts: RangeOptions,
+        snapshot: bool,
+    ) -> Result<RangeResult, Error> {
+        match self.call(|c, now, id| c.get_range(now, id, begin, end, opts, snapshot))? {
+            Reply::Range(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Every row in `[begin, end)` (at most `limit` if non-zero), in batches.
+    pub fn get_range(
+        &mut self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+    ) -> Result<Vec<KeyValue>, Error> {
+        let mut b = KeySelector::first_greater_or_equal(Bytes::copy_from_slice(begin));
+        let e = KeySelector::first_greater_or_equal(Bytes::copy_from_slice(end));
+        let mut opts = RangeOptions {
+            limit,
+            ..RangeOptions::default()
+        };
+        let mut out = Vec::new();
+        loop {
+            let r = self.get_range_batch(b.clone(), e.clone(), opts, false)?;
+            let last = r.rows.last().map(|kv| kv.key.clone());
+            out.extend(r.rows);
+            if limit > 0 && out.len() >= limit {
+                out.truncate(limit);
+                return Ok(out);
+            }
+            match last {
+                Some(last) if r.more => b = KeySelector::first_greater_than(last),
+                _ => return Ok(out),
+            }
+            if limit > 0 {
+                opts.limit = limit - out.len();
+            }
+            opts.iteration += 1;
+        }
+    }
+
+    pub fn set(&mut self, key: &[u8], value: &[u8]) {
+        let _ = self.db.client.set(self.id, key, value);
+    }
+
+    pub fn clear(&mut self, key: &[u8]) {
+        let _ = self.db.client.clear(self.id, key);
+    }
+
+    pub fn clear_range(&mut self, begin: &[u8], end: &[u8]) {
+        let _ = self.db.client.clear_range(self.id, begin, end);
+    }
+
+    pub fn atomic_op(&mut self, key: &[u8], param: &[u8], kind: u8) {
+        let _ = self.db.client.atomic_op(self.id, key, param, kind);
+    }
+
+    pub fn add_conflict_range(&mut self, begin: &[u8], end: &[u8], kind: ConflictRangeType) {
+        let _ = self.db.client.add_conflict_range(self.id, begin, end, kind);
+    }
+
+    /// Commits; returns the commit version (`-1` when nothing was written).
+    pub fn commit(&mut self) -> Result<Version, Error> {
+        match self.call(|c, now, id| c.commit(now, id))? {
+            Reply::Committed { version, .. } => Ok(version),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub fn versionstamp(&self) -> Option<[u8; 10]> {
+        self.db.client.versionstamp(self.id)
+    }
+
+    /// Waits the backoff and resets the transaction if `code` is retryable, else fails.
+    pub fn on_error(&mut self, code: ErrorCode) -> Result<(), Error> {
+        match self.call(|c, now, id| c.on_error(now, id, code))? {
+            Reply::Retry => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub fn reset(&mut self) {
+        let now = self.db.now();
+        self.db.client.reset_transaction(now, self.id);
+    }
+
+    /// Registers a watch; it starts at commit. Wait for it with [`Database::wait_watch`].
+    pub fn watch(&mut self, key: &[u8]) -> Watch {
+        let now = self.db.now();
+        Watch(self.db.client.watch(now, self.id, key))
+    }
 }
 
 impl Database {
@@ -124,20 +313,76 @@ impl Database {
     ) -> Result<Version, Error> {
         let now = self.now();
         let id = self.client.get_read_version(now, priority);
+        match self.wait(id, limit)? {
+            Reply::Version(v) => Ok(v),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Runs the loop until request `id` finishes, at most `limit`.
+    pub fn wait(&mut self, id: RequestId, limit: Duration) -> Result<Reply, Error> {
         let deadline = StdInstant::now() + limit;
         loop {
-            self.step(deadline)?;
+            if let Some(r) = self.done.remove(&id) {
+                return r.map_err(Error::Client);
+            }
+            self.step(deadline, id)?;
             if let Some(r) = self.done.remove(&id) {
                 return r.map_err(Error::Client);
             }
             if StdInstant::now() >= deadline {
+                let now = self.now();
+                self.client.cancel(now, id);
                 return Err(Error::TimedOut);
             }
         }
     }
 
+    /// A new transaction; it lives as long as the returned handle.
+    pub fn create_transaction(&mut self) -> Transaction<'_> {
+        let now = self.now();
+        let id = self.client.create_transaction(now);
+        Transaction { db: self, id }
+    }
+
+    /// Runs `f` in a transaction and commits it, retrying as `on_error` allows (the standard
+    /// FDB retry loop).
+    pub fn run<T>(
+        &mut self,
+        mut f: impl FnMut(&mut Transaction<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let mut tx = self.create_transaction();
+        loop {
+            let err = match f(&mut tx) {
+                Ok(v) => match tx.commit() {
+                    Ok(_) => return Ok(v),
+                    Err(e) => e,
+                },
+                Err(e) => e,
+            };
+            let Some(code) = err.code() else {
+                return Err(err);
+            };
+            tx.on_error(code)?;
+        }
+    }
+
+    /// Waits for a watch to fire, at most `limit`.
+    pub fn wait_watch(&mut self, w: Watch, limit: Duration) -> Result<Version, Error> {
+        match self.wait(w.0, limit)? {
+            Reply::WatchFired(v) => Ok(v),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Cancels a watch.
+    pub fn cancel_watch(&mut self, w: Watch) {
+        let now = self.now();
+        self.client.cancel(now, w.0);
+    }
+
     /// One turn of the loop: events, transmits, then wait for IO or the next deadline.
-    fn step(&mut self, call_deadline: StdInstant) -> Result<(), Error> {
+    fn step(&mut self, call_deadline: StdInstant, waiting_for: RequestId) -> Result<(), Error> {
         while let Some(ev) = self.client.poll_event() {
             match ev {
                 Event::Connect { conn, addr } => {
@@ -173,7 +418,7 @@ impl Database {
                         let _ = self.poll.registry().deregister(&mut s.stream);
                     }
                 }
-                Event::ReadVersion { req, result } => {
+                Event::Complete { req, result } => {
                     self.done.insert(req, result);
                 }
                 Event::ClusterInfo { .. } | Event::Forward { .. } => {}
@@ -188,7 +433,7 @@ impl Database {
         for id in ids {
             self.flush(id);
         }
-        if !self.done.is_empty() {
+        if self.done.contains_key(&waiting_for) {
             return Ok(());
         }
         let core_deadline = self.client.poll_timeout().map(|t| self.started + t.0);

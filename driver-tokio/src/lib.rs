@@ -19,13 +19,21 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
 use fdb_protocol::client::{
-    Client, ClientConfig, ClientError, ConnectionId, Event, Priority, RequestId,
+    Client, ClientConfig, ClientError, ConnectionId, Event, Priority, Reply, RequestId,
 };
 use fdb_protocol::cluster_file::{cluster_file_search_order, ClusterFile, ClusterFileError};
+use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::types::Version;
+use fdb_protocol::messages::types::{KeySelector, KeyValue};
 use fdb_protocol::messages::NetworkAddress;
 use fdb_protocol::time::Instant;
+use fdb_protocol::transaction::{ConflictRangeType, RangeResult, TransactionId, TransactionOption};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -75,12 +83,12 @@ pub fn read_cluster_file(explicit: Option<&Path>) -> Result<(PathBuf, ClusterFil
     Err(Error::ClusterFileNotFound { tried })
 }
 
-enum Command {
-    ReadVersion(Priority, oneshot::Sender<Result<Version, ClientError>>),
-}
+/// A call into the core, run on the background task.
+type Call = Box<dyn FnOnce(&mut Client, Instant) -> Option<RequestId> + Send>;
+type ReplySender = oneshot::Sender<Result<Reply, ClientError>>;
 
 enum Input {
-    Command(Command),
+    Call(Call, Option<ReplySender>),
     Connected(ConnectionId, mpsc::UnboundedSender<Bytes>),
     ConnectFailed(ConnectionId),
     Data(ConnectionId, Bytes),
@@ -119,13 +127,418 @@ impl Database {
 
     /// A read version at the given priority.
     pub async fn read_version_with(&self, priority: Priority) -> Result<Version, Error> {
+        match self
+            .call(move |c, now| Some(c.get_read_version(now, priority)))
+            .await?
+        {
+            Reply::Version(v) => Ok(v),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// A new transaction.
+    pub fn create_transaction(&self) -> Transaction {
+        Transaction {
+            inner: Arc::new(TxInner {
+                db: self.clone(),
+                id: Arc::new(OnceLock::new()),
+            }),
+        }
+    }
+
+    /// Runs `f` in a transaction and commits it, retrying as `on_error` allows (the standard
+    /// FDB retry loop). `f` may run several times: keep side effects inside the transaction.
+    pub async fn run<T, F, Fut>(&self, mut f: F) -> Result<T, Error>
+    where
+        F: FnMut(Transaction) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let tx = self.create_transaction();
+        loop {
+            let err = match f(tx.clone()).await {
+                Ok(v) => match tx.commit().await {
+                    Ok(_) => return Ok(v),
+                    Err(e) => e,
+                },
+                Err(e) => e,
+            };
+            let Some(code) = err.code() else {
+                return Err(err);
+            };
+            // `on_error` fails with the error itself when it must not retry.
+            tx.on_error(code).await?;
+        }
+    }
+
+    fn send(&self, input: Input) -> Result<(), Error> {
+        self.tx.send(input).map_err(|_| Error::Shutdown)
+    }
+
+    async fn call<F>(&self, f: F) -> Result<Reply, Error>
+    where
+        F: FnOnce(&mut Client, Instant) -> Option<RequestId> + Send + 'static,
+    {
         let (tx, rx) = oneshot::channel();
-        self.tx
-            .send(Input::Command(Command::ReadVersion(priority, tx)))
-            .map_err(|_| Error::Shutdown)?;
+        self.send(Input::Call(Box::new(f), Some(tx)))?;
         rx.await
             .map_err(|_| Error::Shutdown)?
             .map_err(Error::Client)
+    }
+
+    fn call_sync<F>(&self, f: F)
+    where
+        F: FnOnce(&mut Client, Instant) + Send + 'static,
+    {
+        let _ = self.send(Input::Call(
+            Box::new(move |c, now| {
+                f(c, now);
+                None
+            }),
+            None,
+        ));
+    }
+}
+
+fn unexpected(r: Reply) -> Error {
+    Error::Client(ClientError::Decode(
+        fdb_protocol::serializer::DecodeError::InvalidValue(match r {
+            Reply::Version(_) => "unexpected version reply",
+            Reply::Value(_) => "unexpected value reply",
+            Reply::Key(_) => "unexpected key reply",
+            Reply::Range(_) => "unexpected range reply",
+            Reply::Committed { .. } => "unexpected commit reply",
+            Reply::Retry => "unexpected retry reply",
+            Reply::WatchFired(_) => "unexpected watch reply",
+        }),
+    ))
+}
+
+struct TxInner {
+    db: Database,
+    /// Created by the core on the first call that reaches it.
+    id: Arc<OnceLock<TransactionId>>,
+}
+
+impl Drop for TxInner {
+    fn drop(&mut self) {
+        let id = self.id.clone();
+        self.db.call_sync(move |c, now| {
+            if let Some(id) = id.get() {
+                c.destroy_transaction(now, *id);
+            }
+        });
+    }
+}
+
+fn tx_id(cell: &OnceLock<TransactionId>, c: &mut Client, now: Instant) -> TransactionId {
+    *cell.get_or_init(|| c.create_transaction(now))
+}
+
+/// A transaction. Cheap to clone (clones share the transaction); dropped with its last clone.
+///
+/// Writes (`set`, `clear`, atomic ops) are buffered in the core and never wait; an invalid
+/// write (a key too large, say) fails the next read or the commit, as in libfdb_c.
+#[derive(Clone)]
+pub struct Transaction {
+    inner: Arc<TxInner>,
+}
+
+/// Options for [`Transaction::get_range`]: limits and direction.
+pub use fdb_protocol::transaction::RangeOptions;
+
+impl Transaction {
+    async fn call<F>(&self, f: F) -> Result<Reply, Error>
+    where
+        F: FnOnce(&mut Client, Instant, TransactionId) -> RequestId + Send + 'static,
+    {
+        let cell = self.inner.id.clone();
+        self.inner
+            .db
+            .call(move |c, now| {
+                let id = tx_id(&cell, c, now);
+                Some(f(c, now, id))
+            })
+            .await
+    }
+
+    fn write<F>(&self, f: F)
+    where
+        F: FnOnce(&mut Client, Instant, TransactionId) + Send + 'static,
+    {
+        let cell = self.inner.id.clone();
+        self.inner.db.call_sync(move |c, now| {
+            let id = tx_id(&cell, c, now);
+            f(c, now, id)
+        });
+    }
+
+    /// Sets a transaction option.
+    pub fn set_option(&self, opt: TransactionOption) {
+        self.write(move |c, now, id| {
+            let _ = c.set_option(now, id, opt);
+        });
+    }
+
+    /// The read version, fetching it if the transaction has none yet.
+    pub async fn get_read_version(&self) -> Result<Version, Error> {
+        match self.call(|c, now, id| c.tx_read_version(now, id)).await? {
+            Reply::Version(v) => Ok(v),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Uses this read version instead of asking a proxy.
+    pub fn set_read_version(&self, version: Version) {
+        self.write(move |c, _, id| {
+            let _ = c.set_read_version(id, version);
+        });
+    }
+
+    async fn get_inner(&self, key: &[u8], snapshot: bool) -> Result<Option<Bytes>, Error> {
+        let key = Bytes::copy_from_slice(key);
+        match self
+            .call(move |c, now, id| c.get(now, id, &key, snapshot))
+            .await?
+        {
+            Reply::Value(v) => Ok(v),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Reads a key.
+    pub async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
+        self.get_inner(key, false).await
+    }
+
+    /// Reads a key without adding a read conflict range.
+    pub async fn snapshot_get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
+        self.get_inner(key, true).await
+    }
+
+    /// Resolves a key selector.
+    pub async fn get_key(&self, sel: KeySelector, snapshot: bool) -> Result<Bytes, Error> {
+        match self
+            .call(move |c, now, id| c.get_key(now, id, sel, snapshot))
+            .await?
+        {
+            Reply::Key(k) => Ok(k),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// One batch of rows between two selectors (`fdb_transaction_get_range`).
+    pub async fn get_range_batch(
+        &self,
+        begin: KeySelector,
+        end: KeySelector,
+        opts: RangeOptions,
+        snapshot: bool,
+    ) -> Result<RangeResult, Error> {
+        match self
+            .call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
+            .await?
+        {
+            Reply::Range(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Every row in `[begin, end)` (at most `limit` if non-zero), fetched in batches as the
+    /// bindings' range iterators do.
+    pub async fn get_range(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+    ) -> Result<Vec<KeyValue>, Error> {
+        self.get_range_with(
+            KeySelector::first_greater_or_equal(Bytes::copy_from_slice(begin)),
+            KeySelector::first_greater_or_equal(Bytes::copy_from_slice(end)),
+            RangeOptions {
+                limit,
+                ..RangeOptions::default()
+            },
+            false,
+        )
+        .await
+    }
+
+    /// Every row between two selectors, batch after batch (reverse, snapshot and streaming
+    /// mode as in `opts`; `opts.limit` bounds the total).
+    pub async fn get_range_with(
+        &self,
+        mut begin: KeySelector,
+        mut end: KeySelector,
+        mut opts: RangeOptions,
+        snapshot: bool,
+    ) -> Result<Vec<KeyValue>, Error> {
+        let mut out = Vec::new();
+        opts.iteration = opts.iteration.max(1);
+        loop {
+            let r = self
+                .get_range_batch(begin.clone(), end.clone(), opts, snapshot)
+                .await?;
+            let last = r.rows.last().map(|kv| kv.key.clone());
+            out.extend(r.rows);
+            if opts.limit > 0 && out.len() >= opts.limit {
+                out.truncate(opts.limit);
+                return Ok(out);
+            }
+            let Some(last) = last else { return Ok(out) };
+            if !r.more {
+                return Ok(out);
+            }
+            if opts.reverse {
+                end = KeySelector::first_greater_or_equal(last);
+            } else {
+                begin = KeySelector::first_greater_than(last);
+            }
+            if opts.limit > 0 {
+                opts.limit -= out.len().min(opts.limit);
+            }
+            opts.iteration += 1;
+        }
+    }
+
+    /// Sets a key.
+    pub fn set(&self, key: &[u8], value: &[u8]) {
+        let (k, v) = (key.to_vec(), value.to_vec());
+        self.write(move |c, _, id| {
+            let _ = c.set(id, &k, &v);
+        });
+    }
+
+    /// Clears a key.
+    pub fn clear(&self, key: &[u8]) {
+        let k = key.to_vec();
+        self.write(move |c, _, id| {
+            let _ = c.clear(id, &k);
+        });
+    }
+
+    /// Clears `[begin, end)`.
+    pub fn clear_range(&self, begin: &[u8], end: &[u8]) {
+        let (b, e) = (begin.to_vec(), end.to_vec());
+        self.write(move |c, _, id| {
+            let _ = c.clear_range(id, &b, &e);
+        });
+    }
+
+    /// An atomic operation (`fdb_protocol::messages::commit::mutation_type`).
+    pub fn atomic_op(&self, key: &[u8], param: &[u8], kind: u8) {
+        let (k, p) = (key.to_vec(), param.to_vec());
+        self.write(move |c, _, id| {
+            let _ = c.atomic_op(id, &k, &p, kind);
+        });
+    }
+
+    /// Adds a read or write conflict range.
+    pub fn add_conflict_range(&self, begin: &[u8], end: &[u8], kind: ConflictRangeType) {
+        let (b, e) = (begin.to_vec(), end.to_vec());
+        self.write(move |c, _, id| {
+            let _ = c.add_conflict_range(id, &b, &e, kind);
+        });
+    }
+
+    /// Commits; returns the commit version (`-1` when nothing was written).
+    pub async fn commit(&self) -> Result<Version, Error> {
+        match self.call(|c, now, id| c.commit(now, id)).await? {
+            Reply::Committed { version, .. } => Ok(version),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The versionstamp of the committed transaction.
+    pub async fn versionstamp(&self) -> Result<Option<[u8; 10]>, Error> {
+        let cell = self.inner.id.clone();
+        let (tx, rx) = oneshot::channel();
+        self.inner.db.call_sync(move |c, now| {
+            let id = tx_id(&cell, c, now);
+            let _ = tx.send(c.versionstamp(id));
+        });
+        rx.await.map_err(|_| Error::Shutdown)
+    }
+
+    /// `on_error`: waits the backoff and resets the transaction if `code` is retryable;
+    /// otherwise fails with it.
+    pub async fn on_error(&self, code: ErrorCode) -> Result<(), Error> {
+        match self
+            .call(move |c, now, id| c.on_error(now, id, code))
+            .await?
+        {
+            Reply::Retry => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Resets the transaction (options too).
+    pub fn reset(&self) {
+        self.write(|c, now, id| c.reset_transaction(now, id));
+    }
+
+    /// Watches a key. The watch starts when the transaction commits and resolves when the
+    /// key's value changes; dropping the future cancels it.
+    pub fn watch(&self, key: &[u8]) -> Watch {
+        let key = key.to_vec();
+        let cell = self.inner.id.clone();
+        let (tx, rx) = oneshot::channel();
+        let (idtx, idrx) = std::sync::mpsc::channel();
+        let _ = self.inner.db.send(Input::Call(
+            Box::new(move |c, now| {
+                let id = tx_id(&cell, c, now);
+                let req = c.watch(now, id, &key);
+                let _ = idtx.send(req);
+                Some(req)
+            }),
+            Some(tx),
+        ));
+        Watch {
+            rx,
+            req: idrx,
+            db: self.inner.db.clone(),
+        }
+    }
+}
+
+/// A pending watch; resolves to the version at which the key changed.
+pub struct Watch {
+    rx: oneshot::Receiver<Result<Reply, ClientError>>,
+    req: std::sync::mpsc::Receiver<RequestId>,
+    db: Database,
+}
+
+impl Future for Watch {
+    type Output = Result<Version, Error>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Err(_)) => Poll::Ready(Err(Error::Shutdown)),
+            Poll::Ready(Ok(Err(e))) => Poll::Ready(Err(Error::Client(e))),
+            Poll::Ready(Ok(Ok(Reply::WatchFired(v)))) => Poll::Ready(Ok(v)),
+            Poll::Ready(Ok(Ok(other))) => Poll::Ready(Err(unexpected(other))),
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        // The id arrives once the task ran the call; cancel it then.
+        let req = std::mem::replace(&mut self.req, std::sync::mpsc::channel().1);
+        self.db.call_sync(move |c, now| {
+            if let Ok(r) = req.try_recv() {
+                c.cancel(now, r);
+            }
+        });
+    }
+}
+
+impl Error {
+    /// The FDB error code, if this is an FDB error.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Error::Client(e) => Some(e.code()),
+            _ => None,
+        }
     }
 }
 
@@ -153,8 +566,7 @@ async fn run(
 ) {
     let now = || Instant(started.elapsed());
     let mut writers: HashMap<ConnectionId, mpsc::UnboundedSender<Bytes>> = HashMap::new();
-    let mut waiting: HashMap<RequestId, oneshot::Sender<Result<Version, ClientError>>> =
-        HashMap::new();
+    let mut waiting: HashMap<RequestId, ReplySender> = HashMap::new();
     loop {
         while let Some(ev) = client.poll_event() {
             match ev {
@@ -164,7 +576,7 @@ async fn run(
                 Event::Close { conn, .. } => {
                     writers.remove(&conn);
                 }
-                Event::ReadVersion { req, result } => {
+                Event::Complete { req, result } => {
                     if let Some(w) = waiting.remove(&req) {
                         let _ = w.send(result);
                     }
@@ -187,9 +599,10 @@ async fn run(
         };
         let Some(input) = input else { return };
         match input {
-            Input::Command(Command::ReadVersion(p, reply)) => {
-                let id = client.get_read_version(now(), p);
-                waiting.insert(id, reply);
+            Input::Call(call, reply) => {
+                if let (Some(id), Some(reply)) = (call(&mut client, now()), reply) {
+                    waiting.insert(id, reply);
+                }
             }
             Input::Connected(conn, w) => {
                 writers.insert(conn, w);

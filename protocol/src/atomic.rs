@@ -199,30 +199,54 @@ mod tests {
 
     #[test]
     fn add_carries_and_truncates_to_operand() {
-        assert_eq!(apply(mt::ADD_VALUE, Some(&[0xff, 0x00]), &[1, 0]), Some(vec![0, 1]));
-        assert_eq!(apply(mt::ADD_VALUE, Some(&[0xff, 0xff, 7]), &[1, 0]), Some(vec![0, 0]));
+        assert_eq!(
+            apply(mt::ADD_VALUE, Some(&[0xff, 0x00]), &[1, 0]),
+            Some(vec![0, 1])
+        );
+        assert_eq!(
+            apply(mt::ADD_VALUE, Some(&[0xff, 0xff, 7]), &[1, 0]),
+            Some(vec![0, 0])
+        );
         assert_eq!(apply(mt::ADD_VALUE, None, &[5]), Some(vec![5]));
-        assert_eq!(apply(mt::ADD_VALUE, Some(&[1]), &[2, 0, 0]), Some(vec![3, 0, 0]));
+        assert_eq!(
+            apply(mt::ADD_VALUE, Some(&[1]), &[2, 0, 0]),
+            Some(vec![3, 0, 0])
+        );
     }
 
     #[test]
     fn and_v1_and_v2_differ_on_missing() {
         assert_eq!(apply(mt::AND, None, &[0xff]), Some(vec![0]));
         assert_eq!(apply(mt::AND_V2, None, &[0xff]), Some(vec![0xff]));
-        assert_eq!(apply(mt::AND_V2, Some(&[0x0f]), &[0xff, 0xff]), Some(vec![0x0f, 0]));
+        assert_eq!(
+            apply(mt::AND_V2, Some(&[0x0f]), &[0xff, 0xff]),
+            Some(vec![0x0f, 0])
+        );
     }
 
     #[test]
     fn or_xor_keep_operand_tail() {
-        assert_eq!(apply(mt::OR, Some(&[0x01]), &[0x10, 0x20]), Some(vec![0x11, 0x20]));
-        assert_eq!(apply(mt::XOR, Some(&[0xff, 0xff]), &[0x0f]), Some(vec![0xf0]));
+        assert_eq!(
+            apply(mt::OR, Some(&[0x01]), &[0x10, 0x20]),
+            Some(vec![0x11, 0x20])
+        );
+        assert_eq!(
+            apply(mt::XOR, Some(&[0xff, 0xff]), &[0x0f]),
+            Some(vec![0xf0])
+        );
     }
 
     #[test]
     fn max_min_little_endian() {
         // existing 0x0100 (256) vs operand 0x00ff (255)
-        assert_eq!(apply(mt::MAX, Some(&[0x00, 0x01]), &[0xff, 0x00]), Some(vec![0x00, 0x01]));
-        assert_eq!(apply(mt::MIN, Some(&[0x00, 0x01]), &[0xff, 0x00]), Some(vec![0xff, 0x00]));
+        assert_eq!(
+            apply(mt::MAX, Some(&[0x00, 0x01]), &[0xff, 0x00]),
+            Some(vec![0x00, 0x01])
+        );
+        assert_eq!(
+            apply(mt::MIN, Some(&[0x00, 0x01]), &[0xff, 0x00]),
+            Some(vec![0xff, 0x00])
+        );
         assert_eq!(apply(mt::MIN, None, &[3]), Some(vec![0]));
         assert_eq!(apply(mt::MIN_V2, None, &[3]), Some(vec![3]));
         assert_eq!(apply(mt::MAX, Some(&[9, 9, 9]), &[1, 0]), Some(vec![9, 9]));
@@ -237,11 +261,20 @@ mod tests {
 
     #[test]
     fn append_and_compare_and_clear() {
-        assert_eq!(apply(mt::APPEND_IF_FITS, Some(b"ab"), b"cd"), Some(b"abcd".to_vec()));
+        assert_eq!(
+            apply(mt::APPEND_IF_FITS, Some(b"ab"), b"cd"),
+            Some(b"abcd".to_vec())
+        );
         let big = vec![1u8; VALUE_SIZE_LIMIT];
-        assert_eq!(apply(mt::APPEND_IF_FITS, Some(&big), b"x"), Some(big.clone()));
+        assert_eq!(
+            apply(mt::APPEND_IF_FITS, Some(&big), b"x"),
+            Some(big.clone())
+        );
         assert_eq!(apply(mt::COMPARE_AND_CLEAR, Some(b"v"), b"v"), None);
-        assert_eq!(apply(mt::COMPARE_AND_CLEAR, Some(b"v"), b"w"), Some(b"v".to_vec()));
+        assert_eq!(
+            apply(mt::COMPARE_AND_CLEAR, Some(b"v"), b"w"),
+            Some(b"v".to_vec())
+        );
     }
 
     #[test]
@@ -249,7 +282,10 @@ mod tests {
         let mut p = b"ab0123456789cd".to_vec();
         p.extend_from_slice(&2u32.to_le_bytes());
         let out = transform_versionstamp(&p, 0x0102_0304_0506_0708, 0x090a);
-        assert_eq!(out, b"ab\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0acd".to_vec());
+        assert_eq!(
+            out,
+            b"ab\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0acd".to_vec()
+        );
         let mut bad = b"short".to_vec();
         bad.extend_from_slice(&3u32.to_le_bytes());
         assert_eq!(versionstamp_offset(&bad), None);

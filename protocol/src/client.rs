@@ -48,6 +48,8 @@ pub const COORDINATOR_RECONNECTION_DELAY: Duration = Duration::from_secs(1);
 pub const MAX_GRV_PROXY_CONNECTIONS: usize = 3;
 /// `MAX_BATCH_SIZE`: most transactions one GRV request may carry.
 pub const MAX_GRV_BATCH: usize = 1000;
+/// `MAX_COMMIT_PROXY_CONNECTIONS`: a client talks to at most this many commit proxies.
+pub const MAX_COMMIT_PROXY_CONNECTIONS: usize = 5;
 
 /// Identifies one connection between core and driver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -74,7 +76,7 @@ pub enum Priority {
 }
 
 impl Priority {
-    fn flags(self) -> u32 {
+    pub(crate) fn flags(self) -> u32 {
         match self {
             Priority::Batch => GetReadVersionRequest::PRIORITY_BATCH,
             Priority::Default => GetReadVersionRequest::PRIORITY_DEFAULT,
@@ -90,6 +92,22 @@ pub enum ClientError {
     Fdb(ErrorCode),
     /// A reply could not be decoded.
     Decode(DecodeError),
+}
+
+impl ClientError {
+    /// The FDB error code (an undecodable reply counts as `internal_error`).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ClientError::Fdb(e) => *e,
+            ClientError::Decode(_) => ErrorCode::INTERNAL_ERROR,
+        }
+    }
+}
+
+impl From<ErrorCode> for ClientError {
+    fn from(e: ErrorCode) -> Self {
+        ClientError::Fdb(e)
+    }
 }
 
 impl fmt::Display for ClientError {
@@ -123,11 +141,33 @@ pub enum Event {
     },
     /// A coordinator redirected us: the cluster now lives at this connection string.
     Forward { connection_string: Bytes },
-    /// The result of [`Client::get_read_version`].
-    ReadVersion {
+    /// An application request finished (see [`Reply`] for what each request returns).
+    Complete {
         req: RequestId,
-        result: Result<Version, ClientError>,
+        result: Result<Reply, ClientError>,
     },
+}
+
+/// What a finished request returns.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// A read version ([`Client::get_read_version`], [`Client::tx_read_version`]).
+    Version(Version),
+    /// A value ([`Client::get`]).
+    Value(Option<Bytes>),
+    /// A key ([`Client::get_key`]).
+    Key(Bytes),
+    /// Rows ([`Client::get_range`]).
+    Range(crate::transaction::RangeResult),
+    /// A commit: its version (`-1` for a read-only transaction) and versionstamp.
+    Committed {
+        version: Version,
+        versionstamp: Option<[u8; 10]>,
+    },
+    /// `on_error` decided to retry: the transaction is reset and may run again.
+    Retry,
+    /// A watch fired: the key changed at this version.
+    WatchFired(Version),
 }
 
 /// Settings of a [`Client`].
@@ -153,43 +193,68 @@ impl ClientConfig {
     }
 }
 
+/// Who waits for a read version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GrvWaiter {
+    /// [`Client::get_read_version`].
+    Request(RequestId),
+    /// A transaction's first read or its commit.
+    Tx(crate::transaction::TransactionId),
+}
+
+/// What a reply token is waiting for.
 #[derive(Debug)]
-enum Pending {
+pub(crate) enum Pending {
     OpenDatabase,
     Grv {
-        priority: Priority,
-        reqs: Vec<RequestId>,
+        flags: u32,
+        waiters: Vec<GrvWaiter>,
+    },
+    /// A key-location lookup for `key` (keys before it when `reverse`).
+    Locations {
+        key: Bytes,
+        reverse: bool,
+    },
+    /// A storage read or watch for operation `op`.
+    Storage {
+        op: RequestId,
+    },
+    /// A commit of the transaction behind operation `op`.
+    Commit {
+        op: RequestId,
     },
 }
 
 #[derive(Debug)]
-struct Peer {
-    addr: NetworkAddress,
-    conn: Connection,
-    connected: bool,
+pub(crate) struct Peer {
+    pub(crate) addr: NetworkAddress,
+    pub(crate) conn: Connection,
+    pub(crate) connected: bool,
     /// Reply tokens waiting on this connection.
-    pending: Vec<Uid>,
+    pub(crate) pending: Vec<Uid>,
 }
 
 /// The client protocol core. See the module docs for the driver contract.
 pub struct Client {
-    cfg: ClientConfig,
-    rng: Rng,
-    now: Instant,
+    pub(crate) cfg: ClientConfig,
+    pub(crate) rng: Rng,
+    pub(crate) now: Instant,
     next_conn: u64,
-    next_req: u64,
-    peers: BTreeMap<ConnectionId, Peer>,
-    pending: BTreeMap<Uid, (ConnectionId, Pending)>,
-    events: VecDeque<Event>,
+    pub(crate) next_req: u64,
+    pub(crate) peers: BTreeMap<ConnectionId, Peer>,
+    pub(crate) pending: BTreeMap<Uid, (ConnectionId, Pending)>,
+    pub(crate) events: VecDeque<Event>,
     coordinators: Vec<NetworkAddress>,
     coordinator_index: usize,
     success_index: usize,
     /// Earliest time to ask a coordinator again (after a full failed round).
     open_db_at: Option<Instant>,
     open_db_outstanding: bool,
-    db_info: Option<ClientDBInfo>,
-    grv_queue: BTreeMap<Priority, Vec<RequestId>>,
-    grv_in_flight: BTreeMap<Priority, bool>,
+    pub(crate) db_info: Option<ClientDBInfo>,
+    /// Read-version requests waiting to be sent, by request flags.
+    grv_queue: BTreeMap<u32, Vec<GrvWaiter>>,
+    grv_in_flight: BTreeMap<u32, bool>,
+    pub(crate) engine: crate::transaction::Engine,
 }
 
 impl Client {
@@ -235,6 +300,7 @@ impl Client {
             db_info: None,
             grv_queue: BTreeMap::new(),
             grv_in_flight: BTreeMap::new(),
+            engine: crate::transaction::Engine::default(),
         };
         c.drive(now);
         c
@@ -286,7 +352,7 @@ impl Client {
         } else {
             self.open_db_at
         };
-        conns.chain(open).min()
+        conns.chain(open).chain(self.engine.next_timer()).min()
     }
 
     /// Lets time pass.
@@ -305,6 +371,7 @@ impl Client {
                 self.drop_peer(id, e);
             }
         }
+        self.fire_timers(now);
         self.drive(now);
     }
 
@@ -355,14 +422,28 @@ impl Client {
         self.drive(now);
     }
 
-    /// Asks for a read version. The answer comes as [`Event::ReadVersion`].
+    /// Asks for a read version. The answer comes as [`Event::Complete`] with
+    /// [`Reply::Version`].
     pub fn get_read_version(&mut self, now: Instant, priority: Priority) -> RequestId {
         self.now = now;
-        let id = RequestId(self.next_req);
-        self.next_req += 1;
-        self.grv_queue.entry(priority).or_default().push(id);
+        let id = self.new_request_id();
+        self.queue_grv(priority.flags(), GrvWaiter::Request(id));
         self.drive(now);
         id
+    }
+
+    pub(crate) fn new_request_id(&mut self) -> RequestId {
+        let id = RequestId(self.next_req);
+        self.next_req += 1;
+        id
+    }
+
+    pub(crate) fn queue_grv(&mut self, flags: u32, waiter: GrvWaiter) {
+        self.grv_queue.entry(flags).or_default().push(waiter);
+    }
+
+    pub(crate) fn finish(&mut self, req: RequestId, result: Result<Reply, ClientError>) {
+        self.events.push_back(Event::Complete { req, result });
     }
 
     fn complete(&mut self, pending: Pending, message: &Bytes) {
@@ -374,20 +455,25 @@ impl Client {
                     Ok(ErrorOr::Err(_)) | Err(_) => self.next_coordinator(),
                 }
             }
-            Pending::Grv { priority, reqs } => {
-                self.grv_in_flight.insert(priority, false);
+            Pending::Grv { flags, waiters } => {
+                self.grv_in_flight.insert(flags, false);
                 let result = match decode_reply::<GetReadVersionReply>(message) {
                     Ok(ErrorOr::Ok(r)) => Ok(r.version),
                     Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
                     Err(e) => Err(ClientError::Decode(e)),
                 };
-                for req in reqs {
-                    self.events.push_back(Event::ReadVersion {
-                        req,
-                        result: result.clone(),
-                    });
+                for w in waiters {
+                    match w {
+                        GrvWaiter::Request(req) => {
+                            self.finish(req, result.clone().map(Reply::Version))
+                        }
+                        GrvWaiter::Tx(tx) => self.on_tx_read_version(tx, result.clone()),
+                    }
                 }
             }
+            Pending::Locations { key, reverse } => self.on_locations(key, reverse, message),
+            Pending::Storage { op } => self.on_storage_reply(op, message),
+            Pending::Commit { op } => self.on_commit_reply(op, message),
         }
     }
 
@@ -399,17 +485,30 @@ impl Client {
             return;
         }
         self.success_index = self.coordinator_index;
-        // Like `shrinkProxyList`, talk to a bounded, random subset of GRV proxies.
+        // Like `shrinkProxyList`, talk to a bounded, random subset of proxies.
         while info.grv_proxies.len() > MAX_GRV_PROXY_CONNECTIONS {
             let i = self.rng.below(info.grv_proxies.len());
             info.grv_proxies.swap_remove(i);
+        }
+        while info.commit_proxies.len() > MAX_COMMIT_PROXY_CONNECTIONS {
+            let i = self.rng.below(info.commit_proxies.len());
+            info.commit_proxies.swap_remove(i);
         }
         self.events.push_back(Event::ClusterInfo {
             id: info.id,
             grv_proxies: info.grv_proxies.len(),
             commit_proxies: info.commit_proxies.len(),
         });
+        let proxies_changed = self.db_info.as_ref().is_some_and(|old| {
+            old.commit_proxies != info.commit_proxies || old.grv_proxies != info.grv_proxies
+        });
         self.db_info = Some(info);
+        if proxies_changed {
+            // New proxies may mean moved data: FDB drops its location cache with them.
+            self.engine.locations.clear();
+            self.engine.locating.clear();
+        }
+        self.wake_cluster_waiters();
         // Long-poll for the next change right away.
         self.open_db_at = Some(self.now);
     }
@@ -427,7 +526,7 @@ impl Client {
     }
 
     /// Sends whatever can be sent now.
-    fn drive(&mut self, now: Instant) {
+    pub(crate) fn drive(&mut self, now: Instant) {
         if !self.open_db_outstanding
             && self.open_db_at.is_some_and(|t| now >= t)
             && !self.coordinators.is_empty()
@@ -440,17 +539,20 @@ impl Client {
             .as_ref()
             .is_some_and(|i| !i.grv_proxies.is_empty())
         {
-            let ready: Vec<Priority> = self
+            let ready: Vec<u32> = self
                 .grv_queue
                 .iter()
-                .filter(|(p, q)| {
-                    !q.is_empty() && !self.grv_in_flight.get(p).copied().unwrap_or(false)
+                .filter(|(f, q)| {
+                    !q.is_empty() && !self.grv_in_flight.get(f).copied().unwrap_or(false)
                 })
-                .map(|(p, _)| *p)
+                .map(|(f, _)| *f)
                 .collect();
-            for p in ready {
-                self.send_grv(now, p);
+            for f in ready {
+                self.send_grv(now, f);
             }
+        }
+        if self.db_info.is_some() {
+            self.run_ready_ops();
         }
     }
 
@@ -487,17 +589,17 @@ impl Client {
         );
     }
 
-    fn send_grv(&mut self, now: Instant, priority: Priority) {
+    fn send_grv(&mut self, now: Instant, flags: u32) {
         let Some(info) = &self.db_info else { return };
-        let queue = self.grv_queue.entry(priority).or_default();
+        let queue = self.grv_queue.entry(flags).or_default();
         let n = queue.len().min(MAX_GRV_BATCH);
-        let reqs: Vec<RequestId> = queue.drain(..n).collect();
+        let waiters: Vec<GrvWaiter> = queue.drain(..n).collect();
         let proxy = &info.grv_proxies[self.rng.below(info.grv_proxies.len())];
         let endpoint = proxy.get_consistent_read_version.endpoint.clone();
         let token = self.rng.uid();
         let req = GetReadVersionRequest {
-            transaction_count: reqs.len() as u32,
-            flags: priority.flags(),
+            transaction_count: waiters.len() as u32,
+            flags,
             tags: Vec::new(),
             debug_id: None,
             reply: ReplyPromise { token },
@@ -509,18 +611,19 @@ impl Client {
             },
             max_version: INVALID_VERSION,
         };
-        self.grv_in_flight.insert(priority, true);
+        self.grv_in_flight.insert(flags, true);
         self.send(
             now,
             &endpoint.addresses.address,
             endpoint.token,
             &req,
             token,
-            Pending::Grv { priority, reqs },
+            Pending::Grv { flags, waiters },
         );
     }
 
-    fn send<M: Message>(
+    /// Sends `msg` to endpoint `dest` at `addr`, expecting a reply on token `reply`.
+    pub(crate) fn send<M: Message>(
         &mut self,
         now: Instant,
         addr: &NetworkAddress,
@@ -577,15 +680,20 @@ impl Client {
                     self.open_db_outstanding = false;
                     self.next_coordinator();
                 }
-                Some((_, Pending::Grv { priority, reqs })) => {
+                Some((_, Pending::Grv { flags, waiters })) => {
                     // Asking for a read version is idempotent: queue it again (at the front)
                     // for another proxy, as the load balancer would.
-                    self.grv_in_flight.insert(priority, false);
-                    let q = self.grv_queue.entry(priority).or_default();
+                    self.grv_in_flight.insert(flags, false);
+                    let q = self.grv_queue.entry(flags).or_default();
                     let rest = core::mem::take(q);
-                    q.extend(reqs);
+                    q.extend(waiters);
                     q.extend(rest);
                 }
+                Some((_, Pending::Locations { key, reverse })) => {
+                    self.engine.locating.remove(&(key, reverse));
+                }
+                Some((_, Pending::Storage { op })) => self.on_storage_lost(op),
+                Some((_, Pending::Commit { op })) => self.on_commit_lost(op),
                 None => {}
             }
         }

@@ -21,6 +21,7 @@ pub mod messages;
 pub mod ryw;
 pub mod serializer;
 pub mod time;
+pub mod transaction;
 pub mod uid;
 
 pub use uid::Uid;

@@ -4,7 +4,7 @@
 //! captured.
 
 use bytes::{Bytes, BytesMut};
-use fdb_protocol::client::{Client, ClientConfig, Event, Priority};
+use fdb_protocol::client::{Client, ClientConfig, Event, Priority, Reply};
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::framing::{encode_packet, FrameDecoder, Incoming, Packet};
 use fdb_protocol::messages::{decode_any, AnyMessage};
@@ -179,9 +179,9 @@ fn grv_capture_replayed_gives_the_read_version() {
     client.handle_input(conn, Instant::from_secs_f64(0.002), &input);
     assert_eq!(
         client.poll_event(),
-        Some(Event::ReadVersion {
+        Some(Event::Complete {
             req,
-            result: Ok(want)
+            result: Ok(Reply::Version(want))
         })
     );
     let _ = Bytes::new();
