@@ -143,6 +143,91 @@ impl RangeSet {
     pub fn clear(&mut self) {
         self.map.clear();
     }
+
+    /// The range holding `key`.
+    pub fn containing(&self, key: &[u8]) -> Option<(&Bytes, &Bytes)> {
+        self.map
+            .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Included(key)))
+            .next_back()
+            .filter(|(_, e)| key < e.as_ref())
+    }
+
+    /// The range holding the keys just before `key`: `begin < key <= end`.
+    pub fn containing_before(&self, key: &[u8]) -> Option<(&Bytes, &Bytes)> {
+        self.map
+            .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Excluded(key)))
+            .next_back()
+            .filter(|(_, e)| key <= e.as_ref())
+    }
+
+    /// The begin of the first range starting after `key`.
+    pub fn next_begin_after(&self, key: &[u8]) -> Option<&Bytes> {
+        self.map
+            .range::<[u8], _>((core::ops::Bound::Excluded(key), core::ops::Bound::Unbounded))
+            .next()
+            .map(|(b, _)| b)
+    }
+
+    /// The end of the last range ending before `key`.
+    pub fn prev_end_before(&self, key: &[u8]) -> Option<&Bytes> {
+        self.map
+            .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Excluded(key)))
+            .rev()
+            .map(|(_, e)| e)
+            .find(|e| e.as_ref() < key)
+    }
+}
+
+/// What the transaction already read from storage at its read version (RYW's snapshot
+/// cache): reading it again needs no request, as in libfdb_c.
+#[derive(Clone, Debug, Default)]
+pub struct SnapshotCache {
+    pub known: RangeSet,
+    rows: BTreeMap<Bytes, Bytes>,
+}
+
+impl SnapshotCache {
+    /// Storage said `[begin, end)` holds exactly `rows` (ascending).
+    pub fn insert_range(&mut self, begin: &[u8], end: &[u8], rows: &[KeyValue]) {
+        if begin >= end {
+            return;
+        }
+        for kv in rows {
+            self.rows.insert(kv.key.clone(), kv.value.clone());
+        }
+        self.known.insert(begin, end);
+    }
+
+    pub fn insert_point(&mut self, key: &[u8], value: Option<Bytes>) {
+        if let Some(v) = value {
+            self.rows.insert(Bytes::copy_from_slice(key), v);
+        }
+        self.known.insert(key, &key_after(key));
+    }
+
+    /// `Some(value)` if the key's stored value is known.
+    pub fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        self.known
+            .contains(key)
+            .then(|| self.rows.get(key).cloned())
+    }
+
+    /// Known rows in `[begin, end)`, ascending.
+    pub fn rows_in(&self, begin: &[u8], end: &[u8]) -> Vec<KeyValue> {
+        if begin >= end {
+            return Vec::new();
+        }
+        self.rows
+            .range::<[u8], _>((
+                core::ops::Bound::Included(begin),
+                core::ops::Bound::Excluded(end),
+            ))
+            .map(|(k, v)| KeyValue {
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect()
+    }
 }
 
 /// What the transaction's writes say about one key.
@@ -387,8 +472,22 @@ impl WriteMap {
     /// with the read version as libfdb_c does (zeros when there is none).
     pub fn mutations(&self) -> Vec<MutationRef> {
         let mut out = Vec::new();
+        // A key written after a clear is its own segment in FDB's write map, so the clear is
+        // sent in pieces around it (the snapshot_clear_range capture).
         for r in self.cleared.ranges() {
-            out.push(MutationRef::new(mt::CLEAR_RANGE, r.begin, r.end));
+            let mut cur = r.begin.clone();
+            for (k, _) in self.points.range::<[u8], _>((
+                core::ops::Bound::Included(r.begin.as_ref()),
+                core::ops::Bound::Excluded(r.end.as_ref()),
+            )) {
+                if cur < *k {
+                    out.push(MutationRef::new(mt::CLEAR_RANGE, cur, k.clone()));
+                }
+                cur = key_after(k);
+            }
+            if cur < r.end {
+                out.push(MutationRef::new(mt::CLEAR_RANGE, cur, r.end));
+            }
         }
         // Versionstamped keys sit in FDB's write map at their placeholder key; interleave them
         // in key order with the other points.
@@ -408,9 +507,7 @@ impl WriteMap {
                     out.push(MutationRef::new(mt::SET_VALUE, k.clone(), v.clone()))
                 }
                 Point::Known(None) => {
-                    if !self.cleared.contains(k) {
-                        out.push(MutationRef::new(mt::CLEAR_RANGE, k.clone(), key_after(k)));
-                    }
+                    out.push(MutationRef::new(mt::CLEAR_RANGE, k.clone(), key_after(k)));
                 }
                 Point::Ops(ops) => {
                     for (kind, operand) in ops {

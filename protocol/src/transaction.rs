@@ -35,7 +35,7 @@ use crate::messages::types::{
     KeyRange, KeySelector, KeyValue, SpanContext, TenantInfo, Version, VersionVector,
 };
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
-use crate::ryw::{apply_ops, key_after, Lookup, RangeSet, WriteMap};
+use crate::ryw::{apply_ops, key_after, Lookup, RangeSet, SnapshotCache, WriteMap};
 use crate::time::Instant;
 use crate::uid::Uid;
 
@@ -217,6 +217,8 @@ pub(crate) struct Tx {
     watches: Vec<RequestId>,
     /// The first failed write, reported by the next read or commit.
     deferred: Option<ClientError>,
+    /// What was read from storage so far.
+    cache: SnapshotCache,
 }
 
 impl Tx {
@@ -236,6 +238,7 @@ impl Tx {
             committed: None,
             watches: Vec::new(),
             deferred: None,
+            cache: SnapshotCache::default(),
         }
     }
 
@@ -276,6 +279,11 @@ struct Scan {
     read_to: Bytes,
     /// Set once the scan is over.
     done: bool,
+    /// With a byte limit, a batch ends at the first reply that brought rows
+    /// (`GetRangeLimits::hasSatisfiedMinRows`).
+    byte_limited: bool,
+    /// The rows being taken came from the cache or the writes, not a storage reply.
+    done_by_cache: bool,
 }
 
 impl Scan {
@@ -293,6 +301,8 @@ impl Scan {
             more: false,
             chunk: None,
             done: false,
+            byte_limited: bytes.is_some(),
+            done_by_cache: false,
         }
     }
 
@@ -327,6 +337,12 @@ impl Scan {
             if self.limits_reached() && !self.at_end() {
                 self.more = true;
             }
+        }
+        if self.byte_limited && !self.out.is_empty() && !self.done_by_cache {
+            if !self.more && !self.at_end() {
+                self.more = true;
+            }
+            self.done = true;
         }
         if self.more || self.at_end() {
             self.done = true;
@@ -1304,6 +1320,12 @@ impl Client {
             None => return,
         };
         let _ = snapshot;
+        let t = &self.engine.txs[&tx];
+        if !t.options.ryw_disabled {
+            if let Some(v) = t.cache.get(&key) {
+                return self.finish_get(req, v);
+            }
+        }
         let Some(server) = self.pick_server(req, tx, &key, false) else {
             return;
         };
@@ -1595,6 +1617,19 @@ impl Client {
                 return;
             }
         };
+        if let Some(op) = self.engine.ops.get(&req) {
+            if let (OpKind::Get { key, .. }, Some(t)) = (&op.kind, self.engine.txs.get_mut(&op.tx))
+            {
+                if !t.options.ryw_disabled {
+                    t.cache.insert_point(key, value.clone());
+                }
+            }
+        }
+        self.finish_get(req, value);
+    }
+
+    /// Completes a get with the stored value: applies the writes, adds the conflict range.
+    fn finish_get(&mut self, req: RequestId, value: Option<Bytes>) {
         let Some(op) = self.engine.ops.get(&req) else {
             return;
         };
@@ -1648,6 +1683,46 @@ impl Client {
                 return Ok(true);
             }
             let reverse = scan.reverse;
+            if ryw {
+                let t = &self.engine.txs[&tx];
+                let (ra, rb) = if reverse {
+                    (scan.lo.clone(), scan.cursor.clone())
+                } else {
+                    (scan.cursor.clone(), scan.hi.clone())
+                };
+                if t.writes.unreadable_in(&ra, &rb) {
+                    return Err(ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE));
+                }
+                // Answer from the writes (all cleared) or from what was already read.
+                let local = if t.writes.fully_cleared(&ra, &rb) {
+                    Some((ra, rb, Vec::new()))
+                } else if reverse {
+                    t.cache
+                        .known
+                        .containing_before(&scan.cursor)
+                        .map(|(kb, _)| {
+                            let a = core::cmp::max(kb.clone(), scan.lo.clone());
+                            let rows = t.cache.rows_in(&a, &scan.cursor);
+                            (a, scan.cursor.clone(), rows)
+                        })
+                } else {
+                    t.cache.known.containing(&scan.cursor).map(|(_, ke)| {
+                        let b = core::cmp::min(ke.clone(), scan.hi.clone());
+                        let rows = t.cache.rows_in(&scan.cursor, &b);
+                        (scan.cursor.clone(), b, rows)
+                    })
+                };
+                if let Some((a, b, stored)) = local {
+                    let mut rows = t.writes.merge(&a, &b, &stored);
+                    if reverse {
+                        rows.reverse();
+                    }
+                    scan.done_by_cache = true;
+                    scan.take(rows, &a, &b);
+                    scan.done_by_cache = false;
+                    continue;
+                }
+            }
             let Some(shard) = self.shard_of(&scan.cursor, reverse).cloned() else {
                 let cursor = scan.cursor.clone();
                 self.set_wait(req, Wait::Location);
@@ -1665,24 +1740,27 @@ impl Client {
                     core::cmp::min(scan.hi.clone(), shard.end.clone()),
                 )
             };
+            // Stop the request where the cache already knows the keys.
             let t = &self.engine.txs[&tx];
-            if ryw && t.writes.unreadable_in(&a, &b) {
-                return Err(ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE));
-            }
-            if ryw && t.writes.fully_cleared(&a, &b) {
-                // Nothing stored can show through: no request (the snapshot_clear_range capture).
-                let mut rows = t.writes.merge(&a, &b, &[]);
-                if reverse {
-                    rows.reverse();
+            let (a, b) = if !ryw {
+                (a, b)
+            } else if reverse {
+                match t.cache.known.prev_end_before(&b) {
+                    Some(e) if *e > a => (e.clone(), b),
+                    _ => (a, b),
                 }
-                scan.take(rows, &a, &b);
-                continue;
-            }
+            } else {
+                match t.cache.known.next_begin_after(&a) {
+                    Some(nb) if *nb < b => (a, nb.clone()),
+                    _ => (a, b),
+                }
+            };
             let rows_limit = scan
                 .rows_left
                 .map_or(REPLY_BYTE_LIMIT, |r| r.min(i32::MAX as usize) as i32);
             let bytes_limit = match (scan.bytes_left, byte_limit) {
-                (Some(b), _) => b.min(i32::MAX as usize) as i32,
+                // A storage reply carries at most REPLY_BYTE_LIMIT whatever the caller asked.
+                (Some(b), _) => b.min(REPLY_BYTE_LIMIT as usize) as i32,
                 (None, Some(b)) => b,
                 (None, None) => REPLY_BYTE_LIMIT,
             };
@@ -1720,7 +1798,7 @@ impl Client {
     }
 
     /// Feeds a storage reply into a scan.
-    fn feed_scan(&self, tx: TransactionId, scan: &mut Scan, reply: GetKeyValuesReply) {
+    fn feed_scan(&mut self, tx: TransactionId, scan: &mut Scan, reply: GetKeyValuesReply) {
         let Some((a, b)) = scan.chunk.take() else {
             return;
         };
@@ -1735,7 +1813,18 @@ impl Client {
         } else {
             (a, b)
         };
-        let t = &self.engine.txs[&tx];
+        let Some(t) = self.engine.txs.get_mut(&tx) else {
+            return;
+        };
+        if !t.options.ryw_disabled {
+            if scan.reverse {
+                let mut asc = rows.clone();
+                asc.reverse();
+                t.cache.insert_range(&ca, &cb, &asc);
+            } else {
+                t.cache.insert_range(&ca, &cb, &rows);
+            }
+        }
         if !t.options.ryw_disabled && t.writes.touches(&ca, &cb) {
             if scan.reverse {
                 rows.reverse();
