@@ -534,6 +534,10 @@ impl Client {
             self.open_db_at = None;
             self.send_open_database(now);
         }
+        // Operations first: they may queue read versions to send right below.
+        if self.db_info.is_some() {
+            self.run_ready_ops();
+        }
         if self
             .db_info
             .as_ref()
@@ -550,9 +554,6 @@ impl Client {
             for f in ready {
                 self.send_grv(now, f);
             }
-        }
-        if self.db_info.is_some() {
-            self.run_ready_ops();
         }
     }
 

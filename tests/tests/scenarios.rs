@@ -1,0 +1,620 @@
+//! The transaction scenario suite: the same scenarios, with the same expected results, run
+//! against the in-process test cluster and — when `FDB_CLUSTER_FILE` is set — against a real
+//! FoundationDB 7.3 cluster (under a fresh random key prefix that is cleared afterwards).
+//!
+//! Every expected value below is written out by hand from FDB's documented semantics; none is
+//! computed by the code under test.
+
+use std::future::Future;
+use std::time::Duration;
+
+use bytes::Bytes;
+use fdb_driver_tokio::{Database, Error, RangeOptions};
+use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::error::ErrorCode;
+use fdb_protocol::messages::commit::mutation_type as mt;
+use fdb_protocol::messages::types::KeySelector;
+use fdb_protocol::transaction::{ConflictRangeType, TransactionOption};
+use fdb_tests::cluster::TestCluster;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// Where a scenario runs: a database and the prefix its keys live under.
+struct Target {
+    name: &'static str,
+    db: Database,
+    prefix: Vec<u8>,
+}
+
+impl Target {
+    fn k(&self, key: &str) -> Vec<u8> {
+        let mut v = self.prefix.clone();
+        v.extend_from_slice(key.as_bytes());
+        v
+    }
+    fn kb(&self, key: &str) -> Bytes {
+        Bytes::from(self.k(key))
+    }
+    /// The end of this target's key space.
+    fn end(&self) -> Vec<u8> {
+        if self.prefix.is_empty() {
+            b"\xff".to_vec()
+        } else {
+            let mut e = self.prefix.clone();
+            *e.last_mut().unwrap() += 1;
+            e
+        }
+    }
+}
+
+/// Runs `scenario` on the test cluster, and on the real cluster when one is configured.
+fn run<F, Fut>(scenario: F)
+where
+    F: Fn(Target) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let cluster = TestCluster::start();
+        let cf = ClusterFile::parse(&cluster.cluster_file_string()).unwrap();
+        let t = Target {
+            name: "test cluster",
+            db: Database::from_cluster_file(cf, 7),
+            prefix: Vec::new(),
+        };
+        tokio::time::timeout(LIMIT, scenario(t))
+            .await
+            .expect("scenario timed out on the test cluster");
+        match std::env::var("FDB_CLUSTER_FILE") {
+            Ok(path) if !path.is_empty() => {
+                let db = Database::open(Some(std::path::Path::new(&path)))
+                    .await
+                    .expect("open the real cluster");
+                let prefix = format!("rust-fdb-scenarios/{:016x}/", rand_u64()).into_bytes();
+                let t = Target {
+                    name: "real cluster",
+                    db: db.clone(),
+                    prefix: prefix.clone(),
+                };
+                let end = t.end();
+                tokio::time::timeout(LIMIT, scenario(t))
+                    .await
+                    .expect("scenario timed out on the real cluster");
+                db.run(|tx| {
+                    let (p, e) = (prefix.clone(), end.clone());
+                    async move {
+                        tx.clear_range(&p, &e);
+                        Ok(())
+                    }
+                })
+                .await
+                .expect("clean up");
+            }
+            _ => eprintln!("FDB_CLUSTER_FILE not set: scenario ran on the test cluster only"),
+        }
+    });
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id() as u64);
+    h.finish()
+}
+
+fn code(e: &Error) -> ErrorCode {
+    e.code().unwrap_or_else(|| panic!("not an FDB error: {e}"))
+}
+
+async fn put(t: &Target, pairs: &[(&str, &[u8])]) {
+    let pairs: Vec<(Vec<u8>, Vec<u8>)> = pairs.iter().map(|(k, v)| (t.k(k), v.to_vec())).collect();
+    t.db.run(|tx| {
+        let pairs = pairs.clone();
+        async move {
+            for (k, v) in &pairs {
+                tx.set(k, v);
+            }
+            Ok(())
+        }
+    })
+    .await
+    .unwrap();
+}
+
+async fn read(t: &Target, key: &str) -> Option<Bytes> {
+    let tx = t.db.create_transaction();
+    tx.get(&t.k(key)).await.unwrap()
+}
+
+#[test]
+fn set_get_clear() {
+    run(|t| async move {
+        put(&t, &[("a", b"1"), ("h", b"2"), ("x", b"3")]).await;
+        assert_eq!(
+            read(&t, "a").await.as_deref(),
+            Some(&b"1"[..]),
+            "{}",
+            t.name
+        );
+        assert_eq!(read(&t, "h").await.as_deref(), Some(&b"2"[..]));
+        assert_eq!(read(&t, "missing").await, None);
+        let tx = t.db.create_transaction();
+        tx.clear(&t.k("h"));
+        tx.commit().await.unwrap();
+        assert_eq!(read(&t, "h").await, None);
+    });
+}
+
+#[test]
+fn ranges_across_shards_with_limits_and_reverse() {
+    run(|t| async move {
+        let keys = ["b", "g", "h", "i", "o", "p", "q", "w", "y"];
+        let pairs: Vec<(&str, &[u8])> = keys.iter().map(|k| (*k, k.as_bytes())).collect();
+        put(&t, &pairs).await;
+        let tx = t.db.create_transaction();
+        let all = tx.get_range(&t.k(""), &t.end(), 0).await.unwrap();
+        let got: Vec<Bytes> = all.iter().map(|kv| kv.key.clone()).collect();
+        let want: Vec<Bytes> = keys.iter().map(|k| t.kb(k)).collect();
+        assert_eq!(got, want, "{}", t.name);
+        // A limit stops in the middle of the second shard.
+        let some = tx.get_range(&t.k("c"), &t.k("z"), 3).await.unwrap();
+        let got: Vec<Bytes> = some.iter().map(|kv| kv.key.clone()).collect();
+        assert_eq!(got, vec![t.kb("g"), t.kb("h"), t.kb("i")]);
+        // Reverse, limited: the last three.
+        let rev = tx
+            .get_range_with(
+                KeySelector::first_greater_or_equal(t.kb("")),
+                KeySelector::first_greater_or_equal(Bytes::from(t.end())),
+                RangeOptions {
+                    limit: 3,
+                    reverse: true,
+                    ..RangeOptions::default()
+                },
+                false,
+            )
+            .await
+            .unwrap();
+        let got: Vec<Bytes> = rev.iter().map(|kv| kv.key.clone()).collect();
+        assert_eq!(got, vec![t.kb("y"), t.kb("w"), t.kb("q")]);
+        // Selectors with offsets across shard boundaries.
+        let k = tx
+            .get_key(KeySelector::new(t.kb("g"), false, 3), false)
+            .await
+            .unwrap();
+        assert_eq!(k, t.kb("i"), "first_greater_or_equal(g) + 2");
+        let k = tx
+            .get_key(KeySelector::new(t.kb("p"), true, -2), false)
+            .await
+            .unwrap();
+        assert_eq!(k, t.kb("i"), "last_less_or_equal(p) - 2");
+        let k = tx
+            .get_key(KeySelector::first_greater_than(t.kb("w")), false)
+            .await
+            .unwrap();
+        assert_eq!(k, t.kb("y"));
+        let k = tx
+            .get_key(KeySelector::last_less_than(t.kb("h")), false)
+            .await
+            .unwrap();
+        assert_eq!(k, t.kb("g"));
+    });
+}
+
+#[test]
+fn read_your_writes_merges_ranges() {
+    run(|t| async move {
+        put(
+            &t,
+            &[
+                ("a", b"1"),
+                ("b", b"2"),
+                ("c", b"3"),
+                ("d", b"4"),
+                ("i", b"9"),
+            ],
+        )
+        .await;
+        let tx = t.db.create_transaction();
+        tx.set(&t.k("b"), b"two");
+        tx.clear(&t.k("c"));
+        tx.set(&t.k("bb"), b"new");
+        tx.clear_range(&t.k("d"), &t.k("h"));
+        tx.set(&t.k("e"), b"five");
+        tx.atomic_op(&t.k("i"), &[1], mt::ADD_VALUE);
+        assert_eq!(
+            tx.get(&t.k("b")).await.unwrap().as_deref(),
+            Some(&b"two"[..])
+        );
+        assert_eq!(tx.get(&t.k("c")).await.unwrap(), None);
+        assert_eq!(
+            tx.get(&t.k("i")).await.unwrap().as_deref(),
+            Some(&b":"[..]),
+            "'9' + 1"
+        );
+        let rows = tx.get_range(&t.k("a"), &t.end(), 0).await.unwrap();
+        let got: Vec<(Bytes, Bytes)> = rows.into_iter().map(|kv| (kv.key, kv.value)).collect();
+        let want = vec![
+            (t.kb("a"), Bytes::from_static(b"1")),
+            (t.kb("b"), Bytes::from_static(b"two")),
+            (t.kb("bb"), Bytes::from_static(b"new")),
+            (t.kb("e"), Bytes::from_static(b"five")),
+            (t.kb("i"), Bytes::from_static(b":")),
+        ];
+        assert_eq!(got, want, "{}", t.name);
+        // Limited reverse read over interleaved writes.
+        let rev = tx
+            .get_range_with(
+                KeySelector::first_greater_or_equal(t.kb("a")),
+                KeySelector::first_greater_or_equal(t.kb("f")),
+                RangeOptions {
+                    limit: 2,
+                    reverse: true,
+                    ..RangeOptions::default()
+                },
+                false,
+            )
+            .await
+            .unwrap();
+        let got: Vec<Bytes> = rev.into_iter().map(|kv| kv.key).collect();
+        assert_eq!(got, vec![t.kb("e"), t.kb("bb")]);
+        tx.commit().await.unwrap();
+        assert_eq!(read(&t, "d").await, None);
+        assert_eq!(read(&t, "e").await.as_deref(), Some(&b"five"[..]));
+    });
+}
+
+#[test]
+fn atomic_ops_give_fdb_results() {
+    run(|t| async move {
+        // (op, existing value or None, operand, expected result or None = absent)
+        let cases: Vec<(&str, u8, Option<&[u8]>, &[u8], Option<&[u8]>)> = vec![
+            (
+                "add",
+                mt::ADD_VALUE,
+                Some(&[0xff, 0x00]),
+                &[0x01, 0x00],
+                Some(&[0x00, 0x01]),
+            ),
+            ("add_missing", mt::ADD_VALUE, None, &[0x05], Some(&[0x05])),
+            (
+                "add_short",
+                mt::ADD_VALUE,
+                Some(&[0x01]),
+                &[0x02, 0x00, 0x00],
+                Some(&[0x03, 0x00, 0x00]),
+            ),
+            (
+                "and",
+                mt::AND,
+                Some(&[0x0f, 0xf0]),
+                &[0xff, 0x0f],
+                Some(&[0x0f, 0x00]),
+            ),
+            ("and_missing", mt::AND, None, &[0xab], Some(&[0xab])),
+            (
+                "or",
+                mt::OR,
+                Some(&[0x01]),
+                &[0x10, 0x20],
+                Some(&[0x11, 0x20]),
+            ),
+            ("xor", mt::XOR, Some(&[0xff, 0xff]), &[0x0f], Some(&[0xf0])),
+            (
+                "max",
+                mt::MAX,
+                Some(&[0x00, 0x01]),
+                &[0xff, 0x00],
+                Some(&[0x00, 0x01]),
+            ),
+            (
+                "min",
+                mt::MIN,
+                Some(&[0x00, 0x01]),
+                &[0xff, 0x00],
+                Some(&[0xff, 0x00]),
+            ),
+            ("min_missing", mt::MIN, None, &[0x07], Some(&[0x07])),
+            ("byte_max", mt::BYTE_MAX, Some(b"b"), b"ab", Some(b"b")),
+            ("byte_min", mt::BYTE_MIN, Some(b"b"), b"ab", Some(b"ab")),
+            (
+                "append",
+                mt::APPEND_IF_FITS,
+                Some(b"ab"),
+                b"cd",
+                Some(b"abcd"),
+            ),
+            ("cac_equal", mt::COMPARE_AND_CLEAR, Some(b"v"), b"v", None),
+            (
+                "cac_differ",
+                mt::COMPARE_AND_CLEAR,
+                Some(b"v"),
+                b"w",
+                Some(b"v"),
+            ),
+        ];
+        let existing: Vec<(&str, &[u8])> = cases
+            .iter()
+            .filter_map(|(n, _, e, _, _)| e.map(|e| (*n, e)))
+            .collect();
+        put(&t, &existing).await;
+        let tx = t.db.create_transaction();
+        for (n, op, _, operand, _) in &cases {
+            tx.atomic_op(&t.k(n), operand, *op);
+        }
+        tx.commit().await.unwrap();
+        for (n, _, _, _, want) in &cases {
+            assert_eq!(read(&t, n).await.as_deref(), *want, "{} on {}", n, t.name);
+        }
+    });
+}
+
+#[test]
+fn versionstamps_order_commits() {
+    run(|t| async move {
+        let mut stamps = Vec::new();
+        for i in 0..3u8 {
+            let tx = t.db.create_transaction();
+            let mut key = t.k("vs/");
+            let pos = key.len() as u32;
+            key.extend_from_slice(&[0u8; 10]);
+            key.extend_from_slice(&pos.to_le_bytes());
+            tx.atomic_op(&key, &[i], mt::SET_VERSIONSTAMPED_KEY);
+            let mut val = b"stamp:".to_vec();
+            val.extend_from_slice(&[0u8; 10]);
+            val.extend_from_slice(&6u32.to_le_bytes());
+            tx.atomic_op(&t.k(&format!("vsv{i}")), &val, mt::SET_VERSIONSTAMPED_VALUE);
+            let version = tx.commit().await.unwrap();
+            let stamp = tx.versionstamp().await.unwrap().unwrap();
+            assert_eq!(
+                &stamp[..8],
+                &version.to_be_bytes(),
+                "stamp = commit version + batch"
+            );
+            stamps.push(stamp);
+        }
+        assert!(stamps.windows(2).all(|w| w[0] < w[1]), "stamps grow");
+        let tx = t.db.create_transaction();
+        let mut end = t.k("vs/");
+        end.push(0xff);
+        let rows = tx.get_range(&t.k("vs/"), &end, 0).await.unwrap();
+        assert_eq!(rows.len(), 3);
+        for (i, kv) in rows.iter().enumerate() {
+            assert_eq!(&kv.key[t.k("vs/").len()..], &stamps[i][..], "{}", t.name);
+            assert_eq!(kv.value.as_ref(), &[i as u8]);
+            let v = tx.get(&t.k(&format!("vsv{i}"))).await.unwrap().unwrap();
+            let mut want = b"stamp:".to_vec();
+            want.extend_from_slice(&stamps[i]);
+            assert_eq!(v.as_ref(), &want[..]);
+        }
+    });
+}
+
+#[test]
+fn conflicting_transactions() {
+    run(|t| async move {
+        put(&t, &[("c", b"0")]).await;
+        // A reads, B writes and commits, A writes: A fails with not_committed.
+        let a = t.db.create_transaction();
+        assert_eq!(a.get(&t.k("c")).await.unwrap().as_deref(), Some(&b"0"[..]));
+        let b = t.db.create_transaction();
+        b.set(&t.k("c"), b"B");
+        b.commit().await.unwrap();
+        a.set(&t.k("c"), b"A");
+        assert_eq!(
+            code(&a.commit().await.unwrap_err()),
+            ErrorCode::NOT_COMMITTED,
+            "{}",
+            t.name
+        );
+        // A snapshot read does not conflict.
+        let s = t.db.create_transaction();
+        s.snapshot_get(&t.k("c")).await.unwrap();
+        let w = t.db.create_transaction();
+        w.set(&t.k("c"), b"W");
+        w.commit().await.unwrap();
+        s.set(&t.k("other"), b"S");
+        s.commit().await.unwrap();
+        // An explicit read conflict range conflicts like a read.
+        let e = t.db.create_transaction();
+        e.get_read_version().await.unwrap();
+        e.add_conflict_range(&t.k("r"), &t.k("s"), ConflictRangeType::Read);
+        e.set(&t.k("x"), b"E");
+        let w = t.db.create_transaction();
+        w.set(&t.k("rr"), b"W");
+        w.commit().await.unwrap();
+        assert_eq!(
+            code(&e.commit().await.unwrap_err()),
+            ErrorCode::NOT_COMMITTED
+        );
+        // Reading a key this transaction wrote adds no read conflict (RYW).
+        let own = t.db.create_transaction();
+        own.set(&t.k("own"), b"1");
+        assert_eq!(
+            own.get(&t.k("own")).await.unwrap().as_deref(),
+            Some(&b"1"[..])
+        );
+        let w = t.db.create_transaction();
+        w.set(&t.k("own"), b"2");
+        w.commit().await.unwrap();
+        own.commit().await.unwrap();
+        assert_eq!(read(&t, "own").await.as_deref(), Some(&b"1"[..]));
+    });
+}
+
+#[test]
+fn concurrent_readers_exactly_one_commits() {
+    run(|t| async move {
+        put(&t, &[("n", b"0")]).await;
+        let txs: Vec<_> = (0..5).map(|_| t.db.create_transaction()).collect();
+        for tx in &txs {
+            tx.get(&t.k("n")).await.unwrap();
+        }
+        let mut ok = 0;
+        let mut conflicts = 0;
+        for (i, tx) in txs.iter().enumerate() {
+            tx.set(&t.k("n"), format!("{i}").as_bytes());
+            match tx.commit().await {
+                Ok(_) => ok += 1,
+                Err(e) if code(&e) == ErrorCode::NOT_COMMITTED => conflicts += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!((ok, conflicts), (1, 4), "{}", t.name);
+        assert_eq!(
+            read(&t, "n").await.as_deref(),
+            Some(&b"0"[..]),
+            "the first committer wins"
+        );
+    });
+}
+
+#[test]
+fn retry_loop_counts_exactly_under_contention() {
+    run(|t| async move {
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let db = t.db.clone();
+            let key = t.k("counter");
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..10 {
+                    db.run(|tx| {
+                        let key = key.clone();
+                        async move {
+                            let v = tx.get(&key).await?;
+                            let n = v.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
+                            tx.set(&key, &(n + 1).to_le_bytes());
+                            Ok(())
+                        }
+                    })
+                    .await
+                    .unwrap();
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let v = read(&t, "counter").await.unwrap();
+        assert_eq!(
+            u64::from_le_bytes(v[..8].try_into().unwrap()),
+            40,
+            "{}",
+            t.name
+        );
+    });
+}
+
+#[test]
+fn watch_fires_on_change_and_cancels() {
+    run(|t| async move {
+        put(&t, &[("w", b"before")]).await;
+        let tx = t.db.create_transaction();
+        let watch = tx.watch(&t.k("w"));
+        tx.commit().await.unwrap();
+        let dropped = {
+            let tx = t.db.create_transaction();
+            let w = tx.watch(&t.k("w2"));
+            tx.commit().await.unwrap();
+            w
+        };
+        drop(dropped); // cancelled: must not disturb anything
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let writer = t.db.create_transaction();
+        writer.set(&t.k("w"), b"after");
+        let v = writer.commit().await.unwrap();
+        let fired = tokio::time::timeout(Duration::from_secs(10), watch)
+            .await
+            .expect("the watch fires")
+            .unwrap();
+        assert_eq!(
+            fired, v,
+            "{}: the watch reports the version of the change",
+            t.name
+        );
+        // A watch of a transaction that is dropped before commit fails.
+        let tx = t.db.create_transaction();
+        let w = tx.watch(&t.k("w"));
+        tx.reset();
+        let e = tokio::time::timeout(Duration::from_secs(10), w)
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(code(&e), ErrorCode::TRANSACTION_CANCELLED);
+    });
+}
+
+#[test]
+fn size_and_key_errors() {
+    run(|t| async move {
+        let tx = t.db.create_transaction();
+        tx.set(&vec![b'k'; 10_001], b"v");
+        assert_eq!(
+            code(&tx.commit().await.unwrap_err()),
+            ErrorCode::KEY_TOO_LARGE,
+            "{}",
+            t.name
+        );
+        let tx = t.db.create_transaction();
+        tx.set(&t.k("big"), &vec![0u8; 100_001]);
+        assert_eq!(
+            code(&tx.get(&t.k("x")).await.unwrap_err()),
+            ErrorCode::VALUE_TOO_LARGE
+        );
+        let tx = t.db.create_transaction();
+        tx.set(b"\xff/system", b"v");
+        assert_eq!(
+            code(&tx.commit().await.unwrap_err()),
+            ErrorCode::KEY_OUTSIDE_LEGAL_RANGE
+        );
+        let tx = t.db.create_transaction();
+        tx.set_option(TransactionOption::SizeLimit(1000));
+        for i in 0..20 {
+            tx.set(&t.k(&format!("sz{i}")), &[0u8; 100]);
+        }
+        assert_eq!(
+            code(&tx.commit().await.unwrap_err()),
+            ErrorCode::TRANSACTION_TOO_LARGE
+        );
+        let tx = t.db.create_transaction();
+        assert_eq!(
+            code(&tx.get(b"\xff/x").await.unwrap_err()),
+            ErrorCode::KEY_OUTSIDE_LEGAL_RANGE
+        );
+        // on_error refuses what it must not retry.
+        let tx = t.db.create_transaction();
+        assert_eq!(
+            code(&tx.on_error(ErrorCode::KEY_TOO_LARGE).await.unwrap_err()),
+            ErrorCode::KEY_TOO_LARGE
+        );
+        tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
+    });
+}
+
+#[test]
+fn timeout_and_retry_limit_options() {
+    run(|t| async move {
+        let tx = t.db.create_transaction();
+        tx.set_option(TransactionOption::RetryLimit(Some(2)));
+        tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
+        tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
+        let e = tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::NOT_COMMITTED, "{}", t.name);
+        let tx = t.db.create_transaction();
+        tx.set_option(TransactionOption::Timeout(Duration::from_millis(100)));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let e = tx.get(&t.k("a")).await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::TRANSACTION_TIMED_OUT);
+        assert_eq!(
+            code(
+                &tx.on_error(ErrorCode::TRANSACTION_TIMED_OUT)
+                    .await
+                    .unwrap_err()
+            ),
+            ErrorCode::TRANSACTION_TIMED_OUT
+        );
+    });
+}
