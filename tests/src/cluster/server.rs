@@ -1393,6 +1393,12 @@ impl TestCluster {
             .collect()
     }
 
+    /// The storage servers holding `key`.
+    pub fn servers_of(&self, key: &[u8]) -> Vec<usize> {
+        let st = self.lock();
+        st.teams[st.shard_containing(key)].clone()
+    }
+
     // --- data ------------------------------------------------------------------------------------
 
     /// The newest committed version.
