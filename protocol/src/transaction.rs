@@ -435,7 +435,24 @@ pub(crate) struct Op {
     start: usize,
     /// A watch outlives its transaction once armed.
     detached: bool,
+    /// The storage server of the request in flight, and when it was sent.
+    server: Option<(Uid, Instant)>,
+    /// How many times the shard was looked up again (grows the relocation delay).
+    relocations: u32,
 }
+
+/// What the client learned about one storage server (`QueueModel` and the failure monitor,
+/// much simplified): a smoothed latency, and whether its connection failed recently.
+#[derive(Clone, Copy, Debug, Default)]
+struct ServerStats {
+    latency: Option<Duration>,
+    failed_until: Option<Instant>,
+}
+
+/// A replica whose connection failed is avoided this long, if another one is available.
+const FAILED_SERVER_AVOIDANCE: Duration = Duration::from_secs(1);
+/// The relocation delay grows from `WRONG_SHARD_SERVER_DELAY` up to this.
+const MAX_RELOCATION_DELAY: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
@@ -455,6 +472,7 @@ pub(crate) struct Engine {
     timers: BTreeMap<(Instant, u64), Timer>,
     timer_seq: u64,
     watches: usize,
+    servers: BTreeMap<Uid, ServerStats>,
 }
 
 impl Engine {
@@ -945,6 +963,8 @@ impl Client {
                 attempt: 0,
                 start: 0,
                 detached: true,
+                server: None,
+                relocations: 0,
             },
         );
         self.engine.add_timer(now + delay, Timer::Op(req));
@@ -1112,6 +1132,8 @@ impl Client {
                 attempt: 0,
                 start,
                 detached: false,
+                server: None,
+                relocations: 0,
             },
         );
     }
@@ -1381,14 +1403,74 @@ impl Client {
             self.engine.locations.lookup(key)
         };
         if let Some(shard) = shard {
-            let op = self.engine.ops.get(&req)?;
-            let n = shard.servers.len();
-            let i = (op.start.wrapping_add(op.attempt)) % n;
-            return Some(shard.servers[i].clone());
+            let servers = shard.servers.clone();
+            return Some(self.choose_replica(req, &servers));
         }
         self.set_wait(req, Wait::Location);
         self.request_location(tx, key, reverse);
         None
+    }
+
+    /// Load balancing: the first attempt goes to the healthy replica with the lowest smoothed
+    /// latency (untried ones first, so every replica gets measured); retries rotate through
+    /// the others. Replicas whose connection failed recently are avoided while another is
+    /// available.
+    fn choose_replica(
+        &mut self,
+        req: RequestId,
+        servers: &[StorageServerInterface],
+    ) -> StorageServerInterface {
+        let now = self.now;
+        let n = servers.len();
+        let (start, attempt) = self
+            .engine
+            .ops
+            .get(&req)
+            .map_or((0, 0), |o| (o.start, o.attempt));
+        let order: Vec<usize> = (0..n)
+            .map(|j| start.wrapping_add(attempt).wrapping_add(j) % n)
+            .collect();
+        let stats = |i: &usize| {
+            self.engine
+                .servers
+                .get(&servers[*i].unique_id)
+                .copied()
+                .unwrap_or_default()
+        };
+        let healthy: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|i| stats(i).failed_until.is_none_or(|t| t <= now))
+            .collect();
+        let pool = if healthy.is_empty() { order } else { healthy };
+        let pick = if attempt == 0 {
+            *pool
+                .iter()
+                .min_by_key(|i| stats(i).latency.unwrap_or(Duration::ZERO))
+                .expect("a shard has servers")
+        } else {
+            pool[0]
+        };
+        let server = servers[pick].clone();
+        if let Some(op) = self.engine.ops.get_mut(&req) {
+            op.server = Some((server.unique_id, now));
+        }
+        server
+    }
+
+    /// A reply came from the op's server: update its latency.
+    fn server_answered(&mut self, req: RequestId) {
+        let now = self.now;
+        let Some((id, sent)) = self.engine.ops.get_mut(&req).and_then(|o| o.server.take()) else {
+            return;
+        };
+        let s = self.engine.servers.entry(id).or_default();
+        let lat = now.saturating_since(sent);
+        s.latency = Some(match s.latency {
+            Some(old) => (old * 4 + lat) / 5,
+            None => lat,
+        });
+        s.failed_until = None;
     }
 
     fn shard_of(&self, key: &[u8], reverse: bool) -> Option<&Shard> {
@@ -1504,11 +1586,17 @@ impl Client {
         } else {
             self.engine.locations.invalidate(key);
         }
+        let mut delay = knobs::WRONG_SHARD_SERVER_DELAY;
         if let Some(op) = self.engine.ops.get_mut(&req) {
             op.attempt = 0;
             op.wait = Wait::Timer;
+            // Repeated failures back off (`allAlternativesFailedDelay`).
+            for _ in 0..op.relocations.min(16) {
+                delay = (delay * 2).min(MAX_RELOCATION_DELAY);
+            }
+            op.relocations += 1;
         }
-        let at = self.now + knobs::WRONG_SHARD_SERVER_DELAY;
+        let at = self.now + delay;
         self.engine.add_timer(at, Timer::Op(req));
     }
 
@@ -1534,6 +1622,13 @@ impl Client {
             return;
         };
         let n = self.shard_of(&key, reverse).map_or(1, |s| s.servers.len());
+        let until = self.now + FAILED_SERVER_AVOIDANCE;
+        let Some(op) = self.engine.ops.get_mut(&req) else {
+            return;
+        };
+        if let Some((id, _)) = op.server.take() {
+            self.engine.servers.entry(id).or_default().failed_until = Some(until);
+        }
         let Some(op) = self.engine.ops.get_mut(&req) else {
             return;
         };
@@ -1546,6 +1641,7 @@ impl Client {
     }
 
     pub(crate) fn on_storage_reply(&mut self, req: RequestId, message: &Bytes) {
+        self.server_answered(req);
         let Some(op) = self.engine.ops.get(&req) else {
             return;
         };
@@ -1764,9 +1860,7 @@ impl Client {
                 (None, Some(b)) => b,
                 (None, None) => REPLY_BYTE_LIMIT,
             };
-            let op = &self.engine.ops[&req];
-            let i = op.start.wrapping_add(op.attempt) % shard.servers.len();
-            let server = shard.servers[i].clone();
+            let server = self.choose_replica(req, &shard.servers);
             let token = self.rng.uid();
             let msg = GetKeyValuesRequest {
                 begin: KeySelector::first_greater_or_equal(a.clone()),

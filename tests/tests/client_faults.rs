@@ -1,0 +1,278 @@
+//! What the client does by itself when the cluster misbehaves: location-cache invalidation,
+//! replica failover, and the retry loop converging under injected errors. Test cluster only
+//! (a real cluster cannot be told to fail).
+
+use std::time::Duration;
+
+use fdb_driver_tokio::Database;
+use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::error::ErrorCode;
+use fdb_tests::cluster::{RequestKind, Role, TestCluster};
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn db(c: &TestCluster) -> Database {
+    Database::from_cluster_file(ClusterFile::parse(&c.cluster_file_string()).unwrap(), 11)
+}
+
+async fn within<F: std::future::Future>(f: F) -> F::Output {
+    tokio::time::timeout(LIMIT, f).await.expect("timed out")
+}
+
+async fn set(db: &Database, k: &'static [u8], v: &'static [u8]) {
+    db.run(|tx| async move {
+        tx.set(k, v);
+        Ok(())
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn wrong_shard_server_is_retried_transparently_after_a_fresh_lookup() {
+    let c = TestCluster::start();
+    let db = db(&c);
+    within(set(&db, b"hello", b"world")).await;
+    let lookups = c.requests(RequestKind::GetKeyServerLocations);
+    c.fail_next(RequestKind::GetValue, 2, ErrorCode::WRONG_SHARD_SERVER);
+    let tx = db.create_transaction();
+    let v = within(tx.get(b"hello")).await.unwrap();
+    assert_eq!(v.as_deref(), Some(&b"world"[..]));
+    assert!(
+        c.requests(RequestKind::GetKeyServerLocations) >= lookups + 2,
+        "each wrong_shard_server invalidates the cached location"
+    );
+}
+
+#[tokio::test]
+async fn cached_locations_are_reused() {
+    let c = TestCluster::start();
+    let db = db(&c);
+    within(set(&db, b"hello", b"world")).await;
+    let tx = db.create_transaction();
+    within(tx.get(b"hello")).await.unwrap();
+    let lookups = c.requests(RequestKind::GetKeyServerLocations);
+    for _ in 0..5 {
+        let tx = db.create_transaction();
+        within(tx.get(b"hello")).await.unwrap();
+    }
+    assert_eq!(c.requests(RequestKind::GetKeyServerLocations), lookups);
+}
+
+#[tokio::test]
+async fn a_moved_shard_is_found_again() {
+    let c = TestCluster::start();
+    let db = db(&c);
+    within(set(&db, b"hello", b"world")).await;
+    let tx = db.create_transaction();
+    within(tx.get(b"hello")).await.unwrap();
+    let shard = c
+        .shards()
+        .into_iter()
+        .find(|s| s.begin.as_slice() <= &b"hello"[..] && &b"hello"[..] < s.end.as_slice())
+        .unwrap();
+    let to = (0..c.storage_server_count())
+        .find(|i| !shard.servers.contains(i))
+        .unwrap();
+    c.move_shard(b"hello", to);
+    let tx = db.create_transaction();
+    let v = within(tx.get(b"hello")).await.unwrap();
+    assert_eq!(v.as_deref(), Some(&b"world"[..]));
+    let rows = within(tx.get_range(b"a", b"z", 0)).await.unwrap();
+    assert_eq!(rows.len(), 1);
+}
+
+#[tokio::test]
+async fn reads_fail_over_to_another_replica() {
+    let c = TestCluster::builder()
+        .storage_servers(3)
+        .replication(2)
+        .start();
+    let db = db(&c);
+    within(set(&db, b"hello", b"world")).await;
+    let shard = c
+        .shards()
+        .into_iter()
+        .find(|s| s.begin.as_slice() <= &b"hello"[..] && &b"hello"[..] < s.end.as_slice())
+        .unwrap();
+    assert_eq!(shard.servers.len(), 2);
+    c.kill(Role::Storage(shard.servers[0]));
+    for _ in 0..4 {
+        let tx = db.create_transaction();
+        let v = within(tx.get(b"hello")).await.unwrap();
+        assert_eq!(v.as_deref(), Some(&b"world"[..]));
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs ENDPOINT_NOT_FOUND handling in the core (issue 3, in progress)"]
+async fn a_restarted_replica_with_new_tokens_is_found_again() {
+    let c = TestCluster::builder()
+        .storage_servers(3)
+        .replication(2)
+        .start();
+    let db = db(&c);
+    within(set(&db, b"hello", b"world")).await;
+    let shard = c
+        .shards()
+        .into_iter()
+        .find(|s| s.begin.as_slice() <= &b"hello"[..] && &b"hello"[..] < s.end.as_slice())
+        .unwrap();
+    c.kill(Role::Storage(shard.servers[0]));
+    let tx = db.create_transaction();
+    within(tx.get(b"hello")).await.unwrap();
+    // It comes back with new endpoint tokens; the other one goes away. Requests to the old
+    // tokens get ENDPOINT_NOT_FOUND: the client must fail over and look the shard up again.
+    c.restart(Role::Storage(shard.servers[0]));
+    c.kill(Role::Storage(shard.servers[1]));
+    let tx = db.create_transaction();
+    let v = within(tx.get(b"hello")).await.unwrap();
+    assert_eq!(v.as_deref(), Some(&b"world"[..]));
+}
+
+#[tokio::test]
+async fn a_read_waits_for_its_only_replica_to_come_back() {
+    let c = TestCluster::start();
+    let db = db(&c);
+    within(set(&db, b"hello", b"world")).await;
+    let shard = c
+        .shards()
+        .into_iter()
+        .find(|s| s.begin.as_slice() <= &b"hello"[..] && &b"hello"[..] < s.end.as_slice())
+        .unwrap();
+    let ss = shard.servers[0];
+    c.kill(Role::Storage(ss));
+    let tx = db.create_transaction();
+    let read = tokio::spawn(async move { tx.get(b"hello").await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!read.is_finished(), "no replica: the read keeps trying");
+    c.restart(Role::Storage(ss));
+    let v = within(read).await.unwrap().unwrap();
+    assert_eq!(v.as_deref(), Some(&b"world"[..]));
+}
+
+#[tokio::test]
+async fn the_retry_loop_converges_under_injected_not_committed() {
+    let c = TestCluster::start();
+    let db = db(&c);
+    c.fail_next(RequestKind::Commit, 3, ErrorCode::NOT_COMMITTED);
+    let mut attempts = 0;
+    within(db.run(|tx| {
+        attempts += 1;
+        async move {
+            let n = tx.get(b"n").await?.map_or(0, |v| v[0]);
+            tx.set(b"n", &[n + 1]);
+            Ok(())
+        }
+    }))
+    .await
+    .unwrap();
+    assert_eq!(attempts, 4, "three injected conflicts, then success");
+    assert_eq!(c.get(b"n"), Some(vec![1]));
+    // Errors on_error must not retry end the loop with that error.
+    c.fail_next(RequestKind::Commit, 1, ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
+    let e = within(db.run(|tx| async move {
+        tx.set(b"m", b"1");
+        Ok(())
+    }))
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE));
+}
+
+#[tokio::test]
+async fn the_retry_loop_absorbs_future_version_process_behind_and_too_old() {
+    let c = TestCluster::start();
+    let db = db(&c);
+    within(set(&db, b"k", b"v")).await;
+    for (kind, code) in [
+        (RequestKind::GetValue, ErrorCode::FUTURE_VERSION),
+        (RequestKind::GetValue, ErrorCode::PROCESS_BEHIND),
+        (RequestKind::GetValue, ErrorCode::TRANSACTION_TOO_OLD),
+        (
+            RequestKind::GetReadVersion,
+            ErrorCode::GRV_PROXY_MEMORY_LIMIT_EXCEEDED,
+        ),
+        (
+            RequestKind::Commit,
+            ErrorCode::COMMIT_PROXY_MEMORY_LIMIT_EXCEEDED,
+        ),
+        (RequestKind::Commit, ErrorCode::DATABASE_LOCKED),
+    ] {
+        c.fail_next(kind, 1, code);
+        let mut errors = 0;
+        within(db.run(|tx| {
+            errors += 1;
+            async move {
+                let v = tx.get(b"k").await?;
+                assert_eq!(v.as_deref(), Some(&b"v"[..]));
+                tx.set(b"k2", b"x");
+                Ok(())
+            }
+        }))
+        .await
+        .unwrap_or_else(|e| panic!("{code:?}: {e}"));
+        assert_eq!(errors, 2, "{code:?} is retried once");
+    }
+}
+
+#[tokio::test]
+async fn commit_unknown_result_with_an_idempotent_transaction_counts_once() {
+    let c = TestCluster::start();
+    let db = db(&c);
+    // Each transfer carries an id; the transaction records it and skips a repeat, which makes
+    // it safe to retry after commit_unknown_result (FDB's documented pattern).
+    for (i, applied) in [(1u8, true), (2, false), (3, true)] {
+        c.commit_unknown_result_next(1, applied);
+        within(db.run(|tx| async move {
+            let done_key = [b'd', i];
+            if tx.get(&done_key).await?.is_some() {
+                return Ok(());
+            }
+            let a = tx.get(b"acct/a").await?.map_or(100, |v| v[0]);
+            let b = tx.get(b"acct/b").await?.map_or(100, |v| v[0]);
+            tx.set(b"acct/a", &[a - 10]);
+            tx.set(b"acct/b", &[b + 10]);
+            tx.set(&done_key, b"1");
+            Ok(())
+        }))
+        .await
+        .unwrap();
+    }
+    assert_eq!(c.get(b"acct/a"), Some(vec![70]));
+    assert_eq!(c.get(b"acct/b"), Some(vec![130]));
+}
+
+#[tokio::test]
+async fn dropped_connections_mid_workload_lose_nothing() {
+    let c = TestCluster::start();
+    let db = db(&c);
+    let worker = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            for i in 0..100u32 {
+                db.run(|tx| async move {
+                    let key = format!("item/{i:03}");
+                    if tx.get(key.as_bytes()).await?.is_some() {
+                        return Ok(()); // a retry after commit_unknown_result
+                    }
+                    tx.set(key.as_bytes(), b"x");
+                    tx.atomic_op(b"count", &1u32.to_le_bytes(), 2);
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            }
+        })
+    };
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        c.drop_connections();
+    }
+    within(worker).await.unwrap();
+    let snap = c.snapshot();
+    let items = snap.keys().filter(|k| k.starts_with(b"item/")).count();
+    assert_eq!(items, 100);
+    let count = u32::from_le_bytes(snap[&b"count".to_vec()][..4].try_into().unwrap());
+    assert_eq!(count, 100, "every item counted exactly once");
+}
