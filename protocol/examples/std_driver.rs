@@ -7,7 +7,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant as StdInstant};
 
-use fdb_protocol::client::{Client, ClientConfig, Event, Priority};
+use fdb_protocol::client::{Client, ClientConfig, Event, Reply};
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::time::Instant;
 
@@ -26,7 +26,10 @@ fn main() {
     let now = || Instant(start.elapsed());
     let mut client = Client::new(ClientConfig::new(cluster, 1), now());
     let mut sockets: HashMap<_, TcpStream> = HashMap::new();
-    let want = client.get_read_version(now(), Priority::Default);
+    // One transaction: write a key, commit, then read it back in a second transaction.
+    let tx = client.create_transaction(now());
+    client.set(tx, b"std_driver/hello", b"world").unwrap();
+    let mut want = client.commit(now(), tx);
     let mut buf = vec![0u8; 64 * 1024];
 
     while start.elapsed() < Duration::from_secs(30) {
@@ -49,10 +52,17 @@ fn main() {
                     println!("connection {conn:?} closed: {reason}");
                     sockets.remove(&conn);
                 }
-                Event::ReadVersion { req, result } if req == want => {
-                    println!("read version: {result:?}");
-                    return;
-                }
+                Event::Complete { req, result } if req == want => match result {
+                    Ok(Reply::Committed { version, .. }) => {
+                        println!("committed at version {version}");
+                        let tx = client.create_transaction(now());
+                        want = client.get(now(), tx, b"std_driver/hello", false);
+                    }
+                    other => {
+                        println!("read back: {other:?}");
+                        return;
+                    }
+                },
                 other => println!("event: {other:?}"),
             }
         }
@@ -84,6 +94,6 @@ fn main() {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-    eprintln!("no read version within 30 s");
+    eprintln!("no answer within 30 s");
     std::process::exit(1);
 }

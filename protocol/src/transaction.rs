@@ -374,6 +374,8 @@ struct KeyResolve {
     scan: Scan,
 }
 
+// Ops live in a map and are few at a time; boxing the range state would only add a hop.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 enum OpKind {
     ReadVersion,

@@ -267,11 +267,19 @@ fn read_your_writes_merges_ranges() {
     });
 }
 
+/// (name, op, existing value or None, operand, expected result or None = absent)
+type AtomicCase = (
+    &'static str,
+    u8,
+    Option<&'static [u8]>,
+    &'static [u8],
+    Option<&'static [u8]>,
+);
+
 #[test]
 fn atomic_ops_give_fdb_results() {
     run(|t| async move {
-        // (op, existing value or None, operand, expected result or None = absent)
-        let cases: Vec<(&str, u8, Option<&[u8]>, &[u8], Option<&[u8]>)> = vec![
+        let cases: Vec<AtomicCase> = vec![
             (
                 "add",
                 mt::ADD_VALUE,
