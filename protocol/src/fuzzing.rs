@@ -38,6 +38,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("get_key_reply", get_key_reply),
     ("get_key_values_reply", get_key_values_reply),
     ("watch_value_reply", watch_value_reply),
+    ("client_session", client_session),
 ];
 
 /// `x == x`: false only for values holding a NaN, whose equality cannot be asserted.
@@ -252,6 +253,172 @@ pub fn get_key_values_reply(data: &[u8]) {
 
 pub fn watch_value_reply(data: &[u8]) {
     reply_target::<WatchValueReply>(data)
+}
+
+/// The reply token a request asks to be answered on.
+fn reply_token_of(m: &crate::messages::AnyMessage) -> Option<crate::uid::Uid> {
+    use crate::messages::AnyMessage as M;
+    Some(match m {
+        M::OpenDatabaseCoordRequest(r) => r.reply.token,
+        M::GetReadVersionRequest(r) => r.reply.token,
+        M::GetKeyServerLocationsRequest(r) => r.reply.token,
+        M::GetValueRequest(r) => r.reply.token,
+        M::GetKeyValuesRequest(r) => r.reply.token,
+        M::CommitTransactionRequest(r) => r.reply.token,
+        M::WatchValueRequest(r) => r.reply.token,
+        M::PingRequest(r) => r.reply.token,
+        _ => return None,
+    })
+}
+
+/// A whole client session against a hostile cluster: after a well-formed bootstrap, `data`
+/// decides which outstanding request gets answered, with which message bytes, and when time
+/// passes. The transaction engine must turn every malformed or unexpected reply into a typed
+/// error or a retry: no panic, no runaway memory.
+pub fn client_session(data: &[u8]) {
+    use crate::client::{Client, ClientConfig, Event};
+    use crate::cluster_file::ClusterFile;
+    use crate::framing::ProtocolVersion;
+    use crate::messages::coordination::{CommitProxyInterface, GrvProxyInterface};
+    use crate::messages::types::KeySelector;
+    use crate::messages::{Endpoint, IpAddress, NetworkAddress, NetworkAddressList, RequestStream};
+    use crate::time::Instant;
+    use crate::transaction::RangeOptions;
+    use crate::uid::Uid;
+    use core::time::Duration;
+
+    let Ok(cluster) = ClusterFile::parse("fuzz:fuzz@127.0.0.1:4500") else {
+        return;
+    };
+    let mut now = Instant::ZERO;
+    let mut c = Client::new(ClientConfig::new(cluster, 1), now);
+    let mut server_connect = BytesMut::new();
+    ConnectPacket::client(ProtocolVersion::V7_3).encode(&mut server_connect);
+    let mut decoders: alloc::collections::BTreeMap<u64, FrameDecoder> = Default::default();
+    // Requests seen and not yet answered: (connection, reply token).
+    let mut open: Vec<(crate::client::ConnectionId, Uid)> = Vec::new();
+    let stream = |token| RequestStream {
+        endpoint: Endpoint {
+            addresses: NetworkAddressList {
+                address: NetworkAddress {
+                    ip: IpAddress::V4(0x7f00_0001),
+                    port: 4500,
+                    flags: 0,
+                    from_hostname: false,
+                },
+                secondary_address: None,
+            },
+            token,
+        },
+    };
+    let info = ClientDBInfo {
+        grv_proxies: alloc::vec![GrvProxyInterface {
+            get_consistent_read_version: stream(Uid::new(1, 0x10)),
+            ..Default::default()
+        }],
+        commit_proxies: alloc::vec![CommitProxyInterface {
+            commit: stream(Uid::new(2, 0x20)),
+            ..Default::default()
+        }],
+        id: Uid::new(3, 3),
+        ..Default::default()
+    };
+    let mut bootstrapped = false;
+    let mut pump = |c: &mut Client, now: Instant, open: &mut Vec<_>, bootstrapped: &mut bool| {
+        for _ in 0..64 {
+            let mut progress = false;
+            while let Some(ev) = c.poll_event() {
+                if let Event::Connect { conn, .. } = ev {
+                    c.handle_connected(conn, now);
+                    c.handle_input(conn, now, &server_connect);
+                    progress = true;
+                }
+            }
+            while let Some(t) = c.poll_transmit() {
+                progress = true;
+                let d = decoders
+                    .entry(t.conn.0)
+                    .or_insert_with(|| FrameDecoder::new(true, true));
+                d.feed(&t.data);
+                while let Ok(Some(f)) = d.next_frame() {
+                    let Incoming::Packet(p) = f else { continue };
+                    let Ok(m) = decode_any(&p.message) else {
+                        panic!("the client sent an undecodable request");
+                    };
+                    let Some(token) = reply_token_of(&m) else {
+                        continue;
+                    };
+                    if !*bootstrapped {
+                        if let crate::messages::AnyMessage::OpenDatabaseCoordRequest(_) = m {
+                            *bootstrapped = true;
+                            let mut out = BytesMut::new();
+                            encode_packet(
+                                &mut out,
+                                token,
+                                &encode_reply(&ErrorOr::Ok(info.clone())),
+                                true,
+                            );
+                            c.handle_input(t.conn, now, &out);
+                            continue;
+                        }
+                    }
+                    open.push((t.conn, token));
+                }
+            }
+            if !progress {
+                break;
+            }
+        }
+    };
+    pump(&mut c, now, &mut open, &mut bootstrapped);
+    let tx = c.create_transaction(now);
+    let _ = c.get(now, tx, b"k", false);
+    let _ = c.get_range(
+        now,
+        tx,
+        KeySelector::first_greater_or_equal(Bytes::from_static(b"a")),
+        KeySelector::first_greater_or_equal(Bytes::from_static(b"z")),
+        RangeOptions::default(),
+        false,
+    );
+    let _ = c.get_key(
+        now,
+        tx,
+        KeySelector::last_less_than(Bytes::from_static(b"m")),
+        false,
+    );
+    let _ = c.set(tx, b"k", b"v");
+    let _ = c.atomic_op(
+        tx,
+        b"n",
+        &[1],
+        crate::messages::commit::mutation_type::ADD_VALUE,
+    );
+    let _ = c.watch(now, tx, b"w");
+    let _ = c.commit(now, tx);
+    pump(&mut c, now, &mut open, &mut bootstrapped);
+    // Records: [selector, time step, len lo, len hi, body...].
+    let mut rest = data;
+    let mut events = 0usize;
+    while rest.len() >= 4 && !open.is_empty() {
+        let pick = rest[0] as usize % open.len();
+        now = now + Duration::from_millis(rest[1] as u64 * 4);
+        let len = (u16::from_le_bytes([rest[2], rest[3]]) as usize).min(rest.len() - 4);
+        let body = &rest[4..4 + len];
+        rest = &rest[4 + len..];
+        let (conn, token) = open.swap_remove(pick);
+        let mut out = BytesMut::new();
+        encode_packet(&mut out, token, body, true);
+        c.handle_input(conn, now, &out);
+        c.handle_timeout(now);
+        pump(&mut c, now, &mut open, &mut bootstrapped);
+        while c.poll_event().is_some() {
+            events += 1;
+        }
+        // Everything the engine keeps is bounded by what it was asked to do.
+        assert!(open.len() < 10_000, "requests multiply without bound");
+    }
+    let _ = events;
 }
 
 #[cfg(test)]

@@ -1894,11 +1894,31 @@ impl Client {
     }
 
     /// Feeds a storage reply into a scan.
-    fn feed_scan(&mut self, tx: TransactionId, scan: &mut Scan, reply: GetKeyValuesReply) {
+    fn feed_scan(
+        &mut self,
+        tx: TransactionId,
+        scan: &mut Scan,
+        reply: GetKeyValuesReply,
+    ) -> Result<(), ClientError> {
         let Some((a, b)) = scan.chunk.take() else {
-            return;
+            return Ok(());
         };
         let mut rows = reply.data.0;
+        // A server must answer inside the chunk, in order; anything else would corrupt the
+        // merge and the cache, so it is refused.
+        let in_chunk = rows.iter().all(|kv| a <= kv.key && kv.key < b);
+        let ordered = rows.windows(2).all(|w| {
+            if scan.reverse {
+                w[0].key > w[1].key
+            } else {
+                w[0].key < w[1].key
+            }
+        });
+        if !in_chunk || !ordered {
+            return Err(ClientError::Decode(
+                crate::serializer::DecodeError::InvalidValue("range reply outside its request"),
+            ));
+        }
         // The part of the chunk the reply covers.
         let (ca, cb) = if reply.more && !rows.is_empty() {
             if scan.reverse {
@@ -1910,7 +1930,7 @@ impl Client {
             (a, b)
         };
         let Some(t) = self.engine.txs.get_mut(&tx) else {
-            return;
+            return Ok(());
         };
         if !t.options.ryw_disabled {
             if scan.reverse {
@@ -1931,6 +1951,7 @@ impl Client {
             }
         }
         scan.take(rows, &ca, &cb);
+        Ok(())
     }
 
     fn scan_conflict(&mut self, tx: TransactionId, begin: &[u8], end: &[u8]) {
@@ -2171,17 +2192,20 @@ impl Client {
         op.wait = Wait::Ready;
         // Take the scan out, feed it, put it back; the op then runs again.
         let mut kind = core::mem::replace(&mut op.kind, OpKind::Backoff);
-        match &mut kind {
+        let fed = match &mut kind {
             OpKind::GetKey { resolve, .. } => self.feed_scan(tx, &mut resolve.scan, reply),
             OpKind::Range {
                 resolving: Some((_, r)),
                 ..
             } => self.feed_scan(tx, &mut r.scan, reply),
             OpKind::Range { scan: Some(s), .. } => self.feed_scan(tx, s, reply),
-            _ => {}
-        }
+            _ => Ok(()),
+        };
         if let Some(op) = self.engine.ops.get_mut(&req) {
             op.kind = kind;
+        }
+        if let Err(e) = fed {
+            self.fail_op(req, e);
         }
     }
 

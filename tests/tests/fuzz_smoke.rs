@@ -67,7 +67,7 @@ fn captured_messages(caps: &[Capture]) -> Vec<(String, Vec<u8>)> {
 fn targets_match_the_fuzz_crate() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("fuzz/Cargo.toml");
-    assert_eq!(TARGETS.len(), 11);
+    assert_eq!(TARGETS.len(), 12);
     for (name, _) in TARGETS {
         let path = dir.join(format!("fuzz_targets/{name}.rs"));
         let src =
@@ -215,4 +215,31 @@ fn seed_fuzz_corpus() {
         }
     }
     println!("seed corpus written to {}", root.display());
+}
+
+/// The client-session target fed real server replies, sent to whichever request the input
+/// picks: well-formed messages of the wrong type, replies out of order, time jumps.
+#[test]
+fn client_session_with_misrouted_captured_replies() {
+    let replies: Vec<Vec<u8>> = load_captures()
+        .iter()
+        .flat_map(|c| {
+            c.packets(Dir::ServerToClient)
+                .map(|f| f.message().to_vec())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(!replies.is_empty());
+    let mut rng = Rng(0x5eed_1234_5678_9abc);
+    for _ in 0..200 {
+        let mut data = Vec::new();
+        for _ in 0..(1 + rng.below(24)) {
+            let body = &replies[rng.below(replies.len())];
+            data.push(rng.next() as u8);
+            data.push(rng.next() as u8);
+            data.extend_from_slice(&(body.len() as u16).to_le_bytes());
+            data.extend_from_slice(body);
+        }
+        fdb_protocol::fuzzing::client_session(&data);
+    }
 }
