@@ -1,0 +1,422 @@
+//! Closed-loop runners. Every run: each worker does its share of the warmup, all meet at a
+//! barrier, the counters (wall clock, process CPU, allocations) are read, the workers take
+//! measured transactions from a shared ticket counter until `measured` are done, meet again,
+//! and the counters are read a second time. Latency is recorded per worker (nanoseconds, in a
+//! pre-sized HDR histogram, so recording never allocates) and merged afterwards.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+use crate::alloc::{self, AllocCounts};
+use crate::cpu::process_cpu;
+
+/// Highest latency the histograms hold (longer ones saturate): 60 s.
+const MAX_NS: u64 = 60_000_000_000;
+
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid histogram bounds")
+}
+
+/// What one run (or several pooled runs) measured.
+#[derive(Clone, Debug)]
+pub struct RunStats {
+    /// Per-transaction latency in nanoseconds.
+    pub hist: Histogram<u64>,
+    pub wall: Duration,
+    pub cpu: Duration,
+    pub alloc: AllocCounts,
+    pub txns: u64,
+}
+
+impl RunStats {
+    pub fn empty() -> RunStats {
+        RunStats {
+            hist: new_histogram(),
+            wall: Duration::ZERO,
+            cpu: Duration::ZERO,
+            alloc: AllocCounts::default(),
+            txns: 0,
+        }
+    }
+
+    /// Pools another run of the same arm and cell into this one.
+    pub fn merge(&mut self, o: &RunStats) {
+        self.hist.add(&o.hist).expect("same histogram bounds");
+        self.wall += o.wall;
+        self.cpu += o.cpu;
+        self.alloc.allocs += o.alloc.allocs;
+        self.alloc.bytes += o.alloc.bytes;
+        self.txns += o.txns;
+    }
+
+    pub fn summary(&self) -> Summary {
+        let n = self.txns.max(1) as f64;
+        let us = |ns: f64| ns / 1000.0;
+        Summary {
+            txns: self.txns,
+            mean_us: us(self.hist.mean()),
+            p50_us: us(self.hist.value_at_quantile(0.50) as f64),
+            p99_us: us(self.hist.value_at_quantile(0.99) as f64),
+            max_us: us(self.hist.max() as f64),
+            tps: if self.wall.is_zero() {
+                0.0
+            } else {
+                self.txns as f64 / self.wall.as_secs_f64()
+            },
+            cpu_us_per_txn: self.cpu.as_secs_f64() * 1e6 / n,
+            allocs_per_txn: self.alloc.allocs as f64 / n,
+            bytes_per_txn: self.alloc.bytes as f64 / n,
+        }
+    }
+}
+
+/// The per-run numbers reported.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Summary {
+    pub txns: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    pub tps: f64,
+    pub cpu_us_per_txn: f64,
+    pub allocs_per_txn: f64,
+    pub bytes_per_txn: f64,
+}
+
+impl Summary {
+    pub fn metric(&self, m: Metric) -> f64 {
+        match m {
+            Metric::Mean => self.mean_us,
+            Metric::P99 => self.p99_us,
+            Metric::Cpu => self.cpu_us_per_txn,
+        }
+    }
+}
+
+/// The metrics compared between arms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    Mean,
+    P99,
+    Cpu,
+}
+
+impl Metric {
+    /// Compared in ratio tables and the plot (lower is better for all three).
+    pub const COMPARED: [Metric; 3] = [Metric::Mean, Metric::P99, Metric::Cpu];
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Mean => "mean",
+            Metric::P99 => "p99",
+            Metric::Cpu => "cpu",
+        }
+    }
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Mean => "mean latency",
+            Metric::P99 => "p99 latency",
+            Metric::Cpu => "CPU per transaction",
+        }
+    }
+    /// The performance target against libfdb_c (ratio must be at most this).
+    pub fn target(self) -> Option<f64> {
+        match self {
+            Metric::Mean | Metric::P99 => Some(0.6),
+            Metric::Cpu => Some(0.7),
+        }
+    }
+}
+
+/// How many transactions a run does.
+#[derive(Clone, Copy, Debug)]
+pub struct Counts {
+    pub workers: usize,
+    /// Warmup transactions in total, split over the workers (at least one each).
+    pub warmup: u64,
+    /// Measured transactions in total.
+    pub measured: u64,
+}
+
+impl Counts {
+    pub fn warmup_each(&self) -> u64 {
+        self.warmup.div_ceil(self.workers.max(1) as u64).max(1)
+    }
+}
+
+/// Shared state of one run.
+struct Shared {
+    tickets: AtomicU64,
+    abort: AtomicBool,
+    error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn new() -> Shared {
+        Shared {
+            tickets: AtomicU64::new(0),
+            abort: AtomicBool::new(false),
+            error: Mutex::new(None),
+        }
+    }
+    fn fail(&self, e: String) {
+        self.abort.store(true, Ordering::SeqCst);
+        let mut g = self.error.lock().unwrap();
+        if g.is_none() {
+            *g = Some(e);
+        }
+    }
+    fn next(&self, measured: u64) -> bool {
+        !self.abort.load(Ordering::Relaxed)
+            && self.tickets.fetch_add(1, Ordering::Relaxed) < measured
+    }
+    fn result(&self) -> Result<(), String> {
+        match self.error.lock().unwrap().take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+pub(crate) struct Mark {
+    at: Instant,
+    cpu: Duration,
+    alloc: AllocCounts,
+}
+
+impl Mark {
+    pub(crate) fn now() -> Mark {
+        // Allocation counters first: reading the others does not allocate.
+        let alloc = alloc::snapshot();
+        Mark {
+            at: Instant::now(),
+            cpu: process_cpu(),
+            alloc,
+        }
+    }
+}
+
+pub(crate) fn finish(start: Mark, end: Mark, hists: Vec<Histogram<u64>>) -> RunStats {
+    let mut hist = new_histogram();
+    for h in &hists {
+        hist.add(h).expect("same histogram bounds");
+    }
+    RunStats {
+        txns: hist.len(),
+        hist,
+        wall: end.at - start.at,
+        cpu: end.cpu.saturating_sub(start.cpu),
+        alloc: end.alloc - start.alloc,
+    }
+}
+
+/// One worker thread per worker. `make` builds a worker's transaction closure on its own
+/// thread (so the closure need not be `Send`); its cost is outside the measured window.
+pub fn run_threads<W, F>(counts: Counts, make: F) -> Result<RunStats, String>
+where
+    F: Fn(usize) -> Result<W, String> + Sync,
+    W: FnMut() -> Result<(), String>,
+{
+    let shared = Shared::new();
+    let barrier = Barrier::new(counts.workers + 1);
+    let warmup_each = counts.warmup_each();
+    let (start, end, hists) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..counts.workers)
+            .map(|i| {
+                let (shared, barrier, make) = (&shared, &barrier, &make);
+                std::thread::Builder::new()
+                    .name(format!("bench-worker-{i}"))
+                    .spawn_scoped(s, move || {
+                        let mut hist = new_histogram();
+                        let mut worker = match make(i) {
+                            Ok(w) => Some(w),
+                            Err(e) => {
+                                shared.fail(e);
+                                None
+                            }
+                        };
+                        if let Some(w) = worker.as_mut() {
+                            for _ in 0..warmup_each {
+                                if shared.abort.load(Ordering::Relaxed) {
+                                    break;
+                                }
+                                if let Err(e) = w() {
+                                    shared.fail(format!("warmup: {e}"));
+                                }
+                            }
+                        }
+                        barrier.wait();
+                        barrier.wait();
+                        if let Some(w) = worker.as_mut() {
+                            while shared.next(counts.measured) {
+                                let t = Instant::now();
+                                let r = w();
+                                hist.saturating_record(t.elapsed().as_nanos() as u64);
+                                if let Err(e) = r {
+                                    shared.fail(e);
+                                }
+                            }
+                        }
+                        barrier.wait();
+                        drop(worker);
+                        hist
+                    })
+                    .expect("spawn worker thread")
+            })
+            .collect();
+        barrier.wait();
+        let start = Mark::now();
+        barrier.wait();
+        barrier.wait();
+        let end = Mark::now();
+        let hists: Vec<_> = handles
+            .into_iter()
+            .map(|h| h.join().expect("worker thread panicked"))
+            .collect();
+        (start, end, hists)
+    });
+    shared.result()?;
+    Ok(finish(start, end, hists))
+}
+
+/// A worker of an async arm: one transaction per call.
+pub trait AsyncWorker: Send + 'static {
+    fn txn(&mut self) -> impl Future<Output = Result<(), String>> + Send;
+}
+
+/// One task per worker on the given runtime. The workers are built by the caller (inside
+/// the runtime, outside the measured window).
+pub fn run_tokio<W: AsyncWorker>(
+    rt: &tokio::runtime::Runtime,
+    counts: Counts,
+    workers: Vec<W>,
+) -> Result<RunStats, String> {
+    let shared = Arc::new(Shared::new());
+    let barrier = Arc::new(tokio::sync::Barrier::new(workers.len() + 1));
+    let warmup_each = counts.warmup_each();
+    let measured = counts.measured;
+    let (start, end, hists) = rt.block_on(async {
+        let tasks: Vec<_> = workers
+            .into_iter()
+            .map(|mut w| {
+                let (shared, barrier) = (shared.clone(), barrier.clone());
+                let mut hist = new_histogram();
+                tokio::spawn(async move {
+                    for _ in 0..warmup_each {
+                        if shared.abort.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        if let Err(e) = w.txn().await {
+                            shared.fail(format!("warmup: {e}"));
+                        }
+                    }
+                    barrier.wait().await;
+                    barrier.wait().await;
+                    while shared.next(measured) {
+                        let t = Instant::now();
+                        let r = w.txn().await;
+                        hist.saturating_record(t.elapsed().as_nanos() as u64);
+                        if let Err(e) = r {
+                            shared.fail(e);
+                        }
+                    }
+                    barrier.wait().await;
+                    drop(w);
+                    hist
+                })
+            })
+            .collect();
+        barrier.wait().await;
+        let start = Mark::now();
+        barrier.wait().await;
+        barrier.wait().await;
+        let end = Mark::now();
+        let mut hists = Vec::new();
+        for t in tasks {
+            hists.push(t.await.map_err(|e| format!("worker task failed: {e}"))?);
+        }
+        Ok::<_, String>((start, end, hists))
+    })?;
+    shared.result()?;
+    Ok(finish(start, end, hists))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_do_exactly_the_measured_count() {
+        let counts = Counts {
+            workers: 3,
+            warmup: 5,
+            measured: 40,
+        };
+        let calls = AtomicU64::new(0);
+        let stats = run_threads(counts, |_| {
+            Ok(|| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            })
+        })
+        .unwrap();
+        assert_eq!(stats.txns, 40);
+        // Warmup: ceil(5 / 3) = 2 each.
+        assert_eq!(calls.load(Ordering::Relaxed), 40 + 6);
+    }
+
+    #[test]
+    fn thread_errors_fail_the_run() {
+        let counts = Counts {
+            workers: 2,
+            warmup: 0,
+            measured: 10,
+        };
+        let r = run_threads(counts, |i| {
+            Ok(move || if i == 1 { Err("boom".into()) } else { Ok(()) })
+        });
+        assert!(r.unwrap_err().contains("boom"));
+        let r = run_threads(counts, |i| {
+            if i == 0 {
+                Err("no connection".to_string())
+            } else {
+                Ok(|| Ok(()))
+            }
+        });
+        assert_eq!(r.unwrap_err(), "no connection");
+    }
+
+    struct Sleepy;
+    impl AsyncWorker for Sleepy {
+        async fn txn(&mut self) -> Result<(), String> {
+            tokio::task::yield_now().await;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn tokio_runs_count_and_merge() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let counts = Counts {
+            workers: 4,
+            warmup: 4,
+            measured: 100,
+        };
+        let a = run_tokio(&rt, counts, (0..4).map(|_| Sleepy).collect()).unwrap();
+        assert_eq!(a.txns, 100);
+        let mut b = a.clone();
+        b.merge(&a);
+        assert_eq!(b.txns, 200);
+        assert_eq!(b.hist.len(), 200);
+        let s = b.summary();
+        assert!(s.p50_us <= s.p99_us && s.p99_us <= s.max_us);
+    }
+}
