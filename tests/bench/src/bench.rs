@@ -345,6 +345,11 @@ pub fn run(config: Config) -> Result<Results, String> {
     }
     pb.finish_and_clear();
     drop(arm_objs);
+    if ctx.data_ready {
+        if let Err(e) = arms::cleanup(&ctx) {
+            eprintln!("fdb-bench: {e}");
+        }
+    }
     drop(servers);
 
     let names: Vec<String> = config.arms.clone();

@@ -19,7 +19,7 @@ usage: fdb-bench [options]
   --workers LIST      concurrent closed-loop workers per run (default: 1,8,32,64)
   --warmup N          warmup transactions per run, over all workers (default: 200)
   --transactions N    measured transactions per run (default: 2000)
-  --blocks K          counterbalanced blocks; each runs every arm twice, ABBA (default: 3)
+  --blocks K          counterbalanced blocks; each runs every arm twice, ABBA (default: 5)
   --out DIR           where results.json, results.md and ratios.svg go
                       (default: target/fdb-bench)
   --seed S            seed for clients, key choice and the bootstrap (default: 1)
@@ -64,7 +64,7 @@ impl Default for Config {
             workers: vec![1, 8, 32, 64],
             warmup: 200,
             transactions: 2000,
-            blocks: 3,
+            blocks: 5,
             out: PathBuf::from("target/fdb-bench"),
             seed: 1,
             tokio_threads: std::thread::available_parallelism()

@@ -124,6 +124,9 @@ pub struct KeySet {
 }
 
 impl KeySet {
+    /// Every key the benchmark reads or writes is in `[begin, end)`.
+    pub const PREFIX_RANGE: (&'static [u8], &'static [u8]) = (b"fdb-bench/", b"fdb-bench0");
+
     pub fn new(max_workers: usize) -> Arc<KeySet> {
         let read = |space: &str| -> Vec<Vec<u8>> {
             (0..READ_KEYS)
@@ -378,6 +381,10 @@ mod tests {
             .iter()
             .all(|k| k.as_slice() >= keys.range_begin.as_slice()
                 && k.as_slice() < keys.range_end.as_slice()));
+        let (b, e) = KeySet::PREFIX_RANGE;
+        let inside = |k: &[u8]| k >= b && k < e;
+        assert!(keys.population().iter().all(|(k, _)| inside(k)));
+        assert!(keys.write.iter().flatten().all(|k| inside(k)));
     }
 
     #[test]

@@ -90,3 +90,8 @@ pub fn make(name: &str) -> Result<Box<dyn Arm>, String> {
 pub fn populate(ctx: &Ctx) -> Result<(), String> {
     rust_tokio::populate(ctx)
 }
+
+/// Clears the benchmark's key prefix after the runs.
+pub fn cleanup(ctx: &Ctx) -> Result<(), String> {
+    rust_tokio::cleanup(ctx)
+}

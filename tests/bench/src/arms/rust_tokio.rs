@@ -136,3 +136,17 @@ pub fn populate(ctx: &Ctx) -> Result<(), String> {
         Ok(())
     })
 }
+
+/// Clears everything the benchmark wrote (the `fdb-bench/` prefix).
+pub fn cleanup(ctx: &Ctx) -> Result<(), String> {
+    let (begin, end) = KeySet::PREFIX_RANGE;
+    ctx.rt.block_on(async move {
+        let db = Database::from_cluster_file(ctx.cluster.clone(), 0x9e12);
+        let tx = db.create_transaction();
+        tx.clear_range(begin, end);
+        tx.commit()
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("cleanup: {e}"))
+    })
+}
