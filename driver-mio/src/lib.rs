@@ -7,14 +7,16 @@
 //! ```
 //!
 //! The loop only moves bytes and time: it opens the sockets the core asks for
-//! ([`Event::Connect`]), writes its transmits, feeds it what arrives and calls
+//! ([`Event::Connect`]), resolves the host names it asks for ([`Event::Resolve`], with std's
+//! blocking `ToSocketAddrs`), rewrites the cluster file when the coordinators moved
+//! ([`Event::ClusterFileChanged`]), writes its transmits, feeds it what arrives and calls
 //! `handle_timeout` at its deadlines.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io::{ErrorKind, Read, Write};
-use std::net::SocketAddr;
-use std::path::Path;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant as StdInstant};
 
 use bytes::Bytes;
@@ -77,6 +79,22 @@ pub struct Database {
     started: StdInstant,
     sockets: HashMap<ConnectionId, Socket>,
     done: HashMap<RequestId, Result<Reply, ClientError>>,
+    /// The cluster file this database was opened from, rewritten when the coordinators move.
+    cluster_file: Option<PathBuf>,
+}
+
+/// Replaces a cluster file's contents the way libfdb_c's `atomicReplace` does: write a
+/// temporary file beside it, then rename it over the original.
+pub fn replace_cluster_file(path: &Path, cluster: &ClusterFile) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(cluster.file_contents().as_bytes())?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
 }
 
 /// How long a blocking call waits by default.
@@ -277,7 +295,9 @@ impl Database {
                 let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
                 h.write_u128(wall.unwrap_or_default().as_nanos());
                 let seed = h.finish();
-                return Self::from_cluster_file(cf, seed);
+                let mut db = Self::from_cluster_file(cf, seed)?;
+                db.cluster_file = Some(PathBuf::from(path));
+                return Ok(db);
             }
         }
         Err(Error::ClusterFileNotFound { tried })
@@ -293,7 +313,23 @@ impl Database {
             started,
             sockets: HashMap::new(),
             done: HashMap::new(),
+            cluster_file: None,
         })
+    }
+
+    /// Opens the database named by the cluster file at `path` with an explicit seed; the file
+    /// is rewritten if the coordinators forward the client elsewhere.
+    pub fn open_file_with_seed(path: &Path, seed: u64) -> Result<Database, Error> {
+        let bytes = std::fs::read(path).map_err(Error::Io)?;
+        let cf = ClusterFile::parse_file_bytes(&bytes).map_err(Error::ClusterFile)?;
+        let mut db = Self::from_cluster_file(cf, seed)?;
+        db.cluster_file = Some(path.to_path_buf());
+        Ok(db)
+    }
+
+    /// The connection string in use (it changes when the coordinators forward the client).
+    pub fn cluster(&self) -> &ClusterFile {
+        self.client.cluster()
     }
 
     fn now(&self) -> Instant {
@@ -420,6 +456,34 @@ impl Database {
                 }
                 Event::Complete { req, result } => {
                     self.done.insert(req, result);
+                }
+                Event::Resolve { host, port } => {
+                    // Blocking, like the rest of this driver's calls.
+                    let ips: Vec<IpAddr> = match (host.as_str(), port).to_socket_addrs() {
+                        Ok(addrs) => addrs.map(|a| a.ip()).collect(),
+                        Err(e) => {
+                            tracing::warn!(%host, port, error = %e, "host name lookup failed");
+                            Vec::new()
+                        }
+                    };
+                    let now = self.now();
+                    self.client.handle_resolved(now, &host, port, &ips);
+                }
+                Event::ClusterFileChanged { cluster } => {
+                    if let Some(path) = &self.cluster_file {
+                        match replace_cluster_file(path, &cluster) {
+                            Ok(()) => tracing::info!(
+                                path = %path.display(),
+                                connection_string = %cluster,
+                                "cluster file updated"
+                            ),
+                            Err(e) => tracing::warn!(
+                                path = %path.display(),
+                                error = %e,
+                                "cannot update the cluster file"
+                            ),
+                        }
+                    }
                 }
                 Event::ClusterInfo { .. } | Event::Forward { .. } => {}
             }

@@ -1,8 +1,9 @@
 //! tokio driver for the sans-IO FoundationDB client in `fdb-protocol`.
 //!
 //! One background task owns the protocol [`Client`] and does only IO: it opens the sockets
-//! the core asks for, writes what it transmits, feeds it what arrives, and wakes it at its
-//! deadlines. All protocol decisions are the core's.
+//! the core asks for, resolves the host names it asks for (`tokio::net::lookup_host`),
+//! rewrites the cluster file when the coordinators moved, writes what it transmits, feeds it
+//! what arrives, and wakes it at its deadlines. All protocol decisions are the core's.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), fdb_driver_tokio::Error> {
@@ -15,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -37,6 +38,8 @@ use fdb_protocol::transaction::{ConflictRangeType, RangeResult, TransactionId, T
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+use tracing::Instrument;
 
 pub use fdb_protocol as protocol;
 
@@ -93,6 +96,7 @@ enum Input {
     ConnectFailed(ConnectionId),
     Data(ConnectionId, Bytes),
     Closed(ConnectionId),
+    Resolved(String, u16, Vec<IpAddr>),
 }
 
 /// A handle to a FoundationDB database. Cheap to clone; the background task ends when the
@@ -104,20 +108,42 @@ pub struct Database {
 
 impl Database {
     /// Opens the database named by a cluster file (see [`read_cluster_file`]).
+    /// The file is rewritten if the coordinators forward the client elsewhere.
     pub async fn open(cluster_file: Option<&Path>) -> Result<Database, Error> {
-        let (_, cf) = read_cluster_file(cluster_file)?;
-        Ok(Self::from_cluster_file(cf, rand_seed()))
+        let (path, cf) = read_cluster_file(cluster_file)?;
+        Ok(Self::start(cf, rand_seed(), Some(path)))
+    }
+
+    /// Opens the database named by the cluster file at `path` with an explicit seed; the file
+    /// is rewritten if the coordinators forward the client elsewhere.
+    pub fn open_file_with_seed(path: &Path, seed: u64) -> Result<Database, Error> {
+        let (path, cf) = read_cluster_file(Some(path))?;
+        Ok(Self::start(cf, seed, Some(path)))
     }
 
     /// Opens a database from a parsed cluster file, with an explicit seed for the core's
     /// randomness.
     pub fn from_cluster_file(cluster: ClusterFile, seed: u64) -> Database {
+        Self::start(cluster, seed, None)
+    }
+
+    fn start(cluster: ClusterFile, seed: u64, path: Option<PathBuf>) -> Database {
         let (tx, rx) = mpsc::unbounded_channel();
         let started = tokio::time::Instant::now();
         let now = Instant(started.elapsed());
+        let span = tracing::info_span!("fdb_client", cluster = %cluster);
         let client = Client::new(ClientConfig::new(cluster, seed), now);
-        tokio::spawn(run(client, started, tx.downgrade(), rx));
+        tokio::spawn(run(client, started, tx.downgrade(), rx, path).instrument(span));
         Database { tx }
+    }
+
+    /// The connection string in use (it changes when the coordinators forward the client).
+    pub async fn cluster(&self) -> Result<ClusterFile, Error> {
+        let (tx, rx) = oneshot::channel();
+        self.call_sync(move |c, _| {
+            let _ = tx.send(c.cluster().clone());
+        });
+        rx.await.map_err(|_| Error::Shutdown)
     }
 
     /// A read version (GRV), at default priority.
@@ -558,27 +584,81 @@ fn socket_addr(a: &NetworkAddress) -> SocketAddr {
     SocketAddr::new(a.ip.into(), a.port)
 }
 
+/// Replaces a cluster file's contents the way libfdb_c's `atomicReplace` does: write a
+/// temporary file beside it, then rename it over the original.
+pub fn replace_cluster_file(path: &Path, cluster: &ClusterFile) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(cluster.file_contents().as_bytes())?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
 async fn run(
     mut client: Client,
     started: tokio::time::Instant,
     me: mpsc::WeakUnboundedSender<Input>,
     mut rx: mpsc::UnboundedReceiver<Input>,
+    cluster_file: Option<PathBuf>,
 ) {
     let now = || Instant(started.elapsed());
     let mut writers: HashMap<ConnectionId, mpsc::UnboundedSender<Bytes>> = HashMap::new();
+    // The socket task of every connection the core has not closed.
+    let mut sockets: HashMap<ConnectionId, AbortHandle> = HashMap::new();
     let mut waiting: HashMap<RequestId, ReplySender> = HashMap::new();
     loop {
         while let Some(ev) = client.poll_event() {
             match ev {
                 Event::Connect { conn, addr } => {
-                    tokio::spawn(connect(conn, socket_addr(&addr), me.clone()));
+                    let task = tokio::spawn(connect(conn, socket_addr(&addr), me.clone()));
+                    sockets.insert(conn, task.abort_handle());
                 }
                 Event::Close { conn, .. } => {
+                    // Also ends a connect still in progress (the core's connect timeout).
                     writers.remove(&conn);
+                    if let Some(task) = sockets.remove(&conn) {
+                        task.abort();
+                    }
                 }
                 Event::Complete { req, result } => {
                     if let Some(w) = waiting.remove(&req) {
                         let _ = w.send(result);
+                    }
+                }
+                Event::Resolve { host, port } => {
+                    let me = me.clone();
+                    tokio::spawn(async move {
+                        let ips = match tokio::net::lookup_host((host.as_str(), port)).await {
+                            Ok(addrs) => addrs.map(|a| a.ip()).collect(),
+                            Err(e) => {
+                                tracing::warn!(%host, port, error = %e, "host name lookup failed");
+                                Vec::new()
+                            }
+                        };
+                        send(&me, Input::Resolved(host, port, ips));
+                    });
+                }
+                Event::ClusterFileChanged { cluster } => {
+                    if let Some(path) = cluster_file.clone() {
+                        tokio::task::spawn_blocking(move || {
+                            match replace_cluster_file(&path, &cluster) {
+                                Ok(()) => tracing::info!(
+                                    path = %path.display(),
+                                    connection_string = %cluster,
+                                    "cluster file updated"
+                                ),
+                                Err(e) => tracing::warn!(
+                                    path = %path.display(),
+                                    error = %e,
+                                    "cannot update the cluster file"
+                                ),
+                            }
+                        });
                     }
                 }
                 Event::ClusterInfo { .. } | Event::Forward { .. } => {}
@@ -605,15 +685,25 @@ async fn run(
                 }
             }
             Input::Connected(conn, w) => {
-                writers.insert(conn, w);
-                client.handle_connected(conn, now());
+                // A connection the core already gave up on is dropped with `w`.
+                if sockets.contains_key(&conn) {
+                    writers.insert(conn, w);
+                    client.handle_connected(conn, now());
+                }
             }
-            Input::ConnectFailed(conn) => client.handle_connect_failed(conn, now()),
+            Input::ConnectFailed(conn) => {
+                if sockets.remove(&conn).is_some() {
+                    client.handle_connect_failed(conn, now());
+                }
+            }
             Input::Data(conn, data) => client.handle_input(conn, now(), &data),
             Input::Closed(conn) => {
                 writers.remove(&conn);
-                client.handle_closed(conn, now());
+                if sockets.remove(&conn).is_some() {
+                    client.handle_closed(conn, now());
+                }
             }
+            Input::Resolved(host, port, ips) => client.handle_resolved(now(), &host, port, &ips),
         }
     }
 }

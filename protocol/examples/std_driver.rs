@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant as StdInstant};
 
 use fdb_protocol::client::{Client, ClientConfig, Event, Reply};
@@ -51,6 +51,13 @@ fn main() {
                 Event::Close { conn, reason } => {
                     println!("connection {conn:?} closed: {reason}");
                     sockets.remove(&conn);
+                }
+                Event::Resolve { host, port } => {
+                    let ips: Vec<_> = (host.as_str(), port)
+                        .to_socket_addrs()
+                        .map(|a| a.map(|s| s.ip()).collect())
+                        .unwrap_or_default();
+                    client.handle_resolved(now(), &host, port, &ips);
                 }
                 Event::Complete { req, result } if req == want => match result {
                     Ok(Reply::Committed { version, .. }) => {

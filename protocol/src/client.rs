@@ -6,7 +6,11 @@
 //!
 //! 1. `poll_event()` until `None`. On [`Event::Connect`] open a TCP connection to `addr` and
 //!    report [`Client::handle_connected`] or [`Client::handle_connect_failed`]; on
-//!    [`Event::Close`] drop that socket. Other events are results for the application.
+//!    [`Event::Close`] drop that socket (also one still connecting: the core gives a connect
+//!    [`CONNECT_TIMEOUT`]). On [`Event::Resolve`] look the host name up (DNS, off the core)
+//!    and report every address with [`Client::handle_resolved`] (none when the lookup
+//!    failed). On [`Event::ClusterFileChanged`] a driver that read a cluster file writes
+//!    [`ClusterFile::file_contents`] back to it. Other events are results for the application.
 //! 2. `poll_transmit()` until `None`, writing each [`Transmit`] to its connection's socket.
 //! 3. Wait for readable sockets, application calls, or the deadline `poll_timeout()`.
 //!    Feed socket bytes with [`Client::handle_input`] (a closed socket: `handle_closed`), call
@@ -21,24 +25,52 @@
 //! It shuffles the coordinators and asks one for `ClientDBInfo` with an
 //! `OpenDatabaseCoordRequest`; once answered it asks again with the info's id, which the
 //! coordinator holds until the proxies change. When a coordinator fails it moves to the next,
-//! pausing [`COORDINATOR_RECONNECTION_DELAY`] after a full round. Read versions go to a GRV
-//! proxy; requests that arrive while one is in flight are batched into the next request.
+//! pausing [`COORDINATOR_RECONNECTION_DELAY`] after a full round. A coordinator given by
+//! host name is resolved (by the driver) before each request that has no address for it, and
+//! its address is forgotten when a request to it fails on the connection, as libfdb_c's
+//! `tryGetReplyFromHostname` drops its DNS cache entry. A reply with `forward` moves the core
+//! to the new connection string; once a coordinator of the new string answers, the core asks
+//! the driver to persist it ([`Event::ClusterFileChanged`]), as `monitorProxiesOneGeneration`
+//! does. Read versions go to a GRV proxy; requests that arrive while one is in flight are
+//! batched into the next request.
+//!
+//! # Connections, as FlowTransport's `Peer` keeps them (`fdbrpc/FlowTransport.actor.cpp`)
+//!
+//! One connection per address. An address whose connection failed is not connected to again
+//! before `last connect + delay` (jittered); the delay starts at [`INITIAL_RECONNECTION_TIME`]
+//! and grows ×[`RECONNECTION_TIME_GROWTH_RATE`] per failure up to [`MAX_RECONNECTION_TIME`],
+//! and starts over when a connection lived longer than [`RECONNECTION_RESET_TIME`]. Requests
+//! for such an address wait in its queue; read versions prefer a proxy whose address did not
+//! just fail. When a connection fails, what waited on it is retried (read versions, location
+//! lookups, coordinator requests), moved to another replica (storage reads), or failed with
+//! `commit_unknown_result` (commits). A process that answers with FDB's endpoint-not-found
+//! notice (the well-known token 0, carrying the token it does not know) marks that endpoint
+//! failed for good, and the request fails over the same way; when every proxy endpoint has
+//! failed the request waits for the next `ClientDBInfo`. New proxies in `ClientDBInfo` re-send
+//! read versions and location lookups in flight, and turn commits in flight into
+//! `commit_unknown_result`, as NativeAPI's `onProxiesChanged` does.
 
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
 use core::time::Duration;
 
 use crate::cluster_file::{ClusterFile, Coordinator};
-use crate::connection::{Connection, ConnectionError};
+use crate::connection::{Connection, ConnectionError, CONNECTION_MONITOR_TIMEOUT};
 use crate::error::ErrorCode;
 use crate::framing::ProtocolVersion;
-use crate::messages::coordination::{ClientDBInfo, ClientVersionRef, OpenDatabaseCoordRequest};
+use crate::messages::coordination::{
+    ClientDBInfo, ClientVersionRef, CommitProxyInterface, GrvProxyInterface, Hostname,
+    OpenDatabaseCoordRequest,
+};
 use crate::messages::grv::{GetReadVersionReply, GetReadVersionRequest};
 use crate::messages::types::{SpanContext, Version, INVALID_VERSION};
-use crate::messages::{decode_reply, ErrorOr, IpAddress, NetworkAddress, ReplyPromise};
-use crate::serializer::{encode, DecodeError, Message};
+use crate::messages::{
+    decode_reply, EnsureTable, ErrorOr, IpAddress, NetworkAddress, ReplyPromise,
+};
+use crate::serializer::{decode_root, encode, DecodeError, Message};
 use crate::time::{Instant, Rng};
 use crate::uid::{well_known, Uid};
 
@@ -50,6 +82,20 @@ pub const MAX_GRV_PROXY_CONNECTIONS: usize = 3;
 pub const MAX_GRV_BATCH: usize = 1000;
 /// `MAX_COMMIT_PROXY_CONNECTIONS`: a client talks to at most this many commit proxies.
 pub const MAX_COMMIT_PROXY_CONNECTIONS: usize = 5;
+/// `INITIAL_RECONNECTION_TIME` (`flow/Knobs.cpp`): the first pause before reconnecting to an
+/// address whose connection failed.
+pub const INITIAL_RECONNECTION_TIME: Duration = Duration::from_millis(50);
+/// `MAX_RECONNECTION_TIME`: the longest pause between connection attempts to one address.
+pub const MAX_RECONNECTION_TIME: Duration = Duration::from_millis(500);
+/// `RECONNECTION_TIME_GROWTH_RATE`: the pause grows by this factor with each failure.
+pub const RECONNECTION_TIME_GROWTH_RATE: f64 = 1.2;
+/// `RECONNECTION_RESET_TIME`: a connection that lived longer than this resets the pause.
+pub const RECONNECTION_RESET_TIME: Duration = Duration::from_secs(5);
+/// How long a TCP connect may take (`connectionKeeper` gives `connect()` and the TLS
+/// handshake `CONNECTION_MONITOR_TIMEOUT`, then fails with `connection_failed`).
+pub const CONNECT_TIMEOUT: Duration = CONNECTION_MONITOR_TIMEOUT;
+/// `SimpleFailureMonitor` forgets its failed endpoints past this many.
+const MAX_FAILED_ENDPOINTS: usize = 100_000;
 
 /// Identifies one connection between core and driver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -139,8 +185,17 @@ pub enum Event {
         grv_proxies: usize,
         commit_proxies: usize,
     },
-    /// A coordinator redirected us: the cluster now lives at this connection string.
+    /// A coordinator redirected us: the cluster now lives at this connection string. The
+    /// core already switched to it; [`Event::ClusterFileChanged`] follows once one of its
+    /// coordinators answers.
     Forward { connection_string: Bytes },
+    /// Look up `host` (a coordinator named in the connection string) and report its addresses
+    /// with [`Client::handle_resolved`] (an empty list if the lookup failed).
+    Resolve { host: String, port: u16 },
+    /// The core now uses this connection string, and a coordinator in it answered: a driver
+    /// that read a cluster file replaces it with [`ClusterFile::file_contents`] (libfdb_c
+    /// persists a forwarded connection string at exactly this point).
+    ClusterFileChanged { cluster: ClusterFile },
     /// An application request finished (see [`Reply`] for what each request returns).
     Complete {
         req: RequestId,
@@ -225,13 +280,124 @@ pub(crate) enum Pending {
     },
 }
 
+/// Where a connection is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PeerState {
+    /// The address failed recently: connect at this time (`connectionKeeper`'s
+    /// `reconnectionDelay`). Requests queue meanwhile.
+    Waiting(Instant),
+    /// The driver was asked to connect; it must have by this time.
+    Connecting(Instant),
+    Connected,
+}
+
 #[derive(Debug)]
 pub(crate) struct Peer {
     pub(crate) addr: NetworkAddress,
     pub(crate) conn: Connection,
-    pub(crate) connected: bool,
-    /// Reply tokens waiting on this connection.
-    pub(crate) pending: Vec<Uid>,
+    pub(crate) state: PeerState,
+    /// Requests waiting on this connection: (reply token, destination token).
+    pub(crate) pending: Vec<(Uid, Uid)>,
+}
+
+/// An address as FlowTransport compares peers: IP, port and TLS (not `from_hostname`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct AddrKey {
+    ip: [u8; 16],
+    v6: bool,
+    port: u16,
+    tls: bool,
+}
+
+impl AddrKey {
+    pub(crate) fn of(a: &NetworkAddress) -> AddrKey {
+        let (ip, v6) = match a.ip {
+            IpAddress::V4(v) => {
+                let mut b = [0u8; 16];
+                b[..4].copy_from_slice(&v.to_be_bytes());
+                (b, false)
+            }
+            IpAddress::V6(b) => (b, true),
+        };
+        AddrKey {
+            ip,
+            v6,
+            port: a.port,
+            tls: a.is_tls(),
+        }
+    }
+}
+
+/// FlowTransport's per-address reconnection state (`Peer::lastConnectTime`,
+/// `Peer::reconnectionDelay`), kept across connections.
+#[derive(Clone, Copy, Debug)]
+struct Backoff {
+    last_connect: Instant,
+    delay: Duration,
+    /// The last connection to this address failed and none succeeded since.
+    failed: bool,
+}
+
+/// One coordinator of the connection string.
+#[derive(Clone, Debug)]
+enum CoordinatorSlot {
+    Address(NetworkAddress),
+    /// A host name, and the address it last resolved to (until a request fails on it).
+    Hostname {
+        host: String,
+        port: u16,
+        tls: bool,
+        resolved: Option<NetworkAddress>,
+    },
+}
+
+impl CoordinatorSlot {
+    fn describe(&self) -> String {
+        match self {
+            CoordinatorSlot::Address(a) => alloc::format!("{a}"),
+            CoordinatorSlot::Hostname { host, port, .. } => alloc::format!("{host}:{port}"),
+        }
+    }
+}
+
+fn wire_address(a: &crate::cluster_file::NetworkAddress) -> NetworkAddress {
+    NetworkAddress {
+        ip: IpAddress::from(a.ip),
+        port: a.port,
+        flags: if a.tls { NetworkAddress::FLAG_TLS } else { 0 },
+        from_hostname: false,
+    }
+}
+
+/// What the coordinators are told about the connection string: its IP coordinators and its
+/// host names, in connection-string order (`req.coordinators = cs.coords`,
+/// `req.hostnames = cs.hostnames`).
+fn wire_coordinators(cluster: &ClusterFile) -> (Vec<NetworkAddress>, Vec<Hostname>) {
+    let mut addrs = Vec::new();
+    let mut hosts = Vec::new();
+    for c in &cluster.coordinators {
+        match c {
+            Coordinator::Address(a) => addrs.push(wire_address(a)),
+            Coordinator::Hostname { host, port, tls } => hosts.push(Hostname {
+                host: Bytes::from(host.clone().into_bytes()),
+                service: Bytes::from(alloc::format!("{port}").into_bytes()),
+                is_tls: *tls,
+            }),
+        }
+    }
+    (addrs, hosts)
+}
+
+/// Why requests on a connection are lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loss {
+    /// The connection failed (FDB: the request may have been delivered).
+    Disconnected,
+    /// The process does not know the endpoint (FDB: `endpointNotFound`, then
+    /// `request_maybe_delivered` for the waiting request).
+    EndpointNotFound,
+    /// New proxies replaced the ones the request went to (`onProxiesChanged`).
+    ProxiesChanged,
 }
 
 /// The client protocol core. See the module docs for the driver contract.
@@ -244,12 +410,27 @@ pub struct Client {
     pub(crate) peers: BTreeMap<ConnectionId, Peer>,
     pub(crate) pending: BTreeMap<Uid, (ConnectionId, Pending)>,
     pub(crate) events: VecDeque<Event>,
-    coordinators: Vec<NetworkAddress>,
+    coordinators: Vec<CoordinatorSlot>,
+    /// What `OpenDatabaseCoordRequest` says about the connection string.
+    wire_coordinators: Vec<NetworkAddress>,
+    wire_hostnames: Vec<Hostname>,
     coordinator_index: usize,
     success_index: usize,
     /// Earliest time to ask a coordinator again (after a full failed round).
     open_db_at: Option<Instant>,
     open_db_outstanding: bool,
+    /// The driver is resolving the current coordinator's host name.
+    resolving: bool,
+    /// We follow a forward whose connection string no coordinator confirmed yet.
+    forward_unconfirmed: bool,
+    backoff: BTreeMap<AddrKey, Backoff>,
+    /// Endpoints a process said it does not know (`SimpleFailureMonitor::failedEndpoints`).
+    failed_endpoints: BTreeSet<(AddrKey, Uid)>,
+    /// `shrinkProxyList`'s memory: the proxy ids last seen and the subset chosen from them.
+    last_grv_ids: Vec<Uid>,
+    last_grv: Vec<GrvProxyInterface>,
+    last_commit_ids: Vec<Uid>,
+    last_commit: Vec<CommitProxyInterface>,
     pub(crate) db_info: Option<ClientDBInfo>,
     /// Read-version requests waiting to be sent, by request flags.
     grv_queue: BTreeMap<u32, Vec<GrvWaiter>>,
@@ -262,27 +443,8 @@ impl Client {
     /// connection to a coordinator).
     pub fn new(cfg: ClientConfig, now: Instant) -> Self {
         let mut rng = Rng::new(cfg.seed);
-        let mut coordinators: Vec<NetworkAddress> = cfg
-            .cluster
-            .coordinators
-            .iter()
-            .filter_map(|c| match c {
-                Coordinator::Address(a) => Some(NetworkAddress {
-                    ip: IpAddress::from(a.ip),
-                    port: a.port,
-                    flags: if a.tls { NetworkAddress::FLAG_TLS } else { 0 },
-                    from_hostname: false,
-                }),
-                // Name resolution is the driver's job; resolved hostnames arrive through
-                // `set_coordinators`.
-                Coordinator::Hostname { .. } => None,
-            })
-            .collect();
-        // FDB shuffles the coordinators so clients spread over them.
-        for i in (1..coordinators.len()).rev() {
-            let j = rng.below(i + 1);
-            coordinators.swap(i, j);
-        }
+        let coordinators = Self::coordinator_slots(&cfg.cluster, &mut rng);
+        let (wire_coordinators, wire_hostnames) = wire_coordinators(&cfg.cluster);
         let mut c = Client {
             cfg,
             rng,
@@ -293,10 +455,20 @@ impl Client {
             pending: BTreeMap::new(),
             events: VecDeque::new(),
             coordinators,
+            wire_coordinators,
+            wire_hostnames,
             coordinator_index: 0,
             success_index: 0,
             open_db_at: Some(now),
             open_db_outstanding: false,
+            resolving: false,
+            forward_unconfirmed: false,
+            backoff: BTreeMap::new(),
+            failed_endpoints: BTreeSet::new(),
+            last_grv_ids: Vec::new(),
+            last_grv: Vec::new(),
+            last_commit_ids: Vec::new(),
+            last_commit: Vec::new(),
             db_info: None,
             grv_queue: BTreeMap::new(),
             grv_in_flight: BTreeMap::new(),
@@ -306,13 +478,134 @@ impl Client {
         c
     }
 
-    /// Replaces the coordinator list (e.g. after the driver resolved hostnames).
+    /// The coordinators in the order `monitorProxiesOneGeneration` tries them: host names,
+    /// then addresses, shuffled so clients spread over them.
+    fn coordinator_slots(cluster: &ClusterFile, rng: &mut Rng) -> Vec<CoordinatorSlot> {
+        let hosts = cluster.coordinators.iter().filter_map(|c| match c {
+            Coordinator::Hostname { host, port, tls } => Some(CoordinatorSlot::Hostname {
+                host: host.clone(),
+                port: *port,
+                tls: *tls,
+                resolved: None,
+            }),
+            Coordinator::Address(_) => None,
+        });
+        let addrs = cluster.coordinators.iter().filter_map(|c| match c {
+            Coordinator::Address(a) => Some(CoordinatorSlot::Address(wire_address(a))),
+            Coordinator::Hostname { .. } => None,
+        });
+        let mut slots: Vec<CoordinatorSlot> = hosts.chain(addrs).collect();
+        for i in (1..slots.len()).rev() {
+            let j = rng.below(i + 1);
+            slots.swap(i, j);
+        }
+        slots
+    }
+
+    /// Replaces the coordinator list with these addresses, in this order (the connection
+    /// string itself stays; see [`Client::set_cluster`] to change it).
     pub fn set_coordinators(&mut self, now: Instant, coordinators: Vec<NetworkAddress>) {
-        self.coordinators = coordinators;
+        self.now = now;
+        self.wire_coordinators = coordinators.clone();
+        self.wire_hostnames = Vec::new();
+        self.coordinators = coordinators
+            .into_iter()
+            .map(CoordinatorSlot::Address)
+            .collect();
+        self.restart_bootstrap(now);
+        self.drive(now);
+    }
+
+    /// Switches to another connection string (a re-read cluster file, say): the coordinator
+    /// request in flight is abandoned and the new coordinators are asked at once.
+    pub fn set_cluster(&mut self, now: Instant, cluster: ClusterFile) {
+        self.now = now;
+        self.forward_unconfirmed = false;
+        self.switch_cluster(cluster);
+        self.drive(now);
+    }
+
+    /// The connection string in use (changes when a coordinator forwards us).
+    pub fn cluster(&self) -> &ClusterFile {
+        &self.cfg.cluster
+    }
+
+    fn switch_cluster(&mut self, cluster: ClusterFile) {
+        tracing::info!(connection_string = %cluster, "switching coordinators");
+        self.coordinators = Self::coordinator_slots(&cluster, &mut self.rng);
+        let (addrs, hosts) = wire_coordinators(&cluster);
+        self.wire_coordinators = addrs;
+        self.wire_hostnames = hosts;
+        self.cfg.cluster = cluster;
+        self.restart_bootstrap(self.now);
+    }
+
+    /// Forgets the coordinator request in flight and starts a new round at once.
+    fn restart_bootstrap(&mut self, now: Instant) {
+        let stale: Vec<Uid> = self
+            .pending
+            .iter()
+            .filter(|(_, (_, p))| matches!(p, Pending::OpenDatabase))
+            .map(|(t, _)| *t)
+            .collect();
+        for t in stale {
+            self.forget(t);
+        }
+        self.open_db_outstanding = false;
+        self.resolving = false;
         self.coordinator_index = 0;
         self.success_index = 0;
-        if !self.open_db_outstanding {
-            self.open_db_at = Some(now);
+        self.open_db_at = Some(now);
+    }
+
+    /// The driver resolved `host:port` (asked by [`Event::Resolve`]); `addrs` is empty if the
+    /// lookup failed. Like `Hostname::resolve`, one of the addresses is picked at random.
+    pub fn handle_resolved(
+        &mut self,
+        now: Instant,
+        host: &str,
+        port: u16,
+        addrs: &[core::net::IpAddr],
+    ) {
+        self.now = now;
+        if !self.resolving {
+            return;
+        }
+        let pick = if addrs.is_empty() {
+            None
+        } else {
+            Some(addrs[self.rng.below(addrs.len())])
+        };
+        let Some(CoordinatorSlot::Hostname {
+            host: h,
+            port: p,
+            tls,
+            resolved,
+        }) = self.coordinators.get_mut(self.coordinator_index)
+        else {
+            return;
+        };
+        if h != host || *p != port {
+            return;
+        }
+        self.resolving = false;
+        match pick {
+            Some(ip) => {
+                let addr = NetworkAddress {
+                    ip: IpAddress::from(ip),
+                    port,
+                    flags: if *tls { NetworkAddress::FLAG_TLS } else { 0 },
+                    from_hostname: true,
+                };
+                tracing::debug!(host, port, addr = %addr, "coordinator resolved");
+                *resolved = Some(addr);
+                self.open_db_at = Some(now);
+            }
+            None => {
+                // `tryGetReplyFromHostname`: `lookup_failed`, the next coordinator.
+                tracing::warn!(host, port, "coordinator host name did not resolve");
+                self.next_coordinator();
+            }
         }
         self.drive(now);
     }
@@ -330,7 +623,7 @@ impl Client {
     /// Bytes to write, for connections the driver has reported connected.
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         for (id, p) in self.peers.iter_mut() {
-            if !p.connected {
+            if p.state != PeerState::Connected {
                 continue;
             }
             if let Some(data) = p.conn.poll_transmit() {
@@ -342,12 +635,11 @@ impl Client {
 
     /// The earliest time at which [`Client::handle_timeout`] must run.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let conns = self
-            .peers
-            .values()
-            .filter(|p| p.connected)
-            .filter_map(|p| p.conn.poll_timeout());
-        let open = if self.open_db_outstanding {
+        let conns = self.peers.values().filter_map(|p| match p.state {
+            PeerState::Connected => p.conn.poll_timeout(),
+            PeerState::Waiting(t) | PeerState::Connecting(t) => Some(t),
+        });
+        let open = if self.open_db_outstanding || self.resolving {
             None
         } else {
             self.open_db_at
@@ -363,12 +655,20 @@ impl Client {
             let Some(p) = self.peers.get_mut(&id) else {
                 continue;
             };
-            if !p.connected {
-                continue;
-            }
-            p.conn.set_outstanding(p.pending.len());
-            if let Err(e) = p.conn.handle_timeout(now, &mut self.rng) {
-                self.drop_peer(id, e);
+            match p.state {
+                PeerState::Waiting(t) if now >= t => self.start_connect(id),
+                PeerState::Waiting(_) => {}
+                PeerState::Connecting(deadline) if now >= deadline => {
+                    // `connectionKeeper`: connect() did not finish in time.
+                    self.drop_peer(id, ConnectionError::Timeout);
+                }
+                PeerState::Connecting(_) => {}
+                PeerState::Connected => {
+                    p.conn.set_outstanding(p.pending.len());
+                    if let Err(e) = p.conn.handle_timeout(now, &mut self.rng) {
+                        self.drop_peer(id, e);
+                    }
+                }
             }
         }
         self.fire_timers(now);
@@ -378,8 +678,16 @@ impl Client {
     /// The driver connected `conn`.
     pub fn handle_connected(&mut self, conn: ConnectionId, now: Instant) {
         self.now = now;
-        if let Some(p) = self.peers.get_mut(&conn) {
-            p.connected = true;
+        let Some(p) = self.peers.get_mut(&conn) else {
+            return;
+        };
+        if !matches!(p.state, PeerState::Connecting(_)) {
+            return;
+        }
+        p.state = PeerState::Connected;
+        tracing::debug!(conn = conn.0, addr = %p.addr, "connected");
+        if let Some(b) = self.backoff.get_mut(&AddrKey::of(&p.addr)) {
+            b.failed = false;
         }
     }
 
@@ -403,19 +711,26 @@ impl Client {
         let Some(p) = self.peers.get_mut(&conn) else {
             return;
         };
+        if p.state != PeerState::Connected {
+            return;
+        }
         if let Err(e) = p.conn.handle_input(now, data) {
             self.drop_peer(conn, e);
             self.drive(now);
             return;
         }
         while let Some(pkt) = self.peers.get_mut(&conn).and_then(|p| p.conn.poll_packet()) {
+            if pkt.token == well_known::ENDPOINT_NOT_FOUND {
+                self.on_endpoint_not_found(conn, &pkt.message);
+                continue;
+            }
             let Some((on, pending)) = self.pending.remove(&pkt.token) else {
                 // A reply to something we gave up on, or a stray packet: ignore it, as FDB
                 // does for unknown endpoints on the client side.
                 continue;
             };
             if let Some(p) = self.peers.get_mut(&on) {
-                p.pending.retain(|t| *t != pkt.token);
+                p.pending.retain(|(t, _)| *t != pkt.token);
             }
             self.complete(pending, &pkt.message);
         }
@@ -452,7 +767,14 @@ impl Client {
                 self.open_db_outstanding = false;
                 match decode_reply::<ClientDBInfo>(message) {
                     Ok(ErrorOr::Ok(info)) => self.accept_db_info(info),
-                    Ok(ErrorOr::Err(_)) | Err(_) => self.next_coordinator(),
+                    Ok(ErrorOr::Err(e)) => {
+                        tracing::debug!(error = %e, "coordinator answered with an error");
+                        self.next_coordinator();
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "undecodable ClientDBInfo");
+                        self.next_coordinator();
+                    }
                 }
             }
             Pending::Grv { flags, waiters } => {
@@ -479,21 +801,19 @@ impl Client {
 
     fn accept_db_info(&mut self, mut info: ClientDBInfo) {
         if let Some(fwd) = info.forward.take() {
-            self.events.push_back(Event::Forward {
-                connection_string: fwd,
-            });
+            self.follow_forward(fwd);
             return;
         }
         self.success_index = self.coordinator_index;
-        // Like `shrinkProxyList`, talk to a bounded, random subset of proxies.
-        while info.grv_proxies.len() > MAX_GRV_PROXY_CONNECTIONS {
-            let i = self.rng.below(info.grv_proxies.len());
-            info.grv_proxies.swap_remove(i);
+        if self.forward_unconfirmed {
+            // `monitorProxiesOneGeneration`: the first answer from the forwarded coordinators
+            // makes the intermediate connection string the persisted one.
+            self.forward_unconfirmed = false;
+            self.events.push_back(Event::ClusterFileChanged {
+                cluster: self.cfg.cluster.clone(),
+            });
         }
-        while info.commit_proxies.len() > MAX_COMMIT_PROXY_CONNECTIONS {
-            let i = self.rng.below(info.commit_proxies.len());
-            info.commit_proxies.swap_remove(i);
-        }
+        self.shrink_proxy_list(&mut info);
         self.events.push_back(Event::ClusterInfo {
             id: info.id,
             grv_proxies: info.grv_proxies.len(),
@@ -502,15 +822,112 @@ impl Client {
         let proxies_changed = self.db_info.as_ref().is_some_and(|old| {
             old.commit_proxies != info.commit_proxies || old.grv_proxies != info.grv_proxies
         });
+        if self.db_info.as_ref().map(|i| i.id) != Some(info.id) {
+            tracing::info!(
+                id = %info.id,
+                grv_proxies = info.grv_proxies.len(),
+                commit_proxies = info.commit_proxies.len(),
+                proxies_changed,
+                "cluster info"
+            );
+        }
         self.db_info = Some(info);
         if proxies_changed {
             // New proxies may mean moved data: FDB drops its location cache with them.
             self.engine.locations.clear();
             self.engine.locating.clear();
+            self.fail_over_from_old_proxies();
         }
         self.wake_cluster_waiters();
         // Long-poll for the next change right away.
         self.open_db_at = Some(self.now);
+    }
+
+    /// `shrinkProxyList`: with more proxies than the client may talk to, use a random subset,
+    /// and keep using the same subset while the proxies stay the same.
+    fn shrink_proxy_list(&mut self, info: &mut ClientDBInfo) {
+        if info.commit_proxies.len() > MAX_COMMIT_PROXY_CONNECTIONS {
+            let ids: Vec<Uid> = info
+                .commit_proxies
+                .iter()
+                .map(|p| p.commit.endpoint.token)
+                .collect();
+            if ids != self.last_commit_ids {
+                self.last_commit_ids = ids;
+                let mut chosen = info.commit_proxies.clone();
+                self.shuffle(&mut chosen);
+                chosen.truncate(MAX_COMMIT_PROXY_CONNECTIONS);
+                self.last_commit = chosen;
+            }
+            info.commit_proxies = self.last_commit.clone();
+        }
+        if info.grv_proxies.len() > MAX_GRV_PROXY_CONNECTIONS {
+            let ids: Vec<Uid> = info
+                .grv_proxies
+                .iter()
+                .map(|p| p.get_consistent_read_version.endpoint.token)
+                .collect();
+            if ids != self.last_grv_ids {
+                self.last_grv_ids = ids;
+                let mut chosen = info.grv_proxies.clone();
+                self.shuffle(&mut chosen);
+                chosen.truncate(MAX_GRV_PROXY_CONNECTIONS);
+                self.last_grv = chosen;
+            }
+            info.grv_proxies = self.last_grv.clone();
+        }
+    }
+
+    fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.rng.below(i + 1);
+            v.swap(i, j);
+        }
+    }
+
+    /// New proxies: what was sent to the old ones is re-sent (read versions, locations) or
+    /// may have been committed (`tryCommit` throws `request_maybe_delivered` on
+    /// `onProxiesChanged`).
+    fn fail_over_from_old_proxies(&mut self) {
+        let stale: Vec<Uid> = self
+            .pending
+            .iter()
+            .filter(|(_, (_, p))| {
+                matches!(
+                    p,
+                    Pending::Grv { .. } | Pending::Locations { .. } | Pending::Commit { .. }
+                )
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        for t in stale {
+            if let Some(p) = self.forget(t) {
+                self.lose(p, Loss::ProxiesChanged);
+            }
+        }
+    }
+
+    /// A coordinator says the cluster moved: switch to the new connection string and carry
+    /// on bootstrapping there (`MonitorProxiesForwarding`).
+    fn follow_forward(&mut self, fwd: Bytes) {
+        match ClusterFile::parse_bytes(&fwd) {
+            Ok(cluster) if !cluster.coordinators.is_empty() => {
+                tracing::info!(
+                    from = %self.cfg.cluster,
+                    to = %cluster,
+                    "coordinators forwarded the client"
+                );
+                self.events.push_back(Event::Forward {
+                    connection_string: fwd,
+                });
+                self.forward_unconfirmed = true;
+                self.switch_cluster(cluster);
+            }
+            _ => {
+                tracing::warn!("coordinator forwarded to an invalid connection string");
+                self.next_coordinator();
+            }
+        }
     }
 
     fn next_coordinator(&mut self) {
@@ -518,7 +935,13 @@ impl Client {
             return;
         }
         self.coordinator_index = (self.coordinator_index + 1) % self.coordinators.len();
-        self.open_db_at = Some(if self.coordinator_index == self.success_index {
+        let full_round = self.coordinator_index == self.success_index;
+        tracing::debug!(
+            coordinator = %self.coordinators[self.coordinator_index].describe(),
+            full_round,
+            "trying the next coordinator"
+        );
+        self.open_db_at = Some(if full_round {
             self.now + COORDINATOR_RECONNECTION_DELAY
         } else {
             self.now
@@ -528,6 +951,7 @@ impl Client {
     /// Sends whatever can be sent now.
     pub(crate) fn drive(&mut self, now: Instant) {
         if !self.open_db_outstanding
+            && !self.resolving
             && self.open_db_at.is_some_and(|t| now >= t)
             && !self.coordinators.is_empty()
         {
@@ -558,7 +982,21 @@ impl Client {
     }
 
     fn send_open_database(&mut self, now: Instant) {
-        let addr = self.coordinators[self.coordinator_index].clone();
+        let addr = match &self.coordinators[self.coordinator_index] {
+            CoordinatorSlot::Address(a) => a.clone(),
+            CoordinatorSlot::Hostname {
+                resolved: Some(a), ..
+            } => a.clone(),
+            CoordinatorSlot::Hostname { host, port, .. } => {
+                // `Hostname::resolve` happens outside the core.
+                self.resolving = true;
+                self.events.push_back(Event::Resolve {
+                    host: host.clone(),
+                    port: *port,
+                });
+                return;
+            }
+        };
         let token = self.rng.uid();
         let req = OpenDatabaseCoordRequest {
             issues: Vec::new(),
@@ -574,9 +1012,9 @@ impl Client {
             trace_log_group: self.cfg.trace_log_group.clone(),
             known_client_info_id: self.db_info.as_ref().map(|i| i.id).unwrap_or_default(),
             cluster_key: Bytes::from(self.cfg.cluster.cluster_key()),
-            coordinators: self.coordinators.clone(),
+            coordinators: self.wire_coordinators.clone(),
             reply: ReplyPromise { token },
-            hostnames: Vec::new(),
+            hostnames: self.wire_hostnames.clone(),
             internal: false,
         };
         self.open_db_outstanding = true;
@@ -590,13 +1028,72 @@ impl Client {
         );
     }
 
+    /// Whether a process told us it does not know this endpoint.
+    pub(crate) fn endpoint_failed(&self, addr: &NetworkAddress, token: Uid) -> bool {
+        self.failed_endpoints.contains(&(AddrKey::of(addr), token))
+    }
+
+    /// Whether the last connection to `addr` failed and none succeeded since.
+    fn address_failed(&self, addr: &NetworkAddress) -> bool {
+        self.backoff
+            .get(&AddrKey::of(addr))
+            .is_some_and(|b| b.failed)
+    }
+
+    /// Picks one of `n` alternatives like `basicLoadBalance`: never one whose endpoint is known
+    /// gone (`None` if all are: wait for new proxies), preferably one whose address did not
+    /// just fail.
+    fn pick_alternative(&mut self, endpoints: &[(NetworkAddress, Uid)]) -> Option<usize> {
+        let alive: Vec<usize> = (0..endpoints.len())
+            .filter(|&i| !self.endpoint_failed(&endpoints[i].0, endpoints[i].1))
+            .collect();
+        if alive.is_empty() {
+            return None;
+        }
+        let healthy: Vec<usize> = alive
+            .iter()
+            .copied()
+            .filter(|&i| !self.address_failed(&endpoints[i].0))
+            .collect();
+        let from = if healthy.is_empty() { &alive } else { &healthy };
+        Some(from[self.rng.below(from.len())])
+    }
+
+    /// A commit proxy to send stream `stream` to (see `CommitProxyInterface`), skipping
+    /// proxies whose endpoint is gone; `None` while there is none (wait for the cluster).
+    pub(crate) fn pick_commit_proxy(&mut self, stream: u32) -> Option<CommitProxyInterface> {
+        let proxies = self.db_info.as_ref()?.commit_proxies.clone();
+        let endpoints: Vec<(NetworkAddress, Uid)> = proxies
+            .iter()
+            .map(|p| {
+                (
+                    p.commit.endpoint.addresses.address.clone(),
+                    p.stream(stream),
+                )
+            })
+            .collect();
+        let i = self.pick_alternative(&endpoints)?;
+        Some(proxies[i].clone())
+    }
+
     fn send_grv(&mut self, now: Instant, flags: u32) {
         let Some(info) = &self.db_info else { return };
+        let endpoints: Vec<(NetworkAddress, Uid)> = info
+            .grv_proxies
+            .iter()
+            .map(|p| {
+                let e = &p.get_consistent_read_version.endpoint;
+                (e.addresses.address.clone(), e.token)
+            })
+            .collect();
+        let Some(i) = self.pick_alternative(&endpoints) else {
+            // Every GRV proxy is gone: wait for the next ClientDBInfo.
+            return;
+        };
+        let (addr, dest) = endpoints[i].clone();
         let queue = self.grv_queue.entry(flags).or_default();
         let n = queue.len().min(MAX_GRV_BATCH);
         let waiters: Vec<GrvWaiter> = queue.drain(..n).collect();
-        let proxy = &info.grv_proxies[self.rng.below(info.grv_proxies.len())];
-        let endpoint = proxy.get_consistent_read_version.endpoint.clone();
         let token = self.rng.uid();
         let req = GetReadVersionRequest {
             transaction_count: waiters.len() as u32,
@@ -615,8 +1112,8 @@ impl Client {
         self.grv_in_flight.insert(flags, true);
         self.send(
             now,
-            &endpoint.addresses.address,
-            endpoint.token,
+            &addr,
+            dest,
             &req,
             token,
             Pending::Grv { flags, waiters },
@@ -640,33 +1137,165 @@ impl Client {
             .get_mut(&conn)
             .expect("peer_for returns a live peer");
         p.conn.send(now, dest, &bytes);
-        p.pending.push(reply);
+        p.pending.push((reply, dest));
         self.pending.insert(reply, (conn, pending));
     }
 
     /// The connection to `addr`, opening one if needed (one connection per address, as
-    /// FlowTransport keeps one `Peer` per address).
+    /// FlowTransport keeps one `Peer` per address). An address that failed recently is
+    /// connected to only after its reconnection delay.
     fn peer_for(&mut self, now: Instant, addr: &NetworkAddress) -> ConnectionId {
-        if let Some((id, _)) = self.peers.iter().find(|(_, p)| p.addr == *addr) {
+        let key = AddrKey::of(addr);
+        if let Some((id, _)) = self.peers.iter().find(|(_, p)| AddrKey::of(&p.addr) == key) {
             return *id;
         }
         let id = ConnectionId(self.next_conn);
         self.next_conn += 1;
         let conn = Connection::new(now, addr.is_tls(), ProtocolVersion::V7_3);
+        // `delayJittered(max(0, lastConnectTime + reconnectionDelay - now))`.
+        let wait = self.backoff.get(&key).map_or(Duration::ZERO, |b| {
+            (b.last_connect + b.delay).saturating_since(now)
+        });
+        let wait = if wait.is_zero() {
+            wait
+        } else {
+            self.rng.jittered(wait)
+        };
         self.peers.insert(
             id,
             Peer {
                 addr: addr.clone(),
                 conn,
-                connected: false,
+                state: PeerState::Waiting(now + wait),
                 pending: Vec::new(),
             },
         );
+        if wait.is_zero() {
+            self.start_connect(id);
+        } else {
+            tracing::debug!(
+                conn = id.0,
+                addr = %addr,
+                delay_ms = wait.as_millis() as u64,
+                "reconnecting after a delay"
+            );
+        }
+        id
+    }
+
+    /// Asks the driver to connect a waiting peer.
+    fn start_connect(&mut self, id: ConnectionId) {
+        let now = self.now;
+        let Some(p) = self.peers.get_mut(&id) else {
+            return;
+        };
+        p.state = PeerState::Connecting(now + CONNECT_TIMEOUT);
+        let key = AddrKey::of(&p.addr);
+        let b = self.backoff.entry(key).or_insert(Backoff {
+            last_connect: now,
+            delay: INITIAL_RECONNECTION_TIME,
+            failed: false,
+        });
+        b.last_connect = now;
+        tracing::debug!(conn = id.0, addr = %p.addr, "connecting");
         self.events.push_back(Event::Connect {
             conn: id,
-            addr: addr.clone(),
+            addr: p.addr.clone(),
         });
-        id
+    }
+
+    /// Handles FDB's endpoint-not-found notice: its payload is the token the process does not
+    /// know (a bare `UID` root; also accepted wrapped in a one-member table).
+    fn on_endpoint_not_found(&mut self, conn: ConnectionId, message: &Bytes) {
+        let plain = decode_root::<Uid>(message).ok();
+        let wrapped = decode_root::<EnsureTable<Uid>>(message).ok().map(|t| t.0);
+        let Some(peer) = self.peers.get_mut(&conn) else {
+            return;
+        };
+        let hit = |t: Uid| Some(t) == plain || Some(t) == wrapped;
+        let Some(dest) = peer
+            .pending
+            .iter()
+            .map(|(_, d)| *d)
+            .find(|d| hit(*d))
+            .or(plain)
+        else {
+            return;
+        };
+        let key = AddrKey::of(&peer.addr);
+        tracing::info!(addr = %peer.addr, token = %dest, "endpoint not found");
+        let lost: Vec<Uid> = peer
+            .pending
+            .iter()
+            .filter(|(_, d)| *d == dest)
+            .map(|(r, _)| *r)
+            .collect();
+        if self.failed_endpoints.len() >= MAX_FAILED_ENDPOINTS {
+            self.failed_endpoints.clear();
+        }
+        self.failed_endpoints.insert((key, dest));
+        for r in lost {
+            if let Some(p) = self.forget(r) {
+                self.lose(p, Loss::EndpointNotFound);
+            }
+        }
+    }
+
+    /// Forgets the request waiting on reply token `t`, returning what it waited for.
+    fn forget(&mut self, t: Uid) -> Option<Pending> {
+        let (conn, p) = self.pending.remove(&t)?;
+        if let Some(peer) = self.peers.get_mut(&conn) {
+            peer.pending.retain(|(r, _)| *r != t);
+        }
+        Some(p)
+    }
+
+    /// A request will get no reply: retry it, fail it over or fail it, as libfdb_c does.
+    fn lose(&mut self, pending: Pending, why: Loss) {
+        match pending {
+            Pending::OpenDatabase => {
+                self.open_db_outstanding = false;
+                // `tryGetReplyFromHostname` drops the DNS cache entry on a connection failure.
+                if let Some(CoordinatorSlot::Hostname { resolved, .. }) =
+                    self.coordinators.get_mut(self.coordinator_index)
+                {
+                    *resolved = None;
+                }
+                self.next_coordinator();
+            }
+            Pending::Grv { flags, waiters } => {
+                // Asking for a read version is idempotent: queue it again (at the front)
+                // for another proxy, as the load balancer would.
+                tracing::debug!(
+                    ?why,
+                    transactions = waiters.len(),
+                    "re-sending read version"
+                );
+                self.grv_in_flight.insert(flags, false);
+                let q = self.grv_queue.entry(flags).or_default();
+                let rest = core::mem::take(q);
+                q.extend(waiters);
+                q.extend(rest);
+            }
+            Pending::Locations { key, reverse } => {
+                tracing::debug!(?why, "re-sending key location lookup");
+                self.engine.locating.remove(&(key, reverse));
+                // Whoever waited for it asks again (another proxy, or the same one once it
+                // is reachable).
+                self.wake_cluster_waiters();
+            }
+            Pending::Storage { op } => {
+                tracing::debug!(?why, op = op.0, "storage request lost, failing over");
+                self.on_storage_lost(op)
+            }
+            Pending::Commit { op } => {
+                // Even an endpoint-not-found commit surfaces as `commit_unknown_result`:
+                // `basicLoadBalance` with `AtMostOnce` turns it into
+                // `request_maybe_delivered`, which `tryCommit` reports that way.
+                tracing::info!(?why, op = op.0, "commit outcome unknown");
+                self.on_commit_lost(op)
+            }
+        }
     }
 
     /// Forgets a connection and fails or retries what waited on it.
@@ -674,29 +1303,44 @@ impl Client {
         let Some(peer) = self.peers.remove(&id) else {
             return;
         };
+        let now = self.now;
+        if matches!(reason, ConnectionError::Idle) {
+            tracing::debug!(conn = id.0, addr = %peer.addr, "idle connection closed");
+        } else {
+            tracing::info!(conn = id.0, addr = %peer.addr, %reason, "connection failed");
+        }
+        if !matches!(peer.state, PeerState::Waiting(_)) {
+            // `connectionKeeper`'s catch block.
+            let key = AddrKey::of(&peer.addr);
+            if let Some(b) = self.backoff.get_mut(&key) {
+                b.delay = if now.saturating_since(b.last_connect) > RECONNECTION_RESET_TIME {
+                    INITIAL_RECONNECTION_TIME
+                } else {
+                    b.delay
+                        .mul_f64(RECONNECTION_TIME_GROWTH_RATE)
+                        .min(MAX_RECONNECTION_TIME)
+                };
+                b.failed = true;
+            }
+            self.prune_backoff(now);
+        }
         self.events.push_back(Event::Close { conn: id, reason });
-        for token in peer.pending {
-            match self.pending.remove(&token) {
-                Some((_, Pending::OpenDatabase)) => {
-                    self.open_db_outstanding = false;
-                    self.next_coordinator();
-                }
-                Some((_, Pending::Grv { flags, waiters })) => {
-                    // Asking for a read version is idempotent: queue it again (at the front)
-                    // for another proxy, as the load balancer would.
-                    self.grv_in_flight.insert(flags, false);
-                    let q = self.grv_queue.entry(flags).or_default();
-                    let rest = core::mem::take(q);
-                    q.extend(waiters);
-                    q.extend(rest);
-                }
-                Some((_, Pending::Locations { key, reverse })) => {
-                    self.engine.locating.remove(&(key, reverse));
-                }
-                Some((_, Pending::Storage { op })) => self.on_storage_lost(op),
-                Some((_, Pending::Commit { op })) => self.on_commit_lost(op),
-                None => {}
+        for (token, _) in peer.pending {
+            if let Some((_, p)) = self.pending.remove(&token) {
+                self.lose(p, Loss::Disconnected);
             }
         }
+    }
+
+    /// Forgets reconnection state nobody needs any more (a `Peer` without references is
+    /// destroyed in FlowTransport, and a new one starts afresh).
+    fn prune_backoff(&mut self, now: Instant) {
+        if self.backoff.len() < 64 {
+            return;
+        }
+        let live: BTreeSet<AddrKey> = self.peers.values().map(|p| AddrKey::of(&p.addr)).collect();
+        self.backoff.retain(|k, b| {
+            live.contains(k) || now.saturating_since(b.last_connect) <= RECONNECTION_RESET_TIME
+        });
     }
 }

@@ -283,6 +283,14 @@ impl ClusterFile {
     pub fn cluster_key(&self) -> String {
         format!("{}:{}", self.description, self.id)
     }
+
+    /// The text libfdb_c writes when it replaces a cluster file with a connection string it
+    /// was forwarded to (`ClusterConnectionFile::persist`, written with `atomicReplace`).
+    pub fn file_contents(&self) -> String {
+        format!(
+            "# DO NOT EDIT!\n# This file is auto-generated, it is not to be edited by hand\n{self}\n"
+        )
+    }
 }
 
 impl FromStr for ClusterFile {

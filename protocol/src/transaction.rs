@@ -1488,11 +1488,11 @@ impl Client {
         if self.engine.locating.contains(&k) {
             return;
         }
-        let Some(info) = &self.db_info else { return };
-        if info.commit_proxies.is_empty() {
+        // Skips proxies whose endpoint is gone; with none left, wait for new proxies.
+        let Some(proxy) = self.pick_commit_proxy(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS)
+        else {
             return;
-        }
-        let proxy = &info.commit_proxies[self.rng.below(info.commit_proxies.len())];
+        };
         let addr = proxy.commit.endpoint.addresses.address.clone();
         let dest = proxy.stream(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS);
         let min_version = match self.engine.txs.get(&tx).map(|t| t.read_version) {
@@ -2248,14 +2248,9 @@ impl Client {
             Some(Err(e)) => return self.fail_commit(req, tx, e),
             None => return,
         };
-        let Some(info) = self
-            .db_info
-            .as_ref()
-            .filter(|i| !i.commit_proxies.is_empty())
-        else {
+        let Some(proxy) = self.pick_commit_proxy(CommitProxyInterface::COMMIT) else {
             return self.set_wait(req, Wait::Cluster);
         };
-        let proxy = info.commit_proxies[self.rng.below(info.commit_proxies.len())].clone();
         let t = &self.engine.txs[&tx];
         let mut read_conflicts: Vec<KeyRange> = t.read_conflicts.ranges().collect();
         let mut write_conflicts: Vec<KeyRange> = t.write_conflicts.ranges().collect();

@@ -5,12 +5,17 @@ use std::time::Duration;
 
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::framing::ProtocolVersion;
+use fdb_tests::cluster::{RequestKind, Role};
 use fdb_tests::testkit::MiniCluster;
 
 trait Driver {
     fn open(cluster: &str, seed: u64) -> Self;
     /// `None` if no answer within `limit`.
     fn read_version(&mut self, limit: Duration) -> Option<i64>;
+    /// Sets a key in a transaction (with the retry loop), panicking on failure.
+    fn set(&mut self, key: &[u8], value: &[u8]);
+    /// Reads a key in a transaction (with the retry loop), panicking on failure.
+    fn get(&mut self, key: &[u8]) -> Option<Vec<u8>>;
 }
 
 struct Mio(fdb_driver_mio::Database);
@@ -28,6 +33,17 @@ impl Driver for Mio {
             Err(fdb_driver_mio::Error::TimedOut) => None,
             Err(e) => panic!("{e}"),
         }
+    }
+    fn set(&mut self, key: &[u8], value: &[u8]) {
+        self.0
+            .run(|tx| {
+                tx.set(key, value);
+                Ok(())
+            })
+            .unwrap()
+    }
+    fn get(&mut self, key: &[u8]) -> Option<Vec<u8>> {
+        self.0.run(|tx| tx.get(key)).unwrap().map(|v| v.to_vec())
     }
 }
 
@@ -54,6 +70,42 @@ impl Driver for Tokio {
                 .await
                 .ok()
                 .map(|r| r.unwrap())
+        })
+    }
+    fn set(&mut self, key: &[u8], value: &[u8]) {
+        let db = self.1.clone();
+        let (k, v) = (key.to_vec(), value.to_vec());
+        self.0.block_on(async move {
+            tokio::time::timeout(
+                LIMIT,
+                db.run(|tx| {
+                    let (k, v) = (k.clone(), v.clone());
+                    async move {
+                        tx.set(&k, &v);
+                        Ok(())
+                    }
+                }),
+            )
+            .await
+            .expect("timed out")
+            .unwrap()
+        })
+    }
+    fn get(&mut self, key: &[u8]) -> Option<Vec<u8>> {
+        let db = self.1.clone();
+        let k = key.to_vec();
+        self.0.block_on(async move {
+            tokio::time::timeout(
+                LIMIT,
+                db.run(|tx| {
+                    let k = k.clone();
+                    async move { tx.get(&k).await }
+                }),
+            )
+            .await
+            .expect("timed out")
+            .unwrap()
+            .map(|v| v.to_vec())
         })
     }
 }
@@ -100,6 +152,67 @@ fn protocol_mismatch<D: Driver>() {
     assert!(d.read_version(LIMIT).is_some());
 }
 
+/// A cluster file naming the coordinator as `localhost:PORT`: the driver resolves it.
+fn hostname_coordinator<D: Driver>() {
+    let c = MiniCluster::start();
+    let mut d = D::open(&format!("mini:cluster@localhost:{}", c.addr().port()), 4);
+    d.read_version(LIMIT).unwrap();
+    d.set(b"host", b"name");
+    assert_eq!(d.get(b"host").as_deref(), Some(&b"name"[..]));
+}
+
+/// Proxies restarted (new tokens, new `ClientDBInfo`): transactions carry on.
+fn proxies_restarted<D: Driver>() {
+    let c = MiniCluster::start();
+    let mut d = D::open(&c.cluster_string(), 5);
+    d.set(b"a", b"1");
+    c.restart(Role::Proxies);
+    d.set(b"b", b"2");
+    assert_eq!(d.get(b"a").as_deref(), Some(&b"1"[..]));
+    assert_eq!(c.get(b"b").as_deref(), Some(&b"2"[..]));
+}
+
+/// Proxies down for a while, then back: a transaction started meanwhile completes.
+fn proxies_killed_then_restarted<D: Driver>() {
+    let c = MiniCluster::start();
+    let mut d = D::open(&c.cluster_string(), 6);
+    d.set(b"a", b"1");
+    c.kill(Role::Proxies);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(400));
+            c.restart(Role::Proxies);
+        });
+        d.set(b"b", b"2");
+    });
+    assert_eq!(d.get(b"b").as_deref(), Some(&b"2"[..]));
+}
+
+/// Storage servers restarted (their old tokens get ENDPOINT_NOT_FOUND): reads fail over to
+/// fresh locations.
+fn storage_restarted<D: Driver>() {
+    let c = MiniCluster::start();
+    let mut d = D::open(&c.cluster_string(), 7);
+    let keys: [&[u8]; 5] = [b"B", b"b", b"i", b"q", b"x"];
+    for k in keys {
+        d.set(k, k);
+    }
+    for k in keys {
+        assert_eq!(d.get(k).as_deref(), Some(k));
+    }
+    for i in 0..c.storage_server_count() {
+        c.restart(Role::Storage(i));
+    }
+    let located = c.requests(RequestKind::GetKeyServerLocations);
+    for k in keys {
+        assert_eq!(d.get(k).as_deref(), Some(k));
+    }
+    assert!(
+        c.requests(RequestKind::GetKeyServerLocations) > located,
+        "the stale interfaces were relocated"
+    );
+}
+
 macro_rules! suite {
     ($($name:ident),*) => {
         mod mio_driver { use super::*; $( #[test] fn $name() { super::$name::<Mio>() } )* }
@@ -111,5 +224,9 @@ suite!(
     versions_advance,
     dropped_connections,
     coordinator_down,
-    protocol_mismatch
+    protocol_mismatch,
+    hostname_coordinator,
+    proxies_restarted,
+    proxies_killed_then_restarted,
+    storage_restarted
 );

@@ -1,0 +1,831 @@
+//! Connection-level faults, FDB's way: reconnection backoff, connect timeouts, the
+//! endpoint-not-found notice, coordinators given by host name, and coordinator forwarding.
+//!
+//! The first part drives the sans-IO core alone with a fake clock and a scripted server (no
+//! sockets, no wall clock), so delays are checked exactly. The second part runs both drivers
+//! against a scripted coordinator that forwards to the in-process test cluster.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use fdb_protocol::client::{
+    Client, ClientConfig, ConnectionId, Event, Priority, Reply, INITIAL_RECONNECTION_TIME,
+    MAX_RECONNECTION_TIME, RECONNECTION_TIME_GROWTH_RATE,
+};
+use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::connection::ConnectionError;
+use fdb_protocol::error::ErrorCode;
+use fdb_protocol::framing::{
+    encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion,
+};
+use fdb_protocol::messages::commit::CommitID;
+use fdb_protocol::messages::coordination::{
+    ClientDBInfo, CommitProxyInterface, GrvProxyInterface, Hostname,
+};
+use fdb_protocol::messages::grv::GetReadVersionReply;
+use fdb_protocol::messages::{
+    decode_any, encode_reply, AnyMessage, Endpoint, EnsureTable, ErrorOr, NetworkAddress,
+    NetworkAddressList, RequestStream, Void,
+};
+use fdb_protocol::serializer::encode_with;
+use fdb_protocol::time::Instant;
+use fdb_protocol::uid::well_known;
+use fdb_protocol::Uid;
+
+/// `UID::file_identifier`: the endpoint-not-found notice is a bare UID.
+const UID_FILE_IDENTIFIER: u32 = 15597147;
+
+fn t(s: f64) -> Instant {
+    Instant::from_secs_f64(s)
+}
+
+fn addr(s: &str) -> NetworkAddress {
+    let sa: std::net::SocketAddr = s.parse().unwrap();
+    NetworkAddress::new(sa.ip(), sa.port())
+}
+
+fn endpoint(a: &str, token: Uid) -> RequestStream {
+    RequestStream {
+        endpoint: Endpoint {
+            addresses: NetworkAddressList {
+                address: addr(a),
+                secondary_address: None,
+            },
+            token,
+        },
+    }
+}
+
+/// A `ClientDBInfo` with one GRV proxy and one commit proxy, both at `proxy`.
+fn db_info(id: u64, proxy: &str, grv: Uid, commit: Uid) -> ClientDBInfo {
+    ClientDBInfo {
+        grv_proxies: vec![GrvProxyInterface {
+            process_id: None,
+            provisional: false,
+            get_consistent_read_version: endpoint(proxy, grv),
+        }],
+        commit_proxies: vec![CommitProxyInterface {
+            process_id: None,
+            provisional: false,
+            commit: endpoint(proxy, commit),
+        }],
+        id: Uid::new(id, id),
+        ..Default::default()
+    }
+}
+
+/// A request the client sent: where, to which token, and what.
+#[derive(Debug)]
+struct Sent {
+    conn: ConnectionId,
+    token: Uid,
+    msg: AnyMessage,
+}
+
+impl Sent {
+    fn reply_token(&self) -> Uid {
+        match &self.msg {
+            AnyMessage::OpenDatabaseCoordRequest(r) => r.reply.token,
+            AnyMessage::GetReadVersionRequest(r) => r.reply.token,
+            AnyMessage::CommitTransactionRequest(r) => r.reply.token,
+            AnyMessage::GetKeyServerLocationsRequest(r) => r.reply.token,
+            other => panic!("unexpected request {}", other.name()),
+        }
+    }
+}
+
+/// The client core, a fake clock, and the server side of every connection.
+struct Harness {
+    c: Client,
+    now: Instant,
+    events: Vec<Event>,
+    decoders: HashMap<ConnectionId, FrameDecoder>,
+    addrs: HashMap<ConnectionId, NetworkAddress>,
+    /// Connections the harness answers pings on.
+    live: Vec<ConnectionId>,
+}
+
+impl Harness {
+    fn new(cluster: &str, seed: u64) -> Harness {
+        let c = Client::new(
+            ClientConfig::new(ClusterFile::parse(cluster).unwrap(), seed),
+            t(0.0),
+        );
+        let mut h = Harness {
+            c,
+            now: t(0.0),
+            events: Vec::new(),
+            decoders: HashMap::new(),
+            addrs: HashMap::new(),
+            live: Vec::new(),
+        };
+        h.pump();
+        h
+    }
+
+    /// Moves the core's events into `events` (remembering connect requests).
+    fn pump(&mut self) {
+        while let Some(ev) = self.c.poll_event() {
+            if let Event::Connect { conn, addr } = &ev {
+                self.addrs.insert(*conn, addr.clone());
+            }
+            self.events.push(ev);
+        }
+    }
+
+    fn take_events(&mut self) -> Vec<Event> {
+        self.pump();
+        std::mem::take(&mut self.events)
+    }
+
+    /// The connect requests among the pending events, consumed.
+    fn connects(&mut self) -> Vec<(ConnectionId, NetworkAddress)> {
+        self.pump();
+        let mut out = Vec::new();
+        self.events.retain(|e| match e {
+            Event::Connect { conn, addr } => {
+                out.push((*conn, addr.clone()));
+                false
+            }
+            _ => true,
+        });
+        out
+    }
+
+    fn connect_to(&mut self, want: &str) -> ConnectionId {
+        let c = self.connects();
+        assert_eq!(c.len(), 1, "one connect request expected, got {c:?}");
+        assert_eq!(c[0].1.to_string(), want);
+        c[0].0
+    }
+
+    /// The driver connected `conn`, and the server sent its ConnectPacket.
+    fn accept(&mut self, conn: ConnectionId) {
+        self.c.handle_connected(conn, self.now);
+        let mut b = BytesMut::new();
+        let mut p = ConnectPacket::client(ProtocolVersion::V7_3);
+        p.canonical_remote_port = 4500;
+        p.connection_id = 1;
+        p.encode(&mut b);
+        self.c.handle_input(conn, self.now, &b);
+        // TLS connections carry no checksums (the TLS layer is the driver's).
+        let tls = self.addrs.get(&conn).is_some_and(|a| a.is_tls());
+        self.decoders.insert(conn, FrameDecoder::new(true, !tls));
+        self.live.push(conn);
+        self.pump();
+    }
+
+    /// Everything the client wrote, decoded; pings are answered and left out.
+    fn sent(&mut self) -> Vec<Sent> {
+        let mut out = Vec::new();
+        while let Some(tx) = self.c.poll_transmit() {
+            let d = self
+                .decoders
+                .get_mut(&tx.conn)
+                .expect("transmit on an accepted conn");
+            d.feed(&tx.data);
+            while let Some(f) = d.next_frame().unwrap() {
+                if let Incoming::Packet(p) = f {
+                    let msg = decode_any(&p.message).unwrap();
+                    out.push(Sent {
+                        conn: tx.conn,
+                        token: p.token,
+                        msg,
+                    });
+                }
+            }
+        }
+        let mut pings = Vec::new();
+        out.retain(|s| match &s.msg {
+            AnyMessage::PingRequest(r) => {
+                pings.push((s.conn, r.reply.token));
+                false
+            }
+            _ => true,
+        });
+        for (conn, token) in pings {
+            self.reply(conn, token, encode_reply(&ErrorOr::Ok(Void {})));
+        }
+        self.pump();
+        out
+    }
+
+    fn reply(&mut self, conn: ConnectionId, token: Uid, body: Vec<u8>) {
+        let tls = self.addrs.get(&conn).is_some_and(|a| a.is_tls());
+        let mut b = BytesMut::new();
+        encode_packet(&mut b, token, &body, !tls);
+        self.c.handle_input(conn, self.now, &b);
+        self.pump();
+    }
+
+    fn advance(&mut self, to: Instant) {
+        self.now = to;
+        self.c.handle_timeout(to);
+        self.pump();
+    }
+
+    /// Lets time pass up to `to`, answering pings; returns what the client sent meanwhile.
+    fn run_until(&mut self, to: Instant) -> Vec<Sent> {
+        let mut out = Vec::new();
+        while self.now < to {
+            let next = self
+                .c
+                .poll_timeout()
+                .unwrap_or(to)
+                .min(to)
+                .max(self.now + Duration::from_millis(1));
+            self.advance(next.min(to));
+            out.extend(self.sent());
+        }
+        out
+    }
+
+    /// Bootstraps against the coordinator at `coord` with `info`; returns the coordinator's
+    /// connection and the pending long poll's reply token.
+    fn bootstrap(&mut self, coord: &str, info: &ClientDBInfo) -> (ConnectionId, Uid) {
+        let cc = self.connect_to(coord);
+        self.accept(cc);
+        let s = self.sent();
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].token, well_known::CLIENT_LEADER_REG_OPEN_DATABASE);
+        self.reply(
+            cc,
+            s[0].reply_token(),
+            encode_reply(&ErrorOr::Ok(info.clone())),
+        );
+        let s = self.sent();
+        let poll = s
+            .iter()
+            .find(|s| matches!(s.msg, AnyMessage::OpenDatabaseCoordRequest(_)))
+            .expect("the long poll follows");
+        (cc, poll.reply_token())
+    }
+
+    fn completed(&mut self) -> Vec<(fdb_protocol::client::RequestId, Result<Reply, ErrorCode>)> {
+        let mut out = Vec::new();
+        self.pump();
+        self.events.retain(|e| match e {
+            Event::Complete { req, result } => {
+                out.push((*req, result.clone().map_err(|e| e.code())));
+                false
+            }
+            _ => true,
+        });
+        out
+    }
+}
+
+fn grv_reply(version: i64) -> Vec<u8> {
+    encode_reply(&ErrorOr::Ok(GetReadVersionReply {
+        version,
+        ..Default::default()
+    }))
+}
+
+/// What a real fdbserver sends for an unknown token: a UID as the root member.
+fn endpoint_not_found(token: Uid) -> Vec<u8> {
+    encode_with(&token, UID_FILE_IDENTIFIER)
+}
+
+/// The same notice wrapped in a one-member table, as the test cluster writes it.
+fn endpoint_not_found_wrapped(token: Uid) -> Vec<u8> {
+    encode_with(&EnsureTable(token), UID_FILE_IDENTIFIER)
+}
+
+const G1: Uid = Uid::new(0x1111, 0x1000);
+const C1: Uid = Uid::new(0x2222, 0x2000);
+const G2: Uid = Uid::new(0x3333, 0x3000);
+const C2: Uid = Uid::new(0x4444, 0x4000);
+
+#[test]
+fn reconnect_delay_grows_by_flow_knobs_and_requests_wait() {
+    let mut h = Harness::new("a:b@10.0.0.1:4500", 1);
+    h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
+    let req = h.c.get_read_version(h.now, Priority::Default);
+    let mut conn = h.connect_to("10.0.0.9:4500");
+    // The proxy refuses connections: each retry waits last_connect + delay (jittered ±10%),
+    // the delay growing ×1.2 from 50 ms up to 500 ms.
+    let mut delay = INITIAL_RECONNECTION_TIME;
+    for round in 0..20 {
+        delay = delay
+            .mul_f64(RECONNECTION_TIME_GROWTH_RATE)
+            .min(MAX_RECONNECTION_TIME);
+        let failed_at = h.now;
+        h.c.handle_connect_failed(conn, h.now);
+        // Step from deadline to deadline (pings on the coordinator connection come in
+        // between) until the core asks to connect again.
+        let mut again = h.connects();
+        while again.is_empty() {
+            let at = h.c.poll_timeout().unwrap();
+            assert!(
+                at.saturating_since(failed_at) < Duration::from_secs(1),
+                "round {round}: no reconnect"
+            );
+            h.advance(at);
+            assert!(h.sent().is_empty(), "round {round}: nothing but pings");
+            again = h.connects();
+        }
+        let waited = h.now.saturating_since(failed_at).as_secs_f64();
+        let want = delay.as_secs_f64();
+        assert!(
+            waited >= want * 0.9 - 1e-9 && waited <= want * 1.1 + 1e-9,
+            "round {round}: waited {waited}, delay {want}"
+        );
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].1.to_string(), "10.0.0.9:4500");
+        conn = again[0].0;
+    }
+    assert_eq!(delay, MAX_RECONNECTION_TIME);
+    // It connects at last: the read version that waited is sent on the new connection.
+    h.accept(conn);
+    let s = h.sent();
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].token, G1);
+    h.reply(conn, s[0].reply_token(), grv_reply(77));
+    assert_eq!(h.completed(), vec![(req, Ok(Reply::Version(77)))]);
+
+    // A connection that lived longer than RECONNECTION_RESET_TIME resets the delay: after it
+    // fails, the next connection starts at once.
+    assert!(h.run_until(h.now + Duration::from_secs(6)).is_empty());
+    h.c.handle_closed(conn, h.now);
+    let _ = h.take_events();
+    let _req = h.c.get_read_version(h.now, Priority::Default);
+    let c = h.connects();
+    assert_eq!(
+        c.len(),
+        1,
+        "reconnects immediately after a long-lived connection"
+    );
+
+    // ... and the delay after that failure is the initial one again, grown once.
+    let failed_at = h.now;
+    h.c.handle_connect_failed(c[0].0, h.now);
+    while h.connects().is_empty() {
+        let at = h.c.poll_timeout().unwrap();
+        h.advance(at);
+        let _ = h.sent();
+    }
+    let waited = h.now.saturating_since(failed_at);
+    let want = INITIAL_RECONNECTION_TIME.mul_f64(RECONNECTION_TIME_GROWTH_RATE);
+    assert!(waited >= want.mul_f64(0.9) && waited <= want.mul_f64(1.1));
+}
+
+#[test]
+fn a_connect_that_hangs_times_out() {
+    let mut h = Harness::new("a:b@10.0.0.1:4500,10.0.0.2:4500", 3);
+    let first = h.connects();
+    assert_eq!(first.len(), 1);
+    // The driver never reports the connect: after CONNECT_TIMEOUT (2 s) the core closes it
+    // and asks the other coordinator.
+    h.advance(t(1.9));
+    assert!(h.take_events().is_empty());
+    h.advance(t(2.0));
+    let ev = h.take_events();
+    assert!(ev.contains(&Event::Close {
+        conn: first[0].0,
+        reason: ConnectionError::Timeout
+    }));
+    let next = ev
+        .iter()
+        .find_map(|e| match e {
+            Event::Connect { addr, .. } => Some(addr.clone()),
+            _ => None,
+        })
+        .expect("the other coordinator");
+    assert_ne!(next, first[0].1);
+}
+
+#[test]
+fn grv_to_an_unknown_endpoint_waits_for_new_proxies() {
+    for wrapped in [false, true] {
+        let mut h = Harness::new("a:b@10.0.0.1:4500", 5);
+        let (cc, poll) = h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
+        let req = h.c.get_read_version(h.now, Priority::Default);
+        let pc = h.connect_to("10.0.0.9:4500");
+        h.accept(pc);
+        let s = h.sent();
+        assert_eq!(s[0].token, G1);
+        // The proxy process restarted: it does not know G1 any more.
+        let notice = if wrapped {
+            endpoint_not_found_wrapped(G1)
+        } else {
+            endpoint_not_found(G1)
+        };
+        h.reply(pc, well_known::ENDPOINT_NOT_FOUND, notice);
+        // Not re-sent to the same dead endpoint, and not failed either.
+        assert!(h.run_until(h.now + Duration::from_secs(2)).is_empty());
+        assert!(h.completed().is_empty());
+        // New proxies arrive on the long poll: the read version goes to them.
+        h.reply(
+            cc,
+            poll,
+            encode_reply(&ErrorOr::Ok(db_info(2, "10.0.0.9:4500", G2, C2))),
+        );
+        let s = h.sent();
+        let grv = s
+            .iter()
+            .find(|s| matches!(s.msg, AnyMessage::GetReadVersionRequest(_)))
+            .expect("re-sent");
+        assert_eq!((grv.conn, grv.token), (pc, G2));
+        h.reply(pc, grv.reply_token(), grv_reply(99));
+        assert_eq!(h.completed(), vec![(req, Ok(Reply::Version(99)))]);
+    }
+}
+
+#[test]
+fn new_proxies_resend_grvs_in_flight() {
+    let mut h = Harness::new("a:b@10.0.0.1:4500", 6);
+    let (cc, poll) = h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
+    let req = h.c.get_read_version(h.now, Priority::Default);
+    let pc = h.connect_to("10.0.0.9:4500");
+    h.accept(pc);
+    let old = h.sent();
+    assert_eq!(old[0].token, G1);
+    h.reply(
+        cc,
+        poll,
+        encode_reply(&ErrorOr::Ok(db_info(2, "10.0.0.9:4500", G2, C2))),
+    );
+    let s = h.sent();
+    let grv = s
+        .iter()
+        .find(|s| matches!(s.msg, AnyMessage::GetReadVersionRequest(_)))
+        .expect("re-sent to the new proxy (`onProxiesChanged`)");
+    assert_eq!(grv.token, G2);
+    // The old proxy's late answer is ignored; the new one's counts.
+    h.reply(pc, old[0].reply_token(), grv_reply(1));
+    assert!(h.completed().is_empty());
+    h.reply(pc, grv.reply_token(), grv_reply(2));
+    assert_eq!(h.completed(), vec![(req, Ok(Reply::Version(2)))]);
+}
+
+#[test]
+fn the_proxy_subset_is_kept_while_the_proxies_stay() {
+    // Five GRV proxies: the client talks to three (`MAX_GRV_PROXY_CONNECTIONS`), and keeps the
+    // same three when a new ClientDBInfo lists the same proxies (`shrinkProxyList`), so a read
+    // version in flight is not re-sent.
+    let mut info = db_info(1, "10.0.0.9:4500", G1, C1);
+    info.grv_proxies = (0..5u64)
+        .map(|i| GrvProxyInterface {
+            process_id: None,
+            provisional: false,
+            get_consistent_read_version: endpoint(&format!("10.0.1.{i}:4500"), Uid::new(i + 1, 7)),
+        })
+        .collect();
+    let mut h = Harness::new("a:b@10.0.0.1:4500", 12);
+    let (cc, poll) = h.bootstrap("10.0.0.1:4500", &info);
+    assert!(h.take_events().iter().any(|e| matches!(
+        e,
+        Event::ClusterInfo {
+            grv_proxies: 3,
+            commit_proxies: 1,
+            ..
+        }
+    )));
+    let req = h.c.get_read_version(h.now, Priority::Default);
+    let pc = h.connects()[0].0;
+    h.accept(pc);
+    let grv = h.sent();
+    assert_eq!(grv.len(), 1);
+    info.id = Uid::new(2, 2);
+    h.reply(cc, poll, encode_reply(&ErrorOr::Ok(info)));
+    assert!(
+        h.sent()
+            .iter()
+            .all(|s| !matches!(s.msg, AnyMessage::GetReadVersionRequest(_))),
+        "same proxies: nothing re-sent"
+    );
+    h.reply(pc, grv[0].reply_token(), grv_reply(5));
+    assert_eq!(h.completed(), vec![(req, Ok(Reply::Version(5)))]);
+}
+
+#[test]
+fn commit_to_an_unknown_endpoint_is_commit_unknown_result() {
+    let mut h = Harness::new("a:b@10.0.0.1:4500", 7);
+    let (cc, poll) = h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
+    let tx = h.c.create_transaction(h.now);
+    h.c.set(tx, b"k", b"v").unwrap();
+    let req = h.c.commit(h.now, tx);
+    let pc = h.connect_to("10.0.0.9:4500");
+    h.accept(pc);
+    let s = h.sent();
+    h.reply(pc, s[0].reply_token(), grv_reply(10));
+    let s = h.sent();
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].token, C1);
+    assert!(matches!(s[0].msg, AnyMessage::CommitTransactionRequest(_)));
+    // libfdb_c: the endpoint failure wakes `tryGetReply` with `request_maybe_delivered`,
+    // which an at-most-once commit reports as `commit_unknown_result`.
+    h.reply(pc, well_known::ENDPOINT_NOT_FOUND, endpoint_not_found(C1));
+    assert_eq!(
+        h.completed(),
+        vec![(req, Err(ErrorCode::COMMIT_UNKNOWN_RESULT))]
+    );
+    // The retry waits for new proxies rather than using the dead endpoint again.
+    let retry = h.c.on_error(h.now, tx, ErrorCode::COMMIT_UNKNOWN_RESULT);
+    assert!(h.run_until(h.now + Duration::from_secs(1)).is_empty());
+    assert_eq!(h.completed(), vec![(retry, Ok(Reply::Retry))]);
+    h.c.set(tx, b"k", b"v").unwrap();
+    let req = h.c.commit(h.now, tx);
+    let s = h.sent();
+    let grv = s.iter().find(|s| s.token == G1).expect("read version");
+    h.reply(pc, grv.reply_token(), grv_reply(20));
+    assert!(
+        h.sent().is_empty(),
+        "nothing goes to the dead commit endpoint"
+    );
+    h.reply(
+        cc,
+        poll,
+        encode_reply(&ErrorOr::Ok(db_info(2, "10.0.0.9:4500", G2, C2))),
+    );
+    let s = h.sent();
+    let commit = s
+        .iter()
+        .find(|s| s.token == C2)
+        .expect("commit to the new proxy");
+    h.reply(
+        pc,
+        commit.reply_token(),
+        encode_reply(&ErrorOr::Ok(CommitID {
+            version: 30,
+            ..Default::default()
+        })),
+    );
+    let done = h.completed();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].0, req);
+    assert!(matches!(
+        done[0].1,
+        Ok(Reply::Committed { version: 30, .. })
+    ));
+}
+
+#[test]
+fn hostname_coordinators_are_resolved_by_the_driver() {
+    let mut h = Harness::new("a:b@coord.example:4500:tls", 8);
+    let ev = h.take_events();
+    assert_eq!(
+        ev,
+        vec![Event::Resolve {
+            host: "coord.example".into(),
+            port: 4500
+        }],
+        "nothing connects before the name is resolved"
+    );
+    let ips: Vec<std::net::IpAddr> = vec!["10.0.0.5".parse().unwrap()];
+    h.c.handle_resolved(h.now, "coord.example", 4500, &ips);
+    let c = h.connects();
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].1.to_string(), "10.0.0.5:4500:tls");
+    assert!(c[0].1.from_hostname);
+    h.accept(c[0].0);
+    let s = h.sent();
+    let AnyMessage::OpenDatabaseCoordRequest(req) = &s[0].msg else {
+        panic!()
+    };
+    // As libfdb_c: the host names travel as such, the address list holds only IP coordinators.
+    assert!(req.coordinators.is_empty());
+    assert_eq!(
+        req.hostnames,
+        vec![Hostname {
+            host: Bytes::from_static(b"coord.example"),
+            service: Bytes::from_static(b"4500"),
+            is_tls: true,
+        }]
+    );
+    // A connection failure drops the resolved address (`removeCachedDNS`): the next round,
+    // after COORDINATOR_RECONNECTION_DELAY, resolves again.
+    h.c.handle_closed(c[0].0, h.now);
+    let _ = h.take_events();
+    assert_eq!(h.c.poll_timeout(), Some(t(1.0)));
+    h.advance(t(1.0));
+    assert_eq!(
+        h.take_events(),
+        vec![Event::Resolve {
+            host: "coord.example".into(),
+            port: 4500
+        }]
+    );
+    // A failed lookup counts as a failed coordinator (`lookup_failed`).
+    h.c.handle_resolved(h.now, "coord.example", 4500, &[]);
+    assert!(h.take_events().is_empty());
+    assert_eq!(h.c.poll_timeout(), Some(t(2.0)));
+    h.advance(t(2.0));
+    assert!(matches!(h.take_events()[..], [Event::Resolve { .. }]));
+}
+
+#[test]
+fn mixed_coordinators_list_addresses_and_hostnames_in_file_order() {
+    let mut h = Harness::new("a:b@10.0.0.2:4500,coord.example:4500,10.0.0.1:4500", 9);
+    // Whichever comes first after the shuffle, the request lists the IP coordinators in
+    // connection-string order.
+    let mut ev = h.take_events();
+    if let [Event::Resolve { host, port }] = &ev[..] {
+        h.c.handle_resolved(h.now, host, *port, &["10.0.0.3".parse().unwrap()]);
+        ev = h.take_events();
+    }
+    let Event::Connect { conn, .. } = ev[0] else {
+        panic!("{ev:?}")
+    };
+    h.addrs.insert(conn, addr("10.0.0.3:4500"));
+    h.accept(conn);
+    let s = h.sent();
+    let AnyMessage::OpenDatabaseCoordRequest(req) = &s[0].msg else {
+        panic!()
+    };
+    let listed: Vec<String> = req.coordinators.iter().map(|a| a.to_string()).collect();
+    assert_eq!(listed, ["10.0.0.2:4500", "10.0.0.1:4500"]);
+    assert_eq!(req.hostnames.len(), 1);
+}
+
+#[test]
+fn forward_is_followed_and_then_persisted() {
+    let mut h = Harness::new("a:b@10.0.0.1:4500", 10);
+    let cc = h.connect_to("10.0.0.1:4500");
+    h.accept(cc);
+    let s = h.sent();
+    let fwd = ClientDBInfo {
+        forward: Some(Bytes::from_static(b"a:b@10.0.0.2:4500,10.0.0.3:4500")),
+        ..Default::default()
+    };
+    h.reply(cc, s[0].reply_token(), encode_reply(&ErrorOr::Ok(fwd)));
+    let new = ClusterFile::parse("a:b@10.0.0.2:4500,10.0.0.3:4500").unwrap();
+    let ev = h.take_events();
+    assert!(ev.contains(&Event::Forward {
+        connection_string: Bytes::from_static(b"a:b@10.0.0.2:4500,10.0.0.3:4500")
+    }));
+    assert_eq!(h.c.cluster(), &new);
+    // The client asks one of the new coordinators, telling it the new connection string.
+    let (conn, at) = ev
+        .iter()
+        .find_map(|e| match e {
+            Event::Connect { conn, addr } => Some((*conn, addr.to_string())),
+            _ => None,
+        })
+        .expect("connects to a new coordinator");
+    assert!(at == "10.0.0.2:4500" || at == "10.0.0.3:4500", "{at}");
+    h.accept(conn);
+    let s = h.sent();
+    let AnyMessage::OpenDatabaseCoordRequest(req) = &s[0].msg else {
+        panic!()
+    };
+    let listed: Vec<String> = req.coordinators.iter().map(|a| a.to_string()).collect();
+    assert_eq!(listed, ["10.0.0.2:4500", "10.0.0.3:4500"]);
+    assert_eq!(&req.cluster_key[..], b"a:b");
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::ClusterFileChanged { .. })),
+        "not persisted before a new coordinator answers"
+    );
+    // The first answer from the new coordinators makes it the cluster file's contents.
+    h.reply(
+        conn,
+        s[0].reply_token(),
+        encode_reply(&ErrorOr::Ok(db_info(1, "10.0.0.9:4500", G1, C1))),
+    );
+    let ev = h.take_events();
+    assert!(ev.contains(&Event::ClusterFileChanged {
+        cluster: new.clone()
+    }));
+    assert_eq!(
+        new.file_contents(),
+        "# DO NOT EDIT!\n# This file is auto-generated, it is not to be edited by hand\n\
+         a:b@10.0.0.2:4500,10.0.0.3:4500\n"
+    );
+}
+
+#[test]
+fn a_garbage_forward_counts_as_a_failed_coordinator() {
+    let mut h = Harness::new("a:b@10.0.0.1:4500", 11);
+    let cc = h.connect_to("10.0.0.1:4500");
+    h.accept(cc);
+    let s = h.sent();
+    let fwd = ClientDBInfo {
+        forward: Some(Bytes::from_static(b"not a connection string")),
+        ..Default::default()
+    };
+    h.reply(cc, s[0].reply_token(), encode_reply(&ErrorOr::Ok(fwd)));
+    assert_eq!(
+        h.c.cluster(),
+        &ClusterFile::parse("a:b@10.0.0.1:4500").unwrap()
+    );
+    assert_eq!(h.c.poll_timeout().map(|t| t >= h.now), Some(true));
+}
+
+// ----- both drivers, forwarded by a scripted coordinator to the test cluster -----
+
+mod forwarding {
+    use super::*;
+    use fdb_tests::cluster::TestCluster;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// A coordinator that answers every `OpenDatabaseCoordRequest` with `forward = to`.
+    fn forwarder(to: String) -> std::net::SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { return };
+                let to = to.clone();
+                std::thread::spawn(move || {
+                    let mut d = FrameDecoder::new(true, true);
+                    let mut buf = [0u8; 4096];
+                    let mut hello = BytesMut::new();
+                    ConnectPacket::client(ProtocolVersion::V7_3).encode(&mut hello);
+                    if s.write_all(&hello).is_err() {
+                        return;
+                    }
+                    loop {
+                        let n = match s.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        d.feed(&buf[..n]);
+                        while let Ok(Some(f)) = d.next_frame() {
+                            let Incoming::Packet(p) = f else { continue };
+                            let reply = match decode_any(&p.message) {
+                                Ok(AnyMessage::OpenDatabaseCoordRequest(r)) => {
+                                    let info = ClientDBInfo {
+                                        forward: Some(Bytes::from(to.clone())),
+                                        ..Default::default()
+                                    };
+                                    (r.reply.token, encode_reply(&ErrorOr::Ok(info)))
+                                }
+                                Ok(AnyMessage::PingRequest(r)) => {
+                                    (r.reply.token, encode_reply(&ErrorOr::Ok(Void {})))
+                                }
+                                _ => continue,
+                            };
+                            let mut out = BytesMut::new();
+                            encode_packet(&mut out, reply.0, &reply.1, true);
+                            if s.write_all(&out).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        at
+    }
+
+    fn setup(name: &str) -> (TestCluster, std::path::PathBuf, ClusterFile) {
+        let c = TestCluster::builder().description("fwd:test").start();
+        let real = c.cluster_file_string();
+        let fwd = forwarder(real.clone());
+        let dir = std::env::temp_dir().join(format!(
+            "fdb-forward-{name}-{}-{}",
+            std::process::id(),
+            fwd.port()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("fdb.cluster");
+        std::fs::write(&path, format!("# old coordinators\nfwd:test@{fwd}\n")).unwrap();
+        (c, path, ClusterFile::parse(&real).unwrap())
+    }
+
+    fn rewritten(path: &std::path::Path, want: &ClusterFile) -> bool {
+        fdb_tests::testkit::eventually(Duration::from_secs(5), || {
+            std::fs::read_to_string(path).ok() == Some(want.file_contents())
+        })
+    }
+
+    #[test]
+    fn mio_follows_a_forward_and_rewrites_the_cluster_file() {
+        let (_c, path, real) = setup("mio");
+        let mut db = fdb_driver_mio::Database::open_file_with_seed(&path, 1).unwrap();
+        db.read_version_with(Priority::Default, Duration::from_secs(10))
+            .unwrap();
+        assert_eq!(db.cluster(), &real);
+        assert!(rewritten(&path, &real));
+        // The rewritten file opens the cluster directly.
+        let mut again = fdb_driver_mio::Database::open_file_with_seed(&path, 2).unwrap();
+        again
+            .read_version_with(Priority::Default, Duration::from_secs(10))
+            .unwrap();
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn tokio_follows_a_forward_and_rewrites_the_cluster_file() {
+        let (_c, path, real) = setup("tokio");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let db = fdb_driver_tokio::Database::open_file_with_seed(&path, 1).unwrap();
+            tokio::time::timeout(Duration::from_secs(10), db.read_version())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(db.cluster().await.unwrap(), real);
+        });
+        assert!(rewritten(&path, &real));
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+}
