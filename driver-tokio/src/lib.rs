@@ -399,6 +399,7 @@ impl Transaction {
         snapshot: bool,
     ) -> Result<Vec<KeyValue>, Error> {
         let mut out = Vec::new();
+        let total = opts.limit;
         opts.iteration = opts.iteration.max(1);
         loop {
             let r = self
@@ -406,8 +407,8 @@ impl Transaction {
                 .await?;
             let last = r.rows.last().map(|kv| kv.key.clone());
             out.extend(r.rows);
-            if opts.limit > 0 && out.len() >= opts.limit {
-                out.truncate(opts.limit);
+            if total > 0 && out.len() >= total {
+                out.truncate(total);
                 return Ok(out);
             }
             let Some(last) = last else { return Ok(out) };
@@ -419,8 +420,8 @@ impl Transaction {
             } else {
                 begin = KeySelector::first_greater_than(last);
             }
-            if opts.limit > 0 {
-                opts.limit -= out.len().min(opts.limit);
+            if total > 0 {
+                opts.limit = total - out.len();
             }
             opts.iteration += 1;
         }

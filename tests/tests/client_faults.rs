@@ -105,7 +105,6 @@ async fn reads_fail_over_to_another_replica() {
 }
 
 #[tokio::test]
-#[ignore = "needs ENDPOINT_NOT_FOUND handling in the core (issue 3, in progress)"]
 async fn a_restarted_replica_with_new_tokens_is_found_again() {
     let c = TestCluster::builder()
         .storage_servers(3)

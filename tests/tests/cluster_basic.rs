@@ -99,7 +99,8 @@ fn bootstrap_and_read_versions() {
     let v1 = grv(&mut rc, &info);
     std::thread::sleep(Duration::from_millis(100));
     let v2 = grv(&mut rc, &info);
-    assert!(v2 - v1 >= 90_000 && v2 - v1 < 1_000_000, "{v1} -> {v2}");
+    // (A lower bound only: a loaded machine may sleep longer than asked.)
+    assert!(v2 - v1 >= 90_000, "{v1} -> {v2}");
     // A commit's version is above every read version handed out; reads see it at once.
     let id = commit_ok(&mut rc, &info, vec![set(b"k", b"v")]);
     assert!(id.version > v2);

@@ -145,8 +145,6 @@ async fn the_retry_loop_absorbs_faults() {
 }
 
 #[tokio::test]
-#[ignore = "client: a GRV sent to the old proxy token gets ENDPOINT_NOT_FOUND and is not retried \
-            on the new proxies from the next ClientDBInfo"]
 async fn restarted_proxies_are_followed() {
     let c = TestCluster::start();
     let db = db(&c, 5);

@@ -626,3 +626,58 @@ fn timeout_and_retry_limit_options() {
         );
     });
 }
+
+#[test]
+fn limited_ranges_spanning_many_batches() {
+    run(|t| async move {
+        let value = [7u8; 100];
+        t.db.run(|tx| {
+            let t = &t;
+            async move {
+                for i in 0..300 {
+                    tx.set(&t.k(&format!("r/{i:03}")), &value);
+                }
+                Ok(())
+            }
+        })
+        .await
+        .unwrap();
+        let tx = t.db.create_transaction();
+        // The iterator mode fetches ~4 KB, then more per batch: 250 rows need several.
+        let rows = tx.get_range(&t.k("r/"), &t.k("r0"), 250).await.unwrap();
+        assert_eq!(rows.len(), 250, "{}", t.name);
+        assert_eq!(rows[249].key, t.kb("r/249"));
+        let all = tx.get_range(&t.k("r/"), &t.k("r0"), 0).await.unwrap();
+        assert_eq!(all.len(), 300);
+        let rev = tx
+            .get_range_with(
+                KeySelector::first_greater_or_equal(t.kb("r/")),
+                KeySelector::first_greater_or_equal(t.kb("r0")),
+                RangeOptions {
+                    limit: 120,
+                    reverse: true,
+                    ..RangeOptions::default()
+                },
+                false,
+            )
+            .await
+            .unwrap();
+        assert_eq!(rev.len(), 120);
+        assert_eq!(rev[0].key, t.kb("r/299"));
+        assert_eq!(rev[119].key, t.kb("r/180"));
+        // A small streaming mode and a byte target still return everything in batches.
+        let small = tx
+            .get_range_with(
+                KeySelector::first_greater_or_equal(t.kb("r/")),
+                KeySelector::first_greater_or_equal(t.kb("r0")),
+                RangeOptions {
+                    mode: fdb_protocol::transaction::StreamingMode::Small,
+                    ..RangeOptions::default()
+                },
+                false,
+            )
+            .await
+            .unwrap();
+        assert_eq!(small.len(), 300);
+    });
+}

@@ -24,7 +24,6 @@ use fdb_protocol::messages::storage::{
     GetValueRequest, StorageServerInterface, WatchValueRequest,
 };
 use fdb_protocol::messages::types::{KeySelector, KeyValue, TenantInfo, Version};
-use fdb_protocol::messages::EnsureTable;
 use fdb_protocol::messages::{decode_reply, ErrorOr, ReplyPromise, RequestStream};
 use fdb_protocol::serializer::{decode_root, encode, Message};
 use fdb_protocol::uid::well_known;
@@ -155,8 +154,7 @@ impl RawClient {
                 return decode_reply::<R>(&msg).map_err(|e| RawError::Decode(format!("{e:?}")));
             }
             if let Some(i) = c.inbox.iter().position(|(t, m)| {
-                *t == well_known::ENDPOINT_NOT_FOUND
-                    && decode_root::<EnsureTable<Uid>>(m).map(|u| u.0) == Ok(sent_to)
+                *t == well_known::ENDPOINT_NOT_FOUND && decode_root::<Uid>(m) == Ok(sent_to)
             }) {
                 c.inbox.remove(i);
                 return Err(RawError::EndpointNotFound(sent_to));

@@ -35,8 +35,8 @@ use fdb_protocol::messages::types::{
     KeyRange, KeySelector, Tag, Version, VersionVector, LATEST_VERSION,
 };
 use fdb_protocol::messages::{
-    decode_any, encode_reply, AnyMessage, EnsureTable, ErrorOr, IpAddress, NetworkAddress,
-    NetworkAddressList, RequestStream, Void,
+    decode_any, encode_reply, AnyMessage, ErrorOr, IpAddress, NetworkAddress, NetworkAddressList,
+    RequestStream, Void,
 };
 use fdb_protocol::serializer::{encode_with, Message};
 use fdb_protocol::uid::well_known;
@@ -578,7 +578,7 @@ impl State {
         if let Route::NotFound = route {
             // FlowTransport tells the sender the endpoint is gone (`EndpointNotFoundReceiver`).
             if !p.silent {
-                let body = encode_with(&EnsureTable(token), UID_FILE_IDENTIFIER);
+                let body = encode_with(&token, UID_FILE_IDENTIFIER);
                 out.push(Outgoing {
                     conn: conn.clone(),
                     token: well_known::ENDPOINT_NOT_FOUND,
