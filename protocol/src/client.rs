@@ -833,9 +833,8 @@ impl Client {
         }
         self.db_info = Some(info);
         if proxies_changed {
-            // New proxies may mean moved data: FDB drops its location cache with them.
-            self.engine.locations.clear();
-            self.engine.locating.clear();
+            // The location cache stays: libfdb_c keeps it across proxy changes and relies on
+            // `wrong_shard_server` / failed endpoints to correct it.
             self.fail_over_from_old_proxies();
         }
         self.wake_cluster_waiters();

@@ -219,6 +219,9 @@ pub(crate) struct Tx {
     deferred: Option<ClientError>,
     /// What was read from storage so far.
     cache: SnapshotCache,
+    /// The key the last commit attempt both read and wrote: the dummy transaction after
+    /// `commit_unknown_result` commits on it.
+    self_conflict: Option<Bytes>,
 }
 
 impl Tx {
@@ -239,6 +242,7 @@ impl Tx {
             watches: Vec::new(),
             deferred: None,
             cache: SnapshotCache::default(),
+            self_conflict: None,
         }
     }
 
@@ -425,6 +429,8 @@ enum Wait {
     Commit,
     /// Waiting for the cluster to name its commit proxies.
     Cluster,
+    /// A commit whose outcome is unknown, waiting for its dummy transaction.
+    Dummy,
 }
 
 #[derive(Debug)]
@@ -441,6 +447,8 @@ pub(crate) struct Op {
     server: Option<(Uid, Instant)>,
     /// How many times the shard was looked up again (grows the relocation delay).
     relocations: u32,
+    /// For the dummy commit after `commit_unknown_result`: the user's commit it stands for.
+    dummy_for: Option<RequestId>,
 }
 
 /// What the client learned about one storage server (`QueueModel` and the failure monitor,
@@ -460,6 +468,8 @@ const MAX_RELOCATION_DELAY: Duration = Duration::from_secs(1);
 enum Timer {
     Op(RequestId),
     Deadline(TransactionId),
+    /// Retry the dummy commit of this user commit.
+    Dummy(RequestId),
 }
 
 /// Transaction state inside the [`Client`].
@@ -967,6 +977,7 @@ impl Client {
                 detached: true,
                 server: None,
                 relocations: 0,
+                dummy_for: None,
             },
         );
         self.engine.add_timer(now + delay, Timer::Op(req));
@@ -1136,6 +1147,7 @@ impl Client {
                 detached: false,
                 server: None,
                 relocations: 0,
+                dummy_for: None,
             },
         );
     }
@@ -1190,6 +1202,17 @@ impl Client {
                     };
                     if backoff {
                         self.succeed_op(req, Reply::Retry);
+                    }
+                }
+                Timer::Dummy(parent) => {
+                    let key = self
+                        .engine
+                        .ops
+                        .get(&parent)
+                        .and_then(|o| self.engine.txs.get(&o.tx))
+                        .and_then(|t| t.self_conflict.clone());
+                    if let Some(key) = key {
+                        self.start_dummy(parent, key);
                     }
                 }
                 Timer::Deadline(tx) => {
@@ -2260,6 +2283,7 @@ impl Client {
         let intersects = write_conflicts
             .iter()
             .any(|w| t.read_conflicts.intersects(&w.begin, &w.end));
+        let mut self_conflict = None;
         if !causal_write_risky && !intersects {
             // `makeSelfConflicting`: a random key in both lists lets a retry after
             // `commit_unknown_result` conflict with this attempt if it did commit.
@@ -2268,6 +2292,15 @@ impl Client {
             let r = KeyRange::new(k.clone(), key_after(&k));
             read_conflicts.push(r.clone());
             write_conflicts.push(r);
+            self_conflict = Some(Bytes::from(k));
+        } else if !causal_write_risky {
+            // The first key both read and written serves the same purpose.
+            self_conflict = write_conflicts.iter().find_map(|w| {
+                read_conflicts
+                    .iter()
+                    .find(|r| r.begin < w.end && w.begin < r.end)
+                    .map(|r| core::cmp::max(&r.begin, &w.begin).clone())
+            });
         }
         let token = self.rng.uid();
         let span = self.span(tx);
@@ -2291,6 +2324,9 @@ impl Client {
             tenant_info: TenantInfo::none(),
             idempotency_id: Bytes::new(),
         };
+        if let Some(t) = self.engine.txs.get_mut(&tx) {
+            t.self_conflict = self_conflict;
+        }
         let ep = proxy.commit.endpoint;
         self.set_wait(req, Wait::Reply);
         self.send(
@@ -2315,10 +2351,20 @@ impl Client {
     }
 
     pub(crate) fn on_commit_reply(&mut self, req: RequestId, message: &Bytes) {
-        let Some(tx) = self.engine.ops.get(&req).map(|o| o.tx) else {
+        let Some((tx, dummy_for)) = self.engine.ops.get(&req).map(|o| (o.tx, o.dummy_for)) else {
             return;
         };
+        if let Some(parent) = dummy_for {
+            let ok = matches!(decode_reply::<CommitID>(message), Ok(ErrorOr::Ok(_)));
+            return self.on_dummy_done(req, tx, parent, ok);
+        }
         match decode_reply::<CommitID>(message) {
+            Ok(ErrorOr::Err(e))
+                if e == ErrorCode::COMMIT_UNKNOWN_RESULT
+                    || e == ErrorCode::REQUEST_MAYBE_DELIVERED =>
+            {
+                self.outcome_unknown(req, tx)
+            }
             Ok(ErrorOr::Ok(id)) => {
                 let stamp = id.versionstamp();
                 if let Some(t) = self.engine.txs.get_mut(&tx) {
@@ -2341,10 +2387,77 @@ impl Client {
 
     pub(crate) fn on_commit_lost(&mut self, req: RequestId) {
         // The request may or may not have reached the proxy.
-        let Some(tx) = self.engine.ops.get(&req).map(|o| o.tx) else {
+        let Some((tx, dummy_for)) = self.engine.ops.get(&req).map(|o| (o.tx, o.dummy_for)) else {
             return;
         };
-        self.fail_commit(req, tx, ClientError::Fdb(ErrorCode::COMMIT_UNKNOWN_RESULT));
+        match dummy_for {
+            Some(parent) => self.on_dummy_done(req, tx, parent, false),
+            None => self.outcome_unknown(req, tx),
+        }
+    }
+
+    /// The commit may have happened and may even still be in flight. Like `tryCommit`, first
+    /// commit a dummy transaction that reads and writes the commit's self-conflicting key: once
+    /// it commits, the original can no longer commit later. Then report
+    /// `commit_unknown_result`.
+    fn outcome_unknown(&mut self, req: RequestId, tx: TransactionId) {
+        let key = self
+            .engine
+            .txs
+            .get(&tx)
+            .and_then(|t| t.self_conflict.clone());
+        let Some(key) = key else {
+            return self.fail_commit(req, tx, ClientError::Fdb(ErrorCode::COMMIT_UNKNOWN_RESULT));
+        };
+        self.set_wait(req, Wait::Dummy);
+        self.start_dummy(req, key);
+    }
+
+    fn start_dummy(&mut self, parent: RequestId, key: Bytes) {
+        let now = self.now;
+        let dummy = self.create_transaction(now);
+        if let Some(t) = self.engine.txs.get_mut(&dummy) {
+            t.options.access_system_keys = true;
+            t.options.causal_write_risky = true;
+            let end = key_after(&key);
+            t.read_conflicts.insert(&key, &end);
+            t.write_conflicts.insert(&key, &end);
+            t.committing = true;
+        }
+        let req = self.new_request_id();
+        self.insert_op(req, dummy, OpKind::Commit);
+        if let Some(op) = self.engine.ops.get_mut(&req) {
+            op.dummy_for = Some(parent);
+            op.detached = true;
+        }
+    }
+
+    fn on_dummy_done(&mut self, req: RequestId, dummy: TransactionId, parent: RequestId, ok: bool) {
+        let key = self
+            .engine
+            .txs
+            .get(&dummy)
+            .and_then(|t| t.read_conflicts.ranges().next().map(|r| r.begin));
+        self.engine.ops.remove(&req);
+        self.engine.txs.remove(&dummy);
+        let Some(parent_tx) = self.engine.ops.get(&parent).map(|o| o.tx) else {
+            return; // the user gave up on the commit
+        };
+        match (ok, key) {
+            (false, Some(key)) => {
+                // Try again until it commits, as `commitDummyTransaction` loops on `onError`.
+                let at = self.now + knobs::DEFAULT_BACKOFF;
+                self.engine.add_timer(at, Timer::Dummy(parent));
+                if let Some(t) = self.engine.txs.get_mut(&parent_tx) {
+                    t.self_conflict = Some(key);
+                }
+            }
+            _ => self.fail_commit(
+                parent,
+                parent_tx,
+                ClientError::Fdb(ErrorCode::COMMIT_UNKNOWN_RESULT),
+            ),
+        }
     }
 
     // ----- watches -----

@@ -275,3 +275,20 @@ async fn dropped_connections_mid_workload_lose_nothing() {
     let count = u32::from_le_bytes(snap[&b"count".to_vec()][..4].try_into().unwrap());
     assert_eq!(count, 100, "every item counted exactly once");
 }
+
+#[tokio::test]
+async fn commit_unknown_result_waits_for_a_dummy_commit_on_the_self_conflict_key() {
+    let c = TestCluster::start();
+    let db = db(&c);
+    within(set(&db, b"k", b"0")).await;
+    for applied in [false, true] {
+        c.reset_counters();
+        c.commit_unknown_result_next(1, applied);
+        let tx = db.create_transaction();
+        tx.set(b"k", b"1");
+        let e = within(tx.commit()).await.unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::COMMIT_UNKNOWN_RESULT));
+        // libfdb_c's `commitDummyTransaction`: one more commit before the error is reported.
+        assert_eq!(c.requests(RequestKind::Commit), 2, "applied: {applied}");
+    }
+}

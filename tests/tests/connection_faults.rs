@@ -516,30 +516,64 @@ fn commit_to_an_unknown_endpoint_is_commit_unknown_result() {
     assert_eq!(s[0].token, C1);
     assert!(matches!(s[0].msg, AnyMessage::CommitTransactionRequest(_)));
     // libfdb_c: the endpoint failure wakes `tryGetReply` with `request_maybe_delivered`,
-    // which an at-most-once commit reports as `commit_unknown_result`.
+    // which an at-most-once commit turns into `commit_unknown_result` -- but only after a
+    // dummy transaction on the commit's self-conflict key has committed
+    // (`commitDummyTransaction`), so the original can no longer land later. With the only
+    // commit proxy gone, that waits for new proxies.
+    let sc_key = match &s[0].msg {
+        AnyMessage::CommitTransactionRequest(r) => {
+            r.transaction.write_conflict_ranges[1].begin.clone()
+        }
+        _ => unreachable!(),
+    };
+    assert!(sc_key.starts_with(b"\xff/SC/"));
     h.reply(pc, well_known::ENDPOINT_NOT_FOUND, endpoint_not_found(C1));
+    let s = h.sent();
+    let grv = s
+        .iter()
+        .find(|s| s.token == G1)
+        .expect("the dummy's read version");
+    h.reply(pc, grv.reply_token(), grv_reply(20));
+    assert!(h.run_until(h.now + Duration::from_secs(1)).is_empty());
+    assert!(h.completed().is_empty(), "not before the dummy commit");
+    h.reply(
+        cc,
+        poll,
+        encode_reply(&ErrorOr::Ok(db_info(2, "10.0.0.9:4500", G2, C2))),
+    );
+    let s = h.sent();
+    let dummy = s.iter().find(|s| s.token == C2).expect("the dummy commit");
+    let AnyMessage::CommitTransactionRequest(r) = &dummy.msg else {
+        panic!("{:?}", dummy.msg)
+    };
+    assert!(r.transaction.mutations.is_empty());
+    assert_eq!(r.transaction.read_conflict_ranges.len(), 1);
+    assert_eq!(r.transaction.read_conflict_ranges[0].begin, sc_key);
+    assert_eq!(
+        r.transaction.write_conflict_ranges,
+        r.transaction.read_conflict_ranges
+    );
+    h.reply(
+        pc,
+        dummy.reply_token(),
+        encode_reply(&ErrorOr::Ok(CommitID {
+            version: 25,
+            ..Default::default()
+        })),
+    );
     assert_eq!(
         h.completed(),
         vec![(req, Err(ErrorCode::COMMIT_UNKNOWN_RESULT))]
     );
-    // The retry waits for new proxies rather than using the dead endpoint again.
+    // The retry goes to the new proxy.
     let retry = h.c.on_error(h.now, tx, ErrorCode::COMMIT_UNKNOWN_RESULT);
     assert!(h.run_until(h.now + Duration::from_secs(1)).is_empty());
     assert_eq!(h.completed(), vec![(retry, Ok(Reply::Retry))]);
     h.c.set(tx, b"k", b"v").unwrap();
     let req = h.c.commit(h.now, tx);
     let s = h.sent();
-    let grv = s.iter().find(|s| s.token == G1).expect("read version");
-    h.reply(pc, grv.reply_token(), grv_reply(20));
-    assert!(
-        h.sent().is_empty(),
-        "nothing goes to the dead commit endpoint"
-    );
-    h.reply(
-        cc,
-        poll,
-        encode_reply(&ErrorOr::Ok(db_info(2, "10.0.0.9:4500", G2, C2))),
-    );
+    let grv = s.iter().find(|s| s.token == G2).expect("read version");
+    h.reply(pc, grv.reply_token(), grv_reply(30));
     let s = h.sent();
     let commit = s
         .iter()
