@@ -1373,8 +1373,20 @@ impl Client {
                 return self.finish_get(req, v);
             }
         }
+        self.send_get_value(req, tx, key, version);
+    }
+
+    /// Sends a `GetValueRequest` for `key` to a replica of its shard (or looks the shard up
+    /// first); `false` if the op now waits for the lookup.
+    fn send_get_value(
+        &mut self,
+        req: RequestId,
+        tx: TransactionId,
+        key: Bytes,
+        version: Version,
+    ) -> bool {
         let Some(server) = self.pick_server(req, tx, &key, false) else {
-            return;
+            return false;
         };
         let token = self.rng.uid();
         let msg = GetValueRequest {
@@ -1397,6 +1409,7 @@ impl Client {
             token,
             Pending::Storage { op: req },
         );
+        true
     }
 
     fn span(&mut self, tx: TransactionId) -> SpanContext {
@@ -2542,35 +2555,13 @@ impl Client {
 
     /// Reads the watched key's current value with a GetValue (reply handled as a watch reply).
     fn send_watch_read(&mut self, req: RequestId, tx: TransactionId, key: Bytes, version: Version) {
-        let Some(server) = self.pick_server(req, tx, &key, false) else {
-            return;
-        };
-        let token = self.rng.uid();
-        let msg = GetValueRequest {
-            key,
-            version,
-            tags: None,
-            reply: ReplyPromise { token },
-            span_context: self.span(tx),
-            tenant_info: TenantInfo::none(),
-            options: None,
-            ss_latest_commit_versions: VersionVector::empty(-1),
-        };
-        let ep = server.get_value.endpoint.clone();
-        self.set_wait(req, Wait::Reply);
-        if let Some(OpKind::Watch { reading, .. }) =
-            self.engine.ops.get_mut(&req).map(|o| &mut o.kind)
-        {
-            *reading = true;
+        if self.send_get_value(req, tx, key, version) {
+            if let Some(OpKind::Watch { reading, .. }) =
+                self.engine.ops.get_mut(&req).map(|o| &mut o.kind)
+            {
+                *reading = true;
+            }
         }
-        self.send(
-            self.now,
-            &ep.addresses.address,
-            ep.token,
-            &msg,
-            token,
-            Pending::Storage { op: req },
-        );
     }
 
     fn on_watch_value(&mut self, req: RequestId, r: Result<Option<Bytes>, ClientError>) {

@@ -15,6 +15,13 @@ fn db(c: &TestCluster) -> Database {
     Database::from_cluster_file(ClusterFile::parse(&c.cluster_file_string()).unwrap(), 11)
 }
 
+fn shard_of(c: &TestCluster, key: &[u8]) -> fdb_tests::cluster::ShardInfo {
+    c.shards()
+        .into_iter()
+        .find(|s| s.begin.as_slice() <= key && key < s.end.as_slice())
+        .expect("every key has a shard")
+}
+
 async fn within<F: std::future::Future>(f: F) -> F::Output {
     tokio::time::timeout(LIMIT, f).await.expect("timed out")
 }
@@ -66,11 +73,7 @@ async fn a_moved_shard_is_found_again() {
     within(set(&db, b"hello", b"world")).await;
     let tx = db.create_transaction();
     within(tx.get(b"hello")).await.unwrap();
-    let shard = c
-        .shards()
-        .into_iter()
-        .find(|s| s.begin.as_slice() <= &b"hello"[..] && &b"hello"[..] < s.end.as_slice())
-        .unwrap();
+    let shard = shard_of(&c, b"hello");
     let to = (0..c.storage_server_count())
         .find(|i| !shard.servers.contains(i))
         .unwrap();
@@ -90,11 +93,7 @@ async fn reads_fail_over_to_another_replica() {
         .start();
     let db = db(&c);
     within(set(&db, b"hello", b"world")).await;
-    let shard = c
-        .shards()
-        .into_iter()
-        .find(|s| s.begin.as_slice() <= &b"hello"[..] && &b"hello"[..] < s.end.as_slice())
-        .unwrap();
+    let shard = shard_of(&c, b"hello");
     assert_eq!(shard.servers.len(), 2);
     c.kill(Role::Storage(shard.servers[0]));
     for _ in 0..4 {
@@ -112,11 +111,7 @@ async fn a_restarted_replica_with_new_tokens_is_found_again() {
         .start();
     let db = db(&c);
     within(set(&db, b"hello", b"world")).await;
-    let shard = c
-        .shards()
-        .into_iter()
-        .find(|s| s.begin.as_slice() <= &b"hello"[..] && &b"hello"[..] < s.end.as_slice())
-        .unwrap();
+    let shard = shard_of(&c, b"hello");
     c.kill(Role::Storage(shard.servers[0]));
     let tx = db.create_transaction();
     within(tx.get(b"hello")).await.unwrap();
@@ -134,11 +129,7 @@ async fn a_read_waits_for_its_only_replica_to_come_back() {
     let c = TestCluster::start();
     let db = db(&c);
     within(set(&db, b"hello", b"world")).await;
-    let shard = c
-        .shards()
-        .into_iter()
-        .find(|s| s.begin.as_slice() <= &b"hello"[..] && &b"hello"[..] < s.end.as_slice())
-        .unwrap();
+    let shard = shard_of(&c, b"hello");
     let ss = shard.servers[0];
     c.kill(Role::Storage(ss));
     let tx = db.create_transaction();

@@ -39,3 +39,79 @@ fn read_version_with_each_driver() {
     });
     assert!(b >= a, "read versions do not go back: {b} < {a}");
 }
+
+/// A write, a read back, a conflict and a clear through each driver, under a fresh prefix.
+#[test]
+fn transactions_with_each_driver() {
+    let Some(cf) = cluster() else { return };
+    let prefix = format!("rust-fdb-real/{}/", std::process::id()).into_bytes();
+    let key = |s: &str| {
+        let mut k = prefix.clone();
+        k.extend_from_slice(s.as_bytes());
+        k
+    };
+    let mut end = prefix.clone();
+    *end.last_mut().unwrap() += 1;
+
+    let mut mio = fdb_driver_mio::Database::from_cluster_file(cf.clone(), 3).unwrap();
+    let v = mio
+        .run(|tx| {
+            tx.set(&key("mio"), b"1");
+            tx.atomic_op(&key("n"), &[1], 2);
+            Ok(())
+        })
+        .and_then(|_| mio.run(|tx| tx.get(&key("mio"))))
+        .unwrap();
+    assert_eq!(v.as_deref(), Some(&b"1"[..]));
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let db = fdb_driver_tokio::Database::from_cluster_file(cf, 4);
+        let run = async {
+            db.run(|tx| {
+                let k = key("tokio");
+                let n = key("n");
+                async move {
+                    tx.set(&k, b"2");
+                    tx.atomic_op(&n, &[1], 2);
+                    Ok(())
+                }
+            })
+            .await
+            .unwrap();
+            let tx = db.create_transaction();
+            let rows = tx.get_range(&prefix, &end, 0).await.unwrap();
+            let keys: Vec<_> = rows.iter().map(|kv| kv.key.to_vec()).collect();
+            assert_eq!(keys, vec![key("mio"), key("n"), key("tokio")]);
+            assert_eq!(rows[1].value.as_ref(), &[2], "two atomic adds");
+            // A read-then-write conflict.
+            let a = db.create_transaction();
+            a.get(&key("mio")).await.unwrap();
+            let b = db.create_transaction();
+            b.set(&key("mio"), b"b");
+            b.commit().await.unwrap();
+            a.set(&key("mio"), b"a");
+            let e = a.commit().await.unwrap_err();
+            assert_eq!(
+                e.code(),
+                Some(fdb_protocol::error::ErrorCode::NOT_COMMITTED)
+            );
+            let (p, e) = (prefix.clone(), end.clone());
+            db.run(|tx| {
+                let (p, e) = (p.clone(), e.clone());
+                async move {
+                    tx.clear_range(&p, &e);
+                    Ok(())
+                }
+            })
+            .await
+            .unwrap();
+        };
+        tokio::time::timeout(Duration::from_secs(60), run)
+            .await
+            .expect("the real cluster answers within a minute");
+    });
+}
