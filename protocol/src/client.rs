@@ -278,6 +278,11 @@ pub(crate) enum Pending {
     Commit {
         op: RequestId,
     },
+    /// Part of a `\xff\xff/status/json` read.
+    Status {
+        op: RequestId,
+        part: crate::status::StatusPart,
+    },
 }
 
 /// Where a connection is in its life.
@@ -796,6 +801,7 @@ impl Client {
             Pending::Locations { key, reverse } => self.on_locations(key, reverse, message),
             Pending::Storage { op } => self.on_storage_reply(op, message),
             Pending::Commit { op } => self.on_commit_reply(op, message),
+            Pending::Status { op, part } => self.on_status_reply(op, part, message),
         }
     }
 
@@ -927,6 +933,18 @@ impl Client {
                 self.next_coordinator();
             }
         }
+    }
+
+    /// Every coordinator: how the cluster file names it, and its address if known (a host
+    /// name not resolved yet has none).
+    pub(crate) fn coordinator_targets(&self) -> Vec<(String, Option<NetworkAddress>)> {
+        self.coordinators
+            .iter()
+            .map(|c| match c {
+                CoordinatorSlot::Address(a) => (c.describe(), Some(a.clone())),
+                CoordinatorSlot::Hostname { resolved, .. } => (c.describe(), resolved.clone()),
+            })
+            .collect()
     }
 
     fn next_coordinator(&mut self) {
@@ -1294,6 +1312,7 @@ impl Client {
                 tracing::info!(?why, op = op.0, "commit outcome unknown");
                 self.on_commit_lost(op)
             }
+            Pending::Status { op, part } => self.on_status_lost(op, part),
         }
     }
 

@@ -20,6 +20,7 @@ pub mod location;
 pub mod messages;
 pub mod ryw;
 pub mod serializer;
+pub mod status;
 pub mod time;
 pub mod transaction;
 pub mod uid;

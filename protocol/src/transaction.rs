@@ -415,6 +415,8 @@ enum OpKind {
     },
     /// `on_error` sleeping before the retry.
     Backoff,
+    /// A `\xff\xff/status/json` read.
+    Status(alloc::boxed::Box<crate::status::StatusOp>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -611,6 +613,12 @@ impl Client {
     ) -> RequestId {
         self.now = now;
         let req = self.new_request_id();
+        if key == crate::status::STATUS_JSON_KEY && self.engine.txs.contains_key(&tx) {
+            // A special key: the status document, not a stored value.
+            self.insert_status_op(req);
+            self.drive(now);
+            return req;
+        }
         if let Err(e) = self.check_read_key(tx, key) {
             self.finish(req, Err(e));
             return req;
@@ -1250,6 +1258,42 @@ impl Client {
         }
     }
 
+    pub(crate) fn insert_status_op(&mut self, req: RequestId) {
+        self.engine.ops.insert(
+            req,
+            Op {
+                tx: TransactionId(0),
+                kind: OpKind::Status(alloc::boxed::Box::default()),
+                wait: Wait::Ready,
+                attempt: 0,
+                start: 0,
+                detached: true,
+                server: None,
+                relocations: 0,
+                dummy_for: None,
+            },
+        );
+    }
+
+    pub(crate) fn status_state(&mut self, req: RequestId) -> Option<&mut crate::status::StatusOp> {
+        match &mut self.engine.ops.get_mut(&req)?.kind {
+            OpKind::Status(st) => Some(st),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn status_timer(&mut self, req: RequestId, at: Instant) {
+        self.engine.add_timer(at, Timer::Op(req));
+    }
+
+    pub(crate) fn status_wait(&mut self, req: RequestId) {
+        self.set_wait(req, Wait::Reply);
+    }
+
+    pub(crate) fn finish_status(&mut self, req: RequestId, reply: Reply) {
+        self.succeed_op(req, reply);
+    }
+
     fn set_wait(&mut self, req: RequestId, wait: Wait) {
         if let Some(op) = self.engine.ops.get_mut(&req) {
             op.wait = wait;
@@ -1341,6 +1385,7 @@ impl Client {
             OpKind::Commit => self.advance_commit(req, tx),
             OpKind::Watch { .. } => self.advance_watch(req, tx),
             OpKind::Backoff => self.set_wait(req, Wait::Timer),
+            OpKind::Status(_) => self.advance_status(req),
         }
     }
 

@@ -216,3 +216,44 @@ impl crate::serializer::Message for Void {
     /// `Void`'s identifier (`flow/include/flow/flow.h`).
     const FILE_IDENTIFIER: u32 = 2010442;
 }
+
+crate::fb_table! {
+    /// The cluster controller's interface for clients (`ClusterInterface`), every stream
+    /// serialized in full.
+    pub struct ClusterInterface {
+        pub open_database: RequestStream,
+        pub failure_monitoring: RequestStream,
+        pub database_status: RequestStream,
+        pub ping: RequestStream,
+        pub get_client_workers: RequestStream,
+        pub force_recovery: RequestStream,
+        pub move_shard: RequestStream,
+        pub repair_system_data: RequestStream,
+        pub split_shard: RequestStream,
+        pub trigger_audit: RequestStream,
+    }
+}
+
+crate::fb_message! {
+    /// What `LeaderInfo::serialized_info` holds, after an 8-byte protocol version
+    /// (`ObjectWriter` with `IncludeVersion`).
+    pub struct ClusterControllerClientInterface = 14997695; {
+        pub client_interface: ClusterInterface,
+    }
+}
+
+impl ClusterControllerClientInterface {
+    /// Decodes `LeaderInfo::serialized_info`: the protocol version, then the interface.
+    pub fn from_serialized_info(
+        info: &Bytes,
+    ) -> core::result::Result<(u64, Self), crate::serializer::DecodeError> {
+        let bad = crate::serializer::DecodeError::InvalidValue("serialized leader info");
+        let version = info
+            .get(..8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(u64::from_le_bytes)
+            .ok_or(bad)?;
+        let iface = crate::serializer::decode_root::<Self>(&info.slice(8..))?;
+        Ok((version, iface))
+    }
+}

@@ -1,0 +1,362 @@
+//! `\xff\xff/status/json` (`fdbclient/StatusClient.actor.cpp`).
+//!
+//! As libfdb_c does: every coordinator is asked who leads the cluster (`GetLeaderRequest`)
+//! and for its protocol version (`ProtocolInfoRequest`); the leader info names the cluster
+//! controller's `ClusterInterface`, whose `databaseStatus` stream answers a `StatusRequest`
+//! with the cluster's status document. The value read is `{"client": ..., "cluster": ...}`:
+//! the client's own view (coordinators reachable, quorum, database available) and the
+//! cluster controller's document as it came.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::fmt::Write;
+use core::time::Duration;
+
+use crate::client::{Client, ClientError, Pending, Reply, RequestId};
+use crate::framing::ProtocolVersion;
+use crate::messages::coordination::{
+    ClusterControllerClientInterface, GetLeaderRequest, ProtocolInfoReply, ProtocolInfoRequest,
+    StatusReply, StatusRequest,
+};
+use crate::messages::{
+    decode_any, decode_reply, AnyMessage, EnsureTable, ErrorOr, NetworkAddress, ReplyPromise,
+};
+use crate::time::Instant;
+use crate::uid::{well_known, Uid};
+
+/// The special key.
+pub const STATUS_JSON_KEY: &[u8] = b"\xff\xff/status/json";
+/// How long the status read waits for silent coordinators or cluster controller.
+pub const STATUS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Which part of the status read a reply belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StatusPart {
+    Leader(usize),
+    Protocol(usize),
+    Status,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Probe {
+    name: String,
+    addr: Option<NetworkAddress>,
+    /// `Some(true)` once it answered, `Some(false)` once it failed.
+    reachable: Option<bool>,
+    leader_answered: bool,
+    protocol: Option<u64>,
+    protocol_answered: bool,
+}
+
+/// The state of one status read.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StatusOp {
+    started: bool,
+    deadline: Option<Instant>,
+    probes: Vec<Probe>,
+    /// The status document once asked for / received.
+    status_sent: bool,
+    status: Option<Result<Bytes, ClientError>>,
+}
+
+impl StatusOp {
+    fn complete(&self) -> bool {
+        let probes = self
+            .probes
+            .iter()
+            .all(|p| p.addr.is_none() || (p.leader_answered && p.protocol_answered));
+        let leader_known = self.status_sent;
+        let no_leader = self
+            .probes
+            .iter()
+            .all(|p| p.addr.is_none() || p.leader_answered);
+        probes && (self.status.is_some() || (!leader_known && no_leader))
+    }
+
+    /// The `{"client": ..., "cluster": ...}` document.
+    fn document(&self) -> Bytes {
+        let mut s = String::new();
+        let reachable = self
+            .probes
+            .iter()
+            .filter(|p| p.reachable == Some(true))
+            .count();
+        let quorum = reachable * 2 > self.probes.len();
+        let available = matches!(self.status, Some(Ok(_)));
+        s.push_str("{\"client\":{\"coordinators\":{\"coordinators\":[");
+        for (i, p) in self.probes.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str("{\"address\":");
+            json_string(&mut s, &p.name);
+            let _ = write!(s, ",\"reachable\":{}", p.reachable == Some(true));
+            if let Some(v) = p.protocol {
+                let _ = write!(s, ",\"protocol\":\"{:x}\"", ProtocolVersion(v).version());
+            }
+            s.push('}');
+        }
+        let _ = write!(
+            s,
+            "],\"quorum_reachable\":{quorum}}},\"database_status\":{{\"available\":{available},\"healthy\":{available}}},\"messages\":["
+        );
+        let mut messages = Vec::new();
+        if !quorum {
+            messages.push((
+                "quorum_not_reachable",
+                "Unable to reach a quorum of coordinators.",
+            ));
+        }
+        match &self.status {
+            Some(Ok(_)) => {}
+            Some(Err(_)) | None if quorum => messages.push((
+                "status_incomplete_cluster",
+                "Could not retrieve cluster status from the cluster controller.",
+            )),
+            _ => {}
+        }
+        for (i, (name, desc)) in messages.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str("{\"name\":");
+            json_string(&mut s, name);
+            s.push_str(",\"description\":");
+            json_string(&mut s, desc);
+            s.push('}');
+        }
+        s.push_str("]},\"cluster\":");
+        match &self.status {
+            Some(Ok(doc)) if !doc.is_empty() => {
+                s.push_str(&String::from_utf8_lossy(doc));
+            }
+            _ => s.push_str("{}"),
+        }
+        s.push('}');
+        Bytes::from(s)
+    }
+}
+
+fn json_string(out: &mut String, v: &str) {
+    out.push('"');
+    for c in v.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+impl Client {
+    /// Reads `\xff\xff/status/json`; finishes with [`Reply::Value`] holding the JSON document.
+    pub fn status_json(&mut self, now: Instant) -> RequestId {
+        self.now = now;
+        let req = self.new_request_id();
+        self.insert_status_op(req);
+        self.drive(now);
+        req
+    }
+
+    /// Starts (or continues) a status read.
+    pub(crate) fn advance_status(&mut self, req: RequestId) {
+        let now = self.now;
+        let Some(st) = self.status_state(req) else {
+            return;
+        };
+        if !st.started {
+            st.started = true;
+            st.deadline = Some(now + STATUS_TIMEOUT);
+            let targets = self.coordinator_targets();
+            let key = Bytes::from(self.cfg.cluster.cluster_key());
+            let Some(st) = self.status_state(req) else {
+                return;
+            };
+            st.probes = targets
+                .iter()
+                .map(|(name, addr)| Probe {
+                    name: name.clone(),
+                    addr: addr.clone(),
+                    reachable: if addr.is_some() { None } else { Some(false) },
+                    ..Probe::default()
+                })
+                .collect();
+            for (i, (_, addr)) in targets.into_iter().enumerate() {
+                let Some(addr) = addr else { continue };
+                let token = self.rng.uid();
+                let msg = GetLeaderRequest {
+                    key: key.clone(),
+                    known_leader: Uid::default(),
+                    reply: ReplyPromise { token },
+                };
+                let pending = Pending::Status {
+                    op: req,
+                    part: StatusPart::Leader(i),
+                };
+                self.send(
+                    now,
+                    &addr,
+                    well_known::CLIENT_LEADER_REG_GET_LEADER,
+                    &msg,
+                    token,
+                    pending,
+                );
+                let token = self.rng.uid();
+                let msg = ProtocolInfoRequest {
+                    reply: ReplyPromise { token },
+                };
+                let pending = Pending::Status {
+                    op: req,
+                    part: StatusPart::Protocol(i),
+                };
+                self.send(now, &addr, well_known::PROTOCOL_INFO, &msg, token, pending);
+            }
+            self.status_timer(req, now + STATUS_TIMEOUT);
+        }
+        self.maybe_finish_status(req);
+    }
+
+    fn maybe_finish_status(&mut self, req: RequestId) {
+        let now = self.now;
+        let Some(st) = self.status_state(req) else {
+            return;
+        };
+        if st.complete() || st.deadline.is_some_and(|d| now >= d) {
+            let doc = st.document();
+            self.finish_status(req, Reply::Value(Some(doc)));
+        } else {
+            self.status_wait(req);
+        }
+    }
+
+    pub(crate) fn on_status_reply(&mut self, req: RequestId, part: StatusPart, message: &Bytes) {
+        let mut send_status = None;
+        {
+            let Some(st) = self.status_state(req) else {
+                return;
+            };
+            match part {
+                StatusPart::Leader(i) => {
+                    let Some(p) = st.probes.get_mut(i) else {
+                        return;
+                    };
+                    p.leader_answered = true;
+                    let leader = match decode_any(message) {
+                        Ok(AnyMessage::Leader(l)) => Some(l),
+                        _ => None,
+                    };
+                    if leader.is_some() {
+                        p.reachable = Some(true);
+                    }
+                    if let Some(ErrorOr::Ok(EnsureTable(Some(info)))) = leader {
+                        if !info.forward && !st.status_sent {
+                            if let Ok((_, cc)) =
+                                ClusterControllerClientInterface::from_serialized_info(
+                                    &info.serialized_info,
+                                )
+                            {
+                                st.status_sent = true;
+                                send_status = Some(cc.client_interface.database_status.endpoint);
+                            }
+                        }
+                    }
+                }
+                StatusPart::Protocol(i) => {
+                    let Some(p) = st.probes.get_mut(i) else {
+                        return;
+                    };
+                    p.protocol_answered = true;
+                    if let Ok(ErrorOr::Ok(r)) = decode_reply::<ProtocolInfoReply>(message) {
+                        p.protocol = Some(r.version);
+                        p.reachable = Some(true);
+                    }
+                }
+                StatusPart::Status => {
+                    st.status = Some(match decode_reply::<StatusReply>(message) {
+                        Ok(ErrorOr::Ok(r)) => Ok(r.status_str),
+                        Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
+                        Err(e) => Err(ClientError::Decode(e)),
+                    });
+                }
+            }
+        }
+        if let Some(ep) = send_status {
+            let token = self.rng.uid();
+            let msg = StatusRequest {
+                reply: ReplyPromise { token },
+            };
+            let pending = Pending::Status {
+                op: req,
+                part: StatusPart::Status,
+            };
+            self.send(
+                self.now,
+                &ep.addresses.address,
+                ep.token,
+                &msg,
+                token,
+                pending,
+            );
+        }
+        self.maybe_finish_status(req);
+    }
+
+    pub(crate) fn on_status_lost(&mut self, req: RequestId, part: StatusPart) {
+        {
+            let Some(st) = self.status_state(req) else {
+                return;
+            };
+            match part {
+                StatusPart::Leader(i) | StatusPart::Protocol(i) => {
+                    if let Some(p) = st.probes.get_mut(i) {
+                        p.leader_answered |= matches!(part, StatusPart::Leader(_));
+                        p.protocol_answered |= matches!(part, StatusPart::Protocol(_));
+                        if p.reachable != Some(true) {
+                            p.reachable = Some(false);
+                        }
+                    }
+                }
+                StatusPart::Status => {
+                    st.status = Some(Err(ClientError::Fdb(
+                        crate::error::ErrorCode::CONNECTION_FAILED,
+                    )));
+                }
+            }
+        }
+        self.maybe_finish_status(req);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_shape() {
+        let op = StatusOp {
+            started: true,
+            deadline: None,
+            probes: alloc::vec![Probe {
+                name: "127.0.0.1:4500".into(),
+                addr: None,
+                reachable: Some(true),
+                leader_answered: true,
+                protocol: Some(0x1FDB_00B0_7300_0000),
+                protocol_answered: true,
+            }],
+            status_sent: true,
+            status: Some(Ok(Bytes::from_static(b"{\"generation\":3}"))),
+        };
+        assert_eq!(
+            op.document(),
+            Bytes::from_static(
+                b"{\"client\":{\"coordinators\":{\"coordinators\":[{\"address\":\"127.0.0.1:4500\",\"reachable\":true,\"protocol\":\"fdb00b073000000\"}],\"quorum_reachable\":true},\"database_status\":{\"available\":true,\"healthy\":true},\"messages\":[]},\"cluster\":{\"generation\":3}}"
+            )
+        );
+    }
+}
