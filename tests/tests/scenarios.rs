@@ -681,3 +681,30 @@ fn limited_ranges_spanning_many_batches() {
         assert_eq!(small.len(), 300);
     });
 }
+
+#[test]
+fn status_json_special_key() {
+    run(|t| async move {
+        let tx = t.db.create_transaction();
+        let doc = tx
+            .get(b"\xff\xff/status/json")
+            .await
+            .unwrap()
+            .expect("a document");
+        let v: serde_json::Value = serde_json::from_slice(&doc).expect("valid JSON");
+        let client = &v["client"];
+        assert_eq!(
+            client["coordinators"]["quorum_reachable"], true,
+            "{}",
+            t.name
+        );
+        assert_eq!(client["database_status"]["available"], true);
+        for c in client["coordinators"]["coordinators"].as_array().unwrap() {
+            assert_eq!(c["reachable"], true);
+            assert_eq!(c["protocol"], "fdb00b073000000");
+        }
+        let cluster = &v["cluster"];
+        assert_eq!(cluster["protocol_version"], "fdb00b073000000");
+        assert!(cluster["connection_string"].as_str().unwrap().contains('@'));
+    });
+}

@@ -22,8 +22,8 @@ use fdb_protocol::messages::commit::{
     GetKeyServerLocationsRequest, MutationRef, ShardLocation, TagMapping,
 };
 use fdb_protocol::messages::coordination::{
-    ClientDBInfo, CommitProxyInterface, GrvProxyInterface, LocalityData, LocalityEntry,
-    ProtocolInfoReply,
+    ClientDBInfo, ClusterControllerClientInterface, ClusterInterface, CommitProxyInterface,
+    GrvProxyInterface, LeaderInfo, LocalityData, LocalityEntry, ProtocolInfoReply, StatusReply,
 };
 use fdb_protocol::messages::grv::{GetReadVersionReply, GlobalConfigRefreshReply};
 use fdb_protocol::messages::network::Endpoint;
@@ -34,6 +34,7 @@ use fdb_protocol::messages::storage::{
 use fdb_protocol::messages::types::{
     KeyRange, KeySelector, Tag, Version, VersionVector, LATEST_VERSION,
 };
+use fdb_protocol::messages::EnsureTable;
 use fdb_protocol::messages::{
     decode_any, encode_reply, AnyMessage, ErrorOr, IpAddress, NetworkAddress, NetworkAddressList,
     RequestStream, Void,
@@ -78,6 +79,7 @@ pub enum RequestKind {
     GetKey,
     GetKeyValues,
     WatchValue,
+    Status,
 }
 
 impl RequestKind {
@@ -95,6 +97,7 @@ impl RequestKind {
             AnyMessage::GetKeyRequest(_) => RequestKind::GetKey,
             AnyMessage::GetKeyValuesRequest(_) => RequestKind::GetKeyValues,
             AnyMessage::WatchValueRequest(_) => RequestKind::WatchValue,
+            AnyMessage::StatusRequest(_) => RequestKind::Status,
             _ => return None,
         })
     }
@@ -222,6 +225,9 @@ struct State {
     cluster_id: Uid,
     grv_token: Uid,
     commit_token: Uid,
+    /// The cluster controller's `ClusterInterface` (its first stream; the others follow),
+    /// hosted with the proxies.
+    cc_token: Uid,
     ss_ids: Vec<Uid>,
     ss_tokens: Vec<Uid>,
     metadata_version: Option<Bytes>,
@@ -313,6 +319,7 @@ fn error_reply(kind: RequestKind, e: ErrorCode) -> Vec<u8> {
             encode_reply::<GetKeyServerLocationsReply>(&ErrorOr::Err(e))
         }
         RequestKind::WatchValue => encode_reply::<WatchValueReply>(&ErrorOr::Err(e)),
+        RequestKind::Status => encode_reply::<StatusReply>(&ErrorOr::Err(e)),
         RequestKind::GetValue => ok(GetValueReply {
             penalty: 1.0,
             error: Some(e),
@@ -357,6 +364,7 @@ fn reply_token(msg: &AnyMessage) -> Option<Uid> {
 /// Where a token leads on one process.
 enum Route {
     WellKnown,
+    ClusterController(u32),
     Grv(u32),
     Commit(u32),
     Storage(usize, u32),
@@ -491,6 +499,77 @@ impl State {
         }
     }
 
+    fn leader_change_id(&self) -> Uid {
+        Uid::new(self.cluster_id.first, self.cc_token.second)
+    }
+
+    /// `LeaderInfo` naming the cluster controller: its `ClusterControllerClientInterface`,
+    /// serialized with the protocol version in front, as coordinators send it.
+    fn leader_info(&self) -> LeaderInfo {
+        let paddr = self.procs[self.proc_index(Role::Proxies)].addr;
+        let s = |i: u32| endpoint(paddr, self.cc_token.adjusted(i));
+        let cc = ClusterControllerClientInterface {
+            client_interface: ClusterInterface {
+                open_database: s(0),
+                failure_monitoring: s(1),
+                database_status: s(2),
+                ping: s(3),
+                get_client_workers: s(4),
+                force_recovery: s(5),
+                move_shard: s(6),
+                repair_system_data: s(7),
+                split_shard: s(8),
+                trigger_audit: s(9),
+            },
+        };
+        let mut info = ProtocolVersion::V7_3.version().to_le_bytes().to_vec();
+        info.extend_from_slice(&fdb_protocol::serializer::encode(&cc));
+        LeaderInfo {
+            change_id: self.leader_change_id(),
+            serialized_info: Bytes::from(info),
+            forward: false,
+        }
+    }
+
+    /// A small status document in the shape of the cluster controller's (`cluster` section).
+    fn status_document(&self) -> String {
+        let v = self.last_version.max(self.clock());
+        let snapshot = self.store.snapshot(v);
+        let bytes: usize = snapshot.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let coords: Vec<String> = (0..self.cfg.coordinators)
+            .map(|i| self.procs[i].addr.to_string())
+            .collect();
+        let processes: Vec<String> = self
+            .procs
+            .iter()
+            .map(|p| {
+                format!(
+                    "\"{:?}\":{{\"address\":\"{}\",\"excluded\":false,\"role\":\"{:?}\",\"up\":{}}}",
+                    p.role, p.addr, p.role, p.alive
+                )
+            })
+            .collect();
+        format!(
+            concat!(
+                "{{\"generation\":1,\"protocol_version\":\"{:x}\",",
+                "\"connection_string\":\"{}@{}\",\"database_available\":true,",
+                "\"latest_version\":{},",
+                "\"data\":{{\"partitions_count\":{},\"total_kv_size_bytes\":{},\"keys\":{}}},",
+                "\"processes\":{{{}}},",
+                "\"layers\":{{\"_valid\":true}},\"messages\":[],",
+                "\"recovery_state\":{{\"name\":\"fully_recovered\"}}}}"
+            ),
+            ProtocolVersion::V7_3.version(),
+            self.cfg.description,
+            coords.join(","),
+            v,
+            self.boundaries.len(),
+            bytes,
+            snapshot.len(),
+            processes.join(",")
+        )
+    }
+
     fn route(&self, proc_idx: usize, token: Uid) -> Route {
         if token.is_well_known() {
             return Route::WellKnown;
@@ -499,6 +578,9 @@ impl State {
             Role::Proxies => {
                 if let Some(s) = (0..4).find(|&s| self.grv_token.adjusted(s) == token) {
                     return Route::Grv(s);
+                }
+                if let Some(s) = (0..10).find(|&s| self.cc_token.adjusted(s) == token) {
+                    return Route::ClusterController(s);
                 }
                 if let Some(s) = (0..13).find(|&s| self.commit_token.adjusted(s) == token) {
                     return Route::Commit(s);
@@ -609,6 +691,7 @@ impl State {
                 token == well_known::CLIENT_LEADER_REG_GET_LEADER
                     && matches!(role, Role::Coordinator(_))
             }
+            (Route::ClusterController(s), RequestKind::Status) => *s == 2,
             (Route::Grv(s), RequestKind::GetReadVersion) => {
                 *s == GrvProxyInterface::GET_CONSISTENT_READ_VERSION
             }
@@ -672,7 +755,21 @@ impl State {
                 let version = self.protocol;
                 self.emit(out, conn, kind, reply, ok(ProtocolInfoReply { version }));
             }
-            AnyMessage::GetLeaderRequest(_) => {} // status is not served
+            AnyMessage::GetLeaderRequest(r) => {
+                // The leader is the cluster controller; a client that knows it waits (the
+                // test cluster never changes leader, so that wait is forever).
+                if r.known_leader != self.leader_change_id() {
+                    let info = self.leader_info();
+                    let body = AnyMessage::Leader(ErrorOr::Ok(EnsureTable(Some(info)))).encode();
+                    self.emit(out, conn, kind, reply, body);
+                }
+            }
+            AnyMessage::StatusRequest(_) => {
+                let body = ok(StatusReply {
+                    status_str: Bytes::from(self.status_document()),
+                });
+                self.emit(out, conn, kind, reply, body);
+            }
             AnyMessage::OpenDatabaseCoordRequest(r) => {
                 if r.known_client_info_id == self.info_id {
                     self.long_polls.push((conn.clone(), reply)); // hold the long poll
@@ -1280,6 +1377,7 @@ impl TestCluster {
             cluster_id: Uid::default(),
             grv_token: Uid::default(),
             commit_token: Uid::default(),
+            cc_token: Uid::default(),
             ss_ids: Vec::new(),
             ss_tokens: Vec::new(),
             metadata_version: None,
@@ -1302,6 +1400,7 @@ impl TestCluster {
         st.cluster_id = st.new_token();
         st.grv_token = st.new_token();
         st.commit_token = st.new_token();
+        st.cc_token = st.new_token();
         for _ in 0..n {
             let id = st.new_token();
             let tok = st.new_token();
@@ -1628,6 +1727,7 @@ impl TestCluster {
                 Role::Proxies => {
                     st.grv_token = st.new_token();
                     st.commit_token = st.new_token();
+                    st.cc_token = st.new_token();
                     st.info_changed(&mut out);
                 }
                 Role::Storage(i) => {
