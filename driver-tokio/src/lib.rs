@@ -429,9 +429,9 @@ impl Transaction {
 
     /// Sets a key.
     pub fn set(&self, key: &[u8], value: &[u8]) {
-        let (k, v) = (key.to_vec(), value.to_vec());
+        let (k, v) = (Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
         self.write(move |c, _, id| {
-            let _ = c.set(id, &k, &v);
+            let _ = c.set_bytes(id, k, v);
         });
     }
 

@@ -50,8 +50,18 @@ impl RangeSet {
         if begin >= end {
             return;
         }
-        let mut b = Bytes::copy_from_slice(begin);
-        let mut e = Bytes::copy_from_slice(end);
+        self.insert_owned(Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
+    }
+
+    /// [`RangeSet::insert`] for keys the caller already owns (no copies).
+    pub fn insert_owned(&mut self, begin: Bytes, end: Bytes) {
+        if begin >= end {
+            return;
+        }
+        let mut b = begin;
+        let mut e = end;
+        let (begin, end) = (b.clone(), e.clone());
+        let (begin, end): (&[u8], &[u8]) = (&begin, &end);
         // Ranges starting at or before `end` that reach `begin` merge with it.
         let merge: Vec<Bytes> = self
             .map
@@ -532,11 +542,36 @@ impl WriteMap {
     }
 
     /// Approximate bytes of the writes (for `transaction_too_large`).
+    /// Approximate bytes of the mutations [`WriteMap::mutations`] would send (without
+    /// building them: this runs before every commit).
     pub fn approximate_size(&self) -> usize {
-        self.mutations()
+        const PER_MUTATION: usize = 12;
+        let clears: usize = self
+            .cleared
+            .map
             .iter()
-            .map(|m| m.param1.len() + m.param2.len() + 12)
-            .sum()
+            .map(|(b, e)| b.len() + e.len() + PER_MUTATION)
+            .sum();
+        let points: usize = self
+            .points
+            .iter()
+            .map(|(k, p)| match p {
+                Point::Known(Some(v)) | Point::VersionstampedValue(v) => {
+                    k.len() + v.len() + PER_MUTATION
+                }
+                Point::Known(None) => 2 * k.len() + 1 + PER_MUTATION,
+                Point::Ops(ops) => ops
+                    .iter()
+                    .map(|(_, o)| k.len() + o.len() + PER_MUTATION)
+                    .sum(),
+            })
+            .sum();
+        let stamped: usize = self
+            .versionstamped_keys
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + PER_MUTATION)
+            .sum();
+        clears + points + stamped
     }
 
     pub fn clear_all(&mut self) {

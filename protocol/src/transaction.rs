@@ -461,6 +461,21 @@ struct ServerStats {
     failed_until: Option<Instant>,
 }
 
+/// What a request needs of a storage server: its id (for load balancing), address, and the
+/// token its streams derive from.
+#[derive(Clone, Debug)]
+struct Replica {
+    id: Uid,
+    addr: crate::messages::NetworkAddress,
+    base: Uid,
+}
+
+impl Replica {
+    fn stream(&self, index: u32) -> Uid {
+        self.base.adjusted(index)
+    }
+}
+
 /// A replica whose connection failed is avoided this long, if another one is available.
 const FAILED_SERVER_AVOIDANCE: Duration = Duration::from_secs(1);
 /// The relocation delay grows from `WRONG_SHARD_SERVER_DELAY` up to this.
@@ -487,6 +502,8 @@ pub(crate) struct Engine {
     timer_seq: u64,
     watches: usize,
     servers: BTreeMap<Uid, ServerStats>,
+    /// Reused by `run_ready_ops`.
+    scratch: Vec<RequestId>,
 }
 
 impl Engine {
@@ -698,6 +715,20 @@ impl Client {
 
     /// Sets `key` to `value`.
     pub fn set(&mut self, tx: TransactionId, key: &[u8], value: &[u8]) -> Result<(), ClientError> {
+        self.set_bytes(
+            tx,
+            Bytes::copy_from_slice(key),
+            Bytes::copy_from_slice(value),
+        )
+    }
+
+    /// [`Client::set`] with buffers the caller already owns: nothing is copied.
+    pub fn set_bytes(
+        &mut self,
+        tx: TransactionId,
+        key: Bytes,
+        value: Bytes,
+    ) -> Result<(), ClientError> {
         let r = self.set_inner(tx, key, value);
         self.defer(tx, r)
     }
@@ -705,17 +736,17 @@ impl Client {
     fn set_inner(
         &mut self,
         tx: TransactionId,
-        key: &[u8],
-        value: &[u8],
+        key: Bytes,
+        value: Bytes,
     ) -> Result<(), ClientError> {
-        self.check_write(tx, key)?;
+        self.check_write(tx, &key)?;
         if value.len() > VALUE_SIZE_LIMIT {
             return fdb(ErrorCode::VALUE_TOO_LARGE);
         }
         let t = self.tx_mut(tx)?;
-        let k = Bytes::copy_from_slice(key);
-        t.writes.set(k, Bytes::copy_from_slice(value));
-        Self::write_conflict(t, key, &key_after(key));
+        let end = key_after(&key);
+        Self::write_conflict_owned(t, key.clone(), end);
+        t.writes.set(key, value);
         Ok(())
     }
 
@@ -1108,6 +1139,13 @@ impl Client {
         t.write_conflicts.insert(begin, end);
     }
 
+    fn write_conflict_owned(t: &mut Tx, begin: Bytes, end: Bytes) {
+        if core::mem::take(&mut t.options.next_write_no_conflict) {
+            return;
+        }
+        t.write_conflicts.insert_owned(begin, end);
+    }
+
     fn commit_size(t: &Tx) -> usize {
         let conflicts: usize = t
             .read_conflicts
@@ -1241,21 +1279,25 @@ impl Client {
 
     /// Runs every runnable operation until none can progress.
     pub(crate) fn run_ready_ops(&mut self) {
+        // One scratch list, reused: this runs on every input and every call.
+        let mut ready = core::mem::take(&mut self.engine.scratch);
         loop {
-            let ready: Vec<RequestId> = self
-                .engine
-                .ops
-                .iter()
-                .filter(|(_, op)| op.wait == Wait::Ready)
-                .map(|(id, _)| *id)
-                .collect();
+            ready.clear();
+            ready.extend(
+                self.engine
+                    .ops
+                    .iter()
+                    .filter(|(_, op)| op.wait == Wait::Ready)
+                    .map(|(id, _)| *id),
+            );
             if ready.is_empty() {
                 break;
             }
-            for id in ready {
+            for &id in &ready {
                 self.advance(id);
             }
         }
+        self.engine.scratch = ready;
     }
 
     pub(crate) fn insert_status_op(&mut self, req: RequestId) {
@@ -1444,12 +1486,11 @@ impl Client {
             options: None,
             ss_latest_commit_versions: VersionVector::empty(-1),
         };
-        let ep = server.get_value.endpoint.clone();
         self.set_wait(req, Wait::Reply);
         self.send(
             self.now,
-            &ep.addresses.address,
-            ep.token,
+            &server.addr,
+            server.stream(StorageServerInterface::GET_VALUE),
             &msg,
             token,
             Pending::Storage { op: req },
@@ -1479,66 +1520,65 @@ impl Client {
         tx: TransactionId,
         key: &[u8],
         reverse: bool,
-    ) -> Option<StorageServerInterface> {
-        let shard = if reverse {
-            self.engine.locations.lookup_before(key)
-        } else {
-            self.engine.locations.lookup(key)
-        };
-        if let Some(shard) = shard {
-            let servers = shard.servers.clone();
-            return Some(self.choose_replica(req, &servers));
+    ) -> Option<Replica> {
+        if let Some(r) = self.choose_replica(req, key, reverse) {
+            return Some(r);
         }
         self.set_wait(req, Wait::Location);
         self.request_location(tx, key, reverse);
         None
     }
 
-    /// Load balancing: the first attempt goes to the healthy replica with the lowest smoothed
-    /// latency (untried ones first, so every replica gets measured); retries rotate through
-    /// the others. Replicas whose connection failed recently are avoided while another is
-    /// available.
-    fn choose_replica(
-        &mut self,
-        req: RequestId,
-        servers: &[StorageServerInterface],
-    ) -> StorageServerInterface {
+    /// Load balancing over the replicas of the shard holding `key` (keys before it when
+    /// `reverse`), or `None` if that shard's location is not cached: the first attempt goes
+    /// to the healthy replica with the lowest smoothed latency (untried ones first, so every
+    /// replica gets measured); retries rotate through the others. Replicas whose connection
+    /// failed recently are avoided while another is available. Nothing is cloned or
+    /// allocated: this runs for every read.
+    fn choose_replica(&mut self, req: RequestId, key: &[u8], reverse: bool) -> Option<Replica> {
         let now = self.now;
+        let engine = &mut self.engine;
+        let shard = if reverse {
+            engine.locations.lookup_before(key)
+        } else {
+            engine.locations.lookup(key)
+        }?;
+        let servers = &shard.servers;
         let n = servers.len();
-        let (start, attempt) = self
-            .engine
+        let (start, attempt) = engine
             .ops
             .get(&req)
             .map_or((0, 0), |o| (o.start, o.attempt));
-        let order: Vec<usize> = (0..n)
-            .map(|j| start.wrapping_add(attempt).wrapping_add(j) % n)
-            .collect();
-        let stats = |i: &usize| {
-            self.engine
-                .servers
-                .get(&servers[*i].unique_id)
-                .copied()
-                .unwrap_or_default()
+        let stats = &engine.servers;
+        let at = |j: usize| start.wrapping_add(attempt).wrapping_add(j) % n;
+        let healthy = |i: usize| {
+            stats
+                .get(&servers[i].unique_id)
+                .and_then(|s| s.failed_until)
+                .is_none_or(|t| t <= now)
         };
-        let healthy: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|i| stats(i).failed_until.is_none_or(|t| t <= now))
-            .collect();
-        let pool = if healthy.is_empty() { order } else { healthy };
+        let any_healthy = (0..n).any(|j| healthy(at(j)));
+        let mut candidates = (0..n).map(at).filter(|&i| !any_healthy || healthy(i));
         let pick = if attempt == 0 {
-            *pool
-                .iter()
-                .min_by_key(|i| stats(i).latency.unwrap_or(Duration::ZERO))
-                .expect("a shard has servers")
+            candidates.min_by_key(|&i| {
+                stats
+                    .get(&servers[i].unique_id)
+                    .and_then(|s| s.latency)
+                    .unwrap_or(Duration::ZERO)
+            })
         } else {
-            pool[0]
+            candidates.next()
+        }?;
+        let s = &servers[pick];
+        let replica = Replica {
+            id: s.unique_id,
+            addr: s.get_value.endpoint.addresses.address.clone(),
+            base: s.get_value.endpoint.token,
         };
-        let server = servers[pick].clone();
-        if let Some(op) = self.engine.ops.get_mut(&req) {
-            op.server = Some((server.unique_id, now));
+        if let Some(op) = engine.ops.get_mut(&req) {
+            op.server = Some((replica.id, now));
         }
-        server
+        Some(replica)
     }
 
     /// A reply came from the op's server: update its latency.
@@ -1902,7 +1942,10 @@ impl Client {
                     continue;
                 }
             }
-            let Some(shard) = self.shard_of(&scan.cursor, reverse).cloned() else {
+            let Some((shard_begin, shard_end)) = self
+                .shard_of(&scan.cursor, reverse)
+                .map(|sh| (sh.begin.clone(), sh.end.clone()))
+            else {
                 let cursor = scan.cursor.clone();
                 self.set_wait(req, Wait::Location);
                 self.request_location(tx, &cursor, reverse);
@@ -1910,13 +1953,13 @@ impl Client {
             };
             let (a, b) = if reverse {
                 (
-                    core::cmp::max(scan.lo.clone(), shard.begin.clone()),
+                    core::cmp::max(scan.lo.clone(), shard_begin),
                     scan.cursor.clone(),
                 )
             } else {
                 (
                     scan.cursor.clone(),
-                    core::cmp::min(scan.hi.clone(), shard.end.clone()),
+                    core::cmp::min(scan.hi.clone(), shard_end),
                 )
             };
             // Stop the request where the cache already knows the keys.
@@ -1943,7 +1986,10 @@ impl Client {
                 (None, Some(b)) => b,
                 (None, None) => REPLY_BYTE_LIMIT,
             };
-            let server = self.choose_replica(req, &shard.servers);
+            let cursor = scan.cursor.clone();
+            let server = self
+                .choose_replica(req, &cursor, reverse)
+                .expect("the shard was found above");
             let token = self.rng.uid();
             let msg = GetKeyValuesRequest {
                 begin: KeySelector::first_greater_or_equal(a.clone()),
@@ -1959,7 +2005,7 @@ impl Client {
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
             scan.chunk = Some((a, b));
-            let addr = server.get_value.endpoint.addresses.address.clone();
+            let addr = server.addr.clone();
             let dest = server.stream(StorageServerInterface::GET_KEY_VALUES);
             self.set_wait(req, Wait::Reply);
             self.send(
@@ -2585,7 +2631,7 @@ impl Client {
             span_context: self.span(tx),
             tenant_info: TenantInfo::none(),
         };
-        let addr = server.get_value.endpoint.addresses.address.clone();
+        let addr = server.addr.clone();
         let dest = server.stream(StorageServerInterface::WATCH_VALUE);
         self.set_wait(req, Wait::Reply);
         self.send(
