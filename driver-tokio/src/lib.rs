@@ -104,6 +104,8 @@ enum Input {
 #[derive(Clone)]
 pub struct Database {
     tx: mpsc::UnboundedSender<Input>,
+    /// The task's clock origin: the core's `Instant` is the time since.
+    started: tokio::time::Instant,
 }
 
 impl Database {
@@ -134,7 +136,7 @@ impl Database {
         let span = tracing::info_span!("fdb_client", cluster = %cluster);
         let client = Client::new(ClientConfig::new(cluster, seed), now);
         tokio::spawn(run(client, started, tx.downgrade(), rx, path).instrument(span));
-        Database { tx }
+        Database { tx, started }
     }
 
     /// The connection string in use (it changes when the coordinators forward the client).
@@ -167,7 +169,11 @@ impl Database {
         Transaction {
             inner: Arc::new(TxInner {
                 db: self.clone(),
-                id: Arc::new(OnceLock::new()),
+                id: Arc::new(TxCell {
+                    id: OnceLock::new(),
+                    created: Instant(self.started.elapsed()),
+                }),
+                pending: std::sync::Mutex::new(Vec::new()),
             }),
         }
     }
@@ -239,25 +245,55 @@ fn unexpected(r: Reply) -> Error {
     ))
 }
 
+/// A buffered write, applied by the background task before this transaction's next call.
+type PendingWrite = Box<dyn FnOnce(&mut Client, Instant, TransactionId) + Send>;
+
 struct TxInner {
     db: Database,
     /// Created by the core on the first call that reaches it.
-    id: Arc<OnceLock<TransactionId>>,
+    id: Arc<TxCell>,
+    /// Writes not yet handed to the task: they travel with the next call (one message and
+    /// one wake-up instead of one per write; the core sees them in the same order).
+    pending: std::sync::Mutex<Vec<PendingWrite>>,
+}
+
+impl TxInner {
+    fn take_pending(&self) -> Vec<PendingWrite> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Runs the buffered writes, then yields the transaction id.
+fn apply(cell: &TxCell, writes: Vec<PendingWrite>, c: &mut Client, now: Instant) -> TransactionId {
+    let id = tx_id(cell, c, now);
+    for w in writes {
+        w(c, now, id);
+    }
+    id
 }
 
 impl Drop for TxInner {
     fn drop(&mut self) {
         let id = self.id.clone();
         self.db.call_sync(move |c, now| {
-            if let Some(id) = id.get() {
+            if let Some(id) = id.id.get() {
                 c.destroy_transaction(now, *id);
             }
         });
     }
 }
 
-fn tx_id(cell: &OnceLock<TransactionId>, c: &mut Client, now: Instant) -> TransactionId {
-    *cell.get_or_init(|| c.create_transaction(now))
+fn tx_id(cell: &TxCell, c: &mut Client, now: Instant) -> TransactionId {
+    *cell
+        .id
+        .get_or_init(|| c.create_transaction_at(now, cell.created))
+}
+
+/// The core's transaction id, created by the task on first use, and when the application
+/// created it.
+struct TxCell {
+    id: OnceLock<TransactionId>,
+    created: Instant,
 }
 
 /// A transaction. Cheap to clone (clones share the transaction); dropped with its last clone.
@@ -278,10 +314,11 @@ impl Transaction {
         F: FnOnce(&mut Client, Instant, TransactionId) -> RequestId + Send + 'static,
     {
         let cell = self.inner.id.clone();
+        let writes = self.inner.take_pending();
         self.inner
             .db
             .call(move |c, now| {
-                let id = tx_id(&cell, c, now);
+                let id = apply(&cell, writes, c, now);
                 Some(f(c, now, id))
             })
             .await
@@ -291,11 +328,11 @@ impl Transaction {
     where
         F: FnOnce(&mut Client, Instant, TransactionId) + Send + 'static,
     {
-        let cell = self.inner.id.clone();
-        self.inner.db.call_sync(move |c, now| {
-            let id = tx_id(&cell, c, now);
-            f(c, now, id)
-        });
+        self.inner
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::new(f));
     }
 
     /// Sets a transaction option.
@@ -478,9 +515,10 @@ impl Transaction {
     /// The versionstamp of the committed transaction.
     pub async fn versionstamp(&self) -> Result<Option<[u8; 10]>, Error> {
         let cell = self.inner.id.clone();
+        let writes = self.inner.take_pending();
         let (tx, rx) = oneshot::channel();
         self.inner.db.call_sync(move |c, now| {
-            let id = tx_id(&cell, c, now);
+            let id = apply(&cell, writes, c, now);
             let _ = tx.send(c.versionstamp(id));
         });
         rx.await.map_err(|_| Error::Shutdown)
@@ -500,7 +538,13 @@ impl Transaction {
 
     /// Resets the transaction (options too).
     pub fn reset(&self) {
-        self.write(|c, now, id| c.reset_transaction(now, id));
+        // Immediate, like libfdb_c's: it cancels what the transaction has outstanding.
+        let cell = self.inner.id.clone();
+        let writes = self.inner.take_pending();
+        self.inner.db.call_sync(move |c, now| {
+            let id = apply(&cell, writes, c, now);
+            c.reset_transaction(now, id);
+        });
     }
 
     /// Watches a key. The watch starts when the transaction commits and resolves when the
@@ -508,11 +552,12 @@ impl Transaction {
     pub fn watch(&self, key: &[u8]) -> Watch {
         let key = key.to_vec();
         let cell = self.inner.id.clone();
+        let writes = self.inner.take_pending();
         let (tx, rx) = oneshot::channel();
         let (idtx, idrx) = std::sync::mpsc::channel();
         let _ = self.inner.db.send(Input::Call(
             Box::new(move |c, now| {
-                let id = tx_id(&cell, c, now);
+                let id = apply(&cell, writes, c, now);
                 let req = c.watch(now, id, &key);
                 let _ = idtx.send(req);
                 Some(req)

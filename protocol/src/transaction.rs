@@ -553,6 +553,17 @@ impl Client {
         id
     }
 
+    /// A transaction the application created at `created` (earlier than now): a driver that
+    /// hands the core its transactions lazily keeps the `timeout` option counting from the
+    /// application's call, as libfdb_c does.
+    pub fn create_transaction_at(&mut self, now: Instant, created: Instant) -> TransactionId {
+        let id = self.create_transaction(now);
+        if let Some(t) = self.engine.txs.get_mut(&id) {
+            t.created = created.min(now);
+        }
+        id
+    }
+
     /// Ends a transaction; its unfinished requests fail with `transaction_cancelled`.
     pub fn destroy_transaction(&mut self, now: Instant, tx: TransactionId) {
         self.now = now;
