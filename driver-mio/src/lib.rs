@@ -3,7 +3,14 @@
 //!
 //! ```no_run
 //! let mut db = fdb_driver_mio::Database::open(None).unwrap();
-//! println!("read version {}", db.read_version().unwrap());
+//! let n = db
+//!     .run(|tx| {
+//!         let n = tx.get(b"counter")?.map_or(0, |v| v[0]) + 1;
+//!         tx.set(b"counter", &[n]);
+//!         Ok(n)
+//!     })
+//!     .unwrap();
+//! println!("counter is now {n}");
 //! ```
 //!
 //! The loop only moves bytes and time: it opens the sockets the core asks for

@@ -8,8 +8,15 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), fdb_driver_tokio::Error> {
 //! let db = fdb_driver_tokio::Database::open(None).await?;
-//! let version = db.read_version().await?;
-//! println!("read version {version}");
+//! // The standard retry loop: the closure may run again after a conflict.
+//! let n = db
+//!     .run(|tx| async move {
+//!         let n = tx.get(b"counter").await?.map_or(0, |v| v[0]) + 1;
+//!         tx.set(b"counter", &[n]);
+//!         Ok(n)
+//!     })
+//!     .await?;
+//! println!("counter is now {n}");
 //! # Ok(())
 //! # }
 //! ```
