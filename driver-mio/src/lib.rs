@@ -476,6 +476,14 @@ impl Database {
                     let now = self.now();
                     self.client.handle_resolved(now, &host, port, &ips);
                 }
+                Event::CoordinatorsUnreachable => {
+                    if let Some(cf) =
+                        reread_cluster_file(self.cluster_file.as_deref(), self.client.cluster())
+                    {
+                        let now = self.now();
+                        self.client.set_cluster(now, cf);
+                    }
+                }
                 Event::ClusterFileChanged { cluster } => {
                     if let Some(path) = &self.cluster_file {
                         match replace_cluster_file(path, &cluster) {
@@ -630,4 +638,16 @@ impl Database {
             self.client.handle_connect_failed(id, now);
         }
     }
+}
+
+/// Reads the cluster file again after every coordinator failed: if it now holds another
+/// connection string (an operator moved the coordinators), that is the one to use.
+fn reread_cluster_file(path: Option<&Path>, current: &ClusterFile) -> Option<ClusterFile> {
+    let bytes = std::fs::read(path?).ok()?;
+    let cf = ClusterFile::parse_file_bytes(&bytes).ok()?;
+    if cf.to_string() == current.to_string() {
+        return None;
+    }
+    tracing::info!(connection_string = %cf, "the cluster file changed: using it");
+    Some(cf)
 }

@@ -696,6 +696,12 @@ async fn run(
                         send(&me, Input::Resolved(host, port, ips));
                     });
                 }
+                Event::CoordinatorsUnreachable => {
+                    if let Some(cf) = reread_cluster_file(cluster_file.as_deref(), client.cluster())
+                    {
+                        client.set_cluster(now(), cf);
+                    }
+                }
                 Event::ClusterFileChanged { cluster } => {
                     if let Some(path) = cluster_file.clone() {
                         tokio::task::spawn_blocking(move || {
@@ -801,4 +807,16 @@ async fn connect(conn: ConnectionId, addr: SocketAddr, tx: mpsc::WeakUnboundedSe
             }
         }
     }
+}
+
+/// Reads the cluster file again after every coordinator failed: if it now holds another
+/// connection string (an operator moved the coordinators), that is the one to use.
+fn reread_cluster_file(path: Option<&Path>, current: &ClusterFile) -> Option<ClusterFile> {
+    let bytes = std::fs::read(path?).ok()?;
+    let cf = ClusterFile::parse_file_bytes(&bytes).ok()?;
+    if cf.to_string() == current.to_string() {
+        return None;
+    }
+    tracing::info!(connection_string = %cf, "the cluster file changed: using it");
+    Some(cf)
 }

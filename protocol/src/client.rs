@@ -196,6 +196,10 @@ pub enum Event {
     /// that read a cluster file replaces it with [`ClusterFile::file_contents`] (libfdb_c
     /// persists a forwarded connection string at exactly this point).
     ClusterFileChanged { cluster: ClusterFile },
+    /// A full round of coordinators failed. A driver that read a cluster file reads it again
+    /// and, if it now names other coordinators (an operator changed them), hands them over
+    /// with [`Client::set_cluster`].
+    CoordinatorsUnreachable,
     /// An application request finished (see [`Reply`] for what each request returns).
     Complete {
         req: RequestId,
@@ -963,6 +967,9 @@ impl Client {
         } else {
             self.now
         });
+        if full_round {
+            self.events.push_back(Event::CoordinatorsUnreachable);
+        }
     }
 
     /// Sends whatever can be sent now.

@@ -10,6 +10,8 @@ use fdb_tests::testkit::MiniCluster;
 
 trait Driver {
     fn open(cluster: &str, seed: u64) -> Self;
+    /// Opens from a cluster file on disk (the driver may rewrite or re-read it).
+    fn open_file(path: &std::path::Path, seed: u64) -> Self;
     /// `None` if no answer within `limit`.
     fn read_version(&mut self, limit: Duration) -> Option<i64>;
     /// Sets a key in a transaction (with the retry loop), panicking on failure.
@@ -21,6 +23,9 @@ trait Driver {
 struct Mio(fdb_driver_mio::Database);
 
 impl Driver for Mio {
+    fn open_file(path: &std::path::Path, seed: u64) -> Self {
+        Mio(fdb_driver_mio::Database::open_file_with_seed(path, seed).unwrap())
+    }
     fn open(cluster: &str, seed: u64) -> Self {
         Mio(
             fdb_driver_mio::Database::from_cluster_file(ClusterFile::parse(cluster).unwrap(), seed)
@@ -50,6 +55,16 @@ impl Driver for Mio {
 struct Tokio(tokio::runtime::Runtime, fdb_driver_tokio::Database);
 
 impl Driver for Tokio {
+    fn open_file(path: &std::path::Path, seed: u64) -> Self {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let db = rt.block_on(async {
+            fdb_driver_tokio::Database::open_file_with_seed(path, seed).unwrap()
+        });
+        Tokio(rt, db)
+    }
     fn open(cluster: &str, seed: u64) -> Self {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -213,6 +228,31 @@ fn storage_restarted<D: Driver>() {
     );
 }
 
+/// The cluster file names a dead coordinator; an operator then points it at the real one.
+/// After a failed round the driver reads the file again and joins the cluster.
+fn cluster_file_reread_when_coordinators_fail<D: Driver>() {
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_addr = dead.local_addr().unwrap();
+    drop(dead);
+    let dir = std::env::temp_dir().join(format!(
+        "fdb-reread-{}-{}",
+        std::process::id(),
+        std::any::type_name::<D>().len()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("fdb.cluster");
+    std::fs::write(&path, format!("old:cluster@{dead_addr}\n")).unwrap();
+    let mut d = D::open_file(&path, 21);
+    assert_eq!(d.read_version(Duration::from_millis(300)), None);
+    let c = MiniCluster::start();
+    std::fs::write(&path, c.cluster_string() + "\n").unwrap();
+    assert!(
+        d.read_version(LIMIT).is_some(),
+        "the re-read cluster file leads to the cluster"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 macro_rules! suite {
     ($($name:ident),*) => {
         mod mio_driver { use super::*; $( #[test] fn $name() { super::$name::<Mio>() } )* }
@@ -228,5 +268,6 @@ suite!(
     hostname_coordinator,
     proxies_restarted,
     proxies_killed_then_restarted,
-    storage_restarted
+    storage_restarted,
+    cluster_file_reread_when_coordinators_fail
 );
