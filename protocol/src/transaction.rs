@@ -211,6 +211,8 @@ pub(crate) struct Tx {
     retries: u32,
     created: Instant,
     timed_out: bool,
+    /// Set by `commit` and kept until `reset` / `on_error` (RYW's `commitStarted`): the
+    /// transaction then refuses further use with `used_during_commit`.
     committing: bool,
     committed: Option<(Version, Option<[u8; 10]>)>,
     /// Watches waiting for this transaction to commit.
@@ -680,6 +682,10 @@ impl Client {
                 return req;
             }
         };
+        if let Err(e) = self.check_usable(tx) {
+            self.finish(req, Err(e));
+            return req;
+        }
         let resolve = Self::key_resolve(sel, max);
         self.insert_op(req, tx, OpKind::GetKey { snapshot, resolve });
         self.drive(now);
@@ -698,8 +704,8 @@ impl Client {
     ) -> RequestId {
         self.now = now;
         let req = self.new_request_id();
-        if !self.engine.txs.contains_key(&tx) {
-            self.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
+        if let Err(e) = self.check_usable(tx) {
+            self.finish(req, Err(e));
             return req;
         }
         if opts.mode == StreamingMode::Exact && opts.limit == 0 {
@@ -1114,12 +1120,21 @@ impl Client {
     }
 
     fn check_read_key(&self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        self.check_usable(tx)?;
         let t = self.tx_ref(tx)?;
         if t.timed_out {
             return fdb(ErrorCode::TRANSACTION_TIMED_OUT);
         }
         if key >= t.max_read_key() {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
+        }
+        Ok(())
+    }
+
+    /// A transaction whose commit has started is done until it is reset.
+    fn check_usable(&self, tx: TransactionId) -> Result<(), ClientError> {
+        if self.tx_ref(tx)?.committing {
+            return fdb(ErrorCode::USED_DURING_COMMIT);
         }
         Ok(())
     }
@@ -1182,8 +1197,8 @@ impl Client {
     fn start_op(&mut self, now: Instant, tx: TransactionId, kind: OpKind) -> RequestId {
         self.now = now;
         let req = self.new_request_id();
-        if !self.engine.txs.contains_key(&tx) {
-            self.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
+        if let Err(e) = self.check_usable(tx) {
+            self.finish(req, Err(e));
             return req;
         }
         self.insert_op(req, tx, kind);
@@ -2366,7 +2381,6 @@ impl Client {
             };
             if let Some(t) = self.engine.txs.get_mut(&tx) {
                 t.committed = Some((-1, None));
-                t.committing = false;
             }
             self.arm_watches(tx, v);
             return self.succeed_op(
@@ -2456,7 +2470,6 @@ impl Client {
 
     fn fail_commit(&mut self, req: RequestId, tx: TransactionId, e: ClientError) {
         if let Some(t) = self.engine.txs.get_mut(&tx) {
-            t.committing = false;
             let watches = core::mem::take(&mut t.watches);
             for w in watches {
                 self.fail_op(w, e.clone());
@@ -2484,7 +2497,6 @@ impl Client {
                 let stamp = id.versionstamp();
                 if let Some(t) = self.engine.txs.get_mut(&tx) {
                     t.committed = Some((id.version, Some(stamp)));
-                    t.committing = false;
                 }
                 self.arm_watches(tx, Some(id.version));
                 self.succeed_op(

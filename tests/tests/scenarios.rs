@@ -708,3 +708,41 @@ fn status_json_special_key() {
         assert!(cluster["connection_string"].as_str().unwrap().contains('@'));
     });
 }
+
+#[test]
+fn a_committed_transaction_is_done_until_reset() {
+    run(|t| async move {
+        let tx = t.db.create_transaction();
+        tx.set(&t.k("done"), b"1");
+        tx.commit().await.unwrap();
+        let e = tx.get(&t.k("done")).await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::USED_DURING_COMMIT, "{}", t.name);
+        assert_eq!(
+            code(&tx.commit().await.unwrap_err()),
+            ErrorCode::USED_DURING_COMMIT
+        );
+        tx.reset();
+        assert_eq!(
+            tx.get(&t.k("done")).await.unwrap().as_deref(),
+            Some(&b"1"[..])
+        );
+        // A failed commit too: on_error makes it usable again.
+        let a = t.db.create_transaction();
+        a.get(&t.k("done")).await.unwrap();
+        let b = t.db.create_transaction();
+        b.set(&t.k("done"), b"2");
+        b.commit().await.unwrap();
+        a.set(&t.k("done"), b"3");
+        let e = a.commit().await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::NOT_COMMITTED);
+        assert_eq!(
+            code(&a.get(&t.k("done")).await.unwrap_err()),
+            ErrorCode::USED_DURING_COMMIT
+        );
+        a.on_error(code(&e)).await.unwrap();
+        assert_eq!(
+            a.get(&t.k("done")).await.unwrap().as_deref(),
+            Some(&b"2"[..])
+        );
+    });
+}
