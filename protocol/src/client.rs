@@ -1,4 +1,6 @@
-//! The client state machine: cluster bootstrap and read versions, without IO.
+//! The client state machine: cluster bootstrap, connections, read versions and the routing of
+//! every request and reply, without IO. Transactions (`crate::transaction`) and the status
+//! read (`crate::status`) are operations of this same [`Client`].
 //!
 //! # Driving it
 //!
@@ -10,7 +12,10 @@
 //!    [`CONNECT_TIMEOUT`]). On [`Event::Resolve`] look the host name up (DNS, off the core)
 //!    and report every address with [`Client::handle_resolved`] (none when the lookup
 //!    failed). On [`Event::ClusterFileChanged`] a driver that read a cluster file writes
-//!    [`ClusterFile::file_contents`] back to it. Other events are results for the application.
+//!    [`ClusterFile::file_contents`] back to it; on [`Event::CoordinatorsUnreachable`] it reads
+//!    the file again and hands a changed one to [`Client::set_cluster`].
+//!    [`Event::Complete`] finishes an application request (a transaction call, a read
+//!    version, a status read); the rest is information.
 //! 2. `poll_transmit()` until `None`, writing each [`Transmit`] to its connection's socket.
 //! 3. Wait for readable sockets, application calls, or the deadline `poll_timeout()`.
 //!    Feed socket bytes with [`Client::handle_input`] (a closed socket: `handle_closed`), call
