@@ -187,6 +187,33 @@ impl Transaction<'_> {
         }
     }
 
+    /// About how many bytes `[begin, end)` holds, by the storage servers' byte samples
+    /// (`fdb_transaction_get_estimated_range_size_bytes`).
+    pub fn get_estimated_range_size_bytes(
+        &mut self,
+        begin: &[u8],
+        end: &[u8],
+    ) -> Result<i64, Error> {
+        match self.call(|c, now, id| c.get_estimated_range_size_bytes(now, id, begin, end))? {
+            Reply::Size(n) => Ok(n),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Keys cutting `[begin, end)` into chunks of about `chunk_size` bytes, from `begin` to
+    /// `end` (`fdb_transaction_get_range_split_points`).
+    pub fn get_range_split_points(
+        &mut self,
+        begin: &[u8],
+        end: &[u8],
+        chunk_size: i64,
+    ) -> Result<Vec<Bytes>, Error> {
+        match self.call(|c, now, id| c.get_range_split_points(now, id, begin, end, chunk_size))? {
+            Reply::Keys(k) => Ok(k),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// One batch of rows between two selectors.
     pub fn get_range_batch(
         &mut self,

@@ -248,6 +248,8 @@ fn unexpected(r: Reply) -> Error {
             Reply::Committed { .. } => "unexpected commit reply",
             Reply::Retry => "unexpected retry reply",
             Reply::WatchFired(_) => "unexpected watch reply",
+            Reply::Size(_) => "unexpected size reply",
+            Reply::Keys(_) => "unexpected keys reply",
         }),
     ))
 }
@@ -392,6 +394,41 @@ impl Transaction {
             .await?
         {
             Reply::Key(k) => Ok(k),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// About how many bytes `[begin, end)` holds, by the storage servers' byte samples
+    /// (`fdb_transaction_get_estimated_range_size_bytes`).
+    pub async fn get_estimated_range_size_bytes(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+    ) -> Result<i64, Error> {
+        let (begin, end) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
+        match self
+            .call(move |c, now, id| c.get_estimated_range_size_bytes(now, id, &begin, &end))
+            .await?
+        {
+            Reply::Size(n) => Ok(n),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Keys cutting `[begin, end)` into chunks of about `chunk_size` bytes, from `begin` to
+    /// `end` (`fdb_transaction_get_range_split_points`).
+    pub async fn get_range_split_points(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        chunk_size: i64,
+    ) -> Result<Vec<Bytes>, Error> {
+        let (begin, end) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
+        match self
+            .call(move |c, now, id| c.get_range_split_points(now, id, &begin, &end, chunk_size))
+            .await?
+        {
+            Reply::Keys(k) => Ok(k),
             other => Err(unexpected(other)),
         }
     }

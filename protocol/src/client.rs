@@ -232,6 +232,10 @@ pub enum Reply {
     Retry,
     /// A watch fired: the key changed at this version.
     WatchFired(Version),
+    /// An estimated size in bytes ([`Client::get_estimated_range_size_bytes`]).
+    Size(i64),
+    /// Keys ([`Client::get_range_split_points`]).
+    Keys(Vec<Bytes>),
 }
 
 /// Settings of a [`Client`].
@@ -291,6 +295,12 @@ pub(crate) enum Pending {
     Status {
         op: RequestId,
         part: crate::status::StatusPart,
+    },
+    /// One shard's request of a metrics read (`epoch`: its pass).
+    Metrics {
+        op: RequestId,
+        part: u32,
+        epoch: u32,
     },
 }
 
@@ -811,6 +821,7 @@ impl Client {
             Pending::Storage { op } => self.on_storage_reply(op, message),
             Pending::Commit { op } => self.on_commit_reply(op, message),
             Pending::Status { op, part } => self.on_status_reply(op, part, message),
+            Pending::Metrics { op, part, epoch } => self.on_metrics_reply(op, part, epoch, message),
         }
     }
 
@@ -1325,6 +1336,7 @@ impl Client {
                 self.on_commit_lost(op)
             }
             Pending::Status { op, part } => self.on_status_lost(op, part),
+            Pending::Metrics { op, part, epoch } => self.on_metrics_lost(op, part, epoch),
         }
     }
 

@@ -267,6 +267,8 @@ fn reply_token_of(m: &crate::messages::AnyMessage) -> Option<crate::uid::Uid> {
         M::CommitTransactionRequest(r) => r.reply.token,
         M::WatchValueRequest(r) => r.reply.token,
         M::PingRequest(r) => r.reply.token,
+        M::WaitMetricsRequest(r) => r.reply.token,
+        M::SplitRangeRequest(r) => r.reply.token,
         _ => return None,
     })
 }
@@ -395,6 +397,8 @@ pub fn client_session(data: &[u8]) {
         crate::messages::commit::mutation_type::ADD_VALUE,
     );
     let _ = c.watch(now, tx, b"w");
+    let _ = c.get_estimated_range_size_bytes(now, tx, b"a", b"z");
+    let _ = c.get_range_split_points(now, tx, b"a", b"z", 1000);
     let _ = c.commit(now, tx);
     pump(&mut c, now, &mut open, &mut bootstrapped);
     // Records: [selector, time step, len lo, len hi, body...].

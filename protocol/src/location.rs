@@ -105,6 +105,20 @@ impl LocationCache {
         }
     }
 
+    /// Forgets every shard overlapping `[begin, end)` (`invalidateCache` of a range).
+    pub fn invalidate_range(&mut self, begin: &[u8], end: &[u8]) {
+        let overlapping: Vec<Bytes> = self
+            .shards
+            .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Excluded(end)))
+            .rev()
+            .take_while(|(_, s)| s.end.as_ref() > begin)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in overlapping {
+            self.shards.remove(&k);
+        }
+    }
+
     /// Forgets every shard.
     pub fn clear(&mut self) {
         self.shards.clear();
@@ -150,5 +164,22 @@ mod tests {
         assert!(c.lookup(b"e").is_some());
         c.invalidate(b"e");
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn invalidate_range_forgets_overlapping_shards() {
+        let mut c = LocationCache::new();
+        c.insert(shard(b"a", b"c"));
+        c.insert(shard(b"c", b"e"));
+        c.insert(shard(b"e", b"g"));
+        c.insert(shard(b"g", b"i"));
+        c.invalidate_range(b"d", b"g");
+        assert!(c.lookup(b"a").is_some());
+        assert!(c.lookup(b"c").is_none());
+        assert!(c.lookup(b"e").is_none());
+        assert!(c.lookup(b"g").is_some());
+        c.invalidate_range(b"b", b"b\0");
+        assert!(c.lookup(b"a").is_none());
+        assert_eq!(c.len(), 1);
     }
 }

@@ -39,6 +39,10 @@ use crate::ryw::{apply_ops, key_after, Lookup, RangeSet, SnapshotCache, WriteMap
 use crate::time::Instant;
 use crate::uid::Uid;
 
+// A child module: it uses the engine's private ops, timers and location cache.
+#[path = "metrics.rs"]
+mod metrics;
+
 /// `KEY_SIZE_LIMIT`.
 pub const KEY_SIZE_LIMIT: usize = 10_000;
 /// `SYSTEM_KEY_SIZE_LIMIT`: keys in `\xff` may be longer.
@@ -419,6 +423,8 @@ enum OpKind {
     Backoff,
     /// A `\xff\xff/status/json` read.
     Status(alloc::boxed::Box<crate::status::StatusOp>),
+    /// `get_estimated_range_size_bytes` or `get_range_split_points`.
+    Metrics(alloc::boxed::Box<metrics::MetricsOp>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1454,6 +1460,7 @@ impl Client {
             OpKind::Watch { .. } => self.advance_watch(req, tx),
             OpKind::Backoff => self.set_wait(req, Wait::Timer),
             OpKind::Status(_) => self.advance_status(req),
+            OpKind::Metrics(_) => self.advance_metrics(req, tx),
         }
     }
 

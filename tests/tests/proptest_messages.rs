@@ -33,8 +33,8 @@ use fdb_protocol::messages::grv::{
 use fdb_protocol::messages::registry::LEADER_REPLY_FILE_IDENTIFIER;
 use fdb_protocol::messages::storage::{
     GetKeyReply, GetKeyRequest, GetKeyValuesReply, GetKeyValuesRequest, GetValueReply,
-    GetValueRequest, KeyValueBlob, ReadOptions, StorageServerInterface, WatchValueReply,
-    WatchValueRequest,
+    GetValueRequest, KeyValueBlob, ReadOptions, SplitRangeReply, SplitRangeRequest, StorageMetrics,
+    StorageServerInterface, WaitMetricsRequest, WatchValueReply, WatchValueRequest,
 };
 use fdb_protocol::messages::types::{
     KeyRange, KeySelector, KeyValue, SpanContext, Tag, TagSet, TenantInfo, VersionVector,
@@ -835,6 +835,52 @@ fn watch_value_reply() -> impl Strategy<Value = WatchValueReply> {
     (version(), any::<bool>()).prop_map(|(version, cached)| WatchValueReply { version, cached })
 }
 
+fn storage_metrics() -> impl Strategy<Value = StorageMetrics> {
+    any::<[i64; 5]>().prop_map(|m| StorageMetrics {
+        bytes: m[0],
+        bytes_written_per_ksecond: m[1],
+        ios_per_ksecond: m[2],
+        bytes_read_per_ksecond: m[3],
+        ops_read_per_ksecond: m[4],
+    })
+}
+
+fn wait_metrics_request() -> impl Strategy<Value = WaitMetricsRequest> {
+    (
+        key_range(),
+        storage_metrics(),
+        storage_metrics(),
+        reply_promise(),
+        tenant_info(),
+        version(),
+    )
+        .prop_map(
+            |(keys, min, max, reply, tenant_info, min_version)| WaitMetricsRequest {
+                keys,
+                min,
+                max,
+                reply,
+                tenant_info,
+                min_version,
+            },
+        )
+}
+
+fn split_range_request() -> impl Strategy<Value = SplitRangeRequest> {
+    (key_range(), any::<i64>(), reply_promise(), tenant_info()).prop_map(
+        |(keys, chunk_size, reply, tenant_info)| SplitRangeRequest {
+            keys,
+            chunk_size,
+            reply,
+            tenant_info,
+        },
+    )
+}
+
+fn split_range_reply() -> impl Strategy<Value = SplitRangeReply> {
+    vec(key(), 0..8).prop_map(|split_points| SplitRangeReply { split_points })
+}
+
 // ---------------------------------------------------------------------------------------------
 // Properties.
 // ---------------------------------------------------------------------------------------------
@@ -946,6 +992,8 @@ request_tests! {
     get_key_request_roundtrips: GetKeyRequest <- get_key_request();
     get_key_values_request_roundtrips: GetKeyValuesRequest <- get_key_values_request();
     watch_value_request_roundtrips: WatchValueRequest <- watch_value_request();
+    wait_metrics_request_roundtrips: WaitMetricsRequest <- wait_metrics_request();
+    split_range_request_roundtrips: SplitRangeRequest <- split_range_request();
     leader_reply_roundtrips: Leader <- leader_reply();
 }
 
@@ -962,6 +1010,8 @@ reply_tests! {
     get_key_reply_roundtrips: GetKeyReply <- get_key_reply();
     get_key_values_reply_roundtrips: GetKeyValuesReply <- get_key_values_reply();
     watch_value_reply_roundtrips: WatchValueReply <- watch_value_reply();
+    storage_metrics_roundtrips: StorageMetrics <- storage_metrics();
+    split_range_reply_roundtrips: SplitRangeReply <- split_range_reply();
 }
 
 proptest! {
@@ -989,7 +1039,7 @@ proptest! {
     /// Hostile bytes under every known file identifier never panic.
     #[test]
     fn arbitrary_bytes_under_known_identifiers_never_panic(
-        which in 0usize..27,
+        which in 0usize..31,
         mut buf in vec(any::<u8>(), 8..400),
     ) {
         let ids = known_identifiers();
@@ -1013,6 +1063,8 @@ fn known_identifiers() -> Vec<u32> {
         GetKeyRequest::FILE_IDENTIFIER,
         GetKeyValuesRequest::FILE_IDENTIFIER,
         WatchValueRequest::FILE_IDENTIFIER,
+        WaitMetricsRequest::FILE_IDENTIFIER,
+        SplitRangeRequest::FILE_IDENTIFIER,
         LEADER_REPLY_FILE_IDENTIFIER,
     ];
     v.extend(
@@ -1029,6 +1081,8 @@ fn known_identifiers() -> Vec<u32> {
             GetKeyReply::FILE_IDENTIFIER,
             GetKeyValuesReply::FILE_IDENTIFIER,
             WatchValueReply::FILE_IDENTIFIER,
+            StorageMetrics::FILE_IDENTIFIER,
+            SplitRangeReply::FILE_IDENTIFIER,
         ]
         .map(fid::reply),
     );

@@ -87,6 +87,8 @@ registry! {
         GetKeyRequest,
         GetKeyValuesRequest,
         WatchValueRequest,
+        WaitMetricsRequest,
+        SplitRangeRequest,
     }
     replies {
         ClientDBInfo,
@@ -101,6 +103,8 @@ registry! {
         GetKeyReply,
         GetKeyValuesReply,
         WatchValueReply,
+        StorageMetrics,
+        SplitRangeReply,
     }
 }
 

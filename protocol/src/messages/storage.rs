@@ -7,7 +7,7 @@ use super::common::ReplyPromise;
 use super::coordination::LocalityData;
 use super::network::RequestStream;
 use super::types::{
-    KeySelector, KeyValue, SpanContext, TagSet, TenantInfo, Version, VersionVector,
+    KeyRange, KeySelector, KeyValue, SpanContext, TagSet, TenantInfo, Version, VersionVector,
 };
 use crate::error::ErrorCode;
 use crate::serializer::{DecodeError, Fb, Layout, Reader, Result, Saved, Writer};
@@ -225,5 +225,53 @@ crate::fb_message! {
     pub struct WatchValueReply = 3; {
         pub version: Version,
         pub cached: bool,
+    }
+}
+
+crate::fb_message! {
+    /// A storage server's estimate of a key range's load (`StorageMetrics` in
+    /// `StorageServerInterface.h`): bytes from the byte sample, rates per thousand seconds.
+    /// Also the reply to [`WaitMetricsRequest`] (a plain `ReplyPromise<StorageMetrics>`, so
+    /// errors travel in the `ErrorOr`, not in a field).
+    pub struct StorageMetrics = 13622226; {
+        pub bytes: i64,
+        pub bytes_written_per_ksecond: i64,
+        pub ios_per_ksecond: i64,
+        pub bytes_read_per_ksecond: i64,
+        pub ops_read_per_ksecond: i64,
+    }
+}
+
+crate::fb_message! {
+    /// Answers with the range's metrics once any of them is below `min` or above `max`; a
+    /// client wanting them at once sends `min.bytes = 0, max.bytes = -1`
+    /// (`doGetStorageMetrics`). `min_version` only matters for tenant-aware requests.
+    /// Sent to [`StorageServerInterface::WAIT_METRICS`].
+    pub struct WaitMetricsRequest = 1795961; {
+        pub keys: KeyRange,
+        pub min: StorageMetrics,
+        pub max: StorageMetrics,
+        pub reply: ReplyPromise,
+        pub tenant_info: TenantInfo,
+        pub min_version: Version,
+    }
+}
+
+crate::fb_message! {
+    /// Asks where to cut `keys` into chunks of about `chunk_size` bytes (by the byte sample).
+    /// Sent to [`StorageServerInterface::GET_RANGE_SPLIT_POINTS`].
+    pub struct SplitRangeRequest = 10725174; {
+        pub keys: KeyRange,
+        pub chunk_size: i64,
+        pub reply: ReplyPromise,
+        pub tenant_info: TenantInfo,
+    }
+}
+
+crate::fb_message! {
+    /// The split points inside the requested range, ascending (empty when the range is
+    /// smaller than a chunk). Errors travel in the `ErrorOr`.
+    pub struct SplitRangeReply = 11813134; {
+        pub split_points: Vec<Bytes>,
     }
 }

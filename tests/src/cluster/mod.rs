@@ -15,7 +15,11 @@
 //!   `WatchValue` at a version over a multi-version store, with FDB's key-selector rules
 //!   (`findKey`), range limits (`limit`, `limit_bytes`, `more`) and errors
 //!   (`transaction_too_old`, `future_version`, `wrong_shard_server`) in the reply's own
-//!   `error` field, as a real storage server sends them.
+//!   `error` field, as a real storage server sends them. Also `WaitMetricsRequest` (answered
+//!   at once with the range's bytes) and `SplitRangeRequest` (FDB's `getSplitPoints` walk),
+//!   both from an exact byte sample (every pair at `key + value` bytes, where FDB samples
+//!   about one pair per `(key + 100) * 250` bytes) at the newest version, and
+//!   `wrong_shard_server` in the `ErrorOr` when the server does not hold the whole range.
 //! * Every process answers pings and `ProtocolInfoRequest`; a packet for a token the process
 //!   does not know (e.g. an interface from before a restart) gets FDB's `ENDPOINT_NOT_FOUND`
 //!   notice.

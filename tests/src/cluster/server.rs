@@ -29,7 +29,8 @@ use fdb_protocol::messages::grv::{GetReadVersionReply, GlobalConfigRefreshReply}
 use fdb_protocol::messages::network::Endpoint;
 use fdb_protocol::messages::storage::{
     GetKeyReply, GetKeyRequest, GetKeyValuesReply, GetKeyValuesRequest, GetValueReply,
-    KeyValueBlob, StorageServerInterface, WatchValueReply,
+    KeyValueBlob, SplitRangeReply, SplitRangeRequest, StorageMetrics, StorageServerInterface,
+    WaitMetricsRequest, WatchValueReply,
 };
 use fdb_protocol::messages::types::{
     KeyRange, KeySelector, Tag, Version, VersionVector, LATEST_VERSION,
@@ -43,7 +44,7 @@ use fdb_protocol::serializer::{encode_with, Message};
 use fdb_protocol::uid::well_known;
 use fdb_protocol::Uid;
 
-use super::store::Store;
+use super::store::{split_points, Store};
 use super::TestClusterBuilder;
 
 /// The end of the key space a storage server can hold (`allKeys.end`).
@@ -80,6 +81,10 @@ pub enum RequestKind {
     GetKeyValues,
     WatchValue,
     Status,
+    /// `WaitMetricsRequest` (a storage server's byte-sample estimate of a range).
+    WaitMetrics,
+    /// `SplitRangeRequest` (`getRangeSplitPoints`).
+    GetRangeSplitPoints,
 }
 
 impl RequestKind {
@@ -98,6 +103,8 @@ impl RequestKind {
             AnyMessage::GetKeyValuesRequest(_) => RequestKind::GetKeyValues,
             AnyMessage::WatchValueRequest(_) => RequestKind::WatchValue,
             AnyMessage::StatusRequest(_) => RequestKind::Status,
+            AnyMessage::WaitMetricsRequest(_) => RequestKind::WaitMetrics,
+            AnyMessage::SplitRangeRequest(_) => RequestKind::GetRangeSplitPoints,
             _ => return None,
         })
     }
@@ -320,6 +327,9 @@ fn error_reply(kind: RequestKind, e: ErrorCode) -> Vec<u8> {
         }
         RequestKind::WatchValue => encode_reply::<WatchValueReply>(&ErrorOr::Err(e)),
         RequestKind::Status => encode_reply::<StatusReply>(&ErrorOr::Err(e)),
+        // Plain replies, not `LoadBalancedReply`s: their errors travel in the `ErrorOr`.
+        RequestKind::WaitMetrics => encode_reply::<StorageMetrics>(&ErrorOr::Err(e)),
+        RequestKind::GetRangeSplitPoints => encode_reply::<SplitRangeReply>(&ErrorOr::Err(e)),
         RequestKind::GetValue => ok(GetValueReply {
             penalty: 1.0,
             error: Some(e),
@@ -357,6 +367,8 @@ fn reply_token(msg: &AnyMessage) -> Option<Uid> {
         AnyMessage::GetKeyRequest(r) => r.reply.token,
         AnyMessage::GetKeyValuesRequest(r) => r.reply.token,
         AnyMessage::WatchValueRequest(r) => r.reply.token,
+        AnyMessage::WaitMetricsRequest(r) => r.reply.token,
+        AnyMessage::SplitRangeRequest(r) => r.reply.token,
         _ => return None,
     })
 }
@@ -712,6 +724,12 @@ impl State {
             (Route::Storage(_, s), RequestKind::WatchValue) => {
                 *s == StorageServerInterface::WATCH_VALUE
             }
+            (Route::Storage(_, s), RequestKind::WaitMetrics) => {
+                *s == StorageServerInterface::WAIT_METRICS
+            }
+            (Route::Storage(_, s), RequestKind::GetRangeSplitPoints) => {
+                *s == StorageServerInterface::GET_RANGE_SPLIT_POINTS
+            }
             _ => false,
         };
         if !expected {
@@ -978,6 +996,24 @@ impl State {
         let Some(reply) = reply_token(&msg) else {
             return;
         };
+        // Metrics read no version: they answer from the server's current byte sample.
+        match msg {
+            AnyMessage::WaitMetricsRequest(r) => {
+                let body = match self.wait_metrics(ss, &r) {
+                    Ok(m) => ok(m),
+                    Err(e) => error_reply(kind, e),
+                };
+                return self.emit(out, conn, kind, reply, body);
+            }
+            AnyMessage::SplitRangeRequest(r) => {
+                let body = match self.range_split_points(ss, &r) {
+                    Ok(m) => ok(m),
+                    Err(e) => error_reply(kind, e),
+                };
+                return self.emit(out, conn, kind, reply, body);
+            }
+            _ => {}
+        }
         let asked = match &msg {
             AnyMessage::GetValueRequest(r) => r.version,
             AnyMessage::GetKeyRequest(r) => r.version,
@@ -1064,6 +1100,71 @@ impl State {
             _ => return,
         };
         self.emit(out, conn, kind, reply, body);
+    }
+
+    /// `isReadable(keys)`: `ss` holds every shard overlapping `[begin, end)`.
+    fn serves_range(&self, ss: usize, begin: &[u8], end: &[u8]) -> bool {
+        if end > ALL_KEYS_END {
+            return false;
+        }
+        let mut i = self.shard_containing(begin);
+        loop {
+            if !self.teams[i].contains(&ss) {
+                return false;
+            }
+            i += 1;
+            if i >= self.teams.len() || self.boundaries[i][..] >= *end {
+                return true;
+            }
+        }
+    }
+
+    /// `waitMetrics` for a request whose bounds the current metrics are already outside of
+    /// (the client's `min.bytes = 0, max.bytes = -1`): the byte-sample estimate at once.
+    /// Other bounds are answered at once too: this cluster keeps no waiters for metrics.
+    fn wait_metrics(
+        &mut self,
+        ss: usize,
+        r: &WaitMetricsRequest,
+    ) -> Result<StorageMetrics, ErrorCode> {
+        let keys = &r.keys;
+        if !self.serves_range(ss, &keys.begin, &keys.end) {
+            return Err(ErrorCode::WRONG_SHARD_SERVER);
+        }
+        let v = self.current_version();
+        let bytes = self
+            .store
+            .byte_sample(&keys.begin, &keys.end, v, |_| true)
+            .iter()
+            .map(|(_, size)| size)
+            .sum();
+        Ok(StorageMetrics {
+            bytes,
+            ..Default::default()
+        })
+    }
+
+    /// `getRangeSplitPoints` (`StorageServerMetrics::getSplitPoints`) over this server's
+    /// byte sample.
+    fn range_split_points(
+        &mut self,
+        ss: usize,
+        r: &SplitRangeRequest,
+    ) -> Result<SplitRangeReply, ErrorCode> {
+        let keys = &r.keys;
+        if !self.serves_range(ss, &keys.begin, &keys.end) {
+            return Err(ErrorCode::WRONG_SHARD_SERVER);
+        }
+        let v = self.current_version();
+        // Up to `end` included: a point may be `end` itself; one past it ends the walk anyway.
+        let sample =
+            self.store
+                .byte_sample(&keys.begin, &super::store::key_after(&keys.end), v, |k| {
+                    self.serves(ss, k)
+                });
+        Ok(SplitRangeReply {
+            split_points: split_points(&sample, &keys.begin, &keys.end, r.chunk_size),
+        })
     }
 
     fn get_key(&self, ss: usize, r: &GetKeyRequest, v: Version) -> Result<KeySelector, ErrorCode> {

@@ -200,6 +200,60 @@ impl Store {
         }
         (out, rows_left == 0 || bytes_left <= 0)
     }
+
+    /// What a storage server's byte sample holds for `[begin, end)` at `v`, keeping only the
+    /// keys `keep` accepts (the server's own shards). FDB samples a key-value pair with
+    /// probability `size / ((key + 100) * 250)` and weighs it `size / probability`
+    /// (`isKeyValueInSample`); this sample is the limit of that: every pair, at its exact
+    /// size `key + value`.
+    pub fn byte_sample(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        v: Version,
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> Vec<(Bytes, i64)> {
+        self.live(begin, end, v, false)
+            .filter(|(k, _)| keep(k))
+            .map(|(k, val)| (k.clone(), (k.len() + val.len()) as i64))
+            .filter(|(_, size)| *size > 0)
+            .collect()
+    }
+}
+
+/// `StorageServerMetrics::getSplitPoints` over a byte sample that starts at `begin` (and
+/// reaches at least the first sampled key past `end`, if any): from `begin`, the next split
+/// point is the sampled key in which the running total crosses `chunk_size` (skipped when it
+/// is the current begin), as long as it is not past `end`. A negative `chunk_size` counts as
+/// 0 (FDB would step backwards).
+pub fn split_points(
+    sample: &[(Bytes, i64)],
+    begin: &[u8],
+    end: &[u8],
+    chunk_size: i64,
+) -> Vec<Bytes> {
+    let chunk = chunk_size.max(0);
+    let mut out = Vec::new();
+    let mut from = 0; // lower_bound(begin key) in the sample
+    let mut begin_key: &[u8] = begin;
+    loop {
+        // `index(sumTo(lower_bound(begin)) + chunk)`.
+        let mut acc = 0i64;
+        let mut i = from;
+        while i < sample.len() && acc.saturating_add(sample[i].1) <= chunk {
+            acc += sample[i].1;
+            i += 1;
+        }
+        if i < sample.len() && sample[i].0[..] == *begin_key {
+            i += 1;
+        }
+        if i >= sample.len() || sample[i].0[..] > *end {
+            return out;
+        }
+        out.push(sample[i].0.clone());
+        begin_key = &sample[i].0;
+        from = i;
+    }
 }
 
 #[cfg(test)]
@@ -247,6 +301,63 @@ mod tests {
         assert_eq!(k(sel("d", false, 3)), (Bytes::from_static(b"g"), 1));
         assert_eq!(k(sel("f", true, -2)), (Bytes::from_static(b"b"), 0));
         assert_eq!(k(sel("d", true, -2)), (Bytes::from_static(b"a"), -1));
+    }
+
+    /// FDB's own unit tests (`/fdbserver/StorageMetricSample/rangeSplitPoints/*` in
+    /// `StorageMetrics.actor.cpp`), with the sample unit as 1.
+    #[test]
+    fn split_points_as_fdb_tests_them() {
+        let sample = |w: [i64; 8]| -> Vec<(Bytes, i64)> {
+            [
+                "A", "Absolute", "Apple", "Bah", "Banana", "Bob", "But", "Cat",
+            ]
+            .iter()
+            .zip(w)
+            .map(|(k, w)| (Bytes::copy_from_slice(k.as_bytes()), w))
+            .collect()
+        };
+        let big = sample([200, 800, 1000, 20, 80, 200, 100, 300]);
+        let small = sample([20, 80, 10, 20, 80, 20, 10, 30]);
+        let split = |s: &[(Bytes, i64)], chunk| -> Vec<String> {
+            split_points(s, b"A", b"C", chunk)
+                .iter()
+                .map(|k| String::from_utf8(k.to_vec()).unwrap())
+                .collect()
+        };
+        assert_eq!(split(&big, 2000), ["Bah"]);
+        assert_eq!(split(&big, 600), ["Absolute", "Apple", "Bah"]);
+        assert!(split(&big, 10000).is_empty());
+        assert!(split(&small, 1000).is_empty());
+        // Chunks are at most `chunk_size`, but for a single pair larger than that.
+        assert_eq!(
+            split(&big, 0),
+            ["Absolute", "Apple", "Bah", "Banana", "Bob", "But"]
+        );
+        // A point equal to `end` is kept; one past it stops.
+        assert_eq!(
+            split_points(&big, b"A", b"Apple", 600),
+            [
+                Bytes::from_static(b"Absolute"),
+                Bytes::from_static(b"Apple")
+            ]
+        );
+        assert_eq!(
+            split_points(&big, b"A", b"Ap", 600),
+            [Bytes::from_static(b"Absolute")]
+        );
+    }
+
+    #[test]
+    fn byte_sample_is_every_live_pair() {
+        let s = store(&["a", "bb", "c"]);
+        let sample = s.byte_sample(b"a", b"z", 10, |k| k != b"c");
+        assert_eq!(
+            sample,
+            vec![
+                (Bytes::from_static(b"a"), 2),
+                (Bytes::from_static(b"bb"), 3)
+            ]
+        );
     }
 
     #[test]
