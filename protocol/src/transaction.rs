@@ -484,6 +484,10 @@ impl Replica {
     }
 }
 
+/// `run_ready_ops` gives up after this many rounds (each round advances every runnable op once;
+/// real work needs a handful).
+const MAX_READY_ROUNDS: u32 = 10_000;
+
 /// A replica whose connection failed is avoided this long, if another one is available.
 const FAILED_SERVER_AVOIDANCE: Duration = Duration::from_secs(1);
 /// The relocation delay grows from `WRONG_SHARD_SERVER_DELAY` up to this.
@@ -1313,7 +1317,24 @@ impl Client {
     pub(crate) fn run_ready_ops(&mut self) {
         // One scratch list, reused: this runs on every input and every call.
         let mut ready = core::mem::take(&mut self.engine.scratch);
+        let mut rounds = 0u32;
         loop {
+            rounds += 1;
+            if rounds > MAX_READY_ROUNDS {
+                // An operation that stays runnable without progress is a bug; fail it rather
+                // than spin the driver's thread forever.
+                for &id in &ready {
+                    if self
+                        .engine
+                        .ops
+                        .get(&id)
+                        .is_some_and(|o| o.wait == Wait::Ready)
+                    {
+                        self.fail_op(id, ClientError::Fdb(ErrorCode::INTERNAL_ERROR));
+                    }
+                }
+                break;
+            }
             ready.clear();
             ready.extend(
                 self.engine
