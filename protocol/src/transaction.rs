@@ -43,6 +43,8 @@ use crate::uid::Uid;
 #[path = "metrics.rs"]
 mod metrics;
 
+/// The special key range of the conflicting read ranges of a failed commit.
+pub const CONFLICTING_KEYS_PREFIX: &[u8] = b"\xff\xff/transaction/conflicting_keys/";
 /// `KEY_SIZE_LIMIT`.
 pub const KEY_SIZE_LIMIT: usize = 10_000;
 /// `SYSTEM_KEY_SIZE_LIMIT`: keys in `\xff` may be longer.
@@ -228,6 +230,11 @@ pub(crate) struct Tx {
     /// The key the last commit attempt both read and wrote: the dummy transaction after
     /// `commit_unknown_result` commits on it.
     self_conflict: Option<Bytes>,
+    /// The read conflict ranges the last commit sent (to name the conflicting ones).
+    sent_read_conflicts: Vec<KeyRange>,
+    /// With `report_conflicting_keys`, the read conflict ranges that made the last commit
+    /// fail (`\xff\xff/transaction/conflicting_keys/`).
+    conflicting: Option<RangeSet>,
 }
 
 impl Tx {
@@ -249,6 +256,8 @@ impl Tx {
             deferred: None,
             cache: SnapshotCache::default(),
             self_conflict: None,
+            sent_read_conflicts: Vec::new(),
+            conflicting: None,
         }
     }
 
@@ -702,6 +711,46 @@ impl Client {
         req
     }
 
+    /// Reads `\xff\xff/transaction/conflicting_keys/...`: after a commit failed with
+    /// `report_conflicting_keys`, each conflicting read range `[b, e)` shows as
+    /// `prefix+b = "1"` and `prefix+e = "0"` (FDB's `ConflictingKeysImpl`).
+    fn conflicting_keys(
+        &self,
+        tx: TransactionId,
+        begin: &[u8],
+        end: &[u8],
+        opts: RangeOptions,
+    ) -> RangeResult {
+        let mut rows = Vec::new();
+        if let Some(set) = self
+            .engine
+            .txs
+            .get(&tx)
+            .and_then(|t| t.conflicting.as_ref())
+        {
+            for r in set.ranges() {
+                for (k, v) in [(&r.begin, &b"1"[..]), (&r.end, &b"0"[..])] {
+                    let mut key = CONFLICTING_KEYS_PREFIX.to_vec();
+                    key.extend_from_slice(k);
+                    if begin <= key.as_slice() && key.as_slice() < end {
+                        rows.push(KeyValue {
+                            key: Bytes::from(key),
+                            value: Bytes::from_static(v),
+                        });
+                    }
+                }
+            }
+        }
+        if opts.reverse {
+            rows.reverse();
+        }
+        let more = opts.limit > 0 && rows.len() > opts.limit;
+        if opts.limit > 0 {
+            rows.truncate(opts.limit);
+        }
+        RangeResult { rows, more }
+    }
+
     /// Reads one batch of the rows between two selectors.
     pub fn get_range(
         &mut self,
@@ -714,6 +763,14 @@ impl Client {
     ) -> RequestId {
         self.now = now;
         let req = self.new_request_id();
+        // A special key range, readable even after the commit (RYW's special key space).
+        if begin.key.starts_with(CONFLICTING_KEYS_PREFIX) && self.engine.txs.contains_key(&tx) {
+            let (b, _) = normalize(&begin);
+            let (e, _) = normalize(&end);
+            let r = self.conflicting_keys(tx, &b, &e, opts);
+            self.finish(req, Ok(Reply::Range(r)));
+            return req;
+        }
         if let Err(e) = self.check_usable(tx) {
             self.finish(req, Err(e));
             return req;
@@ -2459,6 +2516,11 @@ impl Client {
                     .map(|r| core::cmp::max(&r.begin, &w.begin).clone())
             });
         }
+        if report {
+            if let Some(t) = self.engine.txs.get_mut(&tx) {
+                t.sent_read_conflicts = read_conflicts.clone();
+            }
+        }
         let token = self.rng.uid();
         let span = self.span(tx);
         let msg = CommitTransactionRequest {
@@ -2511,7 +2573,10 @@ impl Client {
             return;
         };
         if let Some(parent) = dummy_for {
-            let ok = matches!(decode_reply::<CommitID>(message), Ok(ErrorOr::Ok(_)));
+            let ok = matches!(
+                decode_reply::<CommitID>(message),
+                Ok(ErrorOr::Ok(ref id)) if id.version != crate::messages::types::INVALID_VERSION
+            );
             return self.on_dummy_done(req, tx, parent, ok);
         }
         match decode_reply::<CommitID>(message) {
@@ -2520,6 +2585,23 @@ impl Client {
                     || e == ErrorCode::REQUEST_MAYBE_DELIVERED =>
             {
                 self.outcome_unknown(req, tx)
+            }
+            Ok(ErrorOr::Ok(id)) if id.version == crate::messages::types::INVALID_VERSION => {
+                // With `report_conflicting_keys` a conflict comes back as a `CommitID` without
+                // a version, naming the read conflict ranges that conflicted (`tryCommit`).
+                if let Some(t) = self.engine.txs.get_mut(&tx) {
+                    let mut set = RangeSet::new();
+                    for i in id.conflicting_kr_indices.iter().flatten() {
+                        if let Some(r) = usize::try_from(*i)
+                            .ok()
+                            .and_then(|i| t.sent_read_conflicts.get(i))
+                        {
+                            set.insert(&r.begin, &r.end);
+                        }
+                    }
+                    t.conflicting = Some(set);
+                }
+                self.fail_commit(req, tx, ClientError::Fdb(ErrorCode::NOT_COMMITTED))
             }
             Ok(ErrorOr::Ok(id)) => {
                 let stamp = id.versionstamp();

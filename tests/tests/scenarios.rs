@@ -746,3 +746,50 @@ fn a_committed_transaction_is_done_until_reset() {
         );
     });
 }
+
+#[test]
+fn conflicting_keys_are_reported() {
+    run(|t| async move {
+        put(&t, &[("ck1", b"1"), ("ck2", b"2")]).await;
+        let a = t.db.create_transaction();
+        a.set_option(TransactionOption::ReportConflictingKeys);
+        a.get(&t.k("ck1")).await.unwrap();
+        a.get(&t.k("ck2")).await.unwrap();
+        let b = t.db.create_transaction();
+        b.set(&t.k("ck2"), b"B");
+        b.commit().await.unwrap();
+        a.set(&t.k("other"), b"A");
+        let e = a.commit().await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::NOT_COMMITTED, "{}", t.name);
+        let prefix = b"\xff\xff/transaction/conflicting_keys/";
+        let rows = a
+            .get_range(prefix, b"\xff\xff/transaction/conflicting_keys0", 0)
+            .await
+            .unwrap();
+        let mut k2 = prefix.to_vec();
+        k2.extend_from_slice(&t.k("ck2"));
+        let mut k2_end = k2.clone();
+        k2_end.push(0);
+        let got: Vec<(Vec<u8>, Vec<u8>)> = rows
+            .iter()
+            .map(|kv| (kv.key.to_vec(), kv.value.to_vec()))
+            .collect();
+        assert_eq!(got, vec![(k2, b"1".to_vec()), (k2_end, b"0".to_vec())]);
+        // Without the option nothing is reported.
+        let c = t.db.create_transaction();
+        c.get(&t.k("ck1")).await.unwrap();
+        let d = t.db.create_transaction();
+        d.set(&t.k("ck1"), b"D");
+        d.commit().await.unwrap();
+        c.set(&t.k("other"), b"C");
+        assert_eq!(
+            code(&c.commit().await.unwrap_err()),
+            ErrorCode::NOT_COMMITTED
+        );
+        let rows = c
+            .get_range(prefix, b"\xff\xff/transaction/conflicting_keys0", 0)
+            .await
+            .unwrap();
+        assert!(rows.is_empty());
+    });
+}
