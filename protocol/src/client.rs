@@ -803,8 +803,12 @@ impl Client {
             }
             Pending::Grv { flags, waiters } => {
                 self.grv_in_flight.insert(flags, false);
+                let mut locked = false;
                 let result = match decode_reply::<GetReadVersionReply>(message) {
-                    Ok(ErrorOr::Ok(r)) => Ok(r.version),
+                    Ok(ErrorOr::Ok(r)) => {
+                        locked = r.locked;
+                        Ok(r.version)
+                    }
                     Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
                     Err(e) => Err(ClientError::Decode(e)),
                 };
@@ -813,7 +817,7 @@ impl Client {
                         GrvWaiter::Request(req) => {
                             self.finish(req, result.clone().map(Reply::Version))
                         }
-                        GrvWaiter::Tx(tx) => self.on_tx_read_version(tx, result.clone()),
+                        GrvWaiter::Tx(tx) => self.on_tx_read_version(tx, result.clone(), locked),
                     }
                 }
             }

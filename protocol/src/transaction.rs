@@ -152,6 +152,8 @@ pub enum TransactionOption {
     AccessSystemKeys,
     ReadSystemKeys,
     ReportConflictingKeys,
+    /// Works on a locked database (`lock_aware`).
+    LockAware,
 }
 
 /// Which conflict range [`Client::add_conflict_range`] adds.
@@ -175,6 +177,7 @@ struct TxOptions {
     access_system_keys: bool,
     read_system_keys: bool,
     report_conflicting_keys: bool,
+    lock_aware: bool,
 }
 
 impl Default for TxOptions {
@@ -192,6 +195,7 @@ impl Default for TxOptions {
             access_system_keys: false,
             read_system_keys: false,
             report_conflicting_keys: false,
+            lock_aware: false,
         }
     }
 }
@@ -626,6 +630,7 @@ impl Client {
             TransactionOption::AccessSystemKeys => o.access_system_keys = true,
             TransactionOption::ReadSystemKeys => o.read_system_keys = true,
             TransactionOption::ReportConflictingKeys => o.report_conflicting_keys = true,
+            TransactionOption::LockAware => o.lock_aware = true,
         }
         if let TransactionOption::Timeout(d) = opt {
             if !d.is_zero() {
@@ -1486,8 +1491,17 @@ impl Client {
         &mut self,
         tx: TransactionId,
         result: Result<Version, ClientError>,
+        locked: bool,
     ) {
         if let Some(t) = self.engine.txs.get_mut(&tx) {
+            // A locked database refuses transactions that are not lock-aware
+            // (`extractReadVersion`).
+            let result = match result {
+                Ok(_) if locked && !t.options.lock_aware => {
+                    Err(ClientError::Fdb(ErrorCode::DATABASE_LOCKED))
+                }
+                r => r,
+            };
             if t.read_version == ReadVersion::Pending {
                 t.read_version = match result {
                     Ok(v) => ReadVersion::Ready(v),
@@ -2493,6 +2507,7 @@ impl Client {
         let mut write_conflicts: Vec<KeyRange> = t.write_conflicts.ranges().collect();
         let mutations = t.writes.mutations();
         let report = t.options.report_conflicting_keys;
+        let lock_aware = t.options.lock_aware;
         let causal_write_risky = t.options.causal_write_risky;
         let intersects = write_conflicts
             .iter()
@@ -2530,12 +2545,16 @@ impl Client {
                 mutations,
                 read_snapshot: version,
                 report_conflicting_keys: report,
-                lock_aware: false,
+                lock_aware,
                 span_context: None,
                 tenant_ids: None,
             },
             reply: ReplyPromise { token },
-            flags: 0,
+            flags: if lock_aware {
+                CommitTransactionRequest::FLAG_IS_LOCK_AWARE
+            } else {
+                0
+            },
             debug_id: None,
             commit_cost_estimation: None,
             tag_set: None,

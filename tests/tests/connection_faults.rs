@@ -864,3 +864,59 @@ mod forwarding {
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 }
+
+/// A locked database answers read versions with `locked`: transactions that are not
+/// lock-aware fail with `database_locked` (`extractReadVersion`); lock-aware ones proceed,
+/// and their commits say so.
+#[test]
+fn a_locked_database_refuses_transactions_that_are_not_lock_aware() {
+    let mut h = Harness::new("a:b@10.0.0.1:4500", 12);
+    let _ = h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
+    let plain = h.c.create_transaction(h.now);
+    let aware = h.c.create_transaction(h.now);
+    h.c.set_option(
+        h.now,
+        aware,
+        fdb_protocol::transaction::TransactionOption::LockAware,
+    )
+    .unwrap();
+    let r1 = h.c.tx_read_version(h.now, plain);
+    let r2 = h.c.tx_read_version(h.now, aware);
+    let pc = h.connect_to("10.0.0.9:4500");
+    h.accept(pc);
+    let locked = || {
+        encode_reply(&ErrorOr::Ok(GetReadVersionReply {
+            version: 77,
+            locked: true,
+            ..Default::default()
+        }))
+    };
+    // The second request waits behind the first (one in flight per priority), then goes.
+    let mut done = Vec::new();
+    for _ in 0..2 {
+        let s = h.sent();
+        let grv = s
+            .iter()
+            .find(|s| s.token == G1)
+            .expect("a read version request");
+        h.reply(pc, grv.reply_token(), locked());
+        done.extend(h.completed());
+    }
+    done.sort_by_key(|(r, _)| *r);
+    assert_eq!(
+        done,
+        vec![
+            (r1, Err(ErrorCode::DATABASE_LOCKED)),
+            (r2, Ok(Reply::Version(77)))
+        ]
+    );
+    h.c.set(aware, b"k", b"v").unwrap();
+    let _commit = h.c.commit(h.now, aware);
+    let s = h.sent();
+    let AnyMessage::CommitTransactionRequest(c) = &s.iter().find(|s| s.token == C1).unwrap().msg
+    else {
+        panic!()
+    };
+    assert!(c.transaction.lock_aware);
+    assert_eq!(c.flags & 1, 1, "FLAG_IS_LOCK_AWARE");
+}
