@@ -48,7 +48,7 @@ struct RawConn {
     inbox: Vec<(Uid, Bytes)>,
 }
 
-/// See the [module docs](self).
+/// See the [cluster module docs](crate::cluster).
 pub struct RawClient {
     conns: HashMap<SocketAddr, RawConn>,
     rng: u64,
