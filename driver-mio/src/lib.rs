@@ -408,6 +408,12 @@ impl Database {
         }
     }
 
+    /// Options every transaction created from now on starts with (and returns to on reset),
+    /// like libfdb_c's `transaction_*` database options.
+    pub fn set_transaction_defaults(&mut self, defaults: Vec<TransactionOption>) {
+        self.client.set_transaction_defaults(defaults);
+    }
+
     /// A new transaction; it lives as long as the returned handle.
     pub fn create_transaction(&mut self) -> Transaction<'_> {
         let now = self.now();

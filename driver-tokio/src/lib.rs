@@ -171,6 +171,12 @@ impl Database {
         }
     }
 
+    /// Options every transaction created from now on starts with (and returns to on reset),
+    /// like libfdb_c's `transaction_*` database options.
+    pub fn set_transaction_defaults(&self, defaults: Vec<TransactionOption>) {
+        self.call_sync(move |c, _| c.set_transaction_defaults(defaults));
+    }
+
     /// A new transaction.
     pub fn create_transaction(&self) -> Transaction {
         Transaction {

@@ -529,6 +529,8 @@ pub(crate) struct Engine {
     servers: BTreeMap<Uid, ServerStats>,
     /// Reused by `run_ready_ops`.
     scratch: Vec<RequestId>,
+    /// Options every new transaction starts with.
+    defaults: Vec<TransactionOption>,
 }
 
 impl Engine {
@@ -575,7 +577,21 @@ impl Client {
         let id = TransactionId(self.engine.next_tx);
         let trace = self.rng.uid();
         self.engine.txs.insert(id, Tx::new(trace, now));
+        self.apply_defaults(now, id);
         id
+    }
+
+    /// Database-wide defaults for new transactions (libfdb_c's `transaction_timeout`,
+    /// `transaction_retry_limit`, ... database options): applied to every transaction when
+    /// it is created and when it is reset.
+    pub fn set_transaction_defaults(&mut self, defaults: Vec<TransactionOption>) {
+        self.engine.defaults = defaults;
+    }
+
+    fn apply_defaults(&mut self, now: Instant, tx: TransactionId) {
+        for opt in self.engine.defaults.clone() {
+            let _ = self.set_option(now, tx, opt);
+        }
     }
 
     /// A transaction the application created at `created` (earlier than now): a driver that
@@ -583,8 +599,20 @@ impl Client {
     /// application's call, as libfdb_c does.
     pub fn create_transaction_at(&mut self, now: Instant, created: Instant) -> TransactionId {
         let id = self.create_transaction(now);
+        let mut deadline = None;
         if let Some(t) = self.engine.txs.get_mut(&id) {
             t.created = created.min(now);
+            // A default timeout counts from the application's call too.
+            if let Some(d) = t.options.timeout {
+                if t.created + d <= now {
+                    t.timed_out = true;
+                } else {
+                    deadline = Some(t.created + d);
+                }
+            }
+        }
+        if let Some(at) = deadline {
+            self.engine.add_timer(at, Timer::Deadline(id));
         }
         id
     }
@@ -604,6 +632,7 @@ impl Client {
         if let Some(t) = self.engine.txs.get_mut(&tx) {
             *t = Tx::new(trace, now);
         }
+        self.apply_defaults(now, tx);
     }
 
     /// Sets a transaction option.

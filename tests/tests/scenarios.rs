@@ -793,3 +793,25 @@ fn conflicting_keys_are_reported() {
         assert!(rows.is_empty());
     });
 }
+
+#[test]
+fn database_wide_transaction_defaults() {
+    run(|t| async move {
+        t.db.set_transaction_defaults(vec![
+            TransactionOption::Timeout(Duration::from_millis(100)),
+            TransactionOption::RetryLimit(Some(0)),
+        ]);
+        let tx = t.db.create_transaction();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let e = tx.get(&t.k("a")).await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::TRANSACTION_TIMED_OUT, "{}", t.name);
+        let tx = t.db.create_transaction();
+        let e = tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::NOT_COMMITTED, "retry limit 0");
+        t.db.set_transaction_defaults(Vec::new());
+        let tx = t.db.create_transaction();
+        tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        tx.get(&t.k("a")).await.unwrap();
+    });
+}
