@@ -279,3 +279,18 @@ fn too_old_read_fails_with_1007() {
     );
     r.all_used(TXN_REQUESTS);
 }
+
+#[test]
+fn batchset50x1000_is_one_commit_of_fifty_sets() {
+    let mut r = Replay::new("batchset50x1000");
+    let tx = r.tx();
+    for i in 0..50u32 {
+        let key = format!("cap/batch/{i:02}");
+        let value: Vec<u8> = (0..1000u32).map(|j| 0x30 + ((i + j) % 10) as u8).collect();
+        r.client.set(tx, key.as_bytes(), &value).unwrap();
+    }
+    let v = r.commit(tx).unwrap();
+    let want = result_json("batchset50x1000");
+    assert_eq!(v, want["committed_version"].as_i64().unwrap());
+    r.all_used(TXN_REQUESTS);
+}
