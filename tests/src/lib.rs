@@ -3,6 +3,7 @@
 //! read in place and never copied into this repository.
 
 pub mod cluster;
+pub mod dual;
 pub mod replay;
 pub mod testkit;
 

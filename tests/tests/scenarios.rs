@@ -9,101 +9,21 @@ use std::future::Future;
 use std::time::Duration;
 
 use bytes::Bytes;
-use fdb_driver_tokio::{Database, Error, RangeOptions};
-use fdb_protocol::cluster_file::ClusterFile;
+use fdb_driver_tokio::{Error, RangeOptions};
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::commit::mutation_type as mt;
 use fdb_protocol::messages::types::KeySelector;
 use fdb_protocol::transaction::{ConflictRangeType, TransactionOption};
-use fdb_tests::cluster::TestCluster;
+use fdb_tests::dual::Target;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-/// Where a scenario runs: a database and the prefix its keys live under.
-struct Target {
-    name: &'static str,
-    db: Database,
-    prefix: Vec<u8>,
-}
-
-impl Target {
-    fn k(&self, key: &str) -> Vec<u8> {
-        let mut v = self.prefix.clone();
-        v.extend_from_slice(key.as_bytes());
-        v
-    }
-    fn kb(&self, key: &str) -> Bytes {
-        Bytes::from(self.k(key))
-    }
-    /// The end of this target's key space.
-    fn end(&self) -> Vec<u8> {
-        if self.prefix.is_empty() {
-            b"\xff".to_vec()
-        } else {
-            let mut e = self.prefix.clone();
-            *e.last_mut().unwrap() += 1;
-            e
-        }
-    }
-}
-
-/// Runs `scenario` on the test cluster, and on the real cluster when one is configured.
 fn run<F, Fut>(scenario: F)
 where
     F: Fn(Target) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let cluster = TestCluster::start();
-        let cf = ClusterFile::parse(&cluster.cluster_file_string()).unwrap();
-        let t = Target {
-            name: "test cluster",
-            db: Database::from_cluster_file(cf, 7),
-            prefix: Vec::new(),
-        };
-        tokio::time::timeout(LIMIT, scenario(t))
-            .await
-            .expect("scenario timed out on the test cluster");
-        match std::env::var("FDB_CLUSTER_FILE") {
-            Ok(path) if !path.is_empty() => {
-                let db = Database::open(Some(std::path::Path::new(&path)))
-                    .await
-                    .expect("open the real cluster");
-                let prefix = format!("rust-fdb-scenarios/{:016x}/", rand_u64()).into_bytes();
-                let t = Target {
-                    name: "real cluster",
-                    db: db.clone(),
-                    prefix: prefix.clone(),
-                };
-                let end = t.end();
-                tokio::time::timeout(LIMIT, scenario(t))
-                    .await
-                    .expect("scenario timed out on the real cluster");
-                db.run(|tx| {
-                    let (p, e) = (prefix.clone(), end.clone());
-                    async move {
-                        tx.clear_range(&p, &e);
-                        Ok(())
-                    }
-                })
-                .await
-                .expect("clean up");
-            }
-            _ => eprintln!("FDB_CLUSTER_FILE not set: scenario ran on the test cluster only"),
-        }
-    });
-}
-
-fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(std::process::id() as u64);
-    h.finish()
+    fdb_tests::dual::run("rust-fdb-scenarios", LIMIT, scenario)
 }
 
 fn code(e: &Error) -> ErrorCode {
