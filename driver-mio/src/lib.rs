@@ -37,7 +37,7 @@ use fdb_protocol::messages::types::{KeySelector, KeyValue};
 use fdb_protocol::serializer::DecodeError;
 use fdb_protocol::time::Instant;
 pub use fdb_protocol::transaction::{
-    ConflictRangeType, RangeOptions, RangeResult, TransactionId, TransactionOption,
+    ConflictRangeType, RangeCursor, RangeOptions, RangeResult, TransactionId, TransactionOption,
 };
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -235,30 +235,19 @@ impl Transaction<'_> {
         end: &[u8],
         limit: usize,
     ) -> Result<Vec<KeyValue>, Error> {
-        let mut b = KeySelector::first_greater_or_equal(Bytes::copy_from_slice(begin));
-        let e = KeySelector::first_greater_or_equal(Bytes::copy_from_slice(end));
-        let mut opts = RangeOptions {
-            limit,
-            ..RangeOptions::default()
-        };
-        let mut out = Vec::new();
-        loop {
-            let r = self.get_range_batch(b.clone(), e.clone(), opts, false)?;
-            let last = r.rows.last().map(|kv| kv.key.clone());
-            out.extend(r.rows);
-            if limit > 0 && out.len() >= limit {
-                out.truncate(limit);
-                return Ok(out);
-            }
-            match last {
-                Some(last) if r.more => b = KeySelector::first_greater_than(last),
-                _ => return Ok(out),
-            }
-            if limit > 0 {
-                opts.limit = limit - out.len();
-            }
-            opts.iteration += 1;
+        let mut cursor = RangeCursor::new(
+            KeySelector::first_greater_or_equal(Bytes::copy_from_slice(begin)),
+            KeySelector::first_greater_or_equal(Bytes::copy_from_slice(end)),
+            RangeOptions {
+                limit,
+                ..RangeOptions::default()
+            },
+        );
+        while let Some((b, e, o)) = cursor.next_request() {
+            let batch = self.get_range_batch(b, e, o, false)?;
+            cursor.feed(batch);
         }
+        Ok(cursor.into_rows())
     }
 
     pub fn set(&mut self, key: &[u8], value: &[u8]) {

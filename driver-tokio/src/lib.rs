@@ -41,7 +41,9 @@ use fdb_protocol::messages::types::Version;
 use fdb_protocol::messages::types::{KeySelector, KeyValue};
 use fdb_protocol::messages::NetworkAddress;
 use fdb_protocol::time::Instant;
-use fdb_protocol::transaction::{ConflictRangeType, RangeResult, TransactionId, TransactionOption};
+use fdb_protocol::transaction::{
+    ConflictRangeType, RangeCursor, RangeResult, TransactionId, TransactionOption,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -480,38 +482,16 @@ impl Transaction {
     /// mode as in `opts`; `opts.limit` bounds the total).
     pub async fn get_range_with(
         &self,
-        mut begin: KeySelector,
-        mut end: KeySelector,
-        mut opts: RangeOptions,
+        begin: KeySelector,
+        end: KeySelector,
+        opts: RangeOptions,
         snapshot: bool,
     ) -> Result<Vec<KeyValue>, Error> {
-        let mut out = Vec::new();
-        let total = opts.limit;
-        opts.iteration = opts.iteration.max(1);
-        loop {
-            let r = self
-                .get_range_batch(begin.clone(), end.clone(), opts, snapshot)
-                .await?;
-            let last = r.rows.last().map(|kv| kv.key.clone());
-            out.extend(r.rows);
-            if total > 0 && out.len() >= total {
-                out.truncate(total);
-                return Ok(out);
-            }
-            let Some(last) = last else { return Ok(out) };
-            if !r.more {
-                return Ok(out);
-            }
-            if opts.reverse {
-                end = KeySelector::first_greater_or_equal(last);
-            } else {
-                begin = KeySelector::first_greater_than(last);
-            }
-            if total > 0 {
-                opts.limit = total - out.len();
-            }
-            opts.iteration += 1;
+        let mut cursor = RangeCursor::new(begin, end, opts);
+        while let Some((b, e, o)) = cursor.next_request() {
+            cursor.feed(self.get_range_batch(b, e, o, snapshot).await?);
         }
+        Ok(cursor.into_rows())
     }
 
     /// Sets a key.

@@ -134,6 +134,69 @@ pub struct RangeResult {
     pub more: bool,
 }
 
+/// A whole range read done batch by batch, as the bindings' range iterators call
+/// `fdb_transaction_get_range`: each batch continues after the last row (before it when
+/// reading in reverse), the `iterator` mode's iteration count grows, and `limit` bounds the
+/// total. A driver loops on [`RangeCursor::next_request`] / [`RangeCursor::feed`].
+#[derive(Clone, Debug)]
+pub struct RangeCursor {
+    begin: KeySelector,
+    end: KeySelector,
+    opts: RangeOptions,
+    /// The caller's limit on all rows (0: none).
+    total: usize,
+    rows: Vec<KeyValue>,
+    done: bool,
+}
+
+impl RangeCursor {
+    pub fn new(begin: KeySelector, end: KeySelector, mut opts: RangeOptions) -> Self {
+        opts.iteration = opts.iteration.max(1);
+        RangeCursor {
+            begin,
+            end,
+            total: opts.limit,
+            opts,
+            rows: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// The arguments of the next `get_range` batch, or `None` when the read is complete.
+    pub fn next_request(&self) -> Option<(KeySelector, KeySelector, RangeOptions)> {
+        (!self.done).then(|| (self.begin.clone(), self.end.clone(), self.opts))
+    }
+
+    /// Takes one batch's result.
+    pub fn feed(&mut self, batch: RangeResult) {
+        let last = batch.rows.last().map(|kv| kv.key.clone());
+        self.rows.extend(batch.rows);
+        if self.total > 0 && self.rows.len() >= self.total {
+            self.rows.truncate(self.total);
+            self.done = true;
+            return;
+        }
+        let Some(last) = last.filter(|_| batch.more) else {
+            self.done = true;
+            return;
+        };
+        if self.opts.reverse {
+            self.end = KeySelector::first_greater_or_equal(last);
+        } else {
+            self.begin = KeySelector::first_greater_than(last);
+        }
+        if self.total > 0 {
+            self.opts.limit = self.total - self.rows.len();
+        }
+        self.opts.iteration += 1;
+    }
+
+    /// Every row read.
+    pub fn into_rows(self) -> Vec<KeyValue> {
+        self.rows
+    }
+}
+
 /// Transaction options (`FDBTransactionOption`) that change what the client does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TransactionOption {
@@ -2895,5 +2958,73 @@ impl Client {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn kv(k: &'static [u8]) -> KeyValue {
+        KeyValue {
+            key: Bytes::from_static(k),
+            value: Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn range_cursor_continues_after_the_last_row_and_counts_the_limit() {
+        let begin = KeySelector::first_greater_or_equal(Bytes::from_static(b"a"));
+        let end = KeySelector::first_greater_or_equal(Bytes::from_static(b"z"));
+        let opts = RangeOptions {
+            limit: 3,
+            iteration: 0,
+            ..RangeOptions::default()
+        };
+        let mut c = RangeCursor::new(begin.clone(), end.clone(), opts);
+        let (b, e, o) = c.next_request().unwrap();
+        assert_eq!((b, e, o.limit, o.iteration), (begin, end.clone(), 3, 1));
+        c.feed(RangeResult {
+            rows: vec![kv(b"b"), kv(b"c")],
+            more: true,
+        });
+        let (b, e, o) = c.next_request().unwrap();
+        assert_eq!(b, KeySelector::first_greater_than(Bytes::from_static(b"c")));
+        assert_eq!((e, o.limit, o.iteration), (end, 1, 2));
+        c.feed(RangeResult {
+            rows: vec![kv(b"d"), kv(b"e")],
+            more: true,
+        });
+        assert!(c.next_request().is_none(), "the limit is reached");
+        assert_eq!(c.into_rows(), vec![kv(b"b"), kv(b"c"), kv(b"d")]);
+    }
+
+    #[test]
+    fn range_cursor_in_reverse_moves_the_end_and_stops_without_more() {
+        let begin = KeySelector::first_greater_or_equal(Bytes::from_static(b"a"));
+        let end = KeySelector::first_greater_or_equal(Bytes::from_static(b"z"));
+        let opts = RangeOptions {
+            reverse: true,
+            ..RangeOptions::default()
+        };
+        let mut c = RangeCursor::new(begin.clone(), end, opts);
+        c.feed(RangeResult {
+            rows: vec![kv(b"y"), kv(b"x")],
+            more: true,
+        });
+        let (b, e, o) = c.next_request().unwrap();
+        assert_eq!(b, begin);
+        assert_eq!(
+            e,
+            KeySelector::first_greater_or_equal(Bytes::from_static(b"x"))
+        );
+        assert_eq!((o.limit, o.iteration), (0, 2));
+        c.feed(RangeResult {
+            rows: vec![kv(b"b")],
+            more: false,
+        });
+        assert!(c.next_request().is_none());
+        assert_eq!(c.into_rows(), vec![kv(b"y"), kv(b"x"), kv(b"b")]);
     }
 }
