@@ -39,6 +39,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("get_key_values_reply", get_key_values_reply),
     ("watch_value_reply", watch_value_reply),
     ("client_session", client_session),
+    ("leader_info", leader_info),
 ];
 
 /// `x == x`: false only for values holding a NaN, whose equality cannot be asserted.
@@ -253,6 +254,20 @@ pub fn get_key_values_reply(data: &[u8]) {
 
 pub fn watch_value_reply(data: &[u8]) {
     reply_target::<WatchValueReply>(data)
+}
+
+/// `LeaderInfo::serialized_info` as a coordinator might send it: a protocol version, then the
+/// cluster controller's interface. Anything that decodes re-encodes to a value that decodes
+/// the same.
+pub fn leader_info(data: &[u8]) {
+    use crate::messages::coordination::ClusterControllerClientInterface as Cc;
+    let Ok((version, cc)) = Cc::from_serialized_info(&Bytes::copy_from_slice(data)) else {
+        return;
+    };
+    let mut again = version.to_le_bytes().to_vec();
+    again.extend_from_slice(&crate::serializer::encode(&cc));
+    let back = Cc::from_serialized_info(&Bytes::from(again)).expect("our encoding decodes");
+    assert_eq!(back, (version, cc));
 }
 
 /// The reply token a request asks to be answered on.

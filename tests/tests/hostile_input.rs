@@ -875,3 +875,37 @@ fn aliased_nested_vectors_are_too_complex() {
         "a {len}-byte message made the decoder allocate {total} bytes"
     );
 }
+
+/// A coordinator's leader info names the cluster controller for status reads: short, cut or
+/// corrupted info is a typed error, never a panic.
+#[test]
+fn hostile_leader_info_is_a_typed_error() {
+    use fdb_protocol::messages::coordination::ClusterControllerClientInterface as Cc;
+    use fdb_protocol::messages::AnyMessage;
+    for short in [&[][..], &[0u8; 7][..]] {
+        assert_eq!(
+            Cc::from_serialized_info(&Bytes::copy_from_slice(short)),
+            Err(DecodeError::InvalidValue("serialized leader info"))
+        );
+    }
+    let info = captured_frames()
+        .into_iter()
+        .find_map(|(_, f)| match decode_any(&f.message()) {
+            Ok(AnyMessage::Leader(ErrorOr::Ok(l))) => l.0.map(|l| l.serialized_info),
+            _ => None,
+        })
+        .expect("the status_json capture holds leader info");
+    assert!(Cc::from_serialized_info(&info).is_ok());
+    for cut in 0..info.len() {
+        assert!(
+            Cc::from_serialized_info(&info.slice(..cut)).is_err(),
+            "a cut at {cut} of {} decoded",
+            info.len()
+        );
+    }
+    for i in 8..info.len() {
+        let mut bad = info.to_vec();
+        bad[i] ^= 0xff;
+        let _ = Cc::from_serialized_info(&Bytes::from(bad));
+    }
+}
