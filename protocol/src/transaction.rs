@@ -368,8 +368,6 @@ struct Scan {
     /// With a byte limit, a batch ends at the first reply that brought rows
     /// (`GetRangeLimits::hasSatisfiedMinRows`).
     byte_limited: bool,
-    /// The rows being taken came from the cache or the writes, not a storage reply.
-    done_by_cache: bool,
 }
 
 impl Scan {
@@ -388,7 +386,6 @@ impl Scan {
             chunk: None,
             done: false,
             byte_limited: bytes.is_some(),
-            done_by_cache: false,
         }
     }
 
@@ -396,8 +393,9 @@ impl Scan {
         self.rows_left == Some(0) || (self.bytes_left == Some(0) && !self.out.is_empty())
     }
 
-    /// Takes merged rows of chunk `[a, b)` (in scan order), stopping at the limits.
-    fn take(&mut self, rows: Vec<KeyValue>, a: &Bytes, b: &Bytes) {
+    /// Takes merged rows of chunk `[a, b)` (in scan order), stopping at the limits. Only rows
+    /// that came with a storage reply can end a byte-limited batch early.
+    fn take(&mut self, rows: Vec<KeyValue>, a: &Bytes, b: &Bytes, from_storage: bool) {
         for kv in rows {
             if self.limits_reached() {
                 self.more = true;
@@ -424,7 +422,7 @@ impl Scan {
                 self.more = true;
             }
         }
-        if self.byte_limited && !self.out.is_empty() && !self.done_by_cache {
+        if self.byte_limited && !self.out.is_empty() && from_storage {
             if !self.more && !self.at_end() {
                 self.more = true;
             }
@@ -535,6 +533,22 @@ pub(crate) struct Op {
     relocations: u32,
     /// For the dummy commit after `commit_unknown_result`: the user's commit it stands for.
     dummy_for: Option<RequestId>,
+}
+
+impl Op {
+    fn new(tx: TransactionId, kind: OpKind, wait: Wait, start: usize, detached: bool) -> Op {
+        Op {
+            tx,
+            kind,
+            wait,
+            attempt: 0,
+            start,
+            detached,
+            server: None,
+            relocations: 0,
+            dummy_for: None,
+        }
+    }
 }
 
 /// What the client learned about one storage server (`QueueModel` and the failure monitor,
@@ -1186,20 +1200,9 @@ impl Client {
             t.retries = retries;
             t.timed_out = timed_out;
         }
-        self.engine.ops.insert(
-            req,
-            Op {
-                tx,
-                kind: OpKind::Backoff,
-                wait: Wait::Timer,
-                attempt: 0,
-                start: 0,
-                detached: true,
-                server: None,
-                relocations: 0,
-                dummy_for: None,
-            },
-        );
+        self.engine
+            .ops
+            .insert(req, Op::new(tx, OpKind::Backoff, Wait::Timer, 0, true));
         self.engine.add_timer(now + delay, Timer::Op(req));
         req
     }
@@ -1323,10 +1326,11 @@ impl Client {
     }
 
     fn write_conflict(t: &mut Tx, begin: &[u8], end: &[u8]) {
-        if core::mem::take(&mut t.options.next_write_no_conflict) {
-            return;
-        }
-        t.write_conflicts.insert(begin, end);
+        Self::write_conflict_owned(
+            t,
+            Bytes::copy_from_slice(begin),
+            Bytes::copy_from_slice(end),
+        );
     }
 
     fn write_conflict_owned(t: &mut Tx, begin: Bytes, end: Bytes) {
@@ -1372,20 +1376,9 @@ impl Client {
 
     fn insert_op(&mut self, req: RequestId, tx: TransactionId, kind: OpKind) {
         let start = self.rng.next_u64() as usize;
-        self.engine.ops.insert(
-            req,
-            Op {
-                tx,
-                kind,
-                wait: Wait::Ready,
-                attempt: 0,
-                start,
-                detached: false,
-                server: None,
-                relocations: 0,
-                dummy_for: None,
-            },
-        );
+        self.engine
+            .ops
+            .insert(req, Op::new(tx, kind, Wait::Ready, start, false));
     }
 
     /// Fails every unfinished request of `tx`.
@@ -1508,20 +1501,10 @@ impl Client {
     }
 
     pub(crate) fn insert_status_op(&mut self, req: RequestId) {
-        self.engine.ops.insert(
-            req,
-            Op {
-                tx: TransactionId(0),
-                kind: OpKind::Status(alloc::boxed::Box::default()),
-                wait: Wait::Ready,
-                attempt: 0,
-                start: 0,
-                detached: true,
-                server: None,
-                relocations: 0,
-                dummy_for: None,
-            },
-        );
+        let kind = OpKind::Status(alloc::boxed::Box::default());
+        self.engine
+            .ops
+            .insert(req, Op::new(TransactionId(0), kind, Wait::Ready, 0, true));
     }
 
     pub(crate) fn status_state(&mut self, req: RequestId) -> Option<&mut crate::status::StatusOp> {
@@ -2153,9 +2136,7 @@ impl Client {
                     if reverse {
                         rows.reverse();
                     }
-                    scan.done_by_cache = true;
-                    scan.take(rows, &a, &b);
-                    scan.done_by_cache = false;
+                    scan.take(rows, &a, &b, false);
                     continue;
                 }
             }
@@ -2294,7 +2275,7 @@ impl Client {
                 rows.reverse();
             }
         }
-        scan.take(rows, &ca, &cb);
+        scan.take(rows, &ca, &cb, true);
         Ok(())
     }
 
