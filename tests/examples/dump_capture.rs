@@ -1,6 +1,6 @@
 //! Prints every packet of the named captures (all when none is named) as decoded messages:
 //! `cargo run -p fdb-tests --example dump_capture -- get set_commit`. A reading aid for the
-//! captures in `../shared/fdb-captures`.
+//! captures in `tests/data/fdb-captures`.
 
 use fdb_protocol::messages::decode_any;
 use fdb_tests::{load_captures, Dir};

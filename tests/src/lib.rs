@@ -1,6 +1,6 @@
-//! Shared helpers for the workspace tests: reading the real-traffic captures in
-//! `../shared/fdb-captures` (libfdb_c 7.3.77 talking to fdbserver 7.3.77). The captures are
-//! read in place and never copied into this repository.
+//! Shared helpers for the workspace tests: reading the real-traffic captures (libfdb_c 7.3.77
+//! talking to fdbserver 7.3.77), vendored in `tests/data/fdb-captures/` from the team's
+//! recordings (their `*.frames.jsonl` and `*.result.json`; the pcaps are not needed).
 
 pub mod cluster;
 pub mod dual;
@@ -72,13 +72,13 @@ impl Capture {
     }
 }
 
-/// Where the captures live: `$FDB_CAPTURES_DIR`, else `../shared/fdb-captures` beside the
-/// project root.
+/// Where the captures live: `$FDB_CAPTURES_DIR`, else the copy vendored in `tests/data/`
+/// (recorded data, so a fresh clone tests against it with nothing beside the project).
 pub fn captures_dir() -> PathBuf {
     if let Ok(d) = std::env::var("FDB_CAPTURES_DIR") {
         return PathBuf::from(d);
     }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fdb-captures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/fdb-captures")
 }
 
 fn hex(s: &str) -> Vec<u8> {
