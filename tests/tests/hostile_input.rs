@@ -909,3 +909,53 @@ fn hostile_leader_info_is_a_typed_error() {
         let _ = Cc::from_serialized_info(&Bytes::from(bad));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The error of any reply (`reply_error`, read before the reply's own type is known)
+
+#[test]
+fn reply_error_reads_only_the_error_alternative_and_refuses_the_rest() {
+    use fdb_protocol::error::ErrorCode;
+    use fdb_protocol::messages::reply_error;
+    // The captured replies are values, except the rejected commit. (`too_old`'s storage
+    // server puts its error inside the reply, which is a value to the transport.)
+    let mut values = 0;
+    let mut errors = Vec::new();
+    for cap in load_captures() {
+        for f in cap.packets(Dir::ServerToClient) {
+            match reply_error(&f.message()) {
+                None => values += 1,
+                Some(e) => errors.push((cap.name.clone(), e)),
+            }
+        }
+    }
+    assert!(values > 50);
+    errors.sort_by_key(|(name, e)| (name.clone(), e.0));
+    assert_eq!(
+        errors,
+        vec![("conflict".to_string(), ErrorCode::NOT_COMMITTED)]
+    );
+    // An error of any reply type is found, whatever the type's identifier.
+    let e = encode_reply::<GetValueReply>(&ErrorOr::Err(ErrorCode::BROKEN_PROMISE));
+    assert_eq!(
+        reply_error(&Bytes::from(e.clone())),
+        Some(ErrorCode::BROKEN_PROMISE)
+    );
+    let e2 = encode_reply::<ClientDBInfo>(&ErrorOr::Err(ErrorCode::NOT_COMMITTED));
+    assert_eq!(
+        reply_error(&Bytes::from(e2)),
+        Some(ErrorCode::NOT_COMMITTED)
+    );
+    // Every truncation and every single-byte corruption of an error reply: an answer or
+    // `None`, never a panic.
+    for n in 0..e.len() {
+        let _ = reply_error(&Bytes::copy_from_slice(&e[..n]));
+    }
+    for i in 0..e.len() {
+        for b in [0u8, 1, 2, 0x7f, 0xff] {
+            let mut m = e.clone();
+            m[i] = b;
+            let _ = reply_error(&Bytes::from(m));
+        }
+    }
+}
