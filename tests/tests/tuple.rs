@@ -755,3 +755,87 @@ fn element_order_by_type() {
     assert_ne!(Element::Double(0.0), Element::Double(-0.0));
     assert_eq!(Element::Double(f64::NAN), Element::Double(f64::NAN));
 }
+
+// ---------------------------------------------------------------------------------------------
+// On a cluster: the server is the judge of versionstamped keys and of key order.
+
+#[test]
+fn versionstamped_tuple_keys_and_tuple_order_on_a_cluster() {
+    use fdb_protocol::messages::commit::mutation_type as mt;
+    fdb_tests::dual::run(
+        "rust-fdb-tuple",
+        std::time::Duration::from_secs(30),
+        |t| async move {
+            let sub = Subspace::from_bytes(t.prefix.clone()).subspace(&("tuple",));
+            // Three versionstamped keys and values in one transaction, told apart by their
+            // user versions.
+            let tx = t.db.create_transaction();
+            for i in 0..3u16 {
+                let key = sub
+                    .pack_with_versionstamp(&("vs", Versionstamp::incomplete(i), i as i64))
+                    .unwrap();
+                tx.atomic_op(&key, &pack(&(i as i64,)), mt::SET_VERSIONSTAMPED_KEY);
+                let value =
+                    pack_with_versionstamp(&("at", Versionstamp::incomplete(100 + i))).unwrap();
+                let vkey = sub.pack(&("value", i as i64));
+                tx.atomic_op(&vkey, &value, mt::SET_VERSIONSTAMPED_VALUE);
+            }
+            // Integers across the 64-bit boundary, written in scrambled order.
+            let ints: Vec<i128> = vec![
+                1 << 64,
+                -1,
+                (1 << 64) - 1,
+                i64::MIN as i128 - 1,
+                0,
+                -(1 << 64),
+                i64::MAX as i128 + 1,
+                -((1 << 64) - 1),
+                i64::MIN as i128,
+                300,
+                i64::MAX as i128,
+            ];
+            for x in &ints {
+                tx.set(&sub.pack(&("int", *x)), b"");
+            }
+            tx.commit().await.unwrap();
+            let stamp = tx.versionstamp().await.unwrap().unwrap();
+
+            let tx = t.db.create_transaction();
+            let vs = sub.subspace(&("vs",));
+            let (begin, end) = vs.range();
+            let rows = tx.get_range(&begin, &end, 0).await.unwrap();
+            assert_eq!(rows.len(), 3, "{}", t.name);
+            for (i, kv) in rows.iter().enumerate() {
+                let (got, n): (Versionstamp, i64) = vs.unpack(&kv.key).unwrap();
+                assert_eq!(got, Versionstamp::complete(stamp, i as u16), "{}", t.name);
+                assert_eq!(
+                    (n, unpack::<(i64,)>(&kv.value)),
+                    (i as i64, Ok((i as i64,)))
+                );
+                let v = tx
+                    .get(&sub.pack(&("value", i as i64)))
+                    .await
+                    .unwrap()
+                    .unwrap();
+                let (at, got): (String, Versionstamp) = unpack(&v).unwrap();
+                assert_eq!(at, "at");
+                assert_eq!(
+                    got,
+                    Versionstamp::complete(stamp, 100 + i as u16),
+                    "{}",
+                    t.name
+                );
+            }
+            // The server returns the packed integers in numeric order.
+            let (begin, end) = sub.subspace(&("int",)).range();
+            let rows = tx.get_range(&begin, &end, 0).await.unwrap();
+            let got: Vec<i128> = rows
+                .iter()
+                .map(|kv| sub.unpack::<(String, i128)>(&kv.key).unwrap().1)
+                .collect();
+            let mut want = ints.clone();
+            want.sort();
+            assert_eq!(got, want, "{}", t.name);
+        },
+    );
+}
