@@ -33,7 +33,7 @@ use bytes::Bytes;
 use core::time::Duration;
 
 use super::{OpKind, ReadVersion, Timer, TransactionId, Wait, FAILED_SERVER_AVOIDANCE};
-use crate::client::{Client, ClientError, Pending, Reply, RequestId};
+use crate::client::{Client, ClientError, Reply, RequestId};
 use crate::error::{knobs, ErrorCode};
 use crate::location::LocationCache;
 use crate::messages::commit::GetKeyServerLocationsRequest;
@@ -43,6 +43,7 @@ use crate::messages::storage::{
 };
 use crate::messages::types::{KeyRange, SpanContext, TenantInfo, LATEST_VERSION};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
+use crate::route::Route;
 use crate::time::Instant;
 use crate::uid::Uid;
 
@@ -348,7 +349,7 @@ impl Client {
         let addr = proxy.commit.endpoint.addresses.address.clone();
         let dest = proxy.stream(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS);
         self.engine.locating.insert(k);
-        let pending = Pending::Locations {
+        let pending = Route::Locations {
             key: begin.clone(),
             reverse: false,
         };
@@ -409,7 +410,7 @@ impl Client {
         let token = self.rng.uid();
         let reply = ReplyPromise { token };
         let addr = server.get_value.endpoint.addresses.address.clone();
-        let pending = Pending::Metrics {
+        let pending = Route::Metrics {
             op: req,
             part: i as u32,
             epoch,

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use core::fmt::Write;
 use core::time::Duration;
 
-use crate::client::{Client, ClientError, Pending, Reply, RequestId};
+use crate::client::{Client, ClientError, Reply, RequestId};
 use crate::framing::ProtocolVersion;
 use crate::messages::coordination::{
     ClusterControllerClientInterface, GetLeaderRequest, ProtocolInfoReply, ProtocolInfoRequest,
@@ -22,6 +22,7 @@ use crate::messages::coordination::{
 use crate::messages::{
     decode_any, decode_reply, AnyMessage, EnsureTable, ErrorOr, NetworkAddress, ReplyPromise,
 };
+use crate::route::{Route, StatusPart};
 use crate::time::Instant;
 use crate::uid::{well_known, Uid};
 
@@ -29,14 +30,6 @@ use crate::uid::{well_known, Uid};
 pub const STATUS_JSON_KEY: &[u8] = b"\xff\xff/status/json";
 /// How long the status read waits for silent coordinators or cluster controller.
 pub const STATUS_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Which part of the status read a reply belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum StatusPart {
-    Leader(usize),
-    Protocol(usize),
-    Status,
-}
 
 #[derive(Clone, Debug, Default)]
 struct Probe {
@@ -173,7 +166,7 @@ impl Client {
             st.started = true;
             st.deadline = Some(now + STATUS_TIMEOUT);
             let targets = self.coordinator_targets();
-            let key = Bytes::from(self.cfg.cluster.cluster_key());
+            let key = Bytes::from(self.cluster().cluster_key());
             let Some(st) = self.status_state(req) else {
                 return;
             };
@@ -194,7 +187,7 @@ impl Client {
                     known_leader: Uid::default(),
                     reply: ReplyPromise { token },
                 };
-                let pending = Pending::Status {
+                let pending = Route::Status {
                     op: req,
                     part: StatusPart::Leader(i),
                 };
@@ -210,7 +203,7 @@ impl Client {
                 let msg = ProtocolInfoRequest {
                     reply: ReplyPromise { token },
                 };
-                let pending = Pending::Status {
+                let pending = Route::Status {
                     op: req,
                     part: StatusPart::Protocol(i),
                 };
@@ -290,7 +283,7 @@ impl Client {
             let msg = StatusRequest {
                 reply: ReplyPromise { token },
             };
-            let pending = Pending::Status {
+            let pending = Route::Status {
                 op: req,
                 part: StatusPart::Status,
             };

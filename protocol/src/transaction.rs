@@ -18,8 +18,9 @@ use bytes::Bytes;
 use core::time::Duration;
 
 use crate::atomic;
-use crate::client::{Client, ClientError, GrvWaiter, Pending, Priority, Reply, RequestId};
+use crate::client::{Client, ClientError, GrvWaiter, Priority, Reply, RequestId};
 use crate::error::{knobs, ErrorCode, OnErrorAction};
+pub use crate::event::RangeResult;
 use crate::location::{LocationCache, Shard};
 use crate::messages::commit::{
     mutation_type as mt, CommitID, CommitTransactionRef, CommitTransactionRequest,
@@ -35,6 +36,7 @@ use crate::messages::types::{
     KeyRange, KeySelector, KeyValue, SpanContext, TenantInfo, Version, VersionVector,
 };
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
+use crate::route::Route;
 use crate::ryw::{apply_ops, key_after, Lookup, RangeSet, SnapshotCache, WriteMap};
 use crate::time::Instant;
 use crate::uid::Uid;
@@ -64,9 +66,7 @@ const ITERATION_PROGRESSION: [i32; 10] = [
     4096, 6144, 9216, 13824, 20736, 31104, 46656, 69984, 80000, 120000,
 ];
 
-/// A transaction of a [`Client`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TransactionId(pub u64);
+pub use crate::ids::TransactionId;
 
 /// How eagerly a range read fetches (`FDBStreamingMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -125,14 +125,6 @@ impl Default for RangeOptions {
             reverse: false,
         }
     }
-}
-
-/// One batch of a range read.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RangeResult {
-    pub rows: Vec<KeyValue>,
-    /// More rows may follow: call again from after the last row.
-    pub more: bool,
 }
 
 /// A whole range read done batch by batch, as the bindings' range iterators call
@@ -1750,7 +1742,7 @@ impl Client {
             server.stream(StorageServerInterface::GET_VALUE),
             &msg,
             token,
-            Pending::Storage { op: req },
+            Route::Storage(req),
         );
         true
     }
@@ -1898,7 +1890,7 @@ impl Client {
             dest,
             &msg,
             token,
-            Pending::Locations {
+            Route::Locations {
                 key: k.0,
                 reverse: k.1,
             },
@@ -2274,14 +2266,7 @@ impl Client {
             let addr = server.addr.clone();
             let dest = server.stream(StorageServerInterface::GET_KEY_VALUES);
             self.set_wait(req, Wait::Reply);
-            self.send(
-                self.now,
-                &addr,
-                dest,
-                &msg,
-                token,
-                Pending::Storage { op: req },
-            );
+            self.send(self.now, &addr, dest, &msg, token, Route::Storage(req));
             return Ok(false);
         }
     }
@@ -2714,7 +2699,7 @@ impl Client {
             ep.token,
             &msg,
             token,
-            Pending::Commit { op: req },
+            Route::Commit(req),
         );
     }
 
@@ -2937,14 +2922,7 @@ impl Client {
         let addr = server.addr.clone();
         let dest = server.stream(StorageServerInterface::WATCH_VALUE);
         self.set_wait(req, Wait::Reply);
-        self.send(
-            self.now,
-            &addr,
-            dest,
-            &msg,
-            token,
-            Pending::Storage { op: req },
-        );
+        self.send(self.now, &addr, dest, &msg, token, Route::Storage(req));
     }
 
     /// Reads the watched key's current value with a GetValue (reply handled as a watch reply).
@@ -3059,7 +3037,7 @@ impl Client {
             dest,
             &msg,
             token,
-            Pending::CommittedVersion { op: req },
+            Route::CommittedVersion(req),
         );
     }
 
