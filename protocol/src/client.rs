@@ -41,14 +41,20 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::cluster_file::ClusterFile;
-use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface};
-use crate::messages::NetworkAddress;
+use crate::error::ErrorCode;
+use crate::grv::GrvBatcher;
+use crate::messages::coordination::ClientDBInfo;
+use crate::messages::grv::GetReadVersionReply;
+use crate::messages::types::{KeySelector, Version};
+use crate::messages::{decode_reply, ErrorOr, NetworkAddress};
 use crate::monitor::ClusterMonitor;
 use crate::net::{Delivery, Io, Network};
 use crate::route::{Loss, Route};
-use crate::serializer::Message;
+use crate::status::StatusReads;
 use crate::time::{Instant, Rng};
-use crate::uid::Uid;
+use crate::transaction::{
+    ConflictRangeType, Ctx, RangeOptions, TransactionId, TransactionOption, Transactions,
+};
 
 pub use crate::event::{ClientError, Event, Reply, Transmit};
 pub(crate) use crate::grv::GrvWaiter;
@@ -95,8 +101,9 @@ pub struct Client {
     pub(crate) events: VecDeque<Event>,
     net: Network,
     monitor: ClusterMonitor,
-    grv: crate::grv::GrvBatcher,
-    pub(crate) engine: crate::transaction::Engine,
+    grv: GrvBatcher,
+    txs: Transactions,
+    status: StatusReads,
 }
 
 impl Client {
@@ -118,8 +125,9 @@ impl Client {
             events: VecDeque::new(),
             net: Network::default(),
             monitor,
-            grv: crate::grv::GrvBatcher::default(),
-            engine: crate::transaction::Engine::default(),
+            grv: GrvBatcher::default(),
+            txs: Transactions::default(),
+            status: StatusReads::default(),
         };
         c.drive(now);
         c
@@ -198,7 +206,8 @@ impl Client {
         [
             self.net.poll_timeout(),
             self.monitor.poll_timeout(),
-            self.engine.next_timer(),
+            self.txs.next_timer(),
+            self.status.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -211,7 +220,7 @@ impl Client {
         self.net
             .handle_timeout(now, &mut self.rng, &mut self.events);
         self.deliver();
-        self.fire_timers(now);
+        self.with_txs(|txs, cx| txs.fire_timers(cx));
         self.drive(now);
     }
 
@@ -247,7 +256,7 @@ impl Client {
     pub fn get_read_version(&mut self, now: Instant, priority: Priority) -> RequestId {
         self.now = now;
         let id = self.new_request_id();
-        self.queue_grv(priority.flags(), GrvWaiter::Request(id));
+        self.grv.queue(priority.flags(), GrvWaiter::Request(id));
         self.drive(now);
         id
     }
@@ -256,80 +265,6 @@ impl Client {
         let id = RequestId(self.next_req);
         self.next_req += 1;
         id
-    }
-
-    pub(crate) fn queue_grv(&mut self, flags: u32, waiter: GrvWaiter) {
-        self.grv.queue(flags, waiter);
-    }
-
-    pub(crate) fn finish(&mut self, req: RequestId, result: Result<Reply, ClientError>) {
-        self.events.push_back(Event::Complete { req, result });
-    }
-
-    /// Sends `msg` to endpoint `dest` at `addr`, its reply (on token `reply`) taking `route`.
-    pub(crate) fn send<M: Message>(
-        &mut self,
-        now: Instant,
-        addr: &NetworkAddress,
-        dest: Uid,
-        msg: &M,
-        reply: Uid,
-        route: Route,
-    ) {
-        self.net.send(
-            now,
-            &mut self.rng,
-            &mut self.events,
-            addr,
-            dest,
-            msg,
-            reply,
-            route,
-        );
-    }
-
-    /// A commit proxy to send stream `stream` to (see `CommitProxyInterface`), skipping
-    /// proxies whose endpoint is gone; `None` while there is none (wait for the cluster).
-    pub(crate) fn pick_commit_proxy(&mut self, stream: u32) -> Option<CommitProxyInterface> {
-        let proxies = &self.monitor.info()?.commit_proxies;
-        let endpoints: Vec<(NetworkAddress, Uid)> = proxies
-            .iter()
-            .map(|p| {
-                (
-                    p.commit.endpoint.addresses.address.clone(),
-                    p.stream(stream),
-                )
-            })
-            .collect();
-        let i = self.net.failures().pick(&endpoints, &mut self.rng)?;
-        Some(self.monitor.info()?.commit_proxies[i].clone())
-    }
-
-    /// A GRV proxy's read-version endpoint (see [`crate::grv::grv_endpoint`]).
-    pub(crate) fn grv_endpoint(&mut self) -> Option<(NetworkAddress, Uid)> {
-        let Client {
-            rng,
-            now,
-            net,
-            events,
-            monitor,
-            ..
-        } = self;
-        let info = monitor.info()?;
-        let mut io = Io {
-            now: *now,
-            rng,
-            net,
-            events,
-        };
-        crate::grv::grv_endpoint(&mut io, info)
-    }
-
-    /// Every coordinator: how the cluster file names it, and its address if known.
-    pub(crate) fn coordinator_targets(
-        &self,
-    ) -> Vec<(alloc::string::String, Option<NetworkAddress>)> {
-        self.monitor.coordinator_targets()
     }
 
     /// Hands every reply and loss the network has to the part its route names.
@@ -345,19 +280,27 @@ impl Client {
     fn complete(&mut self, route: Route, message: &Bytes) {
         match route {
             Route::OpenDatabase => {
+                let Client {
+                    rng,
+                    now,
+                    net,
+                    events,
+                    monitor,
+                    ..
+                } = self;
                 let mut io = Io {
-                    now: self.now,
-                    rng: &mut self.rng,
-                    net: &mut self.net,
-                    events: &mut self.events,
+                    now: *now,
+                    rng,
+                    net,
+                    events,
                 };
-                if let Some(update) = self.monitor.on_reply(&mut io, message) {
+                if let Some(update) = monitor.on_reply(&mut io, message) {
                     if update.proxies_changed {
                         // The location cache stays: libfdb_c keeps it across proxy changes
                         // and relies on `wrong_shard_server` / failed endpoints to correct it.
                         self.fail_over_from_old_proxies();
                     }
-                    self.wake_cluster_waiters();
+                    self.with_txs(|txs, _| txs.wake_cluster_waiters());
                 }
             }
             Route::Grv(batch) => {
@@ -366,31 +309,49 @@ impl Client {
                 };
                 for w in a.waiters {
                     match w {
-                        GrvWaiter::Request(req) => {
-                            self.finish(req, a.result.clone().map(Reply::Version))
-                        }
+                        GrvWaiter::Request(req) => self.events.push_back(Event::Complete {
+                            req,
+                            result: a.result.clone().map(Reply::Version),
+                        }),
                         GrvWaiter::Tx(tx) => {
-                            self.on_tx_read_version(tx, a.result.clone(), a.locked)
+                            self.txs.on_tx_read_version(tx, a.result.clone(), a.locked)
                         }
                     }
                 }
             }
             Route::CommittedVersion(op) => {
-                let r = match crate::messages::decode_reply::<
-                    crate::messages::grv::GetReadVersionReply,
-                >(message)
-                {
-                    Ok(crate::messages::ErrorOr::Ok(r)) => Ok(r.version),
-                    Ok(crate::messages::ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
+                let r = match decode_reply::<GetReadVersionReply>(message) {
+                    Ok(ErrorOr::Ok(r)) => Ok(r.version),
+                    Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
                     Err(e) => Err(ClientError::Decode(e)),
                 };
-                self.on_watch_committed(op, r)
+                self.with_txs(|txs, cx| txs.on_watch_committed(cx, op, r))
             }
-            Route::Locations { key, reverse } => self.on_locations(key, reverse, message),
-            Route::Storage(op) => self.on_storage_reply(op, message),
-            Route::Commit(op) => self.on_commit_reply(op, message),
-            Route::Status { op, part } => self.on_status_reply(op, part, message),
-            Route::Metrics { op, part, epoch } => self.on_metrics_reply(op, part, epoch, message),
+            Route::Locations { key, reverse } => {
+                self.with_txs(|txs, cx| txs.on_locations(cx, key, reverse, message))
+            }
+            Route::Storage(op) => self.with_txs(|txs, cx| txs.on_storage_reply(cx, op, message)),
+            Route::Commit(op) => self.with_txs(|txs, cx| txs.on_commit_reply(cx, op, message)),
+            Route::Metrics { op, part, epoch } => {
+                self.with_txs(|txs, cx| txs.on_metrics_reply(cx, op, part, epoch, message))
+            }
+            Route::Status { op, part } => {
+                let Client {
+                    rng,
+                    now,
+                    net,
+                    events,
+                    status,
+                    ..
+                } = self;
+                let mut io = Io {
+                    now: *now,
+                    rng,
+                    net,
+                    events,
+                };
+                status.on_reply(&mut io, op, part, message)
+            }
         }
     }
 
@@ -398,40 +359,90 @@ impl Client {
     fn lose(&mut self, route: Route, why: Loss) {
         match route {
             Route::OpenDatabase => {
+                let Client {
+                    rng,
+                    now,
+                    net,
+                    events,
+                    monitor,
+                    ..
+                } = self;
                 let mut io = Io {
-                    now: self.now,
-                    rng: &mut self.rng,
-                    net: &mut self.net,
-                    events: &mut self.events,
+                    now: *now,
+                    rng,
+                    net,
+                    events,
                 };
-                self.monitor.on_lost(&mut io);
+                monitor.on_lost(&mut io);
             }
             Route::Grv(batch) => {
                 tracing::debug!(?why, "read version lost");
                 self.grv.on_lost(batch);
             }
-            Route::CommittedVersion(op) => self.on_watch_confirm_lost(op),
+            Route::CommittedVersion(op) => self.txs.on_watch_confirm_lost(op),
             Route::Locations { key, reverse } => {
                 tracing::debug!(?why, "re-sending key location lookup");
-                self.engine.locating.remove(&(key, reverse));
                 // Whoever waited for it asks again (another proxy, or the same one once it
                 // is reachable).
-                self.wake_cluster_waiters();
+                self.txs.on_locations_lost(key, reverse);
             }
             Route::Storage(op) => {
                 tracing::debug!(?why, op = op.0, "storage request lost, failing over");
-                self.on_storage_lost(op)
+                self.with_txs(|txs, cx| txs.on_storage_lost(cx, op))
             }
             Route::Commit(op) => {
                 // Even an endpoint-not-found commit surfaces as `commit_unknown_result`:
                 // `basicLoadBalance` with `AtMostOnce` turns it into
                 // `request_maybe_delivered`, which `tryCommit` reports that way.
                 tracing::info!(?why, op = op.0, "commit outcome unknown");
-                self.on_commit_lost(op)
+                self.with_txs(|txs, cx| txs.on_commit_lost(cx, op))
             }
-            Route::Status { op, part } => self.on_status_lost(op, part),
-            Route::Metrics { op, part, epoch } => self.on_metrics_lost(op, part, epoch),
+            Route::Metrics { op, part, epoch } => {
+                self.with_txs(|txs, cx| txs.on_metrics_lost(cx, op, part, epoch))
+            }
+            Route::Status { op, part } => {
+                let Client {
+                    rng,
+                    now,
+                    net,
+                    events,
+                    status,
+                    ..
+                } = self;
+                let mut io = Io {
+                    now: *now,
+                    rng,
+                    net,
+                    events,
+                };
+                status.on_lost(&mut io, op, part)
+            }
         }
+    }
+
+    /// Lends the transactions a [`Ctx`] to act with.
+    fn with_txs<R>(&mut self, f: impl FnOnce(&mut Transactions, &mut Ctx<'_>) -> R) -> R {
+        let Client {
+            rng,
+            now,
+            next_req,
+            events,
+            net,
+            monitor,
+            grv,
+            txs,
+            ..
+        } = self;
+        let mut cx = Ctx {
+            now: *now,
+            rng,
+            net,
+            events,
+            grv,
+            info: monitor.info(),
+            next_req,
+        };
+        f(txs, &mut cx)
     }
 
     /// New proxies: what was sent to the old ones is re-sent (read versions, locations) or
@@ -450,12 +461,14 @@ impl Client {
     }
 
     /// Sends whatever can be sent now.
-    pub(crate) fn drive(&mut self, now: Instant) {
+    fn drive(&mut self, now: Instant) {
+        self.now = now;
         let Client {
             rng,
             net,
             events,
             monitor,
+            status,
             ..
         } = self;
         let mut io = Io {
@@ -465,9 +478,10 @@ impl Client {
             events,
         };
         monitor.poll(&mut io);
+        status.poll(&mut io, monitor);
         // Operations first: they may queue read versions to send right below.
         if self.monitor.info().is_some() {
-            self.run_ready_ops();
+            self.with_txs(|txs, cx| txs.run_ready_ops(cx));
         }
         let Client {
             rng,
@@ -484,5 +498,250 @@ impl Client {
             events,
         };
         grv.flush(&mut io, monitor.info());
+    }
+}
+
+/// The transaction API: each call lends the transactions a [`Ctx`] and then sends whatever the
+/// call made ready.
+impl Client {
+    /// Starts a transaction.
+    pub fn create_transaction(&mut self, now: Instant) -> TransactionId {
+        self.now = now;
+        self.with_txs(|txs, cx| txs.create_transaction(cx))
+    }
+
+    /// A transaction the application created at `created` (earlier than now): a driver that
+    /// hands the core its transactions lazily keeps the `timeout` option counting from the
+    /// application's call, as libfdb_c does.
+    pub fn create_transaction_at(&mut self, now: Instant, created: Instant) -> TransactionId {
+        self.now = now;
+        self.with_txs(|txs, cx| txs.create_transaction_at(cx, created))
+    }
+
+    /// Database-wide defaults for new transactions (libfdb_c's `transaction_timeout`,
+    /// `transaction_retry_limit`, ... database options): applied to every transaction when
+    /// it is created and when it is reset.
+    pub fn set_transaction_defaults(&mut self, defaults: Vec<TransactionOption>) {
+        self.txs.set_transaction_defaults(defaults);
+    }
+
+    /// Ends a transaction; its unfinished requests fail with `transaction_cancelled`.
+    pub fn destroy_transaction(&mut self, now: Instant, tx: TransactionId) {
+        self.now = now;
+        self.with_txs(|txs, cx| txs.destroy_transaction(cx, tx));
+    }
+
+    /// Returns a transaction to its initial state, options included.
+    pub fn reset_transaction(&mut self, now: Instant, tx: TransactionId) {
+        self.now = now;
+        self.with_txs(|txs, cx| txs.reset_transaction(cx, tx));
+    }
+
+    /// Sets a transaction option.
+    pub fn set_option(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        opt: TransactionOption,
+    ) -> Result<(), ClientError> {
+        self.now = now;
+        self.txs.set_option(tx, opt)
+    }
+
+    /// Uses `version` instead of asking a GRV proxy.
+    pub fn set_read_version(
+        &mut self,
+        tx: TransactionId,
+        version: Version,
+    ) -> Result<(), ClientError> {
+        self.txs.set_read_version(tx, version)
+    }
+
+    /// The transaction's read version.
+    pub fn tx_read_version(&mut self, now: Instant, tx: TransactionId) -> RequestId {
+        self.call(now, |txs, cx| txs.tx_read_version(cx, tx))
+    }
+
+    /// Reads `key`. A snapshot read adds no read conflict range. `\xff\xff/status/json` is
+    /// the status document (see [`Client::status_json`]).
+    pub fn get(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        key: &[u8],
+        snapshot: bool,
+    ) -> RequestId {
+        if key == crate::status::STATUS_JSON_KEY && self.txs.exists(tx) {
+            return self.status_json(now);
+        }
+        self.call(now, |txs, cx| txs.get(cx, tx, key, snapshot))
+    }
+
+    /// Resolves a key selector.
+    pub fn get_key(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        sel: KeySelector,
+        snapshot: bool,
+    ) -> RequestId {
+        self.call(now, |txs, cx| txs.get_key(cx, tx, sel, snapshot))
+    }
+
+    /// Reads one batch of the rows between two selectors.
+    pub fn get_range(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        begin: KeySelector,
+        end: KeySelector,
+        opts: RangeOptions,
+        snapshot: bool,
+    ) -> RequestId {
+        self.call(now, |txs, cx| {
+            txs.get_range(cx, tx, begin, end, opts, snapshot)
+        })
+    }
+
+    /// Sets `key` to `value`.
+    pub fn set(&mut self, tx: TransactionId, key: &[u8], value: &[u8]) -> Result<(), ClientError> {
+        self.txs.set(tx, key, value)
+    }
+
+    /// [`Client::set`] with buffers the caller already owns: nothing is copied.
+    pub fn set_bytes(
+        &mut self,
+        tx: TransactionId,
+        key: Bytes,
+        value: Bytes,
+    ) -> Result<(), ClientError> {
+        self.txs.set_bytes(tx, key, value)
+    }
+
+    /// Removes `key`.
+    pub fn clear(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        self.txs.clear(tx, key)
+    }
+
+    /// Removes every key in `[begin, end)`.
+    pub fn clear_range(
+        &mut self,
+        tx: TransactionId,
+        begin: &[u8],
+        end: &[u8],
+    ) -> Result<(), ClientError> {
+        self.txs.clear_range(tx, begin, end)
+    }
+
+    /// An atomic operation (`mutation_type`: ADD_VALUE, AND, OR, XOR, APPEND_IF_FITS, MAX, MIN,
+    /// SET_VERSIONSTAMPED_KEY, SET_VERSIONSTAMPED_VALUE, BYTE_MIN, BYTE_MAX, COMPARE_AND_CLEAR).
+    pub fn atomic_op(
+        &mut self,
+        tx: TransactionId,
+        key: &[u8],
+        param: &[u8],
+        kind: u8,
+    ) -> Result<(), ClientError> {
+        self.txs.atomic_op(tx, key, param, kind)
+    }
+
+    /// Adds a read or write conflict range by hand.
+    pub fn add_conflict_range(
+        &mut self,
+        tx: TransactionId,
+        begin: &[u8],
+        end: &[u8],
+        kind: ConflictRangeType,
+    ) -> Result<(), ClientError> {
+        self.txs.add_conflict_range(tx, begin, end, kind)
+    }
+
+    /// Commits. Finishes with [`Reply::Committed`].
+    pub fn commit(&mut self, now: Instant, tx: TransactionId) -> RequestId {
+        self.call(now, |txs, cx| txs.commit(cx, tx))
+    }
+
+    /// The versionstamp of a committed transaction.
+    pub fn versionstamp(&self, tx: TransactionId) -> Option<[u8; 10]> {
+        self.txs.versionstamp(tx)
+    }
+
+    /// The version a transaction committed at (`-1` if it wrote nothing).
+    pub fn committed_version(&self, tx: TransactionId) -> Option<Version> {
+        self.txs.committed_version(tx)
+    }
+
+    /// About how many bytes the commit would carry.
+    pub fn approximate_size(&self, tx: TransactionId) -> usize {
+        self.txs.approximate_size(tx)
+    }
+
+    /// `fdb_transaction_on_error`: finishes with [`Reply::Retry`] after the backoff (the
+    /// transaction is then reset and can run again), or with the error if it must not retry.
+    pub fn on_error(&mut self, now: Instant, tx: TransactionId, code: ErrorCode) -> RequestId {
+        self.call(now, |txs, cx| txs.on_error(cx, tx, code))
+    }
+
+    /// Watches `key`: fires once its value differs from the one this transaction sees, after
+    /// the transaction commits.
+    pub fn watch(&mut self, now: Instant, tx: TransactionId, key: &[u8]) -> RequestId {
+        self.call(now, |txs, cx| txs.watch(cx, tx, key))
+    }
+
+    /// `get_estimated_range_size_bytes`: the storage servers' estimate of `[begin, end)`.
+    pub fn get_estimated_range_size_bytes(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        begin: &[u8],
+        end: &[u8],
+    ) -> RequestId {
+        self.call(now, |txs, cx| {
+            txs.get_estimated_range_size_bytes(cx, tx, begin, end)
+        })
+    }
+
+    /// `get_range_split_points`: keys cutting `[begin, end)` into chunks of about
+    /// `chunk_size` bytes.
+    pub fn get_range_split_points(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        begin: &[u8],
+        end: &[u8],
+        chunk_size: i64,
+    ) -> RequestId {
+        self.call(now, |txs, cx| {
+            txs.get_range_split_points(cx, tx, begin, end, chunk_size)
+        })
+    }
+
+    /// Reads `\xff\xff/status/json`; finishes with [`Reply::Value`] holding the JSON document.
+    pub fn status_json(&mut self, now: Instant) -> RequestId {
+        self.now = now;
+        let req = self.new_request_id();
+        self.status.start(req);
+        self.drive(now);
+        req
+    }
+
+    /// Gives up on a request: no event will come for it.
+    pub fn cancel(&mut self, now: Instant, req: RequestId) {
+        self.now = now;
+        if !self.status.cancel(req) {
+            self.txs.cancel(req);
+        }
+    }
+
+    /// A transaction call that starts a request: run it, then send what it made ready.
+    fn call(
+        &mut self,
+        now: Instant,
+        f: impl FnOnce(&mut Transactions, &mut Ctx<'_>) -> RequestId,
+    ) -> RequestId {
+        self.now = now;
+        let req = self.with_txs(f);
+        self.drive(now);
+        req
     }
 }
