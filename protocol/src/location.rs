@@ -3,12 +3,17 @@
 //!
 //! Filled from `GetKeyServerLocationsReply`s; an entry is dropped when a storage server says
 //! `wrong_shard_server` or every replica failed, so the next read asks a commit proxy again.
+//! Lookups pause database-wide while the commit proxies say they are overloaded
+//! ([`LocationBackoff`]).
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use bytes::Bytes;
+use core::time::Duration;
 
+use crate::error::knobs;
 use crate::messages::storage::StorageServerInterface;
+use crate::time::Instant;
 
 /// `LOCATION_CACHE_EVICTION_SIZE` is 600,000 in libfdb_c; a small client keeps fewer.
 pub const LOCATION_CACHE_CAPACITY: usize = 100_000;
@@ -181,5 +186,44 @@ mod tests {
         c.invalidate_range(b"b", b"b\0");
         assert!(c.lookup(b"a").is_none());
         assert_eq!(c.len(), 1);
+    }
+}
+
+/// `DatabaseContext::backoffDelay` for key-location lookups: it starts at `DEFAULT_BACKOFF`
+/// when a commit proxy answers `commit_proxy_memory_limit_exceeded`, doubles with each such
+/// answer up to `RESOURCE_CONSTRAINED_MAX_BACKOFF`, and halves with each answered lookup
+/// (gone below `DEFAULT_BACKOFF`). libfdb_c sleeps that long before every lookup; here
+/// lookups wait until that long after the last overloaded answer, which paces them the same
+/// while the proxies are overloaded without a timer per lookup.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LocationBackoff {
+    pub(crate) delay: Duration,
+    pub(crate) until: Option<Instant>,
+}
+
+impl LocationBackoff {
+    /// A proxy was overloaded: the time lookups may resume.
+    pub(crate) fn overloaded(&mut self, now: Instant) -> Instant {
+        self.delay = if self.delay.is_zero() {
+            knobs::DEFAULT_BACKOFF
+        } else {
+            self.delay
+                .saturating_mul(knobs::BACKOFF_GROWTH_RATE)
+                .min(knobs::RESOURCE_CONSTRAINED_MAX_BACKOFF)
+        };
+        let at = now + self.delay;
+        self.until = Some(at);
+        at
+    }
+
+    pub(crate) fn succeeded(&mut self) {
+        self.delay /= knobs::BACKOFF_GROWTH_RATE;
+        if self.delay < knobs::DEFAULT_BACKOFF {
+            self.delay = Duration::ZERO;
+        }
+    }
+
+    pub(crate) fn holding(&self, now: Instant) -> bool {
+        self.until.is_some_and(|t| now < t)
     }
 }

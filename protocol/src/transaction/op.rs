@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::range::{KeyResolve, RangeOptions, Scan};
+use super::scan::{KeyResolve, RangeOptions, Scan};
 use super::{Ctx, Transactions};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
@@ -57,7 +57,7 @@ pub(super) enum OpKind {
     /// `on_error` sleeping before the retry.
     Backoff,
     /// `get_estimated_range_size_bytes` or `get_range_split_points`.
-    Metrics(alloc::boxed::Box<super::metrics::MetricsOp>),
+    Metrics(alloc::boxed::Box<super::shards::MetricsOp>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use core::time::Duration;
 
 use super::op::{OpKind, Timer, Wait};
+use super::replicas::{Replica, FAILED_SERVER_AVOIDANCE, LOCATION_LIMIT, MAX_RELOCATION_DELAY};
 use super::state::ReadVersion;
 use super::{fdb, storage_error, Ctx, Transactions};
 use crate::error::{knobs, ErrorCode};
@@ -20,78 +21,6 @@ use crate::messages::storage::{GetKeyValuesReply, GetValueReply, WatchValueReply
 use crate::messages::types::{SpanContext, TenantInfo};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
-use crate::time::Instant;
-use crate::uid::Uid;
-
-/// `LOCATION_CACHE` lookups ask for up to this many shards at once.
-pub(super) const LOCATION_LIMIT: i32 = 100;
-
-/// What the client learned about one storage server (`QueueModel` and the failure monitor,
-/// much simplified): a smoothed latency, and whether its connection failed recently.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct ServerStats {
-    pub(super) latency: Option<Duration>,
-    pub(super) failed_until: Option<Instant>,
-}
-
-/// What a request needs of a storage server: its id (for load balancing), address, and the
-/// token its streams derive from.
-#[derive(Clone, Debug)]
-pub(super) struct Replica {
-    pub(super) id: Uid,
-    pub(super) addr: crate::messages::NetworkAddress,
-    pub(super) base: Uid,
-}
-
-impl Replica {
-    pub(super) fn stream(&self, index: u32) -> Uid {
-        self.base.adjusted(index)
-    }
-}
-
-/// A replica whose connection failed is avoided this long, if another one is available.
-pub(super) const FAILED_SERVER_AVOIDANCE: Duration = Duration::from_secs(1);
-/// The relocation delay grows from `WRONG_SHARD_SERVER_DELAY` up to this.
-pub(super) const MAX_RELOCATION_DELAY: Duration = Duration::from_secs(1);
-
-/// `DatabaseContext::backoffDelay` for key-location lookups: it starts at `DEFAULT_BACKOFF`
-/// when a commit proxy answers `commit_proxy_memory_limit_exceeded`, doubles with each such
-/// answer up to `RESOURCE_CONSTRAINED_MAX_BACKOFF`, and halves with each answered lookup
-/// (gone below `DEFAULT_BACKOFF`). libfdb_c sleeps that long before every lookup; here
-/// lookups wait until that long after the last overloaded answer, which paces them the same
-/// while the proxies are overloaded without a timer per lookup.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct LocationBackoff {
-    pub(super) delay: Duration,
-    pub(super) until: Option<Instant>,
-}
-
-impl LocationBackoff {
-    /// A proxy was overloaded: the time lookups may resume.
-    pub(super) fn overloaded(&mut self, now: Instant) -> Instant {
-        self.delay = if self.delay.is_zero() {
-            knobs::DEFAULT_BACKOFF
-        } else {
-            self.delay
-                .saturating_mul(knobs::BACKOFF_GROWTH_RATE)
-                .min(knobs::RESOURCE_CONSTRAINED_MAX_BACKOFF)
-        };
-        let at = now + self.delay;
-        self.until = Some(at);
-        at
-    }
-
-    pub(super) fn succeeded(&mut self) {
-        self.delay /= knobs::BACKOFF_GROWTH_RATE;
-        if self.delay < knobs::DEFAULT_BACKOFF {
-            self.delay = Duration::ZERO;
-        }
-    }
-
-    pub(super) fn holding(&self, now: Instant) -> bool {
-        self.until.is_some_and(|t| now < t)
-    }
-}
 
 impl Transactions {
     pub(super) fn span(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) -> SpanContext {

@@ -4,7 +4,7 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::range::RangeOptions;
+use super::scan::RangeOptions;
 use super::Transactions;
 use crate::event::RangeResult;
 use crate::ids::TransactionId;
