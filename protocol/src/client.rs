@@ -56,17 +56,12 @@ use crate::transaction::{
     ConflictRangeType, Ctx, RangeOptions, TransactionId, TransactionOption, Transactions,
 };
 
-pub use crate::event::{ClientError, Event, Reply, Transmit};
-pub(crate) use crate::grv::GrvWaiter;
-pub use crate::grv::{Priority, MAX_GRV_BATCH};
-pub use crate::ids::{ConnectionId, RequestId};
-pub use crate::monitor::{
-    COORDINATOR_RECONNECTION_DELAY, MAX_COMMIT_PROXY_CONNECTIONS, MAX_GRV_PROXY_CONNECTIONS,
+pub(crate) use crate::event::Reply;
+use crate::event::{
+    Call, ClientError, Committed, Completion, Event, Outcome, RangeResult, Transmit,
 };
-pub use crate::net::{
-    CONNECT_TIMEOUT, INITIAL_RECONNECTION_TIME, MAX_RECONNECTION_TIME, RECONNECTION_RESET_TIME,
-    RECONNECTION_TIME_GROWTH_RATE,
-};
+pub(crate) use crate::grv::{GrvWaiter, Priority};
+use crate::ids::{ConnectionId, RequestId};
 
 /// Settings of a [`Client`].
 #[derive(Clone, Debug)]
@@ -251,14 +246,13 @@ impl Client {
         self.drive(now);
     }
 
-    /// Asks for a read version. The answer comes as [`Event::Complete`] with
-    /// [`Reply::Version`].
-    pub fn get_read_version(&mut self, now: Instant, priority: Priority) -> RequestId {
+    /// Asks for a read version.
+    pub fn get_read_version(&mut self, now: Instant, priority: Priority) -> Call<Version> {
         self.now = now;
         let id = self.new_request_id();
         self.grv.queue(priority.flags(), GrvWaiter::Request(id));
         self.drive(now);
-        id
+        Call::new(id)
     }
 
     pub(crate) fn new_request_id(&mut self) -> RequestId {
@@ -309,10 +303,9 @@ impl Client {
                 };
                 for w in a.waiters {
                     match w {
-                        GrvWaiter::Request(req) => self.events.push_back(Event::Complete {
-                            req,
-                            result: a.result.clone().map(Reply::Version),
-                        }),
+                        GrvWaiter::Request(req) => self.events.push_back(Event::Complete(
+                            Completion::new(req, a.result.clone().map(Reply::Version)),
+                        )),
                         GrvWaiter::Tx(tx) => {
                             self.txs.on_tx_read_version(tx, a.result.clone(), a.locked)
                         }
@@ -558,7 +551,7 @@ impl Client {
     }
 
     /// The transaction's read version.
-    pub fn tx_read_version(&mut self, now: Instant, tx: TransactionId) -> RequestId {
+    pub fn tx_read_version(&mut self, now: Instant, tx: TransactionId) -> Call<Version> {
         self.call(now, |txs, cx| txs.tx_read_version(cx, tx))
     }
 
@@ -570,7 +563,7 @@ impl Client {
         tx: TransactionId,
         key: &[u8],
         snapshot: bool,
-    ) -> RequestId {
+    ) -> Call<Option<Bytes>> {
         if key == crate::status::STATUS_JSON_KEY && self.txs.exists(tx) {
             return self.status_json(now);
         }
@@ -584,7 +577,7 @@ impl Client {
         tx: TransactionId,
         sel: KeySelector,
         snapshot: bool,
-    ) -> RequestId {
+    ) -> Call<Bytes> {
         self.call(now, |txs, cx| txs.get_key(cx, tx, sel, snapshot))
     }
 
@@ -597,7 +590,7 @@ impl Client {
         end: KeySelector,
         opts: RangeOptions,
         snapshot: bool,
-    ) -> RequestId {
+    ) -> Call<RangeResult> {
         self.call(now, |txs, cx| {
             txs.get_range(cx, tx, begin, end, opts, snapshot)
         })
@@ -656,8 +649,8 @@ impl Client {
         self.txs.add_conflict_range(tx, begin, end, kind)
     }
 
-    /// Commits. Finishes with [`Reply::Committed`].
-    pub fn commit(&mut self, now: Instant, tx: TransactionId) -> RequestId {
+    /// Commits.
+    pub fn commit(&mut self, now: Instant, tx: TransactionId) -> Call<Committed> {
         self.call(now, |txs, cx| txs.commit(cx, tx))
     }
 
@@ -676,15 +669,15 @@ impl Client {
         self.txs.approximate_size(tx)
     }
 
-    /// `fdb_transaction_on_error`: finishes with [`Reply::Retry`] after the backoff (the
-    /// transaction is then reset and can run again), or with the error if it must not retry.
-    pub fn on_error(&mut self, now: Instant, tx: TransactionId, code: ErrorCode) -> RequestId {
+    /// `fdb_transaction_on_error`: finishes with `()` after the backoff (the transaction is
+    /// then reset and can run again), or with the error if it must not retry.
+    pub fn on_error(&mut self, now: Instant, tx: TransactionId, code: ErrorCode) -> Call<()> {
         self.call(now, |txs, cx| txs.on_error(cx, tx, code))
     }
 
     /// Watches `key`: fires once its value differs from the one this transaction sees, after
     /// the transaction commits.
-    pub fn watch(&mut self, now: Instant, tx: TransactionId, key: &[u8]) -> RequestId {
+    pub fn watch(&mut self, now: Instant, tx: TransactionId, key: &[u8]) -> Call<Version> {
         self.call(now, |txs, cx| txs.watch(cx, tx, key))
     }
 
@@ -695,7 +688,7 @@ impl Client {
         tx: TransactionId,
         begin: &[u8],
         end: &[u8],
-    ) -> RequestId {
+    ) -> Call<i64> {
         self.call(now, |txs, cx| {
             txs.get_estimated_range_size_bytes(cx, tx, begin, end)
         })
@@ -710,19 +703,19 @@ impl Client {
         begin: &[u8],
         end: &[u8],
         chunk_size: i64,
-    ) -> RequestId {
+    ) -> Call<Vec<Bytes>> {
         self.call(now, |txs, cx| {
             txs.get_range_split_points(cx, tx, begin, end, chunk_size)
         })
     }
 
-    /// Reads `\xff\xff/status/json`; finishes with [`Reply::Value`] holding the JSON document.
-    pub fn status_json(&mut self, now: Instant) -> RequestId {
+    /// Reads `\xff\xff/status/json`: the JSON document.
+    pub fn status_json(&mut self, now: Instant) -> Call<Option<Bytes>> {
         self.now = now;
         let req = self.new_request_id();
         self.status.start(req);
         self.drive(now);
-        req
+        Call::new(req)
     }
 
     /// Gives up on a request: no event will come for it.
@@ -734,14 +727,14 @@ impl Client {
     }
 
     /// A transaction call that starts a request: run it, then send what it made ready.
-    fn call(
+    fn call<T: Outcome>(
         &mut self,
         now: Instant,
         f: impl FnOnce(&mut Transactions, &mut Ctx<'_>) -> RequestId,
-    ) -> RequestId {
+    ) -> Call<T> {
         self.now = now;
         let req = self.with_txs(f);
         self.drive(now);
-        req
+        Call::new(req)
     }
 }

@@ -5,6 +5,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
+use core::marker::PhantomData;
 
 use crate::cluster_file::ClusterFile;
 use crate::connection::ConnectionError;
@@ -91,16 +92,122 @@ pub enum Event {
     /// and, if it now names other coordinators (an operator changed them), hands them over
     /// with [`Client::set_cluster`](crate::Client::set_cluster).
     CoordinatorsUnreachable,
-    /// An application request finished (see [`Reply`] for what each request returns).
-    Complete {
-        req: RequestId,
-        result: Result<Reply, ClientError>,
-    },
+    /// An application request finished: hand it to the [`Call`] that started it.
+    Complete(Completion),
 }
 
-/// What a finished request returns.
+/// A finished request: its id, and what it returned, readable only as the type its [`Call`]
+/// promised (the core decides the shape; a driver never matches on it).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Reply {
+pub struct Completion {
+    req: RequestId,
+    result: Result<Reply, ClientError>,
+}
+
+impl Completion {
+    pub(crate) fn new(req: RequestId, result: Result<Reply, ClientError>) -> Completion {
+        Completion { req, result }
+    }
+
+    /// The request that finished.
+    pub fn request(&self) -> RequestId {
+        self.req
+    }
+
+    /// The error it failed with, if it failed.
+    pub fn error(&self) -> Option<&ClientError> {
+        self.result.as_ref().err()
+    }
+}
+
+/// A request the core started, whose [`Completion`] yields a `T`: the core's typed answer to
+/// one application call. Drivers keep the [`Call::id`] to route the completion, and
+/// [`Call::take`] turns it into the value.
+#[must_use = "a call finishes with a completion that only it can read"]
+#[derive(Debug, PartialEq, Eq)]
+pub struct Call<T> {
+    id: RequestId,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Call<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Call<T> {}
+
+impl<T: Outcome> Call<T> {
+    pub(crate) fn new(id: RequestId) -> Call<T> {
+        Call {
+            id,
+            _t: PhantomData,
+        }
+    }
+
+    /// The request id its completion will carry.
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+
+    /// The value (or error) of this call's completion. A completion of another request, or of
+    /// another shape, is a client bug and reads as `internal_error`.
+    pub fn take(self, c: Completion) -> Result<T, ClientError> {
+        if c.req != self.id {
+            return Err(ClientError::Fdb(ErrorCode::INTERNAL_ERROR));
+        }
+        T::from_completion(c)
+    }
+}
+
+mod sealed {
+    /// Only the core's own result types can be what a [`super::Call`] yields.
+    #[allow(unreachable_pub)]
+    pub trait Sealed {}
+}
+
+/// What a [`Call`] can yield: the result types of the core's requests.
+pub trait Outcome: sealed::Sealed + Sized {
+    /// Reads a completion as this type (`internal_error` if it holds something else).
+    fn from_completion(c: Completion) -> Result<Self, ClientError>;
+}
+
+macro_rules! outcome {
+    ($t:ty, $($pat:pat => $v:expr),+) => {
+        impl sealed::Sealed for $t {}
+        impl Outcome for $t {
+            fn from_completion(c: Completion) -> Result<Self, ClientError> {
+                match c.result? {
+                    $($pat => Ok($v),)+
+                    #[allow(unreachable_patterns)]
+                    _ => Err(ClientError::Fdb(ErrorCode::INTERNAL_ERROR)),
+                }
+            }
+        }
+    };
+}
+
+outcome!(Version, Reply::Version(v) => v, Reply::WatchFired(v) => v, Reply::Size(v) => v);
+outcome!(Option<Bytes>, Reply::Value(v) => v);
+outcome!(Bytes, Reply::Key(k) => k);
+outcome!(RangeResult, Reply::Range(r) => r);
+outcome!(Committed, Reply::Committed { version, versionstamp } => Committed { version, versionstamp });
+outcome!((), Reply::Retry => ());
+outcome!(Vec<Bytes>, Reply::Keys(k) => k);
+
+/// What a commit returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Committed {
+    /// The commit version (`-1` for a read-only transaction).
+    pub version: Version,
+    /// The transaction's versionstamp (none for a read-only transaction).
+    pub versionstamp: Option<[u8; 10]>,
+}
+
+/// What a finished request returns (inside a [`Completion`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Reply {
     /// A read version ([`Client::get_read_version`](crate::Client::get_read_version), [`Client::tx_read_version`](crate::Client::tx_read_version)).
     Version(Version),
     /// A value ([`Client::get`](crate::Client::get)).

@@ -345,15 +345,15 @@ fn reply_token_of(m: &crate::messages::AnyMessage) -> Option<crate::uid::Uid> {
 /// passes. The transaction engine must turn every malformed or unexpected reply into a typed
 /// error or a retry: no panic, no runaway memory.
 pub fn client_session(data: &[u8]) {
-    use crate::client::{Client, ClientConfig, Event};
     use crate::cluster_file::ClusterFile;
     use crate::framing::ProtocolVersion;
     use crate::messages::coordination::{CommitProxyInterface, GrvProxyInterface};
     use crate::messages::types::KeySelector;
     use crate::messages::{Endpoint, IpAddress, NetworkAddress, NetworkAddressList, RequestStream};
     use crate::time::Instant;
-    use crate::transaction::RangeOptions;
     use crate::uid::Uid;
+    use crate::RangeOptions;
+    use crate::{Client, ClientConfig, ConnectionId, Event};
     use core::time::Duration;
 
     let Ok(cluster) = ClusterFile::parse("fuzz:fuzz@127.0.0.1:4500") else {
@@ -365,7 +365,7 @@ pub fn client_session(data: &[u8]) {
     ConnectPacket::client(ProtocolVersion::V7_3).encode(&mut server_connect);
     let mut decoders: alloc::collections::BTreeMap<u64, FrameDecoder> = Default::default();
     // Requests seen and not yet answered: (connection, reply token).
-    let mut open: Vec<(crate::client::ConnectionId, Uid)> = Vec::new();
+    let mut open: Vec<(ConnectionId, Uid)> = Vec::new();
     let stream = |token| RequestStream {
         endpoint: Endpoint {
             addresses: NetworkAddressList {

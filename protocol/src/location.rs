@@ -20,39 +20,42 @@ pub const LOCATION_CACHE_CAPACITY: usize = 100_000;
 
 /// One shard: `[begin, end)` and the team that serves it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Shard {
+pub(crate) struct Shard {
     pub begin: Bytes,
     pub end: Bytes,
     pub servers: Vec<StorageServerInterface>,
 }
 
 impl Shard {
-    pub fn contains(&self, key: &[u8]) -> bool {
+    pub(crate) fn contains(&self, key: &[u8]) -> bool {
         self.begin.as_ref() <= key && key < self.end.as_ref()
     }
 }
 
 /// Cached shard locations, keyed by shard begin. Entries never overlap.
 #[derive(Debug, Default)]
-pub struct LocationCache {
+pub(crate) struct LocationCache {
     shards: BTreeMap<Bytes, Shard>,
 }
 
 impl LocationCache {
-    pub fn new() -> Self {
+    #[cfg(test)]
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.shards.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.shards.is_empty()
     }
 
     /// The shard holding `key`.
-    pub fn lookup(&self, key: &[u8]) -> Option<&Shard> {
+    pub(crate) fn lookup(&self, key: &[u8]) -> Option<&Shard> {
         self.shards
             .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Included(key)))
             .next_back()
@@ -61,7 +64,7 @@ impl LocationCache {
     }
 
     /// The shard holding the keys just before `key` (for reverse reads): `begin < key <= end`.
-    pub fn lookup_before(&self, key: &[u8]) -> Option<&Shard> {
+    pub(crate) fn lookup_before(&self, key: &[u8]) -> Option<&Shard> {
         self.shards
             .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Excluded(key)))
             .next_back()
@@ -70,7 +73,7 @@ impl LocationCache {
     }
 
     /// Records a shard, replacing whatever overlapped it.
-    pub fn insert(&mut self, shard: Shard) {
+    pub(crate) fn insert(&mut self, shard: Shard) {
         if shard.begin >= shard.end || shard.servers.is_empty() {
             return;
         }
@@ -97,21 +100,21 @@ impl LocationCache {
     }
 
     /// Forgets the shard holding `key`.
-    pub fn invalidate(&mut self, key: &[u8]) {
+    pub(crate) fn invalidate(&mut self, key: &[u8]) {
         if let Some(b) = self.lookup(key).map(|s| s.begin.clone()) {
             self.shards.remove(&b);
         }
     }
 
     /// Forgets the shard holding the keys before `key`.
-    pub fn invalidate_before(&mut self, key: &[u8]) {
+    pub(crate) fn invalidate_before(&mut self, key: &[u8]) {
         if let Some(b) = self.lookup_before(key).map(|s| s.begin.clone()) {
             self.shards.remove(&b);
         }
     }
 
     /// Forgets every shard overlapping `[begin, end)` (`invalidateCache` of a range).
-    pub fn invalidate_range(&mut self, begin: &[u8], end: &[u8]) {
+    pub(crate) fn invalidate_range(&mut self, begin: &[u8], end: &[u8]) {
         let overlapping: Vec<Bytes> = self
             .shards
             .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Excluded(end)))
@@ -122,11 +125,6 @@ impl LocationCache {
         for k in overlapping {
             self.shards.remove(&k);
         }
-    }
-
-    /// Forgets every shard.
-    pub fn clear(&mut self) {
-        self.shards.clear();
     }
 }
 

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use core::fmt::Write;
 use core::time::Duration;
 
-use crate::event::{ClientError, Event, Reply};
+use crate::event::{ClientError, Completion, Event, Reply};
 use crate::framing::ProtocolVersion;
 use crate::ids::RequestId;
 use crate::messages::coordination::{
@@ -237,10 +237,10 @@ impl StatusReads {
         if st.started && (st.complete() || st.deadline.is_some_and(|d| io.now >= d)) {
             let doc = st.document();
             self.reads.remove(&req);
-            io.events.push_back(Event::Complete {
+            io.events.push_back(Event::Complete(Completion::new(
                 req,
-                result: Ok(Reply::Value(Some(doc))),
-            });
+                Ok(Reply::Value(Some(doc))),
+            )));
         }
     }
 

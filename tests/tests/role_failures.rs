@@ -13,7 +13,7 @@ use fdb_driver_tokio::Database;
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::types::KeySelector;
-use fdb_protocol::transaction::{RangeOptions, StreamingMode};
+use fdb_protocol::{RangeOptions, StreamingMode};
 use fdb_tests::cluster::{Injected, RequestKind, Role, TestCluster};
 
 const LIMIT: Duration = Duration::from_secs(20);

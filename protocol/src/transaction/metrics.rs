@@ -557,7 +557,6 @@ impl Transactions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{Client, ClientConfig, ConnectionId, Event};
     use crate::cluster_file::ClusterFile;
     use crate::framing::{encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion};
     use crate::messages::commit::{GetKeyServerLocationsReply, ShardLocation};
@@ -567,6 +566,7 @@ mod tests {
         NetworkAddressList, RequestStream,
     };
     use crate::uid::Uid;
+    use crate::{Call, Client, ClientConfig, Completion, ConnectionId, Event, Outcome};
     use alloc::collections::BTreeMap;
     use bytes::BytesMut;
 
@@ -625,7 +625,7 @@ mod tests {
         held: Vec<Held>,
         locations: Vec<GetKeyServerLocationsRequest>,
         grvs: usize,
-        done: BTreeMap<RequestId, Result<Reply, ClientError>>,
+        done: BTreeMap<RequestId, Completion>,
     }
 
     impl Sim {
@@ -668,6 +668,11 @@ mod tests {
             sim
         }
 
+        /// The result of `call`, once it completed.
+        fn take<T: Outcome>(&mut self, call: Call<T>) -> Option<Result<T, ClientError>> {
+            self.done.remove(&call.id()).map(|c| call.take(c))
+        }
+
         fn send(&mut self, conn: ConnectionId, token: Uid, body: &[u8]) {
             let mut out = BytesMut::new();
             encode_packet(&mut out, token, body, true);
@@ -686,8 +691,8 @@ mod tests {
                             ConnectPacket::client(ProtocolVersion::V7_3).encode(&mut hello);
                             self.c.handle_input(conn, self.now, &hello);
                         }
-                        Event::Complete { req, result } => {
-                            self.done.insert(req, result);
+                        Event::Complete(c) => {
+                            self.done.insert(c.request(), c);
                         }
                         _ => {}
                     }
@@ -800,8 +805,8 @@ mod tests {
         ]
     }
 
-    pub(super) fn keys(v: &[&'static [u8]]) -> Reply {
-        Reply::Keys(v.iter().map(|k| Bytes::from_static(k)).collect())
+    pub(super) fn keys(v: &[&'static [u8]]) -> Vec<Bytes> {
+        v.iter().map(|k| Bytes::from_static(k)).collect()
     }
 
     #[test]
@@ -849,14 +854,14 @@ mod tests {
         s.answer(b"a", metrics(100));
         assert!(s.done.is_empty());
         s.answer(b"d", metrics(3));
-        assert_eq!(s.done.remove(&req), Some(Ok(Reply::Size(123))));
+        assert_eq!(s.take(req), Some(Ok(123)));
 
         // The locations are cached now: the next estimate asks no proxy.
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"b", b"c");
         s.pump();
         assert_eq!(s.locations.len(), 1);
         s.answer(b"b", metrics(7));
-        assert_eq!(s.done.remove(&req), Some(Ok(Reply::Size(7))));
+        assert_eq!(s.take(req), Some(Ok(7)));
     }
 
     #[test]
@@ -900,7 +905,7 @@ mod tests {
         s.answer(b"b", metrics(1));
         s.answer(b"c", metrics(2));
         s.answer(b"d", metrics(3));
-        assert_eq!(s.done.remove(&req), Some(Ok(Reply::Size(106))));
+        assert_eq!(s.take(req), Some(Ok(106)));
     }
 
     #[test]
@@ -914,13 +919,13 @@ mod tests {
         s.advance(knobs::FUTURE_VERSION_RETRY_DELAY);
         assert_eq!(s.locations.len(), 1, "future_version keeps the location");
         s.answer(b"a", metrics(9));
-        assert_eq!(s.done.remove(&req), Some(Ok(Reply::Size(9))));
+        assert_eq!(s.take(req), Some(Ok(9)));
 
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"e");
         s.pump();
         s.answer(b"b", error::<StorageMetrics>(ErrorCode::TENANT_NOT_FOUND));
         assert_eq!(
-            s.done.remove(&req),
+            s.take(req),
             Some(Err(ClientError::Fdb(ErrorCode::TENANT_NOT_FOUND)))
         );
         // Late answers of the failed read change nothing.
@@ -943,7 +948,7 @@ mod tests {
         let second = s.server_of(s.held[0].dest, StorageServerInterface::WAIT_METRICS);
         assert_ne!(first, second);
         s.answer(b"a", metrics(5));
-        assert_eq!(s.done.remove(&req), Some(Ok(Reply::Size(5))));
+        assert_eq!(s.take(req), Some(Ok(5)));
     }
 
     #[test]
@@ -968,7 +973,7 @@ mod tests {
         s.answer(b"a", points(&[b"a1", b"a2"]));
         s.answer(b"b", points(&[]));
         assert_eq!(
-            s.done.remove(&req),
+            s.take(req),
             Some(Ok(keys(&[b"a", b"a1", b"a2", b"b", b"d", b"e"])))
         );
 
@@ -976,7 +981,7 @@ mod tests {
         let req = s.c.get_range_split_points(s.now, tx, b"b1", b"c", 1000);
         s.pump();
         s.answer(b"b1", points(&[]));
-        assert_eq!(s.done.remove(&req), Some(Ok(keys(&[b"b1", b"c"]))));
+        assert_eq!(s.take(req), Some(Ok(keys(&[b"b1", b"c"]))));
     }
 
     #[test]
@@ -1001,7 +1006,7 @@ mod tests {
         s.answer(b"b", points(&[b"c"]));
         s.answer(b"d", points(&[]));
         assert_eq!(
-            s.done.remove(&req),
+            s.take(req),
             Some(Ok(keys(&[b"a", b"a6", b"b", b"c", b"d", b"e"])))
         );
     }
@@ -1014,16 +1019,13 @@ mod tests {
         s.pump();
         s.answer(b"a", error::<SplitRangeReply>(ErrorCode::FUTURE_VERSION));
         assert_eq!(
-            s.done.remove(&req),
+            s.take(req),
             Some(Err(ClientError::Fdb(ErrorCode::FUTURE_VERSION)))
         );
         let req = s.c.get_range_split_points(s.now, tx, b"a", b"b", 10);
         s.pump();
         s.answer(b"a", points(&[b"c"]));
-        assert!(matches!(
-            s.done.remove(&req),
-            Some(Err(ClientError::Decode(_)))
-        ));
+        assert!(matches!(s.take(req), Some(Err(ClientError::Decode(_)))));
     }
 
     #[test]
@@ -1032,35 +1034,40 @@ mod tests {
         let tx = s.c.create_transaction(s.now);
         let cases: [(RequestId, ErrorCode); 5] = [
             (
-                s.c.get_estimated_range_size_bytes(s.now, tx, b"b", b"a"),
+                s.c.get_estimated_range_size_bytes(s.now, tx, b"b", b"a")
+                    .id(),
                 ErrorCode::INVERTED_RANGE,
             ),
             (
-                s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"a"),
+                s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"a")
+                    .id(),
                 ErrorCode::INTERNAL_ERROR,
             ),
             (
-                s.c.get_range_split_points(s.now, tx, b"a", b"\xff\x01", 10),
+                s.c.get_range_split_points(s.now, tx, b"a", b"\xff\x01", 10)
+                    .id(),
                 ErrorCode::KEY_OUTSIDE_LEGAL_RANGE,
             ),
             (
-                s.c.get_range_split_points(s.now, TransactionId(99), b"a", b"b", 10),
+                s.c.get_range_split_points(s.now, TransactionId(99), b"a", b"b", 10)
+                    .id(),
                 ErrorCode::TRANSACTION_CANCELLED,
             ),
             (
-                s.c.get_range_split_points(s.now, tx, b"a", b"a", 10),
+                s.c.get_range_split_points(s.now, tx, b"a", b"a", 10).id(),
                 ErrorCode::INTERNAL_ERROR,
             ),
         ];
         s.pump();
         for (req, code) in cases {
-            assert_eq!(s.done.remove(&req), Some(Err(ClientError::Fdb(code))));
+            let done = s.done.remove(&req).expect("refused at once");
+            assert_eq!(done.error(), Some(&ClientError::Fdb(code)));
         }
         // System keys are fine for the estimate, and for split points with the option.
         let req =
             s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"\xff\x01");
         s.pump();
-        assert!(!s.done.contains_key(&req));
+        assert!(!s.done.contains_key(&req.id()));
         s.c.set_option(
             s.now,
             tx,
@@ -1069,14 +1076,14 @@ mod tests {
         .unwrap();
         let req = s.c.get_range_split_points(s.now, tx, b"a", b"\xff\x01", 10);
         s.pump();
-        assert!(!s.done.contains_key(&req));
+        assert!(!s.done.contains_key(&req.id()));
         s.c.set(tx, b"k", b"v").unwrap();
         let _ = s.c.commit(s.now, tx); // waits for a read version the sim never gives
         s.pump();
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"b");
         s.pump();
         assert_eq!(
-            s.done.remove(&req),
+            s.take(req),
             Some(Err(ClientError::Fdb(ErrorCode::USED_DURING_COMMIT)))
         );
     }
@@ -1090,7 +1097,7 @@ mod tests {
         s.c.reset_transaction(s.now, tx);
         s.pump();
         assert_eq!(
-            s.done.remove(&req),
+            s.take(req),
             Some(Err(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED)))
         );
         s.answer(b"a", metrics(1));

@@ -34,7 +34,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::error::ErrorCode;
-use crate::event::{ClientError, Event, Reply};
+use crate::event::{ClientError, Completion, Event, Reply};
 use crate::grv::GrvBatcher;
 use crate::location::LocationBackoff;
 use crate::location::LocationCache;
@@ -49,8 +49,7 @@ use op::{Op, Timer};
 use replicas::ServerStats;
 use state::Tx;
 
-pub use crate::event::RangeResult;
-pub use crate::ids::{RequestId, TransactionId};
+pub(crate) use crate::ids::{RequestId, TransactionId};
 pub use options::{ConflictRangeType, TransactionOption};
 pub use scan::{RangeCursor, RangeOptions, StreamingMode, REPLY_BYTE_LIMIT};
 pub use special::CONFLICTING_KEYS_PREFIX;
@@ -92,7 +91,8 @@ impl Ctx<'_> {
 
     /// Finishes application request `req`.
     pub(crate) fn finish(&mut self, req: RequestId, result: Result<Reply, ClientError>) {
-        self.events.push_back(Event::Complete { req, result });
+        self.events
+            .push_back(Event::Complete(Completion::new(req, result)));
     }
 
     /// A new request id (for operations the core starts itself, like dummy commits).

@@ -199,12 +199,12 @@ impl RawInt<'_> {
     }
 
     /// The magnitude without leading zeros.
-    pub fn magnitude_bytes(&self) -> Vec<u8> {
+    pub(super) fn magnitude_bytes(&self) -> Vec<u8> {
         self.magnitude().skip_while(|&b| b == 0).collect()
     }
 
     /// The magnitude, when it fits 128 bits.
-    pub fn magnitude_u128(&self) -> Option<u128> {
+    pub(super) fn magnitude_u128(&self) -> Option<u128> {
         let mut m: u128 = 0;
         for b in self.magnitude() {
             if m >> 120 != 0 {
@@ -216,7 +216,7 @@ impl RawInt<'_> {
     }
 
     /// The value, when it fits an `i128`.
-    pub fn to_i128(&self) -> Option<i128> {
+    pub(super) fn to_i128(&self) -> Option<i128> {
         let m = self.magnitude_u128()?;
         if !self.negative {
             i128::try_from(m).ok()
