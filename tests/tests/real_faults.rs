@@ -25,7 +25,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use fdb_protocol::cluster_file::ClusterFile;
-use fdb_tests::bank::{code_name, random_seed, Bank, BankState, Rng, Tally, TxRecord};
+use fdb_tests::bank::{code_name, random_seed, Bank, BankState, Outcome, Rng, Tally, TxRecord};
 use fdb_tests::real::{ClusterScript, RealCluster, Signal, Status};
 
 const PROCESSES: usize = 5;
@@ -41,8 +41,10 @@ const WARM: Duration = Duration::from_secs(4);
 const AFTER: Duration = Duration::from_secs(4);
 /// A read version must come within this after the heal.
 const READ_VERSION_LIMIT: Duration = Duration::from_secs(60);
-/// How long the cluster may take to settle (available, recovered, every process back).
+/// How long the cluster may take to be available again with every process back.
 const SETTLE_LIMIT: Duration = Duration::from_secs(90);
+/// How long a phase waits for a full recovery before settling for availability.
+const RECOVERED_LIMIT: Duration = Duration::from_secs(30);
 
 /// Roles whose loss makes a recovery; avoided when a phase wants to hit only one role.
 const RECOVERY_ROLES: &[&str] = &[
@@ -61,6 +63,7 @@ mod client_log {
     use std::collections::BTreeMap;
     use std::fmt::Write;
     use std::sync::Mutex;
+    use std::time::Instant;
 
     use tracing::field::{Field, Visit};
     use tracing::{Event, Level, Subscriber};
@@ -68,8 +71,17 @@ mod client_log {
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::{filter, Layer};
 
-    /// (driver, level, message) → (count, the fields of the last one).
-    pub type Counts = BTreeMap<(String, String, String), (usize, String)>;
+    /// What was logged under one (driver, level, message).
+    #[derive(Clone, Debug)]
+    pub struct Seen {
+        pub count: usize,
+        pub first: Instant,
+        pub last: Instant,
+        /// The other fields of the last one.
+        pub fields: String,
+    }
+
+    pub type Counts = BTreeMap<(String, String, String), Seen>;
 
     static COUNTS: Mutex<Counts> = Mutex::new(BTreeMap::new());
 
@@ -100,10 +112,17 @@ mod client_log {
                 _ => "tokio".to_string(),
             };
             let key = (driver, event.metadata().level().to_string(), f.message);
+            let now = Instant::now();
             let mut c = COUNTS.lock().unwrap_or_else(|e| e.into_inner());
-            let e = c.entry(key).or_default();
-            e.0 += 1;
-            e.1 = f.rest;
+            let e = c.entry(key).or_insert(Seen {
+                count: 0,
+                first: now,
+                last: now,
+                fields: String::new(),
+            });
+            e.count += 1;
+            e.last = now;
+            e.fields = f.rest;
         }
     }
 
@@ -126,20 +145,9 @@ mod client_log {
             .try_init();
     }
 
-    pub fn snapshot() -> Counts {
-        COUNTS.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// What was logged since `before`.
-    pub fn since(before: &Counts) -> Counts {
-        let mut out = Counts::new();
-        for (k, (n, last)) in snapshot() {
-            let old = before.get(&k).map_or(0, |e| e.0);
-            if n > old {
-                out.insert(k, (n - old, last));
-            }
-        }
-        out
+    /// Everything logged since the last call (or since the start).
+    pub fn take() -> Counts {
+        std::mem::take(&mut *COUNTS.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// How many events `driver` logged with `message` in `counts`.
@@ -147,7 +155,7 @@ mod client_log {
         counts
             .iter()
             .filter(|((d, _, m), _)| d == driver && m == message)
-            .map(|(_, (n, _))| n)
+            .map(|(_, s)| s.count)
             .sum()
     }
 }
@@ -357,15 +365,32 @@ fn restart(h: &Harness, log: &mut PhaseLog, port: u16) {
 }
 
 /// Waits until the cluster is available, recovered and every process reports.
+/// Waits until the cluster is fully recovered with every process back, at most
+/// [`RECOVERED_LIMIT`]; past that, available with every process back is enough to go on (the
+/// last steps of a recovery can take long on a loaded machine), at most [`SETTLE_LIMIT`].
 fn settle(h: &Harness, log: &mut PhaseLog) -> Option<Status> {
     let start = Instant::now();
     let ports = h.cluster.ports();
-    match h
+    if let Ok(s) = h
         .cluster
-        .wait_status(SETTLE_LIMIT, |s| s.is_settled(&ports))
+        .wait_status(RECOVERED_LIMIT, |s| s.is_settled(&ports))
     {
+        log.note(format!("cluster settled after {:.1?}", start.elapsed()));
+        return Some(s);
+    }
+    let present = |s: &Status| {
+        s.available()
+            && ports
+                .iter()
+                .all(|p| s.processes().iter().any(|x| x.port == *p))
+    };
+    match h.cluster.wait_status(SETTLE_LIMIT, present) {
         Ok(s) => {
-            log.note(format!("cluster settled after {:.1?}", start.elapsed()));
+            log.note(format!(
+                "cluster available after {:.1?}, recovery still at {}",
+                start.elapsed(),
+                s.recovery_state()
+            ));
             Some(s)
         }
         Err(e) => {
@@ -709,12 +734,63 @@ fn print_tallies(tallies: &BTreeMap<String, Tally>) {
     }
 }
 
-fn print_client_log(counts: &client_log::Counts) {
-    for ((driver, level, message), (n, last)) in counts {
+/// What the clients logged, with the first and last time since the fault.
+fn print_client_log(counts: &client_log::Counts, fault: Option<Instant>) {
+    let since = |t: Instant| match fault {
+        Some(f) if t >= f => format!("+{:.1?}", t - f),
+        Some(f) => format!("-{:.1?}", f - t),
+        None => "?".into(),
+    };
+    for ((driver, level, message), seen) in counts {
         println!(
-            "    log {driver:6} {level:5} {n:5} x {message}  [last: {}]",
-            last.trim()
+            "    log {driver:6} {level:5} {:5} x {message} ({} .. {} after the fault)  [last: {}]",
+            seen.count,
+            since(seen.first),
+            since(seen.last),
+            seen.fields.trim()
         );
+    }
+}
+
+/// The failures that reached the application, in time order (at most `max`).
+fn print_failures(
+    records: &[TxRecord],
+    state: Option<&BankState>,
+    fault: Option<Instant>,
+    max: usize,
+) {
+    let mut failed: Vec<&TxRecord> = records.iter().filter(|r| !r.committed()).collect();
+    failed.sort_by_key(|r| r.ended);
+    for r in failed.iter().take(max) {
+        let at = |t: Instant| match fault {
+            Some(f) if t >= f => format!("+{:.1?}", t - f),
+            Some(f) => format!("-{:.1?}", f - t),
+            None => "?".into(),
+        };
+        let applied = state.is_some_and(|s| s.ids.contains_key(&r.transfer.id));
+        let what = match &r.outcome {
+            Outcome::Failed {
+                error,
+                stage,
+                ambiguous,
+                ..
+            } => format!(
+                "{error} at {stage:?}{}",
+                if *ambiguous { " (outcome open)" } else { "" }
+            ),
+            other => format!("{other:?}"),
+        };
+        println!(
+            "    failed {:6} began {} ended {} after {} attempts (retried {:?}): {what}; applied: {applied}",
+            r.driver,
+            at(r.started),
+            at(r.ended),
+            r.attempts,
+            r.retried.iter().map(|(c, s)| format!("{}@{s:?}", c.0)).collect::<Vec<_>>(),
+        );
+    }
+    if failed.len() > max {
+        println!("    ... and {} more", failed.len() - max);
     }
 }
 
@@ -748,7 +824,7 @@ fn run_phase(
         violations: Vec::new(),
         probe: None,
     };
-    let logged_before = client_log::snapshot();
+    client_log::take();
     let started = Instant::now();
     let running = h.start_workload();
     thread::sleep(WARM);
@@ -776,6 +852,7 @@ fn run_phase(
     let mut told_failed_applied = 0;
     let tallies = Tally::by_driver(&records, state.as_ref().ok(), log.fault_at);
     print_tallies(&tallies);
+    print_failures(&records, state.as_ref().ok(), log.fault_at, 12);
     if let Some((at, gap)) = longest_commit_gap(&records, started) {
         println!("    longest time without a commit: {gap:.1?}, from +{at:.1?}");
     }
@@ -817,8 +894,8 @@ fn run_phase(
             }
         }
     }
-    let logged = client_log::since(&logged_before);
-    print_client_log(&logged);
+    let logged = client_log::take();
+    print_client_log(&logged, log.fault_at);
     for who in std::iter::once("tokio".to_string()).chain(h.mio.iter().map(|c| c.name.clone())) {
         let n = client_log::count(&logged, &who, "cluster info");
         if n == 0 && name != "storage_kill" && name != "exclude" {
