@@ -73,7 +73,7 @@ use crate::messages::coordination::{
 use crate::messages::grv::{GetReadVersionReply, GetReadVersionRequest};
 use crate::messages::types::{SpanContext, Version, INVALID_VERSION};
 use crate::messages::{
-    decode_reply, EnsureTable, ErrorOr, IpAddress, NetworkAddress, ReplyPromise,
+    decode_reply, reply_error, EnsureTable, ErrorOr, IpAddress, NetworkAddress, ReplyPromise,
 };
 use crate::serializer::{decode_root, encode, DecodeError, Message};
 use crate::time::{Instant, Rng};
@@ -278,6 +278,10 @@ pub(crate) enum Pending {
         flags: u32,
         waiters: Vec<GrvWaiter>,
     },
+    /// A watch's check that the committed version reached the version it fired at.
+    CommittedVersion {
+        op: RequestId,
+    },
     /// A key-location lookup for `key` (keys before it when `reverse`).
     Locations {
         key: Bytes,
@@ -420,6 +424,8 @@ enum Loss {
     /// The process does not know the endpoint (FDB: `endpointNotFound`, then
     /// `request_maybe_delivered` for the waiting request).
     EndpointNotFound,
+    /// The endpoint answered `broken_promise`: its role ended (same handling).
+    BrokenPromise,
     /// New proxies replaced the ones the request went to (`onProxiesChanged`).
     ProxiesChanged,
 }
@@ -753,8 +759,22 @@ impl Client {
                 // does for unknown endpoints on the client side.
                 continue;
             };
+            let mut dest = None;
             if let Some(p) = self.peers.get_mut(&on) {
+                dest = p.pending.iter().find(|(t, _)| *t == pkt.token).map(|e| e.1);
                 p.pending.retain(|(t, _)| *t != pkt.token);
+            }
+            if reply_error(&pkt.message) == Some(ErrorCode::BROKEN_PROMISE) {
+                // The role behind the endpoint ended (a recovery, an excluded server) and
+                // dropped its promises. `waitValueOrSignal` takes that for the endpoint's
+                // failure: it is marked gone and the request fails over (commits become
+                // `request_maybe_delivered`), as for the endpoint-not-found notice.
+                tracing::info!(token = %pkt.token, "broken promise: the endpoint is gone");
+                if let Some(dest) = dest {
+                    self.endpoint_gone(on, dest);
+                }
+                self.lose(pending, Loss::BrokenPromise);
+                continue;
             }
             self.complete(pending, &pkt.message);
         }
@@ -820,6 +840,14 @@ impl Client {
                         GrvWaiter::Tx(tx) => self.on_tx_read_version(tx, result.clone(), locked),
                     }
                 }
+            }
+            Pending::CommittedVersion { op } => {
+                let r = match decode_reply::<GetReadVersionReply>(message) {
+                    Ok(ErrorOr::Ok(r)) => Ok(r.version),
+                    Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
+                    Err(e) => Err(ClientError::Decode(e)),
+                };
+                self.on_watch_committed(op, r)
             }
             Pending::Locations { key, reverse } => self.on_locations(key, reverse, message),
             Pending::Storage { op } => self.on_storage_reply(op, message),
@@ -1120,9 +1148,11 @@ impl Client {
         Some(proxies[i].clone())
     }
 
-    fn send_grv(&mut self, now: Instant, flags: u32) {
-        let Some(info) = &self.db_info else { return };
-        let endpoints: Vec<(NetworkAddress, Uid)> = info
+    /// A GRV proxy's read-version endpoint to ask, skipping proxies whose endpoint is gone;
+    /// `None` while there is none (wait for the next `ClientDBInfo`).
+    pub(crate) fn grv_endpoint(&mut self) -> Option<(NetworkAddress, Uid)> {
+        let info = self.db_info.as_ref()?;
+        let mut endpoints: Vec<(NetworkAddress, Uid)> = info
             .grv_proxies
             .iter()
             .map(|p| {
@@ -1130,11 +1160,14 @@ impl Client {
                 (e.addresses.address.clone(), e.token)
             })
             .collect();
-        let Some(i) = self.pick_alternative(&endpoints) else {
-            // Every GRV proxy is gone: wait for the next ClientDBInfo.
+        let i = self.pick_alternative(&endpoints)?;
+        Some(endpoints.swap_remove(i))
+    }
+
+    fn send_grv(&mut self, now: Instant, flags: u32) {
+        let Some((addr, dest)) = self.grv_endpoint() else {
             return;
         };
-        let (addr, dest) = endpoints[i].clone();
         let queue = self.grv_queue.entry(flags).or_default();
         let n = queue.len().min(MAX_GRV_BATCH);
         let waiters: Vec<GrvWaiter> = queue.drain(..n).collect();
@@ -1266,7 +1299,6 @@ impl Client {
         else {
             return;
         };
-        let key = AddrKey::of(&peer.addr);
         tracing::info!(addr = %peer.addr, token = %dest, "endpoint not found");
         let lost: Vec<Uid> = peer
             .pending
@@ -1274,15 +1306,29 @@ impl Client {
             .filter(|(_, d)| *d == dest)
             .map(|(r, _)| *r)
             .collect();
-        if self.failed_endpoints.len() >= MAX_FAILED_ENDPOINTS {
-            self.failed_endpoints.clear();
-        }
-        self.failed_endpoints.insert((key, dest));
+        self.endpoint_gone(conn, dest);
         for r in lost {
             if let Some(p) = self.forget(r) {
                 self.lose(p, Loss::EndpointNotFound);
             }
         }
+    }
+
+    /// Marks endpoint `dest` of `conn`'s process as gone for good
+    /// (`SimpleFailureMonitor::endpointNotFound`). Well-known endpoints are never marked: a
+    /// coordinator that lost one will serve it again.
+    fn endpoint_gone(&mut self, conn: ConnectionId, dest: Uid) {
+        let Some(peer) = self.peers.get(&conn) else {
+            return;
+        };
+        if dest.is_well_known() {
+            return;
+        }
+        if self.failed_endpoints.len() >= MAX_FAILED_ENDPOINTS {
+            self.failed_endpoints.clear();
+        }
+        self.failed_endpoints
+            .insert((AddrKey::of(&peer.addr), dest));
     }
 
     /// Forgets the request waiting on reply token `t`, returning what it waited for.
@@ -1321,6 +1367,7 @@ impl Client {
                 q.extend(waiters);
                 q.extend(rest);
             }
+            Pending::CommittedVersion { op } => self.on_watch_confirm_lost(op),
             Pending::Locations { key, reverse } => {
                 tracing::debug!(?why, "re-sending key location lookup");
                 self.engine.locating.remove(&(key, reverse));

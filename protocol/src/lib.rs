@@ -23,6 +23,7 @@ pub mod serializer;
 pub mod status;
 pub mod time;
 pub mod transaction;
+pub mod tuple;
 pub mod uid;
 
 pub use uid::Uid;

@@ -302,6 +302,9 @@ impl Client {
 
     /// Asks a commit proxy for every shard of `[begin, end)`, as `getKeyRangeLocations` does.
     fn locate_range(&mut self, tx: TransactionId, begin: &Bytes, end: &Bytes, metric: Metric) {
+        if self.engine.location_backoff.holding(self.now) {
+            return; // woken when the backoff ends
+        }
         let k = (begin.clone(), false);
         if self.engine.locating.contains(&k) {
             return;

@@ -71,7 +71,8 @@ pub struct TransactionId(pub u64);
 /// How eagerly a range read fetches (`FDBStreamingMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum StreamingMode {
-    /// Everything at once.
+    /// The caller wants the whole range. libfdb_c still fetches it in `Serial`-sized
+    /// batches (`fdb_c.cpp` maps `WANT_ALL` to `SERIAL`), so no single reply is unbounded.
     WantAll,
     /// Growing batches as the caller iterates (the default).
     #[default]
@@ -88,7 +89,7 @@ impl StreamingMode {
     /// The byte limit of one batch (`None`: unlimited).
     pub fn byte_limit(self, iteration: u32) -> Option<usize> {
         match self {
-            StreamingMode::WantAll | StreamingMode::Exact => None,
+            StreamingMode::Exact => None,
             StreamingMode::Iterator => {
                 let i = (iteration.max(1) as usize).min(ITERATION_PROGRESSION.len());
                 Some(ITERATION_PROGRESSION[i - 1] as usize)
@@ -96,7 +97,7 @@ impl StreamingMode {
             StreamingMode::Small => Some(256),
             StreamingMode::Medium => Some(1000),
             StreamingMode::Large => Some(4096),
-            StreamingMode::Serial => Some(80000),
+            StreamingMode::Serial | StreamingMode::WantAll => Some(80000),
         }
     }
 }
@@ -492,6 +493,11 @@ enum OpKind {
         version: Option<Version>,
         /// The value read is in flight.
         reading: bool,
+        /// The storage server said the key changed at this version; the watch completes
+        /// once the cluster's committed version is known to have reached it.
+        fired: Option<Version>,
+        /// The transaction's trace id, kept for the requests the watch makes after it.
+        trace_id: Uid,
     },
     /// `on_error` sleeping before the retry.
     Backoff,
@@ -583,9 +589,50 @@ const FAILED_SERVER_AVOIDANCE: Duration = Duration::from_secs(1);
 /// The relocation delay grows from `WRONG_SHARD_SERVER_DELAY` up to this.
 const MAX_RELOCATION_DELAY: Duration = Duration::from_secs(1);
 
+/// `DatabaseContext::backoffDelay` for key-location lookups: it starts at `DEFAULT_BACKOFF`
+/// when a commit proxy answers `commit_proxy_memory_limit_exceeded`, doubles with each such
+/// answer up to `RESOURCE_CONSTRAINED_MAX_BACKOFF`, and halves with each answered lookup
+/// (gone below `DEFAULT_BACKOFF`). libfdb_c sleeps that long before every lookup; here
+/// lookups wait until that long after the last overloaded answer, which paces them the same
+/// while the proxies are overloaded without a timer per lookup.
+#[derive(Clone, Copy, Debug, Default)]
+struct LocationBackoff {
+    delay: Duration,
+    until: Option<Instant>,
+}
+
+impl LocationBackoff {
+    /// A proxy was overloaded: the time lookups may resume.
+    fn overloaded(&mut self, now: Instant) -> Instant {
+        self.delay = if self.delay.is_zero() {
+            knobs::DEFAULT_BACKOFF
+        } else {
+            self.delay
+                .saturating_mul(knobs::BACKOFF_GROWTH_RATE)
+                .min(knobs::RESOURCE_CONSTRAINED_MAX_BACKOFF)
+        };
+        let at = now + self.delay;
+        self.until = Some(at);
+        at
+    }
+
+    fn succeeded(&mut self) {
+        self.delay /= knobs::BACKOFF_GROWTH_RATE;
+        if self.delay < knobs::DEFAULT_BACKOFF {
+            self.delay = Duration::ZERO;
+        }
+    }
+
+    fn holding(&self, now: Instant) -> bool {
+        self.until.is_some_and(|t| now < t)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
     Op(RequestId),
+    /// The location lookups' backoff ended: ask again.
+    Locations,
     Deadline(TransactionId),
     /// Retry the dummy commit of this user commit.
     Dummy(RequestId),
@@ -597,6 +644,8 @@ pub(crate) struct Engine {
     pub(crate) locations: LocationCache,
     /// Location lookups in flight: `(key, reverse)`.
     pub(crate) locating: BTreeSet<(Bytes, bool)>,
+    /// The database-wide pause of location lookups while commit proxies are overloaded.
+    location_backoff: LocationBackoff,
     next_tx: u64,
     txs: BTreeMap<TransactionId, Tx>,
     ops: BTreeMap<RequestId, Op>,
@@ -1227,6 +1276,11 @@ impl Client {
             return req;
         }
         self.engine.watches += 1;
+        let trace_id = self
+            .engine
+            .txs
+            .get(&tx)
+            .map_or(Uid::default(), |t| t.trace_id);
         let value = match self.engine.txs.get(&tx).map(|t| t.writes.lookup(key)) {
             Some(Lookup::Known(v)) => Some(v),
             _ => None,
@@ -1239,6 +1293,8 @@ impl Client {
                 value,
                 version: None,
                 reading: false,
+                fired: None,
+                trace_id,
             },
         );
         if let Some(t) = self.engine.txs.get_mut(&tx) {
@@ -1433,6 +1489,7 @@ impl Client {
                         self.succeed_op(req, Reply::Retry);
                     }
                 }
+                Timer::Locations => self.wake(Wait::Location),
                 Timer::Dummy(parent) => {
                     let key = self
                         .engine
@@ -1805,6 +1862,9 @@ impl Client {
     }
 
     fn request_location(&mut self, tx: TransactionId, key: &[u8], reverse: bool) {
+        if self.engine.location_backoff.holding(self.now) {
+            return; // woken when the backoff ends
+        }
         let k = (Bytes::copy_from_slice(key), reverse);
         if self.engine.locating.contains(&k) {
             return;
@@ -1846,8 +1906,8 @@ impl Client {
     }
 
     pub(crate) fn on_locations(&mut self, key: Bytes, reverse: bool, message: &Bytes) {
-        self.engine.locating.remove(&(key, reverse));
-        match decode_reply::<GetKeyServerLocationsReply>(message) {
+        self.engine.locating.remove(&(key.clone(), reverse));
+        let e = match decode_reply::<GetKeyServerLocationsReply>(message) {
             Ok(ErrorOr::Ok(r)) => {
                 for loc in r.results {
                     self.engine.locations.insert(Shard {
@@ -1856,33 +1916,41 @@ impl Client {
                         servers: loc.servers,
                     });
                 }
+                self.engine.location_backoff.succeeded();
                 self.wake(Wait::Location);
+                return;
             }
-            Ok(ErrorOr::Err(e)) => {
-                // A proxy that cannot answer fails the waiting reads (as the location actor
-                // surfaces proxy errors); memory-limit errors are retryable by on_error.
-                let waiting: Vec<RequestId> = self
-                    .engine
-                    .ops
-                    .iter()
-                    .filter(|(_, o)| o.wait == Wait::Location)
-                    .map(|(id, _)| *id)
-                    .collect();
-                for id in waiting {
-                    self.fail_op(id, ClientError::Fdb(e));
-                }
+            Ok(ErrorOr::Err(e)) if e == ErrorCode::COMMIT_PROXY_MEMORY_LIMIT_EXCEEDED => {
+                // `getKeyLocation_internal` eats an overloaded proxy's answer: the database
+                // backs off (`updateBackoff`) and every lookup asks again after it.
+                let at = self.engine.location_backoff.overloaded(self.now);
+                tracing::debug!(
+                    delay_ms = at.saturating_since(self.now).as_millis() as u64,
+                    "commit proxy overloaded: location lookups back off"
+                );
+                self.engine.add_timer(at, Timer::Locations);
+                return;
             }
-            Err(e) => {
-                let waiting: Vec<RequestId> = self
-                    .engine
-                    .ops
-                    .iter()
-                    .filter(|(_, o)| o.wait == Wait::Location)
-                    .map(|(id, _)| *id)
-                    .collect();
-                for id in waiting {
-                    self.fail_op(id, ClientError::Decode(e.clone()));
-                }
+            Ok(ErrorOr::Err(e)) => ClientError::Fdb(e),
+            Err(e) => ClientError::Decode(e),
+        };
+        // Any other answer fails the reads that needed this lookup, and only them; reads
+        // waiting for other lookups ask again.
+        let waiting: Vec<RequestId> = self
+            .engine
+            .ops
+            .iter()
+            .filter(|(_, o)| o.wait == Wait::Location)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in waiting {
+            if self
+                .op_key(id)
+                .is_some_and(|(k, r)| k == key && r == reverse)
+            {
+                self.fail_op(id, e.clone());
+            } else {
+                self.set_wait(id, Wait::Ready);
             }
         }
     }
@@ -2816,11 +2884,17 @@ impl Client {
             value,
             version,
             reading,
+            fired,
+            trace_id,
         } = &op.kind
         else {
             return;
         };
+        if fired.is_some() {
+            return self.confirm_watch(req);
+        }
         let (key, value, version, reading) = (key.clone(), value.clone(), *version, *reading);
+        let trace_id = *trace_id;
         let Some(value) = value else {
             if reading {
                 self.set_wait(req, Wait::Reply);
@@ -2853,7 +2927,11 @@ impl Client {
             tags: None,
             debug_id: None,
             reply: ReplyPromise { token },
-            span_context: self.span(tx),
+            span_context: SpanContext {
+                trace_id,
+                span_id: self.rng.next_u64(),
+                flags: 0,
+            },
             tenant_info: TenantInfo::none(),
         };
         let addr = server.addr.clone();
@@ -2917,28 +2995,114 @@ impl Client {
     }
 
     fn on_watch_reply(&mut self, req: RequestId, r: Result<Version, ClientError>) {
-        match r {
-            Ok(v) => self.succeed_op(req, Reply::WatchFired(v)),
-            Err(e) => {
-                if self.retried_read_error(req, &e) {
-                    return;
-                }
-                let code = e.code();
-                if code == ErrorCode::TIMED_OUT
-                    || code == ErrorCode::PROCESS_BEHIND
-                    || code == ErrorCode::FUTURE_VERSION
+        let e = match r {
+            Ok(v) => {
+                if let Some(OpKind::Watch { fired, .. }) =
+                    self.engine.ops.get_mut(&req).map(|o| &mut o.kind)
                 {
-                    // The storage server let the watch lapse: ask again shortly.
-                    if let Some(op) = self.engine.ops.get_mut(&req) {
-                        op.wait = Wait::Timer;
-                    }
-                    let at = self.now + knobs::WRONG_SHARD_SERVER_DELAY;
-                    self.engine.add_timer(at, Timer::Op(req));
-                } else {
-                    self.fail_op(req, e);
+                    *fired = Some(v);
                 }
+                return self.confirm_watch(req);
             }
+            Err(e) => e,
+        };
+        if self.retried_read_error(req, &e) {
+            return;
         }
+        let code = e.code();
+        // `watchValue`: a storage server that gave up on the watch (too many of them, or
+        // behind) is polled again after a while; a lapsed one at once.
+        let again = if code == ErrorCode::WATCH_CANCELLED || code == ErrorCode::PROCESS_BEHIND {
+            knobs::WATCH_POLLING_TIME
+        } else if code == ErrorCode::TIMED_OUT {
+            knobs::FUTURE_VERSION_RETRY_DELAY
+        } else {
+            return self.fail_op(req, e);
+        };
+        self.set_wait(req, Wait::Timer);
+        let at = self.now + again;
+        self.engine.add_timer(at, Timer::Op(req));
+    }
+
+    /// `waitForCommittedVersion`: read versions, until one reaches the version the watch
+    /// fired at. Each is a request of its own, not batched: no transaction count, and no
+    /// flags at all — the C++ constructor it is built with sets the priority bits on its
+    /// parameter, not on the member, so libfdb_c sends 0 (the proxy reads that as default
+    /// priority), as the `watch` capture shows.
+    fn confirm_watch(&mut self, req: RequestId) {
+        let Some((addr, dest)) = self.grv_endpoint() else {
+            // Every GRV proxy is gone: ask again with the next cluster info.
+            return self.set_wait(req, Wait::Cluster);
+        };
+        let trace_id = match self.engine.ops.get(&req).map(|o| &o.kind) {
+            Some(OpKind::Watch { trace_id, .. }) => *trace_id,
+            _ => return,
+        };
+        let token = self.rng.uid();
+        let msg = GetReadVersionRequest {
+            transaction_count: 0,
+            flags: 0,
+            tags: Vec::new(),
+            debug_id: None,
+            reply: ReplyPromise { token },
+            span_context: SpanContext {
+                trace_id,
+                span_id: self.rng.next_u64(),
+                flags: 0,
+            },
+            max_version: crate::messages::types::INVALID_VERSION,
+        };
+        self.set_wait(req, Wait::Reply);
+        self.send(
+            self.now,
+            &addr,
+            dest,
+            &msg,
+            token,
+            Pending::CommittedVersion { op: req },
+        );
+    }
+
+    /// The confirmation read was lost with its connection or proxy: send it again.
+    pub(crate) fn on_watch_confirm_lost(&mut self, req: RequestId) {
+        if self.engine.ops.contains_key(&req) {
+            self.set_wait(req, Wait::Ready);
+        }
+    }
+
+    pub(crate) fn on_watch_committed(&mut self, req: RequestId, r: Result<Version, ClientError>) {
+        let Some(op) = self.engine.ops.get_mut(&req) else {
+            return;
+        };
+        let OpKind::Watch { fired, version, .. } = &mut op.kind else {
+            return;
+        };
+        let Some(at) = *fired else {
+            return;
+        };
+        let retry = match r {
+            Ok(committed) if committed >= at => {
+                if committed - at < knobs::WATCH_MAX_VERSION_GAP {
+                    return self.succeed_op(req, Reply::WatchFired(at));
+                }
+                // A recovery came between the fire and now: watch again from here.
+                *fired = None;
+                *version = Some(committed);
+                op.wait = Wait::Ready;
+                return;
+            }
+            Ok(_) => knobs::FUTURE_VERSION_RETRY_DELAY,
+            Err(ClientError::Fdb(e))
+                if e == ErrorCode::BATCH_TRANSACTION_THROTTLED
+                    || e == ErrorCode::GRV_PROXY_MEMORY_LIMIT_EXCEEDED =>
+            {
+                self.rng.jittered(knobs::GRV_ERROR_RETRY_DELAY)
+            }
+            Err(e) => return self.fail_op(req, e),
+        };
+        self.set_wait(req, Wait::Timer);
+        let at = self.now + retry;
+        self.engine.add_timer(at, Timer::Op(req));
     }
 }
 
