@@ -277,10 +277,11 @@ impl RealCluster {
         )
     }
 
-    /// Excludes the process on `port` (`exclude ADDR`), waiting up to `limit` until its data
-    /// has moved away; `Ok` only when fdbcli says it is safe to remove.
+    /// Excludes the process on `port` (`exclude FORCE ADDR`: fdbcli's free-space check needs
+    /// parts of status that a recovering cluster leaves out), waiting up to `limit` until its
+    /// data has moved away; `Ok` only when fdbcli says it is safe to remove.
     pub fn exclude(&self, port: u16, limit: Duration) -> Result<String, String> {
-        let out = self.fdbcli(&format!("exclude 127.0.0.1:{port}"), limit)?;
+        let out = self.fdbcli(&format!("exclude FORCE 127.0.0.1:{port}"), limit)?;
         if out.contains("Successfully excluded") {
             Ok(out)
         } else {
