@@ -10,6 +10,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -207,28 +208,16 @@ impl RealCluster {
         }
     }
 
-    /// `fdbcli --exec cmd` on the servers' cluster file; fdbcli's own timeout is `timeout`,
-    /// and the process is killed if it outlives it by 20 s.
+    /// `fdbcli --exec cmd` on the servers' cluster file (see [`FdbCli::exec`]).
     pub fn fdbcli(&self, cmd: &str, timeout: Duration) -> Result<String, String> {
-        let out = run_bounded(
-            Command::new(self.dir.join("bin/fdbcli"))
-                .arg("-C")
-                .arg(self.cluster_file())
-                .arg("--no-status")
-                .arg("--timeout")
-                .arg(timeout.as_secs().max(1).to_string())
-                .arg("--exec")
-                .arg(cmd),
-            timeout + Duration::from_secs(20),
-        )?;
-        if out.ok {
-            Ok(out.stdout)
-        } else {
-            Err(format!(
-                "fdbcli --exec {cmd:?}: {}{}",
-                out.stdout.trim(),
-                out.stderr.trim()
-            ))
+        self.cli().exec(cmd, timeout)
+    }
+
+    /// An fdbcli handle that can go to another thread.
+    pub fn cli(&self) -> FdbCli {
+        FdbCli {
+            bin: self.dir.join("bin/fdbcli"),
+            cluster_file: self.cluster_file(),
         }
     }
 
@@ -338,6 +327,71 @@ impl RealCluster {
 impl Drop for RealCluster {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// FDB's own command-line client on a cluster's file.
+#[derive(Clone, Debug)]
+pub struct FdbCli {
+    bin: PathBuf,
+    cluster_file: PathBuf,
+}
+
+/// One commit attempt of [`FdbCli::reference_commits`].
+#[derive(Clone, Copy, Debug)]
+pub struct ReferenceCommit {
+    pub started: Instant,
+    pub ended: Instant,
+    pub committed: bool,
+}
+
+impl FdbCli {
+    /// `fdbcli --exec cmd`; fdbcli's own timeout is `timeout`, and the process is killed if
+    /// it outlives it by 20 s.
+    pub fn exec(&self, cmd: &str, timeout: Duration) -> Result<String, String> {
+        let out = run_bounded(
+            Command::new(&self.bin)
+                .arg("-C")
+                .arg(&self.cluster_file)
+                .arg("--no-status")
+                .arg("--timeout")
+                .arg(timeout.as_secs().max(1).to_string())
+                .arg("--exec")
+                .arg(cmd),
+            timeout + Duration::from_secs(20),
+        )?;
+        if out.ok {
+            Ok(out.stdout)
+        } else {
+            Err(format!(
+                "fdbcli --exec {cmd:?}: {}{}",
+                out.stdout.trim(),
+                out.stderr.trim()
+            ))
+        }
+    }
+
+    /// Commits `key` through fdbcli (libfdb_c's own client code) over and over until `stop`,
+    /// each attempt a fresh fdbcli with a 5 s timeout: when FDB's own client could commit,
+    /// as a reference for the availability the client under test saw.
+    pub fn reference_commits(&self, key: &str, stop: &AtomicBool) -> Vec<ReferenceCommit> {
+        let mut out = Vec::new();
+        let mut n = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            n += 1;
+            let started = Instant::now();
+            let r = self.exec(
+                &format!("writemode on; set {key} {n}"),
+                Duration::from_secs(5),
+            );
+            out.push(ReferenceCommit {
+                started,
+                ended: Instant::now(),
+                committed: r.is_ok_and(|o| o.contains("Committed")),
+            });
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        out
     }
 }
 
