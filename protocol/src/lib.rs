@@ -13,11 +13,17 @@ pub mod client;
 pub mod cluster_file;
 pub mod connection;
 pub mod error;
+mod event;
 pub mod framing;
 #[doc(hidden)]
 pub mod fuzzing;
+mod grv;
+mod ids;
 pub mod location;
 pub mod messages;
+mod monitor;
+mod net;
+mod route;
 pub mod ryw;
 pub mod serializer;
 pub mod status;

@@ -48,7 +48,7 @@ impl Arm for TokioArm {
             })
             .collect();
         drop(db);
-        run_tokio(&ctx.rt, counts, workers)
+        run_tokio(&ctx.rt, counts, ctx.requests.as_deref(), workers)
     }
 }
 

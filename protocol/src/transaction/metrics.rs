@@ -22,9 +22,6 @@
 //! A request that gets no answer (its connection failed, `broken_promise`,
 //! `request_maybe_delivered`, `server_overloaded`) goes to the shard's next replica as
 //! `loadBalance` sends it; once every replica failed it counts as `all_alternatives_failed`.
-//!
-//! This module is a child of `transaction` (declared there with `#[path]`) so that it can use
-//! the transaction engine's ops, timers and location cache without widening their visibility.
 
 use alloc::boxed::Box;
 use alloc::vec;
@@ -32,9 +29,13 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
-use super::{OpKind, ReadVersion, Timer, TransactionId, Wait, FAILED_SERVER_AVOIDANCE};
-use crate::client::{Client, ClientError, Pending, Reply, RequestId};
+use super::op::{OpKind, Timer, Wait};
+use super::routing::FAILED_SERVER_AVOIDANCE;
+use super::state::ReadVersion;
+use super::{Ctx, Transactions};
 use crate::error::{knobs, ErrorCode};
+use crate::event::{ClientError, Reply};
+use crate::ids::{RequestId, TransactionId};
 use crate::location::LocationCache;
 use crate::messages::commit::GetKeyServerLocationsRequest;
 use crate::messages::coordination::CommitProxyInterface;
@@ -43,12 +44,13 @@ use crate::messages::storage::{
 };
 use crate::messages::types::{KeyRange, SpanContext, TenantInfo, LATEST_VERSION};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
+use crate::route::Route;
 use crate::time::Instant;
 use crate::uid::Uid;
 
 /// `CLIENT_KNOBS->TOO_MANY`: the shard limit of the split points' location lookup (the
 /// estimate asks for `INT_MAX`).
-const TOO_MANY: i32 = 1_000_000;
+pub(super) const TOO_MANY: i32 = 1_000_000;
 
 /// What a metrics read asks the storage servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,7 +62,7 @@ pub(crate) enum Metric {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum PartState {
+pub(super) enum PartState {
     /// To be sent (again) to a replica.
     Unsent,
     InFlight,
@@ -71,41 +73,41 @@ enum PartState {
 
 /// The request for one shard's part of the range.
 #[derive(Debug)]
-struct Part {
-    begin: Bytes,
-    end: Bytes,
-    servers: Vec<StorageServerInterface>,
-    state: PartState,
+pub(super) struct Part {
+    pub(super) begin: Bytes,
+    pub(super) end: Bytes,
+    pub(super) servers: Vec<StorageServerInterface>,
+    pub(super) state: PartState,
     /// Replicas tried so far.
-    attempt: usize,
+    pub(super) attempt: usize,
     /// The replica asked and when.
-    sent: Option<(Uid, Instant)>,
+    pub(super) sent: Option<(Uid, Instant)>,
     /// Its split points, once answered.
-    points: Vec<Bytes>,
+    pub(super) points: Vec<Bytes>,
 }
 
 /// The state of one metrics read.
 #[derive(Debug)]
 pub(crate) struct MetricsOp {
-    metric: Metric,
-    begin: Bytes,
-    end: Bytes,
+    pub(super) metric: Metric,
+    pub(super) begin: Bytes,
+    pub(super) end: Bytes,
     /// Ranges still to locate, each not before its instant.
-    todo: Vec<(Bytes, Bytes, Instant)>,
+    pub(super) todo: Vec<(Bytes, Bytes, Instant)>,
     /// Requests sent, in key order within one location pass.
-    parts: Vec<Part>,
+    pub(super) parts: Vec<Part>,
     /// Bumped when split points start over: replies of earlier passes are stale.
-    epoch: u32,
+    pub(super) epoch: u32,
     /// The bytes answered so far (estimate).
-    bytes: i64,
+    pub(super) bytes: i64,
     /// Spreads first choices of replica across ops.
-    seed: usize,
+    pub(super) seed: usize,
     /// The wake-up already armed.
-    timer: Option<Instant>,
+    pub(super) timer: Option<Instant>,
 }
 
 /// Splits `[a, b)` by the cached shards, or `None` if some of it is not cached.
-fn cover(
+pub(super) fn cover(
     cache: &LocationCache,
     a: &Bytes,
     b: &Bytes,
@@ -121,66 +123,64 @@ fn cover(
     Some(out)
 }
 
-impl Client {
+impl Transactions {
     /// `fdb_transaction_get_estimated_range_size_bytes`: about how many bytes `[begin, end)`
     /// holds, by the storage servers' byte samples. Finishes with [`Reply::Size`].
-    pub fn get_estimated_range_size_bytes(
+    pub(crate) fn get_estimated_range_size_bytes(
         &mut self,
-        now: Instant,
+        cx: &mut Ctx<'_>,
         tx: TransactionId,
         begin: &[u8],
         end: &[u8],
     ) -> RequestId {
-        self.start_metrics(now, tx, begin, end, Metric::Size)
+        self.start_metrics(cx, tx, begin, end, Metric::Size)
     }
 
     /// `fdb_transaction_get_range_split_points`: keys cutting `[begin, end)` into chunks of
     /// about `chunk_size` bytes, starting with `begin` and ending with `end`. Finishes with
     /// [`Reply::Keys`].
-    pub fn get_range_split_points(
+    pub(crate) fn get_range_split_points(
         &mut self,
-        now: Instant,
+        cx: &mut Ctx<'_>,
         tx: TransactionId,
         begin: &[u8],
         end: &[u8],
         chunk_size: i64,
     ) -> RequestId {
-        self.start_metrics(now, tx, begin, end, Metric::SplitPoints(chunk_size))
+        self.start_metrics(cx, tx, begin, end, Metric::SplitPoints(chunk_size))
     }
 
-    fn start_metrics(
+    pub(super) fn start_metrics(
         &mut self,
-        now: Instant,
+        cx: &mut Ctx<'_>,
         tx: TransactionId,
         begin: &[u8],
         end: &[u8],
         metric: Metric,
     ) -> RequestId {
-        self.now = now;
-        let req = self.new_request_id();
+        let req = cx.new_request();
         if let Err(e) = self.check_metrics(tx, begin, end, metric) {
-            self.finish(req, Err(e));
+            cx.finish(req, Err(e));
             return req;
         }
         let (begin, end) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
         let op = MetricsOp {
             metric,
-            todo: vec![(begin.clone(), end.clone(), now)],
+            todo: vec![(begin.clone(), end.clone(), cx.now)],
             begin,
             end,
             parts: Vec::new(),
             epoch: 0,
             bytes: 0,
-            seed: self.rng.next_u64() as usize,
+            seed: cx.rng.next_u64() as usize,
             timer: None,
         };
-        self.insert_op(req, tx, OpKind::Metrics(Box::new(op)));
-        self.drive(now);
+        self.insert_op(cx, req, tx, OpKind::Metrics(Box::new(op)));
         req
     }
 
     /// What libfdb_c refuses before asking anyone.
-    fn check_metrics(
+    pub(super) fn check_metrics(
         &self,
         tx: TransactionId,
         begin: &[u8],
@@ -210,17 +210,17 @@ impl Client {
         Ok(())
     }
 
-    fn metrics_op(&mut self, req: RequestId) -> Option<&mut MetricsOp> {
-        match &mut self.engine.ops.get_mut(&req)?.kind {
+    pub(super) fn metrics_op(&mut self, req: RequestId) -> Option<&mut MetricsOp> {
+        match &mut self.ops.get_mut(&req)?.kind {
             OpKind::Metrics(m) => Some(m),
             _ => None,
         }
     }
 
     /// Locates what is due, sends what is unsent, finishes when all parts answered.
-    pub(super) fn advance_metrics(&mut self, req: RequestId, tx: TransactionId) {
-        let now = self.now;
-        let engine = &mut self.engine;
+    pub(super) fn advance_metrics(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
+        let now = cx.now;
+        let engine = &mut *self;
         let Some(OpKind::Metrics(m)) = engine.ops.get_mut(&req).map(|o| &mut o.kind) else {
             return;
         };
@@ -273,7 +273,7 @@ impl Client {
                     Reply::Keys(keys)
                 }
             };
-            return self.succeed_op(req, reply);
+            return self.succeed_op(cx, req, reply);
         }
         let metric = m.metric;
         let arm = wake_at.filter(|w| m.timer.is_none_or(|t| t > *w || t <= now));
@@ -287,10 +287,10 @@ impl Client {
             engine.add_timer(at, Timer::Op(req));
         }
         for i in unsent {
-            self.send_part(req, i);
+            self.send_part(cx, req, i);
         }
         for (a, b) in &lookups {
-            self.locate_range(tx, a, b, metric);
+            self.locate_range(cx, tx, a, b, metric);
         }
         let wait = if lookups.is_empty() {
             Wait::Reply
@@ -301,15 +301,22 @@ impl Client {
     }
 
     /// Asks a commit proxy for every shard of `[begin, end)`, as `getKeyRangeLocations` does.
-    fn locate_range(&mut self, tx: TransactionId, begin: &Bytes, end: &Bytes, metric: Metric) {
-        if self.engine.location_backoff.holding(self.now) {
+    pub(super) fn locate_range(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        begin: &Bytes,
+        end: &Bytes,
+        metric: Metric,
+    ) {
+        if self.location_backoff.holding(cx.now) {
             return; // woken when the backoff ends
         }
         let k = (begin.clone(), false);
-        if self.engine.locating.contains(&k) {
+        if self.locating.contains(&k) {
             return;
         }
-        let Some(proxy) = self.pick_commit_proxy(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS)
+        let Some(proxy) = cx.pick_commit_proxy(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS)
         else {
             return; // woken again when the cluster names proxies
         };
@@ -318,8 +325,8 @@ impl Client {
             // `latestVersion`.
             Metric::Size => {
                 let span = SpanContext {
-                    trace_id: self.rng.uid(),
-                    span_id: self.rng.next_u64(),
+                    trace_id: cx.rng.uid(),
+                    span_id: cx.rng.next_u64(),
                     flags: 0,
                 };
                 (i32::MAX, span, LATEST_VERSION)
@@ -327,14 +334,14 @@ impl Client {
             // `getKeyRangeLocations(trState, ...)`: the transaction's span, and its read
             // version if it has one.
             Metric::SplitPoints(_) => {
-                let version = match self.engine.txs.get(&tx).map(|t| t.read_version) {
+                let version = match self.txs.get(&tx).map(|t| t.read_version) {
                     Some(ReadVersion::Ready(v)) => v,
                     _ => LATEST_VERSION,
                 };
-                (TOO_MANY, self.span(tx), version)
+                (TOO_MANY, self.span(cx, tx), version)
             }
         };
-        let token = self.rng.uid();
+        let token = cx.rng.uid();
         let msg = GetKeyServerLocationsRequest {
             begin: begin.clone(),
             end: Some(end.clone()),
@@ -347,19 +354,20 @@ impl Client {
         };
         let addr = proxy.commit.endpoint.addresses.address.clone();
         let dest = proxy.stream(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS);
-        self.engine.locating.insert(k);
-        let pending = Pending::Locations {
+        self.locating.insert(k);
+        let pending = Route::Locations {
             key: begin.clone(),
             reverse: false,
         };
-        self.send(self.now, &addr, dest, &msg, token, pending);
+        cx.send(&addr, dest, &msg, token, pending);
     }
 
     /// The replica for a part's attempt: like `choose_replica`, the healthy one with the
     /// lowest smoothed latency first, then the others in turn; recently failed ones only
     /// when nothing else is left.
-    fn part_replica(
+    pub(super) fn part_replica(
         &self,
+        cx: &Ctx<'_>,
         servers: &[StorageServerInterface],
         start: usize,
         attempt: usize,
@@ -369,8 +377,7 @@ impl Client {
             .map(|j| start.wrapping_add(attempt).wrapping_add(j) % n)
             .collect();
         let stats = |i: &usize| {
-            self.engine
-                .servers
+            self.servers
                 .get(&servers[*i].unique_id)
                 .copied()
                 .unwrap_or_default()
@@ -378,7 +385,7 @@ impl Client {
         let healthy: Vec<usize> = order
             .iter()
             .copied()
-            .filter(|i| stats(i).failed_until.is_none_or(|t| t <= self.now))
+            .filter(|i| stats(i).failed_until.is_none_or(|t| t <= cx.now))
             .collect();
         let pool = if healthy.is_empty() { order } else { healthy };
         if attempt == 0 {
@@ -391,8 +398,8 @@ impl Client {
         }
     }
 
-    fn send_part(&mut self, req: RequestId, i: usize) {
-        let now = self.now;
+    pub(super) fn send_part(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+        let now = cx.now;
         let Some(m) = self.metrics_op(req) else {
             return;
         };
@@ -405,11 +412,11 @@ impl Client {
         }
         let keys = KeyRange::new(p.begin.clone(), p.end.clone());
         let (servers, attempt) = (p.servers.clone(), p.attempt);
-        let server = servers[self.part_replica(&servers, start, attempt)].clone();
-        let token = self.rng.uid();
+        let server = servers[self.part_replica(cx, &servers, start, attempt)].clone();
+        let token = cx.rng.uid();
         let reply = ReplyPromise { token };
         let addr = server.get_value.endpoint.addresses.address.clone();
-        let pending = Pending::Metrics {
+        let pending = Route::Metrics {
             op: req,
             part: i as u32,
             epoch,
@@ -429,7 +436,7 @@ impl Client {
                     min_version: LATEST_VERSION,
                 };
                 let dest = server.stream(StorageServerInterface::WAIT_METRICS);
-                self.send(now, &addr, dest, &msg, token, pending);
+                cx.send(&addr, dest, &msg, token, pending);
             }
             Metric::SplitPoints(chunk_size) => {
                 let msg = SplitRangeRequest {
@@ -439,7 +446,7 @@ impl Client {
                     tenant_info: TenantInfo::none(),
                 };
                 let dest = server.stream(StorageServerInterface::GET_RANGE_SPLIT_POINTS);
-                self.send(now, &addr, dest, &msg, token, pending);
+                cx.send(&addr, dest, &msg, token, pending);
             }
         }
         if let Some(p) = self.metrics_op(req).and_then(|m| m.parts.get_mut(i)) {
@@ -449,7 +456,12 @@ impl Client {
     }
 
     /// The part a reply or loss is about, if it is still waiting for one.
-    fn waiting_part(&mut self, req: RequestId, part: u32, epoch: u32) -> Option<&mut Part> {
+    pub(super) fn waiting_part(
+        &mut self,
+        req: RequestId,
+        part: u32,
+        epoch: u32,
+    ) -> Option<&mut Part> {
         let m = self.metrics_op(req)?;
         if m.epoch != epoch {
             return None;
@@ -459,14 +471,21 @@ impl Client {
             .filter(|p| p.state == PartState::InFlight)
     }
 
-    pub(crate) fn on_metrics_reply(&mut self, req: RequestId, part: u32, epoch: u32, msg: &Bytes) {
-        let now = self.now;
+    pub(crate) fn on_metrics_reply(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        part: u32,
+        epoch: u32,
+        msg: &Bytes,
+    ) {
+        let now = cx.now;
         let Some(p) = self.waiting_part(req, part, epoch) else {
             return;
         };
         let (begin, end) = (p.begin.clone(), p.end.clone());
         if let Some((id, sent)) = p.sent.take() {
-            let s = self.engine.servers.entry(id).or_default();
+            let s = self.servers.entry(id).or_default();
             let lat = now.saturating_since(sent);
             s.latency = Some(match s.latency {
                 Some(old) => (old * 4 + lat) / 5,
@@ -515,21 +534,28 @@ impl Client {
                 }
                 self.set_wait(req, Wait::Ready);
             }
-            Err(ClientError::Fdb(code)) => self.on_metrics_error(req, i, metric, code),
-            Err(e) => self.fail_op(req, e),
+            Err(ClientError::Fdb(code)) => self.on_metrics_error(cx, req, i, metric, code),
+            Err(e) => self.fail_op(cx, req, e),
         }
     }
 
-    fn on_metrics_error(&mut self, req: RequestId, i: usize, metric: Metric, code: ErrorCode) {
+    pub(super) fn on_metrics_error(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        i: usize,
+        metric: Metric,
+        code: ErrorCode,
+    ) {
         if code == ErrorCode::WRONG_SHARD_SERVER || code == ErrorCode::ALL_ALTERNATIVES_FAILED {
-            self.metrics_relocate(req, i);
+            self.metrics_relocate(cx, req, i);
         } else if code == ErrorCode::BROKEN_PROMISE
             || code == ErrorCode::REQUEST_MAYBE_DELIVERED
             || code == ErrorCode::SERVER_OVERLOADED
         {
-            self.metrics_next_replica(req, i);
+            self.metrics_next_replica(cx, req, i);
         } else if code == ErrorCode::FUTURE_VERSION && metric == Metric::Size {
-            let at = self.now + knobs::FUTURE_VERSION_RETRY_DELAY;
+            let at = cx.now + knobs::FUTURE_VERSION_RETRY_DELAY;
             if let Some(m) = self.metrics_op(req) {
                 if let Some(p) = m.parts.get_mut(i) {
                     p.state = PartState::Retired;
@@ -538,15 +564,15 @@ impl Client {
             }
             self.set_wait(req, Wait::Ready);
         } else {
-            self.fail_op(req, ClientError::Fdb(code));
+            self.fail_op(cx, req, ClientError::Fdb(code));
         }
     }
 
     /// `wrong_shard_server` / `all_alternatives_failed`: forget the locations and locate
     /// again after `WRONG_SHARD_SERVER_DELAY` (the part alone for the estimate, everything
     /// for split points).
-    fn metrics_relocate(&mut self, req: RequestId, i: usize) {
-        let at = self.now + knobs::WRONG_SHARD_SERVER_DELAY;
+    pub(super) fn metrics_relocate(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+        let at = cx.now + knobs::WRONG_SHARD_SERVER_DELAY;
         let Some(m) = self.metrics_op(req) else {
             return;
         };
@@ -565,13 +591,13 @@ impl Client {
             }
         };
         m.todo.push((a.clone(), b.clone(), at));
-        self.engine.locations.invalidate_range(&a, &b);
+        self.locations.invalidate_range(&a, &b);
         self.set_wait(req, Wait::Ready);
     }
 
     /// The replica did not answer: try the next one; after all of them, relocate.
-    fn metrics_next_replica(&mut self, req: RequestId, i: usize) {
-        let until = self.now + FAILED_SERVER_AVOIDANCE;
+    pub(super) fn metrics_next_replica(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+        let until = cx.now + FAILED_SERVER_AVOIDANCE;
         let Some(p) = self.metrics_op(req).and_then(|m| m.parts.get_mut(i)) else {
             return;
         };
@@ -582,18 +608,24 @@ impl Client {
             p.state = PartState::Unsent;
         }
         if let Some(id) = failed {
-            self.engine.servers.entry(id).or_default().failed_until = Some(until);
+            self.servers.entry(id).or_default().failed_until = Some(until);
         }
         if all_failed {
-            self.metrics_relocate(req, i);
+            self.metrics_relocate(cx, req, i);
         } else {
             self.set_wait(req, Wait::Ready);
         }
     }
 
-    pub(crate) fn on_metrics_lost(&mut self, req: RequestId, part: u32, epoch: u32) {
+    pub(crate) fn on_metrics_lost(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        part: u32,
+        epoch: u32,
+    ) {
         if self.waiting_part(req, part, epoch).is_some() {
-            self.metrics_next_replica(req, part as usize);
+            self.metrics_next_replica(cx, req, part as usize);
         }
     }
 }
@@ -601,7 +633,7 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{ClientConfig, ConnectionId, Event};
+    use crate::client::{Client, ClientConfig, ConnectionId, Event};
     use crate::cluster_file::ClusterFile;
     use crate::framing::{encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion};
     use crate::messages::commit::{GetKeyServerLocationsReply, ShardLocation};
@@ -613,7 +645,7 @@ mod tests {
     use alloc::collections::BTreeMap;
     use bytes::BytesMut;
 
-    fn stream(port: u16, token: Uid) -> RequestStream {
+    pub(super) fn stream(port: u16, token: Uid) -> RequestStream {
         RequestStream {
             endpoint: Endpoint {
                 addresses: NetworkAddressList {
@@ -818,24 +850,24 @@ mod tests {
         }
     }
 
-    fn metrics(bytes: i64) -> Vec<u8> {
+    pub(super) fn metrics(bytes: i64) -> Vec<u8> {
         encode_reply(&ErrorOr::Ok(StorageMetrics {
             bytes,
             ..Default::default()
         }))
     }
 
-    fn points(keys: &[&'static [u8]]) -> Vec<u8> {
+    pub(super) fn points(keys: &[&'static [u8]]) -> Vec<u8> {
         encode_reply(&ErrorOr::Ok(SplitRangeReply {
             split_points: keys.iter().map(|k| Bytes::from_static(k)).collect(),
         }))
     }
 
-    fn error<T: crate::serializer::Message>(e: ErrorCode) -> Vec<u8> {
+    pub(super) fn error<T: crate::serializer::Message>(e: ErrorCode) -> Vec<u8> {
         encode_reply::<T>(&ErrorOr::Err(e))
     }
 
-    fn three_shards() -> Vec<(&'static [u8], &'static [u8], Vec<usize>)> {
+    pub(super) fn three_shards() -> Vec<(&'static [u8], &'static [u8], Vec<usize>)> {
         vec![
             (b"", b"b", vec![0]),
             (b"b", b"d", vec![1]),
@@ -843,12 +875,12 @@ mod tests {
         ]
     }
 
-    fn keys(v: &[&'static [u8]]) -> Reply {
+    pub(super) fn keys(v: &[&'static [u8]]) -> Reply {
         Reply::Keys(v.iter().map(|k| Bytes::from_static(k)).collect())
     }
 
     #[test]
-    fn estimate_asks_every_shard_and_adds_up() {
+    pub(super) fn estimate_asks_every_shard_and_adds_up() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"e");
@@ -903,7 +935,7 @@ mod tests {
     }
 
     #[test]
-    fn estimate_relocates_only_the_wrong_shard() {
+    pub(super) fn estimate_relocates_only_the_wrong_shard() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"e");
@@ -947,7 +979,7 @@ mod tests {
     }
 
     #[test]
-    fn estimate_retries_future_version_and_fails_on_other_errors() {
+    pub(super) fn estimate_retries_future_version_and_fails_on_other_errors() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"b");
@@ -973,7 +1005,7 @@ mod tests {
     }
 
     #[test]
-    fn lost_request_goes_to_the_next_replica() {
+    pub(super) fn lost_request_goes_to_the_next_replica() {
         let mut s = Sim::new(vec![(b"", b"\xff\xff", vec![0, 1])]);
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"z");
@@ -990,7 +1022,7 @@ mod tests {
     }
 
     #[test]
-    fn split_points_concatenate_shards_with_their_boundaries() {
+    pub(super) fn split_points_concatenate_shards_with_their_boundaries() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_range_split_points(s.now, tx, b"a", b"e", 1000);
@@ -1023,7 +1055,7 @@ mod tests {
     }
 
     #[test]
-    fn split_points_start_over_on_wrong_shard_server() {
+    pub(super) fn split_points_start_over_on_wrong_shard_server() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_range_split_points(s.now, tx, b"a", b"e", 10);
@@ -1050,7 +1082,7 @@ mod tests {
     }
 
     #[test]
-    fn split_points_fail_on_future_version_and_bad_answers() {
+    pub(super) fn split_points_fail_on_future_version_and_bad_answers() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_range_split_points(s.now, tx, b"a", b"b", 10);
@@ -1070,7 +1102,7 @@ mod tests {
     }
 
     #[test]
-    fn refused_before_asking() {
+    pub(super) fn refused_before_asking() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let cases: [(RequestId, ErrorCode); 5] = [
@@ -1125,7 +1157,7 @@ mod tests {
     }
 
     #[test]
-    fn a_reset_transaction_cancels_the_read() {
+    pub(super) fn a_reset_transaction_cancels_the_read() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"e");
