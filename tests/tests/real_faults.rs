@@ -47,7 +47,7 @@ const READ_VERSION_LIMIT: Duration = Duration::from_secs(60);
 const SETTLE_LIMIT: Duration = Duration::from_secs(90);
 /// How long the harness waits for a full recovery between phases (a recovery stays at
 /// `all_logs_recruited` until the old generation's logs are done with, which takes a while).
-const RECOVERED_LIMIT: Duration = Duration::from_secs(15);
+const RECOVERED_LIMIT: Duration = Duration::from_secs(10);
 
 /// Roles whose loss makes a recovery; avoided when a phase wants to hit only one role.
 const RECOVERY_ROLES: &[&str] = &[
@@ -451,10 +451,10 @@ fn sigstop_storage(h: &Harness, log: &mut PhaseLog) {
         return log.violation("no storage process");
     };
     log.note(format!(
-        "SIGSTOP storage process {port} (roles {roles:?}) for 15 s: its reads must move to the other replica"
+        "SIGSTOP storage process {port} (roles {roles:?}) for 10 s: its reads must move to the other replica"
     ));
     log.fault();
-    stop_for(h, log, port, Duration::from_secs(15));
+    stop_for(h, log, port, Duration::from_secs(10));
     log.healed(h);
     settle(h, log);
 }
