@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use fdb_protocol::error::ErrorCode;
-use fdb_protocol::transaction::TransactionOption;
+use fdb_protocol::TransactionOption;
 
 /// The bank: where its keys live and its fixed parameters.
 #[derive(Clone, Debug)]
