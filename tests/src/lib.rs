@@ -3,6 +3,7 @@
 //! recordings (their `*.frames.jsonl` and `*.result.json`; the pcaps are not needed).
 
 pub mod cluster;
+pub mod differential;
 pub mod dual;
 pub mod replay;
 pub mod testkit;
