@@ -42,7 +42,8 @@ use fdb_protocol::messages::types::{KeySelector, KeyValue};
 use fdb_protocol::messages::NetworkAddress;
 use fdb_protocol::time::Instant;
 use fdb_protocol::transaction::{
-    ConflictRangeType, RangeCursor, RangeResult, TransactionId, TransactionOption,
+    check_conflict_range, ConflictRangeType, RangeCursor, RangeResult, TransactionId,
+    TransactionOption,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -526,12 +527,21 @@ impl Transaction {
         });
     }
 
-    /// Adds a read or write conflict range.
-    pub fn add_conflict_range(&self, begin: &[u8], end: &[u8], kind: ConflictRangeType) {
+    /// Adds a read or write conflict range. An inverted range is refused here, like
+    /// `fdb_transaction_add_conflict_range`'s return code; other errors fail the next read
+    /// or the commit.
+    pub fn add_conflict_range(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        kind: ConflictRangeType,
+    ) -> Result<(), Error> {
+        check_conflict_range(begin, end).map_err(Error::Client)?;
         let (b, e) = (begin.to_vec(), end.to_vec());
         self.write(move |c, _, id| {
             let _ = c.add_conflict_range(id, &b, &e, kind);
         });
+        Ok(())
     }
 
     /// Commits; returns the commit version (`-1` when nothing was written).

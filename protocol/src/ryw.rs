@@ -259,8 +259,9 @@ enum Point {
     Known(Option<Bytes>),
     /// Atomic ops over a value not yet known, oldest first.
     Ops(Vec<(u8, Bytes)>),
-    /// A versionstamped value (resolved at commit). Holds the parameter to send.
-    VersionstampedValue(Bytes),
+    /// A versionstamped value (resolved at commit): the parameter to send, then the atomic
+    /// ops made on it since, oldest first (all applied by the server, in order).
+    VersionstampedValue(Bytes, Vec<(u8, Bytes)>),
 }
 
 /// The write map of one transaction.
@@ -313,11 +314,10 @@ impl WriteMap {
                 ops.push((kind, operand));
                 return;
             }
-            Some(Point::VersionstampedValue(_)) => {
+            Some(Point::VersionstampedValue(_, ops)) => {
                 // FDB keeps both on the op stack; the op applies to the stamped value on the
-                // server. We cannot read it back either way.
-                self.points
-                    .insert(key, Point::Ops(alloc::vec![(kind, operand)]));
+                // server. Neither can be read back.
+                ops.push((kind, operand));
                 return;
             }
             None if self.cleared.contains(&key) => Some(None),
@@ -331,7 +331,8 @@ impl WriteMap {
     }
 
     pub fn set_versionstamped_value(&mut self, key: Bytes, param: Bytes) {
-        self.points.insert(key, Point::VersionstampedValue(param));
+        self.points
+            .insert(key, Point::VersionstampedValue(param, Vec::new()));
     }
 
     /// Records a versionstamped key; `unreadable` is the range its final key may fall in.
@@ -347,7 +348,7 @@ impl WriteMap {
         match self.points.get(key) {
             Some(Point::Known(v)) => Lookup::Known(v.clone()),
             Some(Point::Ops(ops)) => Lookup::Dependent(ops),
-            Some(Point::VersionstampedValue(_)) => Lookup::Unreadable,
+            Some(Point::VersionstampedValue(..)) => Lookup::Unreadable,
             None if self.cleared.contains(key) => Lookup::Known(None),
             None => Lookup::Unmodified,
         }
@@ -362,7 +363,35 @@ impl WriteMap {
                     core::ops::Bound::Included(begin),
                     core::ops::Bound::Excluded(end),
                 ))
-                .any(|(_, p)| matches!(p, Point::VersionstampedValue(_)))
+                .any(|(_, p)| matches!(p, Point::VersionstampedValue(..)))
+    }
+
+    /// Where a scan of `[begin, end)` first meets what it cannot read (a range that may hold
+    /// versionstamped keys, or a versionstamped value): forward, the first such key; in
+    /// reverse, the end of the last one. RYW's iterator fails only when it gets there.
+    pub fn first_unreadable(&self, begin: &[u8], end: &[u8], reverse: bool) -> Option<Bytes> {
+        let ranges = self.unreadable.overlapping(begin, end);
+        let mut stamped = self
+            .points
+            .range::<[u8], _>((
+                core::ops::Bound::Included(begin),
+                core::ops::Bound::Excluded(end),
+            ))
+            .filter(|(_, p)| matches!(p, Point::VersionstampedValue(..)))
+            .map(|(k, _)| k);
+        if reverse {
+            let a = ranges
+                .last()
+                .map(|(_, e)| core::cmp::min(e.clone(), Bytes::copy_from_slice(end)));
+            let b = stamped.next_back().map(|k| key_after(k));
+            a.into_iter().chain(b).max()
+        } else {
+            let a = ranges
+                .first()
+                .map(|(b, _)| core::cmp::max(b.clone(), Bytes::copy_from_slice(begin)));
+            let b = stamped.next().cloned();
+            a.into_iter().chain(b).min()
+        }
     }
 
     /// Does `[begin, end)` hold any write at all?
@@ -422,7 +451,7 @@ impl WriteMap {
                         apply_ops(base, ops)
                     }
                     // Reads of these are refused before merging; show nothing.
-                    Point::VersionstampedValue(_) => None,
+                    Point::VersionstampedValue(..) => None,
                 };
                 if let Some(value) = value {
                     out.push(KeyValue {
@@ -524,11 +553,16 @@ impl WriteMap {
                         out.push(MutationRef::new(*kind, k.clone(), operand.clone()));
                     }
                 }
-                Point::VersionstampedValue(param) => out.push(MutationRef::new(
-                    mt::SET_VERSIONSTAMPED_VALUE,
-                    k.clone(),
-                    param.clone(),
-                )),
+                Point::VersionstampedValue(param, ops) => {
+                    out.push(MutationRef::new(
+                        mt::SET_VERSIONSTAMPED_VALUE,
+                        k.clone(),
+                        param.clone(),
+                    ));
+                    for (kind, operand) in ops {
+                        out.push(MutationRef::new(*kind, k.clone(), operand.clone()));
+                    }
+                }
             }
         }
         for (vk, vv) in vs {
@@ -556,8 +590,15 @@ impl WriteMap {
             .points
             .iter()
             .map(|(k, p)| match p {
-                Point::Known(Some(v)) | Point::VersionstampedValue(v) => {
-                    k.len() + v.len() + PER_MUTATION
+                Point::Known(Some(v)) => k.len() + v.len() + PER_MUTATION,
+                Point::VersionstampedValue(v, ops) => {
+                    k.len()
+                        + v.len()
+                        + PER_MUTATION
+                        + ops
+                            .iter()
+                            .map(|(_, o)| k.len() + o.len() + PER_MUTATION)
+                            .sum::<usize>()
                 }
                 Point::Known(None) => 2 * k.len() + 1 + PER_MUTATION,
                 Point::Ops(ops) => ops

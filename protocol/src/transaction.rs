@@ -49,6 +49,8 @@ pub const CONFLICTING_KEYS_PREFIX: &[u8] = b"\xff\xff/transaction/conflicting_ke
 pub const KEY_SIZE_LIMIT: usize = 10_000;
 /// `SYSTEM_KEY_SIZE_LIMIT`: keys in `\xff` may be longer.
 pub const SYSTEM_KEY_SIZE_LIMIT: usize = 30_000;
+/// `TenantAPI::PREFIX_SIZE`: reads and clears allow keys this much longer than writes.
+pub const TENANT_PREFIX_SIZE: usize = 8;
 /// `VALUE_SIZE_LIMIT`.
 pub const VALUE_SIZE_LIMIT: usize = 100_000;
 /// `TRANSACTION_SIZE_LIMIT`: the default `size_limit`.
@@ -292,6 +294,16 @@ pub(crate) struct Tx {
     watches: Vec<RequestId>,
     /// The first failed write, reported by the next read or commit.
     deferred: Option<ClientError>,
+    /// Why the transaction is finished until reset (RYW's `resetPromise`): a use after the
+    /// commit started (`used_during_commit`), or an `on_error` that refused to retry
+    /// (`transaction_cancelled`). Every read, commit and `on_error` then fails with it.
+    finished: Option<ErrorCode>,
+    /// The first error of a read the transaction started: RYW's commit waits for every read
+    /// (`reading`), so the commit fails with it.
+    read_failed: Option<ClientError>,
+    /// A read reached the transaction since it was reset (RYW's `reading`): reading your
+    /// writes can no longer be disabled.
+    read_started: bool,
     /// What was read from storage so far.
     cache: SnapshotCache,
     /// The key the last commit attempt both read and wrote: the dummy transaction after
@@ -321,6 +333,9 @@ impl Tx {
             committed: None,
             watches: Vec::new(),
             deferred: None,
+            read_started: false,
+            read_failed: None,
+            finished: None,
             cache: SnapshotCache::default(),
             self_conflict: None,
             sent_read_conflicts: Vec::new(),
@@ -368,6 +383,9 @@ struct Scan {
     /// With a byte limit, a batch ends at the first reply that brought rows
     /// (`GetRangeLimits::hasSatisfiedMinRows`).
     byte_limited: bool,
+    /// The scan was cut short where the transaction's writes become unreadable: reaching
+    /// that end with rows still wanted is `accessed_unreadable`.
+    cut_at_unreadable: bool,
 }
 
 impl Scan {
@@ -386,6 +404,7 @@ impl Scan {
             chunk: None,
             done: false,
             byte_limited: bytes.is_some(),
+            cut_at_unreadable: false,
         }
     }
 
@@ -644,6 +663,49 @@ fn storage_error<T>(
     }
 }
 
+/// The check `fdb_transaction_add_conflict_range` makes before anything else and returns at
+/// once (its only synchronous error): a driver refuses an inverted range the same way.
+pub fn check_conflict_range(begin: &[u8], end: &[u8]) -> Result<(), ClientError> {
+    if begin > end {
+        return fdb(ErrorCode::INVERTED_RANGE);
+    }
+    Ok(())
+}
+
+/// The longest key a set or an atomic op may write (`getMaxWriteKeySize` without raw access).
+fn check_write_size(key: &[u8]) -> Result<(), ClientError> {
+    let limit = if key.starts_with(b"\xff") {
+        SYSTEM_KEY_SIZE_LIMIT
+    } else {
+        KEY_SIZE_LIMIT
+    };
+    if key.len() > limit {
+        return fdb(ErrorCode::KEY_TOO_LARGE);
+    }
+    Ok(())
+}
+
+/// The longest key a read, a clear or a conflict range considers (`getMaxKeySize`: the write
+/// limit with room for a tenant prefix): anything longer cannot exist.
+fn max_key_size(key: &[u8]) -> usize {
+    if key.starts_with(b"\xff") {
+        SYSTEM_KEY_SIZE_LIMIT
+    } else {
+        KEY_SIZE_LIMIT + TENANT_PREFIX_SIZE
+    }
+}
+
+/// A range end longer than any key, cut to one byte past the longest key (the same range of
+/// keys that can exist), as RYW does for clears and conflict ranges.
+fn truncate_key(key: &[u8]) -> &[u8] {
+    let max = max_key_size(key);
+    if key.len() > max {
+        &key[..max + 1]
+    } else {
+        key
+    }
+}
+
 impl Client {
     // ----- transactions -----
 
@@ -712,8 +774,19 @@ impl Client {
         self.apply_defaults(now, tx);
     }
 
-    /// Sets a transaction option.
+    /// Sets a transaction option. A refused option also fails the next read or the commit,
+    /// as libfdb_c's `fdb_transaction_set_option` defers it.
     pub fn set_option(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        opt: TransactionOption,
+    ) -> Result<(), ClientError> {
+        let r = self.set_option_inner(now, tx, opt);
+        self.defer(tx, r)
+    }
+
+    fn set_option_inner(
         &mut self,
         now: Instant,
         tx: TransactionId,
@@ -721,6 +794,19 @@ impl Client {
     ) -> Result<(), ClientError> {
         self.now = now;
         let t = self.tx_mut(tx)?;
+        match opt {
+            // RYW refuses to stop reading its writes once it has read or written anything.
+            TransactionOption::ReadYourWritesDisable
+                if t.read_started || !t.writes.is_empty() || !t.write_conflicts.is_empty() =>
+            {
+                return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
+            }
+            // `extractIntOption(value, 32, TRANSACTION_SIZE_LIMIT)`.
+            TransactionOption::SizeLimit(n) if !(32..=TRANSACTION_SIZE_LIMIT).contains(&n) => {
+                return fdb(ErrorCode::INVALID_OPTION_VALUE);
+            }
+            _ => {}
+        }
         let o = &mut t.options;
         match opt {
             TransactionOption::Timeout(d) => o.timeout = (!d.is_zero()).then_some(d),
@@ -760,7 +846,19 @@ impl Client {
 
     /// The transaction's read version.
     pub fn tx_read_version(&mut self, now: Instant, tx: TransactionId) -> RequestId {
-        self.start_op(now, tx, OpKind::ReadVersion)
+        self.now = now;
+        let req = self.new_request_id();
+        // Even after the commit (RYW's `getReadVersion` looks only at `resetPromise`).
+        if let Some(t) = self.engine.txs.get(&tx) {
+            let e = t.deferred.clone().or(t.finished.map(ClientError::Fdb));
+            if let Some(e) = e {
+                self.finish(req, Err(e));
+                return req;
+            }
+        }
+        self.insert_op(req, tx, OpKind::ReadVersion);
+        self.drive(now);
+        req
     }
 
     /// Reads `key`. A snapshot read adds no read conflict range.
@@ -781,6 +879,11 @@ impl Client {
         }
         if let Err(e) = self.check_read_key(tx, key) {
             self.finish(req, Err(e));
+            return req;
+        }
+        if key.len() > max_key_size(key) {
+            // No key that long exists: absent, without a read or a conflict range.
+            self.finish(req, Ok(Reply::Value(None)));
             return req;
         }
         self.insert_op(
@@ -814,6 +917,10 @@ impl Client {
         };
         if let Err(e) = self.check_usable(tx) {
             self.finish(req, Err(e));
+            return req;
+        }
+        if sel.key.as_ref() > max.as_ref() {
+            self.finish(req, fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE));
             return req;
         }
         let resolve = Self::key_resolve(sel, max);
@@ -874,6 +981,19 @@ impl Client {
     ) -> RequestId {
         self.now = now;
         let req = self.new_request_id();
+        // `fdb_transaction_get_range` checks its arguments before the transaction's state.
+        if opts.mode == StreamingMode::Exact && opts.limit == 0 && opts.target_bytes == 0 {
+            self.finish(req, fdb(ErrorCode::EXACT_MODE_WITHOUT_LIMITS));
+            return req;
+        }
+        if opts.mode == StreamingMode::Iterator && opts.iteration == 0 {
+            self.finish(req, fdb(ErrorCode::CLIENT_INVALID_OPERATION));
+            return req;
+        }
+        if let Some(e) = self.engine.txs.get(&tx).and_then(|t| t.deferred.clone()) {
+            self.finish(req, Err(e));
+            return req;
+        }
         // A special key range, readable even after the commit (RYW's special key space).
         if begin.key.starts_with(CONFLICTING_KEYS_PREFIX) && self.engine.txs.contains_key(&tx) {
             let (b, _) = normalize(&begin);
@@ -886,8 +1006,13 @@ impl Client {
             self.finish(req, Err(e));
             return req;
         }
-        if opts.mode == StreamingMode::Exact && opts.limit == 0 {
-            self.finish(req, fdb(ErrorCode::EXACT_MODE_WITHOUT_LIMITS));
+        let max = self
+            .engine
+            .txs
+            .get(&tx)
+            .map_or(&b""[..], |t| t.max_read_key());
+        if begin.key.as_ref() > max || end.key.as_ref() > max {
+            self.finish(req, fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE));
             return req;
         }
         self.insert_op(
@@ -934,13 +1059,17 @@ impl Client {
         key: Bytes,
         value: Bytes,
     ) -> Result<(), ClientError> {
+        let conflict = self.take_write_conflict(tx)?;
         self.check_write(tx, &key)?;
+        check_write_size(&key)?;
         if value.len() > VALUE_SIZE_LIMIT {
             return fdb(ErrorCode::VALUE_TOO_LARGE);
         }
         let t = self.tx_mut(tx)?;
-        let end = key_after(&key);
-        Self::write_conflict_owned(t, key.clone(), end);
+        if conflict {
+            let end = key_after(&key);
+            t.write_conflicts.insert_owned(key.clone(), end);
+        }
         t.writes.set(key, value);
         Ok(())
     }
@@ -952,11 +1081,18 @@ impl Client {
     }
 
     fn clear_inner(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        let conflict = self.take_write_conflict(tx)?;
         self.check_write(tx, key)?;
+        // No key that long exists: clearing it does nothing (RYW's `clear(key)`).
+        if key.len() > max_key_size(key) {
+            return Ok(());
+        }
         let end = key_after(key);
         let t = self.tx_mut(tx)?;
         t.writes.clear_range(key, &end);
-        Self::write_conflict(t, key, &end);
+        if conflict {
+            t.write_conflicts.insert(key, &end);
+        }
         Ok(())
     }
 
@@ -977,23 +1113,26 @@ impl Client {
         begin: &[u8],
         end: &[u8],
     ) -> Result<(), ClientError> {
-        let t = self.tx_ref(tx)?;
-        if t.committing {
-            return fdb(ErrorCode::USED_DURING_COMMIT);
-        }
-        let max = t.max_write_key();
+        // libfdb_c checks the order first (`ThreadSafeTransaction::clear`), then RYW's rules:
+        // either end beyond the legal range fails (nothing is clamped), and ends longer than
+        // any key are cut to one byte past the longest key.
         if begin > end {
             return fdb(ErrorCode::INVERTED_RANGE);
         }
-        // FDB clamps the end to the legal range and refuses a begin beyond it.
-        if begin > max {
+        let conflict = self.take_write_conflict(tx)?;
+        let t = self.tx_mut(tx)?;
+        Self::check_not_committing(t)?;
+        let max = t.max_write_key();
+        if begin > max || end > max {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
         }
-        let end = if end > max { max } else { end };
+        let (begin, end) = (truncate_key(begin), truncate_key(end));
         let t = self.tx_mut(tx)?;
         if begin < end {
             t.writes.clear_range(begin, end);
-            Self::write_conflict(t, begin, end);
+            if conflict {
+                t.write_conflicts.insert(begin, end);
+            }
         }
         Ok(())
     }
@@ -1018,19 +1157,22 @@ impl Client {
         param: &[u8],
         kind: u8,
     ) -> Result<(), ClientError> {
-        // Since API 510 `and` and `min` mean their V2 forms.
-        let kind = match kind {
-            mt::AND => mt::AND_V2,
-            mt::MIN => mt::MIN_V2,
-            k => k,
-        };
+        // RYW's order: the legal range, then the mutation type, then the sizes.
+        let conflict = self.take_write_conflict(tx)?;
+        self.check_write(tx, key)?;
         let valid = atomic::is_atomic_op(kind)
             || kind == mt::SET_VERSIONSTAMPED_KEY
             || kind == mt::SET_VERSIONSTAMPED_VALUE;
         if !valid {
             return fdb(ErrorCode::INVALID_MUTATION_TYPE);
         }
-        self.check_write(tx, key)?;
+        check_write_size(key)?;
+        // Since API 510 `and` and `min` mean their V2 forms.
+        let kind = match kind {
+            mt::AND => mt::AND_V2,
+            mt::MIN => mt::MIN_V2,
+            k => k,
+        };
         if param.len() > VALUE_SIZE_LIMIT {
             return fdb(ErrorCode::VALUE_TOO_LARGE);
         }
@@ -1054,7 +1196,6 @@ impl Client {
                 let mut hi = stem.to_vec();
                 hi[pos..pos + 10].fill(0xff);
                 hi.push(0);
-                t.options.next_write_no_conflict = false;
                 t.writes.set_versionstamped_key(
                     Bytes::from(k),
                     Bytes::copy_from_slice(param),
@@ -1069,7 +1210,9 @@ impl Client {
                     Bytes::copy_from_slice(key),
                     Bytes::copy_from_slice(param),
                 );
-                Self::write_conflict(t, key, &key_after(key));
+                if conflict {
+                    t.write_conflicts.insert(key, &key_after(key));
+                }
             }
             _ => {
                 t.writes.atomic_op(
@@ -1077,13 +1220,17 @@ impl Client {
                     kind,
                     Bytes::copy_from_slice(param),
                 );
-                Self::write_conflict(t, key, &key_after(key));
+                if conflict {
+                    t.write_conflicts.insert(key, &key_after(key));
+                }
             }
         }
         Ok(())
     }
 
-    /// Adds a read or write conflict range by hand.
+    /// Adds a read or write conflict range by hand. An inverted range is refused at once and
+    /// not remembered (see [`check_conflict_range`]); other errors also fail the next read or
+    /// the commit.
     pub fn add_conflict_range(
         &mut self,
         tx: TransactionId,
@@ -1091,6 +1238,7 @@ impl Client {
         end: &[u8],
         kind: ConflictRangeType,
     ) -> Result<(), ClientError> {
+        check_conflict_range(begin, end)?;
         let r = self.add_conflict_range_inner(tx, begin, end, kind);
         self.defer(tx, r)
     }
@@ -1103,12 +1251,17 @@ impl Client {
         kind: ConflictRangeType,
     ) -> Result<(), ClientError> {
         let t = self.tx_mut(tx)?;
-        if begin > end {
-            return fdb(ErrorCode::INVERTED_RANGE);
-        }
-        let max = t.max_write_key().max(t.max_read_key());
+        Self::check_not_committing(t)?;
+        let max = match kind {
+            ConflictRangeType::Read => t.max_read_key(),
+            ConflictRangeType::Write => t.max_write_key(),
+        };
         if begin > max || end > max {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
+        }
+        let (begin, end) = (truncate_key(begin), truncate_key(end));
+        if begin >= end {
+            return Ok(());
         }
         match kind {
             ConflictRangeType::Read => t.read_conflicts.insert(begin, end),
@@ -1126,11 +1279,31 @@ impl Client {
                 self.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
                 return req;
             }
-            Some(t) if t.committing => {
-                self.finish(req, fdb(ErrorCode::USED_DURING_COMMIT));
+            // A failed write fails the commit before it starts (the transaction is not
+            // marked as committing, as in `ThreadSafeTransaction::commit`).
+            Some(t) if t.deferred.is_some() => {
+                let e = t.deferred.clone().expect("checked");
+                self.finish(req, Err(e));
                 return req;
             }
-            Some(t) => t.committing = true,
+            Some(t) if t.committing => {
+                let e = Self::check_not_committing(t);
+                self.finish(req, e.map(|_| Reply::Retry));
+                return req;
+            }
+            Some(t) if t.finished.is_some() => {
+                let e = t.finished.expect("checked");
+                self.finish(req, fdb(e));
+                return req;
+            }
+            Some(t) => {
+                t.committing = true;
+                if let Some(e) = t.read_failed.clone() {
+                    self.insert_op(req, tx, OpKind::Commit);
+                    self.fail_commit(req, tx, e);
+                    return req;
+                }
+            }
         }
         self.insert_op(req, tx, OpKind::Commit);
         self.drive(now);
@@ -1161,22 +1334,33 @@ impl Client {
             self.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
             return req;
         };
+        // A finished transaction fails with what finished it; an `on_error` that refuses to
+        // retry finishes the transaction: everything but `reset` then fails with
+        // `transaction_cancelled` (RYW's `onError`).
+        if let Some(e) = t.finished {
+            self.finish(req, fdb(e));
+            return req;
+        }
         let action = code.on_error_action();
         let retry_ok = t.options.retry_limit.is_none_or(|n| t.retries < n);
-        let delay = match action {
+        let refuse = match action {
             OnErrorAction::FailWithClientInvalidOperation => {
-                self.finish(req, fdb(ErrorCode::CLIENT_INVALID_OPERATION));
-                return req;
+                Some(ErrorCode::CLIENT_INVALID_OPERATION)
             }
-            OnErrorAction::Fatal => {
-                self.finish(req, fdb(code));
-                return req;
-            }
-            _ if !retry_ok || t.timed_out => {
-                self.finish(req, fdb(code));
-                return req;
-            }
-            OnErrorAction::RetryImmediately => Duration::ZERO,
+            OnErrorAction::Fatal => Some(code),
+            _ if !retry_ok || t.timed_out => Some(code),
+            _ => None,
+        };
+        if let Some(e) = refuse {
+            t.finished = Some(ErrorCode::TRANSACTION_CANCELLED);
+            self.finish(req, fdb(e));
+            return req;
+        }
+        let delay = match action {
+            // (Refused above.)
+            OnErrorAction::FailWithClientInvalidOperation
+            | OnErrorAction::Fatal
+            | OnErrorAction::RetryImmediately => Duration::ZERO,
             OnErrorAction::RetryAfterFutureVersionDelay => {
                 knobs::FUTURE_VERSION_RETRY_DELAY.min(t.options.max_retry_delay)
             }
@@ -1264,7 +1448,7 @@ impl Client {
     fn defer(&mut self, tx: TransactionId, r: Result<(), ClientError>) -> Result<(), ClientError> {
         if let Err(e) = &r {
             if let Some(t) = self.engine.txs.get_mut(&tx) {
-                if t.deferred.is_none() && e.code() != ErrorCode::USED_DURING_COMMIT {
+                if t.deferred.is_none() {
                     t.deferred = Some(e.clone());
                 }
             }
@@ -1286,7 +1470,7 @@ impl Client {
             .ok_or(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED))
     }
 
-    fn check_read_key(&self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+    fn check_read_key(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
         self.check_usable(tx)?;
         let t = self.tx_ref(tx)?;
         if t.timed_out {
@@ -1298,46 +1482,46 @@ impl Client {
         Ok(())
     }
 
-    /// A transaction whose commit has started is done until it is reset.
-    fn check_usable(&self, tx: TransactionId) -> Result<(), ClientError> {
-        if self.tx_ref(tx)?.committing {
+    /// A failed write fails every later read and commit, before any other check
+    /// (`ThreadSafeTransaction` checks the deferred error first); a transaction whose commit
+    /// has started is done until it is reset.
+    fn check_usable(&mut self, tx: TransactionId) -> Result<(), ClientError> {
+        let t = self.tx_mut(tx)?;
+        if let Some(e) = &t.deferred {
+            return Err(e.clone());
+        }
+        Self::check_not_committing(t)?;
+        if let Some(e) = t.finished {
+            return fdb(e);
+        }
+        Ok(())
+    }
+
+    /// RYW's `checkUsedDuringCommit`: once the commit started, any use fails, and the first
+    /// one finishes the transaction with `used_during_commit` (if nothing else did before).
+    fn check_not_committing(t: &mut Tx) -> Result<(), ClientError> {
+        if t.committing {
+            t.finished.get_or_insert(ErrorCode::USED_DURING_COMMIT);
             return fdb(ErrorCode::USED_DURING_COMMIT);
         }
         Ok(())
     }
 
-    fn check_write(&self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
-        let t = self.tx_ref(tx)?;
-        if t.committing {
-            return fdb(ErrorCode::USED_DURING_COMMIT);
-        }
+    /// RYW's first checks of a write: not after commit, not beyond the legal range.
+    fn check_write(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        let t = self.tx_mut(tx)?;
+        Self::check_not_committing(t)?;
         if key >= t.max_write_key() {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
         }
-        let limit = if key.starts_with(b"\xff") {
-            SYSTEM_KEY_SIZE_LIMIT
-        } else {
-            KEY_SIZE_LIMIT
-        };
-        if key.len() > limit {
-            return fdb(ErrorCode::KEY_TOO_LARGE);
-        }
         Ok(())
     }
 
-    fn write_conflict(t: &mut Tx, begin: &[u8], end: &[u8]) {
-        Self::write_conflict_owned(
-            t,
-            Bytes::copy_from_slice(begin),
-            Bytes::copy_from_slice(end),
-        );
-    }
-
-    fn write_conflict_owned(t: &mut Tx, begin: Bytes, end: Bytes) {
-        if core::mem::take(&mut t.options.next_write_no_conflict) {
-            return;
-        }
-        t.write_conflicts.insert_owned(begin, end);
+    /// Whether the write about to be made adds its write conflict range: RYW consumes
+    /// `next_write_no_write_conflict_range` as each write starts, even one that then fails.
+    fn take_write_conflict(&mut self, tx: TransactionId) -> Result<bool, ClientError> {
+        let t = self.tx_mut(tx)?;
+        Ok(!core::mem::take(&mut t.options.next_write_no_conflict))
     }
 
     fn commit_size(t: &Tx) -> usize {
@@ -1362,19 +1546,15 @@ impl Client {
         }
     }
 
-    fn start_op(&mut self, now: Instant, tx: TransactionId, kind: OpKind) -> RequestId {
-        self.now = now;
-        let req = self.new_request_id();
-        if let Err(e) = self.check_usable(tx) {
-            self.finish(req, Err(e));
-            return req;
-        }
-        self.insert_op(req, tx, kind);
-        self.drive(now);
-        req
-    }
-
     fn insert_op(&mut self, req: RequestId, tx: TransactionId, kind: OpKind) {
+        if matches!(
+            kind,
+            OpKind::Get { .. } | OpKind::GetKey { .. } | OpKind::Range { .. }
+        ) {
+            if let Some(t) = self.engine.txs.get_mut(&tx) {
+                t.read_started = true;
+            }
+        }
         let start = self.rng.next_u64() as usize;
         self.engine
             .ops
@@ -1399,6 +1579,15 @@ impl Client {
         if let Some(op) = self.engine.ops.remove(&req) {
             if matches!(op.kind, OpKind::Watch { .. }) {
                 self.engine.watches -= 1;
+            }
+            let read = matches!(
+                op.kind,
+                OpKind::Get { .. } | OpKind::GetKey { .. } | OpKind::Range { .. }
+            );
+            if read && err.code() != ErrorCode::TRANSACTION_CANCELLED {
+                if let Some(t) = self.engine.txs.get_mut(&op.tx) {
+                    t.read_failed.get_or_insert(err.clone());
+                }
             }
             self.finish(req, Err(err));
         }
@@ -2098,6 +2287,9 @@ impl Client {
         let ryw = !self.engine.txs[&tx].options.ryw_disabled;
         loop {
             if scan.done || scan.at_end() {
+                if scan.cut_at_unreadable && scan.at_end() && !scan.more && !scan.limits_reached() {
+                    return Err(ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE));
+                }
                 scan.done = true;
                 return Ok(true);
             }
@@ -2109,8 +2301,18 @@ impl Client {
                 } else {
                     (scan.cursor.clone(), scan.hi.clone())
                 };
-                if t.writes.unreadable_in(&ra, &rb) {
-                    return Err(ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE));
+                if let Some(u) = t.writes.first_unreadable(&ra, &rb, reverse) {
+                    if u == if reverse { rb.clone() } else { ra.clone() } {
+                        return Err(ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE));
+                    }
+                    // Read up to it; needing more fails there.
+                    if reverse {
+                        scan.lo = u;
+                    } else {
+                        scan.hi = u;
+                    }
+                    scan.cut_at_unreadable = true;
+                    continue;
                 }
                 // Answer from the writes (all cleared) or from what was already read.
                 let local = if t.writes.fully_cleared(&ra, &rb) {

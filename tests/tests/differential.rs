@@ -22,8 +22,8 @@ use fdb_tests::differential::{describe, Sides, Verdict};
 use serde_json::{json, Value};
 
 const DEFAULT_PROGRAMS: u64 = 300;
-/// Differing programs to shrink and report before giving up on the rest.
-const MAX_REPORTED: usize = 3;
+/// Differing programs to shrink and report before giving up on the rest (`FDB_DIFF_REPORT`).
+const MAX_REPORTED: u64 = 3;
 
 fn env_u64(name: &str) -> Option<u64> {
     let v = std::env::var(name).ok()?;
@@ -141,6 +141,7 @@ fn differential_against_libfdb_c() {
     });
     let programs = env_u64("FDB_DIFF_PROGRAMS").unwrap_or(DEFAULT_PROGRAMS);
     let only = env_u64("FDB_DIFF_ONLY");
+    let max_reported = env_u64("FDB_DIFF_REPORT").unwrap_or(MAX_REPORTED);
     let mut sides = Sides::new(&cluster_file, lib, seed ^ std::process::id() as u64)
         .expect("connect every side");
     println!(
@@ -219,8 +220,8 @@ fn differential_against_libfdb_c() {
             serde_json::to_string(&small.to_json()).unwrap(),
         ));
         reported += 1;
-        if reported >= MAX_REPORTED {
-            println!("differential: {MAX_REPORTED} differing programs; not running the rest");
+        if reported >= max_reported {
+            println!("differential: {max_reported} differing programs; not running the rest");
             break;
         }
     }

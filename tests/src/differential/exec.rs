@@ -285,10 +285,9 @@ pub async fn run_tokio(
                     t.atomic_op(&k, &p, code);
                     Outcome::Nothing
                 }
-                Call::Conflict(b, e, kind) => {
-                    t.add_conflict_range(&b, &e, kind);
-                    Outcome::Nothing
-                }
+                Call::Conflict(b, e, kind) => t
+                    .add_conflict_range(&b, &e, kind)
+                    .map_or_else(tokio_err, |_| Outcome::Nothing),
                 Call::Option(o) => {
                     t.set_option(o);
                     Outcome::Nothing
@@ -430,11 +429,13 @@ pub fn run_mio(
                     t.atomic_op(&k, &p, code);
                     Outcome::Nothing
                 }
-                Call::Conflict(b, e, kind) => {
-                    t.add_conflict_range(&b, &e, kind);
+                Call::Conflict(b, e, kind) => t
+                    .add_conflict_range(&b, &e, kind)
+                    .map_or_else(mio_err, |_| Outcome::Nothing),
+                Call::Option(o) => {
+                    t.set_option(o);
                     Outcome::Nothing
                 }
-                Call::Option(o) => t.set_option(o).map_or_else(mio_err, |_| Outcome::Nothing),
                 Call::ReadVersion => t
                     .get_read_version()
                     .map_or_else(mio_err, |_| Outcome::Version),

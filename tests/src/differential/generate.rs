@@ -63,6 +63,8 @@ const ALPHABET: [&[u8]; 12] = [
 /// Key size limit (`KEY_SIZE_LIMIT`) and value size limit (`VALUE_SIZE_LIMIT`).
 const KEY_LIMIT: usize = 10_000;
 const VALUE_LIMIT: usize = 100_000;
+/// Key lengths around both limits: writes allow 10,000 bytes, reads and clears 10,008.
+const KEY_SIZES: [usize; 4] = [KEY_LIMIT, KEY_LIMIT + 1, KEY_LIMIT + 8, KEY_LIMIT + 9];
 
 const VALID_ATOMICS: [u8; 12] = [2, 6, 7, 8, 9, 12, 13, 16, 17, 18, 19, 20];
 const INVALID_ATOMICS: [u8; 13] = [0, 1, 3, 4, 5, 10, 11, 21, 22, 23, 24, 99, 255];
@@ -253,14 +255,13 @@ impl Gen {
 
     fn read_key(&mut self) -> Key {
         if self.errors(8) {
-            return match self.rng.below(5) {
+            return match self.rng.below(6) {
                 // key_outside_legal_range without read_system_keys, absent with it.
                 0 => Key::abs(b"\xff\x01fdb-diff"),
                 1 => Key::abs(b"\xff"),
                 2 => Key::abs(b"\xff\xff\xff"),
-                // At the size limit and past it: nothing in the database is that long.
-                3 => Key::rel(b"a").padded(KEY_LIMIT),
-                _ => Key::rel(b"a").padded(KEY_LIMIT + 1),
+                // Around the size limits (writes: 10,000; reads and clears: 8 more).
+                _ => Key::rel(b"a").padded(self.rng.pick(&KEY_SIZES)),
             };
         }
         self.plain_key()
@@ -271,8 +272,7 @@ impl Gen {
             return match self.rng.below(4) {
                 0 => Key::abs(b"\xff\x01fdb-diff"),
                 1 => Key::abs(b"\xff"),
-                2 => Key::rel(b"b").padded(KEY_LIMIT),
-                _ => Key::rel(b"b").padded(KEY_LIMIT + 1),
+                _ => Key::rel(b"b").padded(self.rng.pick(&KEY_SIZES)),
             };
         }
         self.plain_key()
