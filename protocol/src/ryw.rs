@@ -82,6 +82,34 @@ impl RangeSet {
         self.map.insert(b, e);
     }
 
+    /// Takes `[begin, end)` out of the set, splitting ranges it cuts.
+    pub fn remove(&mut self, begin: &[u8], end: &[u8]) {
+        if begin >= end {
+            return;
+        }
+        for (b, e) in self.overlapping(begin, end) {
+            // `overlapping` clips; find the stored range around each piece.
+            let Some((rb, re)) = self
+                .map
+                .range::<[u8], _>((
+                    core::ops::Bound::Unbounded,
+                    core::ops::Bound::Included(&b[..]),
+                ))
+                .next_back()
+                .map(|(rb, re)| (rb.clone(), re.clone()))
+            else {
+                continue;
+            };
+            self.map.remove(&rb);
+            if rb < b {
+                self.map.insert(rb, b.clone());
+            }
+            if e < re {
+                self.map.insert(e, re);
+            }
+        }
+    }
+
     /// Is `key` inside one of the ranges?
     pub fn contains(&self, key: &[u8]) -> bool {
         self.map
@@ -285,6 +313,12 @@ impl WriteMap {
     }
 
     pub fn set(&mut self, key: Bytes, value: Bytes) {
+        // A key holding a versionstamped value stays unreadable: FDB's write map pushes the
+        // set on its op stack (`WriteMap::mutate`) until a clear.
+        if let Some(Point::VersionstampedValue(_, ops)) = self.points.get_mut(&key) {
+            ops.push((mt::SET_VALUE, value));
+            return;
+        }
         self.points.insert(key, Point::Known(Some(value)));
     }
 
@@ -303,6 +337,11 @@ impl WriteMap {
         for k in gone {
             self.points.remove(&k);
         }
+        // A versionstamped key sits in FDB's write map at its placeholder key, so a clear over
+        // it removes it (it is never sent) and makes that part readable again.
+        self.versionstamped_keys
+            .retain(|(k, _)| !(begin <= k.as_ref() && k.as_ref() < end));
+        self.unreadable.remove(begin, end);
         self.cleared.insert(begin, end);
     }
 
@@ -472,6 +511,18 @@ impl WriteMap {
     /// The parts of `[begin, end)` the writes do not decide: reading them needs a read
     /// conflict range (`updateConflictMap`).
     pub fn undecided(&self, begin: &[u8], end: &[u8]) -> Vec<(Bytes, Bytes)> {
+        self.uncovered(begin, end, false)
+    }
+
+    /// The parts of `[begin, end)` the transaction never wrote (RYW's `UNMODIFIED_RANGE`):
+    /// an explicit read conflict range covers only these (`updateConflictMap`).
+    pub fn unmodified(&self, begin: &[u8], end: &[u8]) -> Vec<(Bytes, Bytes)> {
+        self.uncovered(begin, end, true)
+    }
+
+    /// `[begin, end)` less the cleared ranges and the written keys: every written key with
+    /// `all_writes`, else only those whose value the writes decide.
+    fn uncovered(&self, begin: &[u8], end: &[u8], all_writes: bool) -> Vec<(Bytes, Bytes)> {
         let mut out: Vec<(Bytes, Bytes)> = Vec::new();
         let mut cur = Bytes::copy_from_slice(begin);
         let push = |out: &mut Vec<(Bytes, Bytes)>, b: Bytes, e: Bytes| {
@@ -488,8 +539,15 @@ impl WriteMap {
             core::ops::Bound::Included(begin),
             core::ops::Bound::Excluded(end),
         )) {
-            if matches!(p, Point::Known(_)) {
+            if all_writes || matches!(p, Point::Known(_)) {
                 decided.push((k.clone(), key_after(k)));
+            }
+        }
+        if all_writes {
+            for (k, _) in &self.versionstamped_keys {
+                if begin <= k.as_ref() && k.as_ref() < end {
+                    decided.push((k.clone(), key_after(k)));
+                }
             }
         }
         decided.sort();
@@ -579,7 +637,10 @@ impl WriteMap {
     /// Approximate bytes of the mutations [`WriteMap::mutations`] would send (without
     /// building them: this runs before every commit).
     pub fn approximate_size(&self) -> usize {
-        const PER_MUTATION: usize = 12;
+        // NativeAPI's `getSize` sums `VectorRef::expectedSize`, which counts
+        // `sizeof(MutationRef)` (44 bytes in libfdb_c 7.3.77, measured with `size_limit`)
+        // per mutation besides its two parameters.
+        const PER_MUTATION: usize = 44;
         let clears: usize = self
             .cleared
             .map

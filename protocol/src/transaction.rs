@@ -245,6 +245,13 @@ struct TxOptions {
     lock_aware: bool,
 }
 
+impl TxOptions {
+    /// NativeAPI's `rawAccess`: system key access implies it.
+    fn raw_access(&self) -> bool {
+        self.read_system_keys || self.access_system_keys
+    }
+}
+
 impl Default for TxOptions {
     fn default() -> Self {
         TxOptions {
@@ -672,10 +679,13 @@ pub fn check_conflict_range(begin: &[u8], end: &[u8]) -> Result<(), ClientError>
     Ok(())
 }
 
-/// The longest key a set or an atomic op may write (`getMaxWriteKeySize` without raw access).
-fn check_write_size(key: &[u8]) -> Result<(), ClientError> {
+/// The longest key a set or an atomic op may write (`getMaxWriteKeySize`): with raw access
+/// (which read_system_keys and access_system_keys imply) room for a tenant prefix too.
+fn check_write_size(key: &[u8], raw_access: bool) -> Result<(), ClientError> {
     let limit = if key.starts_with(b"\xff") {
         SYSTEM_KEY_SIZE_LIMIT
+    } else if raw_access {
+        KEY_SIZE_LIMIT + TENANT_PREFIX_SIZE
     } else {
         KEY_SIZE_LIMIT
     };
@@ -782,6 +792,9 @@ impl Client {
         tx: TransactionId,
         opt: TransactionOption,
     ) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let r = self.set_option_inner(now, tx, opt);
         self.defer(tx, r)
     }
@@ -795,9 +808,12 @@ impl Client {
         self.now = now;
         let t = self.tx_mut(tx)?;
         match opt {
-            // RYW refuses to stop reading its writes once it has read or written anything.
+            // RYW refuses to stop reading its writes once it has read or written anything
+            // (writes made with it disabled bypass its write map and do not count).
             TransactionOption::ReadYourWritesDisable
-                if t.read_started || !t.writes.is_empty() || !t.write_conflicts.is_empty() =>
+                if t.read_started
+                    || (!t.options.ryw_disabled
+                        && (!t.writes.is_empty() || !t.write_conflicts.is_empty())) =>
             {
                 return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
             }
@@ -1015,6 +1031,13 @@ impl Client {
             self.finish(req, fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE));
             return req;
         }
+        // RYW `getRange`: selectors that cannot enclose a key give no rows at once, without a
+        // read (no conflict range; it does not count as a read either).
+        let ((bk, bo), (ek, eo)) = (normalize(&begin), normalize(&end));
+        if bo >= eo && bk >= ek {
+            self.finish(req, Ok(Reply::Range(RangeResult::default())));
+            return req;
+        }
         self.insert_op(
             req,
             tx,
@@ -1049,6 +1072,9 @@ impl Client {
         key: Bytes,
         value: Bytes,
     ) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let r = self.set_inner(tx, key, value);
         self.defer(tx, r)
     }
@@ -1061,7 +1087,7 @@ impl Client {
     ) -> Result<(), ClientError> {
         let conflict = self.take_write_conflict(tx)?;
         self.check_write(tx, &key)?;
-        check_write_size(&key)?;
+        check_write_size(&key, self.tx_ref(tx)?.options.raw_access())?;
         if value.len() > VALUE_SIZE_LIMIT {
             return fdb(ErrorCode::VALUE_TOO_LARGE);
         }
@@ -1076,6 +1102,9 @@ impl Client {
 
     /// Removes `key`.
     pub fn clear(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let r = self.clear_inner(tx, key);
         self.defer(tx, r)
     }
@@ -1103,6 +1132,9 @@ impl Client {
         begin: &[u8],
         end: &[u8],
     ) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let r = self.clear_range_inner(tx, begin, end);
         self.defer(tx, r)
     }
@@ -1146,6 +1178,9 @@ impl Client {
         param: &[u8],
         kind: u8,
     ) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let r = self.atomic_op_inner(tx, key, param, kind);
         self.defer(tx, r)
     }
@@ -1166,7 +1201,7 @@ impl Client {
         if !valid {
             return fdb(ErrorCode::INVALID_MUTATION_TYPE);
         }
-        check_write_size(key)?;
+        check_write_size(key, self.tx_ref(tx)?.options.raw_access())?;
         // Since API 510 `and` and `min` mean their V2 forms.
         let kind = match kind {
             mt::AND => mt::AND_V2,
@@ -1239,6 +1274,9 @@ impl Client {
         kind: ConflictRangeType,
     ) -> Result<(), ClientError> {
         check_conflict_range(begin, end)?;
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let r = self.add_conflict_range_inner(tx, begin, end, kind);
         self.defer(tx, r)
     }
@@ -1264,6 +1302,12 @@ impl Client {
             return Ok(());
         }
         match kind {
+            // RYW's `updateConflictMap`: not over what the transaction itself wrote.
+            ConflictRangeType::Read if !t.options.ryw_disabled => {
+                for (b, e) in t.writes.unmodified(begin, end) {
+                    t.read_conflicts.insert_owned(b, e);
+                }
+            }
             ConflictRangeType::Read => t.read_conflicts.insert(begin, end),
             ConflictRangeType::Write => t.write_conflicts.insert(begin, end),
         }
@@ -1378,11 +1422,18 @@ impl Client {
         let trace = self.rng.uid();
         if let Some(t) = self.engine.txs.get_mut(&tx) {
             *t = Tx::new(trace, created);
-            t.options = keep_opts;
-            t.options.next_write_no_conflict = false;
             t.backoff = backoff;
             t.retries = retries;
             t.timed_out = timed_out;
+        }
+        // RYW's `resetRyow`: the options return to the database's defaults, except the
+        // persistent ones (fdb.options: timeout, retry_limit, max_retry_delay); size_limit,
+        // read_your_writes_disable, report_conflicting_keys, ... must be set again.
+        self.apply_defaults(now, tx);
+        if let Some(t) = self.engine.txs.get_mut(&tx) {
+            t.options.timeout = keep_opts.timeout;
+            t.options.retry_limit = keep_opts.retry_limit;
+            t.options.max_retry_delay = keep_opts.max_retry_delay;
         }
         self.engine
             .ops
@@ -1445,6 +1496,13 @@ impl Client {
     // ----- helpers -----
 
     /// Like libfdb_c, a failed write is remembered and fails the next read or the commit.
+    /// Once an error is deferred, libfdb_c runs no further write, option or conflict range
+    /// of the transaction (`doOnMainThreadVoid` returns early while `deferredError` is set):
+    /// they are skipped, and answer the deferred error.
+    fn skipped(&self, tx: TransactionId) -> Option<ClientError> {
+        self.engine.txs.get(&tx)?.deferred.clone()
+    }
+
     fn defer(&mut self, tx: TransactionId, r: Result<(), ClientError>) -> Result<(), ClientError> {
         if let Err(e) = &r {
             if let Some(t) = self.engine.txs.get_mut(&tx) {
@@ -1524,12 +1582,16 @@ impl Client {
         Ok(!core::mem::take(&mut t.options.next_write_no_conflict))
     }
 
+    /// NativeAPI's `getSize`, checked against `size_limit`: the mutations and both conflict
+    /// range lists, each element counting `sizeof(KeyRangeRef)` (24 bytes in libfdb_c 7.3.77)
+    /// besides its keys.
     fn commit_size(t: &Tx) -> usize {
+        const PER_RANGE: usize = 24;
         let conflicts: usize = t
             .read_conflicts
             .ranges()
             .chain(t.write_conflicts.ranges())
-            .map(|r| r.begin.len() + r.end.len())
+            .map(|r| r.begin.len() + r.end.len() + PER_RANGE)
             .sum();
         t.writes.approximate_size() + conflicts
     }
@@ -2485,6 +2547,10 @@ impl Client {
         let Some(t) = self.engine.txs.get_mut(&tx) else {
             return;
         };
+        // Never past the readable keys: a selector resolved to the end gives `[sel, end\0)`,
+        // and a read conflict range past `\xff\xff` makes the commit proxy drop the commit
+        // (broken_promise, seen on a real 7.3.77 cluster).
+        let end = core::cmp::min(end, t.max_read_key());
         if begin >= end {
             return;
         }
