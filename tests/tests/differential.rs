@@ -6,7 +6,7 @@
 //! Skipped with a notice when `FDB_CLUSTER_FILE` is not set. When `FDB_SHARED_DIR` is set (CI)
 //! the Python binding must load: CI does not skip silently.
 //!
-//! `FDB_DIFF_PROGRAMS=N` (default 300) and `FDB_DIFF_SEED=S` (default: random, printed) choose
+//! `FDB_DIFF_PROGRAMS=N` (default 500) and `FDB_DIFF_SEED=S` (default: random, printed) choose
 //! the random programs; `FDB_DIFF_ONLY=I` runs only program I of that seed, printing it.
 //! A differing program is shrunk and written to `$CARGO_TARGET_TMPDIR/differential/`: copy
 //! it into `tests/data/differential/` to keep it as a regression case.
@@ -18,10 +18,10 @@ use fdb_tests::differential::generate::{self, Rng};
 use fdb_tests::differential::libfdb::LibFdb;
 use fdb_tests::differential::program::{Op, Program};
 use fdb_tests::differential::shrink::shrink;
-use fdb_tests::differential::{describe, Sides, Verdict};
+use fdb_tests::differential::{describe, Known, Sides, Verdict};
 use serde_json::{json, Value};
 
-const DEFAULT_PROGRAMS: u64 = 300;
+const DEFAULT_PROGRAMS: u64 = 500;
 /// Differing programs to shrink and report before giving up on the rest (`FDB_DIFF_REPORT`).
 const MAX_REPORTED: u64 = 3;
 
@@ -154,6 +154,8 @@ fn differential_against_libfdb_c() {
 
     let mut failures = Vec::new();
     let mut tally = Tally::default();
+    // Differences known and reported instead of fixed, by kind.
+    let mut known: BTreeMap<Known, Vec<String>> = BTreeMap::new();
 
     // Every kept case, every run.
     let cases = load_cases();
@@ -162,24 +164,34 @@ fn differential_against_libfdb_c() {
             .run(&case.program)
             .unwrap_or_else(|e| panic!("regression case {}: {e}", case.name));
         tally.add(&case.program, &v);
-        match (&case.known_difference, v.diffs.is_empty()) {
-            (None, true) => {}
-            (None, false) => failures.push(format!(
-                "regression case {} differs again:\n{}\n{}",
+        for (k, d) in &v.known {
+            known
+                .entry(*k)
+                .or_default()
+                .push(format!("{}: {d}", case.name));
+        }
+        match &case.known_difference {
+            _ if !v.diffs.is_empty() => failures.push(format!(
+                "regression case {} differs:\n{}\n{}",
                 case.name,
                 v.diffs.join("\n"),
                 describe(&case.program, &v)
             )),
-            (Some(why), false) => println!(
-                "differential: KNOWN DIFFERENCE {} ({why}):\n  {}",
-                case.name,
-                v.diffs.join("\n  ")
-            ),
-            (Some(_), true) => failures.push(format!(
+            None => {}
+            Some(_) if v.known.is_empty() => failures.push(format!(
                 "regression case {} is marked as a known difference but no longer differs: \
                  remove its known_difference",
                 case.name
             )),
+            Some(why) => println!(
+                "differential: KNOWN DIFFERENCE {} ({why}):\n  {}",
+                case.name,
+                v.known
+                    .iter()
+                    .map(|(_, d)| d.clone())
+                    .collect::<Vec<_>>()
+                    .join("\n  ")
+            ),
         }
     }
     println!("differential: {} regression cases replayed", cases.len());
@@ -195,6 +207,12 @@ fn differential_against_libfdb_c() {
             .run(&p)
             .unwrap_or_else(|e| panic!("program {i} of seed {seed}: {e}"));
         tally.add(&p, &v);
+        for (k, d) in &v.known {
+            known
+                .entry(*k)
+                .or_default()
+                .push(format!("program {i}: {d}"));
+        }
         if only.is_some() {
             println!(
                 "program {i}:\n{}\n{}",
@@ -226,6 +244,20 @@ fn differential_against_libfdb_c() {
         }
     }
     sides.finish();
+
+    for (k, lines) in &known {
+        println!(
+            "differential: KNOWN DIFFERENCE ({k:?}): {} times, {}; first ones:\n  {}",
+            lines.len(),
+            k.describe(),
+            lines
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        );
+    }
 
     println!(
         "differential: {} programs, {} steps; libfdb_c outcomes: {}",

@@ -269,3 +269,52 @@ fn get_range_arguments_are_checked_like_fdb_c() {
         );
     });
 }
+
+#[test]
+fn size_limit_counts_what_native_api_counts() {
+    // NativeAPI `getSize`: every mutation counts its parameters plus sizeof(MutationRef) (44),
+    // every read and write conflict range its keys plus sizeof(KeyRangeRef) (24). Measured
+    // against libfdb_c 7.3.77 with size_limit: a set of a 10-byte key to 5 bytes is 104
+    // bytes, a clear of it 110, and a read of an 11-byte key adds 47.
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let (k, v) = (t.k("sz"), b"vvvvv");
+        let set_size = 44 + 2 * k.len() + 1 + 24 + k.len() + v.len();
+        for (limit, fits) in [(set_size, true), (set_size - 1, false)] {
+            let tx = t.db.create_transaction();
+            tx.set_option(TransactionOption::SizeLimit(limit));
+            tx.set(&k, v);
+            let r = tx.commit().await;
+            assert_eq!(r.is_ok(), fits, "{}: size_limit {limit}: {r:?}", t.name);
+        }
+        let clear_size = 2 * (2 * k.len() + 1) + 44 + 24;
+        for (limit, fits) in [(clear_size, true), (clear_size - 1, false)] {
+            let tx = t.db.create_transaction();
+            tx.set_option(TransactionOption::SizeLimit(limit));
+            tx.clear(&k);
+            let r = tx.commit().await;
+            assert_eq!(r.is_ok(), fits, "{}: size_limit {limit}: {r:?}", t.name);
+        }
+    });
+}
+
+#[test]
+fn on_error_keeps_only_the_persistent_options() {
+    // fdb.options marks timeout, retry_limit and max_retry_delay persistent; RYW's resetRyow
+    // (run by a retrying onError) returns every other option to the database default.
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let tx = t.db.create_transaction();
+        tx.set_option(TransactionOption::SizeLimit(50));
+        tx.set_option(TransactionOption::RetryLimit(Some(1)));
+        tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
+        tx.set(&t.k("a"), b"1");
+        tx.commit().await.unwrap();
+        // The retry limit stayed: one retry was allowed, the next is refused.
+        let tx = t.db.create_transaction();
+        tx.set_option(TransactionOption::RetryLimit(Some(1)));
+        tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
+        assert_eq!(
+            code(tx.on_error(ErrorCode::NOT_COMMITTED).await),
+            ErrorCode::NOT_COMMITTED
+        );
+    });
+}

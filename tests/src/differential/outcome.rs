@@ -120,10 +120,16 @@ pub struct Places<'a> {
     pub prefix: &'a [u8],
 }
 
-/// A run in normal form: one line per step outcome, then the final rows.
+/// A run in normal form: one line per step outcome, then the final rows. A range read's
+/// outcome is its rows; how they were split into batches (and each batch's `more`) is kept
+/// apart in `batches`, compared separately (see [`batch_differences`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Normal {
     pub outcomes: Vec<String>,
+    /// Per step: the batch sizes and `more` flags of a range read, empty otherwise.
+    pub batches: Vec<String>,
+    /// Per step: a range read's rows, one string each.
+    pub rows: Vec<Option<Vec<String>>>,
     pub final_rows: Vec<String>,
 }
 
@@ -137,6 +143,17 @@ impl RunResult {
         let n = Norm { at, stamps };
         Normal {
             outcomes: self.outcomes.iter().map(|o| n.outcome(o)).collect(),
+            batches: self.outcomes.iter().map(batch_shape).collect(),
+            rows: self
+                .outcomes
+                .iter()
+                .map(|o| match o {
+                    Outcome::Batches(bs) => {
+                        Some(bs.iter().flat_map(|(r, _)| r).map(|r| n.row(r)).collect())
+                    }
+                    _ => None,
+                })
+                .collect(),
             final_rows: self.final_rows.iter().map(|r| n.row(r)).collect(),
         }
     }
@@ -161,18 +178,12 @@ impl Norm<'_> {
             Outcome::Value(Some(v)) => format!("value {}", self.bytes(v)),
             Outcome::Key(k) => format!("key {}", self.key(k)),
             Outcome::Batches(bs) => {
-                let mut s = String::from("rows");
-                for (rows, more) in bs {
-                    s.push_str(" [");
-                    for (i, r) in rows.iter().enumerate() {
-                        if i > 0 {
-                            s.push_str(", ");
-                        }
-                        s.push_str(&self.row(r));
-                    }
-                    s.push_str(if *more { "] more" } else { "]" });
-                }
-                s
+                let rows: Vec<String> = bs
+                    .iter()
+                    .flat_map(|(r, _)| r)
+                    .map(|r| self.row(r))
+                    .collect();
+                format!("rows [{}]", rows.join(", "))
             }
         }
     }
@@ -223,6 +234,18 @@ impl Norm<'_> {
     }
 }
 
+/// A range read's batches: `2+1 more/0` style, rows per batch and whether it said more.
+fn batch_shape(o: &Outcome) -> String {
+    match o {
+        Outcome::Batches(bs) => bs
+            .iter()
+            .map(|(rows, more)| format!("{}{}", rows.len(), if *more { " more" } else { "" }))
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => String::new(),
+    }
+}
+
 /// `xxxx...x` (more than 16) as `x*N`.
 fn compress_runs(s: &str) -> String {
     let b = s.as_bytes();
@@ -249,27 +272,4 @@ pub fn error_name(code: i32) -> &'static str {
         .ok()
         .and_then(|c| fdb_protocol::error::ErrorCode(c).info())
         .map_or("?", |i| i.name)
-}
-
-/// Where two normal forms differ, one line each (empty: none).
-pub fn differences(a_name: &str, a: &Normal, b_name: &str, b: &Normal) -> Vec<String> {
-    let mut d = Vec::new();
-    for i in 0..a.outcomes.len().max(b.outcomes.len()) {
-        let (x, y) = (a.outcomes.get(i), b.outcomes.get(i));
-        if x != y {
-            d.push(format!(
-                "step {i}: {a_name}: {}; {b_name}: {}",
-                x.map_or("(missing)", |s| s),
-                y.map_or("(missing)", |s| s)
-            ));
-        }
-    }
-    if a.final_rows != b.final_rows {
-        d.push(format!(
-            "final contents: {a_name}: [{}]; {b_name}: [{}]",
-            a.final_rows.join(", "),
-            b.final_rows.join(", ")
-        ));
-    }
-    d
 }
