@@ -73,7 +73,7 @@ pub struct TransactionId(pub u64);
 /// How eagerly a range read fetches (`FDBStreamingMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum StreamingMode {
-    /// Everything at once.
+    /// As much as possible per batch: libfdb_c reads it as `Serial` (80,000 bytes a batch).
     WantAll,
     /// Growing batches as the caller iterates (the default).
     #[default]
@@ -90,7 +90,9 @@ impl StreamingMode {
     /// The byte limit of one batch (`None`: unlimited).
     pub fn byte_limit(self, iteration: u32) -> Option<usize> {
         match self {
-            StreamingMode::WantAll | StreamingMode::Exact => None,
+            StreamingMode::Exact => None,
+            // fdb_c.cpp `validate_and_update_parameters` turns WANT_ALL into SERIAL.
+            StreamingMode::WantAll => Some(80000),
             StreamingMode::Iterator => {
                 let i = (iteration.max(1) as usize).min(ITERATION_PROGRESSION.len());
                 Some(ITERATION_PROGRESSION[i - 1] as usize)
@@ -937,6 +939,24 @@ impl Client {
         }
         if sel.key.as_ref() > max.as_ref() {
             self.finish(req, fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE));
+            return req;
+        }
+        // A selector already past either end of the database answers that end without a
+        // read (and without fetching a read version), as RYW's getKey does; it still counts
+        // as a read.
+        let (k, offset) = normalize(&sel);
+        let end = if offset >= 1 && k.as_ref() >= max.as_ref() {
+            Some(max.clone())
+        } else if offset <= 0 && k.is_empty() {
+            Some(Bytes::new())
+        } else {
+            None
+        };
+        if let Some(key) = end {
+            if let Some(t) = self.engine.txs.get_mut(&tx) {
+                t.read_started = true;
+            }
+            self.finish(req, Ok(Reply::Key(key)));
             return req;
         }
         let resolve = Self::key_resolve(sel, max);

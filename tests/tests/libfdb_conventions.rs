@@ -318,3 +318,37 @@ fn on_error_keeps_only_the_persistent_options() {
         );
     });
 }
+
+#[test]
+fn want_all_reads_in_serial_batches() {
+    // fdb_c.cpp `validate_and_update_parameters`: WANT_ALL becomes SERIAL, 80,000 bytes a
+    // batch, so a 120 KB range takes more than one batch (libfdb_c: 39 rows, then the rest).
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let tx = t.db.create_transaction();
+        for i in 0..60 {
+            tx.set(&t.k(&format!("w{i:02}")), &[b'v'; 2000]);
+        }
+        tx.commit().await.unwrap();
+        let tx = t.db.create_transaction();
+        let opts = RangeOptions {
+            mode: StreamingMode::WantAll,
+            ..RangeOptions::default()
+        };
+        let (b, e) = (
+            KeySelector::first_greater_or_equal(t.kb("w")),
+            KeySelector::first_greater_or_equal(t.kb("x")),
+        );
+        let first = tx.get_range_batch(b, e, opts, false).await.unwrap();
+        assert!(first.more, "{}: one batch is not all of it", t.name);
+        let bytes: usize = first
+            .rows
+            .iter()
+            .map(|kv| kv.key.len() + kv.value.len())
+            .sum();
+        assert!(
+            (78_000..84_000).contains(&bytes),
+            "{}: a serial batch is about 80,000 bytes, not {bytes}",
+            t.name
+        );
+    });
+}
