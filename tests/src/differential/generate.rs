@@ -213,8 +213,10 @@ impl Gen {
             7 => self.versionstamp(),
             8 => {
                 let read = self.rng.pct(50);
+                // Past `\xff\xff`: refused even with read_system_keys (a range to `\xff\x01`
+                // would then be legal and span the other clients' keys, written meanwhile).
                 let (begin, end) = if self.errors(10) {
-                    (self.plain_key(), Key::abs(b"\xff\x01"))
+                    (self.plain_key(), Key::abs(b"\xff\xff\xff"))
                 } else {
                     self.plain_range()
                 };
