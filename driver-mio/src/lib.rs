@@ -33,8 +33,8 @@ use fdb_protocol::messages::types::Version;
 use fdb_protocol::messages::types::{KeySelector, KeyValue};
 use fdb_protocol::Instant;
 use fdb_protocol::{
-    Call, Client, ClientConfig, ClientError, Completion, ConnectionId, Event, Outcome, Priority,
-    RequestId,
+    check_conflict_range, Call, Client, ClientConfig, ClientError, Completion, ConnectionId, Event,
+    Outcome, Priority, RequestId,
 };
 pub use fdb_protocol::{
     ConflictRangeType, RangeCursor, RangeOptions, RangeResult, TransactionId, TransactionOption,
@@ -145,12 +145,11 @@ impl Transaction<'_> {
         self.db.wait(req, CALL_LIMIT)
     }
 
-    pub fn set_option(&mut self, opt: TransactionOption) -> Result<(), Error> {
+    /// Sets an option. One the transaction refuses (`read_your_writes_disable` after a read,
+    /// say) fails the next read or the commit, as `fdb_transaction_set_option` defers it.
+    pub fn set_option(&mut self, opt: TransactionOption) {
         let now = self.db.now();
-        self.db
-            .client
-            .set_option(now, self.id, opt)
-            .map_err(Error::Client)
+        let _ = self.db.client.set_option(now, self.id, opt);
     }
 
     pub fn get_read_version(&mut self) -> Result<Version, Error> {
@@ -239,8 +238,18 @@ impl Transaction<'_> {
         let _ = self.db.client.atomic_op(self.id, key, param, kind);
     }
 
-    pub fn add_conflict_range(&mut self, begin: &[u8], end: &[u8], kind: ConflictRangeType) {
+    /// Adds a read or write conflict range. An inverted range is refused here, like
+    /// `fdb_transaction_add_conflict_range`'s return code; other errors fail the next read
+    /// or the commit.
+    pub fn add_conflict_range(
+        &mut self,
+        begin: &[u8],
+        end: &[u8],
+        kind: ConflictRangeType,
+    ) -> Result<(), Error> {
+        check_conflict_range(begin, end).map_err(Error::Client)?;
         let _ = self.db.client.add_conflict_range(self.id, begin, end, kind);
+        Ok(())
     }
 
     /// Commits; returns the commit version (`-1` when nothing was written).

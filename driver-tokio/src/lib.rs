@@ -39,8 +39,8 @@ use fdb_protocol::messages::types::{KeySelector, KeyValue};
 use fdb_protocol::messages::NetworkAddress;
 use fdb_protocol::Instant;
 use fdb_protocol::{
-    Client, ClientConfig, ClientError, Completion, ConnectionId, Event, Outcome, Priority,
-    RequestId,
+    check_conflict_range, Client, ClientConfig, ClientError, Completion, ConnectionId, Event,
+    Outcome, Priority, RequestId,
 };
 use fdb_protocol::{ConflictRangeType, RangeCursor, RangeResult, TransactionId, TransactionOption};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -480,12 +480,21 @@ impl Transaction {
         });
     }
 
-    /// Adds a read or write conflict range.
-    pub fn add_conflict_range(&self, begin: &[u8], end: &[u8], kind: ConflictRangeType) {
+    /// Adds a read or write conflict range. An inverted range is refused here, like
+    /// `fdb_transaction_add_conflict_range`'s return code; other errors fail the next read
+    /// or the commit.
+    pub fn add_conflict_range(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        kind: ConflictRangeType,
+    ) -> Result<(), Error> {
+        check_conflict_range(begin, end).map_err(Error::Client)?;
         let (b, e) = (begin.to_vec(), end.to_vec());
         self.write(move |c, _, id| {
             let _ = c.add_conflict_range(id, &b, &e, kind);
         });
+        Ok(())
     }
 
     /// Commits; returns the commit version (`-1` when nothing was written).

@@ -426,9 +426,8 @@ impl Bank {
         let err = |stage: Stage, e: Error| Attempt::Error(stage, e.code(), e.to_string());
         let mut lp = Loop::new(t, driver);
         let mut tx = db.create_transaction();
-        if let Err(e) = tx.set_option(TransactionOption::Timeout(self.timeout)) {
-            return lp.failed(Stage::ReadVersion, e.code(), e.to_string(), None);
-        }
+        // A refused option would fail the next read, which is recorded there.
+        tx.set_option(TransactionOption::Timeout(self.timeout));
         loop {
             if lp.record.started.elapsed() > self.hang_limit {
                 return lp.finish(Outcome::Hung);
