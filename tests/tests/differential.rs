@@ -18,7 +18,7 @@ use fdb_tests::differential::generate::{self, Rng};
 use fdb_tests::differential::libfdb::LibFdb;
 use fdb_tests::differential::program::{Op, Program};
 use fdb_tests::differential::shrink::shrink;
-use fdb_tests::differential::{describe, Known, Sides, Verdict};
+use fdb_tests::differential::{describe, Sides, Verdict};
 use serde_json::{json, Value};
 
 const DEFAULT_PROGRAMS: u64 = 500;
@@ -37,10 +37,9 @@ fn regression_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/differential")
 }
 
-/// A kept case: `{"name", "about", "known_difference"?, "program"}`.
+/// A kept case: `{"name", "about", "program"}`.
 struct Case {
     name: String,
-    known_difference: Option<String>,
     program: Program,
 }
 
@@ -56,9 +55,14 @@ fn load_cases() -> Vec<Case> {
             let text = std::fs::read_to_string(f).expect("read a regression case");
             let v: Value = serde_json::from_str(&text)
                 .unwrap_or_else(|e| panic!("{}: not JSON: {e}", f.display()));
+            // Every case must agree with libfdb_c: none is kept as a known difference.
+            assert!(
+                v.get("known_difference").is_none(),
+                "{}: known differences are not accepted",
+                f.display()
+            );
             Case {
                 name: f.file_stem().unwrap().to_string_lossy().into_owned(),
-                known_difference: v["known_difference"].as_str().map(str::to_owned),
                 program: Program::from_json(&v["program"])
                     .unwrap_or_else(|e| panic!("{}: bad program: {e}", f.display())),
             }
@@ -154,8 +158,6 @@ fn differential_against_libfdb_c() {
 
     let mut failures = Vec::new();
     let mut tally = Tally::default();
-    // Differences known and reported instead of fixed, by kind.
-    let mut known: BTreeMap<Known, Vec<String>> = BTreeMap::new();
 
     // Every kept case, every run.
     let cases = load_cases();
@@ -164,34 +166,13 @@ fn differential_against_libfdb_c() {
             .run(&case.program)
             .unwrap_or_else(|e| panic!("regression case {}: {e}", case.name));
         tally.add(&case.program, &v);
-        for (k, d) in &v.known {
-            known
-                .entry(*k)
-                .or_default()
-                .push(format!("{}: {d}", case.name));
-        }
-        match &case.known_difference {
-            _ if !v.diffs.is_empty() => failures.push(format!(
+        if !v.diffs.is_empty() {
+            failures.push(format!(
                 "regression case {} differs:\n{}\n{}",
                 case.name,
                 v.diffs.join("\n"),
                 describe(&case.program, &v)
-            )),
-            None => {}
-            Some(_) if v.known.is_empty() => failures.push(format!(
-                "regression case {} is marked as a known difference but no longer differs: \
-                 remove its known_difference",
-                case.name
-            )),
-            Some(why) => println!(
-                "differential: KNOWN DIFFERENCE {} ({why}):\n  {}",
-                case.name,
-                v.known
-                    .iter()
-                    .map(|(_, d)| d.clone())
-                    .collect::<Vec<_>>()
-                    .join("\n  ")
-            ),
+            ));
         }
     }
     println!("differential: {} regression cases replayed", cases.len());
@@ -207,12 +188,6 @@ fn differential_against_libfdb_c() {
             .run(&p)
             .unwrap_or_else(|e| panic!("program {i} of seed {seed}: {e}"));
         tally.add(&p, &v);
-        for (k, d) in &v.known {
-            known
-                .entry(*k)
-                .or_default()
-                .push(format!("program {i}: {d}"));
-        }
         if only.is_some() {
             println!(
                 "program {i}:\n{}\n{}",
@@ -244,20 +219,6 @@ fn differential_against_libfdb_c() {
         }
     }
     sides.finish();
-
-    for (k, lines) in &known {
-        println!(
-            "differential: KNOWN DIFFERENCE ({k:?}): {} times, {}; first ones:\n  {}",
-            lines.len(),
-            k.describe(),
-            lines
-                .iter()
-                .take(5)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("\n  ")
-        );
-    }
 
     println!(
         "differential: {} programs, {} steps; libfdb_c outcomes: {}",

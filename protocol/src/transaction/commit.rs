@@ -2,7 +2,6 @@
 //! order, the self-conflicting key), `commit_unknown_result` after a dummy transaction on that
 //! key (`commitDummyTransaction`), and `on_error`'s backoff and reset.
 
-use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
@@ -62,7 +61,8 @@ impl Transactions {
 
     pub(super) fn advance_commit(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
         let t = &self.txs[&tx];
-        let read_only = t.writes.is_empty() && t.write_conflicts.is_empty();
+        let (mutations, mut write_conflicts, mut read_conflicts) = Self::commit_lists(t);
+        let read_only = mutations.is_empty() && write_conflicts.is_empty();
         if read_only {
             // Nothing to send (`Transaction::commit` of a read-only transaction). Its watches
             // start from its read version.
@@ -88,7 +88,7 @@ impl Transactions {
                 },
             );
         }
-        let size = Self::commit_size(t);
+        let size = Self::list_size(&mutations, &write_conflicts, &read_conflicts);
         if size > t.options.size_limit {
             return self.fail_commit(
                 cx,
@@ -106,15 +106,17 @@ impl Transactions {
             return self.set_wait(req, Wait::Cluster);
         };
         let t = &self.txs[&tx];
-        let mut read_conflicts: Vec<KeyRange> = t.read_conflicts.ranges().collect();
-        let mut write_conflicts: Vec<KeyRange> = t.write_conflicts.ranges().collect();
-        let mutations = t.writes.mutations();
+        // The read conflict ranges of NativeAPI's own key and range reads come after the
+        // size check (`extraConflictRanges`).
+        read_conflicts.extend(t.native.extra_read_conflicts.iter().cloned());
         let report = t.options.report_conflicting_keys;
         let lock_aware = t.options.lock_aware;
         let causal_write_risky = t.options.causal_write_risky;
-        let intersects = write_conflicts
-            .iter()
-            .any(|w| t.read_conflicts.intersects(&w.begin, &w.end));
+        let intersects = write_conflicts.iter().any(|w| {
+            read_conflicts
+                .iter()
+                .any(|r| r.begin < w.end && w.begin < r.end)
+        });
         let mut self_conflict = None;
         if !causal_write_risky && !intersects {
             // `makeSelfConflicting`: a random key in both lists lets a retry after
@@ -286,7 +288,9 @@ impl Transactions {
             t.options.causal_write_risky = true;
             let end = key_after(&key);
             t.read_conflicts.insert(&key, &end);
-            t.write_conflicts.insert(&key, &end);
+            t.native
+                .write_conflicts
+                .push(KeyRange::new(key.clone(), end));
             t.committing = true;
         }
         let req = cx.new_request();

@@ -17,6 +17,7 @@
 
 mod commit;
 mod metrics;
+mod native;
 mod op;
 mod options;
 mod range;

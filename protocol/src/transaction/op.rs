@@ -5,12 +5,12 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::scan::{KeyResolve, RangeOptions, Scan};
+use super::scan::Read;
 use super::{Ctx, Transactions};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
-use crate::messages::types::{KeySelector, Version};
+use crate::messages::types::Version;
 use crate::time::Instant;
 use crate::uid::Uid;
 
@@ -25,19 +25,11 @@ pub(super) enum OpKind {
     },
     GetKey {
         snapshot: bool,
-        resolve: KeyResolve,
+        read: Read,
     },
     Range {
         snapshot: bool,
-        begin: KeySelector,
-        end: KeySelector,
-        /// Resolved begin/end keys once known.
-        begin_key: Option<Bytes>,
-        end_key: Option<Bytes>,
-        /// A selector being resolved before the scan can start.
-        resolving: Option<(bool, KeyResolve)>,
-        opts: RangeOptions,
-        scan: Option<Scan>,
+        read: Read,
     },
     Commit,
     Watch {
@@ -327,8 +319,7 @@ impl Transactions {
                 None => {}
             },
             OpKind::Get { .. } => self.advance_get(cx, req, tx),
-            OpKind::GetKey { .. } => self.advance_get_key(cx, req, tx),
-            OpKind::Range { .. } => self.advance_range(cx, req, tx),
+            OpKind::GetKey { .. } | OpKind::Range { .. } => self.advance_read(cx, req, tx),
             OpKind::Commit => self.advance_commit(cx, req, tx),
             OpKind::Watch { .. } => self.advance_watch(cx, req, tx),
             OpKind::Backoff => self.set_wait(req, Wait::Timer),

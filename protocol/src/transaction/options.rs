@@ -123,9 +123,7 @@ impl Transactions {
             // RYW refuses to stop reading its writes once it has read or written anything
             // (writes made with it disabled bypass its write map and do not count).
             TransactionOption::ReadYourWritesDisable
-                if t.read_started
-                    || (!t.options.ryw_disabled
-                        && (!t.writes.is_empty() || !t.write_conflicts.is_empty())) =>
+                if t.read_started || (!t.options.ryw_disabled && !t.writes.is_empty()) =>
             {
                 return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
             }

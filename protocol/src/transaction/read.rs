@@ -13,10 +13,11 @@ use crate::grv::GrvWaiter;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::grv::GetReadVersionRequest;
 use crate::messages::storage::{GetValueRequest, StorageServerInterface};
+use crate::messages::types::KeyRange;
 use crate::messages::types::{TenantInfo, Version, VersionVector};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
-use crate::ryw::{apply_ops, key_after, Lookup};
+use crate::ryw::{key_after, RywIter, Seg};
 
 impl Transactions {
     /// The transaction's read version.
@@ -113,47 +114,49 @@ impl Transactions {
             cx.finish(req, Ok(Reply::Value(None)));
             return req;
         }
-        self.insert_op(
-            cx,
-            req,
-            tx,
-            OpKind::Get {
-                key: Bytes::copy_from_slice(key),
-                snapshot,
-            },
-        );
+        let key = Bytes::copy_from_slice(key);
+        if let Some(t) = self.txs.get_mut(&tx) {
+            // NativeAPI's `get` adds its conflict range as the read starts.
+            if t.options.ryw_disabled && !snapshot {
+                t.native
+                    .read_conflicts
+                    .push(KeyRange::new(key.clone(), key_after(&key)));
+            }
+        }
+        self.insert_op(cx, req, tx, OpKind::Get { key, snapshot });
         req
     }
 
     // ----- point reads -----
 
+    /// RYW's `read(GetValueReq)`: the merged view answers what it knows; storage the rest.
     pub(super) fn advance_get(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
-        let Some(OpKind::Get { key, snapshot }) = self.ops.get(&req).map(|o| &o.kind) else {
+        let Some(OpKind::Get { key, .. }) = self.ops.get(&req).map(|o| &o.kind) else {
             return;
         };
-        let (key, snapshot) = (key.clone(), *snapshot);
+        let key = key.clone();
         let t = &self.txs[&tx];
         if !t.options.ryw_disabled {
-            match t.writes.lookup(&key) {
-                Lookup::Known(v) => return self.succeed_op(cx, req, Reply::Value(v)),
-                Lookup::Unreadable => {
+            let it = RywIter::new(&t.cache, &t.writes, &key);
+            let value = match it.seg() {
+                Err(_) => {
                     return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE))
                 }
-                _ => {}
-            }
+                Ok(Seg::Kv) => it.kv().ok().flatten().map(|kv| kv.value),
+                Ok(Seg::Empty) => None,
+                Ok(Seg::Unknown) => return self.read_stored(cx, req, tx, key),
+            };
+            return self.finish_get(cx, req, value);
         }
+        self.read_stored(cx, req, tx, key)
+    }
+
+    fn read_stored(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId, key: Bytes) {
         let version = match self.read_version_for(cx, req, tx, false) {
             Some(Ok(v)) => v,
             Some(Err(e)) => return self.fail_op(cx, req, e),
             None => return,
         };
-        let _ = snapshot;
-        let t = &self.txs[&tx];
-        if !t.options.ryw_disabled {
-            if let Some(v) = t.cache.get(&key) {
-                return self.finish_get(cx, req, v);
-            }
-        }
         self.send_get_value(cx, req, tx, key, version);
     }
 
@@ -207,17 +210,27 @@ impl Transactions {
                 return;
             }
         };
-        if let Some(op) = self.ops.get(&req) {
-            if let (OpKind::Get { key, .. }, Some(t)) = (&op.kind, self.txs.get_mut(&op.tx)) {
-                if !t.options.ryw_disabled {
-                    t.cache.insert_point(key, value.clone());
+        let Some(op) = self.ops.get(&req) else {
+            return;
+        };
+        let value = match (&op.kind, self.txs.get_mut(&op.tx)) {
+            (OpKind::Get { key, .. }, Some(t)) if !t.options.ryw_disabled => {
+                t.cache.insert_point(key, value.clone());
+                // Atomic ops of the transaction apply over what storage holds.
+                let it = RywIter::new(&t.cache, &t.writes, key);
+                if it.is_dependent() {
+                    it.kv().ok().flatten().map(|kv| kv.value)
+                } else {
+                    value
                 }
             }
-        }
+            _ => value,
+        };
         self.finish_get(cx, req, value);
     }
 
-    /// Completes a get with the stored value: applies the writes, adds the conflict range.
+    /// Completes a get with its value, adding the read conflict range RYW adds
+    /// (`updateConflictMap`: only where the writes leave the value to storage).
     pub(super) fn finish_get(&mut self, cx: &mut Ctx<'_>, req: RequestId, value: Option<Bytes>) {
         let Some(op) = self.ops.get(&req) else {
             return;
@@ -230,20 +243,9 @@ impl Transactions {
         let Some(t) = self.txs.get_mut(&tx) else {
             return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED));
         };
-        let value = if t.options.ryw_disabled {
-            value
-        } else {
-            match t.writes.lookup(&key) {
-                Lookup::Known(v) => v,
-                Lookup::Dependent(ops) => apply_ops(value, ops),
-                Lookup::Unmodified | Lookup::Unreadable => value,
-            }
-        };
-        if !snapshot {
-            // Only what the writes do not decide can conflict (`updateConflictMap`).
-            let decided =
-                !t.options.ryw_disabled && matches!(t.writes.lookup(&key), Lookup::Known(_));
-            if !decided {
+        if !snapshot && !t.options.ryw_disabled {
+            let it = t.writes.iter_at(&key);
+            if it.is_unmodified_range() || (it.is_operation() && !it.is_independent()) {
                 t.read_conflicts.insert(&key, &key_after(&key));
             }
         }

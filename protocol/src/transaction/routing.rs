@@ -17,7 +17,7 @@ use crate::ids::{RequestId, TransactionId};
 use crate::location::Shard;
 use crate::messages::commit::{GetKeyServerLocationsReply, GetKeyServerLocationsRequest};
 use crate::messages::coordination::CommitProxyInterface;
-use crate::messages::storage::{GetKeyValuesReply, GetValueReply, WatchValueReply};
+use crate::messages::storage::{GetValueReply, WatchValueReply};
 use crate::messages::types::{SpanContext, TenantInfo};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
@@ -261,14 +261,9 @@ impl Transactions {
     pub(super) fn op_key(&self, req: RequestId) -> Option<(Bytes, bool)> {
         match &self.ops.get(&req)?.kind {
             OpKind::Get { key, .. } | OpKind::Watch { key, .. } => Some((key.clone(), false)),
-            OpKind::GetKey { resolve, .. } => {
-                Some((resolve.scan.cursor.clone(), resolve.scan.reverse))
+            OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => {
+                read.sent.as_ref().map(|s| (s.key.clone(), s.backward))
             }
-            OpKind::Range {
-                resolving: Some((_, r)),
-                ..
-            } => Some((r.scan.cursor.clone(), r.scan.reverse)),
-            OpKind::Range { scan: Some(s), .. } => Some((s.cursor.clone(), s.reverse)),
             _ => None,
         }
     }
@@ -326,16 +321,7 @@ impl Transactions {
                 let r = storage_error(decode_reply::<WatchValueReply>(message)).map(|r| r.version);
                 self.on_watch_reply(cx, req, r);
             }
-            OpKind::GetKey { .. } | OpKind::Range { .. } => {
-                let r =
-                    storage_error(decode_reply::<GetKeyValuesReply>(message)).and_then(|r| match r
-                        .error
-                    {
-                        Some(e) => fdb(e),
-                        None => Ok(r),
-                    });
-                self.on_range_reply(cx, req, r);
-            }
+            OpKind::GetKey { .. } | OpKind::Range { .. } => self.on_read_reply(cx, req, message),
             _ => {}
         }
     }

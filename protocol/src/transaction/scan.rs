@@ -1,16 +1,16 @@
-//! The state of a range read and of a key selector's resolution: the scan over resolved keys,
-//! its limits (rows, bytes, the streaming mode's batch sizes), and the bindings' iteration of
-//! a whole range batch by batch ([`RangeCursor`]).
+//! The state of a range read and of a key selector's resolution: its limits (rows, bytes, the
+//! streaming mode's batch sizes), the RYW or NativeAPI read behind it and the storage request
+//! in flight, and the bindings' iteration of a whole range batch by batch ([`RangeCursor`]).
 
 use alloc::vec::Vec;
 use bytes::Bytes;
 
+use super::native::{NativeKey, NativeRange, NativeStep};
 use crate::event::RangeResult;
 use crate::messages::types::{KeySelector, KeyValue};
-use crate::ryw::key_after;
+use crate::ryw::range_read::{KeyRead, NativeResult, RangeLimits, RangeRead};
 
-/// `REPLY_BYTE_LIMIT`: the most a storage server returns per range request.
-pub const REPLY_BYTE_LIMIT: i32 = 80_000;
+pub use crate::ryw::range_read::REPLY_BYTE_LIMIT;
 /// Byte limits of the `iterator` streaming mode, by iteration (`fdb_c.cpp`).
 pub(super) const ITERATION_PROGRESSION: [i32; 10] = [
     4096, 6144, 9216, 13824, 20736, 31104, 46656, 69984, 80000, 120000,
@@ -138,136 +138,103 @@ impl RangeCursor {
     }
 }
 
-/// A range scan over resolved keys `[lo, hi)`, merged with the transaction's writes.
+/// A NativeAPI read serving a transaction's read.
 #[derive(Debug)]
-pub(super) struct Scan {
-    pub(super) lo: Bytes,
-    pub(super) hi: Bytes,
-    pub(super) reverse: bool,
-    /// Rows still wanted (`None`: no limit).
-    pub(super) rows_left: Option<usize>,
-    /// Bytes still wanted (`None`: no limit).
-    pub(super) bytes_left: Option<usize>,
-    /// Forward: next key to read; reverse: end of what is left.
-    pub(super) cursor: Bytes,
-    pub(super) out: Vec<KeyValue>,
-    pub(super) more: bool,
-    /// The chunk `[a, b)` of the request in flight.
-    pub(super) chunk: Option<(Bytes, Bytes)>,
-    /// The read reached this far (for conflict ranges).
-    pub(super) read_to: Bytes,
-    /// Set once the scan is over.
-    pub(super) done: bool,
-    /// With a byte limit, a batch ends at the first reply that brought rows
-    /// (`GetRangeLimits::hasSatisfiedMinRows`).
-    pub(super) byte_limited: bool,
-    /// The scan was cut short where the transaction's writes become unreadable: reaching
-    /// that end with rows still wanted is `accessed_unreadable`.
-    pub(super) cut_at_unreadable: bool,
+pub(super) enum NativeOp {
+    Range(NativeRange),
+    Key(NativeKey),
 }
 
-impl Scan {
-    pub(super) fn new(
-        lo: Bytes,
-        hi: Bytes,
+impl NativeOp {
+    pub(super) fn step(&mut self) -> NativeStep {
+        match self {
+            NativeOp::Range(r) => r.step(),
+            NativeOp::Key(k) => k.step(),
+        }
+    }
+
+    /// Forget the request in flight before it is sent again.
+    pub(super) fn retry(&mut self) {
+        if let NativeOp::Range(r) = self {
+            r.retry();
+        }
+    }
+}
+
+/// The storage request in flight: a key request (else a range request), to the shard of
+/// `key` (of the keys before it when `backward`).
+#[derive(Clone, Debug)]
+pub(super) struct Sent {
+    pub(super) key_request: bool,
+    pub(super) key: Bytes,
+    pub(super) backward: bool,
+}
+
+/// What a `get_key` or `get_range` reads through.
+#[derive(Debug)]
+pub(super) enum ReadKind {
+    /// `get_key` through RYW; `sel` as the caller gave it (for the conflict range).
+    RywKey { sel: KeySelector, read: KeyRead },
+    /// `get_range` through RYW; the selectors with `or_equal` removed.
+    RywRange {
+        begin: KeySelector,
+        end: KeySelector,
         reverse: bool,
-        rows: Option<usize>,
-        bytes: Option<usize>,
-    ) -> Scan {
-        let cursor = if reverse { hi.clone() } else { lo.clone() };
-        Scan {
-            read_to: cursor.clone(),
-            lo,
-            hi,
-            reverse,
-            rows_left: rows,
-            bytes_left: bytes,
-            cursor,
-            out: Vec::new(),
-            more: false,
-            chunk: None,
-            done: false,
-            byte_limited: bytes.is_some(),
-            cut_at_unreadable: false,
-        }
-    }
-
-    pub(super) fn limits_reached(&self) -> bool {
-        self.rows_left == Some(0) || (self.bytes_left == Some(0) && !self.out.is_empty())
-    }
-
-    /// Takes merged rows of chunk `[a, b)` (in scan order), stopping at the limits. Only rows
-    /// that came with a storage reply can end a byte-limited batch early.
-    pub(super) fn take(&mut self, rows: Vec<KeyValue>, a: &Bytes, b: &Bytes, from_storage: bool) {
-        for kv in rows {
-            if self.limits_reached() {
-                self.more = true;
-                break;
-            }
-            if let Some(r) = &mut self.rows_left {
-                *r -= 1;
-            }
-            if let Some(bl) = &mut self.bytes_left {
-                // `GetRangeLimits::decrement`: key + value + 8 per row.
-                *bl = bl.saturating_sub(kv.key.len() + kv.value.len() + 8);
-            }
-            self.read_to = if self.reverse {
-                kv.key.clone()
-            } else {
-                key_after(&kv.key)
-            };
-            self.out.push(kv);
-        }
-        if !self.more {
-            self.read_to = if self.reverse { a.clone() } else { b.clone() };
-            self.cursor = self.read_to.clone();
-            if self.limits_reached() && !self.at_end() {
-                self.more = true;
-            }
-        }
-        if self.byte_limited && !self.out.is_empty() && from_storage {
-            if !self.more && !self.at_end() {
-                self.more = true;
-            }
-            self.done = true;
-        }
-        if self.more || self.at_end() {
-            self.done = true;
-        }
-    }
-
-    pub(super) fn at_end(&self) -> bool {
-        if self.reverse {
-            self.cursor <= self.lo
-        } else {
-            self.cursor >= self.hi
-        }
-    }
-
-    /// The read conflict range this scan covered.
-    pub(super) fn conflict(&self) -> (Bytes, Bytes) {
-        if self.reverse {
-            (self.read_to.clone(), self.hi.clone())
-        } else {
-            (self.lo.clone(), self.read_to.clone())
-        }
-    }
+        read: RangeRead,
+    },
+    /// `get_key` with read-your-writes disabled: NativeAPI's `getKey`, and its answer.
+    NativeKey {
+        sel: KeySelector,
+        result: Option<Bytes>,
+    },
+    /// `get_range` with read-your-writes disabled: NativeAPI's `getRange`, after resolving
+    /// a reverse read's end selector when it lies ahead (`readThrough`).
+    NativeRange {
+        begin: KeySelector,
+        end: KeySelector,
+        reverse: bool,
+        limits: RangeLimits,
+        /// The end selector is resolved (or needs no resolving).
+        end_resolved: bool,
+        result: Option<NativeResult>,
+    },
 }
 
-/// What a `get_key` resolves: a selector against the merged view.
+/// A selector or range read in progress.
 #[derive(Debug)]
-pub(super) struct KeyResolve {
-    pub(super) sel: KeySelector,
-    pub(super) scan: Scan,
+pub(super) struct Read {
+    pub(super) kind: ReadKind,
+    /// The NativeAPI read it waits for.
+    pub(super) native: Option<NativeOp>,
+    pub(super) sent: Option<Sent>,
 }
 
-/// `KeySelectorRef::removeOrEqual`: `or_equal` folded into the key.
-pub(super) fn normalize(sel: &KeySelector) -> (Bytes, i32) {
-    if sel.or_equal {
-        (key_after(&sel.key), sel.offset)
-    } else {
-        (sel.key.clone(), sel.offset)
+impl Read {
+    pub(super) fn new(kind: ReadKind) -> Self {
+        Read {
+            kind,
+            native: None,
+            sent: None,
+        }
     }
+}
+
+/// The `GetRangeLimits` libfdb_c builds from `fdb_transaction_get_range`'s arguments: the
+/// streaming mode bounds the bytes (`validate_and_update_parameters`).
+pub(super) fn range_limits(opts: &RangeOptions) -> RangeLimits {
+    let rows = if opts.limit == 0 {
+        RangeLimits::UNLIMITED
+    } else {
+        opts.limit.min(i32::MAX as usize) as i32
+    };
+    let target = (opts.target_bytes > 0).then(|| opts.target_bytes.min(i32::MAX as usize));
+    let bytes = match (target, opts.mode.byte_limit(opts.iteration)) {
+        (None, Some(m)) => m as i32,
+        (None, None) => RangeLimits::UNLIMITED,
+        (Some(t), Some(m)) => t.min(m) as i32,
+        (Some(t), None) => t as i32,
+    };
+    RangeLimits::new(rows, bytes)
 }
 
 #[cfg(test)]

@@ -14,9 +14,10 @@ use crate::atomic;
 use crate::error::{knobs, ErrorCode};
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
-use crate::messages::commit::mutation_type as mt;
+use crate::messages::commit::{mutation_type as mt, MutationRef};
 use crate::messages::types::{KeyRange, Version};
-use crate::ryw::{key_after, RangeSet, SnapshotCache, WriteMap};
+use crate::ryw::range_read::update_conflict_map;
+use crate::ryw::{key_after, RangeSet, SnapshotCache, WriteMap, ALL_KEYS_END};
 use crate::time::Instant;
 use crate::uid::Uid;
 
@@ -33,9 +34,12 @@ pub(super) enum ReadVersion {
 pub(crate) struct Tx {
     pub(super) options: TxOptions,
     pub(super) read_version: ReadVersion,
+    /// RYW's write map (unused with read-your-writes disabled).
     pub(super) writes: WriteMap,
+    /// RYW's read conflict ranges (`readConflicts`).
     pub(super) read_conflicts: RangeSet,
-    pub(super) write_conflicts: RangeSet,
+    /// What NativeAPI's transaction holds already.
+    pub(super) native: NativeTx,
     pub(super) trace_id: Uid,
     pub(super) backoff: Duration,
     pub(super) retries: u32,
@@ -78,7 +82,7 @@ impl Tx {
             read_version: ReadVersion::None,
             writes: WriteMap::new(),
             read_conflicts: RangeSet::new(),
-            write_conflicts: RangeSet::new(),
+            native: NativeTx::default(),
             trace_id,
             backoff: knobs::DEFAULT_BACKOFF,
             retries: 0,
@@ -112,6 +116,54 @@ impl Tx {
         } else {
             b"\xff"
         }
+    }
+}
+
+/// What NativeAPI's transaction holds (`Transaction::tr`). With read-your-writes, what RYW
+/// already handed it: the part of the write map a versionstamped key may land in, written out
+/// when the key was set (`writeRangeToNativeTransaction`). Without it, every write and read
+/// conflict range, in the order they were made.
+#[derive(Debug, Default)]
+pub(super) struct NativeTx {
+    pub(super) mutations: Vec<MutationRef>,
+    pub(super) write_conflicts: Vec<KeyRange>,
+    pub(super) read_conflicts: Vec<KeyRange>,
+    /// The read conflict ranges of key and range reads (`extraConflictRanges`): added at
+    /// commit, after the size check.
+    pub(super) extra_read_conflicts: Vec<KeyRange>,
+}
+
+impl NativeTx {
+    /// `Transaction::set`.
+    fn set(&mut self, key: Bytes, value: Bytes, conflict: bool) {
+        if conflict {
+            self.write_conflicts
+                .push(KeyRange::new(key.clone(), key_after(&key)));
+        }
+        self.mutations
+            .push(MutationRef::new(mt::SET_VALUE, key, value));
+    }
+
+    /// `Transaction::clear` of a range whose keys are already cut to the longest key.
+    fn clear(&mut self, begin: Bytes, end: Bytes, conflict: bool) {
+        if begin >= end {
+            return;
+        }
+        if conflict {
+            self.write_conflicts
+                .push(KeyRange::new(begin.clone(), end.clone()));
+        }
+        self.mutations
+            .push(MutationRef::new(mt::CLEAR_RANGE, begin, end));
+    }
+
+    /// `Transaction::atomicOp`: a versionstamped key gets no write conflict range.
+    fn atomic(&mut self, key: Bytes, param: Bytes, kind: u8, conflict: bool) {
+        if conflict && kind != mt::SET_VERSIONSTAMPED_KEY {
+            self.write_conflicts
+                .push(KeyRange::new(key.clone(), key_after(&key)));
+        }
+        self.mutations.push(MutationRef::new(kind, key, param));
     }
 }
 
@@ -214,11 +266,11 @@ impl Transactions {
             return fdb(ErrorCode::VALUE_TOO_LARGE);
         }
         let t = self.tx_mut(tx)?;
-        if conflict {
-            let end = key_after(&key);
-            t.write_conflicts.insert_owned(key.clone(), end);
+        if t.options.ryw_disabled {
+            t.native.set(key, value, conflict);
+        } else {
+            t.writes.mutate(key, mt::SET_VALUE, value, conflict);
         }
-        t.writes.set(key, value);
         Ok(())
     }
 
@@ -240,9 +292,10 @@ impl Transactions {
         }
         let end = key_after(key);
         let t = self.tx_mut(tx)?;
-        t.writes.clear_range(key, &end);
-        if conflict {
-            t.write_conflicts.insert(key, &end);
+        if t.options.ryw_disabled {
+            t.native.clear(Bytes::copy_from_slice(key), end, conflict);
+        } else {
+            t.writes.clear(key, &end, conflict);
         }
         Ok(())
     }
@@ -282,11 +335,11 @@ impl Transactions {
         }
         let (begin, end) = (truncate_key(begin), truncate_key(end));
         let t = self.tx_mut(tx)?;
-        if begin < end {
-            t.writes.clear_range(begin, end);
-            if conflict {
-                t.write_conflicts.insert(begin, end);
-            }
+        if t.options.ryw_disabled {
+            let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
+            t.native.clear(b, e, conflict);
+        } else {
+            t.writes.clear(begin, end, conflict);
         }
         Ok(())
     }
@@ -338,49 +391,53 @@ impl Transactions {
             ReadVersion::Ready(v) => v,
             _ => 0,
         };
-        match kind {
+        let ryw = !t.options.ryw_disabled;
+        let (key, conflict) = match kind {
             mt::SET_VERSIONSTAMPED_KEY => {
                 let Some(pos) = atomic::versionstamp_offset(key) else {
                     return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
                 };
-                // libfdb_c fills the placeholder with the read version it knows (zeros
-                // otherwise) and never adds a write conflict range for the key.
-                let mut k = key.to_vec();
-                atomic::place_versionstamp(&mut k[pos..pos + 10], read_version, 0);
+                // `getVersionstampKeyRange`: where the key may land, from the read version
+                // libfdb_c knows (zeros otherwise), cut at the readable end.
                 let stem = &key[..key.len() - 4];
                 let mut lo = stem.to_vec();
                 atomic::place_versionstamp(&mut lo[pos..pos + 10], read_version, 0);
                 let mut hi = stem.to_vec();
                 hi[pos..pos + 10].fill(0xff);
                 hi.push(0);
-                t.writes.set_versionstamped_key(
-                    Bytes::from(k),
-                    Bytes::copy_from_slice(param),
-                    KeyRange::new(lo, hi),
-                );
+                let hi = core::cmp::min(&hi[..], t.max_read_key()).to_vec();
+                if lo > hi {
+                    return fdb(ErrorCode::INVERTED_RANGE);
+                }
+                if ryw {
+                    // RYW hands what it holds there to NativeAPI now, and from then on
+                    // reads there fail (`addUnmodifiedAndUnreadableRange`).
+                    let native = &mut t.native;
+                    t.writes.write_to_native(
+                        &lo,
+                        &hi,
+                        &mut native.mutations,
+                        &mut native.write_conflicts,
+                    );
+                    t.writes.add_unmodified_and_unreadable_range(&lo, &hi);
+                }
+                let mut k = key.to_vec();
+                atomic::place_versionstamp(&mut k[pos..pos + 10], read_version, 0);
+                (Bytes::from(k), false)
             }
             mt::SET_VERSIONSTAMPED_VALUE => {
                 if atomic::versionstamp_offset(param).is_none() {
                     return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
                 }
-                t.writes.set_versionstamped_value(
-                    Bytes::copy_from_slice(key),
-                    Bytes::copy_from_slice(param),
-                );
-                if conflict {
-                    t.write_conflicts.insert(key, &key_after(key));
-                }
+                (Bytes::copy_from_slice(key), conflict)
             }
-            _ => {
-                t.writes.atomic_op(
-                    Bytes::copy_from_slice(key),
-                    kind,
-                    Bytes::copy_from_slice(param),
-                );
-                if conflict {
-                    t.write_conflicts.insert(key, &key_after(key));
-                }
-            }
+            _ => (Bytes::copy_from_slice(key), conflict),
+        };
+        let param = Bytes::copy_from_slice(param);
+        if ryw {
+            t.writes.mutate(key, kind, param, conflict);
+        } else {
+            t.native.atomic(key, param, kind, conflict);
         }
         Ok(())
     }
@@ -423,15 +480,17 @@ impl Transactions {
         if begin >= end {
             return Ok(());
         }
+        let range = || KeyRange::new(Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
         match kind {
-            // RYW's `updateConflictMap`: not over what the transaction itself wrote.
+            // RYW's `updateConflictMap`: not over what the transaction's writes decide.
             ConflictRangeType::Read if !t.options.ryw_disabled => {
-                for (b, e) in t.writes.unmodified(begin, end) {
-                    t.read_conflicts.insert_owned(b, e);
-                }
+                update_conflict_map(&t.writes, begin, end, &mut t.read_conflicts);
             }
-            ConflictRangeType::Read => t.read_conflicts.insert(begin, end),
-            ConflictRangeType::Write => t.write_conflicts.insert(begin, end),
+            ConflictRangeType::Read => t.native.read_conflicts.push(range()),
+            ConflictRangeType::Write if !t.options.ryw_disabled => {
+                t.writes.add_conflict_range(begin, end)
+            }
+            ConflictRangeType::Write => t.native.write_conflicts.push(range()),
         }
         Ok(())
     }
@@ -521,18 +580,48 @@ impl Transactions {
         Ok(())
     }
 
-    /// NativeAPI's `getSize`, checked against `size_limit`: the mutations and both conflict
-    /// range lists, each element counting `sizeof(KeyRangeRef)` (24 bytes in libfdb_c 7.3.77)
+    /// What NativeAPI commits: the mutations, write conflict ranges and read conflict ranges
+    /// it holds, after RYW wrote out its whole write map and its read conflict ranges
+    /// (`writeRangeToNativeTransaction`, in RYW's `commit`).
+    pub(super) fn commit_lists(t: &Tx) -> (Vec<MutationRef>, Vec<KeyRange>, Vec<KeyRange>) {
+        let mut mutations = t.native.mutations.clone();
+        let mut writes = t.native.write_conflicts.clone();
+        let mut reads = t.native.read_conflicts.clone();
+        if !t.options.ryw_disabled {
+            t.writes
+                .write_to_native(b"", ALL_KEYS_END, &mut mutations, &mut writes);
+            reads.extend(t.read_conflicts.ranges());
+        }
+        (mutations, writes, reads)
+    }
+
+    /// NativeAPI's `getSize`, checked against `size_limit`: each mutation's parameters plus
+    /// `sizeof(MutationRef)` (44 bytes in libfdb_c 7.3.77, measured with `size_limit`), and
+    /// both conflict range lists, each element counting `sizeof(KeyRangeRef)` (24 bytes)
     /// besides its keys.
-    pub(super) fn commit_size(t: &Tx) -> usize {
+    pub(super) fn list_size(
+        mutations: &[MutationRef],
+        writes: &[KeyRange],
+        reads: &[KeyRange],
+    ) -> usize {
+        const PER_MUTATION: usize = 44;
         const PER_RANGE: usize = 24;
-        let conflicts: usize = t
-            .read_conflicts
-            .ranges()
-            .chain(t.write_conflicts.ranges())
+        let m: usize = mutations
+            .iter()
+            .map(|m| m.param1.len() + m.param2.len() + PER_MUTATION)
+            .sum();
+        let c: usize = writes
+            .iter()
+            .chain(reads)
             .map(|r| r.begin.len() + r.end.len() + PER_RANGE)
             .sum();
-        t.writes.approximate_size() + conflicts
+        m + c
+    }
+
+    /// [`Transactions::list_size`] of what the transaction would commit now.
+    pub(super) fn commit_size(t: &Tx) -> usize {
+        let (m, w, r) = Self::commit_lists(t);
+        Self::list_size(&m, &w, &r)
     }
 
     // ----- helpers -----

@@ -15,7 +15,7 @@ use crate::messages::storage::{StorageServerInterface, WatchValueRequest};
 use crate::messages::types::{SpanContext, TenantInfo, Version};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
-use crate::ryw::{apply_ops, Lookup};
+use crate::ryw::Lookup;
 use crate::uid::Uid;
 
 /// `DEFAULT_MAX_OUTSTANDING_WATCHES`.
@@ -42,10 +42,10 @@ impl Transactions {
         }
         self.watches += 1;
         let trace_id = self.txs.get(&tx).map_or(Uid::default(), |t| t.trace_id);
-        let value = match self.txs.get(&tx).map(|t| t.writes.lookup(key)) {
-            Some(Lookup::Known(v)) => Some(v),
-            _ => None,
-        };
+        let value = self
+            .txs
+            .get(&tx)
+            .and_then(|t| t.writes.lookup(key).decided());
         self.insert_op(
             cx,
             req,
@@ -193,9 +193,9 @@ impl Transactions {
         };
         // The transaction's own view: its atomic ops over the stored value.
         let v = match self.txs.get(&tx).map(|t| t.writes.lookup(key)) {
-            Some(Lookup::Known(known)) => known,
-            Some(Lookup::Dependent(ops)) => apply_ops(v, ops),
-            _ => v,
+            Some(Lookup::Dependent(ops)) => ops.value_over(v.as_ref()),
+            Some(l) => l.decided().unwrap_or(v),
+            None => v,
         };
         if let Some(op) = self.ops.get_mut(&req) {
             if let OpKind::Watch { value, .. } = &mut op.kind {

@@ -1,0 +1,148 @@
+//! Segment boundaries as RYW names them (`ExtStringRef` in `SnapshotCache.h`): a stored key
+//! followed by some zero bytes. `k\0` is the end of the single-key segment `[k, k\0)`; keeping
+//! it as `(k, 1)` lets iterators walk row by row without building a new key for every row.
+
+use bytes::Bytes;
+use core::cmp::Ordering;
+
+/// A key borrowed from the write map, the snapshot cache or a selector, plus trailing zeros.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ExtKey<'a> {
+    base: &'a Bytes,
+    zeros: usize,
+}
+
+impl<'a> ExtKey<'a> {
+    pub(crate) fn new(base: &'a Bytes, zeros: usize) -> Self {
+        ExtKey { base, zeros }
+    }
+
+    pub(crate) fn of(base: &'a Bytes) -> Self {
+        ExtKey { base, zeros: 0 }
+    }
+
+    pub(crate) fn len(self) -> usize {
+        self.base.len() + self.zeros
+    }
+
+    /// The smallest key after this one.
+    pub(crate) fn key_after(self) -> Self {
+        ExtKey {
+            base: self.base,
+            zeros: self.zeros + 1,
+        }
+    }
+
+    /// Is `self` exactly `s` followed by one zero byte?
+    pub(crate) fn is_key_after(self, s: ExtKey<'_>) -> bool {
+        if self.len() != s.len() + 1 {
+            return false;
+        }
+        if self.zeros == 0 && self.base.last() != Some(&0) {
+            return false;
+        }
+        self.starts_with(s)
+    }
+
+    fn starts_with(self, s: ExtKey<'_>) -> bool {
+        if self.len() < s.len() {
+            return false;
+        }
+        let common = self.base.len().min(s.base.len());
+        // Past the shorter base, the prefix must be zeros on both sides.
+        let tail_self = &self.base[common..self.base.len().min(s.len())];
+        let tail_s = &s.base[common..];
+        tail_self.iter().all(|&b| b == 0)
+            && tail_s.iter().all(|&b| b == 0)
+            && self.base[..common] == s.base[..common]
+    }
+
+    /// The key as bytes: no copy unless zeros must be appended.
+    pub(crate) fn to_bytes(self) -> Bytes {
+        if self.zeros == 0 {
+            return self.base.clone();
+        }
+        let mut v = alloc::vec::Vec::with_capacity(self.len());
+        v.extend_from_slice(self.base);
+        v.resize(self.len(), 0);
+        Bytes::from(v)
+    }
+
+    /// Compares with a plain key.
+    pub(crate) fn cmp_key(self, key: &[u8]) -> Ordering {
+        compare(self.base, self.zeros, key, 0)
+    }
+}
+
+fn compare(a: &[u8], az: usize, b: &[u8], bz: usize) -> Ordering {
+    let common = a.len().min(b.len());
+    match a[..common].cmp(&b[..common]) {
+        Ordering::Equal => {}
+        o => return o,
+    }
+    // The longer base continues against the other side's zeros.
+    if a[common..].iter().any(|&x| x != 0) {
+        return Ordering::Greater;
+    }
+    if b[common..].iter().any(|&x| x != 0) {
+        return Ordering::Less;
+    }
+    (a.len() + az).cmp(&(b.len() + bz))
+}
+
+impl PartialEq for ExtKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for ExtKey<'_> {}
+
+impl PartialOrd for ExtKey<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ExtKey<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare(self.base, self.zeros, other.base, other.zeros)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    /// Every pair of short keys with up to two zeros compares as the bytes they stand for.
+    #[test]
+    fn compares_like_the_keys_it_stands_for() {
+        let bases: Vec<Bytes> = [
+            &b""[..],
+            b"\x00",
+            b"a",
+            b"a\x00",
+            b"a\x00\x00",
+            b"\x00a",
+            b"ab",
+        ]
+        .iter()
+        .map(|b| Bytes::copy_from_slice(b))
+        .collect();
+        let mut all = Vec::new();
+        for b in &bases {
+            for z in 0..3 {
+                all.push((ExtKey::new(b, z), ExtKey::new(b, z).to_bytes()));
+            }
+        }
+        for (x, xb) in &all {
+            for (y, yb) in &all {
+                assert_eq!(x.cmp(y), xb.cmp(yb), "{xb:?} vs {yb:?}");
+                assert_eq!(x.cmp_key(yb), xb.cmp(yb));
+                let after = xb.len() == yb.len() + 1 && xb.ends_with(&[0]) && xb.starts_with(yb);
+                assert_eq!(x.is_key_after(*y), after, "{xb:?} after {yb:?}");
+            }
+        }
+    }
+}
