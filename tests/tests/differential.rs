@@ -6,6 +6,7 @@
 //! Skipped with a notice when `FDB_CLUSTER_FILE` is not set. When `FDB_SHARED_DIR` is set (CI)
 //! the Python binding must load: CI does not skip silently.
 //!
+//! `FDB_DIFF_CASES=DIR` replays the cases in DIR instead of the kept ones, printing each.
 //! `FDB_DIFF_PROGRAMS=N` (default 500) and `FDB_DIFF_SEED=S` (default: random, printed) choose
 //! the random programs; `FDB_DIFF_ONLY=I` runs only program I of that seed, printing it.
 //! A differing program is shrunk and written to `$CARGO_TARGET_TMPDIR/differential/`: copy
@@ -33,8 +34,13 @@ fn env_u64(name: &str) -> Option<u64> {
     )
 }
 
+/// The kept cases, or the directory in `FDB_DIFF_CASES` (to replay cases being written; each
+/// is then printed with every side's outcomes).
 fn regression_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/differential")
+    match std::env::var_os("FDB_DIFF_CASES") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/differential"),
+    }
 }
 
 /// A kept case: `{"name", "about", "program"}`.
@@ -166,6 +172,9 @@ fn differential_against_libfdb_c() {
             .run(&case.program)
             .unwrap_or_else(|e| panic!("regression case {}: {e}", case.name));
         tally.add(&case.program, &v);
+        if std::env::var_os("FDB_DIFF_CASES").is_some() {
+            println!("case {}:\n{}", case.name, describe(&case.program, &v));
+        }
         if !v.diffs.is_empty() {
             failures.push(format!(
                 "regression case {} differs:\n{}\n{}",

@@ -385,13 +385,42 @@ fn key_after(k: &[u8]) -> Vec<u8> {
     v
 }
 
-/// Resolves a key selector over the keys of `view` as FDB does: the base is the last key
+/// What one transaction sees: the rows, and the keys its own writes put an operation on.
+/// Selectors count those keys even where the operation leaves no row (a compare_and_clear
+/// that clears): libfdb_c's `RYWIterator::type()` calls every operation segment over a known
+/// range a key-value segment, and only `kv()` finds nothing there
+/// (`fdbclient/RYWIterator.cpp`, `typeMap` and `kv`).
+#[derive(Clone, Default)]
+struct View {
+    rows: Store,
+    ops: std::collections::BTreeSet<Vec<u8>>,
+}
+
+impl View {
+    fn of(rows: &Store) -> View {
+        View {
+            rows: rows.clone(),
+            ops: Default::default(),
+        }
+    }
+
+    /// The keys selectors count, in order.
+    fn counted(&self) -> Vec<&Vec<u8>> {
+        let mut keys: Vec<&Vec<u8>> = self.rows.keys().chain(self.ops.iter()).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+}
+
+/// Resolves a key selector over the keys `view` counts as FDB does: the base is the last key
 /// `< key` (`<=` with `or_equal`), then `offset` keys forward (offset 1 = the first key after
 /// the base); before the first key resolves to `""`, after the last to `\xff`.
-fn resolve(view: &Store, sel: &Sel) -> Vec<u8> {
+fn resolve(view: &View, sel: &Sel) -> Vec<u8> {
     let key = &sel.key.0;
-    let before = view
-        .keys()
+    let keys = view.counted();
+    let before = keys
+        .iter()
         .filter(|k| {
             if sel.or_equal {
                 k.as_slice() <= key.as_slice()
@@ -403,49 +432,70 @@ fn resolve(view: &Store, sel: &Sel) -> Vec<u8> {
     let idx = before + sel.offset as i64 - 1;
     if idx < 0 {
         Vec::new()
-    } else if idx as usize >= view.len() {
+    } else if idx as usize >= keys.len() {
         MAX_KEY.to_vec()
     } else {
-        view.keys().nth(idx as usize).unwrap().clone()
+        keys[idx as usize].clone()
+    }
+}
+
+/// `get_key` as libfdb_c answers it: a range read of one row from the resolved selector
+/// (`read(GetKeyReq)` in `fdbclient/ReadYourWrites.actor.cpp`), so a counted key without a row
+/// gives the next row (forward) or the one before (backward, where the selector is moved one
+/// key on and the last row before it is taken).
+fn get_key(view: &View, sel: &Sel) -> Vec<u8> {
+    if sel.offset > 0 {
+        let at = resolve(view, sel);
+        match view.rows.range(at..).next() {
+            Some((k, _)) if k.as_slice() < MAX_KEY => k.clone(),
+            _ => MAX_KEY.to_vec(),
+        }
+    } else {
+        let mut past = sel.clone();
+        past.offset += 1;
+        let at = resolve(view, &past);
+        match view.rows.range(..at).next_back() {
+            Some((k, _)) => k.clone(),
+            None => Vec::new(),
+        }
     }
 }
 
 /// Applies a write to `view`, or returns what a read sees in it.
-fn model_op(view: &mut Store, op: &Op) -> Option<Seen> {
+fn model_op(view: &mut View, op: &Op) -> Option<Seen> {
     match op {
         Op::Set(k, v) => {
-            view.insert(k.0.clone(), v.0.clone());
+            view.rows.insert(k.0.clone(), v.0.clone());
+            view.ops.insert(k.0.clone());
             None
         }
         Op::Clear(k) => {
-            view.remove(&k.0);
+            view.rows.remove(&k.0);
+            view.ops.remove(&k.0);
             None
         }
         Op::ClearRange(b, e) => {
-            let doomed: Vec<Vec<u8>> = view
-                .range(b.0.clone()..)
-                .take_while(|(k, _)| k.as_slice() < e.0.as_slice())
-                .map(|(k, _)| k.clone())
-                .collect();
-            for k in doomed {
-                view.remove(&k);
-            }
+            let in_range = |k: &Vec<u8>| b.0.as_slice() <= k.as_slice() && k.as_slice() < e.0.as_slice();
+            view.rows.retain(|k, _| !in_range(k));
+            view.ops.retain(|k| !in_range(k));
             None
         }
         Op::Atomic(Kind(kind), k, operand) => {
-            match model_atomic(*kind, view.get(&k.0).map(|v| v.as_slice()), &operand.0) {
-                Some(v) => view.insert(k.0.clone(), v),
-                None => view.remove(&k.0),
+            match model_atomic(*kind, view.rows.get(&k.0).map(|v| v.as_slice()), &operand.0) {
+                Some(v) => view.rows.insert(k.0.clone(), v),
+                None => view.rows.remove(&k.0),
             };
+            view.ops.insert(k.0.clone());
             None
         }
-        Op::Get(k, _) => Some(Seen::Value(view.get(&k.0).cloned().map(B))),
-        Op::GetKey(sel, _) => Some(Seen::Key(B(resolve(view, sel)))),
+        Op::Get(k, _) => Some(Seen::Value(view.rows.get(&k.0).cloned().map(B))),
+        Op::GetKey(sel, _) => Some(Seen::Key(B(get_key(view, sel)))),
         Op::GetRange(r) => {
             let b = resolve(view, &r.begin);
             let e = resolve(view, &r.end);
             let mut rows: Vec<(B, B)> = if b < e {
-                view.range(b..e)
+                view.rows
+                    .range(b..e)
                     .map(|(k, v)| (B(k.clone()), B(v.clone())))
                     .collect()
             } else {
@@ -930,7 +980,7 @@ fn run_ryw_case(
     reset(cluster, &case.initial);
     let mut committed = case.initial.clone();
     for (t, prog) in case.txs.iter().enumerate() {
-        let mut view = committed.clone();
+        let mut view = View::of(&committed);
         let mut tx = db.create_transaction();
         for (i, op) in prog.ops.iter().enumerate() {
             let before = view.clone();
@@ -948,14 +998,14 @@ fn run_ryw_case(
                 t,
                 i,
                 op,
-                show(&before)
+                show(&before.rows)
             );
         }
         match prog.end {
             End::Commit => {
                 tx.commit()
                     .map_err(|e| fail(format!("tx {t}: commit failed: {e}")))?;
-                committed = view;
+                committed = view.rows;
                 bump(&stats.commits);
                 prop_assert_eq!(
                     show(&stored(cluster)),
@@ -1097,14 +1147,14 @@ struct Trace {
 
 /// Replays a transaction's operations over `base`: what each read sees, and the final store.
 fn replay(base: &Store, ops: &[Op]) -> (Vec<(usize, Seen)>, Store) {
-    let mut view = base.clone();
+    let mut view = View::of(base);
     let mut seen = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         if let Some(s) = model_op(&mut view, op) {
             seen.push((i, s));
         }
     }
-    (seen, view)
+    (seen, view.rows)
 }
 
 /// `[b, e)` ranges a transaction's non-snapshot reads cover (at least its read conflict
