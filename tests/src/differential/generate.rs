@@ -83,6 +83,9 @@ enum Profile {
     Atomics,
     /// Arguments FDB refuses.
     Errors,
+    /// Key selectors far from their key over writes, clears and compare_and_clears: RYW
+    /// resolves them lazily over its write map and cache, step by step.
+    Selectors,
 }
 
 struct Gen {
@@ -101,12 +104,13 @@ struct Gen {
 /// The program for `seed`.
 pub fn program(seed: u64) -> Program {
     let mut rng = Rng::new(seed);
-    let profile = match rng.below(5) {
+    let profile = match rng.below(6) {
         0 => Profile::ReadYourWrites,
         1 => Profile::Conflicts,
         2 => Profile::Ranges,
         3 => Profile::Atomics,
-        _ => Profile::Errors,
+        4 => Profile::Errors,
+        _ => Profile::Selectors,
     };
     let mut g = Gen {
         rng,
@@ -123,14 +127,22 @@ impl Gen {
     fn program(&mut self) -> Program {
         let txs = match self.profile {
             Profile::ReadYourWrites => 1,
+            Profile::Selectors => 1 + self.rng.below(2),
             Profile::Conflicts => 2 + self.rng.below(2),
             _ => 1 + self.rng.below(3),
         };
         let mut init = Vec::new();
-        let bulk = matches!(self.profile, Profile::Ranges) && self.rng.pct(70);
+        let bulk = match self.profile {
+            Profile::Ranges => self.rng.pct(70),
+            Profile::Selectors => self.rng.pct(40),
+            _ => false,
+        };
         if bulk {
             let n = 20 + self.rng.below(45);
-            let size = self.rng.pick(&[100usize, 600, 2100]);
+            let size = match self.profile {
+                Profile::Selectors => self.rng.pick(&[1usize, 100]),
+                _ => self.rng.pick(&[100usize, 600, 2100]),
+            };
             for i in 0..n {
                 let k = format!("k{i:02}").into_bytes();
                 self.bulk.push(k.clone());
@@ -182,6 +194,7 @@ impl Gen {
             Profile::Ranges => [4, 6, 24, 6, 3, 4, 2, 1, 2, 2, 2, 1, 1, 0, 0],
             Profile::Atomics => [8, 3, 5, 6, 2, 2, 24, 8, 2, 2, 3, 1, 1, 1, 0],
             Profile::Errors => [8, 8, 8, 8, 5, 6, 8, 3, 6, 6, 4, 2, 3, 2, 0],
+            Profile::Selectors => [4, 18, 18, 12, 6, 6, 10, 0, 1, 2, 2, 0, 1, 0, 0],
         };
         let mut w = w;
         if self.report_conflicts {
@@ -353,12 +366,19 @@ impl Gen {
                 },
             };
         }
-        self.selector(-4, 5)
+        match self.profile {
+            Profile::Selectors => self.selector(-9, 10),
+            _ => self.selector(-4, 5),
+        }
     }
 
     fn selector(&mut self, lo: i32, hi: i32) -> Sel {
         let key = self.plain_key();
-        let offset = if self.rng.pct(70) {
+        let plain = match self.profile {
+            Profile::Selectors => 40,
+            _ => 70,
+        };
+        let offset = if self.rng.pct(plain) {
             self.rng.range(0, 1)
         } else {
             self.rng.range(lo, hi)
@@ -371,7 +391,11 @@ impl Gen {
     }
 
     fn range(&mut self) -> Op {
-        let (mut begin, mut end) = (self.selector(-2, 3), self.selector(-2, 3));
+        let (lo, hi) = match self.profile {
+            Profile::Selectors => (-7, 8),
+            _ => (-2, 3),
+        };
+        let (mut begin, mut end) = (self.selector(lo, hi), self.selector(lo, hi));
         if self.rng.pct(75) && begin.key.bytes > end.key.bytes {
             std::mem::swap(&mut begin, &mut end);
         }
@@ -413,7 +437,10 @@ impl Gen {
 
     fn atomic(&mut self) -> Op {
         let r = self.rng.below(100);
-        let code = if r < 85 {
+        let code = if matches!(self.profile, Profile::Selectors) && r < 40 {
+            // compare_and_clear: a key selectors count although it may have no row.
+            20
+        } else if r < 85 {
             self.rng.pick(&VALID_ATOMICS)
         } else if r < 92 {
             self.rng.pick(&INVALID_ATOMICS)

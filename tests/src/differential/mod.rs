@@ -26,8 +26,8 @@ use self::outcome::{Normal, Places, RunResult};
 use self::program::Program;
 
 /// The sentinel keys below and above every program prefix of a side (selectors move at most
-/// five keys past a prefix).
-const SENTINELS: usize = 6;
+/// eleven keys past a prefix: offsets up to ±10, one more for `or_equal`).
+const SENTINELS: usize = 12;
 
 /// The three clients, connected to one cluster.
 pub struct Sides {
