@@ -475,7 +475,8 @@ fn model_op(view: &mut View, op: &Op) -> Option<Seen> {
             None
         }
         Op::ClearRange(b, e) => {
-            let in_range = |k: &Vec<u8>| b.0.as_slice() <= k.as_slice() && k.as_slice() < e.0.as_slice();
+            let in_range =
+                |k: &Vec<u8>| b.0.as_slice() <= k.as_slice() && k.as_slice() < e.0.as_slice();
             view.rows.retain(|k, _| !in_range(k));
             view.ops.retain(|k| !in_range(k));
             None
