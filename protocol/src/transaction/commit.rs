@@ -389,10 +389,13 @@ impl Transactions {
         // Reset cx.now, keeping options, backoff, retry count and the timeout clock.
         let keep_opts = t.options.clone();
         let (backoff, retries, created, timed_out) = (t.backoff, t.retries, t.created, t.timed_out);
+        let conflicting = t.conflicting.take();
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
         let trace = cx.rng.uid();
         if let Some(t) = self.txs.get_mut(&tx) {
             *t = Tx::new(trace, created);
+            // As in `reset_transaction`: the conflicting keys survive the retry.
+            t.conflicting = conflicting;
             t.backoff = backoff;
             t.retries = retries;
             t.timed_out = timed_out;

@@ -250,7 +250,12 @@ impl Transactions {
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
         let trace = cx.rng.uid();
         if let Some(t) = self.txs.get_mut(&tx) {
+            // NativeAPI's reset keeps the conflicting keys of the last commit that reported
+            // them (`TransactionState::cloneAndReset`): they stay readable until a commit
+            // conflicts again.
+            let conflicting = t.conflicting.take();
             *t = Tx::new(trace, cx.now);
+            t.conflicting = conflicting;
         }
         self.apply_defaults(tx);
     }
