@@ -820,7 +820,10 @@ mod tests {
         out
     }
 
-    fn native(w: &WriteMap) -> (Vec<(u8, Bytes, Bytes)>, Vec<(Bytes, Bytes)>) {
+    /// What NativeAPI receives: (type, param1, param2) mutations and write conflict ranges.
+    type Native = (Vec<(u8, Bytes, Bytes)>, Vec<(Bytes, Bytes)>);
+
+    fn native(w: &WriteMap) -> Native {
         let (mut m, mut c) = (Vec::new(), Vec::new());
         w.write_to_native(b"", ALL_KEYS_END, &mut m, &mut c);
         (

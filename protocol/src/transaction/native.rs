@@ -511,7 +511,8 @@ impl NativeRange {
         }
         if !more {
             if reply_empty {
-                return Ok(self.fall_back());
+                self.fall_back();
+                return Ok(());
             }
             if self.reverse {
                 self.end = fge(sb);
