@@ -720,6 +720,20 @@ fn conflicting_keys_are_reported() {
             .map(|kv| (kv.key.to_vec(), kv.value.to_vec()))
             .collect();
         assert_eq!(got, vec![(k2, b"1".to_vec()), (k2_end, b"0".to_vec())]);
+        // They survive the retry and a reset (NativeAPI's `TransactionState::cloneAndReset`
+        // keeps them; libfdb_c 7.3.77 reads them back after both).
+        a.on_error(code(&e)).await.unwrap();
+        let after_retry = a
+            .get_range(prefix, b"\xff\xff/transaction/conflicting_keys0", 0)
+            .await
+            .unwrap();
+        assert_eq!(after_retry, rows, "after on_error");
+        a.reset();
+        let after_reset = a
+            .get_range(prefix, b"\xff\xff/transaction/conflicting_keys0", 0)
+            .await
+            .unwrap();
+        assert_eq!(after_reset, rows, "after reset");
         // Without the option nothing is reported.
         let c = t.db.create_transaction();
         c.get(&t.k("ck1")).await.unwrap();
