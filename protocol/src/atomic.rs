@@ -167,6 +167,11 @@ pub fn place_versionstamp(dest: &mut [u8], version: i64, batch_index: u16) {
 
 /// The offset a versionstamped key or value carries in its last four bytes (little-endian),
 /// checked against the length of the rest, as the client checks it before sending.
+///
+/// Deliberately stricter than libfdb_c 7.3.77 for offsets within 9 of `i32::MAX`: its check
+/// (`pos + 10 > size`, in RYW's `atomicOp` and `getVersionstampKeyRange`) overflows `int32`
+/// and lets them through, and fdbserver then crashes (SIGSEGV) placing the stamp 2 GiB past
+/// the value in `transformVersionstampMutation`. Here they are `client_invalid_operation`.
 pub fn versionstamp_offset(param: &[u8]) -> Option<usize> {
     if param.len() < 4 {
         return None;
@@ -290,5 +295,11 @@ mod tests {
         bad.extend_from_slice(&3u32.to_le_bytes());
         assert_eq!(versionstamp_offset(&bad), None);
         assert_eq!(transform_versionstamp(&bad, 1, 0), b"short".to_vec());
+        // Offsets whose `pos + 10` overflows an i32 (libfdb_c lets them through) are refused.
+        for pos in [i32::MAX - 9, i32::MAX - 1, i32::MAX] {
+            let mut p = b"abcd".to_vec();
+            p.extend_from_slice(&pos.to_le_bytes());
+            assert_eq!(versionstamp_offset(&p), None, "{pos:#x}");
+        }
     }
 }
