@@ -146,7 +146,7 @@ impl Gen {
         if bulk {
             let n = 20 + self.rng.below(45);
             let size = match self.profile {
-                Profile::Selectors => self.rng.pick(&[1usize, 100]),
+                Profile::Selectors => self.rng.pick(&[1usize, 100, 2100]),
                 _ => self.rng.pick(&[100usize, 600, 2100]),
             };
             for i in 0..n {
