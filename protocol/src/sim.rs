@@ -303,6 +303,8 @@ impl<S: Server> Sim<S> {
 
     /// The connection attempt failed.
     pub fn refuse(&mut self, conn: ConnectionId) {
+        let state = self.conns.get(&conn).map(|c| c.state);
+        assert_eq!(state, Some(State::Connecting), "{conn:?} is not connecting");
         self.end(conn);
         self.client.handle_connect_failed(conn, self.now);
         self.drive();

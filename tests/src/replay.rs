@@ -11,7 +11,7 @@ use fdb_protocol::messages::types::{KeyRange, KeySelector, SpanContext};
 use fdb_protocol::messages::{decode_any, AnyMessage, ReplyPromise};
 use fdb_protocol::sim::{Request, Server, Sim, Wire};
 use fdb_protocol::Uid;
-use fdb_protocol::{Call, ClientConfig, ClientError, Outcome};
+use fdb_protocol::{Call, ClientConfig, ClientError, Event, Outcome};
 use fdb_protocol::{RangeOptions, RangeResult, TransactionId};
 
 use crate::{captures_dir, load_capture, CapturedFrame, Dir};
@@ -122,6 +122,10 @@ impl Replay {
         let mut sim = Sim::with_server(ClientConfig::new(cluster, 42), server);
         sim.set_hello(Bytes::from(server_connect));
         sim.drive();
+        assert!(
+            matches!(sim.events().first(), Some(Event::Connect { .. })),
+            "the client connects first"
+        );
         Replay { sim }
     }
 
