@@ -27,16 +27,16 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant as StdInstant};
 
 use bytes::Bytes;
-use fdb_protocol::client::{
-    Client, ClientConfig, ClientError, ConnectionId, Event, Priority, Reply, RequestId,
-};
 use fdb_protocol::cluster_file::{cluster_file_search_order, ClusterFile, ClusterFileError};
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::types::Version;
 use fdb_protocol::messages::types::{KeySelector, KeyValue};
-use fdb_protocol::serializer::DecodeError;
-use fdb_protocol::time::Instant;
-pub use fdb_protocol::transaction::{
+use fdb_protocol::Instant;
+use fdb_protocol::{
+    Call, Client, ClientConfig, ClientError, Completion, ConnectionId, Event, Outcome, Priority,
+    RequestId,
+};
+pub use fdb_protocol::{
     ConflictRangeType, RangeCursor, RangeOptions, RangeResult, TransactionId, TransactionOption,
 };
 use mio::net::TcpStream;
@@ -85,7 +85,7 @@ pub struct Database {
     poll: Poll,
     started: StdInstant,
     sockets: HashMap<ConnectionId, Socket>,
-    done: HashMap<RequestId, Result<Reply, ClientError>>,
+    done: HashMap<RequestId, Completion>,
     /// The cluster file this database was opened from, rewritten when the coordinators move.
     cluster_file: Option<PathBuf>,
 }
@@ -117,15 +117,9 @@ impl Error {
     }
 }
 
-fn unexpected(_r: Reply) -> Error {
-    Error::Client(ClientError::Decode(DecodeError::InvalidValue(
-        "unexpected reply kind",
-    )))
-}
-
 /// A pending watch (see [`Transaction::watch`]).
 #[derive(Debug)]
-pub struct Watch(RequestId);
+pub struct Watch(Call<Version>);
 
 /// A transaction borrowing its [`Database`]'s event loop. Calls block until done (at most
 /// [`CALL_LIMIT`]); writes are buffered and never block.
@@ -142,10 +136,10 @@ impl Drop for Transaction<'_> {
 }
 
 impl Transaction<'_> {
-    fn call(
+    fn call<T: Outcome>(
         &mut self,
-        f: impl FnOnce(&mut Client, Instant, TransactionId) -> RequestId,
-    ) -> Result<Reply, Error> {
+        f: impl FnOnce(&mut Client, Instant, TransactionId) -> Call<T>,
+    ) -> Result<T, Error> {
         let now = self.db.now();
         let req = f(&mut self.db.client, now, self.id);
         self.db.wait(req, CALL_LIMIT)
@@ -160,31 +154,19 @@ impl Transaction<'_> {
     }
 
     pub fn get_read_version(&mut self) -> Result<Version, Error> {
-        match self.call(|c, now, id| c.tx_read_version(now, id))? {
-            Reply::Version(v) => Ok(v),
-            other => Err(unexpected(other)),
-        }
+        self.call(|c, now, id| c.tx_read_version(now, id))
     }
 
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, Error> {
-        match self.call(|c, now, id| c.get(now, id, key, false))? {
-            Reply::Value(v) => Ok(v),
-            other => Err(unexpected(other)),
-        }
+        self.call(|c, now, id| c.get(now, id, key, false))
     }
 
     pub fn snapshot_get(&mut self, key: &[u8]) -> Result<Option<Bytes>, Error> {
-        match self.call(|c, now, id| c.get(now, id, key, true))? {
-            Reply::Value(v) => Ok(v),
-            other => Err(unexpected(other)),
-        }
+        self.call(|c, now, id| c.get(now, id, key, true))
     }
 
     pub fn get_key(&mut self, sel: KeySelector, snapshot: bool) -> Result<Bytes, Error> {
-        match self.call(|c, now, id| c.get_key(now, id, sel, snapshot))? {
-            Reply::Key(k) => Ok(k),
-            other => Err(unexpected(other)),
-        }
+        self.call(|c, now, id| c.get_key(now, id, sel, snapshot))
     }
 
     /// About how many bytes `[begin, end)` holds, by the storage servers' byte samples
@@ -194,10 +176,7 @@ impl Transaction<'_> {
         begin: &[u8],
         end: &[u8],
     ) -> Result<i64, Error> {
-        match self.call(|c, now, id| c.get_estimated_range_size_bytes(now, id, begin, end))? {
-            Reply::Size(n) => Ok(n),
-            other => Err(unexpected(other)),
-        }
+        self.call(|c, now, id| c.get_estimated_range_size_bytes(now, id, begin, end))
     }
 
     /// Keys cutting `[begin, end)` into chunks of about `chunk_size` bytes, from `begin` to
@@ -208,10 +187,7 @@ impl Transaction<'_> {
         end: &[u8],
         chunk_size: i64,
     ) -> Result<Vec<Bytes>, Error> {
-        match self.call(|c, now, id| c.get_range_split_points(now, id, begin, end, chunk_size))? {
-            Reply::Keys(k) => Ok(k),
-            other => Err(unexpected(other)),
-        }
+        self.call(|c, now, id| c.get_range_split_points(now, id, begin, end, chunk_size))
     }
 
     /// One batch of rows between two selectors.
@@ -222,10 +198,7 @@ impl Transaction<'_> {
         opts: RangeOptions,
         snapshot: bool,
     ) -> Result<RangeResult, Error> {
-        match self.call(|c, now, id| c.get_range(now, id, begin, end, opts, snapshot))? {
-            Reply::Range(r) => Ok(r),
-            other => Err(unexpected(other)),
-        }
+        self.call(|c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
     }
 
     /// Every row in `[begin, end)` (at most `limit` if non-zero), in batches.
@@ -272,10 +245,8 @@ impl Transaction<'_> {
 
     /// Commits; returns the commit version (`-1` when nothing was written).
     pub fn commit(&mut self) -> Result<Version, Error> {
-        match self.call(|c, now, id| c.commit(now, id))? {
-            Reply::Committed { version, .. } => Ok(version),
-            other => Err(unexpected(other)),
-        }
+        self.call(|c, now, id| c.commit(now, id))
+            .map(|c: fdb_protocol::Committed| c.version)
     }
 
     pub fn versionstamp(&self) -> Option<[u8; 10]> {
@@ -284,10 +255,7 @@ impl Transaction<'_> {
 
     /// Waits the backoff and resets the transaction if `code` is retryable, else fails.
     pub fn on_error(&mut self, code: ErrorCode) -> Result<(), Error> {
-        match self.call(|c, now, id| c.on_error(now, id, code))? {
-            Reply::Retry => Ok(()),
-            other => Err(unexpected(other)),
-        }
+        self.call(|c, now, id| c.on_error(now, id, code))
     }
 
     pub fn reset(&mut self) {
@@ -372,22 +340,20 @@ impl Database {
     ) -> Result<Version, Error> {
         let now = self.now();
         let id = self.client.get_read_version(now, priority);
-        match self.wait(id, limit)? {
-            Reply::Version(v) => Ok(v),
-            other => Err(unexpected(other)),
-        }
+        self.wait(id, limit)
     }
 
-    /// Runs the loop until request `id` finishes, at most `limit`.
-    pub fn wait(&mut self, id: RequestId, limit: Duration) -> Result<Reply, Error> {
+    /// Runs the loop until `call` finishes, at most `limit`.
+    pub fn wait<T: Outcome>(&mut self, call: Call<T>, limit: Duration) -> Result<T, Error> {
         let deadline = StdInstant::now() + limit;
+        let id = call.id();
         loop {
-            if let Some(r) = self.done.remove(&id) {
-                return r.map_err(Error::Client);
+            if let Some(done) = self.done.remove(&id) {
+                return call.take(done).map_err(Error::Client);
             }
             self.step(deadline, id)?;
-            if let Some(r) = self.done.remove(&id) {
-                return r.map_err(Error::Client);
+            if let Some(done) = self.done.remove(&id) {
+                return call.take(done).map_err(Error::Client);
             }
             if StdInstant::now() >= deadline {
                 let now = self.now();
@@ -434,16 +400,13 @@ impl Database {
 
     /// Waits for a watch to fire, at most `limit`.
     pub fn wait_watch(&mut self, w: Watch, limit: Duration) -> Result<Version, Error> {
-        match self.wait(w.0, limit)? {
-            Reply::WatchFired(v) => Ok(v),
-            other => Err(unexpected(other)),
-        }
+        self.wait(w.0, limit)
     }
 
     /// Cancels a watch.
     pub fn cancel_watch(&mut self, w: Watch) {
         let now = self.now();
-        self.client.cancel(now, w.0);
+        self.client.cancel(now, w.0.id());
     }
 
     /// One turn of the loop: events, transmits, then wait for IO or the next deadline.
@@ -483,8 +446,8 @@ impl Database {
                         let _ = self.poll.registry().deregister(&mut s.stream);
                     }
                 }
-                Event::Complete { req, result } => {
-                    self.done.insert(req, result);
+                Event::Complete(done) => {
+                    self.done.insert(done.request(), done);
                 }
                 Event::Resolve { host, port } => {
                     // Blocking, like the rest of this driver's calls.

@@ -32,18 +32,17 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
-use fdb_protocol::client::{
-    Client, ClientConfig, ClientError, ConnectionId, Event, Priority, Reply, RequestId,
-};
 use fdb_protocol::cluster_file::{cluster_file_search_order, ClusterFile, ClusterFileError};
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::types::Version;
 use fdb_protocol::messages::types::{KeySelector, KeyValue};
 use fdb_protocol::messages::NetworkAddress;
-use fdb_protocol::time::Instant;
-use fdb_protocol::transaction::{
-    ConflictRangeType, RangeCursor, RangeResult, TransactionId, TransactionOption,
+use fdb_protocol::Instant;
+use fdb_protocol::{
+    Client, ClientConfig, ClientError, Completion, ConnectionId, Event, Outcome, Priority,
+    RequestId,
 };
+use fdb_protocol::{ConflictRangeType, RangeCursor, RangeResult, TransactionId, TransactionOption};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -97,7 +96,7 @@ pub fn read_cluster_file(explicit: Option<&Path>) -> Result<(PathBuf, ClusterFil
 
 /// A call into the core, run on the background task.
 type Call = Box<dyn FnOnce(&mut Client, Instant) -> Option<RequestId> + Send>;
-type ReplySender = oneshot::Sender<Result<Reply, ClientError>>;
+type ReplySender = oneshot::Sender<Completion>;
 
 enum Input {
     Call(Call, Option<ReplySender>),
@@ -164,13 +163,8 @@ impl Database {
 
     /// A read version at the given priority.
     pub async fn read_version_with(&self, priority: Priority) -> Result<Version, Error> {
-        match self
-            .call(move |c, now| Some(c.get_read_version(now, priority)))
-            .await?
-        {
-            Reply::Version(v) => Ok(v),
-            other => Err(unexpected(other)),
-        }
+        self.call(move |c, now| c.get_read_version(now, priority))
+            .await
     }
 
     /// Options every transaction created from now on starts with (and returns to on reset),
@@ -221,15 +215,18 @@ impl Database {
         self.tx.send(input).map_err(|_| Error::Shutdown)
     }
 
-    async fn call<F>(&self, f: F) -> Result<Reply, Error>
+    async fn call<T, F>(&self, f: F) -> Result<T, Error>
     where
-        F: FnOnce(&mut Client, Instant) -> Option<RequestId> + Send + 'static,
+        T: Outcome,
+        F: FnOnce(&mut Client, Instant) -> fdb_protocol::Call<T> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
-        self.send(Input::Call(Box::new(f), Some(tx)))?;
-        rx.await
-            .map_err(|_| Error::Shutdown)?
-            .map_err(Error::Client)
+        self.send(Input::Call(
+            Box::new(move |c, now| Some(f(c, now).id())),
+            Some(tx),
+        ))?;
+        let done = rx.await.map_err(|_| Error::Shutdown)?;
+        T::from_completion(done).map_err(Error::Client)
     }
 
     fn call_sync<F>(&self, f: F)
@@ -244,22 +241,6 @@ impl Database {
             None,
         ));
     }
-}
-
-fn unexpected(r: Reply) -> Error {
-    Error::Client(ClientError::Decode(
-        fdb_protocol::serializer::DecodeError::InvalidValue(match r {
-            Reply::Version(_) => "unexpected version reply",
-            Reply::Value(_) => "unexpected value reply",
-            Reply::Key(_) => "unexpected key reply",
-            Reply::Range(_) => "unexpected range reply",
-            Reply::Committed { .. } => "unexpected commit reply",
-            Reply::Retry => "unexpected retry reply",
-            Reply::WatchFired(_) => "unexpected watch reply",
-            Reply::Size(_) => "unexpected size reply",
-            Reply::Keys(_) => "unexpected keys reply",
-        }),
-    ))
 }
 
 /// A buffered write, applied by the background task before this transaction's next call.
@@ -323,12 +304,13 @@ pub struct Transaction {
 }
 
 /// Options for [`Transaction::get_range`]: limits and direction.
-pub use fdb_protocol::transaction::RangeOptions;
+pub use fdb_protocol::RangeOptions;
 
 impl Transaction {
-    async fn call<F>(&self, f: F) -> Result<Reply, Error>
+    async fn call<T, F>(&self, f: F) -> Result<T, Error>
     where
-        F: FnOnce(&mut Client, Instant, TransactionId) -> RequestId + Send + 'static,
+        T: Outcome,
+        F: FnOnce(&mut Client, Instant, TransactionId) -> fdb_protocol::Call<T> + Send + 'static,
     {
         let cell = self.inner.id.clone();
         let writes = self.inner.take_pending();
@@ -336,7 +318,7 @@ impl Transaction {
             .db
             .call(move |c, now| {
                 let id = apply(&cell, writes, c, now);
-                Some(f(c, now, id))
+                f(c, now, id)
             })
             .await
     }
@@ -361,10 +343,7 @@ impl Transaction {
 
     /// The read version, fetching it if the transaction has none yet.
     pub async fn get_read_version(&self) -> Result<Version, Error> {
-        match self.call(|c, now, id| c.tx_read_version(now, id)).await? {
-            Reply::Version(v) => Ok(v),
-            other => Err(unexpected(other)),
-        }
+        self.call(|c, now, id| c.tx_read_version(now, id)).await
     }
 
     /// Uses this read version instead of asking a proxy.
@@ -376,13 +355,8 @@ impl Transaction {
 
     async fn get_inner(&self, key: &[u8], snapshot: bool) -> Result<Option<Bytes>, Error> {
         let key = Bytes::copy_from_slice(key);
-        match self
-            .call(move |c, now, id| c.get(now, id, &key, snapshot))
-            .await?
-        {
-            Reply::Value(v) => Ok(v),
-            other => Err(unexpected(other)),
-        }
+        self.call(move |c, now, id| c.get(now, id, &key, snapshot))
+            .await
     }
 
     /// Reads a key.
@@ -397,13 +371,8 @@ impl Transaction {
 
     /// Resolves a key selector.
     pub async fn get_key(&self, sel: KeySelector, snapshot: bool) -> Result<Bytes, Error> {
-        match self
-            .call(move |c, now, id| c.get_key(now, id, sel, snapshot))
-            .await?
-        {
-            Reply::Key(k) => Ok(k),
-            other => Err(unexpected(other)),
-        }
+        self.call(move |c, now, id| c.get_key(now, id, sel, snapshot))
+            .await
     }
 
     /// About how many bytes `[begin, end)` holds, by the storage servers' byte samples
@@ -414,13 +383,8 @@ impl Transaction {
         end: &[u8],
     ) -> Result<i64, Error> {
         let (begin, end) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
-        match self
-            .call(move |c, now, id| c.get_estimated_range_size_bytes(now, id, &begin, &end))
-            .await?
-        {
-            Reply::Size(n) => Ok(n),
-            other => Err(unexpected(other)),
-        }
+        self.call(move |c, now, id| c.get_estimated_range_size_bytes(now, id, &begin, &end))
+            .await
     }
 
     /// Keys cutting `[begin, end)` into chunks of about `chunk_size` bytes, from `begin` to
@@ -432,13 +396,8 @@ impl Transaction {
         chunk_size: i64,
     ) -> Result<Vec<Bytes>, Error> {
         let (begin, end) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
-        match self
-            .call(move |c, now, id| c.get_range_split_points(now, id, &begin, &end, chunk_size))
-            .await?
-        {
-            Reply::Keys(k) => Ok(k),
-            other => Err(unexpected(other)),
-        }
+        self.call(move |c, now, id| c.get_range_split_points(now, id, &begin, &end, chunk_size))
+            .await
     }
 
     /// One batch of rows between two selectors (`fdb_transaction_get_range`).
@@ -449,13 +408,8 @@ impl Transaction {
         opts: RangeOptions,
         snapshot: bool,
     ) -> Result<RangeResult, Error> {
-        match self
-            .call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
-            .await?
-        {
-            Reply::Range(r) => Ok(r),
-            other => Err(unexpected(other)),
-        }
+        self.call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
+            .await
     }
 
     /// Every row in `[begin, end)` (at most `limit` if non-zero), fetched in batches as the
@@ -536,10 +490,9 @@ impl Transaction {
 
     /// Commits; returns the commit version (`-1` when nothing was written).
     pub async fn commit(&self) -> Result<Version, Error> {
-        match self.call(|c, now, id| c.commit(now, id)).await? {
-            Reply::Committed { version, .. } => Ok(version),
-            other => Err(unexpected(other)),
-        }
+        self.call(|c, now, id| c.commit(now, id))
+            .await
+            .map(|c: fdb_protocol::Committed| c.version)
     }
 
     /// The versionstamp of the committed transaction.
@@ -557,13 +510,7 @@ impl Transaction {
     /// `on_error`: waits the backoff and resets the transaction if `code` is retryable;
     /// otherwise fails with it.
     pub async fn on_error(&self, code: ErrorCode) -> Result<(), Error> {
-        match self
-            .call(move |c, now, id| c.on_error(now, id, code))
-            .await?
-        {
-            Reply::Retry => Ok(()),
-            other => Err(unexpected(other)),
-        }
+        self.call(move |c, now, id| c.on_error(now, id, code)).await
     }
 
     /// Resets the transaction (options too).
@@ -588,7 +535,7 @@ impl Transaction {
         let _ = self.inner.db.send(Input::Call(
             Box::new(move |c, now| {
                 let id = apply(&cell, writes, c, now);
-                let req = c.watch(now, id, &key);
+                let req = c.watch(now, id, &key).id();
                 let _ = idtx.send(req);
                 Some(req)
             }),
@@ -604,7 +551,7 @@ impl Transaction {
 
 /// A pending watch; resolves to the version at which the key changed.
 pub struct Watch {
-    rx: oneshot::Receiver<Result<Reply, ClientError>>,
+    rx: oneshot::Receiver<Completion>,
     req: std::sync::mpsc::Receiver<RequestId>,
     db: Database,
 }
@@ -615,9 +562,9 @@ impl Future for Watch {
         match Pin::new(&mut self.rx).poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Err(_)) => Poll::Ready(Err(Error::Shutdown)),
-            Poll::Ready(Ok(Err(e))) => Poll::Ready(Err(Error::Client(e))),
-            Poll::Ready(Ok(Ok(Reply::WatchFired(v)))) => Poll::Ready(Ok(v)),
-            Poll::Ready(Ok(Ok(other))) => Poll::Ready(Err(unexpected(other))),
+            Poll::Ready(Ok(done)) => {
+                Poll::Ready(Version::from_completion(done).map_err(Error::Client))
+            }
         }
     }
 }
@@ -701,9 +648,9 @@ async fn run(
                         task.abort();
                     }
                 }
-                Event::Complete { req, result } => {
-                    if let Some(w) = waiting.remove(&req) {
-                        let _ = w.send(result);
+                Event::Complete(done) => {
+                    if let Some(w) = waiting.remove(&done.request()) {
+                        let _ = w.send(done);
                     }
                 }
                 Event::Resolve { host, port } => {

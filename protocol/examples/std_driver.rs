@@ -1,15 +1,14 @@
 //! A complete driver for the sans-IO core in plain `std::net`, one thread, blocking sockets
 //! with short read timeouts: the smallest honest example of the driver contract in
-//! `fdb_protocol::client`. Usage: `cargo run -p fdb-protocol --example std_driver -- CLUSTER_FILE`.
+//! [`fdb_protocol::Client`]. Usage: `cargo run -p fdb-protocol --example std_driver -- CLUSTER_FILE`.
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant as StdInstant};
 
-use fdb_protocol::client::{Client, ClientConfig, Event, Reply};
 use fdb_protocol::cluster_file::ClusterFile;
-use fdb_protocol::time::Instant;
+use fdb_protocol::{Client, ClientConfig, Event, Instant};
 
 fn main() {
     let path = std::env::args()
@@ -29,7 +28,8 @@ fn main() {
     // One transaction: write a key, commit, then read it back in a second transaction.
     let tx = client.create_transaction(now());
     client.set(tx, b"std_driver/hello", b"world").unwrap();
-    let mut want = client.commit(now(), tx);
+    let commit = client.commit(now(), tx);
+    let mut read = None;
     let mut buf = vec![0u8; 64 * 1024];
 
     while start.elapsed() < Duration::from_secs(30) {
@@ -59,17 +59,23 @@ fn main() {
                         .unwrap_or_default();
                     client.handle_resolved(now(), &host, port, &ips);
                 }
-                Event::Complete { req, result } if req == want => match result {
-                    Ok(Reply::Committed { version, .. }) => {
-                        println!("committed at version {version}");
+                // Each call's completion is read as the type the call promised.
+                Event::Complete(c) if c.request() == commit.id() => match commit.take(c) {
+                    Ok(done) => {
+                        println!("committed at version {}", done.version);
                         let tx = client.create_transaction(now());
-                        want = client.get(now(), tx, b"std_driver/hello", false);
+                        read = Some(client.get(now(), tx, b"std_driver/hello", false));
                     }
-                    other => {
-                        println!("read back: {other:?}");
+                    Err(e) => {
+                        println!("commit failed: {e}");
                         return;
                     }
                 },
+                Event::Complete(c) if read.is_some_and(|r| r.id() == c.request()) => {
+                    let value = read.take().expect("checked").take(c);
+                    println!("read back: {value:?}");
+                    return;
+                }
                 other => println!("event: {other:?}"),
             }
         }

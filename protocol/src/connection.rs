@@ -66,7 +66,6 @@ enum State {
 #[derive(Debug)]
 struct Ping {
     token: Uid,
-    sent: Instant,
     /// `bytes_received` when the current timeout window started.
     bytes_at_window: u64,
     window_ends: Instant,
@@ -74,7 +73,7 @@ struct Ping {
 
 /// A FlowTransport connection's protocol state.
 #[derive(Debug)]
-pub struct Connection {
+pub(crate) struct Connection {
     state: State,
     decoder: FrameDecoder,
     out: BytesMut,
@@ -93,7 +92,7 @@ pub struct Connection {
 impl Connection {
     /// Starts an outgoing connection: our ConnectPacket goes first. `tls` drops the packet
     /// checksums, as FDB does on TLS connections.
-    pub fn new(now: Instant, tls: bool, version: ProtocolVersion) -> Self {
+    pub(crate) fn new(now: Instant, tls: bool, version: ProtocolVersion) -> Self {
         let mut out = BytesMut::with_capacity(256);
         ConnectPacket::client(version).encode(&mut out);
         Connection {
@@ -114,22 +113,25 @@ impl Connection {
     }
 
     /// Turns the ping monitor off (for tests of other behaviour, and for server roles).
-    pub fn without_monitor(mut self) -> Self {
+    #[cfg(test)]
+    pub(crate) fn without_monitor(mut self) -> Self {
         self.monitor = false;
         self
     }
 
     /// The peer's ConnectPacket, once received.
-    pub fn peer(&self) -> Option<&ConnectPacket> {
+    #[cfg(test)]
+    pub(crate) fn peer(&self) -> Option<&ConnectPacket> {
         self.peer.as_ref()
     }
 
-    pub fn is_established(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_established(&self) -> bool {
         matches!(self.state, State::Established)
     }
 
     /// Why the connection failed, if it did.
-    pub fn error(&self) -> Option<&ConnectionError> {
+    pub(crate) fn error(&self) -> Option<&ConnectionError> {
         match &self.state {
             State::Failed(e) => Some(e),
             _ => None,
@@ -145,7 +147,11 @@ impl Connection {
     }
 
     /// Bytes read from the socket.
-    pub fn handle_input(&mut self, now: Instant, data: &[u8]) -> Result<(), ConnectionError> {
+    pub(crate) fn handle_input(
+        &mut self,
+        now: Instant,
+        data: &[u8],
+    ) -> Result<(), ConnectionError> {
         if let Some(e) = self.error() {
             return Err(e.clone());
         }
@@ -183,14 +189,9 @@ impl Connection {
         }
     }
 
-    /// The driver saw the socket close or fail.
-    pub fn handle_closed(&mut self) {
-        self.fail(ConnectionError::Closed);
-    }
-
     /// Queues one packet to `token`. Packets may be queued during the handshake: the peer
     /// reads them after our ConnectPacket, as libfdb_c does.
-    pub fn send(&mut self, now: Instant, token: Uid, message: &[u8]) {
+    pub(crate) fn send(&mut self, now: Instant, token: Uid, message: &[u8]) {
         if matches!(self.state, State::Failed(_)) {
             return;
         }
@@ -202,12 +203,12 @@ impl Connection {
 
     /// How many requests on this connection await replies; the idle check leaves busy
     /// connections alone.
-    pub fn set_outstanding(&mut self, n: usize) {
+    pub(crate) fn set_outstanding(&mut self, n: usize) {
         self.outstanding = n;
     }
 
     /// Bytes to write to the socket, if any.
-    pub fn poll_transmit(&mut self) -> Option<Bytes> {
+    pub(crate) fn poll_transmit(&mut self) -> Option<Bytes> {
         if self.out.is_empty() {
             None
         } else {
@@ -216,12 +217,12 @@ impl Connection {
     }
 
     /// The next packet addressed to us.
-    pub fn poll_packet(&mut self) -> Option<Packet> {
+    pub(crate) fn poll_packet(&mut self) -> Option<Packet> {
         self.incoming.pop_front()
     }
 
     /// When [`Connection::handle_timeout`] must next be called.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         if !self.monitor || matches!(self.state, State::Failed(_)) {
             return None;
         }
@@ -233,7 +234,11 @@ impl Connection {
     }
 
     /// Runs the connection monitor.
-    pub fn handle_timeout(&mut self, now: Instant, rng: &mut Rng) -> Result<(), ConnectionError> {
+    pub(crate) fn handle_timeout(
+        &mut self,
+        now: Instant,
+        rng: &mut Rng,
+    ) -> Result<(), ConnectionError> {
         if let Some(e) = self.error() {
             return Err(e.clone());
         }
@@ -268,7 +273,6 @@ impl Connection {
                 );
                 self.ping = Some(Ping {
                     token,
-                    sent: now,
                     bytes_at_window: self.bytes_received,
                     window_ends: now + CONNECTION_MONITOR_TIMEOUT,
                 });
@@ -277,11 +281,6 @@ impl Connection {
             None => {}
         }
         Ok(())
-    }
-
-    /// When the outstanding ping was sent, if one is.
-    pub fn ping_sent_at(&self) -> Option<Instant> {
-        self.ping.as_ref().map(|p| p.sent)
     }
 }
 
@@ -364,7 +363,7 @@ mod tests {
             c.poll_packet().is_none(),
             "ping replies are consumed by the monitor"
         );
-        assert!(c.ping_sent_at().is_none());
+        assert!(c.ping.is_none());
         c.handle_timeout(t(3.6), &mut rng).unwrap();
         assert!(c.is_established());
     }

@@ -106,6 +106,13 @@ pub mod knobs {
     /// committed version hits `batch_transaction_throttled` or
     /// `grv_proxy_memory_limit_exceeded`.
     pub const GRV_ERROR_RETRY_DELAY: Duration = Duration::from_secs(5);
+    /// `WATCH_POLLING_TIME` = 1 s: a watch the storage server gave up on
+    /// (`watch_cancelled`, `process_behind`) is asked for again after this.
+    pub const WATCH_POLLING_TIME: Duration = Duration::from_secs(1);
+    /// `watchValue` trusts a fire version only if the committed version it then reads is
+    /// less than this far ahead (`MAX_VERSIONS_IN_FLIGHT`-sized); further means a recovery
+    /// happened in between, and the watch starts over from the newer version.
+    pub const WATCH_MAX_VERSION_GAP: i64 = 50_000_000;
     /// `LOAD_BALANCE_START_BACKOFF` = 0.01 s (`flow/Knobs.cpp`).
     pub const LOAD_BALANCE_START_BACKOFF: Duration = Duration::from_millis(10);
     /// `LOAD_BALANCE_MAX_BACKOFF` = 5 s (`flow/Knobs.cpp`).

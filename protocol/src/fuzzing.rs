@@ -40,6 +40,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("watch_value_reply", watch_value_reply),
     ("client_session", client_session),
     ("leader_info", leader_info),
+    ("tuple_decoder", tuple_decoder),
 ];
 
 /// `x == x`: false only for values holding a NaN, whose equality cannot be asserted.
@@ -270,6 +271,57 @@ pub fn leader_info(data: &[u8]) {
     assert_eq!(back, (version, cc));
 }
 
+/// The tuple layer's decoder on arbitrary bytes, read as a dynamic tuple and through the typed
+/// decoders. What decodes packs to bytes no longer than the input (only non-minimal integers
+/// shrink) that decode to the same tuple and pack to themselves again; a typed decoder that
+/// accepts the bytes agrees with the dynamic one; a subspace prefix makes no difference.
+pub fn tuple_decoder(data: &[u8]) {
+    use crate::tuple::{pack, unpack, BigInt, Element, Subspace};
+    let dynamic = unpack::<Vec<Element>>(data);
+    if let Ok(t) = &dynamic {
+        let again = pack(t);
+        assert!(again.len() <= data.len(), "packing grew a decoded tuple");
+        let back: Vec<Element> = unpack(&again).expect("our packing decodes");
+        assert_eq!(&back, t, "tuple round trip");
+        assert_eq!(pack(&back), again, "tuple re-packing is not stable");
+        assert_eq!(
+            unpack::<Element>(data).ok(),
+            Some(Element::Tuple(t.clone()))
+        );
+    }
+    // Typed decoders: never a panic, and no disagreement with the dynamic reading.
+    if let Ok(v) = unpack::<Vec<i64>>(data) {
+        let t = dynamic
+            .as_ref()
+            .expect("typed ints decoded, dynamic did not");
+        assert!(v.iter().zip(t).all(|(a, e)| e.as_i64() == Some(*a)) && v.len() == t.len());
+    }
+    if let Ok(v) = unpack::<Vec<BigInt>>(data) {
+        let t = dynamic
+            .as_ref()
+            .expect("typed integers decoded, dynamic did not");
+        assert_eq!(v.len(), t.len());
+    }
+    if let Ok(v) = unpack::<Vec<Option<alloc::string::String>>>(data) {
+        let t = dynamic
+            .as_ref()
+            .expect("typed strings decoded, dynamic did not");
+        assert!(v.iter().zip(t).all(|(a, e)| a.as_deref() == e.as_str()));
+    }
+    let _ = unpack::<(i64, Vec<u8>, (bool, f64, Option<f32>))>(data);
+    let _ = unpack::<Vec<Vec<Element>>>(data);
+    let _ = unpack::<(crate::tuple::Uuid, crate::tuple::Versionstamp)>(data);
+    // Behind a subspace prefix: the same answer.
+    if let Some(&cut) = data.first() {
+        let cut = (cut as usize).min(data.len());
+        let sub = Subspace::from_bytes(&data[..cut]);
+        assert_eq!(
+            sub.unpack::<Vec<Element>>(data),
+            unpack::<Vec<Element>>(&data[cut..])
+        );
+    }
+}
+
 /// The reply token a request asks to be answered on.
 fn reply_token_of(m: &crate::messages::AnyMessage) -> Option<crate::uid::Uid> {
     use crate::messages::AnyMessage as M;
@@ -293,15 +345,15 @@ fn reply_token_of(m: &crate::messages::AnyMessage) -> Option<crate::uid::Uid> {
 /// passes. The transaction engine must turn every malformed or unexpected reply into a typed
 /// error or a retry: no panic, no runaway memory.
 pub fn client_session(data: &[u8]) {
-    use crate::client::{Client, ClientConfig, Event};
     use crate::cluster_file::ClusterFile;
     use crate::framing::ProtocolVersion;
     use crate::messages::coordination::{CommitProxyInterface, GrvProxyInterface};
     use crate::messages::types::KeySelector;
     use crate::messages::{Endpoint, IpAddress, NetworkAddress, NetworkAddressList, RequestStream};
     use crate::time::Instant;
-    use crate::transaction::RangeOptions;
     use crate::uid::Uid;
+    use crate::RangeOptions;
+    use crate::{Client, ClientConfig, ConnectionId, Event};
     use core::time::Duration;
 
     let Ok(cluster) = ClusterFile::parse("fuzz:fuzz@127.0.0.1:4500") else {
@@ -313,7 +365,7 @@ pub fn client_session(data: &[u8]) {
     ConnectPacket::client(ProtocolVersion::V7_3).encode(&mut server_connect);
     let mut decoders: alloc::collections::BTreeMap<u64, FrameDecoder> = Default::default();
     // Requests seen and not yet answered: (connection, reply token).
-    let mut open: Vec<(crate::client::ConnectionId, Uid)> = Vec::new();
+    let mut open: Vec<(ConnectionId, Uid)> = Vec::new();
     let stream = |token| RequestStream {
         endpoint: Endpoint {
             addresses: NetworkAddressList {

@@ -2,27 +2,61 @@
 //!
 //! This crate speaks FDB's own wire protocol (FlowTransport framing and the ObjectSerializer)
 //! without touching sockets, clocks or threads: drivers feed it bytes and time and carry out
-//! what it asks for. Module names follow FDB's vocabulary.
+//! what it asks for. [`Client`] is the state machine a driver runs (its contract is in the
+//! docs of [`Client`]'s module, repeated on the type); the other public modules are the data
+//! model it speaks — wire messages, framing, the serializer, cluster files, FDB's errors, the
+//! tuple layer — usable on their own. Module names follow FDB's vocabulary.
 #![no_std]
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 extern crate alloc;
 
 pub mod atomic;
-pub mod client;
+mod client;
 pub mod cluster_file;
-pub mod connection;
+mod connection;
 pub mod error;
+mod event;
 pub mod framing;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod location;
+mod grv;
+mod ids;
+mod location;
 pub mod messages;
-pub mod ryw;
+mod monitor;
+mod net;
+mod route;
+mod ryw;
 pub mod serializer;
-pub mod status;
+mod status;
 pub mod time;
-pub mod transaction;
+mod transaction;
+pub mod tuple;
 pub mod uid;
 
+pub use client::{Client, ClientConfig};
+pub use connection::{
+    ConnectionError, CONNECTION_MONITOR_IDLE_TIMEOUT, CONNECTION_MONITOR_LOOP_TIME,
+    CONNECTION_MONITOR_TIMEOUT,
+};
+pub use event::{Call, ClientError, Committed, Completion, Event, Outcome, RangeResult, Transmit};
+pub use grv::{Priority, MAX_GRV_BATCH};
+pub use ids::{ConnectionId, RequestId, TransactionId};
+pub use location::LOCATION_CACHE_CAPACITY;
+pub use monitor::{
+    COORDINATOR_RECONNECTION_DELAY, MAX_COMMIT_PROXY_CONNECTIONS, MAX_GRV_PROXY_CONNECTIONS,
+};
+pub use net::{
+    CONNECT_TIMEOUT, INITIAL_RECONNECTION_TIME, MAX_RECONNECTION_TIME, RECONNECTION_RESET_TIME,
+    RECONNECTION_TIME_GROWTH_RATE,
+};
+pub use status::{STATUS_JSON_KEY, STATUS_TIMEOUT};
+pub use time::Instant;
+pub use transaction::{
+    ConflictRangeType, RangeCursor, RangeOptions, StreamingMode, TransactionOption,
+    CONFLICTING_KEYS_PREFIX, KEY_SIZE_LIMIT, MAX_OUTSTANDING_WATCHES, REPLY_BYTE_LIMIT,
+    SYSTEM_KEY_SIZE_LIMIT, TRANSACTION_SIZE_LIMIT, VALUE_SIZE_LIMIT,
+};
 pub use uid::Uid;

@@ -3,51 +3,59 @@
 //!
 //! Filled from `GetKeyServerLocationsReply`s; an entry is dropped when a storage server says
 //! `wrong_shard_server` or every replica failed, so the next read asks a commit proxy again.
+//! Lookups pause database-wide while the commit proxies say they are overloaded
+//! ([`LocationBackoff`]).
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use bytes::Bytes;
+use core::time::Duration;
 
+use crate::error::knobs;
 use crate::messages::storage::StorageServerInterface;
+use crate::time::Instant;
 
 /// `LOCATION_CACHE_EVICTION_SIZE` is 600,000 in libfdb_c; a small client keeps fewer.
 pub const LOCATION_CACHE_CAPACITY: usize = 100_000;
 
 /// One shard: `[begin, end)` and the team that serves it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Shard {
+pub(crate) struct Shard {
     pub begin: Bytes,
     pub end: Bytes,
     pub servers: Vec<StorageServerInterface>,
 }
 
 impl Shard {
-    pub fn contains(&self, key: &[u8]) -> bool {
+    pub(crate) fn contains(&self, key: &[u8]) -> bool {
         self.begin.as_ref() <= key && key < self.end.as_ref()
     }
 }
 
 /// Cached shard locations, keyed by shard begin. Entries never overlap.
 #[derive(Debug, Default)]
-pub struct LocationCache {
+pub(crate) struct LocationCache {
     shards: BTreeMap<Bytes, Shard>,
 }
 
 impl LocationCache {
-    pub fn new() -> Self {
+    #[cfg(test)]
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.shards.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.shards.is_empty()
     }
 
     /// The shard holding `key`.
-    pub fn lookup(&self, key: &[u8]) -> Option<&Shard> {
+    pub(crate) fn lookup(&self, key: &[u8]) -> Option<&Shard> {
         self.shards
             .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Included(key)))
             .next_back()
@@ -56,7 +64,7 @@ impl LocationCache {
     }
 
     /// The shard holding the keys just before `key` (for reverse reads): `begin < key <= end`.
-    pub fn lookup_before(&self, key: &[u8]) -> Option<&Shard> {
+    pub(crate) fn lookup_before(&self, key: &[u8]) -> Option<&Shard> {
         self.shards
             .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Excluded(key)))
             .next_back()
@@ -65,7 +73,7 @@ impl LocationCache {
     }
 
     /// Records a shard, replacing whatever overlapped it.
-    pub fn insert(&mut self, shard: Shard) {
+    pub(crate) fn insert(&mut self, shard: Shard) {
         if shard.begin >= shard.end || shard.servers.is_empty() {
             return;
         }
@@ -92,21 +100,21 @@ impl LocationCache {
     }
 
     /// Forgets the shard holding `key`.
-    pub fn invalidate(&mut self, key: &[u8]) {
+    pub(crate) fn invalidate(&mut self, key: &[u8]) {
         if let Some(b) = self.lookup(key).map(|s| s.begin.clone()) {
             self.shards.remove(&b);
         }
     }
 
     /// Forgets the shard holding the keys before `key`.
-    pub fn invalidate_before(&mut self, key: &[u8]) {
+    pub(crate) fn invalidate_before(&mut self, key: &[u8]) {
         if let Some(b) = self.lookup_before(key).map(|s| s.begin.clone()) {
             self.shards.remove(&b);
         }
     }
 
     /// Forgets every shard overlapping `[begin, end)` (`invalidateCache` of a range).
-    pub fn invalidate_range(&mut self, begin: &[u8], end: &[u8]) {
+    pub(crate) fn invalidate_range(&mut self, begin: &[u8], end: &[u8]) {
         let overlapping: Vec<Bytes> = self
             .shards
             .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Excluded(end)))
@@ -117,11 +125,6 @@ impl LocationCache {
         for k in overlapping {
             self.shards.remove(&k);
         }
-    }
-
-    /// Forgets every shard.
-    pub fn clear(&mut self) {
-        self.shards.clear();
     }
 }
 
@@ -181,5 +184,44 @@ mod tests {
         c.invalidate_range(b"b", b"b\0");
         assert!(c.lookup(b"a").is_none());
         assert_eq!(c.len(), 1);
+    }
+}
+
+/// `DatabaseContext::backoffDelay` for key-location lookups: it starts at `DEFAULT_BACKOFF`
+/// when a commit proxy answers `commit_proxy_memory_limit_exceeded`, doubles with each such
+/// answer up to `RESOURCE_CONSTRAINED_MAX_BACKOFF`, and halves with each answered lookup
+/// (gone below `DEFAULT_BACKOFF`). libfdb_c sleeps that long before every lookup; here
+/// lookups wait until that long after the last overloaded answer, which paces them the same
+/// while the proxies are overloaded without a timer per lookup.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LocationBackoff {
+    pub(crate) delay: Duration,
+    pub(crate) until: Option<Instant>,
+}
+
+impl LocationBackoff {
+    /// A proxy was overloaded: the time lookups may resume.
+    pub(crate) fn overloaded(&mut self, now: Instant) -> Instant {
+        self.delay = if self.delay.is_zero() {
+            knobs::DEFAULT_BACKOFF
+        } else {
+            self.delay
+                .saturating_mul(knobs::BACKOFF_GROWTH_RATE)
+                .min(knobs::RESOURCE_CONSTRAINED_MAX_BACKOFF)
+        };
+        let at = now + self.delay;
+        self.until = Some(at);
+        at
+    }
+
+    pub(crate) fn succeeded(&mut self) {
+        self.delay /= knobs::BACKOFF_GROWTH_RATE;
+        if self.delay < knobs::DEFAULT_BACKOFF {
+            self.delay = Duration::ZERO;
+        }
+    }
+
+    pub(crate) fn holding(&self, now: Instant) -> bool {
+        self.until.is_some_and(|t| now < t)
     }
 }

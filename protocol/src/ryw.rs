@@ -18,7 +18,7 @@ use crate::messages::commit::{mutation_type as mt, MutationRef};
 use crate::messages::types::{KeyRange, KeyValue};
 
 /// The smallest key after `key`.
-pub fn key_after(key: &[u8]) -> Bytes {
+pub(crate) fn key_after(key: &[u8]) -> Bytes {
     let mut v = Vec::with_capacity(key.len() + 1);
     v.extend_from_slice(key);
     v.push(0);
@@ -27,26 +27,27 @@ pub fn key_after(key: &[u8]) -> Bytes {
 
 /// Disjoint, coalesced key ranges (`KeyRangeMap<bool>` with coalescing).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RangeSet {
+pub(crate) struct RangeSet {
     /// begin -> end; ranges neither overlap nor touch.
     map: BTreeMap<Bytes, Bytes>,
 }
 
 impl RangeSet {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
     /// Adds `[begin, end)`, merging with ranges it overlaps or touches.
-    pub fn insert(&mut self, begin: &[u8], end: &[u8]) {
+    pub(crate) fn insert(&mut self, begin: &[u8], end: &[u8]) {
         if begin >= end {
             return;
         }
@@ -54,7 +55,7 @@ impl RangeSet {
     }
 
     /// [`RangeSet::insert`] for keys the caller already owns (no copies).
-    pub fn insert_owned(&mut self, begin: Bytes, end: Bytes) {
+    pub(crate) fn insert_owned(&mut self, begin: Bytes, end: Bytes) {
         if begin >= end {
             return;
         }
@@ -83,7 +84,7 @@ impl RangeSet {
     }
 
     /// Is `key` inside one of the ranges?
-    pub fn contains(&self, key: &[u8]) -> bool {
+    pub(crate) fn contains(&self, key: &[u8]) -> bool {
         self.map
             .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Included(key)))
             .next_back()
@@ -91,12 +92,12 @@ impl RangeSet {
     }
 
     /// Does any range intersect `[begin, end)`?
-    pub fn intersects(&self, begin: &[u8], end: &[u8]) -> bool {
+    pub(crate) fn intersects(&self, begin: &[u8], end: &[u8]) -> bool {
         !self.overlapping(begin, end).is_empty()
     }
 
     /// The ranges intersecting `[begin, end)`, clipped to it, in order.
-    pub fn overlapping(&self, begin: &[u8], end: &[u8]) -> Vec<(Bytes, Bytes)> {
+    pub(crate) fn overlapping(&self, begin: &[u8], end: &[u8]) -> Vec<(Bytes, Bytes)> {
         let mut out = Vec::new();
         if begin >= end {
             return out;
@@ -130,7 +131,7 @@ impl RangeSet {
     }
 
     /// Every range, in order.
-    pub fn ranges(&self) -> impl Iterator<Item = KeyRange> + '_ {
+    pub(crate) fn ranges(&self) -> impl Iterator<Item = KeyRange> + '_ {
         self.map.iter().map(|(b, e)| KeyRange {
             begin: b.clone(),
             end: e.clone(),
@@ -138,7 +139,7 @@ impl RangeSet {
     }
 
     /// Whether the whole of `[begin, end)` is covered.
-    pub fn covers(&self, begin: &[u8], end: &[u8]) -> bool {
+    pub(crate) fn covers(&self, begin: &[u8], end: &[u8]) -> bool {
         begin >= end
             || self
                 .map
@@ -150,12 +151,8 @@ impl RangeSet {
                 .is_some_and(|(_, e)| e.as_ref() >= end)
     }
 
-    pub fn clear(&mut self) {
-        self.map.clear();
-    }
-
     /// The range holding `key`.
-    pub fn containing(&self, key: &[u8]) -> Option<(&Bytes, &Bytes)> {
+    pub(crate) fn containing(&self, key: &[u8]) -> Option<(&Bytes, &Bytes)> {
         self.map
             .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Included(key)))
             .next_back()
@@ -163,7 +160,7 @@ impl RangeSet {
     }
 
     /// The range holding the keys just before `key`: `begin < key <= end`.
-    pub fn containing_before(&self, key: &[u8]) -> Option<(&Bytes, &Bytes)> {
+    pub(crate) fn containing_before(&self, key: &[u8]) -> Option<(&Bytes, &Bytes)> {
         self.map
             .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Excluded(key)))
             .next_back()
@@ -171,7 +168,7 @@ impl RangeSet {
     }
 
     /// The begin of the first range starting after `key`.
-    pub fn next_begin_after(&self, key: &[u8]) -> Option<&Bytes> {
+    pub(crate) fn next_begin_after(&self, key: &[u8]) -> Option<&Bytes> {
         self.map
             .range::<[u8], _>((core::ops::Bound::Excluded(key), core::ops::Bound::Unbounded))
             .next()
@@ -179,7 +176,7 @@ impl RangeSet {
     }
 
     /// The end of the last range ending before `key`.
-    pub fn prev_end_before(&self, key: &[u8]) -> Option<&Bytes> {
+    pub(crate) fn prev_end_before(&self, key: &[u8]) -> Option<&Bytes> {
         self.map
             .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Excluded(key)))
             .rev()
@@ -191,14 +188,14 @@ impl RangeSet {
 /// What the transaction already read from storage at its read version (RYW's snapshot
 /// cache): reading it again needs no request, as in libfdb_c.
 #[derive(Clone, Debug, Default)]
-pub struct SnapshotCache {
+pub(crate) struct SnapshotCache {
     pub known: RangeSet,
     rows: BTreeMap<Bytes, Bytes>,
 }
 
 impl SnapshotCache {
     /// Storage said `[begin, end)` holds exactly `rows` (ascending).
-    pub fn insert_range(&mut self, begin: &[u8], end: &[u8], rows: &[KeyValue]) {
+    pub(crate) fn insert_range(&mut self, begin: &[u8], end: &[u8], rows: &[KeyValue]) {
         if begin >= end {
             return;
         }
@@ -208,7 +205,7 @@ impl SnapshotCache {
         self.known.insert(begin, end);
     }
 
-    pub fn insert_point(&mut self, key: &[u8], value: Option<Bytes>) {
+    pub(crate) fn insert_point(&mut self, key: &[u8], value: Option<Bytes>) {
         if let Some(v) = value {
             self.rows.insert(Bytes::copy_from_slice(key), v);
         }
@@ -216,14 +213,14 @@ impl SnapshotCache {
     }
 
     /// `Some(value)` if the key's stored value is known.
-    pub fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
+    pub(crate) fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
         self.known
             .contains(key)
             .then(|| self.rows.get(key).cloned())
     }
 
     /// Known rows in `[begin, end)`, ascending.
-    pub fn rows_in(&self, begin: &[u8], end: &[u8]) -> Vec<KeyValue> {
+    pub(crate) fn rows_in(&self, begin: &[u8], end: &[u8]) -> Vec<KeyValue> {
         if begin >= end {
             return Vec::new();
         }
@@ -242,7 +239,7 @@ impl SnapshotCache {
 
 /// What the transaction's writes say about one key.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Lookup<'a> {
+pub(crate) enum Lookup<'a> {
     /// Not written: read storage.
     Unmodified,
     /// Decided by the writes alone.
@@ -265,7 +262,7 @@ enum Point {
 
 /// The write map of one transaction.
 #[derive(Clone, Debug, Default)]
-pub struct WriteMap {
+pub(crate) struct WriteMap {
     cleared: RangeSet,
     points: BTreeMap<Bytes, Point>,
     /// Versionstamped-key mutations, in issue order: `(key with placeholder + offset, value)`.
@@ -275,19 +272,19 @@ pub struct WriteMap {
 }
 
 impl WriteMap {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.cleared.is_empty() && self.points.is_empty() && self.versionstamped_keys.is_empty()
     }
 
-    pub fn set(&mut self, key: Bytes, value: Bytes) {
+    pub(crate) fn set(&mut self, key: Bytes, value: Bytes) {
         self.points.insert(key, Point::Known(Some(value)));
     }
 
-    pub fn clear_range(&mut self, begin: &[u8], end: &[u8]) {
+    pub(crate) fn clear_range(&mut self, begin: &[u8], end: &[u8]) {
         if begin >= end {
             return;
         }
@@ -306,7 +303,7 @@ impl WriteMap {
     }
 
     /// An atomic op (not a versionstamp op) on `key`.
-    pub fn atomic_op(&mut self, key: Bytes, kind: u8, operand: Bytes) {
+    pub(crate) fn atomic_op(&mut self, key: Bytes, kind: u8, operand: Bytes) {
         let base = match self.points.get_mut(&key) {
             Some(Point::Known(v)) => Some(v.clone()),
             Some(Point::Ops(ops)) => {
@@ -330,17 +327,22 @@ impl WriteMap {
         self.points.insert(key, point);
     }
 
-    pub fn set_versionstamped_value(&mut self, key: Bytes, param: Bytes) {
+    pub(crate) fn set_versionstamped_value(&mut self, key: Bytes, param: Bytes) {
         self.points.insert(key, Point::VersionstampedValue(param));
     }
 
     /// Records a versionstamped key; `unreadable` is the range its final key may fall in.
-    pub fn set_versionstamped_key(&mut self, key: Bytes, value: Bytes, unreadable: KeyRange) {
+    pub(crate) fn set_versionstamped_key(
+        &mut self,
+        key: Bytes,
+        value: Bytes,
+        unreadable: KeyRange,
+    ) {
         self.unreadable.insert(&unreadable.begin, &unreadable.end);
         self.versionstamped_keys.push((key, value));
     }
 
-    pub fn lookup(&self, key: &[u8]) -> Lookup<'_> {
+    pub(crate) fn lookup(&self, key: &[u8]) -> Lookup<'_> {
         if self.unreadable.contains(key) {
             return Lookup::Unreadable;
         }
@@ -354,7 +356,7 @@ impl WriteMap {
     }
 
     /// Does a read of `[begin, end)` touch a range the transaction cannot read?
-    pub fn unreadable_in(&self, begin: &[u8], end: &[u8]) -> bool {
+    pub(crate) fn unreadable_in(&self, begin: &[u8], end: &[u8]) -> bool {
         self.unreadable.intersects(begin, end)
             || self
                 .points
@@ -366,7 +368,7 @@ impl WriteMap {
     }
 
     /// Does `[begin, end)` hold any write at all?
-    pub fn touches(&self, begin: &[u8], end: &[u8]) -> bool {
+    pub(crate) fn touches(&self, begin: &[u8], end: &[u8]) -> bool {
         self.cleared.intersects(begin, end)
             || self
                 .points
@@ -379,12 +381,12 @@ impl WriteMap {
     }
 
     /// Is all of `[begin, end)` cleared and never written since (so storage need not be read)?
-    pub fn fully_cleared(&self, begin: &[u8], end: &[u8]) -> bool {
+    pub(crate) fn fully_cleared(&self, begin: &[u8], end: &[u8]) -> bool {
         self.cleared.covers(begin, end)
     }
 
     /// Merges storage rows of `[begin, end)` (ascending) with the writes there, ascending.
-    pub fn merge(&self, begin: &[u8], end: &[u8], storage: &[KeyValue]) -> Vec<KeyValue> {
+    pub(crate) fn merge(&self, begin: &[u8], end: &[u8], storage: &[KeyValue]) -> Vec<KeyValue> {
         let mut out = Vec::with_capacity(storage.len());
         let mut writes = self
             .points
@@ -442,7 +444,7 @@ impl WriteMap {
 
     /// The parts of `[begin, end)` the writes do not decide: reading them needs a read
     /// conflict range (`updateConflictMap`).
-    pub fn undecided(&self, begin: &[u8], end: &[u8]) -> Vec<(Bytes, Bytes)> {
+    pub(crate) fn undecided(&self, begin: &[u8], end: &[u8]) -> Vec<(Bytes, Bytes)> {
         let mut out: Vec<(Bytes, Bytes)> = Vec::new();
         let mut cur = Bytes::copy_from_slice(begin);
         let push = |out: &mut Vec<(Bytes, Bytes)>, b: Bytes, e: Bytes| {
@@ -480,7 +482,7 @@ impl WriteMap {
 
     /// The mutations to commit, in FDB's order; `stamp` fills versionstamped-key placeholders
     /// with the read version as libfdb_c does (zeros when there is none).
-    pub fn mutations(&self) -> Vec<MutationRef> {
+    pub(crate) fn mutations(&self) -> Vec<MutationRef> {
         let mut out = Vec::new();
         // A key written after a clear is its own segment in FDB's write map, so the clear is
         // sent in pieces around it (the snapshot_clear_range capture).
@@ -544,7 +546,7 @@ impl WriteMap {
     /// Approximate bytes of the writes (for `transaction_too_large`).
     /// Approximate bytes of the mutations [`WriteMap::mutations`] would send (without
     /// building them: this runs before every commit).
-    pub fn approximate_size(&self) -> usize {
+    pub(crate) fn approximate_size(&self) -> usize {
         const PER_MUTATION: usize = 12;
         let clears: usize = self
             .cleared
@@ -573,14 +575,10 @@ impl WriteMap {
             .sum();
         clears + points + stamped
     }
-
-    pub fn clear_all(&mut self) {
-        *self = WriteMap::default();
-    }
 }
 
 /// Applies atomic ops in order to a stored value.
-pub fn apply_ops(base: Option<Bytes>, ops: &[(u8, Bytes)]) -> Option<Bytes> {
+pub(crate) fn apply_ops(base: Option<Bytes>, ops: &[(u8, Bytes)]) -> Option<Bytes> {
     let mut v: Option<Vec<u8>> = base.map(|b| b.to_vec());
     for (kind, operand) in ops {
         v = atomic::apply(*kind, v.as_deref(), operand);

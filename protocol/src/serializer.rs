@@ -828,6 +828,19 @@ pub fn decode_root<T: Fb>(buf: &Bytes) -> Result<T> {
     T::load_field(&mut t)
 }
 
+/// Reads the root table of `buf` with `f`, under the same decode budget as [`decode_root`]
+/// (for looking at one member without a type for the whole message).
+pub fn decode_root_with<T>(
+    buf: &Bytes,
+    f: impl FnOnce(&mut TableReader<'_>) -> Result<T>,
+) -> Result<T> {
+    let budget = Cell::new(buf.len());
+    let r = Reader::new(buf, &budget);
+    let root = r.u32(0)? as usize;
+    let mut t = r.table_at(root)?;
+    f(&mut t)
+}
+
 /// Decodes a message, checking its file identifier.
 pub fn decode<M: Message>(buf: &Bytes) -> Result<M> {
     let found = file_identifier(buf)?;

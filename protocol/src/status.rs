@@ -7,14 +7,16 @@
 //! the client's own view (coordinators reachable, quorum, database available) and the
 //! cluster controller's document as it came.
 
+use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt::Write;
 use core::time::Duration;
 
-use crate::client::{Client, ClientError, Pending, Reply, RequestId};
+use crate::event::{ClientError, Completion, Event, Reply};
 use crate::framing::ProtocolVersion;
+use crate::ids::RequestId;
 use crate::messages::coordination::{
     ClusterControllerClientInterface, GetLeaderRequest, ProtocolInfoReply, ProtocolInfoRequest,
     StatusReply, StatusRequest,
@@ -22,6 +24,9 @@ use crate::messages::coordination::{
 use crate::messages::{
     decode_any, decode_reply, AnyMessage, EnsureTable, ErrorOr, NetworkAddress, ReplyPromise,
 };
+use crate::monitor::ClusterMonitor;
+use crate::net::Io;
+use crate::route::{Route, StatusPart};
 use crate::time::Instant;
 use crate::uid::{well_known, Uid};
 
@@ -29,14 +34,6 @@ use crate::uid::{well_known, Uid};
 pub const STATUS_JSON_KEY: &[u8] = b"\xff\xff/status/json";
 /// How long the status read waits for silent coordinators or cluster controller.
 pub const STATUS_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Which part of the status read a reply belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum StatusPart {
-    Leader(usize),
-    Protocol(usize),
-    Status,
-}
 
 #[derive(Clone, Debug, Default)]
 struct Probe {
@@ -51,7 +48,7 @@ struct Probe {
 
 /// The state of one status read.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct StatusOp {
+struct StatusOp {
     started: bool,
     deadline: Option<Instant>,
     probes: Vec<Probe>,
@@ -153,91 +150,111 @@ fn json_string(out: &mut String, v: &str) {
     out.push('"');
 }
 
-impl Client {
-    /// Reads `\xff\xff/status/json`; finishes with [`Reply::Value`] holding the JSON document.
-    pub fn status_json(&mut self, now: Instant) -> RequestId {
-        self.now = now;
-        let req = self.new_request_id();
-        self.insert_status_op(req);
-        self.drive(now);
-        req
+/// Every status read in flight.
+#[derive(Debug, Default)]
+pub(crate) struct StatusReads {
+    reads: BTreeMap<RequestId, StatusOp>,
+}
+
+impl StatusReads {
+    /// Starts a status read for request `req`; it asks the coordinators once the cluster is
+    /// known ([`StatusReads::poll`]).
+    pub(crate) fn start(&mut self, req: RequestId) {
+        self.reads.insert(req, StatusOp::default());
     }
 
-    /// Starts (or continues) a status read.
-    pub(crate) fn advance_status(&mut self, req: RequestId) {
-        let now = self.now;
-        let Some(st) = self.status_state(req) else {
-            return;
-        };
-        if !st.started {
-            st.started = true;
-            st.deadline = Some(now + STATUS_TIMEOUT);
-            let targets = self.coordinator_targets();
-            let key = Bytes::from(self.cfg.cluster.cluster_key());
-            let Some(st) = self.status_state(req) else {
-                return;
+    /// Gives up on `req` (no event will come for it); `false` if it is not a status read.
+    pub(crate) fn cancel(&mut self, req: RequestId) -> bool {
+        self.reads.remove(&req).is_some()
+    }
+
+    /// The earliest deadline of a status read.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.reads.values().filter_map(|st| st.deadline).min()
+    }
+
+    /// Sends the probes of reads not started yet, and finishes the reads whose deadline
+    /// passed. `monitor` knows the coordinators (and the cluster, once started).
+    pub(crate) fn poll(&mut self, io: &mut Io<'_>, monitor: &ClusterMonitor) {
+        let now = io.now;
+        let ids: Vec<RequestId> = self.reads.keys().copied().collect();
+        for req in ids {
+            let Some(st) = self.reads.get_mut(&req) else {
+                continue;
             };
-            st.probes = targets
-                .iter()
-                .map(|(name, addr)| Probe {
-                    name: name.clone(),
-                    addr: addr.clone(),
-                    reachable: if addr.is_some() { None } else { Some(false) },
-                    ..Probe::default()
-                })
-                .collect();
-            for (i, (_, addr)) in targets.into_iter().enumerate() {
-                let Some(addr) = addr else { continue };
-                let token = self.rng.uid();
-                let msg = GetLeaderRequest {
-                    key: key.clone(),
-                    known_leader: Uid::default(),
-                    reply: ReplyPromise { token },
-                };
-                let pending = Pending::Status {
-                    op: req,
-                    part: StatusPart::Leader(i),
-                };
-                self.send(
-                    now,
-                    &addr,
-                    well_known::CLIENT_LEADER_REG_GET_LEADER,
-                    &msg,
-                    token,
-                    pending,
-                );
-                let token = self.rng.uid();
-                let msg = ProtocolInfoRequest {
-                    reply: ReplyPromise { token },
-                };
-                let pending = Pending::Status {
-                    op: req,
-                    part: StatusPart::Protocol(i),
-                };
-                self.send(now, &addr, well_known::PROTOCOL_INFO, &msg, token, pending);
+            if !st.started && monitor.info().is_some() {
+                st.started = true;
+                st.deadline = Some(now + STATUS_TIMEOUT);
+                let targets = monitor.coordinator_targets();
+                let key = Bytes::from(monitor.cluster().cluster_key());
+                st.probes = targets
+                    .iter()
+                    .map(|(name, addr)| Probe {
+                        name: name.clone(),
+                        addr: addr.clone(),
+                        reachable: if addr.is_some() { None } else { Some(false) },
+                        ..Probe::default()
+                    })
+                    .collect();
+                for (i, (_, addr)) in targets.into_iter().enumerate() {
+                    let Some(addr) = addr else { continue };
+                    let token = io.token();
+                    let msg = GetLeaderRequest {
+                        key: key.clone(),
+                        known_leader: Uid::default(),
+                        reply: ReplyPromise { token },
+                    };
+                    let route = Route::Status {
+                        op: req,
+                        part: StatusPart::Leader(i),
+                    };
+                    io.send(
+                        &addr,
+                        well_known::CLIENT_LEADER_REG_GET_LEADER,
+                        &msg,
+                        token,
+                        route,
+                    );
+                    let token = io.token();
+                    let msg = ProtocolInfoRequest {
+                        reply: ReplyPromise { token },
+                    };
+                    let route = Route::Status {
+                        op: req,
+                        part: StatusPart::Protocol(i),
+                    };
+                    io.send(&addr, well_known::PROTOCOL_INFO, &msg, token, route);
+                }
             }
-            self.status_timer(req, now + STATUS_TIMEOUT);
+            self.maybe_finish(io, req);
         }
-        self.maybe_finish_status(req);
     }
 
-    fn maybe_finish_status(&mut self, req: RequestId) {
-        let now = self.now;
-        let Some(st) = self.status_state(req) else {
+    fn maybe_finish(&mut self, io: &mut Io<'_>, req: RequestId) {
+        let Some(st) = self.reads.get(&req) else {
             return;
         };
-        if st.complete() || st.deadline.is_some_and(|d| now >= d) {
+        if st.started && (st.complete() || st.deadline.is_some_and(|d| io.now >= d)) {
             let doc = st.document();
-            self.finish_status(req, Reply::Value(Some(doc)));
-        } else {
-            self.status_wait(req);
+            self.reads.remove(&req);
+            io.events.push_back(Event::Complete(Completion::new(
+                req,
+                Ok(Reply::Value(Some(doc))),
+            )));
         }
     }
 
-    pub(crate) fn on_status_reply(&mut self, req: RequestId, part: StatusPart, message: &Bytes) {
+    /// A coordinator or the cluster controller answered part `part` of read `req`.
+    pub(crate) fn on_reply(
+        &mut self,
+        io: &mut Io<'_>,
+        req: RequestId,
+        part: StatusPart,
+        message: &Bytes,
+    ) {
         let mut send_status = None;
         {
-            let Some(st) = self.status_state(req) else {
+            let Some(st) = self.reads.get_mut(&req) else {
                 return;
             };
             match part {
@@ -286,29 +303,23 @@ impl Client {
             }
         }
         if let Some(ep) = send_status {
-            let token = self.rng.uid();
+            let token = io.token();
             let msg = StatusRequest {
                 reply: ReplyPromise { token },
             };
-            let pending = Pending::Status {
+            let route = Route::Status {
                 op: req,
                 part: StatusPart::Status,
             };
-            self.send(
-                self.now,
-                &ep.addresses.address,
-                ep.token,
-                &msg,
-                token,
-                pending,
-            );
+            io.send(&ep.addresses.address, ep.token, &msg, token, route);
         }
-        self.maybe_finish_status(req);
+        self.maybe_finish(io, req);
     }
 
-    pub(crate) fn on_status_lost(&mut self, req: RequestId, part: StatusPart) {
+    /// Part `part` of read `req` will get no answer.
+    pub(crate) fn on_lost(&mut self, io: &mut Io<'_>, req: RequestId, part: StatusPart) {
         {
-            let Some(st) = self.status_state(req) else {
+            let Some(st) = self.reads.get_mut(&req) else {
                 return;
             };
             match part {
@@ -328,7 +339,7 @@ impl Client {
                 }
             }
         }
-        self.maybe_finish_status(req);
+        self.maybe_finish(io, req);
     }
 }
 

@@ -2,8 +2,10 @@
 //! talking to fdbserver 7.3.77), vendored in `tests/data/fdb-captures/` from the team's
 //! recordings (their `*.frames.jsonl` and `*.result.json`; the pcaps are not needed).
 
+pub mod bank;
 pub mod cluster;
 pub mod dual;
+pub mod real;
 pub mod replay;
 pub mod testkit;
 

@@ -7,14 +7,13 @@
 use std::collections::VecDeque;
 
 use bytes::{Bytes, BytesMut};
-use fdb_protocol::client::{Client, ClientConfig, ClientError, Event, Reply, RequestId};
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::framing::{encode_packet, FrameDecoder, Incoming};
 use fdb_protocol::messages::types::{KeyRange, KeySelector, SpanContext};
 use fdb_protocol::messages::{decode_any, AnyMessage, ReplyPromise};
-use fdb_protocol::time::Instant;
-use fdb_protocol::transaction::{RangeOptions, TransactionId};
 use fdb_protocol::Uid;
+use fdb_protocol::{Call, Client, ClientConfig, ClientError, ConnectionId, Event, Outcome};
+use fdb_protocol::{Instant, RangeOptions, RangeResult, TransactionId};
 
 use crate::{captures_dir, load_capture, CapturedFrame, Dir};
 
@@ -24,7 +23,7 @@ pub struct Replay {
     pub frames: Vec<CapturedFrame>,
     pub used: Vec<bool>,
     pub client: Client,
-    pub conn: fdb_protocol::client::ConnectionId,
+    pub conn: ConnectionId,
     pub decoder: FrameDecoder,
     pub now: Instant,
     pub events: VecDeque<Event>,
@@ -236,18 +235,19 @@ impl Replay {
         }
     }
 
-    /// Runs until `req` finishes.
-    pub fn wait(&mut self, req: RequestId) -> Result<Reply, ClientError> {
+    /// Runs until `call` finishes.
+    pub fn wait<T: Outcome>(&mut self, call: Call<T>) -> Result<T, ClientError> {
+        let req = call.id();
         for _ in 0..1000 {
             if let Some(i) = self
                 .events
                 .iter()
-                .position(|e| matches!(e, Event::Complete { req: r, .. } if *r == req))
+                .position(|e| matches!(e, Event::Complete(c) if c.request() == req))
             {
-                let Some(Event::Complete { result, .. }) = self.events.remove(i) else {
+                let Some(Event::Complete(done)) = self.events.remove(i) else {
                     unreachable!()
                 };
-                return result;
+                return call.take(done);
             }
             if self.pump() == 0 && self.client.poll_timeout().is_some() {
                 // Let timers (backoffs, retries) run.
@@ -272,18 +272,12 @@ impl Replay {
         snapshot: bool,
     ) -> Result<Option<Bytes>, ClientError> {
         let r = self.client.get(self.now, tx, key, snapshot);
-        self.wait(r).map(|r| match r {
-            Reply::Value(v) => v,
-            other => panic!("{other:?}"),
-        })
+        self.wait(r)
     }
 
     pub fn commit(&mut self, tx: TransactionId) -> Result<i64, ClientError> {
         let r = self.client.commit(self.now, tx);
-        self.wait(r).map(|r| match r {
-            Reply::Committed { version, .. } => version,
-            other => panic!("{other:?}"),
-        })
+        self.wait(r).map(|c| c.version)
     }
 
     pub fn range(
@@ -292,12 +286,9 @@ impl Replay {
         b: KeySelector,
         e: KeySelector,
         opts: RangeOptions,
-    ) -> fdb_protocol::transaction::RangeResult {
+    ) -> RangeResult {
         let r = self.client.get_range(self.now, tx, b, e, opts, false);
-        match self.wait(r).unwrap() {
-            Reply::Range(r) => r,
-            other => panic!("{other:?}"),
-        }
+        self.wait(r).unwrap()
     }
 
     /// Every captured request of these types must have been matched.

@@ -9,12 +9,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use fdb_protocol::client::{
-    Client, ClientConfig, ConnectionId, Event, Priority, Reply, INITIAL_RECONNECTION_TIME,
-    MAX_RECONNECTION_TIME, RECONNECTION_TIME_GROWTH_RATE,
-};
 use fdb_protocol::cluster_file::ClusterFile;
-use fdb_protocol::connection::ConnectionError;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::framing::{
     encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion,
@@ -31,7 +26,12 @@ use fdb_protocol::messages::{
 use fdb_protocol::serializer::encode_with;
 use fdb_protocol::time::Instant;
 use fdb_protocol::uid::well_known;
+use fdb_protocol::ConnectionError;
 use fdb_protocol::Uid;
+use fdb_protocol::{
+    Call, Client, ClientConfig, Completion, ConnectionId, Event, Outcome, Priority,
+    INITIAL_RECONNECTION_TIME, MAX_RECONNECTION_TIME, RECONNECTION_TIME_GROWTH_RATE,
+};
 
 /// `UID::file_identifier`: the endpoint-not-found notice is a bare UID.
 const UID_FILE_IDENTIFIER: u32 = 15597147;
@@ -262,17 +262,24 @@ impl Harness {
         (cc, poll.reply_token())
     }
 
-    fn completed(&mut self) -> Vec<(fdb_protocol::client::RequestId, Result<Reply, ErrorCode>)> {
+    fn completed(&mut self) -> Vec<Completion> {
         let mut out = Vec::new();
         self.pump();
         self.events.retain(|e| match e {
-            Event::Complete { req, result } => {
-                out.push((*req, result.clone().map_err(|e| e.code())));
+            Event::Complete(c) => {
+                out.push(c.clone());
                 false
             }
             _ => true,
         });
         out
+    }
+
+    /// The one completion that came, which must be `call`'s: its value or error code.
+    fn only<T: Outcome>(&mut self, call: Call<T>) -> Result<T, ErrorCode> {
+        let mut done = self.completed();
+        assert_eq!(done.len(), 1, "exactly one completion: {done:?}");
+        call.take(done.remove(0)).map_err(|e| e.code())
     }
 }
 
@@ -343,7 +350,7 @@ fn reconnect_delay_grows_by_flow_knobs_and_requests_wait() {
     assert_eq!(s.len(), 1);
     assert_eq!(s[0].token, G1);
     h.reply(conn, s[0].reply_token(), grv_reply(77));
-    assert_eq!(h.completed(), vec![(req, Ok(Reply::Version(77)))]);
+    assert_eq!(h.only(req), Ok(77));
 
     // A connection that lived longer than RECONNECTION_RESET_TIME resets the delay: after it
     // fails, the next connection starts at once.
@@ -429,7 +436,7 @@ fn grv_to_an_unknown_endpoint_waits_for_new_proxies() {
             .expect("re-sent");
         assert_eq!((grv.conn, grv.token), (pc, G2));
         h.reply(pc, grv.reply_token(), grv_reply(99));
-        assert_eq!(h.completed(), vec![(req, Ok(Reply::Version(99)))]);
+        assert_eq!(h.only(req), Ok(99));
     }
 }
 
@@ -457,7 +464,7 @@ fn new_proxies_resend_grvs_in_flight() {
     h.reply(pc, old[0].reply_token(), grv_reply(1));
     assert!(h.completed().is_empty());
     h.reply(pc, grv.reply_token(), grv_reply(2));
-    assert_eq!(h.completed(), vec![(req, Ok(Reply::Version(2)))]);
+    assert_eq!(h.only(req), Ok(2));
 }
 
 #[test]
@@ -497,7 +504,7 @@ fn the_proxy_subset_is_kept_while_the_proxies_stay() {
         "same proxies: nothing re-sent"
     );
     h.reply(pc, grv[0].reply_token(), grv_reply(5));
-    assert_eq!(h.completed(), vec![(req, Ok(Reply::Version(5)))]);
+    assert_eq!(h.only(req), Ok(5));
 }
 
 #[test]
@@ -562,13 +569,13 @@ fn commit_to_an_unknown_endpoint_is_commit_unknown_result() {
         })),
     );
     assert_eq!(
-        h.completed(),
-        vec![(req, Err(ErrorCode::COMMIT_UNKNOWN_RESULT))]
+        h.only(req).map(|c| c.version),
+        Err(ErrorCode::COMMIT_UNKNOWN_RESULT)
     );
     // The retry goes to the new proxy.
     let retry = h.c.on_error(h.now, tx, ErrorCode::COMMIT_UNKNOWN_RESULT);
     assert!(h.run_until(h.now + Duration::from_secs(1)).is_empty());
-    assert_eq!(h.completed(), vec![(retry, Ok(Reply::Retry))]);
+    assert_eq!(h.only(retry), Ok(()));
     h.c.set(tx, b"k", b"v").unwrap();
     let req = h.c.commit(h.now, tx);
     let s = h.sent();
@@ -587,13 +594,7 @@ fn commit_to_an_unknown_endpoint_is_commit_unknown_result() {
             ..Default::default()
         })),
     );
-    let done = h.completed();
-    assert_eq!(done.len(), 1);
-    assert_eq!(done[0].0, req);
-    assert!(matches!(
-        done[0].1,
-        Ok(Reply::Committed { version: 30, .. })
-    ));
+    assert_eq!(h.only(req).map(|c| c.version), Ok(30));
 }
 
 #[test]
@@ -874,12 +875,8 @@ fn a_locked_database_refuses_transactions_that_are_not_lock_aware() {
     let _ = h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
     let plain = h.c.create_transaction(h.now);
     let aware = h.c.create_transaction(h.now);
-    h.c.set_option(
-        h.now,
-        aware,
-        fdb_protocol::transaction::TransactionOption::LockAware,
-    )
-    .unwrap();
+    h.c.set_option(h.now, aware, fdb_protocol::TransactionOption::LockAware)
+        .unwrap();
     let r1 = h.c.tx_read_version(h.now, plain);
     let r2 = h.c.tx_read_version(h.now, aware);
     let pc = h.connect_to("10.0.0.9:4500");
@@ -902,14 +899,16 @@ fn a_locked_database_refuses_transactions_that_are_not_lock_aware() {
         h.reply(pc, grv.reply_token(), locked());
         done.extend(h.completed());
     }
-    done.sort_by_key(|(r, _)| *r);
-    assert_eq!(
-        done,
-        vec![
-            (r1, Err(ErrorCode::DATABASE_LOCKED)),
-            (r2, Ok(Reply::Version(77)))
-        ]
-    );
+    assert_eq!(done.len(), 2);
+    let of = |call: Call<i64>| {
+        let c = done
+            .iter()
+            .find(|c| c.request() == call.id())
+            .expect("completed");
+        call.take(c.clone()).map_err(|e| e.code())
+    };
+    assert_eq!(of(r1), Err(ErrorCode::DATABASE_LOCKED));
+    assert_eq!(of(r2), Ok(77));
     h.c.set(aware, b"k", b"v").unwrap();
     let _commit = h.c.commit(h.now, aware);
     let s = h.sent();

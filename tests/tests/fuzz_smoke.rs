@@ -71,7 +71,7 @@ fn captured_messages(caps: &[Capture]) -> Vec<(String, Vec<u8>)> {
 fn targets_match_the_fuzz_crate() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("fuzz/Cargo.toml");
-    assert_eq!(TARGETS.len(), 13);
+    assert_eq!(TARGETS.len(), 14);
     for (name, _) in TARGETS {
         let path = dir.join(format!("fuzz_targets/{name}.rs"));
         let src =
@@ -326,4 +326,66 @@ fn client_session_with_misrouted_captured_replies() {
         }
         fdb_protocol::fuzzing::client_session(&data);
     }
+}
+
+/// The tuple decoder target over packed tuples of every type, truncated, bit-flipped and with
+/// bytes set to type codes and to the escape: inputs one byte away from something valid.
+#[test]
+fn tuple_decoder_over_mutated_tuples() {
+    use fdb_protocol::tuple::{pack, BigInt, Element, Uuid, Versionstamp};
+    let seeds: Vec<Vec<u8>> = vec![
+        pack(&("a\0b", b"\x00\xff".to_vec(), -1i64, 1u64 << 63)),
+        pack(&(
+            (Element::Nil, ((), (Element::Nil,))),
+            BigInt::from(-(1i128 << 90)),
+            1.5f32,
+        )),
+        pack(&(f64::NAN, -0.0f64, true, false, Uuid::from_u128(u128::MAX))),
+        pack(&(
+            Versionstamp::incomplete(7),
+            Versionstamp::complete([0; 10], 1),
+        )),
+        pack(&BigInt::from_magnitude(true, &[0xff; 255]).unwrap()),
+        b"\x1d\x08\xff\xff\xff\xff\xff\xff\xff\xff\x0b\xf7\x00\x00\x00\x00\x00\x00\x00\x00"
+            .to_vec(),
+        [vec![0x05; 300], vec![0x00; 300]].concat(),
+    ];
+    let tuple_decoder = fdb_protocol::fuzzing::tuple_decoder;
+    let mut rng = Rng(0x7475_706c_6500_0001);
+    let mut runs = 0;
+    for seed in &seeds {
+        tuple_decoder(seed);
+        for cut in 0..seed.len() {
+            tuple_decoder(&seed[..cut]);
+            tuple_decoder(&seed[cut..]);
+        }
+        let mut buf = seed.clone();
+        for bit in 0..8 * buf.len() {
+            buf[bit / 8] ^= 1 << (bit % 8);
+            tuple_decoder(&buf);
+            buf[bit / 8] ^= 1 << (bit % 8);
+        }
+        for _ in 0..200 {
+            let at = rng.below(buf.len());
+            let old = buf[at];
+            for v in [
+                0x00, 0x01, 0x02, 0x05, 0x0b, 0x0c, 0x14, 0x1c, 0x1d, 0x20, 0x21, 0x33, 0xff,
+            ] {
+                buf[at] = v;
+                tuple_decoder(&buf);
+                runs += 1;
+            }
+            buf[at] = old;
+        }
+    }
+    // Random splices of the seeds.
+    for _ in 0..2000 {
+        let a = &seeds[rng.below(seeds.len())];
+        let b = &seeds[rng.below(seeds.len())];
+        let mut v = a[..rng.below(a.len() + 1)].to_vec();
+        v.extend_from_slice(&b[rng.below(b.len() + 1)..]);
+        tuple_decoder(&v);
+        runs += 1;
+    }
+    println!("{runs} tuple inputs");
 }

@@ -909,3 +909,292 @@ fn hostile_leader_info_is_a_typed_error() {
         let _ = Cc::from_serialized_info(&Bytes::from(bad));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The error of any reply (`reply_error`, read before the reply's own type is known)
+
+#[test]
+fn reply_error_reads_only_the_error_alternative_and_refuses_the_rest() {
+    use fdb_protocol::error::ErrorCode;
+    use fdb_protocol::messages::reply_error;
+    // The captured replies are values, except the rejected commit. (`too_old`'s storage
+    // server puts its error inside the reply, which is a value to the transport.)
+    let mut values = 0;
+    let mut errors = Vec::new();
+    for cap in load_captures() {
+        for f in cap.packets(Dir::ServerToClient) {
+            match reply_error(&f.message()) {
+                None => values += 1,
+                Some(e) => errors.push((cap.name.clone(), e)),
+            }
+        }
+    }
+    assert!(values > 50);
+    errors.sort_by_key(|(name, e)| (name.clone(), e.0));
+    assert_eq!(
+        errors,
+        vec![("conflict".to_string(), ErrorCode::NOT_COMMITTED)]
+    );
+    // An error of any reply type is found, whatever the type's identifier.
+    let e = encode_reply::<GetValueReply>(&ErrorOr::Err(ErrorCode::BROKEN_PROMISE));
+    assert_eq!(
+        reply_error(&Bytes::from(e.clone())),
+        Some(ErrorCode::BROKEN_PROMISE)
+    );
+    let e2 = encode_reply::<ClientDBInfo>(&ErrorOr::Err(ErrorCode::NOT_COMMITTED));
+    assert_eq!(
+        reply_error(&Bytes::from(e2)),
+        Some(ErrorCode::NOT_COMMITTED)
+    );
+    // Every truncation and every single-byte corruption of an error reply: an answer or
+    // `None`, never a panic.
+    for n in 0..e.len() {
+        let _ = reply_error(&Bytes::copy_from_slice(&e[..n]));
+    }
+    for i in 0..e.len() {
+        for b in [0u8, 1, 2, 0x7f, 0xff] {
+            let mut m = e.clone();
+            m[i] = b;
+            let _ = reply_error(&Bytes::from(m));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tuple layer (keys and values an application reads back may be anyone's bytes)
+
+mod tuple {
+    use super::measure;
+    use fdb_protocol::tuple::{
+        pack, unpack, BigInt, Element, PackError, Subspace, Uuid, Versionstamp, MAX_DEPTH,
+    };
+
+    fn elements(b: &[u8]) -> Result<Vec<Element<'_>>, PackError> {
+        unpack::<Vec<Element>>(b)
+    }
+
+    /// Runs `f` on a thread with a small stack: a decoder that recursed per input byte would
+    /// overflow it (and abort the process) long before the inputs below end.
+    fn on_small_stack<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+        std::thread::Builder::new()
+            .stack_size(512 << 10)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    fn nested(levels: usize) -> Vec<u8> {
+        let mut b = vec![0x05; levels];
+        b.extend(std::iter::repeat_n(0x00, levels));
+        b
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_without_exhausting_the_stack() {
+        on_small_stack(|| {
+            // Nothing but 0x05, the size of a big value: refused at the limit, not at the end.
+            let hostile = vec![0x05u8; 100_000];
+            let (r, total, _) = measure(|| elements(&hostile).map(|_| ()));
+            assert_eq!(r, Err(PackError::TooDeep));
+            assert!(total < 64 * MAX_DEPTH * 8, "{total} bytes allocated");
+            // Well-formed nesting: up to MAX_DEPTH decodes (and drops), one more does not.
+            let ok = nested(MAX_DEPTH);
+            let t = elements(&ok).unwrap();
+            assert_eq!(pack(&t), ok);
+            assert_eq!(elements(&nested(MAX_DEPTH + 1)), Err(PackError::TooDeep));
+            // The typed decoders share the limit.
+            assert_eq!(
+                unpack::<Vec<Vec<Element>>>(&hostile).map(|_| ()),
+                Err(PackError::TooDeep)
+            );
+            assert_eq!(
+                unpack::<Element>(&hostile).map(|_| ()),
+                Err(PackError::TooDeep)
+            );
+        });
+    }
+
+    #[test]
+    fn truncated_elements() {
+        let packed = pack(&(
+            b"by\x00tes".to_vec(),
+            "str\u{e9}",
+            (Element::Nil, 5i64),
+            -1_000_000i64,
+            BigInt::from(1i128 << 100),
+            BigInt::from(-(1i128 << 100)),
+            1.5f32,
+            -2.5f64,
+            Uuid::from_u128(7),
+            Versionstamp::complete([3; 10], 9),
+            true,
+        ));
+        let items: Vec<Element> = unpack(&packed).unwrap();
+        let whole = pack(&items);
+        let boundaries: Vec<usize> = (0..=items.len()).map(|i| pack(&items[..i]).len()).collect();
+        let mut truncated = 0;
+        for cut in 0..=whole.len() {
+            match elements(&whole[..cut]) {
+                // A cut between elements, or right after a 0x00 that an escape or a nested
+                // null would have followed (a shorter string, an emptier nested tuple).
+                Ok(t) => {
+                    assert!(
+                        boundaries.contains(&cut) || whole[cut - 1] == 0,
+                        "cut at {cut}"
+                    );
+                    assert_eq!(pack(&t), &whole[..cut]);
+                }
+                Err(e) => {
+                    assert!(!boundaries.contains(&cut), "cut at boundary {cut}: {e:?}");
+                    assert_eq!(e, PackError::Truncated, "cut at {cut}");
+                    truncated += 1;
+                }
+            }
+        }
+        assert!(
+            truncated > whole.len() * 3 / 4,
+            "{truncated} of {}",
+            whole.len()
+        );
+        // An unterminated byte string costs no allocation however long it is.
+        let mut open = vec![0x01];
+        open.extend(std::iter::repeat_n(b'x', 100_000));
+        let (r, total, _) = measure(|| elements(&open).map(|_| ()));
+        assert_eq!(r, Err(PackError::Truncated));
+        assert!(total < 1024, "{total} bytes allocated");
+        // A nested tuple whose end never comes.
+        assert_eq!(elements(b"\x05\x15\x01"), Err(PackError::Truncated));
+        assert_eq!(elements(b"\x05\x00\xff"), Err(PackError::Truncated));
+    }
+
+    #[test]
+    fn unknown_type_codes() {
+        // Deprecated (0x03, 0x04 nested, 0x25 true), reserved (0x0a, 0x1e arbitrary-precision,
+        // 0x22 long double, 0x23/0x24 decimal, 0x31 id, 0x32 80-bit stamp), user types
+        // (0x40..0x4f, which FDB's own C++ tuple decodes only on request) and the escape.
+        for code in [
+            0x03u8, 0x04, 0x06, 0x0a, 0x1e, 0x1f, 0x22, 0x23, 0x24, 0x25, 0x28, 0x31, 0x32, 0x34,
+            0x40, 0x4f, 0x80, 0xfe, 0xff,
+        ] {
+            assert_eq!(
+                elements(&[code, 0, 0]),
+                Err(PackError::UnknownTypeCode(code))
+            );
+            // Also after valid elements and inside a nested tuple.
+            assert_eq!(
+                elements(&[0x15, 0x01, 0x05, 0x14, code, 0x00]),
+                Err(PackError::UnknownTypeCode(code))
+            );
+        }
+        // A bare 0xff after a root-level null (the escape is only for nested nulls).
+        assert_eq!(elements(b"\x00\xff"), Err(PackError::UnknownTypeCode(0xff)));
+        // A nested end where a nested null was expected by a typed decoder.
+        assert_eq!(
+            unpack::<((Option<i64>, i64),)>(b"\x05\x00\x15\x01\x00"),
+            Err(PackError::UnexpectedType {
+                expected: "null",
+                found: 0x00
+            })
+        );
+        assert_eq!(elements(b"\x02\xc3\x28\x00"), Err(PackError::BadUtf8));
+        assert_eq!(
+            unpack::<bool>(b"\x25"),
+            Err(PackError::UnexpectedType {
+                expected: "boolean",
+                found: 0x25
+            })
+        );
+    }
+
+    #[test]
+    fn overlong_bigint_lengths() {
+        // The length byte promises 255 bytes, three follow: truncated, nothing reserved.
+        for hostile in [
+            &b"\x1d\xff\x01\x02\x03"[..],
+            b"\x0b\x00\x01\x02\x03",
+            b"\x1d",
+            b"\x0b",
+        ] {
+            let (r, total, _) = measure(|| elements(hostile).map(|_| ()));
+            assert_eq!(r, Err(PackError::Truncated), "{hostile:x?}");
+            assert!(total < 1024, "{total} bytes allocated");
+            assert_eq!(unpack::<i64>(hostile), Err(PackError::Truncated));
+        }
+        // Short forms with missing bytes.
+        for hostile in [
+            &b"\x1c\x01"[..],
+            b"\x0c\xff\xff",
+            b"\x15",
+            b"\x20\x00",
+            b"\x21",
+            b"\x30\x01",
+            b"\x33",
+        ] {
+            assert_eq!(elements(hostile), Err(PackError::Truncated), "{hostile:x?}");
+        }
+        // 255 bytes of magnitude is too much for every native integer, not for BigInt.
+        let mut big = vec![0x1d, 0xff];
+        big.extend([0x7f; 255]);
+        assert_eq!(unpack::<i64>(&big), Err(PackError::IntOutOfRange));
+        assert_eq!(unpack::<u128>(&big), Err(PackError::IntOutOfRange));
+        assert_eq!(unpack::<BigInt>(&big).unwrap().magnitude().len(), 255);
+        // The long form with leading zeros is the small number it holds.
+        let mut zeros = vec![0x1d, 0xff];
+        zeros.extend([0; 254]);
+        zeros.push(9);
+        assert_eq!(unpack::<i64>(&zeros), Ok(9));
+        assert_eq!(elements(&zeros).unwrap(), vec![Element::Int(9)]);
+    }
+
+    #[test]
+    fn memory_stays_proportional_to_the_input() {
+        // The densest tuples: one byte per element (ints, nulls, bools), and escaped nulls.
+        for hostile in [
+            vec![0x14u8; 100_000],
+            vec![0x00; 100_000],
+            vec![0x27; 100_000],
+        ] {
+            let len = hostile.len();
+            let (r, total, max) = measure(|| elements(&hostile).map(|t| t.len()));
+            assert_eq!(r, Ok(len));
+            let per_element = std::mem::size_of::<Element>();
+            assert!(
+                max <= 2 * per_element * len,
+                "largest allocation {max} for {len} bytes"
+            );
+            assert!(
+                total <= 4 * per_element * len,
+                "{total} bytes for {len} bytes"
+            );
+        }
+        let mut escaped = vec![0x01];
+        for _ in 0..50_000 {
+            escaped.extend([0x00, 0xff]);
+        }
+        escaped.push(0x00);
+        let (r, total, _) = measure(|| elements(&escaped).map(|t| t.len()));
+        assert_eq!(r, Ok(1));
+        assert!(
+            total <= 4 * escaped.len(),
+            "{total} bytes for {} bytes",
+            escaped.len()
+        );
+    }
+
+    #[test]
+    fn keys_outside_a_subspace() {
+        let s = Subspace::from("app");
+        assert_eq!(
+            s.unpack::<Vec<Element>>(b"\x02ap"),
+            Err(PackError::NotInSubspace)
+        );
+        assert_eq!(s.unpack::<Vec<Element>>(b""), Err(PackError::NotInSubspace));
+        // In the subspace, but what follows the prefix is no tuple.
+        assert_eq!(
+            s.unpack::<Vec<Element>>(b"\x02app\x00\x05"),
+            Err(PackError::Truncated)
+        );
+        assert_eq!(s.unpack::<Vec<Element>>(b"\x02app\x00"), Ok(vec![]));
+    }
+}

@@ -48,7 +48,7 @@ use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::commit::{mutation_type as mt, MutationRef};
 use fdb_protocol::messages::types::KeySelector;
-use fdb_protocol::transaction::{RangeResult, StreamingMode};
+use fdb_protocol::{RangeResult, StreamingMode};
 use fdb_tests::cluster::TestCluster;
 use proptest::collection::vec;
 use proptest::prelude::*;

@@ -13,7 +13,7 @@ use fdb_driver_tokio::{Error, RangeOptions};
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::commit::mutation_type as mt;
 use fdb_protocol::messages::types::KeySelector;
-use fdb_protocol::transaction::{ConflictRangeType, TransactionOption};
+use fdb_protocol::{ConflictRangeType, TransactionOption};
 use fdb_tests::dual::Target;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -591,7 +591,7 @@ fn limited_ranges_spanning_many_batches() {
                 KeySelector::first_greater_or_equal(t.kb("r/")),
                 KeySelector::first_greater_or_equal(t.kb("r0")),
                 RangeOptions {
-                    mode: fdb_protocol::transaction::StreamingMode::Small,
+                    mode: fdb_protocol::StreamingMode::Small,
                     ..RangeOptions::default()
                 },
                 false,

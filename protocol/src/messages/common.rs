@@ -84,6 +84,18 @@ impl<T: Fb> Fb for ErrorOr<T> {
     }
 }
 
+/// The error a reply carries, whatever its type: FDB answers every request with an
+/// `ErrorOr<T>`, and the transport layer (a role that ended, `broken_promise`) answers
+/// without regard for `T`, so the client looks at the error alternative before decoding the
+/// value. `None` for a value, or for bytes that are not a reply at all.
+pub fn reply_error(msg: &bytes::Bytes) -> Option<ErrorCode> {
+    let root = crate::serializer::decode_root_with(msg, |t| match union_slots(t)? {
+        (1, Some(p)) => load_alternative::<ErrorCode>(t.r, p).map(Some),
+        _ => Ok(None),
+    });
+    root.ok().flatten()
+}
+
 crate::fb_table! {
     /// FDB's `Void`: a table with no members, the reply of requests that only need an ack.
     pub struct Void {}

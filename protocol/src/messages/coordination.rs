@@ -7,6 +7,7 @@ use bytes::Bytes;
 
 use super::commit::MutationRef;
 use super::common::{ReplyPromise, Void};
+pub use super::network::{LocalityData, LocalityEntry};
 use super::network::{NetworkAddress, RequestStream};
 use crate::uid::Uid;
 
@@ -42,21 +43,6 @@ crate::fb_message! {
         pub reply: ReplyPromise,
         pub hostnames: Vec<Hostname>,
         pub internal: bool,
-    }
-}
-
-crate::fb_table! {
-    /// A process's locality: `std::map<key, Optional<value>>` as pairs (`fdbrpc/Locality.h`).
-    pub struct LocalityEntry {
-        pub key: Bytes,
-        pub value: Option<Bytes>,
-    }
-}
-
-crate::fb_table! {
-    /// Where a process is (zone, machine, dc, process id ...).
-    pub struct LocalityData {
-        pub data: Vec<LocalityEntry>,
     }
 }
 

@@ -4,7 +4,7 @@
 pub mod common;
 pub mod network;
 
-pub use common::{fid, EnsureTable, ErrorOr, ReplyPromise, Void};
+pub use common::{fid, reply_error, EnsureTable, ErrorOr, ReplyPromise, Void};
 pub use network::{Endpoint, IpAddress, NetworkAddress, NetworkAddressList, RequestStream};
 pub mod commit;
 pub mod coordination;

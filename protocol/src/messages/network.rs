@@ -2,6 +2,7 @@
 //! `NetworkAddress.h`, `fdbrpc/include/fdbrpc/FlowTransport.h`).
 
 use alloc::vec::Vec;
+use bytes::Bytes;
 use core::fmt;
 
 use crate::serializer::{
@@ -159,5 +160,20 @@ crate::fb_table! {
     /// A `RequestStream<T>`: serialized as its endpoint.
     pub struct RequestStream {
         pub endpoint: Endpoint,
+    }
+}
+
+crate::fb_table! {
+    /// A process's locality: `std::map<key, Optional<value>>` as pairs (`fdbrpc/Locality.h`).
+    pub struct LocalityEntry {
+        pub key: Bytes,
+        pub value: Option<Bytes>,
+    }
+}
+
+crate::fb_table! {
+    /// Where a process is (zone, machine, dc, process id ...).
+    pub struct LocalityData {
+        pub data: Vec<LocalityEntry>,
     }
 }

@@ -4,8 +4,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use super::common::ReplyPromise;
-use super::coordination::LocalityData;
-use super::network::RequestStream;
+use super::network::{LocalityData, RequestStream};
 use super::types::{
     KeyRange, KeySelector, KeyValue, SpanContext, TagSet, TenantInfo, Version, VersionVector,
 };

@@ -1,5 +1,6 @@
 //! The campaign: set-up, counterbalanced blocks of runs, and the analysis.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,6 +40,8 @@ pub struct CellArm {
     /// Both runs of a block pooled; `None` where a run failed.
     pub blocks: Vec<Option<Summary>>,
     pub failures: Vec<String>,
+    /// Requests the cluster served per measured transaction, by kind (in-process cluster).
+    pub requests_per_txn: Option<BTreeMap<String, f64>>,
 }
 
 /// A paired comparison of two arms.
@@ -230,6 +233,7 @@ pub fn run(config: Config) -> Result<Results, String> {
         data_ready: false,
         data_missing: None,
         rt,
+        requests: servers.request_probe(),
     };
 
     let mut arm_objs: Vec<Box<dyn Arm>> = Vec::new();
@@ -415,6 +419,7 @@ pub fn pool(cells: &[Cell], arms: &[String], blocks: usize, runs: &[RunRecord]) 
                 pooled: (all.txns > 0).then(|| all.summary()),
                 blocks: per_block,
                 failures,
+                requests_per_txn: all.requests_per_txn(),
             });
         }
     }

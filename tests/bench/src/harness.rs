@@ -2,8 +2,11 @@
 //! barrier, the counters (wall clock, process CPU, allocations) are read, the workers take
 //! measured transactions from a shared ticket counter until `measured` are done, meet again,
 //! and the counters are read a second time. Latency is recorded per worker (nanoseconds, in a
-//! pre-sized HDR histogram, so recording never allocates) and merged afterwards.
+//! pre-sized HDR histogram, so recording never allocates) and merged afterwards. On the
+//! in-process cluster the cluster's request counters are read too, outside the other counters'
+//! window (first at the start, last at the end), so the pipe round trip costs nothing measured.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
@@ -13,6 +16,7 @@ use hdrhistogram::Histogram;
 
 use crate::alloc::{self, AllocCounts};
 use crate::cpu::process_cpu;
+use crate::server::RequestProbe;
 
 /// Highest latency the histograms hold (longer ones saturate): 60 s.
 const MAX_NS: u64 = 60_000_000_000;
@@ -30,6 +34,8 @@ pub struct RunStats {
     pub cpu: Duration,
     pub alloc: AllocCounts,
     pub txns: u64,
+    /// Requests the cluster served in the window, by kind (in-process cluster only).
+    pub requests: Option<BTreeMap<String, u64>>,
 }
 
 impl RunStats {
@@ -40,7 +46,16 @@ impl RunStats {
             cpu: Duration::ZERO,
             alloc: AllocCounts::default(),
             txns: 0,
+            requests: None,
         }
+    }
+
+    /// Requests per transaction, by kind.
+    pub fn requests_per_txn(&self) -> Option<BTreeMap<String, f64>> {
+        let n = self.txns.max(1) as f64;
+        self.requests
+            .as_ref()
+            .map(|r| r.iter().map(|(k, &v)| (k.clone(), v as f64 / n)).collect())
     }
 
     /// Pools another run of the same arm and cell into this one.
@@ -51,6 +66,12 @@ impl RunStats {
         self.alloc.allocs += o.alloc.allocs;
         self.alloc.bytes += o.alloc.bytes;
         self.txns += o.txns;
+        if let Some(theirs) = &o.requests {
+            let mine = self.requests.get_or_insert_with(BTreeMap::new);
+            for (k, v) in theirs {
+                *mine.entry(k.clone()).or_default() += v;
+            }
+        }
     }
 
     pub fn summary(&self) -> Summary {
@@ -186,18 +207,50 @@ pub(crate) struct Mark {
     at: Instant,
     cpu: Duration,
     alloc: AllocCounts,
+    requests: Option<BTreeMap<String, u64>>,
 }
 
 impl Mark {
-    pub(crate) fn now() -> Mark {
+    fn counters() -> Mark {
         // Allocation counters first: reading the others does not allocate.
         let alloc = alloc::snapshot();
         Mark {
             at: Instant::now(),
             cpu: process_cpu(),
             alloc,
+            requests: None,
         }
     }
+    /// The start of a window: the cluster's counters, then ours.
+    pub(crate) fn start(probe: Option<&RequestProbe>) -> Mark {
+        let requests = probe.and_then(RequestProbe::read);
+        Mark {
+            requests,
+            ..Mark::counters()
+        }
+    }
+    /// The end of a window: ours, then the cluster's.
+    pub(crate) fn end(probe: Option<&RequestProbe>) -> Mark {
+        let mut m = Mark::counters();
+        m.requests = probe.and_then(RequestProbe::read);
+        m
+    }
+}
+
+fn requests_between(
+    start: Option<BTreeMap<String, u64>>,
+    end: Option<BTreeMap<String, u64>>,
+) -> Option<BTreeMap<String, u64>> {
+    let (start, end) = (start?, end?);
+    Some(
+        end.into_iter()
+            .map(|(k, v)| {
+                let before = start.get(&k).copied().unwrap_or(0);
+                (k, v.saturating_sub(before))
+            })
+            .filter(|(_, v)| *v > 0)
+            .collect(),
+    )
 }
 
 pub(crate) fn finish(start: Mark, end: Mark, hists: Vec<Histogram<u64>>) -> RunStats {
@@ -211,12 +264,17 @@ pub(crate) fn finish(start: Mark, end: Mark, hists: Vec<Histogram<u64>>) -> RunS
         wall: end.at - start.at,
         cpu: end.cpu.saturating_sub(start.cpu),
         alloc: end.alloc - start.alloc,
+        requests: requests_between(start.requests, end.requests),
     }
 }
 
 /// One worker thread per worker. `make` builds a worker's transaction closure on its own
 /// thread (so the closure need not be `Send`); its cost is outside the measured window.
-pub fn run_threads<W, F>(counts: Counts, make: F) -> Result<RunStats, String>
+pub fn run_threads<W, F>(
+    counts: Counts,
+    probe: Option<&RequestProbe>,
+    make: F,
+) -> Result<RunStats, String>
 where
     F: Fn(usize) -> Result<W, String> + Sync,
     W: FnMut() -> Result<(), String>,
@@ -269,10 +327,10 @@ where
             })
             .collect();
         barrier.wait();
-        let start = Mark::now();
+        let start = Mark::start(probe);
         barrier.wait();
         barrier.wait();
-        let end = Mark::now();
+        let end = Mark::end(probe);
         let hists: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().expect("worker thread panicked"))
@@ -293,6 +351,7 @@ pub trait AsyncWorker: Send + 'static {
 pub fn run_tokio<W: AsyncWorker>(
     rt: &tokio::runtime::Runtime,
     counts: Counts,
+    probe: Option<&RequestProbe>,
     workers: Vec<W>,
 ) -> Result<RunStats, String> {
     let shared = Arc::new(Shared::new());
@@ -331,10 +390,10 @@ pub fn run_tokio<W: AsyncWorker>(
             })
             .collect();
         barrier.wait().await;
-        let start = Mark::now();
+        let start = Mark::start(probe);
         barrier.wait().await;
         barrier.wait().await;
-        let end = Mark::now();
+        let end = Mark::end(probe);
         let mut hists = Vec::new();
         for t in tasks {
             hists.push(t.await.map_err(|e| format!("worker task failed: {e}"))?);
@@ -357,7 +416,7 @@ mod tests {
             measured: 40,
         };
         let calls = AtomicU64::new(0);
-        let stats = run_threads(counts, |_| {
+        let stats = run_threads(counts, None, |_| {
             Ok(|| {
                 calls.fetch_add(1, Ordering::Relaxed);
                 Ok(())
@@ -376,11 +435,11 @@ mod tests {
             warmup: 0,
             measured: 10,
         };
-        let r = run_threads(counts, |i| {
+        let r = run_threads(counts, None, |i| {
             Ok(move || if i == 1 { Err("boom".into()) } else { Ok(()) })
         });
         assert!(r.unwrap_err().contains("boom"));
-        let r = run_threads(counts, |i| {
+        let r = run_threads(counts, None, |i| {
             if i == 0 {
                 Err("no connection".to_string())
             } else {
@@ -410,7 +469,7 @@ mod tests {
             warmup: 4,
             measured: 100,
         };
-        let a = run_tokio(&rt, counts, (0..4).map(|_| Sleepy).collect()).unwrap();
+        let a = run_tokio(&rt, counts, None, (0..4).map(|_| Sleepy).collect()).unwrap();
         assert_eq!(a.txns, 100);
         let mut b = a.clone();
         b.merge(&a);

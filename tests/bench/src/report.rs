@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::bench::{Comparison, Ratio, Results};
 use crate::harness::{Metric, Summary};
-use crate::workload::Workload;
+use crate::workload::{wire_exchanges, KeySet, Workload};
 
 fn summary_json(s: &Summary) -> Value {
     json!({
@@ -59,6 +59,9 @@ pub fn to_json(r: &Results) -> Value {
                     v["ok"] = json!(true);
                     v["wall_s"] = json!(s.wall.as_secs_f64());
                     v["summary"] = summary_json(&s.summary());
+                    if let Some(req) = &s.requests {
+                        v["requests"] = json!(req);
+                    }
                 }
                 Err(e) => {
                     v["ok"] = json!(false);
@@ -79,6 +82,7 @@ pub fn to_json(r: &Results) -> Value {
                 "pooled": ca.pooled.as_ref().map(summary_json),
                 "blocks": ca.blocks.iter().map(|b| b.as_ref().map(summary_json)).collect::<Vec<_>>(),
                 "failures": ca.failures,
+                "requests_per_txn": ca.requests_per_txn,
             })
         })
         .collect();
@@ -124,6 +128,7 @@ pub fn to_json(r: &Results) -> Value {
             "throughput": "transactions per second",
             "cpu": "process user+system microseconds per transaction",
             "heap": "bytes requested from the allocator per transaction",
+            "allocations_counted_at": crate::alloc::COUNTED_AT,
         },
         "skipped": r.skipped.iter().map(|s| json!({
             "arm": s.arm, "workload": s.workload.name(), "reason": s.reason,
@@ -134,7 +139,24 @@ pub fn to_json(r: &Results) -> Value {
             "ours": c.ours, "baseline": c.baseline, "targets_apply": c.has_targets(),
         })).collect::<Vec<_>>(),
         "ratios": ratios,
+        "floor_exchanges": floor_exchanges(&c.workloads),
     })
+}
+
+/// The request and reply sizes the floor arm replays per transaction, by workload.
+fn floor_exchanges(workloads: &[Workload]) -> Value {
+    let keys = KeySet::new(1);
+    let m: serde_json::Map<String, Value> = workloads
+        .iter()
+        .map(|&w| {
+            let ex: Vec<Value> = wire_exchanges(w, &keys)
+                .iter()
+                .map(|e| json!({ "request_bytes": e.request, "reply_bytes": e.reply }))
+                .collect();
+            (w.name().to_string(), Value::Array(ex))
+        })
+        .collect();
+    Value::Object(m)
 }
 
 fn f(v: f64) -> String {
@@ -168,6 +190,11 @@ pub fn to_markdown(r: &Results) -> String {
         r.elapsed.as_secs_f64()
     );
     let _ = writeln!(s, "## Per arm (pooled over blocks)\n");
+    let _ = writeln!(
+        s,
+        "Allocations are counted at {}; CPU is the client process's user + system time.\n",
+        crate::alloc::COUNTED_AT
+    );
     let _ = writeln!(
         s,
         "| workload | workers | arm | mean µs | p50 µs | p99 µs | txn/s | CPU µs/txn | allocs/txn | heap B/txn |"
@@ -256,6 +283,7 @@ pub fn to_markdown(r: &Results) -> String {
             let _ = writeln!(s, "{line}");
         }
     }
+    requests_table(&mut s, r);
     if !r.skipped.is_empty() {
         let _ = writeln!(s, "\n## Skipped (no numbers reported)\n");
         let _ = writeln!(s, "| arm | workload | reason |");
@@ -280,6 +308,57 @@ pub fn to_markdown(r: &Results) -> String {
         }
     }
     s
+}
+
+/// The request kinds a transaction's own work is made of, first in the table; any other kind
+/// seen in a measured window (location lookups, pings, …) follows.
+const WORK_KINDS: [&str; 5] = [
+    "GetReadVersion",
+    "GetValue",
+    "GetKeyValues",
+    "Commit",
+    "GetKeyServerLocations",
+];
+
+/// Requests per transaction by kind, from the in-process cluster's counters: whether the arms
+/// do the same work on the wire.
+fn requests_table(s: &mut String, r: &Results) {
+    let mut kinds: Vec<String> = WORK_KINDS.iter().map(|k| k.to_string()).collect();
+    let mut any = false;
+    for ca in &r.cells {
+        for k in ca.requests_per_txn.iter().flat_map(|m| m.keys()) {
+            any = true;
+            if !kinds.contains(k) {
+                kinds.push(k.clone());
+            }
+        }
+    }
+    if !any {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n## Requests per transaction (the in-process cluster's counters over the measured windows)\n"
+    );
+    let _ = writeln!(s, "| workload | workers | arm | {} |", kinds.join(" | "));
+    let _ = writeln!(s, "|---|---:|---|{}", "---:|".repeat(kinds.len()));
+    for ca in &r.cells {
+        let Some(m) = &ca.requests_per_txn else {
+            continue;
+        };
+        let cols: Vec<String> = kinds
+            .iter()
+            .map(|k| m.get(k).map_or("0".to_string(), |&v| format!("{v:.2}")))
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} |",
+            ca.cell.workload.name(),
+            ca.cell.workers,
+            ca.arm,
+            cols.join(" | ")
+        );
+    }
 }
 
 const COLORS: [RGBColor; 7] = [

@@ -7,12 +7,15 @@
 //!   and answers with that many bytes.
 //!
 //! The child stops when its standard input closes (the parent exiting, or dropping
-//! [`Servers`]).
+//! [`Servers`]). While it runs, a `COUNTS` line on its standard input makes it answer with the
+//! in-process cluster's request counters (`COUNTS {"GetReadVersion":12,...}`): the wire check
+//! of every arm, libfdb_c included ([`RequestProbe`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The in-process cluster the child hosts: `fdb_tests::cluster::TestCluster` with its
@@ -34,6 +37,16 @@ impl Cluster {
     fn serves_data(&self) -> bool {
         true
     }
+    /// Requests served so far, by kind (`RequestKind`'s names), as one JSON object.
+    fn counts_json(&self) -> String {
+        let counts: serde_json::Map<String, serde_json::Value> = self
+            .inner
+            .request_counts()
+            .into_iter()
+            .map(|(k, n)| (format!("{k:?}"), n.into()))
+            .collect();
+        serde_json::Value::Object(counts).to_string()
+    }
 }
 
 /// Entry point of `fdb-bench __serve [--cluster]`.
@@ -53,9 +66,18 @@ pub fn serve_main(args: &[String]) -> ! {
     let _ = writeln!(out, "READY");
     let _ = out.flush();
     drop(out);
-    // Serve until the parent goes away.
-    let mut sink = Vec::new();
-    let _ = std::io::stdin().read_to_end(&mut sink);
+    // Serve until the parent goes away, answering its counter queries.
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if line.trim() == "COUNTS" {
+            let json = cluster
+                .as_ref()
+                .map_or("{}".to_string(), Cluster::counts_json);
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "COUNTS {json}");
+            let _ = out.flush();
+        }
+    }
     drop(cluster);
     std::process::exit(0)
 }
@@ -196,10 +218,47 @@ fn floor_loop(mut listener: mio::net::TcpListener) -> std::io::Result<()> {
     }
 }
 
+/// The parent's line to the server child; dropping its pipes stops the child.
+struct ServerIo {
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+/// Reads the in-process cluster's request counters (by kind) from the server child. Each
+/// read is a round trip over a pipe; the harness reads before and after a measured window.
+pub struct RequestProbe {
+    io: Arc<Mutex<Option<ServerIo>>>,
+}
+
+impl RequestProbe {
+    /// Requests served so far, by kind; `None` if the child is gone or answers nonsense.
+    pub fn read(&self) -> Option<BTreeMap<String, u64>> {
+        let mut guard = self.io.lock().ok()?;
+        let io = guard.as_mut()?;
+        io.stdin.write_all(b"COUNTS\n").ok()?;
+        io.stdin.flush().ok()?;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if io.stdout.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            if let Some(json) = line.trim().strip_prefix("COUNTS ") {
+                let v: serde_json::Value = serde_json::from_str(json).ok()?;
+                return v
+                    .as_object()?
+                    .iter()
+                    .map(|(k, n)| Some((k.clone(), n.as_u64()?)))
+                    .collect();
+            }
+        }
+    }
+}
+
 /// The parent's handle on the server child.
 pub struct Servers {
     child: Child,
-    stdin: Option<ChildStdin>,
+    io: Arc<Mutex<Option<ServerIo>>>,
     pub floor: SocketAddr,
     /// The in-process cluster's connection string, when it was asked for.
     pub cluster: Option<String>,
@@ -220,13 +279,21 @@ impl Servers {
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| format!("starting the server process: {e}"))?;
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("piped stdout");
+        let stdin = child.stdin.take().expect("piped stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
         let mut floor = None;
         let mut cluster = None;
         let mut data = false;
-        for line in BufReader::new(stdout).lines() {
-            let line = line.map_err(|e| format!("reading the server process: {e}"))?;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = stdout
+                .read_line(&mut line)
+                .map_err(|e| format!("reading the server process: {e}"))?;
+            if n == 0 {
+                break;
+            }
+            let line = line.trim_end();
             if let Some(a) = line.strip_prefix("FLOOR ") {
                 floor = Some(a.parse().map_err(|e| format!("floor address {a}: {e}"))?);
             } else if let Some(c) = line.strip_prefix("CLUSTER ") {
@@ -240,7 +307,7 @@ impl Servers {
         let floor = floor.ok_or("the server process did not start")?;
         Ok(Servers {
             child,
-            stdin,
+            io: Arc::new(Mutex::new(Some(ServerIo { stdin, stdout }))),
             floor,
             cluster,
             cluster_serves_data: data,
@@ -248,9 +315,22 @@ impl Servers {
     }
 }
 
+impl Servers {
+    /// The in-process cluster's request counters, when the child hosts it.
+    pub fn request_probe(&self) -> Option<Arc<RequestProbe>> {
+        self.cluster.as_ref().map(|_| {
+            Arc::new(RequestProbe {
+                io: self.io.clone(),
+            })
+        })
+    }
+}
+
 impl Drop for Servers {
     fn drop(&mut self) {
-        drop(self.stdin.take());
+        if let Ok(mut io) = self.io.lock() {
+            io.take();
+        }
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {

@@ -109,6 +109,20 @@ fn tiny_run_writes_json_markdown_and_svg() {
         .map(|r| r["summary"]["allocs_per_txn"].as_f64().unwrap())
         .sum();
     assert!(tokio_allocs > 0.0);
+    // On the in-process cluster the client arms' runs carry the cluster's request counters;
+    // one worker asks for one read version per transaction.
+    for r in grv_runs.iter().filter(|r| r["arm"] != "floor") {
+        let grvs = r["requests"]["GetReadVersion"].as_u64().unwrap_or(0);
+        if r["workers"] == 1 {
+            assert_eq!(grvs, 20, "{r}");
+        } else {
+            assert!((1..=20).contains(&grvs), "{r}");
+        }
+    }
+    assert!(grv_runs
+        .iter()
+        .filter(|r| r["arm"] == "floor")
+        .all(|r| r.get("requests").is_none()));
     // Each block runs the arms A B C C B A.
     let order: Vec<(&str, u64)> = runs
         .iter()
@@ -214,4 +228,135 @@ fn libfdb_c_arm_needs_the_feature() {
         .unwrap();
     assert!(!r.status.success());
     assert!(String::from_utf8_lossy(&r.stderr).contains("--features libfdb_c"));
+}
+
+/// Runs `fdb-bench` with the libfdb_c arm beside ours: every workload, one worker, one block,
+/// a handful of transactions. Returns the parsed `results.json`.
+#[cfg(feature = "libfdb_c")]
+fn libfdb_c_tiny_run(name: &str, cluster_file: Option<&str>) -> serde_json::Value {
+    let out = out_dir(name);
+    let mut cmd = bench();
+    if let Some(f) = cluster_file {
+        cmd.args(["--cluster-file", f]);
+    }
+    let result = cmd
+        .args([
+            "--arms",
+            "libfdb_c,rust-tokio,rust-mio",
+            "--workers",
+            "1",
+            "--warmup",
+            "3",
+            "--transactions",
+            "5",
+            "--blocks",
+            "1",
+            "--resamples",
+            "100",
+            "--run-timeout",
+            "60",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("run fdb-bench");
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(
+        result.status.success(),
+        "fdb-bench failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    // Every arm ran every workload, twice (A B C C B A), all transactions done.
+    assert!(
+        v["skipped"].as_array().unwrap().is_empty(),
+        "{}",
+        v["skipped"]
+    );
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 7 * 3 * 2);
+    for r in runs {
+        assert_eq!(r["ok"], true, "run failed: {r}");
+        assert_eq!(r["summary"]["txns"], 5, "{r}");
+    }
+    // libfdb_c's own allocations are seen (counted at malloc, which it calls directly).
+    assert!(v["units"]["allocations_counted_at"]
+        .as_str()
+        .unwrap()
+        .contains("C allocator"));
+    let fdb_c_allocs: f64 = runs
+        .iter()
+        .filter(|r| r["arm"] == "libfdb_c")
+        .map(|r| r["summary"]["allocs_per_txn"].as_f64().unwrap())
+        .sum();
+    assert!(
+        fdb_c_allocs > 7.0 * 2.0 * 2.0,
+        "libfdb_c allocs/txn: {fdb_c_allocs}"
+    );
+    // The comparisons against libfdb_c are reported with their verdicts.
+    let ratios = v["ratios"].as_array().unwrap();
+    assert!(ratios.iter().any(|r| r["ours"] == "rust-tokio"
+        && r["baseline"] == "libfdb_c"
+        && r["verdict"].is_string()));
+    v
+}
+
+/// The CI smoke run of the libfdb_c arm on a real cluster (`FDB_CLUSTER_FILE`), so the arm
+/// keeps compiling, linking and running.
+#[cfg(feature = "libfdb_c")]
+#[test]
+fn libfdb_c_arm_runs_on_a_real_cluster() {
+    let Ok(cf) = std::env::var("FDB_CLUSTER_FILE") else {
+        eprintln!("skipped: FDB_CLUSTER_FILE is not set (no real cluster to run libfdb_c on)");
+        return;
+    };
+    let v = libfdb_c_tiny_run("libfdb_c_real", Some(&cf));
+    assert!(v["target"]["description"]
+        .as_str()
+        .unwrap()
+        .starts_with("cluster file"));
+}
+
+/// The wire check: on the in-process cluster, which counts the requests it serves, every arm
+/// asks for the same requests per transaction at one worker (steady state, locations cached).
+#[cfg(feature = "libfdb_c")]
+#[test]
+fn libfdb_c_and_ours_send_the_same_requests() {
+    let v = libfdb_c_tiny_run("libfdb_c_wire", None);
+    let expected: [(&str, [(&str, f64); 5]); 7] = {
+        let k = |grv, get, range, commit| {
+            [
+                ("GetReadVersion", grv),
+                ("GetValue", get),
+                ("GetKeyValues", range),
+                ("Commit", commit),
+                ("GetKeyServerLocations", 0.0),
+            ]
+        };
+        [
+            ("grv", k(1.0, 0.0, 0.0, 0.0)),
+            ("get100", k(1.0, 1.0, 0.0, 0.0)),
+            ("get1000", k(1.0, 1.0, 0.0, 0.0)),
+            ("range100", k(1.0, 0.0, 1.0, 0.0)),
+            ("set100", k(1.0, 0.0, 0.0, 1.0)),
+            ("batchset50", k(1.0, 0.0, 0.0, 1.0)),
+            ("batchset50x1000", k(1.0, 0.0, 0.0, 1.0)),
+        ]
+    };
+    let cells = v["cells"].as_array().unwrap();
+    for (workload, kinds) in expected {
+        for arm in ["libfdb_c", "rust-tokio", "rust-mio"] {
+            let cell = cells
+                .iter()
+                .find(|c| c["workload"] == workload && c["arm"] == arm)
+                .unwrap_or_else(|| panic!("no cell {workload} {arm}"));
+            let per_txn = &cell["requests_per_txn"];
+            for (kind, want) in kinds {
+                let got = per_txn[kind].as_f64().unwrap_or(0.0);
+                assert_eq!(got, want, "{workload} {arm} {kind}: {per_txn}");
+            }
+        }
+    }
 }

@@ -43,7 +43,9 @@
 //!
 //! See the methods of [`TestCluster`] under "Faults": dropping connections, delaying or
 //! holding-then-reordering replies, hanging a role, killing and restarting a role (new tokens;
-//! restarting the proxies changes the `ClientDBInfo` id so long polls fire), failing the next N
+//! restarting the proxies changes the `ClientDBInfo` id so long polls fire), ending a role while
+//! its process lives, as a recovery does (what it owed is answered with `broken_promise`, as
+//! fdbserver answers the promises of a role that ended), failing the next N
 //! requests of a kind with any FDB error, `commit_unknown_result` with the commit applied or
 //! not, moving a shard to another server, jumping the version forward. Requests are counted per
 //! kind ([`TestCluster::requests`]).

@@ -120,7 +120,7 @@ pub enum Injected {
     /// (`applied: true`; it may still fail resolution and not be applied) or without looking at
     /// it (`applied: false`).
     CommitUnknownResult { applied: bool },
-    /// Read the request and never answer it.
+    /// Read the request and never answer it (unless its role ends: then `broken_promise`).
     NoReply,
     /// Close the connection the request came on, without answering.
     CloseConnection,
@@ -179,6 +179,8 @@ struct Outgoing {
     conn: Arc<Conn>,
     token: Uid,
     body: Vec<u8>,
+    /// What it answers (`None` for transport notices), so a role that ends can replace it.
+    kind: Option<RequestKind>,
 }
 
 impl Outgoing {
@@ -243,6 +245,9 @@ struct State {
     waiting: Vec<WaitingRead>,
     delayed: Vec<(Instant, Outgoing)>,
     held: Vec<Outgoing>,
+    /// Requests read and never answered ([`Injected::NoReply`]): a role that ends answers
+    /// them ([`TestCluster::end_role`]).
+    parked: Vec<(Arc<Conn>, RequestKind, Uid)>,
     hold: Vec<Option<RequestKind>>,
     delays: Vec<(Option<RequestKind>, Duration)>,
     injections: Vec<(RequestKind, u32, Injected)>,
@@ -311,6 +316,18 @@ fn is_first_greater_or_equal(sel: &KeySelector) -> bool {
 
 fn ranges_intersect(a: &KeyRange, b: &KeyRange) -> bool {
     a.begin < b.end && b.begin < a.end
+}
+
+/// An error the way the transport sends it, whatever the request: `ErrorOr::Err(e)` with the
+/// reply type's identifier (a dropped `ReplyPromise` sends `broken_promise` this way, even for
+/// storage reads whose own errors travel inside the reply).
+fn transport_error(kind: RequestKind, e: ErrorCode) -> Vec<u8> {
+    match kind {
+        RequestKind::GetValue => encode_reply::<GetValueReply>(&ErrorOr::Err(e)),
+        RequestKind::GetKey => encode_reply::<GetKeyReply>(&ErrorOr::Err(e)),
+        RequestKind::GetKeyValues => encode_reply::<GetKeyValuesReply>(&ErrorOr::Err(e)),
+        _ => error_reply(kind, e),
+    }
 }
 
 /// Encodes `ErrorOr::Err(e)` for the reply type of `kind`.
@@ -625,6 +642,7 @@ impl State {
             conn: conn.clone(),
             token,
             body,
+            kind: Some(kind),
         };
         if self.hold.iter().any(|h| h.is_none_or(|k| k == kind)) {
             self.held.push(o);
@@ -677,6 +695,7 @@ impl State {
                     conn: conn.clone(),
                     token: well_known::ENDPOINT_NOT_FOUND,
                     body,
+                    kind: None,
                 });
             }
             return;
@@ -744,7 +763,10 @@ impl State {
                     self.emit(out, conn, kind, reply, body);
                     return;
                 }
-                Injected::NoReply => return,
+                Injected::NoReply => {
+                    self.parked.push((conn.clone(), kind, reply));
+                    return;
+                }
                 Injected::CloseConnection => {
                     conn.close();
                     return;
@@ -1288,6 +1310,8 @@ impl State {
             self.store.forget_before(oldest);
             self.long_polls
                 .retain(|(c, _)| !c.closed.load(Ordering::SeqCst));
+            self.parked
+                .retain(|(c, _, _)| !c.closed.load(Ordering::SeqCst));
             self.conns.retain(|c| !c.closed.load(Ordering::SeqCst));
         }
     }
@@ -1487,6 +1511,7 @@ impl TestCluster {
             waiting: Vec::new(),
             delayed: Vec::new(),
             held: Vec::new(),
+            parked: Vec::new(),
             hold: Vec::new(),
             delays: Vec::new(),
             injections: Vec::new(),
@@ -1810,6 +1835,75 @@ impl TestCluster {
         if let Some(h) = handle {
             let _ = h.join();
         }
+    }
+
+    /// Faults: the role ends while its process stays up, as roles end in an FDB recovery (a
+    /// master or a transaction-system process failed) or when a storage server is removed.
+    /// Like fdbserver, everything it still owes — held, delayed and parked replies, reads
+    /// waiting for a version, watches — is answered with `broken_promise`; it comes back at
+    /// once with new tokens (its old ones get `ENDPOINT_NOT_FOUND`), and new proxies publish a
+    /// new `ClientDBInfo`. Connections stay open. Commits whose replies were held had been
+    /// applied; parked ones ([`Injected::NoReply`]) had not.
+    pub fn end_role(&self, role: Role) {
+        let mut out = Vec::new();
+        {
+            let mut st = self.lock();
+            let p = st.proc_index(role);
+            let mut owed: Vec<(Arc<Conn>, RequestKind, Uid)> = Vec::new();
+            let mine = |c: &Arc<Conn>| c.proc_idx == p;
+            for o in std::mem::take(&mut st.held) {
+                match o.kind {
+                    Some(k) if mine(&o.conn) => owed.push((o.conn, k, o.token)),
+                    _ => st.held.push(o),
+                }
+            }
+            for (at, o) in std::mem::take(&mut st.delayed) {
+                match o.kind {
+                    Some(k) if mine(&o.conn) => owed.push((o.conn, k, o.token)),
+                    _ => st.delayed.push((at, o)),
+                }
+            }
+            for (c, k, t) in std::mem::take(&mut st.parked) {
+                if mine(&c) {
+                    owed.push((c, k, t));
+                } else {
+                    st.parked.push((c, k, t));
+                }
+            }
+            for w in std::mem::take(&mut st.waiting) {
+                match (RequestKind::of(&w.msg), reply_token(&w.msg)) {
+                    (Some(k), Some(t)) if mine(&w.conn) => owed.push((w.conn, k, t)),
+                    _ => st.waiting.push(w),
+                }
+            }
+            for w in std::mem::take(&mut st.watches) {
+                if mine(&w.conn) {
+                    owed.push((w.conn, RequestKind::WatchValue, w.reply));
+                } else {
+                    st.watches.push(w);
+                }
+            }
+            for (conn, kind, token) in owed {
+                out.push(Outgoing {
+                    conn,
+                    token,
+                    body: transport_error(kind, ErrorCode::BROKEN_PROMISE),
+                    kind: Some(kind),
+                });
+            }
+            match role {
+                Role::Proxies => {
+                    st.grv_token = st.new_token();
+                    st.commit_token = st.new_token();
+                    st.cc_token = st.new_token();
+                    st.info_changed(&mut out);
+                }
+                Role::Storage(i) => st.ss_tokens[i] = st.new_token(),
+                // A coordinator's endpoints are well known: it has no tokens to lose.
+                Role::Coordinator(_) => {}
+            }
+        }
+        flush(out);
     }
 
     /// Faults: restarts a killed role (or restarts a live one: kill, then start) on the same

@@ -210,7 +210,7 @@ pub fn run_floor(
         }
         if start.is_none() && warming == 0 {
             // Every connection is idle and warm: open the measured window.
-            start = Some(Mark::now());
+            start = Some(Mark::start(None));
             for (i, c) in conns.iter_mut().enumerate() {
                 if issued < counts.measured {
                     issued += 1;
@@ -235,7 +235,7 @@ pub fn run_floor(
             ready.push(ev.token().0);
         }
     }
-    let end = Mark::now();
+    let end = Mark::end(None);
     Ok(finish(
         start.expect("measured window opened"),
         end,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use fdb_protocol::cluster_file::ClusterFile;
 
 use crate::harness::{Counts, RunStats};
+use crate::server::RequestProbe;
 use crate::workload::{KeySet, Workload};
 
 pub mod floor;
@@ -38,6 +39,8 @@ pub struct Ctx {
     /// Why `data_ready` is false.
     pub data_missing: Option<String>,
     pub rt: Arc<tokio::runtime::Runtime>,
+    /// The in-process cluster's request counters (none on a real cluster).
+    pub requests: Option<Arc<RequestProbe>>,
 }
 
 impl Ctx {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use fdb_driver_tokio::{Database, RangeOptions};
 use fdb_protocol::messages::types::KeySelector;
-use fdb_protocol::transaction::StreamingMode;
+use fdb_protocol::StreamingMode;
 
 use super::{Arm, Ctx, RUST_TOKIO};
 use crate::harness::{run_tokio, AsyncWorker, Counts, RunStats};
@@ -48,7 +48,7 @@ impl Arm for TokioArm {
             })
             .collect();
         drop(db);
-        run_tokio(&ctx.rt, counts, workers)
+        run_tokio(&ctx.rt, counts, ctx.requests.as_deref(), workers)
     }
 }
 

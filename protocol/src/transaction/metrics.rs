@@ -22,9 +22,6 @@
 //! A request that gets no answer (its connection failed, `broken_promise`,
 //! `request_maybe_delivered`, `server_overloaded`) goes to the shard's next replica as
 //! `loadBalance` sends it; once every replica failed it counts as `all_alternatives_failed`.
-//!
-//! This module is a child of `transaction` (declared there with `#[path]`) so that it can use
-//! the transaction engine's ops, timers and location cache without widening their visibility.
 
 use alloc::boxed::Box;
 use alloc::vec;
@@ -32,10 +29,14 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
-use super::{OpKind, ReadVersion, Timer, TransactionId, Wait, FAILED_SERVER_AVOIDANCE};
-use crate::client::{Client, ClientError, Pending, Reply, RequestId};
+use super::op::{OpKind, Timer, Wait};
+use super::replicas::FAILED_SERVER_AVOIDANCE;
+use super::shards::{cover, Metric, MetricsOp, Part, PartState, TOO_MANY};
+use super::state::ReadVersion;
+use super::{Ctx, Transactions};
 use crate::error::{knobs, ErrorCode};
-use crate::location::LocationCache;
+use crate::event::{ClientError, Reply};
+use crate::ids::{RequestId, TransactionId};
 use crate::messages::commit::GetKeyServerLocationsRequest;
 use crate::messages::coordination::CommitProxyInterface;
 use crate::messages::storage::{
@@ -43,144 +44,67 @@ use crate::messages::storage::{
 };
 use crate::messages::types::{KeyRange, SpanContext, TenantInfo, LATEST_VERSION};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
+use crate::route::Route;
 use crate::time::Instant;
-use crate::uid::Uid;
 
-/// `CLIENT_KNOBS->TOO_MANY`: the shard limit of the split points' location lookup (the
-/// estimate asks for `INT_MAX`).
-const TOO_MANY: i32 = 1_000_000;
-
-/// What a metrics read asks the storage servers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Metric {
-    /// `getEstimatedRangeSizeBytes`.
-    Size,
-    /// `getRangeSplitPoints` with this chunk size.
-    SplitPoints(i64),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum PartState {
-    /// To be sent (again) to a replica.
-    Unsent,
-    InFlight,
-    Done,
-    /// Given up for a fresh location lookup of its range.
-    Retired,
-}
-
-/// The request for one shard's part of the range.
-#[derive(Debug)]
-struct Part {
-    begin: Bytes,
-    end: Bytes,
-    servers: Vec<StorageServerInterface>,
-    state: PartState,
-    /// Replicas tried so far.
-    attempt: usize,
-    /// The replica asked and when.
-    sent: Option<(Uid, Instant)>,
-    /// Its split points, once answered.
-    points: Vec<Bytes>,
-}
-
-/// The state of one metrics read.
-#[derive(Debug)]
-pub(crate) struct MetricsOp {
-    metric: Metric,
-    begin: Bytes,
-    end: Bytes,
-    /// Ranges still to locate, each not before its instant.
-    todo: Vec<(Bytes, Bytes, Instant)>,
-    /// Requests sent, in key order within one location pass.
-    parts: Vec<Part>,
-    /// Bumped when split points start over: replies of earlier passes are stale.
-    epoch: u32,
-    /// The bytes answered so far (estimate).
-    bytes: i64,
-    /// Spreads first choices of replica across ops.
-    seed: usize,
-    /// The wake-up already armed.
-    timer: Option<Instant>,
-}
-
-/// Splits `[a, b)` by the cached shards, or `None` if some of it is not cached.
-fn cover(
-    cache: &LocationCache,
-    a: &Bytes,
-    b: &Bytes,
-) -> Option<Vec<(Bytes, Bytes, Vec<StorageServerInterface>)>> {
-    let mut out = Vec::new();
-    let mut cur = a.clone();
-    while cur < *b {
-        let s = cache.lookup(&cur)?;
-        let e = if s.end < *b { s.end.clone() } else { b.clone() };
-        out.push((cur, e.clone(), s.servers.clone()));
-        cur = e;
-    }
-    Some(out)
-}
-
-impl Client {
+impl Transactions {
     /// `fdb_transaction_get_estimated_range_size_bytes`: about how many bytes `[begin, end)`
     /// holds, by the storage servers' byte samples. Finishes with [`Reply::Size`].
-    pub fn get_estimated_range_size_bytes(
+    pub(crate) fn get_estimated_range_size_bytes(
         &mut self,
-        now: Instant,
+        cx: &mut Ctx<'_>,
         tx: TransactionId,
         begin: &[u8],
         end: &[u8],
     ) -> RequestId {
-        self.start_metrics(now, tx, begin, end, Metric::Size)
+        self.start_metrics(cx, tx, begin, end, Metric::Size)
     }
 
     /// `fdb_transaction_get_range_split_points`: keys cutting `[begin, end)` into chunks of
     /// about `chunk_size` bytes, starting with `begin` and ending with `end`. Finishes with
     /// [`Reply::Keys`].
-    pub fn get_range_split_points(
+    pub(crate) fn get_range_split_points(
         &mut self,
-        now: Instant,
+        cx: &mut Ctx<'_>,
         tx: TransactionId,
         begin: &[u8],
         end: &[u8],
         chunk_size: i64,
     ) -> RequestId {
-        self.start_metrics(now, tx, begin, end, Metric::SplitPoints(chunk_size))
+        self.start_metrics(cx, tx, begin, end, Metric::SplitPoints(chunk_size))
     }
 
-    fn start_metrics(
+    pub(super) fn start_metrics(
         &mut self,
-        now: Instant,
+        cx: &mut Ctx<'_>,
         tx: TransactionId,
         begin: &[u8],
         end: &[u8],
         metric: Metric,
     ) -> RequestId {
-        self.now = now;
-        let req = self.new_request_id();
+        let req = cx.new_request();
         if let Err(e) = self.check_metrics(tx, begin, end, metric) {
-            self.finish(req, Err(e));
+            cx.finish(req, Err(e));
             return req;
         }
         let (begin, end) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
         let op = MetricsOp {
             metric,
-            todo: vec![(begin.clone(), end.clone(), now)],
+            todo: vec![(begin.clone(), end.clone(), cx.now)],
             begin,
             end,
             parts: Vec::new(),
             epoch: 0,
             bytes: 0,
-            seed: self.rng.next_u64() as usize,
+            seed: cx.rng.next_u64() as usize,
             timer: None,
         };
-        self.insert_op(req, tx, OpKind::Metrics(Box::new(op)));
-        self.drive(now);
+        self.insert_op(cx, req, tx, OpKind::Metrics(Box::new(op)));
         req
     }
 
     /// What libfdb_c refuses before asking anyone.
-    fn check_metrics(
+    pub(super) fn check_metrics(
         &self,
         tx: TransactionId,
         begin: &[u8],
@@ -210,17 +134,17 @@ impl Client {
         Ok(())
     }
 
-    fn metrics_op(&mut self, req: RequestId) -> Option<&mut MetricsOp> {
-        match &mut self.engine.ops.get_mut(&req)?.kind {
+    pub(super) fn metrics_op(&mut self, req: RequestId) -> Option<&mut MetricsOp> {
+        match &mut self.ops.get_mut(&req)?.kind {
             OpKind::Metrics(m) => Some(m),
             _ => None,
         }
     }
 
     /// Locates what is due, sends what is unsent, finishes when all parts answered.
-    pub(super) fn advance_metrics(&mut self, req: RequestId, tx: TransactionId) {
-        let now = self.now;
-        let engine = &mut self.engine;
+    pub(super) fn advance_metrics(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
+        let now = cx.now;
+        let engine = &mut *self;
         let Some(OpKind::Metrics(m)) = engine.ops.get_mut(&req).map(|o| &mut o.kind) else {
             return;
         };
@@ -273,7 +197,7 @@ impl Client {
                     Reply::Keys(keys)
                 }
             };
-            return self.succeed_op(req, reply);
+            return self.succeed_op(cx, req, reply);
         }
         let metric = m.metric;
         let arm = wake_at.filter(|w| m.timer.is_none_or(|t| t > *w || t <= now));
@@ -287,10 +211,10 @@ impl Client {
             engine.add_timer(at, Timer::Op(req));
         }
         for i in unsent {
-            self.send_part(req, i);
+            self.send_part(cx, req, i);
         }
         for (a, b) in &lookups {
-            self.locate_range(tx, a, b, metric);
+            self.locate_range(cx, tx, a, b, metric);
         }
         let wait = if lookups.is_empty() {
             Wait::Reply
@@ -301,12 +225,22 @@ impl Client {
     }
 
     /// Asks a commit proxy for every shard of `[begin, end)`, as `getKeyRangeLocations` does.
-    fn locate_range(&mut self, tx: TransactionId, begin: &Bytes, end: &Bytes, metric: Metric) {
+    pub(super) fn locate_range(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        begin: &Bytes,
+        end: &Bytes,
+        metric: Metric,
+    ) {
+        if self.location_backoff.holding(cx.now) {
+            return; // woken when the backoff ends
+        }
         let k = (begin.clone(), false);
-        if self.engine.locating.contains(&k) {
+        if self.locating.contains(&k) {
             return;
         }
-        let Some(proxy) = self.pick_commit_proxy(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS)
+        let Some(proxy) = cx.pick_commit_proxy(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS)
         else {
             return; // woken again when the cluster names proxies
         };
@@ -315,8 +249,8 @@ impl Client {
             // `latestVersion`.
             Metric::Size => {
                 let span = SpanContext {
-                    trace_id: self.rng.uid(),
-                    span_id: self.rng.next_u64(),
+                    trace_id: cx.rng.uid(),
+                    span_id: cx.rng.next_u64(),
                     flags: 0,
                 };
                 (i32::MAX, span, LATEST_VERSION)
@@ -324,14 +258,14 @@ impl Client {
             // `getKeyRangeLocations(trState, ...)`: the transaction's span, and its read
             // version if it has one.
             Metric::SplitPoints(_) => {
-                let version = match self.engine.txs.get(&tx).map(|t| t.read_version) {
+                let version = match self.txs.get(&tx).map(|t| t.read_version) {
                     Some(ReadVersion::Ready(v)) => v,
                     _ => LATEST_VERSION,
                 };
-                (TOO_MANY, self.span(tx), version)
+                (TOO_MANY, self.span(cx, tx), version)
             }
         };
-        let token = self.rng.uid();
+        let token = cx.rng.uid();
         let msg = GetKeyServerLocationsRequest {
             begin: begin.clone(),
             end: Some(end.clone()),
@@ -344,19 +278,20 @@ impl Client {
         };
         let addr = proxy.commit.endpoint.addresses.address.clone();
         let dest = proxy.stream(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS);
-        self.engine.locating.insert(k);
-        let pending = Pending::Locations {
+        self.locating.insert(k);
+        let pending = Route::Locations {
             key: begin.clone(),
             reverse: false,
         };
-        self.send(self.now, &addr, dest, &msg, token, pending);
+        cx.send(&addr, dest, &msg, token, pending);
     }
 
     /// The replica for a part's attempt: like `choose_replica`, the healthy one with the
     /// lowest smoothed latency first, then the others in turn; recently failed ones only
     /// when nothing else is left.
-    fn part_replica(
+    pub(super) fn part_replica(
         &self,
+        cx: &Ctx<'_>,
         servers: &[StorageServerInterface],
         start: usize,
         attempt: usize,
@@ -366,8 +301,7 @@ impl Client {
             .map(|j| start.wrapping_add(attempt).wrapping_add(j) % n)
             .collect();
         let stats = |i: &usize| {
-            self.engine
-                .servers
+            self.servers
                 .get(&servers[*i].unique_id)
                 .copied()
                 .unwrap_or_default()
@@ -375,7 +309,7 @@ impl Client {
         let healthy: Vec<usize> = order
             .iter()
             .copied()
-            .filter(|i| stats(i).failed_until.is_none_or(|t| t <= self.now))
+            .filter(|i| stats(i).failed_until.is_none_or(|t| t <= cx.now))
             .collect();
         let pool = if healthy.is_empty() { order } else { healthy };
         if attempt == 0 {
@@ -388,8 +322,8 @@ impl Client {
         }
     }
 
-    fn send_part(&mut self, req: RequestId, i: usize) {
-        let now = self.now;
+    pub(super) fn send_part(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+        let now = cx.now;
         let Some(m) = self.metrics_op(req) else {
             return;
         };
@@ -402,11 +336,11 @@ impl Client {
         }
         let keys = KeyRange::new(p.begin.clone(), p.end.clone());
         let (servers, attempt) = (p.servers.clone(), p.attempt);
-        let server = servers[self.part_replica(&servers, start, attempt)].clone();
-        let token = self.rng.uid();
+        let server = servers[self.part_replica(cx, &servers, start, attempt)].clone();
+        let token = cx.rng.uid();
         let reply = ReplyPromise { token };
         let addr = server.get_value.endpoint.addresses.address.clone();
-        let pending = Pending::Metrics {
+        let pending = Route::Metrics {
             op: req,
             part: i as u32,
             epoch,
@@ -426,7 +360,7 @@ impl Client {
                     min_version: LATEST_VERSION,
                 };
                 let dest = server.stream(StorageServerInterface::WAIT_METRICS);
-                self.send(now, &addr, dest, &msg, token, pending);
+                cx.send(&addr, dest, &msg, token, pending);
             }
             Metric::SplitPoints(chunk_size) => {
                 let msg = SplitRangeRequest {
@@ -436,7 +370,7 @@ impl Client {
                     tenant_info: TenantInfo::none(),
                 };
                 let dest = server.stream(StorageServerInterface::GET_RANGE_SPLIT_POINTS);
-                self.send(now, &addr, dest, &msg, token, pending);
+                cx.send(&addr, dest, &msg, token, pending);
             }
         }
         if let Some(p) = self.metrics_op(req).and_then(|m| m.parts.get_mut(i)) {
@@ -446,7 +380,12 @@ impl Client {
     }
 
     /// The part a reply or loss is about, if it is still waiting for one.
-    fn waiting_part(&mut self, req: RequestId, part: u32, epoch: u32) -> Option<&mut Part> {
+    pub(super) fn waiting_part(
+        &mut self,
+        req: RequestId,
+        part: u32,
+        epoch: u32,
+    ) -> Option<&mut Part> {
         let m = self.metrics_op(req)?;
         if m.epoch != epoch {
             return None;
@@ -456,14 +395,21 @@ impl Client {
             .filter(|p| p.state == PartState::InFlight)
     }
 
-    pub(crate) fn on_metrics_reply(&mut self, req: RequestId, part: u32, epoch: u32, msg: &Bytes) {
-        let now = self.now;
+    pub(crate) fn on_metrics_reply(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        part: u32,
+        epoch: u32,
+        msg: &Bytes,
+    ) {
+        let now = cx.now;
         let Some(p) = self.waiting_part(req, part, epoch) else {
             return;
         };
         let (begin, end) = (p.begin.clone(), p.end.clone());
         if let Some((id, sent)) = p.sent.take() {
-            let s = self.engine.servers.entry(id).or_default();
+            let s = self.servers.entry(id).or_default();
             let lat = now.saturating_since(sent);
             s.latency = Some(match s.latency {
                 Some(old) => (old * 4 + lat) / 5,
@@ -512,21 +458,28 @@ impl Client {
                 }
                 self.set_wait(req, Wait::Ready);
             }
-            Err(ClientError::Fdb(code)) => self.on_metrics_error(req, i, metric, code),
-            Err(e) => self.fail_op(req, e),
+            Err(ClientError::Fdb(code)) => self.on_metrics_error(cx, req, i, metric, code),
+            Err(e) => self.fail_op(cx, req, e),
         }
     }
 
-    fn on_metrics_error(&mut self, req: RequestId, i: usize, metric: Metric, code: ErrorCode) {
+    pub(super) fn on_metrics_error(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        i: usize,
+        metric: Metric,
+        code: ErrorCode,
+    ) {
         if code == ErrorCode::WRONG_SHARD_SERVER || code == ErrorCode::ALL_ALTERNATIVES_FAILED {
-            self.metrics_relocate(req, i);
+            self.metrics_relocate(cx, req, i);
         } else if code == ErrorCode::BROKEN_PROMISE
             || code == ErrorCode::REQUEST_MAYBE_DELIVERED
             || code == ErrorCode::SERVER_OVERLOADED
         {
-            self.metrics_next_replica(req, i);
+            self.metrics_next_replica(cx, req, i);
         } else if code == ErrorCode::FUTURE_VERSION && metric == Metric::Size {
-            let at = self.now + knobs::FUTURE_VERSION_RETRY_DELAY;
+            let at = cx.now + knobs::FUTURE_VERSION_RETRY_DELAY;
             if let Some(m) = self.metrics_op(req) {
                 if let Some(p) = m.parts.get_mut(i) {
                     p.state = PartState::Retired;
@@ -535,15 +488,15 @@ impl Client {
             }
             self.set_wait(req, Wait::Ready);
         } else {
-            self.fail_op(req, ClientError::Fdb(code));
+            self.fail_op(cx, req, ClientError::Fdb(code));
         }
     }
 
     /// `wrong_shard_server` / `all_alternatives_failed`: forget the locations and locate
     /// again after `WRONG_SHARD_SERVER_DELAY` (the part alone for the estimate, everything
     /// for split points).
-    fn metrics_relocate(&mut self, req: RequestId, i: usize) {
-        let at = self.now + knobs::WRONG_SHARD_SERVER_DELAY;
+    pub(super) fn metrics_relocate(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+        let at = cx.now + knobs::WRONG_SHARD_SERVER_DELAY;
         let Some(m) = self.metrics_op(req) else {
             return;
         };
@@ -562,13 +515,13 @@ impl Client {
             }
         };
         m.todo.push((a.clone(), b.clone(), at));
-        self.engine.locations.invalidate_range(&a, &b);
+        self.locations.invalidate_range(&a, &b);
         self.set_wait(req, Wait::Ready);
     }
 
     /// The replica did not answer: try the next one; after all of them, relocate.
-    fn metrics_next_replica(&mut self, req: RequestId, i: usize) {
-        let until = self.now + FAILED_SERVER_AVOIDANCE;
+    pub(super) fn metrics_next_replica(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+        let until = cx.now + FAILED_SERVER_AVOIDANCE;
         let Some(p) = self.metrics_op(req).and_then(|m| m.parts.get_mut(i)) else {
             return;
         };
@@ -579,18 +532,24 @@ impl Client {
             p.state = PartState::Unsent;
         }
         if let Some(id) = failed {
-            self.engine.servers.entry(id).or_default().failed_until = Some(until);
+            self.servers.entry(id).or_default().failed_until = Some(until);
         }
         if all_failed {
-            self.metrics_relocate(req, i);
+            self.metrics_relocate(cx, req, i);
         } else {
             self.set_wait(req, Wait::Ready);
         }
     }
 
-    pub(crate) fn on_metrics_lost(&mut self, req: RequestId, part: u32, epoch: u32) {
+    pub(crate) fn on_metrics_lost(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        part: u32,
+        epoch: u32,
+    ) {
         if self.waiting_part(req, part, epoch).is_some() {
-            self.metrics_next_replica(req, part as usize);
+            self.metrics_next_replica(cx, req, part as usize);
         }
     }
 }
@@ -598,7 +557,6 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{ClientConfig, ConnectionId, Event};
     use crate::cluster_file::ClusterFile;
     use crate::framing::{encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion};
     use crate::messages::commit::{GetKeyServerLocationsReply, ShardLocation};
@@ -607,10 +565,12 @@ mod tests {
         decode_any, encode_reply, AnyMessage, Endpoint, IpAddress, NetworkAddress,
         NetworkAddressList, RequestStream,
     };
+    use crate::uid::Uid;
+    use crate::{Call, Client, ClientConfig, Completion, ConnectionId, Event, Outcome};
     use alloc::collections::BTreeMap;
     use bytes::BytesMut;
 
-    fn stream(port: u16, token: Uid) -> RequestStream {
+    pub(super) fn stream(port: u16, token: Uid) -> RequestStream {
         RequestStream {
             endpoint: Endpoint {
                 addresses: NetworkAddressList {
@@ -665,7 +625,7 @@ mod tests {
         held: Vec<Held>,
         locations: Vec<GetKeyServerLocationsRequest>,
         grvs: usize,
-        done: BTreeMap<RequestId, Result<Reply, ClientError>>,
+        done: BTreeMap<RequestId, Completion>,
     }
 
     impl Sim {
@@ -708,6 +668,11 @@ mod tests {
             sim
         }
 
+        /// The result of `call`, once it completed.
+        fn take<T: Outcome>(&mut self, call: Call<T>) -> Option<Result<T, ClientError>> {
+            self.done.remove(&call.id()).map(|c| call.take(c))
+        }
+
         fn send(&mut self, conn: ConnectionId, token: Uid, body: &[u8]) {
             let mut out = BytesMut::new();
             encode_packet(&mut out, token, body, true);
@@ -726,8 +691,8 @@ mod tests {
                             ConnectPacket::client(ProtocolVersion::V7_3).encode(&mut hello);
                             self.c.handle_input(conn, self.now, &hello);
                         }
-                        Event::Complete { req, result } => {
-                            self.done.insert(req, result);
+                        Event::Complete(c) => {
+                            self.done.insert(c.request(), c);
                         }
                         _ => {}
                     }
@@ -815,24 +780,24 @@ mod tests {
         }
     }
 
-    fn metrics(bytes: i64) -> Vec<u8> {
+    pub(super) fn metrics(bytes: i64) -> Vec<u8> {
         encode_reply(&ErrorOr::Ok(StorageMetrics {
             bytes,
             ..Default::default()
         }))
     }
 
-    fn points(keys: &[&'static [u8]]) -> Vec<u8> {
+    pub(super) fn points(keys: &[&'static [u8]]) -> Vec<u8> {
         encode_reply(&ErrorOr::Ok(SplitRangeReply {
             split_points: keys.iter().map(|k| Bytes::from_static(k)).collect(),
         }))
     }
 
-    fn error<T: crate::serializer::Message>(e: ErrorCode) -> Vec<u8> {
+    pub(super) fn error<T: crate::serializer::Message>(e: ErrorCode) -> Vec<u8> {
         encode_reply::<T>(&ErrorOr::Err(e))
     }
 
-    fn three_shards() -> Vec<(&'static [u8], &'static [u8], Vec<usize>)> {
+    pub(super) fn three_shards() -> Vec<(&'static [u8], &'static [u8], Vec<usize>)> {
         vec![
             (b"", b"b", vec![0]),
             (b"b", b"d", vec![1]),
@@ -840,12 +805,12 @@ mod tests {
         ]
     }
 
-    fn keys(v: &[&'static [u8]]) -> Reply {
-        Reply::Keys(v.iter().map(|k| Bytes::from_static(k)).collect())
+    pub(super) fn keys(v: &[&'static [u8]]) -> Vec<Bytes> {
+        v.iter().map(|k| Bytes::from_static(k)).collect()
     }
 
     #[test]
-    fn estimate_asks_every_shard_and_adds_up() {
+    pub(super) fn estimate_asks_every_shard_and_adds_up() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"e");
@@ -889,18 +854,18 @@ mod tests {
         s.answer(b"a", metrics(100));
         assert!(s.done.is_empty());
         s.answer(b"d", metrics(3));
-        assert_eq!(s.done.remove(&req), Some(Ok(Reply::Size(123))));
+        assert_eq!(s.take(req), Some(Ok(123)));
 
         // The locations are cached now: the next estimate asks no proxy.
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"b", b"c");
         s.pump();
         assert_eq!(s.locations.len(), 1);
         s.answer(b"b", metrics(7));
-        assert_eq!(s.done.remove(&req), Some(Ok(Reply::Size(7))));
+        assert_eq!(s.take(req), Some(Ok(7)));
     }
 
     #[test]
-    fn estimate_relocates_only_the_wrong_shard() {
+    pub(super) fn estimate_relocates_only_the_wrong_shard() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"e");
@@ -940,11 +905,11 @@ mod tests {
         s.answer(b"b", metrics(1));
         s.answer(b"c", metrics(2));
         s.answer(b"d", metrics(3));
-        assert_eq!(s.done.remove(&req), Some(Ok(Reply::Size(106))));
+        assert_eq!(s.take(req), Some(Ok(106)));
     }
 
     #[test]
-    fn estimate_retries_future_version_and_fails_on_other_errors() {
+    pub(super) fn estimate_retries_future_version_and_fails_on_other_errors() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"b");
@@ -954,13 +919,13 @@ mod tests {
         s.advance(knobs::FUTURE_VERSION_RETRY_DELAY);
         assert_eq!(s.locations.len(), 1, "future_version keeps the location");
         s.answer(b"a", metrics(9));
-        assert_eq!(s.done.remove(&req), Some(Ok(Reply::Size(9))));
+        assert_eq!(s.take(req), Some(Ok(9)));
 
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"e");
         s.pump();
         s.answer(b"b", error::<StorageMetrics>(ErrorCode::TENANT_NOT_FOUND));
         assert_eq!(
-            s.done.remove(&req),
+            s.take(req),
             Some(Err(ClientError::Fdb(ErrorCode::TENANT_NOT_FOUND)))
         );
         // Late answers of the failed read change nothing.
@@ -970,7 +935,7 @@ mod tests {
     }
 
     #[test]
-    fn lost_request_goes_to_the_next_replica() {
+    pub(super) fn lost_request_goes_to_the_next_replica() {
         let mut s = Sim::new(vec![(b"", b"\xff\xff", vec![0, 1])]);
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"z");
@@ -983,11 +948,11 @@ mod tests {
         let second = s.server_of(s.held[0].dest, StorageServerInterface::WAIT_METRICS);
         assert_ne!(first, second);
         s.answer(b"a", metrics(5));
-        assert_eq!(s.done.remove(&req), Some(Ok(Reply::Size(5))));
+        assert_eq!(s.take(req), Some(Ok(5)));
     }
 
     #[test]
-    fn split_points_concatenate_shards_with_their_boundaries() {
+    pub(super) fn split_points_concatenate_shards_with_their_boundaries() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_range_split_points(s.now, tx, b"a", b"e", 1000);
@@ -1008,7 +973,7 @@ mod tests {
         s.answer(b"a", points(&[b"a1", b"a2"]));
         s.answer(b"b", points(&[]));
         assert_eq!(
-            s.done.remove(&req),
+            s.take(req),
             Some(Ok(keys(&[b"a", b"a1", b"a2", b"b", b"d", b"e"])))
         );
 
@@ -1016,11 +981,11 @@ mod tests {
         let req = s.c.get_range_split_points(s.now, tx, b"b1", b"c", 1000);
         s.pump();
         s.answer(b"b1", points(&[]));
-        assert_eq!(s.done.remove(&req), Some(Ok(keys(&[b"b1", b"c"]))));
+        assert_eq!(s.take(req), Some(Ok(keys(&[b"b1", b"c"]))));
     }
 
     #[test]
-    fn split_points_start_over_on_wrong_shard_server() {
+    pub(super) fn split_points_start_over_on_wrong_shard_server() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_range_split_points(s.now, tx, b"a", b"e", 10);
@@ -1041,66 +1006,68 @@ mod tests {
         s.answer(b"b", points(&[b"c"]));
         s.answer(b"d", points(&[]));
         assert_eq!(
-            s.done.remove(&req),
+            s.take(req),
             Some(Ok(keys(&[b"a", b"a6", b"b", b"c", b"d", b"e"])))
         );
     }
 
     #[test]
-    fn split_points_fail_on_future_version_and_bad_answers() {
+    pub(super) fn split_points_fail_on_future_version_and_bad_answers() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_range_split_points(s.now, tx, b"a", b"b", 10);
         s.pump();
         s.answer(b"a", error::<SplitRangeReply>(ErrorCode::FUTURE_VERSION));
         assert_eq!(
-            s.done.remove(&req),
+            s.take(req),
             Some(Err(ClientError::Fdb(ErrorCode::FUTURE_VERSION)))
         );
         let req = s.c.get_range_split_points(s.now, tx, b"a", b"b", 10);
         s.pump();
         s.answer(b"a", points(&[b"c"]));
-        assert!(matches!(
-            s.done.remove(&req),
-            Some(Err(ClientError::Decode(_)))
-        ));
+        assert!(matches!(s.take(req), Some(Err(ClientError::Decode(_)))));
     }
 
     #[test]
-    fn refused_before_asking() {
+    pub(super) fn refused_before_asking() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let cases: [(RequestId, ErrorCode); 5] = [
             (
-                s.c.get_estimated_range_size_bytes(s.now, tx, b"b", b"a"),
+                s.c.get_estimated_range_size_bytes(s.now, tx, b"b", b"a")
+                    .id(),
                 ErrorCode::INVERTED_RANGE,
             ),
             (
-                s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"a"),
+                s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"a")
+                    .id(),
                 ErrorCode::INTERNAL_ERROR,
             ),
             (
-                s.c.get_range_split_points(s.now, tx, b"a", b"\xff\x01", 10),
+                s.c.get_range_split_points(s.now, tx, b"a", b"\xff\x01", 10)
+                    .id(),
                 ErrorCode::KEY_OUTSIDE_LEGAL_RANGE,
             ),
             (
-                s.c.get_range_split_points(s.now, TransactionId(99), b"a", b"b", 10),
+                s.c.get_range_split_points(s.now, TransactionId(99), b"a", b"b", 10)
+                    .id(),
                 ErrorCode::TRANSACTION_CANCELLED,
             ),
             (
-                s.c.get_range_split_points(s.now, tx, b"a", b"a", 10),
+                s.c.get_range_split_points(s.now, tx, b"a", b"a", 10).id(),
                 ErrorCode::INTERNAL_ERROR,
             ),
         ];
         s.pump();
         for (req, code) in cases {
-            assert_eq!(s.done.remove(&req), Some(Err(ClientError::Fdb(code))));
+            let done = s.done.remove(&req).expect("refused at once");
+            assert_eq!(done.error(), Some(&ClientError::Fdb(code)));
         }
         // System keys are fine for the estimate, and for split points with the option.
         let req =
             s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"\xff\x01");
         s.pump();
-        assert!(!s.done.contains_key(&req));
+        assert!(!s.done.contains_key(&req.id()));
         s.c.set_option(
             s.now,
             tx,
@@ -1109,20 +1076,20 @@ mod tests {
         .unwrap();
         let req = s.c.get_range_split_points(s.now, tx, b"a", b"\xff\x01", 10);
         s.pump();
-        assert!(!s.done.contains_key(&req));
+        assert!(!s.done.contains_key(&req.id()));
         s.c.set(tx, b"k", b"v").unwrap();
         let _ = s.c.commit(s.now, tx); // waits for a read version the sim never gives
         s.pump();
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"b");
         s.pump();
         assert_eq!(
-            s.done.remove(&req),
+            s.take(req),
             Some(Err(ClientError::Fdb(ErrorCode::USED_DURING_COMMIT)))
         );
     }
 
     #[test]
-    fn a_reset_transaction_cancels_the_read() {
+    pub(super) fn a_reset_transaction_cancels_the_read() {
         let mut s = Sim::new(three_shards());
         let tx = s.c.create_transaction(s.now);
         let req = s.c.get_estimated_range_size_bytes(s.now, tx, b"a", b"e");
@@ -1130,7 +1097,7 @@ mod tests {
         s.c.reset_transaction(s.now, tx);
         s.pump();
         assert_eq!(
-            s.done.remove(&req),
+            s.take(req),
             Some(Err(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED)))
         );
         s.answer(b"a", metrics(1));

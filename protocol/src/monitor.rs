@@ -1,0 +1,510 @@
+//! The cluster monitor: which coordinators to ask, the `ClientDBInfo` long poll, forwards to a
+//! new connection string, and the proxies the client talks to (`fdbclient/MonitorLeader.actor.cpp`).
+//!
+//! It shuffles the coordinators and asks one for `ClientDBInfo` with an
+//! `OpenDatabaseCoordRequest`; once answered it asks again with the info's id, which the
+//! coordinator holds until the proxies change. When a coordinator fails it moves to the next,
+//! pausing [`COORDINATOR_RECONNECTION_DELAY`] after a full round. A coordinator given by
+//! host name is resolved (by the driver) before each request that has no address for it, and
+//! its address is forgotten when a request to it fails on the connection, as libfdb_c's
+//! `tryGetReplyFromHostname` drops its DNS cache entry. A reply with `forward` moves the
+//! monitor to the new connection string; once a coordinator of the new string answers, it asks
+//! the driver to persist it ([`Event::ClusterFileChanged`]), as `monitorProxiesOneGeneration`
+//! does.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::time::Duration;
+
+use crate::cluster_file::{ClusterFile, Coordinator};
+use crate::event::Event;
+use crate::framing::ProtocolVersion;
+use crate::messages::coordination::{
+    ClientDBInfo, ClientVersionRef, CommitProxyInterface, GrvProxyInterface, Hostname,
+    OpenDatabaseCoordRequest,
+};
+use crate::messages::{decode_reply, ErrorOr, IpAddress, NetworkAddress, ReplyPromise};
+use crate::net::Io;
+use crate::route::Route;
+use crate::time::{Instant, Rng};
+use crate::uid::{well_known, Uid};
+
+/// `COORDINATOR_RECONNECTION_DELAY` (`fdbclient/ClientKnobs.cpp`).
+pub const COORDINATOR_RECONNECTION_DELAY: Duration = Duration::from_secs(1);
+/// `MAX_GRV_PROXY_CONNECTIONS`: a client talks to at most this many GRV proxies.
+pub const MAX_GRV_PROXY_CONNECTIONS: usize = 3;
+/// `MAX_COMMIT_PROXY_CONNECTIONS`: a client talks to at most this many commit proxies.
+pub const MAX_COMMIT_PROXY_CONNECTIONS: usize = 5;
+
+/// One coordinator of the connection string.
+#[derive(Clone, Debug)]
+enum CoordinatorSlot {
+    Address(NetworkAddress),
+    /// A host name, and the address it last resolved to (until a request fails on it).
+    Hostname {
+        host: String,
+        port: u16,
+        tls: bool,
+        resolved: Option<NetworkAddress>,
+    },
+}
+
+impl CoordinatorSlot {
+    fn describe(&self) -> String {
+        match self {
+            CoordinatorSlot::Address(a) => alloc::format!("{a}"),
+            CoordinatorSlot::Hostname { host, port, .. } => alloc::format!("{host}:{port}"),
+        }
+    }
+}
+
+fn wire_address(a: &crate::cluster_file::NetworkAddress) -> NetworkAddress {
+    NetworkAddress {
+        ip: IpAddress::from(a.ip),
+        port: a.port,
+        flags: if a.tls { NetworkAddress::FLAG_TLS } else { 0 },
+        from_hostname: false,
+    }
+}
+
+/// What the coordinators are told about the connection string: its IP coordinators and its
+/// host names, in connection-string order (`req.coordinators = cs.coords`,
+/// `req.hostnames = cs.hostnames`).
+fn wire_coordinators(cluster: &ClusterFile) -> (Vec<NetworkAddress>, Vec<Hostname>) {
+    let mut addrs = Vec::new();
+    let mut hosts = Vec::new();
+    for c in &cluster.coordinators {
+        match c {
+            Coordinator::Address(a) => addrs.push(wire_address(a)),
+            Coordinator::Hostname { host, port, tls } => hosts.push(Hostname {
+                host: Bytes::from(host.clone().into_bytes()),
+                service: Bytes::from(alloc::format!("{port}").into_bytes()),
+                is_tls: *tls,
+            }),
+        }
+    }
+    (addrs, hosts)
+}
+
+/// The coordinators in the order `monitorProxiesOneGeneration` tries them: host names, then
+/// addresses, shuffled so clients spread over them.
+fn coordinator_slots(cluster: &ClusterFile, rng: &mut Rng) -> Vec<CoordinatorSlot> {
+    let hosts = cluster.coordinators.iter().filter_map(|c| match c {
+        Coordinator::Hostname { host, port, tls } => Some(CoordinatorSlot::Hostname {
+            host: host.clone(),
+            port: *port,
+            tls: *tls,
+            resolved: None,
+        }),
+        Coordinator::Address(_) => None,
+    });
+    let addrs = cluster.coordinators.iter().filter_map(|c| match c {
+        Coordinator::Address(a) => Some(CoordinatorSlot::Address(wire_address(a))),
+        Coordinator::Hostname { .. } => None,
+    });
+    let mut slots: Vec<CoordinatorSlot> = hosts.chain(addrs).collect();
+    shuffle(rng, &mut slots);
+    slots
+}
+
+fn shuffle<T>(rng: &mut Rng, v: &mut [T]) {
+    for i in (1..v.len()).rev() {
+        let j = rng.below(i + 1);
+        v.swap(i, j);
+    }
+}
+
+/// What a new `ClientDBInfo` changed, for the rest of the client to follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct InfoUpdate {
+    /// The proxies are not those of the previous info: requests to the old ones are stale.
+    pub(crate) proxies_changed: bool,
+}
+
+/// The cluster monitor's state.
+#[derive(Debug)]
+pub(crate) struct ClusterMonitor {
+    cluster: ClusterFile,
+    /// Sent to coordinators for their client statistics.
+    trace_log_group: Bytes,
+    /// The client version announced to the cluster.
+    client_version: Bytes,
+    coordinators: Vec<CoordinatorSlot>,
+    /// What `OpenDatabaseCoordRequest` says about the connection string.
+    wire_coordinators: Vec<NetworkAddress>,
+    wire_hostnames: Vec<Hostname>,
+    coordinator_index: usize,
+    success_index: usize,
+    /// Earliest time to ask a coordinator again (after a full failed round).
+    open_db_at: Option<Instant>,
+    open_db_outstanding: bool,
+    /// The driver is resolving the current coordinator's host name.
+    resolving: bool,
+    /// We follow a forward whose connection string no coordinator confirmed yet.
+    forward_unconfirmed: bool,
+    /// `shrinkProxyList`'s memory: the proxy ids last seen and the subset chosen from them.
+    last_grv_ids: Vec<Uid>,
+    last_grv: Vec<GrvProxyInterface>,
+    last_commit_ids: Vec<Uid>,
+    last_commit: Vec<CommitProxyInterface>,
+    info: Option<ClientDBInfo>,
+}
+
+impl ClusterMonitor {
+    /// Starts monitoring `cluster`: the first coordinator request is due at once.
+    pub(crate) fn new(
+        cluster: ClusterFile,
+        trace_log_group: Bytes,
+        client_version: Bytes,
+        now: Instant,
+        rng: &mut Rng,
+    ) -> ClusterMonitor {
+        let coordinators = coordinator_slots(&cluster, rng);
+        let (wire_coordinators, wire_hostnames) = wire_coordinators(&cluster);
+        ClusterMonitor {
+            cluster,
+            trace_log_group,
+            client_version,
+            coordinators,
+            wire_coordinators,
+            wire_hostnames,
+            coordinator_index: 0,
+            success_index: 0,
+            open_db_at: Some(now),
+            open_db_outstanding: false,
+            resolving: false,
+            forward_unconfirmed: false,
+            last_grv_ids: Vec::new(),
+            last_grv: Vec::new(),
+            last_commit_ids: Vec::new(),
+            last_commit: Vec::new(),
+            info: None,
+        }
+    }
+
+    /// The connection string in use (changes when a coordinator forwards us).
+    pub(crate) fn cluster(&self) -> &ClusterFile {
+        &self.cluster
+    }
+
+    /// The current cluster information, once known.
+    pub(crate) fn info(&self) -> Option<&ClientDBInfo> {
+        self.info.as_ref()
+    }
+
+    /// Every coordinator: how the cluster file names it, and its address if known (a host
+    /// name not resolved yet has none).
+    pub(crate) fn coordinator_targets(&self) -> Vec<(String, Option<NetworkAddress>)> {
+        self.coordinators
+            .iter()
+            .map(|c| match c {
+                CoordinatorSlot::Address(a) => (c.describe(), Some(a.clone())),
+                CoordinatorSlot::Hostname { resolved, .. } => (c.describe(), resolved.clone()),
+            })
+            .collect()
+    }
+
+    /// When the next coordinator request is due (none while one is out or being resolved).
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        if self.open_db_outstanding || self.resolving {
+            None
+        } else {
+            self.open_db_at
+        }
+    }
+
+    /// Sends the coordinator request if it is due.
+    pub(crate) fn poll(&mut self, io: &mut Io<'_>) {
+        if !self.open_db_outstanding
+            && !self.resolving
+            && self.open_db_at.is_some_and(|t| io.now >= t)
+            && !self.coordinators.is_empty()
+        {
+            self.open_db_at = None;
+            self.send_open_database(io);
+        }
+    }
+
+    /// Replaces the coordinator list with these addresses, in this order (the connection
+    /// string itself stays).
+    pub(crate) fn set_coordinators(&mut self, io: &mut Io<'_>, coordinators: Vec<NetworkAddress>) {
+        self.wire_coordinators = coordinators.clone();
+        self.wire_hostnames = Vec::new();
+        self.coordinators = coordinators
+            .into_iter()
+            .map(CoordinatorSlot::Address)
+            .collect();
+        self.restart(io);
+    }
+
+    /// Switches to another connection string: the coordinator request in flight is abandoned
+    /// and the new coordinators are asked at once.
+    pub(crate) fn set_cluster(&mut self, io: &mut Io<'_>, cluster: ClusterFile) {
+        self.forward_unconfirmed = false;
+        self.switch_cluster(io, cluster);
+    }
+
+    fn switch_cluster(&mut self, io: &mut Io<'_>, cluster: ClusterFile) {
+        tracing::info!(connection_string = %cluster, "switching coordinators");
+        self.coordinators = coordinator_slots(&cluster, io.rng);
+        let (addrs, hosts) = wire_coordinators(&cluster);
+        self.wire_coordinators = addrs;
+        self.wire_hostnames = hosts;
+        self.cluster = cluster;
+        self.restart(io);
+    }
+
+    /// Forgets the coordinator request in flight and starts a new round at once.
+    fn restart(&mut self, io: &mut Io<'_>) {
+        io.net.forget_where(|r| *r == Route::OpenDatabase);
+        self.open_db_outstanding = false;
+        self.resolving = false;
+        self.coordinator_index = 0;
+        self.success_index = 0;
+        self.open_db_at = Some(io.now);
+    }
+
+    /// The driver resolved `host:port` (asked by [`Event::Resolve`]); `addrs` is empty if the
+    /// lookup failed. Like `Hostname::resolve`, one of the addresses is picked at random.
+    pub(crate) fn handle_resolved(
+        &mut self,
+        io: &mut Io<'_>,
+        host: &str,
+        port: u16,
+        addrs: &[core::net::IpAddr],
+    ) {
+        if !self.resolving {
+            return;
+        }
+        let pick = if addrs.is_empty() {
+            None
+        } else {
+            Some(addrs[io.rng.below(addrs.len())])
+        };
+        let Some(CoordinatorSlot::Hostname {
+            host: h,
+            port: p,
+            tls,
+            resolved,
+        }) = self.coordinators.get_mut(self.coordinator_index)
+        else {
+            return;
+        };
+        if h != host || *p != port {
+            return;
+        }
+        self.resolving = false;
+        match pick {
+            Some(ip) => {
+                let addr = NetworkAddress {
+                    ip: IpAddress::from(ip),
+                    port,
+                    flags: if *tls { NetworkAddress::FLAG_TLS } else { 0 },
+                    from_hostname: true,
+                };
+                tracing::debug!(host, port, addr = %addr, "coordinator resolved");
+                *resolved = Some(addr);
+                self.open_db_at = Some(io.now);
+            }
+            None => {
+                // `tryGetReplyFromHostname`: `lookup_failed`, the next coordinator.
+                tracing::warn!(host, port, "coordinator host name did not resolve");
+                self.next_coordinator(io);
+            }
+        }
+    }
+
+    /// A coordinator answered; `Some` when it brought new cluster information.
+    pub(crate) fn on_reply(&mut self, io: &mut Io<'_>, message: &Bytes) -> Option<InfoUpdate> {
+        self.open_db_outstanding = false;
+        match decode_reply::<ClientDBInfo>(message) {
+            Ok(ErrorOr::Ok(info)) => self.accept(io, info),
+            Ok(ErrorOr::Err(e)) => {
+                tracing::debug!(error = %e, "coordinator answered with an error");
+                self.next_coordinator(io);
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "undecodable ClientDBInfo");
+                self.next_coordinator(io);
+                None
+            }
+        }
+    }
+
+    /// The coordinator request got no answer: the next coordinator.
+    pub(crate) fn on_lost(&mut self, io: &mut Io<'_>) {
+        self.open_db_outstanding = false;
+        // `tryGetReplyFromHostname` drops the DNS cache entry on a connection failure.
+        if let Some(CoordinatorSlot::Hostname { resolved, .. }) =
+            self.coordinators.get_mut(self.coordinator_index)
+        {
+            *resolved = None;
+        }
+        self.next_coordinator(io);
+    }
+
+    fn accept(&mut self, io: &mut Io<'_>, mut info: ClientDBInfo) -> Option<InfoUpdate> {
+        if let Some(fwd) = info.forward.take() {
+            self.follow_forward(io, fwd);
+            return None;
+        }
+        self.success_index = self.coordinator_index;
+        if self.forward_unconfirmed {
+            // `monitorProxiesOneGeneration`: the first answer from the forwarded coordinators
+            // makes the intermediate connection string the persisted one.
+            self.forward_unconfirmed = false;
+            io.events.push_back(Event::ClusterFileChanged {
+                cluster: self.cluster.clone(),
+            });
+        }
+        self.shrink_proxy_list(io.rng, &mut info);
+        io.events.push_back(Event::ClusterInfo {
+            id: info.id,
+            grv_proxies: info.grv_proxies.len(),
+            commit_proxies: info.commit_proxies.len(),
+        });
+        let proxies_changed = self.info.as_ref().is_some_and(|old| {
+            old.commit_proxies != info.commit_proxies || old.grv_proxies != info.grv_proxies
+        });
+        if self.info.as_ref().map(|i| i.id) != Some(info.id) {
+            tracing::info!(
+                id = %info.id,
+                grv_proxies = info.grv_proxies.len(),
+                commit_proxies = info.commit_proxies.len(),
+                proxies_changed,
+                "cluster info"
+            );
+        }
+        self.info = Some(info);
+        // Long-poll for the next change right away.
+        self.open_db_at = Some(io.now);
+        Some(InfoUpdate { proxies_changed })
+    }
+
+    /// `shrinkProxyList`: with more proxies than the client may talk to, use a random subset,
+    /// and keep using the same subset while the proxies stay the same.
+    fn shrink_proxy_list(&mut self, rng: &mut Rng, info: &mut ClientDBInfo) {
+        if info.commit_proxies.len() > MAX_COMMIT_PROXY_CONNECTIONS {
+            let ids: Vec<Uid> = info
+                .commit_proxies
+                .iter()
+                .map(|p| p.commit.endpoint.token)
+                .collect();
+            if ids != self.last_commit_ids {
+                self.last_commit_ids = ids;
+                let mut chosen = info.commit_proxies.clone();
+                shuffle(rng, &mut chosen);
+                chosen.truncate(MAX_COMMIT_PROXY_CONNECTIONS);
+                self.last_commit = chosen;
+            }
+            info.commit_proxies = self.last_commit.clone();
+        }
+        if info.grv_proxies.len() > MAX_GRV_PROXY_CONNECTIONS {
+            let ids: Vec<Uid> = info
+                .grv_proxies
+                .iter()
+                .map(|p| p.get_consistent_read_version.endpoint.token)
+                .collect();
+            if ids != self.last_grv_ids {
+                self.last_grv_ids = ids;
+                let mut chosen = info.grv_proxies.clone();
+                shuffle(rng, &mut chosen);
+                chosen.truncate(MAX_GRV_PROXY_CONNECTIONS);
+                self.last_grv = chosen;
+            }
+            info.grv_proxies = self.last_grv.clone();
+        }
+    }
+
+    /// A coordinator says the cluster moved: switch to the new connection string and carry
+    /// on bootstrapping there (`MonitorProxiesForwarding`).
+    fn follow_forward(&mut self, io: &mut Io<'_>, fwd: Bytes) {
+        match ClusterFile::parse_bytes(&fwd) {
+            Ok(cluster) if !cluster.coordinators.is_empty() => {
+                tracing::info!(
+                    from = %self.cluster,
+                    to = %cluster,
+                    "coordinators forwarded the client"
+                );
+                io.events.push_back(Event::Forward {
+                    connection_string: fwd,
+                });
+                self.forward_unconfirmed = true;
+                self.switch_cluster(io, cluster);
+            }
+            _ => {
+                tracing::warn!("coordinator forwarded to an invalid connection string");
+                self.next_coordinator(io);
+            }
+        }
+    }
+
+    fn next_coordinator(&mut self, io: &mut Io<'_>) {
+        if self.coordinators.is_empty() {
+            return;
+        }
+        self.coordinator_index = (self.coordinator_index + 1) % self.coordinators.len();
+        let full_round = self.coordinator_index == self.success_index;
+        tracing::debug!(
+            coordinator = %self.coordinators[self.coordinator_index].describe(),
+            full_round,
+            "trying the next coordinator"
+        );
+        self.open_db_at = Some(if full_round {
+            io.now + COORDINATOR_RECONNECTION_DELAY
+        } else {
+            io.now
+        });
+        if full_round {
+            io.events.push_back(Event::CoordinatorsUnreachable);
+        }
+    }
+
+    fn send_open_database(&mut self, io: &mut Io<'_>) {
+        let addr = match &self.coordinators[self.coordinator_index] {
+            CoordinatorSlot::Address(a) => a.clone(),
+            CoordinatorSlot::Hostname {
+                resolved: Some(a), ..
+            } => a.clone(),
+            CoordinatorSlot::Hostname { host, port, .. } => {
+                // `Hostname::resolve` happens outside the core.
+                self.resolving = true;
+                io.events.push_back(Event::Resolve {
+                    host: host.clone(),
+                    port: *port,
+                });
+                return;
+            }
+        };
+        let token = io.token();
+        let req = OpenDatabaseCoordRequest {
+            issues: Vec::new(),
+            supported_versions: alloc::vec![ClientVersionRef {
+                client_version: self.client_version.clone(),
+                source_version: Bytes::new(),
+                // FDB prints it with `%llx`: no leading zero.
+                protocol_version: Bytes::from(alloc::format!(
+                    "{:x}",
+                    ProtocolVersion::V7_3.version()
+                )),
+            }],
+            trace_log_group: self.trace_log_group.clone(),
+            known_client_info_id: self.info.as_ref().map(|i| i.id).unwrap_or_default(),
+            cluster_key: Bytes::from(self.cluster.cluster_key()),
+            coordinators: self.wire_coordinators.clone(),
+            reply: ReplyPromise { token },
+            hostnames: self.wire_hostnames.clone(),
+            internal: false,
+        };
+        self.open_db_outstanding = true;
+        io.send(
+            &addr,
+            well_known::CLIENT_LEADER_REG_OPEN_DATABASE,
+            &req,
+            token,
+            Route::OpenDatabase,
+        );
+    }
+}

@@ -1,0 +1,452 @@
+//! The network: one connection per address, FlowTransport's reconnection backoff, the failure
+//! monitor, and reply routing. Parts of the core send requests through [`Network::send`] with
+//! the [`Route`] their reply should take; what comes back — a reply or the news that none will
+//! come — is a [`Delivery`] for the client to hand to that part. The network knows nothing of
+//! what the requests mean.
+//!
+//! As FlowTransport's `Peer` does (`fdbrpc/FlowTransport.actor.cpp`): an address whose
+//! connection failed is not connected to again before `last connect + delay` (jittered); the
+//! delay starts at [`INITIAL_RECONNECTION_TIME`] and grows ×[`RECONNECTION_TIME_GROWTH_RATE`]
+//! per failure up to [`MAX_RECONNECTION_TIME`], and starts over when a connection lived longer
+//! than [`RECONNECTION_RESET_TIME`]. Requests for such an address wait in its queue. A process
+//! that answers with FDB's endpoint-not-found notice (the well-known token 0, carrying the token
+//! it does not know), or with `broken_promise` (the role behind the endpoint ended), marks the
+//! endpoint failed for good, and the requests waiting on it are lost.
+
+mod failure;
+mod peer;
+
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::time::Duration;
+
+pub(crate) use failure::FailureMonitor;
+use peer::{AddrKey, Backoff, Peer, PeerState};
+
+use crate::connection::{Connection, ConnectionError, CONNECTION_MONITOR_TIMEOUT};
+use crate::error::ErrorCode;
+use crate::event::{Event, Transmit};
+use crate::framing::ProtocolVersion;
+use crate::ids::ConnectionId;
+use crate::messages::{reply_error, EnsureTable, NetworkAddress};
+use crate::route::{Loss, Route};
+use crate::serializer::{decode_root, encode, Message};
+use crate::time::{Instant, Rng};
+use crate::uid::{well_known, Uid};
+
+/// `INITIAL_RECONNECTION_TIME` (`flow/Knobs.cpp`): the first pause before reconnecting to an
+/// address whose connection failed.
+pub const INITIAL_RECONNECTION_TIME: Duration = Duration::from_millis(50);
+/// `MAX_RECONNECTION_TIME`: the longest pause between connection attempts to one address.
+pub const MAX_RECONNECTION_TIME: Duration = Duration::from_millis(500);
+/// `RECONNECTION_TIME_GROWTH_RATE`: the pause grows by this factor with each failure.
+pub const RECONNECTION_TIME_GROWTH_RATE: f64 = 1.2;
+/// `RECONNECTION_RESET_TIME`: a connection that lived longer than this resets the pause.
+pub const RECONNECTION_RESET_TIME: Duration = Duration::from_secs(5);
+/// How long a TCP connect may take (`connectionKeeper` gives `connect()` and the TLS
+/// handshake `CONNECTION_MONITOR_TIMEOUT`, then fails with `connection_failed`).
+pub const CONNECT_TIMEOUT: Duration = CONNECTION_MONITOR_TIMEOUT;
+
+/// What a part of the core needs to act: the time, the client's randomness, the network to
+/// send on and the event queue to tell the driver.
+pub(crate) struct Io<'a> {
+    pub(crate) now: Instant,
+    pub(crate) rng: &'a mut Rng,
+    pub(crate) net: &'a mut Network,
+    pub(crate) events: &'a mut VecDeque<Event>,
+}
+
+impl Io<'_> {
+    /// Sends `msg` to endpoint `dest` at `addr`; its reply (on token `reply`) takes `route`.
+    pub(crate) fn send<M: Message>(
+        &mut self,
+        addr: &NetworkAddress,
+        dest: Uid,
+        msg: &M,
+        reply: Uid,
+        route: Route,
+    ) {
+        self.net.send(
+            self.now,
+            self.rng,
+            self.events,
+            addr,
+            dest,
+            msg,
+            reply,
+            route,
+        );
+    }
+
+    /// Picks one of `endpoints` (see [`FailureMonitor::pick`]).
+    pub(crate) fn pick(&mut self, endpoints: &[(NetworkAddress, Uid)]) -> Option<usize> {
+        self.net.failures.pick(endpoints, self.rng)
+    }
+
+    /// A new random reply token.
+    pub(crate) fn token(&mut self) -> Uid {
+        self.rng.uid()
+    }
+}
+
+/// What the network hands back for a request.
+#[derive(Debug)]
+pub(crate) enum Delivery {
+    /// The reply arrived.
+    Reply(Route, Bytes),
+    /// No reply will come.
+    Lost(Route, Loss),
+}
+
+/// Connections, their backoff and failures, and the routes of replies still expected.
+#[derive(Debug, Default)]
+pub(crate) struct Network {
+    next_conn: u64,
+    peers: BTreeMap<ConnectionId, Peer>,
+    /// Reply token → the connection the request went out on, and where its reply goes.
+    pending: BTreeMap<Uid, (ConnectionId, Route)>,
+    backoff: BTreeMap<AddrKey, Backoff>,
+    failures: FailureMonitor,
+    deliveries: VecDeque<Delivery>,
+}
+
+impl Network {
+    /// What the network knows of failed endpoints and addresses.
+    pub(crate) fn failures(&self) -> &FailureMonitor {
+        &self.failures
+    }
+
+    /// Sends `msg` to endpoint `dest` at `addr`; its reply (on token `reply`) takes `route`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn send<M: Message>(
+        &mut self,
+        now: Instant,
+        rng: &mut Rng,
+        events: &mut VecDeque<Event>,
+        addr: &NetworkAddress,
+        dest: Uid,
+        msg: &M,
+        reply: Uid,
+        route: Route,
+    ) {
+        let conn = self.peer_for(now, rng, events, addr);
+        let bytes = encode(msg);
+        let p = self
+            .peers
+            .get_mut(&conn)
+            .expect("peer_for returns a live peer");
+        p.conn.send(now, dest, &bytes);
+        p.pending.push((reply, dest));
+        self.pending.insert(reply, (conn, route));
+    }
+
+    /// Forgets the request waiting on reply token `t`, returning its route.
+    pub(crate) fn forget(&mut self, t: Uid) -> Option<Route> {
+        let (conn, route) = self.pending.remove(&t)?;
+        if let Some(peer) = self.peers.get_mut(&conn) {
+            peer.pending.retain(|(r, _)| *r != t);
+        }
+        Some(route)
+    }
+
+    /// Forgets every request whose route matches, returning their routes (in token order).
+    pub(crate) fn forget_where(&mut self, matches: impl Fn(&Route) -> bool) -> Vec<Route> {
+        let tokens: Vec<Uid> = self
+            .pending
+            .iter()
+            .filter(|(_, (_, r))| matches(r))
+            .map(|(t, _)| *t)
+            .collect();
+        tokens.into_iter().filter_map(|t| self.forget(t)).collect()
+    }
+
+    /// The next reply or loss for the client to route.
+    pub(crate) fn poll_delivery(&mut self) -> Option<Delivery> {
+        self.deliveries.pop_front()
+    }
+
+    /// Bytes to write, for connections the driver has reported connected.
+    pub(crate) fn poll_transmit(&mut self) -> Option<Transmit> {
+        for (id, p) in self.peers.iter_mut() {
+            if p.state != PeerState::Connected {
+                continue;
+            }
+            if let Some(data) = p.conn.poll_transmit() {
+                return Some(Transmit { conn: *id, data });
+            }
+        }
+        None
+    }
+
+    /// The earliest time at which [`Network::handle_timeout`] must run.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.peers
+            .values()
+            .filter_map(|p| match p.state {
+                PeerState::Connected => p.conn.poll_timeout(),
+                PeerState::Waiting(t) | PeerState::Connecting(t) => Some(t),
+            })
+            .min()
+    }
+
+    /// Lets time pass: reconnections due, connects that took too long, connection monitors.
+    pub(crate) fn handle_timeout(
+        &mut self,
+        now: Instant,
+        rng: &mut Rng,
+        events: &mut VecDeque<Event>,
+    ) {
+        let ids: Vec<ConnectionId> = self.peers.keys().copied().collect();
+        for id in ids {
+            let Some(p) = self.peers.get_mut(&id) else {
+                continue;
+            };
+            match p.state {
+                PeerState::Waiting(t) if now >= t => self.start_connect(now, events, id),
+                PeerState::Waiting(_) => {}
+                PeerState::Connecting(deadline) if now >= deadline => {
+                    // `connectionKeeper`: connect() did not finish in time.
+                    self.drop_peer(now, events, id, ConnectionError::Timeout);
+                }
+                PeerState::Connecting(_) => {}
+                PeerState::Connected => {
+                    p.conn.set_outstanding(p.pending.len());
+                    if let Err(e) = p.conn.handle_timeout(now, rng) {
+                        self.drop_peer(now, events, id, e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The driver connected `conn`.
+    pub(crate) fn handle_connected(&mut self, conn: ConnectionId) {
+        let Some(p) = self.peers.get_mut(&conn) else {
+            return;
+        };
+        if !matches!(p.state, PeerState::Connecting(_)) {
+            return;
+        }
+        p.state = PeerState::Connected;
+        tracing::debug!(conn = conn.0, addr = %p.addr, "connected");
+        self.failures.set_address_failed(&p.addr, false);
+    }
+
+    /// The driver could not connect `conn`, or saw it close.
+    pub(crate) fn handle_closed(
+        &mut self,
+        now: Instant,
+        events: &mut VecDeque<Event>,
+        conn: ConnectionId,
+    ) {
+        self.drop_peer(now, events, conn, ConnectionError::Closed);
+    }
+
+    /// Bytes read from `conn`: its replies (and losses) become deliveries.
+    pub(crate) fn handle_input(
+        &mut self,
+        now: Instant,
+        events: &mut VecDeque<Event>,
+        conn: ConnectionId,
+        data: &[u8],
+    ) {
+        let Some(p) = self.peers.get_mut(&conn) else {
+            return;
+        };
+        if p.state != PeerState::Connected {
+            return;
+        }
+        if let Err(e) = p.conn.handle_input(now, data) {
+            self.drop_peer(now, events, conn, e);
+            return;
+        }
+        while let Some(pkt) = self.peers.get_mut(&conn).and_then(|p| p.conn.poll_packet()) {
+            if pkt.token == well_known::ENDPOINT_NOT_FOUND {
+                self.on_endpoint_not_found(conn, &pkt.message);
+                continue;
+            }
+            let Some((on, route)) = self.pending.remove(&pkt.token) else {
+                // A reply to something we gave up on, or a stray packet: ignore it, as FDB
+                // does for unknown endpoints on the client side.
+                continue;
+            };
+            let mut dest = None;
+            if let Some(p) = self.peers.get_mut(&on) {
+                dest = p.pending.iter().find(|(t, _)| *t == pkt.token).map(|e| e.1);
+                p.pending.retain(|(t, _)| *t != pkt.token);
+            }
+            if reply_error(&pkt.message) == Some(ErrorCode::BROKEN_PROMISE) {
+                // The role behind the endpoint ended (a recovery, an excluded server) and
+                // dropped its promises. `waitValueOrSignal` takes that for the endpoint's
+                // failure: it is marked gone and the request fails over (commits become
+                // `request_maybe_delivered`), as for the endpoint-not-found notice.
+                tracing::info!(token = %pkt.token, "broken promise: the endpoint is gone");
+                if let (Some(dest), Some(p)) = (dest, self.peers.get(&on)) {
+                    self.failures.endpoint_gone(&p.addr, dest);
+                }
+                self.deliveries
+                    .push_back(Delivery::Lost(route, Loss::BrokenPromise));
+                continue;
+            }
+            self.deliveries
+                .push_back(Delivery::Reply(route, pkt.message));
+        }
+    }
+
+    /// The connection to `addr`, opening one if needed (one connection per address, as
+    /// FlowTransport keeps one `Peer` per address). An address that failed recently is
+    /// connected to only after its reconnection delay.
+    fn peer_for(
+        &mut self,
+        now: Instant,
+        rng: &mut Rng,
+        events: &mut VecDeque<Event>,
+        addr: &NetworkAddress,
+    ) -> ConnectionId {
+        let key = AddrKey::of(addr);
+        if let Some((id, _)) = self.peers.iter().find(|(_, p)| AddrKey::of(&p.addr) == key) {
+            return *id;
+        }
+        self.next_conn += 1;
+        let id = ConnectionId(self.next_conn);
+        let conn = Connection::new(now, addr.is_tls(), ProtocolVersion::V7_3);
+        // `delayJittered(max(0, lastConnectTime + reconnectionDelay - now))`.
+        let wait = self.backoff.get(&key).map_or(Duration::ZERO, |b| {
+            (b.last_connect + b.delay).saturating_since(now)
+        });
+        let wait = if wait.is_zero() {
+            wait
+        } else {
+            rng.jittered(wait)
+        };
+        self.peers.insert(
+            id,
+            Peer {
+                addr: addr.clone(),
+                conn,
+                state: PeerState::Waiting(now + wait),
+                pending: Vec::new(),
+            },
+        );
+        if wait.is_zero() {
+            self.start_connect(now, events, id);
+        } else {
+            tracing::debug!(
+                conn = id.0,
+                addr = %addr,
+                delay_ms = wait.as_millis() as u64,
+                "reconnecting after a delay"
+            );
+        }
+        id
+    }
+
+    /// Asks the driver to connect a waiting peer.
+    fn start_connect(&mut self, now: Instant, events: &mut VecDeque<Event>, id: ConnectionId) {
+        let Some(p) = self.peers.get_mut(&id) else {
+            return;
+        };
+        p.state = PeerState::Connecting(now + CONNECT_TIMEOUT);
+        let key = AddrKey::of(&p.addr);
+        let b = self.backoff.entry(key).or_insert(Backoff {
+            last_connect: now,
+            delay: INITIAL_RECONNECTION_TIME,
+        });
+        b.last_connect = now;
+        tracing::debug!(conn = id.0, addr = %p.addr, "connecting");
+        events.push_back(Event::Connect {
+            conn: id,
+            addr: p.addr.clone(),
+        });
+    }
+
+    /// Handles FDB's endpoint-not-found notice: its payload is the token the process does not
+    /// know (a bare `UID` root; also accepted wrapped in a one-member table).
+    fn on_endpoint_not_found(&mut self, conn: ConnectionId, message: &Bytes) {
+        let plain = decode_root::<Uid>(message).ok();
+        let wrapped = decode_root::<EnsureTable<Uid>>(message).ok().map(|t| t.0);
+        let Some(peer) = self.peers.get_mut(&conn) else {
+            return;
+        };
+        let hit = |t: Uid| Some(t) == plain || Some(t) == wrapped;
+        let Some(dest) = peer
+            .pending
+            .iter()
+            .map(|(_, d)| *d)
+            .find(|d| hit(*d))
+            .or(plain)
+        else {
+            return;
+        };
+        tracing::info!(addr = %peer.addr, token = %dest, "endpoint not found");
+        let lost: Vec<Uid> = peer
+            .pending
+            .iter()
+            .filter(|(_, d)| *d == dest)
+            .map(|(r, _)| *r)
+            .collect();
+        let addr = peer.addr.clone();
+        self.failures.endpoint_gone(&addr, dest);
+        for r in lost {
+            if let Some(route) = self.forget(r) {
+                self.deliveries
+                    .push_back(Delivery::Lost(route, Loss::EndpointNotFound));
+            }
+        }
+    }
+
+    /// Forgets a connection; what waited on it is lost.
+    fn drop_peer(
+        &mut self,
+        now: Instant,
+        events: &mut VecDeque<Event>,
+        id: ConnectionId,
+        reason: ConnectionError,
+    ) {
+        let Some(peer) = self.peers.remove(&id) else {
+            return;
+        };
+        if matches!(reason, ConnectionError::Idle) {
+            tracing::debug!(conn = id.0, addr = %peer.addr, "idle connection closed");
+        } else {
+            tracing::info!(conn = id.0, addr = %peer.addr, %reason, "connection failed");
+        }
+        if !matches!(peer.state, PeerState::Waiting(_)) {
+            // `connectionKeeper`'s catch block.
+            let key = AddrKey::of(&peer.addr);
+            if let Some(b) = self.backoff.get_mut(&key) {
+                b.delay = if now.saturating_since(b.last_connect) > RECONNECTION_RESET_TIME {
+                    INITIAL_RECONNECTION_TIME
+                } else {
+                    b.delay
+                        .mul_f64(RECONNECTION_TIME_GROWTH_RATE)
+                        .min(MAX_RECONNECTION_TIME)
+                };
+                self.failures.set_address_failed(&peer.addr, true);
+            }
+            self.prune_backoff(now);
+        }
+        events.push_back(Event::Close { conn: id, reason });
+        for (token, _) in peer.pending {
+            if let Some((_, route)) = self.pending.remove(&token) {
+                self.deliveries
+                    .push_back(Delivery::Lost(route, Loss::Disconnected));
+            }
+        }
+    }
+
+    /// Forgets reconnection state nobody needs any more (a `Peer` without references is
+    /// destroyed in FlowTransport, and a new one starts afresh).
+    fn prune_backoff(&mut self, now: Instant) {
+        if self.backoff.len() < 64 {
+            return;
+        }
+        let live: BTreeSet<AddrKey> = self.peers.values().map(|p| AddrKey::of(&p.addr)).collect();
+        self.backoff.retain(|k, b| {
+            live.contains(k) || now.saturating_since(b.last_connect) <= RECONNECTION_RESET_TIME
+        });
+        let backoff = &self.backoff;
+        self.failures.retain_addresses(|k| backoff.contains_key(k));
+    }
+}

@@ -1,0 +1,372 @@
+//! Commits and the retry rules: the commit request (conflict ranges, mutations in write-map
+//! order, the self-conflicting key), `commit_unknown_result` after a dummy transaction on that
+//! key (`commitDummyTransaction`), and `on_error`'s backoff and reset.
+
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::time::Duration;
+
+use super::op::{Op, OpKind, Timer, Wait};
+use super::state::Tx;
+use super::{fdb, Ctx, Transactions};
+use crate::error::{knobs, ErrorCode, OnErrorAction};
+use crate::event::{ClientError, Reply};
+use crate::ids::{RequestId, TransactionId};
+use crate::messages::commit::{CommitID, CommitTransactionRef, CommitTransactionRequest};
+use crate::messages::coordination::CommitProxyInterface;
+use crate::messages::types::{KeyRange, TenantInfo};
+use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
+use crate::route::Route;
+use crate::ryw::{key_after, RangeSet};
+
+impl Transactions {
+    /// Commits. Finishes with [`Reply::Committed`].
+    pub(crate) fn commit(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) -> RequestId {
+        let req = cx.new_request();
+        match self.txs.get_mut(&tx) {
+            None => {
+                cx.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
+                return req;
+            }
+            Some(t) if t.committing => {
+                cx.finish(req, fdb(ErrorCode::USED_DURING_COMMIT));
+                return req;
+            }
+            Some(t) => t.committing = true,
+        }
+        self.insert_op(cx, req, tx, OpKind::Commit);
+        req
+    }
+
+    // ----- commit -----
+
+    pub(super) fn advance_commit(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
+        let t = &self.txs[&tx];
+        let read_only = t.writes.is_empty() && t.write_conflicts.is_empty();
+        if read_only {
+            // Nothing to send (`Transaction::commit` of a read-only transaction). Its watches
+            // start from its read version.
+            let v = if t.watches.is_empty() {
+                None
+            } else {
+                match self.read_version_for(cx, req, tx, false) {
+                    Some(Ok(v)) => Some(v),
+                    Some(Err(e)) => return self.fail_commit(cx, req, tx, e),
+                    None => return,
+                }
+            };
+            if let Some(t) = self.txs.get_mut(&tx) {
+                t.committed = Some((-1, None));
+            }
+            self.arm_watches(tx, v);
+            return self.succeed_op(
+                cx,
+                req,
+                Reply::Committed {
+                    version: -1,
+                    versionstamp: None,
+                },
+            );
+        }
+        let size = Self::commit_size(t);
+        if size > t.options.size_limit {
+            return self.fail_commit(
+                cx,
+                req,
+                tx,
+                ClientError::Fdb(ErrorCode::TRANSACTION_TOO_LARGE),
+            );
+        }
+        let version = match self.read_version_for(cx, req, tx, true) {
+            Some(Ok(v)) => v,
+            Some(Err(e)) => return self.fail_commit(cx, req, tx, e),
+            None => return,
+        };
+        let Some(proxy) = cx.pick_commit_proxy(CommitProxyInterface::COMMIT) else {
+            return self.set_wait(req, Wait::Cluster);
+        };
+        let t = &self.txs[&tx];
+        let mut read_conflicts: Vec<KeyRange> = t.read_conflicts.ranges().collect();
+        let mut write_conflicts: Vec<KeyRange> = t.write_conflicts.ranges().collect();
+        let mutations = t.writes.mutations();
+        let report = t.options.report_conflicting_keys;
+        let lock_aware = t.options.lock_aware;
+        let causal_write_risky = t.options.causal_write_risky;
+        let intersects = write_conflicts
+            .iter()
+            .any(|w| t.read_conflicts.intersects(&w.begin, &w.end));
+        let mut self_conflict = None;
+        if !causal_write_risky && !intersects {
+            // `makeSelfConflicting`: a random key in both lists lets a retry after
+            // `commit_unknown_result` conflict with this attempt if it did commit.
+            let mut k = b"\xff/SC/".to_vec();
+            k.extend_from_slice(&cx.rng.uid().to_bytes());
+            let r = KeyRange::new(k.clone(), key_after(&k));
+            read_conflicts.push(r.clone());
+            write_conflicts.push(r);
+            self_conflict = Some(Bytes::from(k));
+        } else if !causal_write_risky {
+            // The first key both read and written serves the same purpose.
+            self_conflict = write_conflicts.iter().find_map(|w| {
+                read_conflicts
+                    .iter()
+                    .find(|r| r.begin < w.end && w.begin < r.end)
+                    .map(|r| core::cmp::max(&r.begin, &w.begin).clone())
+            });
+        }
+        if report {
+            if let Some(t) = self.txs.get_mut(&tx) {
+                t.sent_read_conflicts = read_conflicts.clone();
+            }
+        }
+        let token = cx.rng.uid();
+        let span = self.span(cx, tx);
+        let msg = CommitTransactionRequest {
+            transaction: CommitTransactionRef {
+                read_conflict_ranges: read_conflicts,
+                write_conflict_ranges: write_conflicts,
+                mutations,
+                read_snapshot: version,
+                report_conflicting_keys: report,
+                lock_aware,
+                span_context: None,
+                tenant_ids: None,
+            },
+            reply: ReplyPromise { token },
+            flags: if lock_aware {
+                CommitTransactionRequest::FLAG_IS_LOCK_AWARE
+            } else {
+                0
+            },
+            debug_id: None,
+            commit_cost_estimation: None,
+            tag_set: None,
+            span_context: span,
+            tenant_info: TenantInfo::none(),
+            idempotency_id: Bytes::new(),
+        };
+        if let Some(t) = self.txs.get_mut(&tx) {
+            t.self_conflict = self_conflict;
+        }
+        let ep = proxy.commit.endpoint;
+        self.set_wait(req, Wait::Reply);
+        cx.send(
+            &ep.addresses.address,
+            ep.token,
+            &msg,
+            token,
+            Route::Commit(req),
+        );
+    }
+
+    pub(super) fn fail_commit(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        e: ClientError,
+    ) {
+        if let Some(t) = self.txs.get_mut(&tx) {
+            let watches = core::mem::take(&mut t.watches);
+            for w in watches {
+                self.fail_op(cx, w, e.clone());
+            }
+        }
+        self.fail_op(cx, req, e);
+    }
+
+    pub(crate) fn on_commit_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
+        let Some((tx, dummy_for)) = self.ops.get(&req).map(|o| (o.tx, o.dummy_for)) else {
+            return;
+        };
+        if let Some(parent) = dummy_for {
+            let ok = matches!(
+                decode_reply::<CommitID>(message),
+                Ok(ErrorOr::Ok(ref id)) if id.version != crate::messages::types::INVALID_VERSION
+            );
+            return self.on_dummy_done(cx, req, tx, parent, ok);
+        }
+        match decode_reply::<CommitID>(message) {
+            Ok(ErrorOr::Err(e))
+                if e == ErrorCode::COMMIT_UNKNOWN_RESULT
+                    || e == ErrorCode::REQUEST_MAYBE_DELIVERED =>
+            {
+                self.outcome_unknown(cx, req, tx)
+            }
+            Ok(ErrorOr::Ok(id)) if id.version == crate::messages::types::INVALID_VERSION => {
+                // With `report_conflicting_keys` a conflict comes back as a `CommitID` without
+                // a version, naming the read conflict ranges that conflicted (`tryCommit`).
+                if let Some(t) = self.txs.get_mut(&tx) {
+                    let mut set = RangeSet::new();
+                    for i in id.conflicting_kr_indices.iter().flatten() {
+                        if let Some(r) = usize::try_from(*i)
+                            .ok()
+                            .and_then(|i| t.sent_read_conflicts.get(i))
+                        {
+                            set.insert(&r.begin, &r.end);
+                        }
+                    }
+                    t.conflicting = Some(set);
+                }
+                self.fail_commit(cx, req, tx, ClientError::Fdb(ErrorCode::NOT_COMMITTED))
+            }
+            Ok(ErrorOr::Ok(id)) => {
+                let stamp = id.versionstamp();
+                if let Some(t) = self.txs.get_mut(&tx) {
+                    t.committed = Some((id.version, Some(stamp)));
+                }
+                self.arm_watches(tx, Some(id.version));
+                self.succeed_op(
+                    cx,
+                    req,
+                    Reply::Committed {
+                        version: id.version,
+                        versionstamp: Some(stamp),
+                    },
+                );
+            }
+            Ok(ErrorOr::Err(e)) => self.fail_commit(cx, req, tx, ClientError::Fdb(e)),
+            Err(e) => self.fail_commit(cx, req, tx, ClientError::Decode(e)),
+        }
+    }
+
+    pub(crate) fn on_commit_lost(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
+        // The request may or may not have reached the proxy.
+        let Some((tx, dummy_for)) = self.ops.get(&req).map(|o| (o.tx, o.dummy_for)) else {
+            return;
+        };
+        match dummy_for {
+            Some(parent) => self.on_dummy_done(cx, req, tx, parent, false),
+            None => self.outcome_unknown(cx, req, tx),
+        }
+    }
+
+    /// The commit may have happened and may even still be in flight. Like `tryCommit`, first
+    /// commit a dummy transaction that reads and writes the commit's self-conflicting key: once
+    /// it commits, the original can no longer commit later. Then report
+    /// `commit_unknown_result`.
+    pub(super) fn outcome_unknown(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
+        let key = self.txs.get(&tx).and_then(|t| t.self_conflict.clone());
+        let Some(key) = key else {
+            return self.fail_commit(
+                cx,
+                req,
+                tx,
+                ClientError::Fdb(ErrorCode::COMMIT_UNKNOWN_RESULT),
+            );
+        };
+        self.set_wait(req, Wait::Dummy);
+        self.start_dummy(cx, req, key);
+    }
+
+    pub(super) fn start_dummy(&mut self, cx: &mut Ctx<'_>, parent: RequestId, key: Bytes) {
+        let dummy = self.create_transaction(cx);
+        if let Some(t) = self.txs.get_mut(&dummy) {
+            t.options.access_system_keys = true;
+            t.options.causal_write_risky = true;
+            let end = key_after(&key);
+            t.read_conflicts.insert(&key, &end);
+            t.write_conflicts.insert(&key, &end);
+            t.committing = true;
+        }
+        let req = cx.new_request();
+        self.insert_op(cx, req, dummy, OpKind::Commit);
+        if let Some(op) = self.ops.get_mut(&req) {
+            op.dummy_for = Some(parent);
+            op.detached = true;
+        }
+    }
+
+    pub(super) fn on_dummy_done(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        dummy: TransactionId,
+        parent: RequestId,
+        ok: bool,
+    ) {
+        let key = self
+            .txs
+            .get(&dummy)
+            .and_then(|t| t.read_conflicts.ranges().next().map(|r| r.begin));
+        self.ops.remove(&req);
+        self.txs.remove(&dummy);
+        let Some(parent_tx) = self.ops.get(&parent).map(|o| o.tx) else {
+            return; // the user gave up on the commit
+        };
+        match (ok, key) {
+            (false, Some(key)) => {
+                // Try again until it commits, as `commitDummyTransaction` loops on `onError`.
+                let at = cx.now + knobs::DEFAULT_BACKOFF;
+                self.add_timer(at, Timer::Dummy(parent));
+                if let Some(t) = self.txs.get_mut(&parent_tx) {
+                    t.self_conflict = Some(key);
+                }
+            }
+            _ => self.fail_commit(
+                cx,
+                parent,
+                parent_tx,
+                ClientError::Fdb(ErrorCode::COMMIT_UNKNOWN_RESULT),
+            ),
+        }
+    }
+
+    /// `fdb_transaction_on_error`: finishes with [`Reply::Retry`] after the backoff (the
+    /// transaction is then reset and can run again), or with the error if it must not retry.
+    pub(crate) fn on_error(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        code: ErrorCode,
+    ) -> RequestId {
+        let req = cx.new_request();
+        let Some(t) = self.txs.get_mut(&tx) else {
+            cx.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
+            return req;
+        };
+        let action = code.on_error_action();
+        let retry_ok = t.options.retry_limit.is_none_or(|n| t.retries < n);
+        let delay = match action {
+            OnErrorAction::FailWithClientInvalidOperation => {
+                cx.finish(req, fdb(ErrorCode::CLIENT_INVALID_OPERATION));
+                return req;
+            }
+            OnErrorAction::Fatal => {
+                cx.finish(req, fdb(code));
+                return req;
+            }
+            _ if !retry_ok || t.timed_out => {
+                cx.finish(req, fdb(code));
+                return req;
+            }
+            OnErrorAction::RetryImmediately => Duration::ZERO,
+            OnErrorAction::RetryAfterFutureVersionDelay => {
+                knobs::FUTURE_VERSION_RETRY_DELAY.min(t.options.max_retry_delay)
+            }
+            OnErrorAction::RetryWithBackoff => {
+                let d = t.backoff.mul_f64(cx.rng.random01());
+                t.backoff = code.next_backoff(t.backoff, t.options.max_retry_delay);
+                d
+            }
+        };
+        t.retries += 1;
+        // Reset cx.now, keeping options, backoff, retry count and the timeout clock.
+        let keep_opts = t.options.clone();
+        let (backoff, retries, created, timed_out) = (t.backoff, t.retries, t.created, t.timed_out);
+        self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
+        let trace = cx.rng.uid();
+        if let Some(t) = self.txs.get_mut(&tx) {
+            *t = Tx::new(trace, created);
+            t.options = keep_opts;
+            t.options.next_write_no_conflict = false;
+            t.backoff = backoff;
+            t.retries = retries;
+            t.timed_out = timed_out;
+        }
+        self.ops
+            .insert(req, Op::new(tx, OpKind::Backoff, Wait::Timer, 0, true));
+        self.add_timer(cx.now + delay, Timer::Op(req));
+        req
+    }
+}

@@ -1,0 +1,253 @@
+//! Transactions: reads at a read version, buffered writes, conflict ranges, commit, the
+//! `on_error` retry rules and watches (`fdbclient/NativeAPI.actor.cpp`,
+//! `ReadYourWrites.actor.cpp`).
+//!
+//! [`Transactions`] owns every transaction's state and the operations in flight; the client
+//! hands it a [`Ctx`] (time, randomness, the network, the read-version batcher, the cluster's
+//! proxies) whenever it acts. Each asynchronous call is an operation that finishes with one
+//! [`Event::Complete`](crate::Event::Complete); writes are synchronous. The concerns live apart:
+//! options, per-transaction state and writes, the operation lifecycle, routing and replica
+//! choice, point reads, ranges and selectors, commits, watches, metrics and special keys.
+//!
+//! What goes on the wire follows libfdb_c 7.3: each transaction has a random span trace id
+//! carried by its location, storage and commit requests; reads locate the shard through a
+//! commit proxy (cached), then ask one of the shard's storage servers; a commit carries the read
+//! conflict ranges, the write conflict ranges and the mutations in read-your-writes order, plus
+//! a random `\xff/SC/` key when nothing read could conflict with what it writes.
+
+mod commit;
+mod metrics;
+mod op;
+mod options;
+mod range;
+mod read;
+mod replicas;
+mod routing;
+mod scan;
+mod shards;
+mod special;
+mod state;
+mod watch;
+
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use crate::error::ErrorCode;
+use crate::event::{ClientError, Completion, Event, Reply};
+use crate::grv::GrvBatcher;
+use crate::location::LocationBackoff;
+use crate::location::LocationCache;
+use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface};
+use crate::messages::{ErrorOr, NetworkAddress};
+use crate::net::{Io, Network};
+use crate::route::Route;
+use crate::serializer::Message;
+use crate::time::{Instant, Rng};
+use crate::uid::Uid;
+use op::{Op, Timer};
+use replicas::ServerStats;
+use state::Tx;
+
+pub(crate) use crate::ids::{RequestId, TransactionId};
+pub use options::{ConflictRangeType, TransactionOption};
+pub use scan::{RangeCursor, RangeOptions, StreamingMode, REPLY_BYTE_LIMIT};
+pub use special::CONFLICTING_KEYS_PREFIX;
+pub use watch::MAX_OUTSTANDING_WATCHES;
+
+/// What the transactions act with: the time, the client's randomness, the network, the event
+/// queue, the read-version batcher, the cluster's proxies and the request counter.
+pub(crate) struct Ctx<'a> {
+    pub(crate) now: Instant,
+    pub(crate) rng: &'a mut Rng,
+    pub(crate) net: &'a mut Network,
+    pub(crate) events: &'a mut VecDeque<Event>,
+    pub(crate) grv: &'a mut GrvBatcher,
+    pub(crate) info: Option<&'a ClientDBInfo>,
+    pub(crate) next_req: &'a mut u64,
+}
+
+impl Ctx<'_> {
+    /// Sends `msg` to endpoint `dest` at `addr`; its reply (on token `reply`) takes `route`.
+    pub(crate) fn send<M: Message>(
+        &mut self,
+        addr: &NetworkAddress,
+        dest: Uid,
+        msg: &M,
+        reply: Uid,
+        route: Route,
+    ) {
+        self.net.send(
+            self.now,
+            self.rng,
+            self.events,
+            addr,
+            dest,
+            msg,
+            reply,
+            route,
+        );
+    }
+
+    /// Finishes application request `req`.
+    pub(crate) fn finish(&mut self, req: RequestId, result: Result<Reply, ClientError>) {
+        self.events
+            .push_back(Event::Complete(Completion::new(req, result)));
+    }
+
+    /// A new request id (for operations the core starts itself, like dummy commits).
+    pub(crate) fn new_request(&mut self) -> RequestId {
+        let id = RequestId(*self.next_req);
+        *self.next_req += 1;
+        id
+    }
+
+    /// A commit proxy to send stream `stream` to (see `CommitProxyInterface`), skipping
+    /// proxies whose endpoint is gone; `None` while there is none (wait for the cluster).
+    pub(crate) fn pick_commit_proxy(&mut self, stream: u32) -> Option<CommitProxyInterface> {
+        let proxies = &self.info?.commit_proxies;
+        let endpoints: Vec<(NetworkAddress, Uid)> = proxies
+            .iter()
+            .map(|p| {
+                (
+                    p.commit.endpoint.addresses.address.clone(),
+                    p.stream(stream),
+                )
+            })
+            .collect();
+        let i = self.net.failures().pick(&endpoints, self.rng)?;
+        Some(proxies[i].clone())
+    }
+
+    /// A GRV proxy's read-version endpoint (see [`crate::grv::grv_endpoint`]).
+    pub(crate) fn grv_endpoint(&mut self) -> Option<(NetworkAddress, Uid)> {
+        let info = self.info?;
+        let mut io = Io {
+            now: self.now,
+            rng: self.rng,
+            net: self.net,
+            events: self.events,
+        };
+        crate::grv::grv_endpoint(&mut io, info)
+    }
+}
+
+/// `KEY_SIZE_LIMIT`.
+pub const KEY_SIZE_LIMIT: usize = 10_000;
+/// `SYSTEM_KEY_SIZE_LIMIT`: keys in `\xff` may be longer.
+pub const SYSTEM_KEY_SIZE_LIMIT: usize = 30_000;
+/// `VALUE_SIZE_LIMIT`.
+pub const VALUE_SIZE_LIMIT: usize = 100_000;
+/// `TRANSACTION_SIZE_LIMIT`: the default `size_limit`.
+pub const TRANSACTION_SIZE_LIMIT: usize = 10_000_000;
+
+/// Every transaction of a client and what they share: their operations, timers, the location
+/// cache and what is known of storage servers.
+#[derive(Debug, Default)]
+pub(crate) struct Transactions {
+    locations: LocationCache,
+    /// Location lookups in flight: `(key, reverse)`.
+    locating: BTreeSet<(Bytes, bool)>,
+    /// The database-wide pause of location lookups while commit proxies are overloaded.
+    location_backoff: LocationBackoff,
+    next_tx: u64,
+    txs: BTreeMap<TransactionId, Tx>,
+    ops: BTreeMap<RequestId, Op>,
+    timers: BTreeMap<(Instant, u64), Timer>,
+    timer_seq: u64,
+    watches: usize,
+    servers: BTreeMap<Uid, ServerStats>,
+    /// Operations that became runnable since the last round (may repeat; may have moved on).
+    ready: Vec<RequestId>,
+    /// The round `run_ready_ops` is running, kept for its allocation.
+    scratch: Vec<RequestId>,
+    /// Options every new transaction starts with.
+    defaults: Vec<TransactionOption>,
+}
+
+impl Transactions {
+    /// Whether `tx` is a live transaction.
+    pub(crate) fn exists(&self, tx: TransactionId) -> bool {
+        self.txs.contains_key(&tx)
+    }
+
+    pub(crate) fn next_timer(&self) -> Option<Instant> {
+        self.timers.keys().next().map(|(t, _)| *t)
+    }
+
+    fn add_timer(&mut self, at: Instant, t: Timer) {
+        self.timer_seq += 1;
+        self.timers.insert((at, self.timer_seq), t);
+    }
+}
+
+fn fdb<T>(e: ErrorCode) -> Result<T, ClientError> {
+    Err(ClientError::Fdb(e))
+}
+
+fn storage_error<T>(
+    r: Result<ErrorOr<T>, crate::serializer::DecodeError>,
+) -> Result<T, ClientError> {
+    match r {
+        Ok(ErrorOr::Ok(v)) => Ok(v),
+        Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
+        Err(e) => Err(ClientError::Decode(e)),
+    }
+}
+
+impl Transactions {
+    // ----- transactions -----
+
+    /// Starts a transaction.
+    pub(crate) fn create_transaction(&mut self, cx: &mut Ctx<'_>) -> TransactionId {
+        self.next_tx += 1;
+        let id = TransactionId(self.next_tx);
+        let trace = cx.rng.uid();
+        self.txs.insert(id, Tx::new(trace, cx.now));
+        self.apply_defaults(id);
+        id
+    }
+
+    /// A transaction the application created at `created` (earlier than now): a driver that
+    /// hands the core its transactions lazily keeps the `timeout` option counting from the
+    /// application's call, as libfdb_c does.
+    pub(crate) fn create_transaction_at(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        created: Instant,
+    ) -> TransactionId {
+        let id = self.create_transaction(cx);
+        let mut deadline = None;
+        if let Some(t) = self.txs.get_mut(&id) {
+            t.created = created.min(cx.now);
+            // A default timeout counts from the application's call too.
+            if let Some(d) = t.options.timeout {
+                if t.created + d <= cx.now {
+                    t.timed_out = true;
+                } else {
+                    deadline = Some(t.created + d);
+                }
+            }
+        }
+        if let Some(at) = deadline {
+            self.add_timer(at, Timer::Deadline(id));
+        }
+        id
+    }
+
+    /// Ends a transaction; its unfinished requests fail with `transaction_cancelled`.
+    pub(crate) fn destroy_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
+        self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
+        self.txs.remove(&tx);
+    }
+
+    /// Returns a transaction to its initial state, options included.
+    pub(crate) fn reset_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
+        self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
+        let trace = cx.rng.uid();
+        if let Some(t) = self.txs.get_mut(&tx) {
+            *t = Tx::new(trace, cx.now);
+        }
+        self.apply_defaults(tx);
+    }
+}

@@ -1,0 +1,345 @@
+//! The lifecycle of an operation: created ready, run, parked on what it waits for (a read
+//! version, a location, a reply, a timer), woken, finished with exactly one completion. Runnable
+//! operations sit in an ordered ready set, so a round runs only those, in request order.
+
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use super::scan::{KeyResolve, RangeOptions, Scan};
+use super::{Ctx, Transactions};
+use crate::error::ErrorCode;
+use crate::event::{ClientError, Reply};
+use crate::ids::{RequestId, TransactionId};
+use crate::messages::types::{KeySelector, Version};
+use crate::time::Instant;
+use crate::uid::Uid;
+
+// Ops live in a map and are few at a time; boxing the range state would only add a hop.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(super) enum OpKind {
+    ReadVersion,
+    Get {
+        key: Bytes,
+        snapshot: bool,
+    },
+    GetKey {
+        snapshot: bool,
+        resolve: KeyResolve,
+    },
+    Range {
+        snapshot: bool,
+        begin: KeySelector,
+        end: KeySelector,
+        /// Resolved begin/end keys once known.
+        begin_key: Option<Bytes>,
+        end_key: Option<Bytes>,
+        /// A selector being resolved before the scan can start.
+        resolving: Option<(bool, KeyResolve)>,
+        opts: RangeOptions,
+        scan: Option<Scan>,
+    },
+    Commit,
+    Watch {
+        key: Bytes,
+        /// The value the watch compares against, once known.
+        value: Option<Option<Bytes>>,
+        /// The version from which to watch, once the transaction committed.
+        version: Option<Version>,
+        /// The value read is in flight.
+        reading: bool,
+        /// The storage server said the key changed at this version; the watch completes
+        /// once the cluster's committed version is known to have reached it.
+        fired: Option<Version>,
+        /// The transaction's trace id, kept for the requests the watch makes after it.
+        trace_id: Uid,
+    },
+    /// `on_error` sleeping before the retry.
+    Backoff,
+    /// `get_estimated_range_size_bytes` or `get_range_split_points`.
+    Metrics(alloc::boxed::Box<super::shards::MetricsOp>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Wait {
+    /// Runnable.
+    Ready,
+    ReadVersion,
+    Location,
+    Reply,
+    Timer,
+    /// A watch waiting for its transaction to commit.
+    Commit,
+    /// Waiting for the cluster to name its commit proxies.
+    Cluster,
+    /// A commit whose outcome is unknown, waiting for its dummy transaction.
+    Dummy,
+}
+
+#[derive(Debug)]
+pub(crate) struct Op {
+    pub(super) tx: TransactionId,
+    pub(super) kind: OpKind,
+    pub(super) wait: Wait,
+    /// Load-balancing: which replica of the shard to try next.
+    pub(super) attempt: usize,
+    pub(super) start: usize,
+    /// A watch outlives its transaction once armed.
+    pub(super) detached: bool,
+    /// The storage server of the request in flight, and when it was sent.
+    pub(super) server: Option<(Uid, Instant)>,
+    /// How many times the shard was looked up again (grows the relocation delay).
+    pub(super) relocations: u32,
+    /// For the dummy commit after `commit_unknown_result`: the user's commit it stands for.
+    pub(super) dummy_for: Option<RequestId>,
+}
+
+impl Op {
+    pub(super) fn new(
+        tx: TransactionId,
+        kind: OpKind,
+        wait: Wait,
+        start: usize,
+        detached: bool,
+    ) -> Op {
+        Op {
+            tx,
+            kind,
+            wait,
+            attempt: 0,
+            start,
+            detached,
+            server: None,
+            relocations: 0,
+            dummy_for: None,
+        }
+    }
+}
+
+/// `run_ready_ops` gives up after this many rounds (each round advances every runnable op once;
+/// real work needs a handful).
+pub(super) const MAX_READY_ROUNDS: u32 = 10_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Timer {
+    Op(RequestId),
+    /// The location lookups' backoff ended: ask again.
+    Locations,
+    Deadline(TransactionId),
+    /// Retry the dummy commit of this user commit.
+    Dummy(RequestId),
+}
+
+impl Transactions {
+    pub(super) fn start_op(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        kind: OpKind,
+    ) -> RequestId {
+        let req = cx.new_request();
+        if let Err(e) = self.check_usable(tx) {
+            cx.finish(req, Err(e));
+            return req;
+        }
+        self.insert_op(cx, req, tx, kind);
+        req
+    }
+
+    pub(super) fn insert_op(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        kind: OpKind,
+    ) {
+        let start = cx.rng.next_u64() as usize;
+        self.ops
+            .insert(req, Op::new(tx, kind, Wait::Ready, start, false));
+        self.ready.push(req);
+    }
+
+    /// Fails every unfinished request of `tx`.
+    pub(super) fn cancel_tx_ops(&mut self, cx: &mut Ctx<'_>, tx: TransactionId, err: ErrorCode) {
+        let ids: Vec<RequestId> = self
+            .ops
+            .iter()
+            .filter(|(_, op)| op.tx == tx && !op.detached)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.fail_op(cx, id, ClientError::Fdb(err));
+        }
+    }
+
+    pub(super) fn fail_op(&mut self, cx: &mut Ctx<'_>, req: RequestId, err: ClientError) {
+        if let Some(op) = self.ops.remove(&req) {
+            if matches!(op.kind, OpKind::Watch { .. }) {
+                self.watches -= 1;
+            }
+            cx.finish(req, Err(err));
+        }
+    }
+
+    pub(super) fn succeed_op(&mut self, cx: &mut Ctx<'_>, req: RequestId, reply: Reply) {
+        if let Some(op) = self.ops.remove(&req) {
+            if matches!(op.kind, OpKind::Watch { .. }) {
+                self.watches -= 1;
+            }
+            cx.finish(req, Ok(reply));
+        }
+    }
+
+    pub(crate) fn fire_timers(&mut self, cx: &mut Ctx<'_>) {
+        while let Some((&(at, seq), _)) = self.timers.iter().next() {
+            if at > cx.now {
+                break;
+            }
+            let t = self.timers.remove(&(at, seq)).expect("present");
+            match t {
+                Timer::Op(req) => {
+                    let backoff = match self.ops.get_mut(&req) {
+                        Some(op) if matches!(op.kind, OpKind::Backoff) => true,
+                        Some(op) => {
+                            op.wait = Wait::Ready;
+                            self.ready.push(req);
+                            false
+                        }
+                        None => false,
+                    };
+                    if backoff {
+                        self.succeed_op(cx, req, Reply::Retry);
+                    }
+                }
+                Timer::Locations => self.wake(Wait::Location),
+                Timer::Dummy(parent) => {
+                    let key = self
+                        .ops
+                        .get(&parent)
+                        .and_then(|o| self.txs.get(&o.tx))
+                        .and_then(|t| t.self_conflict.clone());
+                    if let Some(key) = key {
+                        self.start_dummy(cx, parent, key);
+                    }
+                }
+                Timer::Deadline(tx) => {
+                    let due = self.txs.get(&tx).is_some_and(|t| {
+                        t.options.timeout.is_some_and(|d| t.created + d <= cx.now)
+                    });
+                    if due {
+                        if let Some(t) = self.txs.get_mut(&tx) {
+                            t.timed_out = true;
+                        }
+                        self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_TIMED_OUT);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs the runnable operations, round after round, until none is left. A round runs the
+    /// operations that became runnable before it, in request order; what they make runnable
+    /// runs in the next round. Only the ready list is looked at, never every operation.
+    pub(crate) fn run_ready_ops(&mut self, cx: &mut Ctx<'_>) {
+        // Two lists, swapped and reused: this runs on every input and every call.
+        let mut round = core::mem::take(&mut self.scratch);
+        let mut rounds = 0u32;
+        while !self.ready.is_empty() {
+            round.clear();
+            core::mem::swap(&mut round, &mut self.ready);
+            round.sort_unstable();
+            round.dedup();
+            round.retain(|id| self.ops.get(id).is_some_and(|o| o.wait == Wait::Ready));
+            rounds += 1;
+            if rounds > MAX_READY_ROUNDS {
+                // An operation that stays runnable without progress is a bug; fail it rather
+                // than spin the driver's thread forever.
+                for &id in &round {
+                    self.fail_op(cx, id, ClientError::Fdb(ErrorCode::INTERNAL_ERROR));
+                }
+                self.ready.clear();
+                break;
+            }
+            for &id in &round {
+                self.advance(cx, id);
+            }
+        }
+        round.clear();
+        self.scratch = round;
+    }
+
+    pub(super) fn set_wait(&mut self, req: RequestId, wait: Wait) {
+        if let Some(op) = self.ops.get_mut(&req) {
+            op.wait = wait;
+            if wait == Wait::Ready {
+                self.ready.push(req);
+            }
+        }
+    }
+
+    /// Every operation waiting for `wait` becomes runnable.
+    pub(super) fn wake(&mut self, wait: Wait) {
+        for (id, op) in self.ops.iter_mut() {
+            if op.wait == wait {
+                op.wait = Wait::Ready;
+                self.ready.push(*id);
+            }
+        }
+    }
+
+    pub(super) fn advance(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
+        let Some(op) = self.ops.get(&req) else {
+            return;
+        };
+        let tx = op.tx;
+        if !op.detached {
+            match self.txs.get(&tx) {
+                None => {
+                    return self.fail_op(
+                        cx,
+                        req,
+                        ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED),
+                    )
+                }
+                Some(t) if t.timed_out => {
+                    return self.fail_op(
+                        cx,
+                        req,
+                        ClientError::Fdb(ErrorCode::TRANSACTION_TIMED_OUT),
+                    )
+                }
+                Some(t) if t.deferred.is_some() => {
+                    let e = t.deferred.clone().expect("checked");
+                    if matches!(op.kind, OpKind::Commit) {
+                        return self.fail_commit(cx, req, tx, e);
+                    }
+                    return self.fail_op(cx, req, e);
+                }
+                _ => {}
+            }
+        }
+        match &op.kind {
+            OpKind::ReadVersion => match self.read_version_for(cx, req, tx, false) {
+                Some(Ok(v)) => self.succeed_op(cx, req, Reply::Version(v)),
+                Some(Err(e)) => self.fail_op(cx, req, e),
+                None => {}
+            },
+            OpKind::Get { .. } => self.advance_get(cx, req, tx),
+            OpKind::GetKey { .. } => self.advance_get_key(cx, req, tx),
+            OpKind::Range { .. } => self.advance_range(cx, req, tx),
+            OpKind::Commit => self.advance_commit(cx, req, tx),
+            OpKind::Watch { .. } => self.advance_watch(cx, req, tx),
+            OpKind::Backoff => self.set_wait(req, Wait::Timer),
+            OpKind::Metrics(_) => self.advance_metrics(cx, req, tx),
+        }
+    }
+
+    /// Gives up on a request: no event will come for it.
+    pub(crate) fn cancel(&mut self, req: RequestId) {
+        if let Some(op) = self.ops.remove(&req) {
+            if matches!(op.kind, OpKind::Watch { .. }) {
+                self.watches -= 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Read versions of transactions, and point reads (`get`): the value at the read version,
+//! merged with the transaction's own writes, adding a read conflict range unless snapshot.
+
+use bytes::Bytes;
+
+use super::op::{OpKind, Wait};
+use super::state::ReadVersion;
+use super::{fdb, Ctx, Transactions};
+use crate::error::ErrorCode;
+use crate::event::{ClientError, Reply};
+use crate::grv::GrvWaiter;
+use crate::ids::{RequestId, TransactionId};
+use crate::messages::grv::GetReadVersionRequest;
+use crate::messages::storage::{GetValueRequest, StorageServerInterface};
+use crate::messages::types::{TenantInfo, Version, VersionVector};
+use crate::messages::ReplyPromise;
+use crate::route::Route;
+use crate::ryw::{apply_ops, key_after, Lookup};
+
+impl Transactions {
+    /// The transaction's read version.
+    pub(crate) fn tx_read_version(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) -> RequestId {
+        self.start_op(cx, tx, OpKind::ReadVersion)
+    }
+
+    /// The transaction's read version, asking for one if needed (`None`: wait).
+    pub(super) fn read_version_for(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        for_commit: bool,
+    ) -> Option<Result<Version, ClientError>> {
+        let t = self.txs.get_mut(&tx)?;
+        match t.read_version {
+            ReadVersion::Ready(v) => Some(Ok(v)),
+            ReadVersion::Failed(e) => Some(fdb(e)),
+            ReadVersion::Pending => {
+                self.set_wait(req, Wait::ReadVersion);
+                None
+            }
+            ReadVersion::None => {
+                t.read_version = ReadVersion::Pending;
+                let mut flags = t.options.priority.flags();
+                // A transaction that only writes asks for a causally risky read version at
+                // commit (`Transaction::commitMutations`), as the captures show.
+                if for_commit || t.options.causal_read_risky {
+                    flags |= GetReadVersionRequest::FLAG_CAUSAL_READ_RISKY;
+                }
+                cx.grv.queue(flags, GrvWaiter::Tx(tx));
+                self.set_wait(req, Wait::ReadVersion);
+                None
+            }
+        }
+    }
+
+    pub(crate) fn on_tx_read_version(
+        &mut self,
+        tx: TransactionId,
+        result: Result<Version, ClientError>,
+        locked: bool,
+    ) {
+        if let Some(t) = self.txs.get_mut(&tx) {
+            // A locked database refuses transactions that are not lock-aware
+            // (`extractReadVersion`).
+            let result = match result {
+                Ok(_) if locked && !t.options.lock_aware => {
+                    Err(ClientError::Fdb(ErrorCode::DATABASE_LOCKED))
+                }
+                r => r,
+            };
+            if t.read_version == ReadVersion::Pending {
+                t.read_version = match result {
+                    Ok(v) => ReadVersion::Ready(v),
+                    Err(e) => ReadVersion::Failed(e.code()),
+                };
+            }
+        }
+        for (id, op) in self.ops.iter_mut() {
+            if op.tx == tx && op.wait == Wait::ReadVersion {
+                op.wait = Wait::Ready;
+                self.ready.push(*id);
+            }
+        }
+    }
+
+    /// Reads `key`. A snapshot read adds no read conflict range.
+    pub(crate) fn get(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        key: &[u8],
+        snapshot: bool,
+    ) -> RequestId {
+        let req = cx.new_request();
+        if let Err(e) = self.check_read_key(tx, key) {
+            cx.finish(req, Err(e));
+            return req;
+        }
+        self.insert_op(
+            cx,
+            req,
+            tx,
+            OpKind::Get {
+                key: Bytes::copy_from_slice(key),
+                snapshot,
+            },
+        );
+        req
+    }
+
+    // ----- point reads -----
+
+    pub(super) fn advance_get(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
+        let Some(OpKind::Get { key, snapshot }) = self.ops.get(&req).map(|o| &o.kind) else {
+            return;
+        };
+        let (key, snapshot) = (key.clone(), *snapshot);
+        let t = &self.txs[&tx];
+        if !t.options.ryw_disabled {
+            match t.writes.lookup(&key) {
+                Lookup::Known(v) => return self.succeed_op(cx, req, Reply::Value(v)),
+                Lookup::Unreadable => {
+                    return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE))
+                }
+                _ => {}
+            }
+        }
+        let version = match self.read_version_for(cx, req, tx, false) {
+            Some(Ok(v)) => v,
+            Some(Err(e)) => return self.fail_op(cx, req, e),
+            None => return,
+        };
+        let _ = snapshot;
+        let t = &self.txs[&tx];
+        if !t.options.ryw_disabled {
+            if let Some(v) = t.cache.get(&key) {
+                return self.finish_get(cx, req, v);
+            }
+        }
+        self.send_get_value(cx, req, tx, key, version);
+    }
+
+    /// Sends a `GetValueRequest` for `key` to a replica of its shard (or looks the shard up
+    /// first); `false` if the op now waits for the lookup.
+    pub(super) fn send_get_value(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        key: Bytes,
+        version: Version,
+    ) -> bool {
+        let Some(server) = self.pick_server(cx, req, tx, &key, false) else {
+            return false;
+        };
+        let token = cx.rng.uid();
+        let msg = GetValueRequest {
+            key,
+            version,
+            tags: None,
+            reply: ReplyPromise { token },
+            span_context: self.span(cx, tx),
+            tenant_info: TenantInfo::none(),
+            options: None,
+            ss_latest_commit_versions: VersionVector::empty(-1),
+        };
+        self.set_wait(req, Wait::Reply);
+        cx.send(
+            &server.addr,
+            server.stream(StorageServerInterface::GET_VALUE),
+            &msg,
+            token,
+            Route::Storage(req),
+        );
+        true
+    }
+
+    pub(super) fn on_get_reply(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        r: Result<Option<Bytes>, ClientError>,
+    ) {
+        let value = match r {
+            Ok(v) => v,
+            Err(e) => {
+                if !self.retried_read_error(cx, req, &e) {
+                    self.fail_op(cx, req, e);
+                }
+                return;
+            }
+        };
+        if let Some(op) = self.ops.get(&req) {
+            if let (OpKind::Get { key, .. }, Some(t)) = (&op.kind, self.txs.get_mut(&op.tx)) {
+                if !t.options.ryw_disabled {
+                    t.cache.insert_point(key, value.clone());
+                }
+            }
+        }
+        self.finish_get(cx, req, value);
+    }
+
+    /// Completes a get with the stored value: applies the writes, adds the conflict range.
+    pub(super) fn finish_get(&mut self, cx: &mut Ctx<'_>, req: RequestId, value: Option<Bytes>) {
+        let Some(op) = self.ops.get(&req) else {
+            return;
+        };
+        let tx = op.tx;
+        let OpKind::Get { key, snapshot } = &op.kind else {
+            return;
+        };
+        let (key, snapshot) = (key.clone(), *snapshot);
+        let Some(t) = self.txs.get_mut(&tx) else {
+            return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED));
+        };
+        let value = if t.options.ryw_disabled {
+            value
+        } else {
+            match t.writes.lookup(&key) {
+                Lookup::Known(v) => v,
+                Lookup::Dependent(ops) => apply_ops(value, ops),
+                Lookup::Unmodified | Lookup::Unreadable => value,
+            }
+        };
+        if !snapshot {
+            // Only what the writes do not decide can conflict (`updateConflictMap`).
+            let decided =
+                !t.options.ryw_disabled && matches!(t.writes.lookup(&key), Lookup::Known(_));
+            if !decided {
+                t.read_conflicts.insert(&key, &key_after(&key));
+            }
+        }
+        self.succeed_op(cx, req, Reply::Value(value));
+    }
+}

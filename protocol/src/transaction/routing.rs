@@ -1,0 +1,382 @@
+//! Where a read goes: the location cache and key-location lookups through the commit proxies
+//! (with the database-wide backoff while they are overloaded), replica choice by smoothed
+//! latency with failed replicas avoided, failover to the next replica, and relocation after
+//! `wrong_shard_server` / `all_alternatives_failed`. Storage replies are dispatched from here.
+
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::time::Duration;
+
+use super::op::{OpKind, Timer, Wait};
+use super::replicas::{Replica, FAILED_SERVER_AVOIDANCE, LOCATION_LIMIT, MAX_RELOCATION_DELAY};
+use super::state::ReadVersion;
+use super::{fdb, storage_error, Ctx, Transactions};
+use crate::error::{knobs, ErrorCode};
+use crate::event::ClientError;
+use crate::ids::{RequestId, TransactionId};
+use crate::location::Shard;
+use crate::messages::commit::{GetKeyServerLocationsReply, GetKeyServerLocationsRequest};
+use crate::messages::coordination::CommitProxyInterface;
+use crate::messages::storage::{GetKeyValuesReply, GetValueReply, WatchValueReply};
+use crate::messages::types::{SpanContext, TenantInfo};
+use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
+use crate::route::Route;
+
+impl Transactions {
+    pub(super) fn span(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) -> SpanContext {
+        let trace_id = self.txs.get(&tx).map(|t| t.trace_id).unwrap_or_default();
+        SpanContext {
+            trace_id,
+            span_id: cx.rng.next_u64(),
+            flags: 0,
+        }
+    }
+
+    /// The replica to ask for `key` (keys before it when `reverse`), or `None` after asking a
+    /// commit proxy where the key lives (the op then waits).
+    pub(super) fn pick_server(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        key: &[u8],
+        reverse: bool,
+    ) -> Option<Replica> {
+        if let Some(r) = self.choose_replica(cx, req, key, reverse) {
+            return Some(r);
+        }
+        self.set_wait(req, Wait::Location);
+        self.request_location(cx, tx, key, reverse);
+        None
+    }
+
+    /// Load balancing over the replicas of the shard holding `key` (keys before it when
+    /// `reverse`), or `None` if that shard's location is not cached: the first attempt goes
+    /// to the healthy replica with the lowest smoothed latency (untried ones first, so every
+    /// replica gets measured); retries rotate through the others. Replicas whose connection
+    /// failed recently are avoided while another is available. Nothing is cloned or
+    /// allocated: this runs for every read.
+    pub(super) fn choose_replica(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        key: &[u8],
+        reverse: bool,
+    ) -> Option<Replica> {
+        let now = cx.now;
+        let engine = &mut *self;
+        let shard = if reverse {
+            engine.locations.lookup_before(key)
+        } else {
+            engine.locations.lookup(key)
+        }?;
+        let servers = &shard.servers;
+        let n = servers.len();
+        let (start, attempt) = engine
+            .ops
+            .get(&req)
+            .map_or((0, 0), |o| (o.start, o.attempt));
+        let stats = &engine.servers;
+        let at = |j: usize| start.wrapping_add(attempt).wrapping_add(j) % n;
+        let healthy = |i: usize| {
+            stats
+                .get(&servers[i].unique_id)
+                .and_then(|s| s.failed_until)
+                .is_none_or(|t| t <= now)
+        };
+        let any_healthy = (0..n).any(|j| healthy(at(j)));
+        let mut candidates = (0..n).map(at).filter(|&i| !any_healthy || healthy(i));
+        let pick = if attempt == 0 {
+            candidates.min_by_key(|&i| {
+                stats
+                    .get(&servers[i].unique_id)
+                    .and_then(|s| s.latency)
+                    .unwrap_or(Duration::ZERO)
+            })
+        } else {
+            candidates.next()
+        }?;
+        let s = &servers[pick];
+        let replica = Replica {
+            id: s.unique_id,
+            addr: s.get_value.endpoint.addresses.address.clone(),
+            base: s.get_value.endpoint.token,
+        };
+        if let Some(op) = engine.ops.get_mut(&req) {
+            op.server = Some((replica.id, now));
+        }
+        Some(replica)
+    }
+
+    /// A reply came from the op's server: update its latency.
+    pub(super) fn server_answered(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
+        let now = cx.now;
+        let Some((id, sent)) = self.ops.get_mut(&req).and_then(|o| o.server.take()) else {
+            return;
+        };
+        let s = self.servers.entry(id).or_default();
+        let lat = now.saturating_since(sent);
+        s.latency = Some(match s.latency {
+            Some(old) => (old * 4 + lat) / 5,
+            None => lat,
+        });
+        s.failed_until = None;
+    }
+
+    pub(super) fn shard_of(&self, key: &[u8], reverse: bool) -> Option<&Shard> {
+        if reverse {
+            self.locations.lookup_before(key)
+        } else {
+            self.locations.lookup(key)
+        }
+    }
+
+    pub(super) fn request_location(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        key: &[u8],
+        reverse: bool,
+    ) {
+        if self.location_backoff.holding(cx.now) {
+            return; // woken when the backoff ends
+        }
+        let k = (Bytes::copy_from_slice(key), reverse);
+        if self.locating.contains(&k) {
+            return;
+        }
+        // Skips proxies whose endpoint is gone; with none left, wait for new proxies.
+        let Some(proxy) = cx.pick_commit_proxy(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS)
+        else {
+            return;
+        };
+        let addr = proxy.commit.endpoint.addresses.address.clone();
+        let dest = proxy.stream(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS);
+        let min_version = match self.txs.get(&tx).map(|t| t.read_version) {
+            Some(ReadVersion::Ready(v)) => v,
+            _ => -1,
+        };
+        let token = cx.rng.uid();
+        let msg = GetKeyServerLocationsRequest {
+            begin: k.0.clone(),
+            end: None,
+            limit: LOCATION_LIMIT,
+            reverse,
+            reply: ReplyPromise { token },
+            span_context: self.span(cx, tx),
+            tenant: TenantInfo::none(),
+            min_tenant_version: min_version,
+        };
+        self.locating.insert(k.clone());
+        cx.send(
+            &addr,
+            dest,
+            &msg,
+            token,
+            Route::Locations {
+                key: k.0,
+                reverse: k.1,
+            },
+        );
+    }
+
+    pub(crate) fn on_locations(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        key: Bytes,
+        reverse: bool,
+        message: &Bytes,
+    ) {
+        self.locating.remove(&(key.clone(), reverse));
+        let e = match decode_reply::<GetKeyServerLocationsReply>(message) {
+            Ok(ErrorOr::Ok(r)) => {
+                for loc in r.results {
+                    self.locations.insert(Shard {
+                        begin: loc.range.begin,
+                        end: loc.range.end,
+                        servers: loc.servers,
+                    });
+                }
+                self.location_backoff.succeeded();
+                self.wake(Wait::Location);
+                return;
+            }
+            Ok(ErrorOr::Err(e)) if e == ErrorCode::COMMIT_PROXY_MEMORY_LIMIT_EXCEEDED => {
+                // `getKeyLocation_internal` eats an overloaded proxy's answer: the database
+                // backs off (`updateBackoff`) and every lookup asks again after it.
+                let at = self.location_backoff.overloaded(cx.now);
+                tracing::debug!(
+                    delay_ms = at.saturating_since(cx.now).as_millis() as u64,
+                    "commit proxy overloaded: location lookups back off"
+                );
+                self.add_timer(at, Timer::Locations);
+                return;
+            }
+            Ok(ErrorOr::Err(e)) => ClientError::Fdb(e),
+            Err(e) => ClientError::Decode(e),
+        };
+        // Any other answer fails the reads that needed this lookup, and only them; reads
+        // waiting for other lookups ask again.
+        let waiting: Vec<RequestId> = self
+            .ops
+            .iter()
+            .filter(|(_, o)| o.wait == Wait::Location)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in waiting {
+            if self
+                .op_key(id)
+                .is_some_and(|(k, r)| k == key && r == reverse)
+            {
+                self.fail_op(cx, id, e.clone());
+            } else {
+                self.set_wait(id, Wait::Ready);
+            }
+        }
+    }
+
+    /// The shard's location was wrong or all its replicas failed: forget it and try again
+    /// after `WRONG_SHARD_SERVER_DELAY`.
+    pub(super) fn relocate(&mut self, cx: &mut Ctx<'_>, req: RequestId, key: &[u8], reverse: bool) {
+        if reverse {
+            self.locations.invalidate_before(key);
+        } else {
+            self.locations.invalidate(key);
+        }
+        let mut delay = knobs::WRONG_SHARD_SERVER_DELAY;
+        if let Some(op) = self.ops.get_mut(&req) {
+            op.attempt = 0;
+            op.wait = Wait::Timer;
+            // Repeated failures back off (`allAlternativesFailedDelay`).
+            for _ in 0..op.relocations.min(16) {
+                delay = (delay * 2).min(MAX_RELOCATION_DELAY);
+            }
+            op.relocations += 1;
+        }
+        let at = cx.now + delay;
+        self.add_timer(at, Timer::Op(req));
+    }
+
+    /// The key an op's storage request was about, for relocation.
+    pub(super) fn op_key(&self, req: RequestId) -> Option<(Bytes, bool)> {
+        match &self.ops.get(&req)?.kind {
+            OpKind::Get { key, .. } | OpKind::Watch { key, .. } => Some((key.clone(), false)),
+            OpKind::GetKey { resolve, .. } => {
+                Some((resolve.scan.cursor.clone(), resolve.scan.reverse))
+            }
+            OpKind::Range {
+                resolving: Some((_, r)),
+                ..
+            } => Some((r.scan.cursor.clone(), r.scan.reverse)),
+            OpKind::Range { scan: Some(s), .. } => Some((s.cursor.clone(), s.reverse)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn on_storage_lost(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
+        // Try the next replica; after all of them, relocate (`all_alternatives_failed`).
+        let Some((key, reverse)) = self.op_key(req) else {
+            return;
+        };
+        let n = self.shard_of(&key, reverse).map_or(1, |s| s.servers.len());
+        let until = cx.now + FAILED_SERVER_AVOIDANCE;
+        let Some(op) = self.ops.get_mut(&req) else {
+            return;
+        };
+        if let Some((id, _)) = op.server.take() {
+            self.servers.entry(id).or_default().failed_until = Some(until);
+        }
+        let Some(op) = self.ops.get_mut(&req) else {
+            return;
+        };
+        op.attempt += 1;
+        if op.attempt >= n {
+            self.relocate(cx, req, &key, reverse);
+        } else {
+            op.wait = Wait::Ready;
+            self.ready.push(req);
+        }
+    }
+
+    pub(crate) fn on_storage_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
+        self.server_answered(cx, req);
+        let Some(op) = self.ops.get(&req) else {
+            return;
+        };
+        match &op.kind {
+            OpKind::Get { .. } => {
+                let r = storage_error(decode_reply::<GetValueReply>(message)).and_then(|r| match r
+                    .error
+                {
+                    Some(e) => fdb(e),
+                    None => Ok(r.value),
+                });
+                self.on_get_reply(cx, req, r);
+            }
+            OpKind::Watch { value: None, .. } => {
+                let r = storage_error(decode_reply::<GetValueReply>(message)).and_then(|r| match r
+                    .error
+                {
+                    Some(e) => fdb(e),
+                    None => Ok(r.value),
+                });
+                self.on_watch_value(cx, req, r);
+            }
+            OpKind::Watch { .. } => {
+                let r = storage_error(decode_reply::<WatchValueReply>(message)).map(|r| r.version);
+                self.on_watch_reply(cx, req, r);
+            }
+            OpKind::GetKey { .. } | OpKind::Range { .. } => {
+                let r =
+                    storage_error(decode_reply::<GetKeyValuesReply>(message)).and_then(|r| match r
+                        .error
+                    {
+                        Some(e) => fdb(e),
+                        None => Ok(r),
+                    });
+                self.on_range_reply(cx, req, r);
+            }
+            _ => {}
+        }
+    }
+
+    /// Handles the read errors the client retries by itself; `true` if it did.
+    pub(super) fn retried_read_error(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        e: &ClientError,
+    ) -> bool {
+        let ClientError::Fdb(code) = e else {
+            return false;
+        };
+        if *code == ErrorCode::WRONG_SHARD_SERVER || *code == ErrorCode::ALL_ALTERNATIVES_FAILED {
+            if let Some((key, reverse)) = self.op_key(req) {
+                self.relocate(cx, req, &key, reverse);
+                return true;
+            }
+        }
+        if *code == ErrorCode::BROKEN_PROMISE
+            || *code == ErrorCode::REQUEST_MAYBE_DELIVERED
+            || *code == ErrorCode::SERVER_OVERLOADED
+        {
+            self.on_storage_lost(cx, req);
+            return true;
+        }
+        false
+    }
+
+    /// Ops waiting for the cluster or for locations ask again (new proxies, or a lookup that
+    /// was lost).
+    pub(crate) fn wake_cluster_waiters(&mut self) {
+        self.wake(Wait::Cluster);
+        // Lookups sent to proxies that went away will never be answered.
+        self.wake(Wait::Location);
+    }
+
+    /// A location lookup got no answer: whoever waited for it asks again.
+    pub(crate) fn on_locations_lost(&mut self, key: Bytes, reverse: bool) {
+        self.locating.remove(&(key, reverse));
+        self.wake_cluster_waiters();
+    }
+}

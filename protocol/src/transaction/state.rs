@@ -1,0 +1,438 @@
+//! One transaction's state — read version, writes, conflict ranges, retries — and the checks
+//! every write passes (sizes, legal key ranges, `used_during_commit`). Writes are synchronous:
+//! they only touch the write map; a failed write is remembered and fails the next read or the
+//! commit, as libfdb_c defers it.
+
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::time::Duration;
+
+use super::options::{ConflictRangeType, TxOptions};
+use super::{fdb, Transactions, KEY_SIZE_LIMIT, SYSTEM_KEY_SIZE_LIMIT, VALUE_SIZE_LIMIT};
+use crate::atomic;
+use crate::error::{knobs, ErrorCode};
+use crate::event::ClientError;
+use crate::ids::{RequestId, TransactionId};
+use crate::messages::commit::mutation_type as mt;
+use crate::messages::types::{KeyRange, Version};
+use crate::ryw::{key_after, RangeSet, SnapshotCache, WriteMap};
+use crate::time::Instant;
+use crate::uid::Uid;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ReadVersion {
+    None,
+    Pending,
+    Ready(Version),
+    Failed(ErrorCode),
+}
+
+/// The state of one transaction.
+#[derive(Debug)]
+pub(crate) struct Tx {
+    pub(super) options: TxOptions,
+    pub(super) read_version: ReadVersion,
+    pub(super) writes: WriteMap,
+    pub(super) read_conflicts: RangeSet,
+    pub(super) write_conflicts: RangeSet,
+    pub(super) trace_id: Uid,
+    pub(super) backoff: Duration,
+    pub(super) retries: u32,
+    pub(super) created: Instant,
+    pub(super) timed_out: bool,
+    /// Set by `commit` and kept until `reset` / `on_error` (RYW's `commitStarted`): the
+    /// transaction then refuses further use with `used_during_commit`.
+    pub(super) committing: bool,
+    pub(super) committed: Option<(Version, Option<[u8; 10]>)>,
+    /// Watches waiting for this transaction to commit.
+    pub(super) watches: Vec<RequestId>,
+    /// The first failed write, reported by the next read or commit.
+    pub(super) deferred: Option<ClientError>,
+    /// What was read from storage so far.
+    pub(super) cache: SnapshotCache,
+    /// The key the last commit attempt both read and wrote: the dummy transaction after
+    /// `commit_unknown_result` commits on it.
+    pub(super) self_conflict: Option<Bytes>,
+    /// The read conflict ranges the last commit sent (to name the conflicting ones).
+    pub(super) sent_read_conflicts: Vec<KeyRange>,
+    /// With `report_conflicting_keys`, the read conflict ranges that made the last commit
+    /// fail (`\xff\xff/transaction/conflicting_keys/`).
+    pub(super) conflicting: Option<RangeSet>,
+}
+
+impl Tx {
+    pub(super) fn new(trace_id: Uid, now: Instant) -> Tx {
+        Tx {
+            options: TxOptions::default(),
+            read_version: ReadVersion::None,
+            writes: WriteMap::new(),
+            read_conflicts: RangeSet::new(),
+            write_conflicts: RangeSet::new(),
+            trace_id,
+            backoff: knobs::DEFAULT_BACKOFF,
+            retries: 0,
+            created: now,
+            timed_out: false,
+            committing: false,
+            committed: None,
+            watches: Vec::new(),
+            deferred: None,
+            cache: SnapshotCache::default(),
+            self_conflict: None,
+            sent_read_conflicts: Vec::new(),
+            conflicting: None,
+        }
+    }
+
+    pub(super) fn max_read_key(&self) -> &'static [u8] {
+        if self.options.read_system_keys || self.options.access_system_keys {
+            b"\xff\xff"
+        } else {
+            b"\xff"
+        }
+    }
+
+    pub(super) fn max_write_key(&self) -> &'static [u8] {
+        if self.options.access_system_keys {
+            b"\xff\xff"
+        } else {
+            b"\xff"
+        }
+    }
+}
+
+impl Transactions {
+    /// Uses `version` instead of asking a GRV proxy.
+    pub(crate) fn set_read_version(
+        &mut self,
+        tx: TransactionId,
+        version: Version,
+    ) -> Result<(), ClientError> {
+        let t = self.tx_mut(tx)?;
+        t.read_version = ReadVersion::Ready(version);
+        Ok(())
+    }
+
+    /// Sets `key` to `value`.
+    pub(crate) fn set(
+        &mut self,
+        tx: TransactionId,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), ClientError> {
+        self.set_bytes(
+            tx,
+            Bytes::copy_from_slice(key),
+            Bytes::copy_from_slice(value),
+        )
+    }
+
+    /// [`Client::set`] with buffers the caller already owns: nothing is copied.
+    pub(crate) fn set_bytes(
+        &mut self,
+        tx: TransactionId,
+        key: Bytes,
+        value: Bytes,
+    ) -> Result<(), ClientError> {
+        let r = self.set_inner(tx, key, value);
+        self.defer(tx, r)
+    }
+
+    pub(super) fn set_inner(
+        &mut self,
+        tx: TransactionId,
+        key: Bytes,
+        value: Bytes,
+    ) -> Result<(), ClientError> {
+        self.check_write(tx, &key)?;
+        if value.len() > VALUE_SIZE_LIMIT {
+            return fdb(ErrorCode::VALUE_TOO_LARGE);
+        }
+        let t = self.tx_mut(tx)?;
+        let end = key_after(&key);
+        Self::write_conflict_owned(t, key.clone(), end);
+        t.writes.set(key, value);
+        Ok(())
+    }
+
+    /// Removes `key`.
+    pub(crate) fn clear(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        let r = self.clear_inner(tx, key);
+        self.defer(tx, r)
+    }
+
+    pub(super) fn clear_inner(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        self.check_write(tx, key)?;
+        let end = key_after(key);
+        let t = self.tx_mut(tx)?;
+        t.writes.clear_range(key, &end);
+        Self::write_conflict(t, key, &end);
+        Ok(())
+    }
+
+    /// Removes every key in `[begin, end)`.
+    pub(crate) fn clear_range(
+        &mut self,
+        tx: TransactionId,
+        begin: &[u8],
+        end: &[u8],
+    ) -> Result<(), ClientError> {
+        let r = self.clear_range_inner(tx, begin, end);
+        self.defer(tx, r)
+    }
+
+    pub(super) fn clear_range_inner(
+        &mut self,
+        tx: TransactionId,
+        begin: &[u8],
+        end: &[u8],
+    ) -> Result<(), ClientError> {
+        let t = self.tx_ref(tx)?;
+        if t.committing {
+            return fdb(ErrorCode::USED_DURING_COMMIT);
+        }
+        let max = t.max_write_key();
+        if begin > end {
+            return fdb(ErrorCode::INVERTED_RANGE);
+        }
+        // FDB clamps the end to the legal range and refuses a begin beyond it.
+        if begin > max {
+            return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
+        }
+        let end = if end > max { max } else { end };
+        let t = self.tx_mut(tx)?;
+        if begin < end {
+            t.writes.clear_range(begin, end);
+            Self::write_conflict(t, begin, end);
+        }
+        Ok(())
+    }
+
+    /// An atomic operation (`mutation_type`: ADD_VALUE, AND, OR, XOR, APPEND_IF_FITS, MAX, MIN,
+    /// SET_VERSIONSTAMPED_KEY, SET_VERSIONSTAMPED_VALUE, BYTE_MIN, BYTE_MAX, COMPARE_AND_CLEAR).
+    pub(crate) fn atomic_op(
+        &mut self,
+        tx: TransactionId,
+        key: &[u8],
+        param: &[u8],
+        kind: u8,
+    ) -> Result<(), ClientError> {
+        let r = self.atomic_op_inner(tx, key, param, kind);
+        self.defer(tx, r)
+    }
+
+    pub(super) fn atomic_op_inner(
+        &mut self,
+        tx: TransactionId,
+        key: &[u8],
+        param: &[u8],
+        kind: u8,
+    ) -> Result<(), ClientError> {
+        // Since API 510 `and` and `min` mean their V2 forms.
+        let kind = match kind {
+            mt::AND => mt::AND_V2,
+            mt::MIN => mt::MIN_V2,
+            k => k,
+        };
+        let valid = atomic::is_atomic_op(kind)
+            || kind == mt::SET_VERSIONSTAMPED_KEY
+            || kind == mt::SET_VERSIONSTAMPED_VALUE;
+        if !valid {
+            return fdb(ErrorCode::INVALID_MUTATION_TYPE);
+        }
+        self.check_write(tx, key)?;
+        if param.len() > VALUE_SIZE_LIMIT {
+            return fdb(ErrorCode::VALUE_TOO_LARGE);
+        }
+        let t = self.tx_mut(tx)?;
+        let read_version = match t.read_version {
+            ReadVersion::Ready(v) => v,
+            _ => 0,
+        };
+        match kind {
+            mt::SET_VERSIONSTAMPED_KEY => {
+                let Some(pos) = atomic::versionstamp_offset(key) else {
+                    return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
+                };
+                // libfdb_c fills the placeholder with the read version it knows (zeros
+                // otherwise) and never adds a write conflict range for the key.
+                let mut k = key.to_vec();
+                atomic::place_versionstamp(&mut k[pos..pos + 10], read_version, 0);
+                let stem = &key[..key.len() - 4];
+                let mut lo = stem.to_vec();
+                atomic::place_versionstamp(&mut lo[pos..pos + 10], read_version, 0);
+                let mut hi = stem.to_vec();
+                hi[pos..pos + 10].fill(0xff);
+                hi.push(0);
+                t.options.next_write_no_conflict = false;
+                t.writes.set_versionstamped_key(
+                    Bytes::from(k),
+                    Bytes::copy_from_slice(param),
+                    KeyRange::new(lo, hi),
+                );
+            }
+            mt::SET_VERSIONSTAMPED_VALUE => {
+                if atomic::versionstamp_offset(param).is_none() {
+                    return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
+                }
+                t.writes.set_versionstamped_value(
+                    Bytes::copy_from_slice(key),
+                    Bytes::copy_from_slice(param),
+                );
+                Self::write_conflict(t, key, &key_after(key));
+            }
+            _ => {
+                t.writes.atomic_op(
+                    Bytes::copy_from_slice(key),
+                    kind,
+                    Bytes::copy_from_slice(param),
+                );
+                Self::write_conflict(t, key, &key_after(key));
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a read or write conflict range by hand.
+    pub(crate) fn add_conflict_range(
+        &mut self,
+        tx: TransactionId,
+        begin: &[u8],
+        end: &[u8],
+        kind: ConflictRangeType,
+    ) -> Result<(), ClientError> {
+        let r = self.add_conflict_range_inner(tx, begin, end, kind);
+        self.defer(tx, r)
+    }
+
+    pub(super) fn add_conflict_range_inner(
+        &mut self,
+        tx: TransactionId,
+        begin: &[u8],
+        end: &[u8],
+        kind: ConflictRangeType,
+    ) -> Result<(), ClientError> {
+        let t = self.tx_mut(tx)?;
+        if begin > end {
+            return fdb(ErrorCode::INVERTED_RANGE);
+        }
+        let max = t.max_write_key().max(t.max_read_key());
+        if begin > max || end > max {
+            return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
+        }
+        match kind {
+            ConflictRangeType::Read => t.read_conflicts.insert(begin, end),
+            ConflictRangeType::Write => t.write_conflicts.insert(begin, end),
+        }
+        Ok(())
+    }
+
+    /// The versionstamp of a committed transaction.
+    pub(crate) fn versionstamp(&self, tx: TransactionId) -> Option<[u8; 10]> {
+        self.txs.get(&tx)?.committed?.1
+    }
+
+    /// The version a transaction committed at (`-1` if it wrote nothing).
+    pub(crate) fn committed_version(&self, tx: TransactionId) -> Option<Version> {
+        Some(self.txs.get(&tx)?.committed?.0)
+    }
+
+    /// About how many bytes the commit would carry.
+    pub(crate) fn approximate_size(&self, tx: TransactionId) -> usize {
+        self.txs.get(&tx).map_or(0, Self::commit_size)
+    }
+
+    // ----- helpers -----
+
+    /// Like libfdb_c, a failed write is remembered and fails the next read or the commit.
+    pub(super) fn defer(
+        &mut self,
+        tx: TransactionId,
+        r: Result<(), ClientError>,
+    ) -> Result<(), ClientError> {
+        if let Err(e) = &r {
+            if let Some(t) = self.txs.get_mut(&tx) {
+                if t.deferred.is_none() && e.code() != ErrorCode::USED_DURING_COMMIT {
+                    t.deferred = Some(e.clone());
+                }
+            }
+        }
+        r
+    }
+
+    pub(super) fn tx_ref(&self, tx: TransactionId) -> Result<&Tx, ClientError> {
+        self.txs
+            .get(&tx)
+            .ok_or(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED))
+    }
+
+    pub(super) fn tx_mut(&mut self, tx: TransactionId) -> Result<&mut Tx, ClientError> {
+        self.txs
+            .get_mut(&tx)
+            .ok_or(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED))
+    }
+
+    pub(super) fn check_read_key(&self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        self.check_usable(tx)?;
+        let t = self.tx_ref(tx)?;
+        if t.timed_out {
+            return fdb(ErrorCode::TRANSACTION_TIMED_OUT);
+        }
+        if key >= t.max_read_key() {
+            return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
+        }
+        Ok(())
+    }
+
+    /// A transaction whose commit has started is done until it is reset.
+    pub(super) fn check_usable(&self, tx: TransactionId) -> Result<(), ClientError> {
+        if self.tx_ref(tx)?.committing {
+            return fdb(ErrorCode::USED_DURING_COMMIT);
+        }
+        Ok(())
+    }
+
+    pub(super) fn check_write(&self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        let t = self.tx_ref(tx)?;
+        if t.committing {
+            return fdb(ErrorCode::USED_DURING_COMMIT);
+        }
+        if key >= t.max_write_key() {
+            return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
+        }
+        let limit = if key.starts_with(b"\xff") {
+            SYSTEM_KEY_SIZE_LIMIT
+        } else {
+            KEY_SIZE_LIMIT
+        };
+        if key.len() > limit {
+            return fdb(ErrorCode::KEY_TOO_LARGE);
+        }
+        Ok(())
+    }
+
+    pub(super) fn write_conflict(t: &mut Tx, begin: &[u8], end: &[u8]) {
+        Self::write_conflict_owned(
+            t,
+            Bytes::copy_from_slice(begin),
+            Bytes::copy_from_slice(end),
+        );
+    }
+
+    pub(super) fn write_conflict_owned(t: &mut Tx, begin: Bytes, end: Bytes) {
+        if core::mem::take(&mut t.options.next_write_no_conflict) {
+            return;
+        }
+        t.write_conflicts.insert_owned(begin, end);
+    }
+
+    pub(super) fn commit_size(t: &Tx) -> usize {
+        let conflicts: usize = t
+            .read_conflicts
+            .ranges()
+            .chain(t.write_conflicts.ranges())
+            .map(|r| r.begin.len() + r.end.len())
+            .sum();
+        t.writes.approximate_size() + conflicts
+    }
+}

@@ -1,0 +1,323 @@
+//! Watches: the value to compare with, the watch request after the commit, the storage server's
+//! answer confirmed against the committed version (`waitForCommittedVersion`), and polling again
+//! when the storage server gives up on it.
+
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use super::op::{OpKind, Timer, Wait};
+use super::{fdb, Ctx, Transactions};
+use crate::error::{knobs, ErrorCode};
+use crate::event::{ClientError, Reply};
+use crate::ids::{RequestId, TransactionId};
+use crate::messages::grv::GetReadVersionRequest;
+use crate::messages::storage::{StorageServerInterface, WatchValueRequest};
+use crate::messages::types::{SpanContext, TenantInfo, Version};
+use crate::messages::ReplyPromise;
+use crate::route::Route;
+use crate::ryw::{apply_ops, Lookup};
+use crate::uid::Uid;
+
+/// `DEFAULT_MAX_OUTSTANDING_WATCHES`.
+pub const MAX_OUTSTANDING_WATCHES: usize = 10_000;
+
+impl Transactions {
+    /// Watches `key`: fires once its value differs from the one this transaction sees, after
+    /// the transaction commits.
+    pub(crate) fn watch(&mut self, cx: &mut Ctx<'_>, tx: TransactionId, key: &[u8]) -> RequestId {
+        let req = cx.new_request();
+        let check = self.check_read_key(tx, key).and_then(|_| {
+            let t = self.tx_ref(tx)?;
+            if t.options.ryw_disabled {
+                return fdb(ErrorCode::WATCHES_DISABLED);
+            }
+            if self.watches >= MAX_OUTSTANDING_WATCHES {
+                return fdb(ErrorCode::TOO_MANY_WATCHES);
+            }
+            Ok(())
+        });
+        if let Err(e) = check {
+            cx.finish(req, Err(e));
+            return req;
+        }
+        self.watches += 1;
+        let trace_id = self.txs.get(&tx).map_or(Uid::default(), |t| t.trace_id);
+        let value = match self.txs.get(&tx).map(|t| t.writes.lookup(key)) {
+            Some(Lookup::Known(v)) => Some(v),
+            _ => None,
+        };
+        self.insert_op(
+            cx,
+            req,
+            tx,
+            OpKind::Watch {
+                key: Bytes::copy_from_slice(key),
+                value,
+                version: None,
+                reading: false,
+                fired: None,
+                trace_id,
+            },
+        );
+        if let Some(t) = self.txs.get_mut(&tx) {
+            t.watches.push(req);
+        }
+        req
+    }
+
+    // ----- watches -----
+
+    pub(super) fn arm_watches(&mut self, tx: TransactionId, version: Option<Version>) {
+        let Some(t) = self.txs.get_mut(&tx) else {
+            return;
+        };
+        let watches = core::mem::take(&mut t.watches);
+        for w in watches {
+            if let Some(op) = self.ops.get_mut(&w) {
+                op.detached = true;
+                if let OpKind::Watch { version: v, .. } = &mut op.kind {
+                    *v = version;
+                }
+                op.wait = Wait::Ready;
+                self.ready.push(w);
+            }
+        }
+    }
+
+    pub(super) fn advance_watch(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
+        let Some(op) = self.ops.get(&req) else {
+            return;
+        };
+        let OpKind::Watch {
+            key,
+            value,
+            version,
+            reading,
+            fired,
+            trace_id,
+        } = &op.kind
+        else {
+            return;
+        };
+        if fired.is_some() {
+            return self.confirm_watch(cx, req);
+        }
+        let (key, value, version, reading) = (key.clone(), value.clone(), *version, *reading);
+        let trace_id = *trace_id;
+        let Some(value) = value else {
+            if reading {
+                self.set_wait(req, Wait::Reply);
+                return;
+            }
+            // Learn the value to compare with: a snapshot read at the read version, or at the
+            // commit version once committed.
+            let at = match version {
+                Some(v) => v,
+                None => match self.read_version_for(cx, req, tx, false) {
+                    Some(Ok(v)) => v,
+                    Some(Err(e)) => return self.fail_op(cx, req, e),
+                    None => return,
+                },
+            };
+            return self.send_watch_read(cx, req, tx, key, at);
+        };
+        let Some(version) = version else {
+            self.set_wait(req, Wait::Commit);
+            return;
+        };
+        let Some(server) = self.pick_server(cx, req, tx, &key, false) else {
+            return;
+        };
+        let token = cx.rng.uid();
+        let msg = WatchValueRequest {
+            key,
+            value,
+            version,
+            tags: None,
+            debug_id: None,
+            reply: ReplyPromise { token },
+            span_context: SpanContext {
+                trace_id,
+                span_id: cx.rng.next_u64(),
+                flags: 0,
+            },
+            tenant_info: TenantInfo::none(),
+        };
+        let addr = server.addr.clone();
+        let dest = server.stream(StorageServerInterface::WATCH_VALUE);
+        self.set_wait(req, Wait::Reply);
+        cx.send(&addr, dest, &msg, token, Route::Storage(req));
+    }
+
+    /// Reads the watched key's current value with a GetValue (reply handled as a watch reply).
+    pub(super) fn send_watch_read(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        key: Bytes,
+        version: Version,
+    ) {
+        if self.send_get_value(cx, req, tx, key, version) {
+            if let Some(OpKind::Watch { reading, .. }) = self.ops.get_mut(&req).map(|o| &mut o.kind)
+            {
+                *reading = true;
+            }
+        }
+    }
+
+    pub(super) fn on_watch_value(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        r: Result<Option<Bytes>, ClientError>,
+    ) {
+        if let Some(OpKind::Watch { reading, .. }) = self.ops.get_mut(&req).map(|o| &mut o.kind) {
+            *reading = false;
+        }
+        let v = match r {
+            Ok(v) => v,
+            Err(e) => {
+                if !self.retried_read_error(cx, req, &e) {
+                    self.fail_op(cx, req, e);
+                }
+                return;
+            }
+        };
+        let Some(op) = self.ops.get(&req) else {
+            return;
+        };
+        let tx = op.tx;
+        let OpKind::Watch { key, .. } = &op.kind else {
+            return;
+        };
+        // The transaction's own view: its atomic ops over the stored value.
+        let v = match self.txs.get(&tx).map(|t| t.writes.lookup(key)) {
+            Some(Lookup::Known(known)) => known,
+            Some(Lookup::Dependent(ops)) => apply_ops(v, ops),
+            _ => v,
+        };
+        if let Some(op) = self.ops.get_mut(&req) {
+            if let OpKind::Watch { value, .. } = &mut op.kind {
+                *value = Some(v);
+            }
+            op.wait = Wait::Ready;
+            self.ready.push(req);
+        }
+    }
+
+    pub(super) fn on_watch_reply(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        r: Result<Version, ClientError>,
+    ) {
+        let e = match r {
+            Ok(v) => {
+                if let Some(OpKind::Watch { fired, .. }) =
+                    self.ops.get_mut(&req).map(|o| &mut o.kind)
+                {
+                    *fired = Some(v);
+                }
+                return self.confirm_watch(cx, req);
+            }
+            Err(e) => e,
+        };
+        if self.retried_read_error(cx, req, &e) {
+            return;
+        }
+        let code = e.code();
+        // `watchValue`: a storage server that gave up on the watch (too many of them, or
+        // behind) is polled again after a while; a lapsed one at once.
+        let again = if code == ErrorCode::WATCH_CANCELLED || code == ErrorCode::PROCESS_BEHIND {
+            knobs::WATCH_POLLING_TIME
+        } else if code == ErrorCode::TIMED_OUT {
+            knobs::FUTURE_VERSION_RETRY_DELAY
+        } else {
+            return self.fail_op(cx, req, e);
+        };
+        self.set_wait(req, Wait::Timer);
+        let at = cx.now + again;
+        self.add_timer(at, Timer::Op(req));
+    }
+
+    /// `waitForCommittedVersion`: read versions, until one reaches the version the watch
+    /// fired at. Each is a request of its own, not batched: no transaction count, and no
+    /// flags at all — the C++ constructor it is built with sets the priority bits on its
+    /// parameter, not on the member, so libfdb_c sends 0 (the proxy reads that as default
+    /// priority), as the `watch` capture shows.
+    pub(super) fn confirm_watch(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
+        let Some((addr, dest)) = cx.grv_endpoint() else {
+            // Every GRV proxy is gone: ask again with the next cluster info.
+            return self.set_wait(req, Wait::Cluster);
+        };
+        let trace_id = match self.ops.get(&req).map(|o| &o.kind) {
+            Some(OpKind::Watch { trace_id, .. }) => *trace_id,
+            _ => return,
+        };
+        let token = cx.rng.uid();
+        let msg = GetReadVersionRequest {
+            transaction_count: 0,
+            flags: 0,
+            tags: Vec::new(),
+            debug_id: None,
+            reply: ReplyPromise { token },
+            span_context: SpanContext {
+                trace_id,
+                span_id: cx.rng.next_u64(),
+                flags: 0,
+            },
+            max_version: crate::messages::types::INVALID_VERSION,
+        };
+        self.set_wait(req, Wait::Reply);
+        cx.send(&addr, dest, &msg, token, Route::CommittedVersion(req));
+    }
+
+    /// The confirmation read was lost with its connection or proxy: send it again.
+    pub(crate) fn on_watch_confirm_lost(&mut self, req: RequestId) {
+        if self.ops.contains_key(&req) {
+            self.set_wait(req, Wait::Ready);
+        }
+    }
+
+    pub(crate) fn on_watch_committed(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        r: Result<Version, ClientError>,
+    ) {
+        let Some(op) = self.ops.get_mut(&req) else {
+            return;
+        };
+        let OpKind::Watch { fired, version, .. } = &mut op.kind else {
+            return;
+        };
+        let Some(at) = *fired else {
+            return;
+        };
+        let retry = match r {
+            Ok(committed) if committed >= at => {
+                if committed - at < knobs::WATCH_MAX_VERSION_GAP {
+                    return self.succeed_op(cx, req, Reply::WatchFired(at));
+                }
+                // A recovery came between the fire and now: watch again from here.
+                *fired = None;
+                *version = Some(committed);
+                op.wait = Wait::Ready;
+                self.ready.push(req);
+                return;
+            }
+            Ok(_) => knobs::FUTURE_VERSION_RETRY_DELAY,
+            Err(ClientError::Fdb(e))
+                if e == ErrorCode::BATCH_TRANSACTION_THROTTLED
+                    || e == ErrorCode::GRV_PROXY_MEMORY_LIMIT_EXCEEDED =>
+            {
+                cx.rng.jittered(knobs::GRV_ERROR_RETRY_DELAY)
+            }
+            Err(e) => return self.fail_op(cx, req, e),
+        };
+        self.set_wait(req, Wait::Timer);
+        let at = cx.now + retry;
+        self.add_timer(at, Timer::Op(req));
+    }
+}
