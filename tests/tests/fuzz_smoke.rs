@@ -217,7 +217,8 @@ fn committed_corpus() {
 /// Writes the captured inputs as a seed corpus for `cargo fuzz run NAME`, each in the shape its
 /// target reads: stream prefixes for `frame_decoder`, connect packets for `connect_packet`, the
 /// coordinators' serialized leader info for `leader_info`, each capture's server replies as
-/// session records for `client_session`, and every captured message for the message targets.
+/// session records for `client_session`, packed tuples for `tuple_decoder`, and every captured
+/// message for the message targets.
 #[test]
 #[ignore = "writes fuzz/corpus/; run by hand before fuzzing"]
 fn seed_fuzz_corpus() {
@@ -266,6 +267,9 @@ fn seed_fuzz_corpus() {
             }
         }
     }
+    for (i, t) in tuple_seeds().iter().enumerate() {
+        write("tuple_decoder", &format!("tuple-{i}"), t);
+    }
     println!("seed corpus written to {}", root.display());
 }
 
@@ -278,6 +282,7 @@ const NOT_MESSAGE_TARGETS: &[&str] = &[
     "connect_packet",
     "leader_info",
     "client_session",
+    "tuple_decoder",
 ];
 
 /// `client_session`'s input: one record `[selector, time step, len lo, len hi, body]` per reply,
@@ -332,24 +337,7 @@ fn client_session_with_misrouted_captured_replies() {
 /// bytes set to type codes and to the escape: inputs one byte away from something valid.
 #[test]
 fn tuple_decoder_over_mutated_tuples() {
-    use fdb_protocol::tuple::{pack, BigInt, Element, Uuid, Versionstamp};
-    let seeds: Vec<Vec<u8>> = vec![
-        pack(&("a\0b", b"\x00\xff".to_vec(), -1i64, 1u64 << 63)),
-        pack(&(
-            (Element::Nil, ((), (Element::Nil,))),
-            BigInt::from(-(1i128 << 90)),
-            1.5f32,
-        )),
-        pack(&(f64::NAN, -0.0f64, true, false, Uuid::from_u128(u128::MAX))),
-        pack(&(
-            Versionstamp::incomplete(7),
-            Versionstamp::complete([0; 10], 1),
-        )),
-        pack(&BigInt::from_magnitude(true, &[0xff; 255]).unwrap()),
-        b"\x1d\x08\xff\xff\xff\xff\xff\xff\xff\xff\x0b\xf7\x00\x00\x00\x00\x00\x00\x00\x00"
-            .to_vec(),
-        [vec![0x05; 300], vec![0x00; 300]].concat(),
-    ];
+    let seeds = tuple_seeds();
     let tuple_decoder = fdb_protocol::fuzzing::tuple_decoder;
     let mut rng = Rng(0x7475_706c_6500_0001);
     let mut runs = 0;
@@ -388,4 +376,29 @@ fn tuple_decoder_over_mutated_tuples() {
         runs += 1;
     }
     println!("{runs} tuple inputs");
+}
+
+/// Packed tuples of every element type, nested, at the integer size limits and with escapes:
+/// the seeds of `tuple_decoder`, here and in its libFuzzer corpus.
+fn tuple_seeds() -> Vec<Vec<u8>> {
+    use fdb_protocol::tuple::{pack, BigInt, Element, Uuid, Versionstamp};
+    vec![
+        pack(&("a\0b", b"\x00\xff".to_vec(), -1i64, 1u64 << 63)),
+        pack(&(
+            (Element::Nil, ((), (Element::Nil,))),
+            BigInt::from(-(1i128 << 90)),
+            1.5f32,
+        )),
+        pack(&(f64::NAN, -0.0f64, true, false, Uuid::from_u128(u128::MAX))),
+        pack(&(
+            Versionstamp::incomplete(7),
+            Versionstamp::complete([0; 10], 1),
+        )),
+        pack(&BigInt::from_magnitude(true, &[0xff; 255]).unwrap()),
+        b"\x1d\x08\xff\xff\xff\xff\xff\xff\xff\xff\x0b\xf7\x00\x00\x00\x00\x00\x00\x00\x00"
+            .to_vec(),
+        [vec![0x05; 300], vec![0x00; 300]].concat(),
+        pack(&(i64::MIN, i64::MAX, 0i64)),
+        pack(&("\u{e9}\u{1f600}", -255i64, 256u64)),
+    ]
 }
