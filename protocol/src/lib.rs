@@ -55,8 +55,9 @@ pub use net::{
 pub use status::{STATUS_JSON_KEY, STATUS_TIMEOUT};
 pub use time::Instant;
 pub use transaction::{
-    ConflictRangeType, RangeCursor, RangeOptions, StreamingMode, TransactionOption,
-    CONFLICTING_KEYS_PREFIX, KEY_SIZE_LIMIT, MAX_OUTSTANDING_WATCHES, REPLY_BYTE_LIMIT,
-    SYSTEM_KEY_SIZE_LIMIT, TRANSACTION_SIZE_LIMIT, VALUE_SIZE_LIMIT,
+    check_conflict_range, ConflictRangeType, RangeCursor, RangeOptions, StreamingMode,
+    TransactionOption, CONFLICTING_KEYS_PREFIX, KEY_SIZE_LIMIT, MAX_OUTSTANDING_WATCHES,
+    REPLY_BYTE_LIMIT, SYSTEM_KEY_SIZE_LIMIT, TENANT_PREFIX_SIZE, TRANSACTION_SIZE_LIMIT,
+    VALUE_SIZE_LIMIT,
 };
 pub use uid::Uid;

@@ -63,7 +63,7 @@ where
         let cf = ClusterFile::parse(&cluster.cluster_file_string()).expect("cluster file");
         let t = Target {
             name: "test cluster",
-            db: Database::from_cluster_file(cf, 7),
+            db: Database::from_cluster_file(cf, 7).expect("the driver starts"),
             prefix: Vec::new(),
             exact: true,
         };
@@ -73,7 +73,6 @@ where
         match std::env::var("FDB_CLUSTER_FILE") {
             Ok(path) if !path.is_empty() => {
                 let db = Database::open(Some(std::path::Path::new(&path)))
-                    .await
                     .expect("open the real cluster");
                 let prefix = format!("{tag}/{:016x}/", rand_u64()).into_bytes();
                 let t = Target {

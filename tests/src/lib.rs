@@ -4,6 +4,7 @@
 
 pub mod bank;
 pub mod cluster;
+pub mod differential;
 pub mod dual;
 pub mod real;
 pub mod replay;

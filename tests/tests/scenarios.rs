@@ -349,7 +349,8 @@ fn conflicting_transactions() {
         // An explicit read conflict range conflicts like a read.
         let e = t.db.create_transaction();
         e.get_read_version().await.unwrap();
-        e.add_conflict_range(&t.k("r"), &t.k("s"), ConflictRangeType::Read);
+        e.add_conflict_range(&t.k("r"), &t.k("s"), ConflictRangeType::Read)
+            .unwrap();
         e.set(&t.k("x"), b"E");
         let w = t.db.create_transaction();
         w.set(&t.k("rr"), b"W");
@@ -512,12 +513,18 @@ fn size_and_key_errors() {
             code(&tx.get(b"\xff/x").await.unwrap_err()),
             ErrorCode::KEY_OUTSIDE_LEGAL_RANGE
         );
-        // on_error refuses what it must not retry.
+        // on_error refuses what it must not retry, and that cancels the transaction until
+        // it is reset (RYW `onError`; libfdb_c 7.3.77 answers transaction_cancelled).
         let tx = t.db.create_transaction();
         assert_eq!(
             code(&tx.on_error(ErrorCode::KEY_TOO_LARGE).await.unwrap_err()),
             ErrorCode::KEY_TOO_LARGE
         );
+        assert_eq!(
+            code(&tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap_err()),
+            ErrorCode::TRANSACTION_CANCELLED
+        );
+        tx.reset();
         tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
     });
 }
@@ -655,14 +662,32 @@ fn a_committed_transaction_is_done_until_reset() {
         a.set(&t.k("done"), b"3");
         let e = a.commit().await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::NOT_COMMITTED);
-        assert_eq!(
-            code(&a.get(&t.k("done")).await.unwrap_err()),
-            ErrorCode::USED_DURING_COMMIT
-        );
         a.on_error(code(&e)).await.unwrap();
         assert_eq!(
             a.get(&t.k("done")).await.unwrap().as_deref(),
             Some(&b"2"[..])
+        );
+        // Used after the failed commit, it stays finished: on_error then fails with
+        // used_during_commit too (RYW `checkUsedDuringCommit` sets resetPromise, which
+        // `onError` rethrows; libfdb_c 7.3.77 does so), and only reset helps.
+        a.set(&t.k("done"), b"3");
+        let b = t.db.create_transaction();
+        b.set(&t.k("done"), b"4");
+        b.commit().await.unwrap();
+        let e = a.commit().await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::NOT_COMMITTED);
+        assert_eq!(
+            code(&a.get(&t.k("done")).await.unwrap_err()),
+            ErrorCode::USED_DURING_COMMIT
+        );
+        assert_eq!(
+            code(&a.on_error(code(&e)).await.unwrap_err()),
+            ErrorCode::USED_DURING_COMMIT
+        );
+        a.reset();
+        assert_eq!(
+            a.get(&t.k("done")).await.unwrap().as_deref(),
+            Some(&b"4"[..])
         );
     });
 }

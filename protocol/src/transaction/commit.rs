@@ -28,11 +28,31 @@ impl Transactions {
                 cx.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
                 return req;
             }
-            Some(t) if t.committing => {
-                cx.finish(req, fdb(ErrorCode::USED_DURING_COMMIT));
+            // A failed write fails the commit before it starts (the transaction is not
+            // marked as committing, as in `ThreadSafeTransaction::commit`).
+            Some(t) if t.deferred.is_some() => {
+                let e = t.deferred.clone().expect("checked");
+                cx.finish(req, Err(e));
                 return req;
             }
-            Some(t) => t.committing = true,
+            Some(t) if t.committing => {
+                let e = Self::check_not_committing(t);
+                cx.finish(req, e.map(|_| Reply::Retry));
+                return req;
+            }
+            Some(t) if t.finished.is_some() => {
+                let e = t.finished.expect("checked");
+                cx.finish(req, fdb(e));
+                return req;
+            }
+            Some(t) => {
+                t.committing = true;
+                if let Some(e) = t.read_failed.clone() {
+                    self.insert_op(cx, req, tx, OpKind::Commit);
+                    self.fail_commit(cx, req, tx, e);
+                    return req;
+                }
+            }
         }
         self.insert_op(cx, req, tx, OpKind::Commit);
         req
@@ -325,22 +345,33 @@ impl Transactions {
             cx.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
             return req;
         };
+        // A finished transaction fails with what finished it; an `on_error` that refuses to
+        // retry finishes the transaction: everything but `reset` then fails with
+        // `transaction_cancelled` (RYW's `onError`).
+        if let Some(e) = t.finished {
+            cx.finish(req, fdb(e));
+            return req;
+        }
         let action = code.on_error_action();
         let retry_ok = t.options.retry_limit.is_none_or(|n| t.retries < n);
-        let delay = match action {
+        let refuse = match action {
             OnErrorAction::FailWithClientInvalidOperation => {
-                cx.finish(req, fdb(ErrorCode::CLIENT_INVALID_OPERATION));
-                return req;
+                Some(ErrorCode::CLIENT_INVALID_OPERATION)
             }
-            OnErrorAction::Fatal => {
-                cx.finish(req, fdb(code));
-                return req;
-            }
-            _ if !retry_ok || t.timed_out => {
-                cx.finish(req, fdb(code));
-                return req;
-            }
-            OnErrorAction::RetryImmediately => Duration::ZERO,
+            OnErrorAction::Fatal => Some(code),
+            _ if !retry_ok || t.timed_out => Some(code),
+            _ => None,
+        };
+        if let Some(e) = refuse {
+            t.finished = Some(ErrorCode::TRANSACTION_CANCELLED);
+            cx.finish(req, fdb(e));
+            return req;
+        }
+        let delay = match action {
+            // (Refused above.)
+            OnErrorAction::FailWithClientInvalidOperation
+            | OnErrorAction::Fatal
+            | OnErrorAction::RetryImmediately => Duration::ZERO,
             OnErrorAction::RetryAfterFutureVersionDelay => {
                 knobs::FUTURE_VERSION_RETRY_DELAY.min(t.options.max_retry_delay)
             }
@@ -358,11 +389,18 @@ impl Transactions {
         let trace = cx.rng.uid();
         if let Some(t) = self.txs.get_mut(&tx) {
             *t = Tx::new(trace, created);
-            t.options = keep_opts;
-            t.options.next_write_no_conflict = false;
             t.backoff = backoff;
             t.retries = retries;
             t.timed_out = timed_out;
+        }
+        // RYW's `resetRyow`: the options return to the database's defaults, except the
+        // persistent ones (fdb.options: timeout, retry_limit, max_retry_delay); size_limit,
+        // read_your_writes_disable, report_conflicting_keys, ... must be set again.
+        self.apply_defaults(tx);
+        if let Some(t) = self.txs.get_mut(&tx) {
+            t.options.timeout = keep_opts.timeout;
+            t.options.retry_limit = keep_opts.retry_limit;
+            t.options.max_retry_delay = keep_opts.max_retry_delay;
         }
         self.ops
             .insert(req, Op::new(tx, OpKind::Backoff, Wait::Timer, 0, true));

@@ -53,6 +53,7 @@ pub(crate) use crate::ids::{RequestId, TransactionId};
 pub use options::{ConflictRangeType, TransactionOption};
 pub use scan::{RangeCursor, RangeOptions, StreamingMode, REPLY_BYTE_LIMIT};
 pub use special::CONFLICTING_KEYS_PREFIX;
+pub use state::check_conflict_range;
 pub use watch::MAX_OUTSTANDING_WATCHES;
 
 /// What the transactions act with: the time, the client's randomness, the network, the event
@@ -136,6 +137,8 @@ impl Ctx<'_> {
 pub const KEY_SIZE_LIMIT: usize = 10_000;
 /// `SYSTEM_KEY_SIZE_LIMIT`: keys in `\xff` may be longer.
 pub const SYSTEM_KEY_SIZE_LIMIT: usize = 30_000;
+/// `TenantAPI::PREFIX_SIZE`: reads and clears allow keys this much longer than writes.
+pub const TENANT_PREFIX_SIZE: usize = 8;
 /// `VALUE_SIZE_LIMIT`.
 pub const VALUE_SIZE_LIMIT: usize = 100_000;
 /// `TRANSACTION_SIZE_LIMIT`: the default `size_limit`.

@@ -131,21 +131,6 @@ pub(super) enum Timer {
 }
 
 impl Transactions {
-    pub(super) fn start_op(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        tx: TransactionId,
-        kind: OpKind,
-    ) -> RequestId {
-        let req = cx.new_request();
-        if let Err(e) = self.check_usable(tx) {
-            cx.finish(req, Err(e));
-            return req;
-        }
-        self.insert_op(cx, req, tx, kind);
-        req
-    }
-
     pub(super) fn insert_op(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -153,6 +138,14 @@ impl Transactions {
         tx: TransactionId,
         kind: OpKind,
     ) {
+        if matches!(
+            kind,
+            OpKind::Get { .. } | OpKind::GetKey { .. } | OpKind::Range { .. }
+        ) {
+            if let Some(t) = self.txs.get_mut(&tx) {
+                t.read_started = true;
+            }
+        }
         let start = cx.rng.next_u64() as usize;
         self.ops
             .insert(req, Op::new(tx, kind, Wait::Ready, start, false));
@@ -176,6 +169,15 @@ impl Transactions {
         if let Some(op) = self.ops.remove(&req) {
             if matches!(op.kind, OpKind::Watch { .. }) {
                 self.watches -= 1;
+            }
+            let read = matches!(
+                op.kind,
+                OpKind::Get { .. } | OpKind::GetKey { .. } | OpKind::Range { .. }
+            );
+            if read && err.code() != ErrorCode::TRANSACTION_CANCELLED {
+                if let Some(t) = self.txs.get_mut(&op.tx) {
+                    t.read_failed.get_or_insert(err.clone());
+                }
             }
             cx.finish(req, Err(err));
         }

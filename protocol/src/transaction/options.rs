@@ -1,5 +1,7 @@
 //! Transaction options: what the application may set, and what a transaction keeps of them.
 
+use super::fdb;
+use crate::error::ErrorCode;
 use alloc::vec::Vec;
 use core::time::Duration;
 
@@ -56,6 +58,13 @@ pub(super) struct TxOptions {
     pub(super) lock_aware: bool,
 }
 
+impl TxOptions {
+    /// NativeAPI's `rawAccess`: system key access implies it.
+    pub(super) fn raw_access(&self) -> bool {
+        self.read_system_keys || self.access_system_keys
+    }
+}
+
 impl Default for TxOptions {
     fn default() -> Self {
         TxOptions {
@@ -90,13 +99,42 @@ impl Transactions {
         }
     }
 
-    /// Sets a transaction option.
+    /// Sets a transaction option. A refused option also fails the next read or the commit,
+    /// as libfdb_c's `fdb_transaction_set_option` defers it.
     pub(crate) fn set_option(
         &mut self,
         tx: TransactionId,
         opt: TransactionOption,
     ) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
+        let r = self.set_option_inner(tx, opt);
+        self.defer(tx, r)
+    }
+
+    pub(super) fn set_option_inner(
+        &mut self,
+        tx: TransactionId,
+        opt: TransactionOption,
+    ) -> Result<(), ClientError> {
         let t = self.tx_mut(tx)?;
+        match opt {
+            // RYW refuses to stop reading its writes once it has read or written anything
+            // (writes made with it disabled bypass its write map and do not count).
+            TransactionOption::ReadYourWritesDisable
+                if t.read_started
+                    || (!t.options.ryw_disabled
+                        && (!t.writes.is_empty() || !t.write_conflicts.is_empty())) =>
+            {
+                return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
+            }
+            // `extractIntOption(value, 32, TRANSACTION_SIZE_LIMIT)`.
+            TransactionOption::SizeLimit(n) if !(32..=TRANSACTION_SIZE_LIMIT).contains(&n) => {
+                return fdb(ErrorCode::INVALID_OPTION_VALUE);
+            }
+            _ => {}
+        }
         let o = &mut t.options;
         match opt {
             TransactionOption::Timeout(d) => o.timeout = (!d.is_zero()).then_some(d),

@@ -40,6 +40,28 @@ impl Transactions {
             cx.finish(req, Err(e));
             return req;
         }
+        if sel.key.as_ref() > max.as_ref() {
+            cx.finish(req, fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE));
+            return req;
+        }
+        // A selector already past either end of the database answers that end without a
+        // read (and without fetching a read version), as RYW's getKey does; it still counts
+        // as a read.
+        let (k, offset) = normalize(&sel);
+        let end = if offset >= 1 && k.as_ref() >= max.as_ref() {
+            Some(max.clone())
+        } else if offset <= 0 && k.is_empty() {
+            Some(Bytes::new())
+        } else {
+            None
+        };
+        if let Some(key) = end {
+            if let Some(t) = self.txs.get_mut(&tx) {
+                t.read_started = true;
+            }
+            cx.finish(req, Ok(Reply::Key(key)));
+            return req;
+        }
         let resolve = Self::key_resolve(sel, max);
         self.insert_op(cx, req, tx, OpKind::GetKey { snapshot, resolve });
         req
@@ -56,6 +78,19 @@ impl Transactions {
         snapshot: bool,
     ) -> RequestId {
         let req = cx.new_request();
+        // `fdb_transaction_get_range` checks its arguments before the transaction's state.
+        if opts.mode == StreamingMode::Exact && opts.limit == 0 && opts.target_bytes == 0 {
+            cx.finish(req, fdb(ErrorCode::EXACT_MODE_WITHOUT_LIMITS));
+            return req;
+        }
+        if opts.mode == StreamingMode::Iterator && opts.iteration == 0 {
+            cx.finish(req, fdb(ErrorCode::CLIENT_INVALID_OPERATION));
+            return req;
+        }
+        if let Some(e) = self.txs.get(&tx).and_then(|t| t.deferred.clone()) {
+            cx.finish(req, Err(e));
+            return req;
+        }
         // A special key range, readable even after the commit (RYW's special key space).
         if begin.key.starts_with(CONFLICTING_KEYS_PREFIX) && self.txs.contains_key(&tx) {
             let (b, _) = normalize(&begin);
@@ -68,8 +103,16 @@ impl Transactions {
             cx.finish(req, Err(e));
             return req;
         }
-        if opts.mode == StreamingMode::Exact && opts.limit == 0 {
-            cx.finish(req, fdb(ErrorCode::EXACT_MODE_WITHOUT_LIMITS));
+        let max = self.txs.get(&tx).map_or(&b""[..], |t| t.max_read_key());
+        if begin.key.as_ref() > max || end.key.as_ref() > max {
+            cx.finish(req, fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE));
+            return req;
+        }
+        // RYW `getRange`: selectors that cannot enclose a key give no rows at once, without a
+        // read (no conflict range; it does not count as a read either).
+        let ((bk, bo), (ek, eo)) = (normalize(&begin), normalize(&end));
+        if bo >= eo && bk >= ek {
+            cx.finish(req, Ok(Reply::Range(RangeResult::default())));
             return req;
         }
         self.insert_op(
@@ -104,6 +147,8 @@ impl Transactions {
 
     // ----- range reads and selectors -----
 
+    // ----- range reads and selectors -----
+
     /// Advances a scan: sends the next storage request or finishes. `Ok(true)`: done.
     pub(super) fn step_scan(
         &mut self,
@@ -121,6 +166,9 @@ impl Transactions {
         let ryw = !self.txs[&tx].options.ryw_disabled;
         loop {
             if scan.done || scan.at_end() {
+                if scan.cut_at_unreadable && scan.at_end() && !scan.more && !scan.limits_reached() {
+                    return Err(ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE));
+                }
                 scan.done = true;
                 return Ok(true);
             }
@@ -132,8 +180,18 @@ impl Transactions {
                 } else {
                     (scan.cursor.clone(), scan.hi.clone())
                 };
-                if t.writes.unreadable_in(&ra, &rb) {
-                    return Err(ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE));
+                if let Some(u) = t.writes.first_unreadable(&ra, &rb, reverse) {
+                    if u == if reverse { rb.clone() } else { ra.clone() } {
+                        return Err(ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE));
+                    }
+                    // Read up to it; needing more fails there.
+                    if reverse {
+                        scan.lo = u;
+                    } else {
+                        scan.hi = u;
+                    }
+                    scan.cut_at_unreadable = true;
+                    continue;
                 }
                 // Answer from the writes (all cleared) or from what was already read.
                 let local = if t.writes.fully_cleared(&ra, &rb) {
@@ -299,6 +357,10 @@ impl Transactions {
         let Some(t) = self.txs.get_mut(&tx) else {
             return;
         };
+        // Never past the readable keys: a selector resolved to the end gives `[sel, end\0)`,
+        // and a read conflict range past `\xff\xff` makes the commit proxy drop the commit
+        // (broken_promise, seen on a real 7.3.77 cluster).
+        let end = core::cmp::min(end, t.max_read_key());
         if begin >= end {
             return;
         }

@@ -1,6 +1,7 @@
 //! Read versions of transactions, and point reads (`get`): the value at the read version,
 //! merged with the transaction's own writes, adding a read conflict range unless snapshot.
 
+use super::state::max_key_size;
 use bytes::Bytes;
 
 use super::op::{OpKind, Wait};
@@ -20,7 +21,17 @@ use crate::ryw::{apply_ops, key_after, Lookup};
 impl Transactions {
     /// The transaction's read version.
     pub(crate) fn tx_read_version(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) -> RequestId {
-        self.start_op(cx, tx, OpKind::ReadVersion)
+        let req = cx.new_request();
+        // Even after the commit (RYW's `getReadVersion` looks only at `resetPromise`).
+        if let Some(t) = self.txs.get(&tx) {
+            let e = t.deferred.clone().or(t.finished.map(ClientError::Fdb));
+            if let Some(e) = e {
+                cx.finish(req, Err(e));
+                return req;
+            }
+        }
+        self.insert_op(cx, req, tx, OpKind::ReadVersion);
+        req
     }
 
     /// The transaction's read version, asking for one if needed (`None`: wait).
@@ -95,6 +106,11 @@ impl Transactions {
         let req = cx.new_request();
         if let Err(e) = self.check_read_key(tx, key) {
             cx.finish(req, Err(e));
+            return req;
+        }
+        if key.len() > max_key_size(key) {
+            // No key that long exists: absent, without a read or a conflict range.
+            cx.finish(req, Ok(Reply::Value(None)));
             return req;
         }
         self.insert_op(

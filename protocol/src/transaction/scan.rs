@@ -161,6 +161,9 @@ pub(super) struct Scan {
     /// With a byte limit, a batch ends at the first reply that brought rows
     /// (`GetRangeLimits::hasSatisfiedMinRows`).
     pub(super) byte_limited: bool,
+    /// The scan was cut short where the transaction's writes become unreadable: reaching
+    /// that end with rows still wanted is `accessed_unreadable`.
+    pub(super) cut_at_unreadable: bool,
 }
 
 impl Scan {
@@ -185,6 +188,7 @@ impl Scan {
             chunk: None,
             done: false,
             byte_limited: bytes.is_some(),
+            cut_at_unreadable: false,
         }
     }
 

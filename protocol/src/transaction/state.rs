@@ -3,6 +3,7 @@
 //! they only touch the write map; a failed write is remembered and fails the next read or the
 //! commit, as libfdb_c defers it.
 
+use super::TENANT_PREFIX_SIZE;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
@@ -48,6 +49,16 @@ pub(crate) struct Tx {
     pub(super) watches: Vec<RequestId>,
     /// The first failed write, reported by the next read or commit.
     pub(super) deferred: Option<ClientError>,
+    /// Why the transaction is finished until reset (RYW's `resetPromise`): a use after the
+    /// commit started (`used_during_commit`), or an `on_error` that refused to retry
+    /// (`transaction_cancelled`). Every read, commit and `on_error` then fails with it.
+    pub(super) finished: Option<ErrorCode>,
+    /// The first error of a read the transaction started: RYW's commit waits for every read
+    /// (`reading`), so the commit fails with it.
+    pub(super) read_failed: Option<ClientError>,
+    /// A read reached the transaction since it was reset (RYW's `reading`): reading your
+    /// writes can no longer be disabled.
+    pub(super) read_started: bool,
     /// What was read from storage so far.
     pub(super) cache: SnapshotCache,
     /// The key the last commit attempt both read and wrote: the dummy transaction after
@@ -77,6 +88,9 @@ impl Tx {
             committed: None,
             watches: Vec::new(),
             deferred: None,
+            read_started: false,
+            read_failed: None,
+            finished: None,
             cache: SnapshotCache::default(),
             self_conflict: None,
             sent_read_conflicts: Vec::new(),
@@ -98,6 +112,52 @@ impl Tx {
         } else {
             b"\xff"
         }
+    }
+}
+
+/// The check `fdb_transaction_add_conflict_range` makes before anything else and returns at
+/// once (its only synchronous error): a driver refuses an inverted range the same way.
+pub fn check_conflict_range(begin: &[u8], end: &[u8]) -> Result<(), ClientError> {
+    if begin > end {
+        return fdb(ErrorCode::INVERTED_RANGE);
+    }
+    Ok(())
+}
+
+/// The longest key a set or an atomic op may write (`getMaxWriteKeySize`): with raw access
+/// (which read_system_keys and access_system_keys imply) room for a tenant prefix too.
+pub(super) fn check_write_size(key: &[u8], raw_access: bool) -> Result<(), ClientError> {
+    let limit = if key.starts_with(b"\xff") {
+        SYSTEM_KEY_SIZE_LIMIT
+    } else if raw_access {
+        KEY_SIZE_LIMIT + TENANT_PREFIX_SIZE
+    } else {
+        KEY_SIZE_LIMIT
+    };
+    if key.len() > limit {
+        return fdb(ErrorCode::KEY_TOO_LARGE);
+    }
+    Ok(())
+}
+
+/// The longest key a read, a clear or a conflict range considers (`getMaxKeySize`: the write
+/// limit with room for a tenant prefix): anything longer cannot exist.
+pub(super) fn max_key_size(key: &[u8]) -> usize {
+    if key.starts_with(b"\xff") {
+        SYSTEM_KEY_SIZE_LIMIT
+    } else {
+        KEY_SIZE_LIMIT + TENANT_PREFIX_SIZE
+    }
+}
+
+/// A range end longer than any key, cut to one byte past the longest key (the same range of
+/// keys that can exist), as RYW does for clears and conflict ranges.
+pub(super) fn truncate_key(key: &[u8]) -> &[u8] {
+    let max = max_key_size(key);
+    if key.len() > max {
+        &key[..max + 1]
+    } else {
+        key
     }
 }
 
@@ -134,6 +194,9 @@ impl Transactions {
         key: Bytes,
         value: Bytes,
     ) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let r = self.set_inner(tx, key, value);
         self.defer(tx, r)
     }
@@ -144,29 +207,43 @@ impl Transactions {
         key: Bytes,
         value: Bytes,
     ) -> Result<(), ClientError> {
+        let conflict = self.take_write_conflict(tx)?;
         self.check_write(tx, &key)?;
+        check_write_size(&key, self.tx_ref(tx)?.options.raw_access())?;
         if value.len() > VALUE_SIZE_LIMIT {
             return fdb(ErrorCode::VALUE_TOO_LARGE);
         }
         let t = self.tx_mut(tx)?;
-        let end = key_after(&key);
-        Self::write_conflict_owned(t, key.clone(), end);
+        if conflict {
+            let end = key_after(&key);
+            t.write_conflicts.insert_owned(key.clone(), end);
+        }
         t.writes.set(key, value);
         Ok(())
     }
 
     /// Removes `key`.
     pub(crate) fn clear(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let r = self.clear_inner(tx, key);
         self.defer(tx, r)
     }
 
     pub(super) fn clear_inner(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        let conflict = self.take_write_conflict(tx)?;
         self.check_write(tx, key)?;
+        // No key that long exists: clearing it does nothing (RYW's `clear(key)`).
+        if key.len() > max_key_size(key) {
+            return Ok(());
+        }
         let end = key_after(key);
         let t = self.tx_mut(tx)?;
         t.writes.clear_range(key, &end);
-        Self::write_conflict(t, key, &end);
+        if conflict {
+            t.write_conflicts.insert(key, &end);
+        }
         Ok(())
     }
 
@@ -177,6 +254,9 @@ impl Transactions {
         begin: &[u8],
         end: &[u8],
     ) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let r = self.clear_range_inner(tx, begin, end);
         self.defer(tx, r)
     }
@@ -187,23 +267,26 @@ impl Transactions {
         begin: &[u8],
         end: &[u8],
     ) -> Result<(), ClientError> {
-        let t = self.tx_ref(tx)?;
-        if t.committing {
-            return fdb(ErrorCode::USED_DURING_COMMIT);
-        }
-        let max = t.max_write_key();
+        // libfdb_c checks the order first (`ThreadSafeTransaction::clear`), then RYW's rules:
+        // either end beyond the legal range fails (nothing is clamped), and ends longer than
+        // any key are cut to one byte past the longest key.
         if begin > end {
             return fdb(ErrorCode::INVERTED_RANGE);
         }
-        // FDB clamps the end to the legal range and refuses a begin beyond it.
-        if begin > max {
+        let conflict = self.take_write_conflict(tx)?;
+        let t = self.tx_mut(tx)?;
+        Self::check_not_committing(t)?;
+        let max = t.max_write_key();
+        if begin > max || end > max {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
         }
-        let end = if end > max { max } else { end };
+        let (begin, end) = (truncate_key(begin), truncate_key(end));
         let t = self.tx_mut(tx)?;
         if begin < end {
             t.writes.clear_range(begin, end);
-            Self::write_conflict(t, begin, end);
+            if conflict {
+                t.write_conflicts.insert(begin, end);
+            }
         }
         Ok(())
     }
@@ -217,6 +300,9 @@ impl Transactions {
         param: &[u8],
         kind: u8,
     ) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let r = self.atomic_op_inner(tx, key, param, kind);
         self.defer(tx, r)
     }
@@ -228,19 +314,22 @@ impl Transactions {
         param: &[u8],
         kind: u8,
     ) -> Result<(), ClientError> {
-        // Since API 510 `and` and `min` mean their V2 forms.
-        let kind = match kind {
-            mt::AND => mt::AND_V2,
-            mt::MIN => mt::MIN_V2,
-            k => k,
-        };
+        // RYW's order: the legal range, then the mutation type, then the sizes.
+        let conflict = self.take_write_conflict(tx)?;
+        self.check_write(tx, key)?;
         let valid = atomic::is_atomic_op(kind)
             || kind == mt::SET_VERSIONSTAMPED_KEY
             || kind == mt::SET_VERSIONSTAMPED_VALUE;
         if !valid {
             return fdb(ErrorCode::INVALID_MUTATION_TYPE);
         }
-        self.check_write(tx, key)?;
+        check_write_size(key, self.tx_ref(tx)?.options.raw_access())?;
+        // Since API 510 `and` and `min` mean their V2 forms.
+        let kind = match kind {
+            mt::AND => mt::AND_V2,
+            mt::MIN => mt::MIN_V2,
+            k => k,
+        };
         if param.len() > VALUE_SIZE_LIMIT {
             return fdb(ErrorCode::VALUE_TOO_LARGE);
         }
@@ -264,7 +353,6 @@ impl Transactions {
                 let mut hi = stem.to_vec();
                 hi[pos..pos + 10].fill(0xff);
                 hi.push(0);
-                t.options.next_write_no_conflict = false;
                 t.writes.set_versionstamped_key(
                     Bytes::from(k),
                     Bytes::copy_from_slice(param),
@@ -279,7 +367,9 @@ impl Transactions {
                     Bytes::copy_from_slice(key),
                     Bytes::copy_from_slice(param),
                 );
-                Self::write_conflict(t, key, &key_after(key));
+                if conflict {
+                    t.write_conflicts.insert(key, &key_after(key));
+                }
             }
             _ => {
                 t.writes.atomic_op(
@@ -287,13 +377,17 @@ impl Transactions {
                     kind,
                     Bytes::copy_from_slice(param),
                 );
-                Self::write_conflict(t, key, &key_after(key));
+                if conflict {
+                    t.write_conflicts.insert(key, &key_after(key));
+                }
             }
         }
         Ok(())
     }
 
-    /// Adds a read or write conflict range by hand.
+    /// Adds a read or write conflict range by hand. An inverted range is refused at once and
+    /// not remembered (see [`check_conflict_range`]); other errors also fail the next read or
+    /// the commit.
     pub(crate) fn add_conflict_range(
         &mut self,
         tx: TransactionId,
@@ -301,6 +395,10 @@ impl Transactions {
         end: &[u8],
         kind: ConflictRangeType,
     ) -> Result<(), ClientError> {
+        check_conflict_range(begin, end)?;
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let r = self.add_conflict_range_inner(tx, begin, end, kind);
         self.defer(tx, r)
     }
@@ -313,14 +411,25 @@ impl Transactions {
         kind: ConflictRangeType,
     ) -> Result<(), ClientError> {
         let t = self.tx_mut(tx)?;
-        if begin > end {
-            return fdb(ErrorCode::INVERTED_RANGE);
-        }
-        let max = t.max_write_key().max(t.max_read_key());
+        Self::check_not_committing(t)?;
+        let max = match kind {
+            ConflictRangeType::Read => t.max_read_key(),
+            ConflictRangeType::Write => t.max_write_key(),
+        };
         if begin > max || end > max {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
         }
+        let (begin, end) = (truncate_key(begin), truncate_key(end));
+        if begin >= end {
+            return Ok(());
+        }
         match kind {
+            // RYW's `updateConflictMap`: not over what the transaction itself wrote.
+            ConflictRangeType::Read if !t.options.ryw_disabled => {
+                for (b, e) in t.writes.unmodified(begin, end) {
+                    t.read_conflicts.insert_owned(b, e);
+                }
+            }
             ConflictRangeType::Read => t.read_conflicts.insert(begin, end),
             ConflictRangeType::Write => t.write_conflicts.insert(begin, end),
         }
@@ -344,7 +453,6 @@ impl Transactions {
 
     // ----- helpers -----
 
-    /// Like libfdb_c, a failed write is remembered and fails the next read or the commit.
     pub(super) fn defer(
         &mut self,
         tx: TransactionId,
@@ -352,7 +460,7 @@ impl Transactions {
     ) -> Result<(), ClientError> {
         if let Err(e) = &r {
             if let Some(t) = self.txs.get_mut(&tx) {
-                if t.deferred.is_none() && e.code() != ErrorCode::USED_DURING_COMMIT {
+                if t.deferred.is_none() {
                     t.deferred = Some(e.clone());
                 }
             }
@@ -372,7 +480,11 @@ impl Transactions {
             .ok_or(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED))
     }
 
-    pub(super) fn check_read_key(&self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+    pub(super) fn check_read_key(
+        &mut self,
+        tx: TransactionId,
+        key: &[u8],
+    ) -> Result<(), ClientError> {
         self.check_usable(tx)?;
         let t = self.tx_ref(tx)?;
         if t.timed_out {
@@ -384,55 +496,69 @@ impl Transactions {
         Ok(())
     }
 
-    /// A transaction whose commit has started is done until it is reset.
-    pub(super) fn check_usable(&self, tx: TransactionId) -> Result<(), ClientError> {
-        if self.tx_ref(tx)?.committing {
-            return fdb(ErrorCode::USED_DURING_COMMIT);
+    /// A failed write fails every later read and commit, before any other check
+    /// (`ThreadSafeTransaction` checks the deferred error first); a transaction whose commit
+    /// has started is done until it is reset.
+    pub(super) fn check_usable(&mut self, tx: TransactionId) -> Result<(), ClientError> {
+        let t = self.tx_mut(tx)?;
+        if let Some(e) = &t.deferred {
+            return Err(e.clone());
+        }
+        Self::check_not_committing(t)?;
+        if let Some(e) = t.finished {
+            return fdb(e);
         }
         Ok(())
     }
 
-    pub(super) fn check_write(&self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
-        let t = self.tx_ref(tx)?;
-        if t.committing {
-            return fdb(ErrorCode::USED_DURING_COMMIT);
-        }
+    /// RYW's first checks of a write: not after commit, not beyond the legal range.
+    pub(super) fn check_write(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        let t = self.tx_mut(tx)?;
+        Self::check_not_committing(t)?;
         if key >= t.max_write_key() {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
         }
-        let limit = if key.starts_with(b"\xff") {
-            SYSTEM_KEY_SIZE_LIMIT
-        } else {
-            KEY_SIZE_LIMIT
-        };
-        if key.len() > limit {
-            return fdb(ErrorCode::KEY_TOO_LARGE);
-        }
         Ok(())
     }
 
-    pub(super) fn write_conflict(t: &mut Tx, begin: &[u8], end: &[u8]) {
-        Self::write_conflict_owned(
-            t,
-            Bytes::copy_from_slice(begin),
-            Bytes::copy_from_slice(end),
-        );
-    }
-
-    pub(super) fn write_conflict_owned(t: &mut Tx, begin: Bytes, end: Bytes) {
-        if core::mem::take(&mut t.options.next_write_no_conflict) {
-            return;
-        }
-        t.write_conflicts.insert_owned(begin, end);
-    }
-
+    /// NativeAPI's `getSize`, checked against `size_limit`: the mutations and both conflict
+    /// range lists, each element counting `sizeof(KeyRangeRef)` (24 bytes in libfdb_c 7.3.77)
+    /// besides its keys.
     pub(super) fn commit_size(t: &Tx) -> usize {
+        const PER_RANGE: usize = 24;
         let conflicts: usize = t
             .read_conflicts
             .ranges()
             .chain(t.write_conflicts.ranges())
-            .map(|r| r.begin.len() + r.end.len())
+            .map(|r| r.begin.len() + r.end.len() + PER_RANGE)
             .sum();
         t.writes.approximate_size() + conflicts
+    }
+
+    // ----- helpers -----
+
+    /// Like libfdb_c, a failed write is remembered and fails the next read or the commit.
+    /// Once an error is deferred, libfdb_c runs no further write, option or conflict range
+    /// of the transaction (`doOnMainThreadVoid` returns early while `deferredError` is set):
+    /// they are skipped, and answer the deferred error.
+    pub(super) fn skipped(&self, tx: TransactionId) -> Option<ClientError> {
+        self.txs.get(&tx)?.deferred.clone()
+    }
+
+    /// RYW's `checkUsedDuringCommit`: once the commit started, any use fails, and the first
+    /// one finishes the transaction with `used_during_commit` (if nothing else did before).
+    pub(super) fn check_not_committing(t: &mut Tx) -> Result<(), ClientError> {
+        if t.committing {
+            t.finished.get_or_insert(ErrorCode::USED_DURING_COMMIT);
+            return fdb(ErrorCode::USED_DURING_COMMIT);
+        }
+        Ok(())
+    }
+
+    /// Whether the write about to be made adds its write conflict range: RYW consumes
+    /// `next_write_no_write_conflict_range` as each write starts, even one that then fails.
+    pub(super) fn take_write_conflict(&mut self, tx: TransactionId) -> Result<bool, ClientError> {
+        let t = self.tx_mut(tx)?;
+        Ok(!core::mem::take(&mut t.options.next_write_no_conflict))
     }
 }

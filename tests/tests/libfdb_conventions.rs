@@ -1,0 +1,354 @@
+//! What libfdb_c 7.3.77 does with refused arguments and misused transactions, found by the
+//! differential test (`tests/tests/differential.rs`, whose shrunk cases are kept in
+//! `tests/data/differential/`) and written out here by hand, so they are checked on the
+//! in-process test cluster too (and on a real cluster when `FDB_CLUSTER_FILE` is set). Each
+//! expectation names the FDB 7.3.77 code that decides it.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use fdb_driver_tokio::{Error, RangeOptions};
+use fdb_protocol::error::ErrorCode;
+use fdb_protocol::messages::types::KeySelector;
+use fdb_protocol::{ConflictRangeType, StreamingMode, TransactionOption};
+use fdb_tests::dual::Target;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn code<T: std::fmt::Debug>(r: Result<T, Error>) -> ErrorCode {
+    let e = r.expect_err("an FDB error");
+    e.code().unwrap_or_else(|| panic!("not an FDB error: {e}"))
+}
+
+async fn put(t: &Target, pairs: &[(&str, &[u8])]) {
+    let tx = t.db.create_transaction();
+    for (k, v) in pairs {
+        tx.set(&t.k(k), v);
+    }
+    tx.commit().await.unwrap();
+}
+
+/// `t.k(key)` padded with `x` to `len` bytes in all.
+fn long_key(t: &Target, key: &str, len: usize) -> Vec<u8> {
+    let mut k = t.k(key);
+    k.resize(len, b'x');
+    k
+}
+
+#[test]
+fn clear_range_past_the_legal_range_fails_and_clears_nothing() {
+    // RYW `clear(range)`: either end beyond `\xff` is key_outside_legal_range; nothing is
+    // clamped (clamping would clear the rest of the database).
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        put(&t, &[("a", b"1"), ("b", b"2")]).await;
+        let tx = t.db.create_transaction();
+        tx.clear_range(&t.k("a"), b"\xff\x01");
+        assert_eq!(code(tx.commit().await), ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
+        let tx = t.db.create_transaction();
+        let rows = tx.get_range(&t.k(""), &t.end(), 0).await.unwrap();
+        assert_eq!(rows.len(), 2, "{}: nothing was cleared", t.name);
+    });
+}
+
+#[test]
+fn selectors_beyond_the_legal_range_fail() {
+    // RYW `getKey`: a selector key past `\xff` fails; `getRange`: either selector's key.
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let tx = t.db.create_transaction();
+        let past = || KeySelector::first_greater_or_equal(Bytes::from_static(b"\xff\x01"));
+        assert_eq!(
+            code(tx.get_key(past(), false).await),
+            ErrorCode::KEY_OUTSIDE_LEGAL_RANGE
+        );
+        let here = KeySelector::first_greater_or_equal(t.kb("a"));
+        let opts = RangeOptions::default();
+        assert_eq!(
+            code(tx.get_range_batch(here.clone(), past(), opts, false).await),
+            ErrorCode::KEY_OUTSIDE_LEGAL_RANGE
+        );
+        assert_eq!(
+            code(tx.get_range_batch(past(), here, opts, false).await),
+            ErrorCode::KEY_OUTSIDE_LEGAL_RANGE
+        );
+        // `\xff` itself is the end of the legal range, not beyond it.
+        let end = KeySelector::first_greater_or_equal(Bytes::from_static(b"\xff"));
+        assert_eq!(tx.get_key(end, false).await.unwrap().as_ref(), b"\xff");
+    });
+}
+
+#[test]
+fn an_inverted_conflict_range_is_refused_at_once_and_not_remembered() {
+    // fdb_c.cpp `fdb_transaction_add_conflict_range` builds the KeyRangeRef (which throws
+    // inverted_range) inside CATCH_AND_RETURN: the call fails, the transaction does not.
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let tx = t.db.create_transaction();
+        let r = tx.add_conflict_range(&t.k("b"), &t.k("a"), ConflictRangeType::Read);
+        assert_eq!(code(r), ErrorCode::INVERTED_RANGE);
+        tx.set(&t.k("a"), b"1");
+        assert_eq!(tx.get(&t.k("a")).await.unwrap().as_deref(), Some(&b"1"[..]));
+        tx.commit().await.unwrap();
+    });
+}
+
+#[test]
+fn a_failed_write_fails_every_later_read_and_commit_first() {
+    // ThreadSafeTransaction checks the deferred error before RYW's own checks, so a second
+    // commit reports it again rather than used_during_commit, and it precedes a read's own
+    // argument errors.
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let tx = t.db.create_transaction();
+        tx.set(b"\xff\x01fdb-conventions", b"1");
+        assert_eq!(code(tx.commit().await), ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
+        assert_eq!(code(tx.commit().await), ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
+        assert_eq!(
+            code(tx.get(b"\xff\xff\xff").await),
+            ErrorCode::KEY_OUTSIDE_LEGAL_RANGE
+        );
+        let tx = t.db.create_transaction();
+        tx.atomic_op(&t.k("a"), &vec![0; 100_001], 2);
+        assert_eq!(
+            code(tx.get(b"\xff\xff\xff").await),
+            ErrorCode::VALUE_TOO_LARGE
+        );
+    });
+}
+
+#[test]
+fn options_are_checked_like_libfdb_c() {
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        // RYW `setOption(READ_YOUR_WRITES_DISABLE)`: refused once anything was read or
+        // written; the refusal fails the commit (option errors are deferred).
+        let tx = t.db.create_transaction();
+        tx.clear(&t.k("a"));
+        tx.set_option(TransactionOption::ReadYourWritesDisable);
+        assert_eq!(code(tx.commit().await), ErrorCode::CLIENT_INVALID_OPERATION);
+        let tx = t.db.create_transaction();
+        tx.get(&t.k("a")).await.unwrap();
+        tx.set_option(TransactionOption::ReadYourWritesDisable);
+        assert_eq!(code(tx.commit().await), ErrorCode::CLIENT_INVALID_OPERATION);
+        let tx = t.db.create_transaction();
+        tx.set_option(TransactionOption::ReadYourWritesDisable);
+        tx.set(&t.k("a"), b"1");
+        tx.commit().await.unwrap();
+        // NativeAPI `SIZE_LIMIT`: `extractIntOption(value, 32, TRANSACTION_SIZE_LIMIT)`.
+        for bad in [10, 20_000_000] {
+            let tx = t.db.create_transaction();
+            tx.set_option(TransactionOption::SizeLimit(bad));
+            assert_eq!(
+                code(tx.get(&t.k("a")).await),
+                ErrorCode::INVALID_OPTION_VALUE,
+                "size_limit {bad}"
+            );
+        }
+    });
+}
+
+#[test]
+fn key_size_limits_of_reads_clears_and_writes() {
+    // Writes allow KEY_SIZE_LIMIT (10,000) bytes; reads and clears `getMaxKeySize`, 8 more
+    // (room for a tenant prefix), and treat longer keys as absent.
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let tx = t.db.create_transaction();
+        tx.clear(&long_key(&t, "a", 10_001));
+        tx.clear(&long_key(&t, "a", 10_009));
+        tx.clear_range(&long_key(&t, "a", 10_020), &long_key(&t, "b", 10_020));
+        assert_eq!(tx.get(&long_key(&t, "a", 10_009)).await.unwrap(), None);
+        tx.commit().await.unwrap();
+        let tx = t.db.create_transaction();
+        tx.set(&long_key(&t, "a", 10_001), b"1");
+        assert_eq!(code(tx.commit().await), ErrorCode::KEY_TOO_LARGE);
+        // A clear of an over-long key writes nothing: reading your writes can still be
+        // disabled afterwards.
+        let tx = t.db.create_transaction();
+        tx.clear(&long_key(&t, "a", 10_009));
+        tx.set_option(TransactionOption::ReadYourWritesDisable);
+        tx.commit().await.unwrap();
+    });
+}
+
+#[test]
+fn atomic_ops_check_the_legal_range_before_the_mutation_type() {
+    // RYW `atomicOp`: key_outside_legal_range, then invalid_mutation_type, then the sizes.
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let tx = t.db.create_transaction();
+        tx.atomic_op(b"\xff\x01fdb-conventions", b"", 24);
+        assert_eq!(code(tx.commit().await), ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
+        let tx = t.db.create_transaction();
+        tx.atomic_op(&long_key(&t, "a", 10_001), b"", 24);
+        assert_eq!(code(tx.commit().await), ErrorCode::INVALID_MUTATION_TYPE);
+        let tx = t.db.create_transaction();
+        tx.atomic_op(&long_key(&t, "a", 10_001), b"", 2);
+        assert_eq!(code(tx.commit().await), ErrorCode::KEY_TOO_LARGE);
+    });
+}
+
+#[test]
+fn an_on_error_that_refuses_cancels_the_transaction() {
+    // RYW `onError`: when it does not retry it sets resetPromise to transaction_cancelled;
+    // until `reset` every read and commit (and `on_error`) fails with it.
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let tx = t.db.create_transaction();
+        assert_eq!(
+            code(tx.on_error(ErrorCode(4000)).await),
+            ErrorCode(4000),
+            "{}",
+            t.name
+        );
+        assert_eq!(code(tx.commit().await), ErrorCode::TRANSACTION_CANCELLED);
+        assert_eq!(
+            code(tx.get(&t.k("a")).await),
+            ErrorCode::TRANSACTION_CANCELLED
+        );
+        assert_eq!(
+            code(tx.on_error(ErrorCode::NOT_COMMITTED).await),
+            ErrorCode::TRANSACTION_CANCELLED
+        );
+        tx.reset();
+        tx.get(&t.k("a")).await.unwrap();
+    });
+}
+
+#[test]
+fn after_a_commit_only_the_first_misuse_finishes_the_transaction() {
+    // RYW `getReadVersion` looks only at resetPromise: after a commit it still answers,
+    // until a use that checks `commitStarted` sets resetPromise to used_during_commit.
+    // `onError` then fails with that too.
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let tx = t.db.create_transaction();
+        tx.set(&t.k("a"), b"1");
+        tx.commit().await.unwrap();
+        tx.get_read_version().await.unwrap();
+        assert_eq!(code(tx.get(&t.k("a")).await), ErrorCode::USED_DURING_COMMIT);
+        assert_eq!(
+            code(tx.get_read_version().await),
+            ErrorCode::USED_DURING_COMMIT
+        );
+        assert_eq!(
+            code(tx.on_error(ErrorCode::CLIENT_INVALID_OPERATION).await),
+            ErrorCode::USED_DURING_COMMIT
+        );
+    });
+}
+
+#[test]
+fn get_range_arguments_are_checked_like_fdb_c() {
+    // fdb_c.cpp `validate_and_update_parameters`: exact mode needs a row or a byte limit;
+    // the iterator mode needs an iteration of at least 1.
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        put(&t, &[("a", b"1")]).await;
+        let tx = t.db.create_transaction();
+        let (b, e) = (
+            KeySelector::first_greater_or_equal(t.kb("")),
+            KeySelector::first_greater_or_equal(Bytes::from(t.end())),
+        );
+        let exact = |limit, target_bytes| RangeOptions {
+            limit,
+            target_bytes,
+            mode: StreamingMode::Exact,
+            ..RangeOptions::default()
+        };
+        assert_eq!(
+            code(
+                tx.get_range_batch(b.clone(), e.clone(), exact(0, 0), false)
+                    .await
+            ),
+            ErrorCode::EXACT_MODE_WITHOUT_LIMITS
+        );
+        let r = tx
+            .get_range_batch(b.clone(), e.clone(), exact(0, 1000), false)
+            .await
+            .unwrap();
+        assert_eq!(r.rows.len(), 1);
+        let zero = RangeOptions {
+            iteration: 0,
+            ..RangeOptions::default()
+        };
+        assert_eq!(
+            code(tx.get_range_batch(b, e, zero, false).await),
+            ErrorCode::CLIENT_INVALID_OPERATION
+        );
+    });
+}
+
+#[test]
+fn size_limit_counts_what_native_api_counts() {
+    // NativeAPI `getSize`: every mutation counts its parameters plus sizeof(MutationRef) (44),
+    // every read and write conflict range its keys plus sizeof(KeyRangeRef) (24). Measured
+    // against libfdb_c 7.3.77 with size_limit: a set of a 10-byte key to 5 bytes is 104
+    // bytes, a clear of it 110, and a read of an 11-byte key adds 47.
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let (k, v) = (t.k("sz"), b"vvvvv");
+        let set_size = 44 + 2 * k.len() + 1 + 24 + k.len() + v.len();
+        for (limit, fits) in [(set_size, true), (set_size - 1, false)] {
+            let tx = t.db.create_transaction();
+            tx.set_option(TransactionOption::SizeLimit(limit));
+            tx.set(&k, v);
+            let r = tx.commit().await;
+            assert_eq!(r.is_ok(), fits, "{}: size_limit {limit}: {r:?}", t.name);
+        }
+        let clear_size = 2 * (2 * k.len() + 1) + 44 + 24;
+        for (limit, fits) in [(clear_size, true), (clear_size - 1, false)] {
+            let tx = t.db.create_transaction();
+            tx.set_option(TransactionOption::SizeLimit(limit));
+            tx.clear(&k);
+            let r = tx.commit().await;
+            assert_eq!(r.is_ok(), fits, "{}: size_limit {limit}: {r:?}", t.name);
+        }
+    });
+}
+
+#[test]
+fn on_error_keeps_only_the_persistent_options() {
+    // fdb.options marks timeout, retry_limit and max_retry_delay persistent; RYW's resetRyow
+    // (run by a retrying onError) returns every other option to the database default.
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let tx = t.db.create_transaction();
+        tx.set_option(TransactionOption::SizeLimit(50));
+        tx.set_option(TransactionOption::RetryLimit(Some(1)));
+        tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
+        tx.set(&t.k("a"), b"1");
+        tx.commit().await.unwrap();
+        // The retry limit stayed: one retry was allowed, the next is refused.
+        let tx = t.db.create_transaction();
+        tx.set_option(TransactionOption::RetryLimit(Some(1)));
+        tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
+        assert_eq!(
+            code(tx.on_error(ErrorCode::NOT_COMMITTED).await),
+            ErrorCode::NOT_COMMITTED
+        );
+    });
+}
+
+#[test]
+fn want_all_reads_in_serial_batches() {
+    // fdb_c.cpp `validate_and_update_parameters`: WANT_ALL becomes SERIAL, 80,000 bytes a
+    // batch, so a 120 KB range takes more than one batch (libfdb_c: 39 rows, then the rest).
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let tx = t.db.create_transaction();
+        for i in 0..60 {
+            tx.set(&t.k(&format!("w{i:02}")), &[b'v'; 2000]);
+        }
+        tx.commit().await.unwrap();
+        let tx = t.db.create_transaction();
+        let opts = RangeOptions {
+            mode: StreamingMode::WantAll,
+            ..RangeOptions::default()
+        };
+        let (b, e) = (
+            KeySelector::first_greater_or_equal(t.kb("w")),
+            KeySelector::first_greater_or_equal(t.kb("x")),
+        );
+        let first = tx.get_range_batch(b, e, opts, false).await.unwrap();
+        assert!(first.more, "{}: one batch is not all of it", t.name);
+        let bytes: usize = first
+            .rows
+            .iter()
+            .map(|kv| kv.key.len() + kv.value.len())
+            .sum();
+        assert!(
+            (78_000..84_000).contains(&bytes),
+            "{}: a serial batch is about 80,000 bytes, not {bytes}",
+            t.name
+        );
+    });
+}
