@@ -28,6 +28,16 @@ enum Transport {
     Tls(Box<rustls::ClientConnection>),
 }
 
+/// What a read hands the loop.
+pub(crate) enum Arrived<'a> {
+    /// The TLS handshake just finished: the connection is up (`connected` is now set). It
+    /// comes before any data, which may follow in the same read.
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    Up,
+    /// Plaintext from the peer.
+    Data(&'a [u8]),
+}
+
 /// What a read found.
 pub(crate) enum ReadOutcome {
     /// Everything available was read; the connection stays open.
@@ -74,13 +84,17 @@ impl Socket {
             }
     }
 
-    /// Reads until the socket would block, handing plaintext to `deliver`.
-    pub(crate) fn read(&mut self, buf: &mut [u8], deliver: &mut dyn FnMut(&[u8])) -> ReadOutcome {
+    /// Reads until the socket would block, handing what arrived to `deliver`.
+    pub(crate) fn read(
+        &mut self,
+        buf: &mut [u8],
+        deliver: &mut dyn FnMut(Arrived<'_>),
+    ) -> ReadOutcome {
         match &mut self.transport {
             Transport::Plain => loop {
                 match self.stream.read(buf) {
                     Ok(0) => return ReadOutcome::Closed(None),
-                    Ok(n) => deliver(&buf[..n]),
+                    Ok(n) => deliver(Arrived::Data(&buf[..n])),
                     Err(e) if e.kind() == ErrorKind::WouldBlock => return ReadOutcome::Open,
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     Err(_) => return ReadOutcome::Closed(None),
@@ -100,10 +114,14 @@ impl Socket {
                     let _ = tls.write_tls(&mut self.stream);
                     return ReadOutcome::Closed(Some(e.to_string()));
                 }
+                if !self.connected && !tls.is_handshaking() {
+                    self.connected = true;
+                    deliver(Arrived::Up);
+                }
                 loop {
                     match tls.reader().read(buf) {
                         Ok(0) => return ReadOutcome::Closed(None),
-                        Ok(n) => deliver(&buf[..n]),
+                        Ok(n) => deliver(Arrived::Data(&buf[..n])),
                         Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                         Err(_) => return ReadOutcome::Closed(None),
                     }
