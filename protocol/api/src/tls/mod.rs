@@ -158,7 +158,9 @@ fn read(source: &PemSource) -> Result<Vec<u8>, TlsError> {
             };
             let len = std::fs::metadata(path).map_err(failed)?.len();
             if len > CERT_FILE_MAX_SIZE {
-                return Err(failed(std::io::Error::other("larger than CERT_FILE_MAX_SIZE")));
+                return Err(failed(std::io::Error::other(
+                    "larger than CERT_FILE_MAX_SIZE",
+                )));
             }
             std::fs::read(path).map_err(failed)
         }
@@ -251,7 +253,10 @@ impl Tls {
     /// The rustls client configuration for TLS connections, or why there is none.
     #[cfg(feature = "tls")]
     pub fn client_config(&self) -> Result<Arc<rustls::ClientConfig>, Arc<TlsError>> {
-        self.inner.as_ref().map(|c| c.config.clone()).map_err(Arc::clone)
+        self.inner
+            .as_ref()
+            .map(|c| c.config.clone())
+            .map_err(Arc::clone)
     }
 }
 
