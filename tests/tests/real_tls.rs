@@ -20,18 +20,17 @@ use rcgen::{
     KeyUsagePurpose, SanType,
 };
 
-/// A CA and a certificate it signed (for the server and for the client).
+/// A CA and the certificates it signed (for the servers and for the client).
 struct Pki {
     ca: String,
     server: (String, String),
     client: (String, String),
 }
 
-fn ca() -> (rcgen::Certificate, KeyPair) {
+fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
     let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    p.distinguished_name
-        .push(DnType::CommonName, "fdb-rust test CA");
+    p.distinguished_name.push(DnType::CommonName, name);
     p.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
         KeyUsagePurpose::CrlSign,
@@ -61,7 +60,7 @@ fn leaf(name: &str, ca: &rcgen::Certificate, ca_key: &KeyPair) -> (String, Strin
 }
 
 fn pki() -> Pki {
-    let (ca, ca_key) = ca();
+    let (ca, ca_key) = ca("fdb-rust test CA");
     Pki {
         ca: ca.pem(),
         server: leaf("fdbserver", &ca, &ca_key),
@@ -69,20 +68,34 @@ fn pki() -> Pki {
     }
 }
 
-/// The TLS cluster of this test process.
+/// The TLS servers of this test process. Two, because fdbserver throttles TLS by client IP:
+/// after two failed handshakes from one IP within `TLS_SERVER_CONNECTION_THROTTLE_TIMEOUT`
+/// (9 s) it holds every new TLS connection from that IP for 2 s and then closes it
+/// (`acceptHandshakeWrapper` in `flow/Net2.actor.cpp`) — good clients too, and all of ours
+/// come from 127.0.0.1. So the tests whose handshakes must fail get their own server
+/// (`hostile_port`, without a database: only its TLS listener matters).
 struct TlsCluster {
     dir: PathBuf,
+    /// The server with a database.
     port: u16,
+    /// The server for failing handshakes.
+    hostile_port: u16,
     pki: Pki,
-    /// Another CA, which signed nothing the server has.
+    /// Another CA, which signed nothing the servers have.
     wrong_ca: String,
 }
 
 impl TlsCluster {
-    /// The connection string, with `:tls` or (for the plaintext test) without.
-    fn cluster_file(&self, tls: bool) -> ClusterFile {
+    /// The connection string of the database.
+    fn cluster_file(&self) -> ClusterFile {
+        ClusterFile::parse(&format!("tls:test@127.0.0.1:{}:tls", self.port)).unwrap()
+    }
+
+    /// The connection string of the hostile server, with `:tls` or (for the plaintext test)
+    /// without.
+    fn hostile(&self, tls: bool) -> ClusterFile {
         let suffix = if tls { ":tls" } else { "" };
-        ClusterFile::parse(&format!("tls:test@127.0.0.1:{}{suffix}", self.port)).unwrap()
+        ClusterFile::parse(&format!("tls:test@127.0.0.1:{}{suffix}", self.hostile_port)).unwrap()
     }
 
     /// The client's own certificate and key, with `ca` as the CA bundle.
@@ -97,6 +110,11 @@ impl TlsCluster {
 static CLUSTER: OnceLock<Option<TlsCluster>> = OnceLock::new();
 
 fn cluster() -> Option<&'static TlsCluster> {
+    // The drivers' warnings (refused handshakes) in each test's captured output.
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_max_level(tracing::Level::WARN)
+        .try_init();
     CLUSTER
         .get_or_init(|| {
             let Some(shared) = std::env::var_os("FDB_SHARED_DIR").filter(|s| !s.is_empty()) else {
@@ -147,8 +165,7 @@ fn start(shared: &Path) -> TlsCluster {
         .unwrap()
         .subsec_nanos();
     let dir = PathBuf::from(format!("/tmp/tls-{}-{nonce}", std::process::id()));
-    std::fs::create_dir_all(dir.join("data")).unwrap();
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
     let bin = binaries(shared, &dir);
     let pki = pki();
     let write = |name: &str, text: &str| {
@@ -161,37 +178,18 @@ fn start(shared: &Path) -> TlsCluster {
     let server_key = write("server.key", &pki.server.1);
     let client_cert = write("client.pem", &pki.client.0);
     let client_key = write("client.key", &pki.client.1);
-    let port = free_port();
-    let cf = write("fdb.cluster", &format!("tls:test@127.0.0.1:{port}:tls\n"));
-
-    // The watchdog: fdbserver lives only as long as this test process (and its directory is
-    // removed after it), even if the process is killed.
-    let server = format!(
-        "{bin}/fdbserver -p 127.0.0.1:{port}:tls -C {cf} -d {dir}/data -L {dir}/logs \
-         --listen-address public --locality-zoneid z1 --locality-machineid m1 \
-         --tls-certificate-file {cert} --tls-key-file {key} --tls-ca-file {ca} \
-         > {dir}/logs/stdout 2>&1 &",
-        bin = bin.display(),
-        cf = cf.display(),
-        dir = dir.display(),
-        cert = server_cert.display(),
-        key = server_key.display(),
-        ca = ca.display(),
-    );
-    let watchdog = format!(
-        "{server} fdb=$!; while kill -0 {me} 2>/dev/null && kill -0 $fdb 2>/dev/null; do \
-         sleep 0.5; done; kill -9 $fdb 2>/dev/null; rm -rf {dir}",
-        me = std::process::id(),
-        dir = dir.display(),
-    );
-    Command::new("sh")
-        .arg("-c")
-        .arg(watchdog)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("sh starts");
+    let (port, hostile_port) = (free_port(), free_port());
+    let server = |name: &str, port: u16| {
+        let home = dir.join(name);
+        std::fs::create_dir_all(home.join("data")).unwrap();
+        std::fs::create_dir_all(home.join("logs")).unwrap();
+        let cf = home.join("fdb.cluster");
+        std::fs::write(&cf, format!("tls:test@127.0.0.1:{port}:tls\n")).unwrap();
+        spawn_fdbserver(&bin, &dir, &home, port, [&server_cert, &server_key, &ca]);
+        cf
+    };
+    let cf = server("db", port);
+    server("hostile", hostile_port);
 
     let fdbcli = |cmd: &str| {
         Command::new(bin.join("fdbcli"))
@@ -230,13 +228,39 @@ fn start(shared: &Path) -> TlsCluster {
     TlsCluster {
         dir,
         port,
+        hostile_port,
         pki,
-        wrong_ca: ca_pem_of_a_stranger(),
+        wrong_ca: self::ca("a stranger's CA").0.pem(),
     }
 }
 
-fn ca_pem_of_a_stranger() -> String {
-    ca().0.pem()
+/// Starts fdbserver for `home/fdb.cluster` on `port` with TLS (`[certificate, key, CA]`),
+/// under a watchdog: it lives only as long as this test process, even a killed one, and `top`
+/// is removed after it.
+fn spawn_fdbserver(bin: &Path, top: &Path, home: &Path, port: u16, tls: [&Path; 3]) {
+    let [cert, key, ca] = tls.map(|p| p.display().to_string());
+    let server = format!(
+        "{bin}/fdbserver -p 127.0.0.1:{port}:tls -C {home}/fdb.cluster -d {home}/data \
+         -L {home}/logs --listen-address public --locality-zoneid z{port} \
+         --locality-machineid m{port} --tls-certificate-file {cert} --tls-key-file {key} \
+         --tls-ca-file {ca} > {home}/logs/stdout 2>&1 &",
+        bin = bin.display(),
+        home = home.display(),
+    );
+    let watchdog = format!(
+        "{server} fdb=$!; while kill -0 {me} 2>/dev/null && kill -0 $fdb 2>/dev/null; do \
+         sleep 0.5; done; kill -9 $fdb 2>/dev/null; sleep 0.5; rm -rf {top}",
+        me = std::process::id(),
+        top = top.display(),
+    );
+    Command::new("sh")
+        .arg("-c")
+        .arg(watchdog)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sh starts");
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -263,7 +287,7 @@ fn tokio_reads_and_writes_over_tls() {
     let k = key("tokio");
     let got = runtime().block_on(async {
         let db = fdb_driver_tokio::Database::from_cluster_file_with_tls(
-            c.cluster_file(true),
+            c.cluster_file(),
             1,
             c.client_tls(&c.pki.ca),
         )
@@ -295,7 +319,7 @@ fn mio_reads_and_writes_over_tls_with_files() {
         .certificate_file(c.dir.join("client.pem"))
         .key_file(c.dir.join("client.key"))
         .ca_file(c.dir.join("ca.pem"));
-    let db = fdb_driver_mio::Database::from_cluster_file_with_tls(c.cluster_file(true), 2, tls)
+    let db = fdb_driver_mio::Database::from_cluster_file_with_tls(c.cluster_file(), 2, tls)
         .expect("TLS is set up");
     db.run(|tx| {
         tx.set(&k, b"mio over tls");
@@ -311,7 +335,7 @@ fn a_wrong_ca_fails_with_a_typed_error_on_both_drivers() {
     let Some(c) = cluster() else { return };
     let err = runtime().block_on(async {
         let db = fdb_driver_tokio::Database::from_cluster_file_with_tls(
-            c.cluster_file(true),
+            c.hostile(true),
             3,
             c.client_tls(&c.wrong_ca),
         )
@@ -324,7 +348,7 @@ fn a_wrong_ca_fails_with_a_typed_error_on_both_drivers() {
     assert!(timed_out(&err), "tokio: {err:?}");
 
     let db = fdb_driver_mio::Database::from_cluster_file_with_tls(
-        c.cluster_file(true),
+        c.hostile(true),
         4,
         c.client_tls(&c.wrong_ca),
     )
@@ -338,30 +362,48 @@ fn a_wrong_ca_fails_with_a_typed_error_on_both_drivers() {
 }
 
 #[test]
-fn a_plaintext_client_to_the_tls_cluster_fails_cleanly() {
+fn a_plaintext_client_to_a_tls_server_fails_cleanly() {
     let Some(c) = cluster() else { return };
     // The address without `:tls`: the client speaks plain FlowTransport to a TLS listener.
     let err = runtime().block_on(async {
-        let db = fdb_driver_tokio::Database::from_cluster_file(c.cluster_file(false), 5).unwrap();
+        let db = fdb_driver_tokio::Database::from_cluster_file(c.hostile(false), 5).unwrap();
         let tx = db.create_transaction();
         tx.set_option(TransactionOption::Timeout(FAIL_WITHIN));
         tx.get(b"any").await
     });
     let err = err.expect_err("a TLS listener does not answer plaintext");
     assert!(timed_out(&err), "tokio: {err:?}");
-    let db = fdb_driver_mio::Database::from_cluster_file(c.cluster_file(false), 6).unwrap();
+    let db = fdb_driver_mio::Database::from_cluster_file(c.hostile(false), 6).unwrap();
     let tx = db.create_transaction();
     tx.set_option(TransactionOption::Timeout(FAIL_WITHIN));
     let err = tx.get(b"any").expect_err("mio plaintext fails too");
     assert!(timed_out(&err), "mio: {err:?}");
-    // And the server took no harm: a TLS client still works.
+}
+
+/// fdbserver accepts a TLS client without a certificate (servers do not require one,
+/// `ConfigureSSLContext`), but as an untrusted peer: its requests to public endpoints must
+/// carry an authorization token (`message.verify()` in `fdbrpc/fdbrpc.h`), so without tenant
+/// tokens every read and commit is refused with `permission_denied`.
+#[test]
+fn a_client_without_a_certificate_is_untrusted() {
+    let Some(c) = cluster() else { return };
     let db = fdb_driver_mio::Database::from_cluster_file_with_tls(
-        c.cluster_file(true),
-        7,
-        c.client_tls(&c.pki.ca),
+        c.cluster_file(),
+        8,
+        TlsConfig::new().ca_pem(c.pki.ca.clone()),
     )
     .unwrap();
-    assert!(db.read_version().unwrap() > 0);
+    let tx = db.create_transaction();
+    tx.set_option(TransactionOption::Timeout(FAIL_WITHIN));
+    let err = tx
+        .get(&key("nocert"))
+        .expect_err("an untrusted client reads nothing");
+    assert_eq!(err.code(), Some(ErrorCode::PERMISSION_DENIED), "{err:?}");
+    let tx = db.create_transaction();
+    tx.set_option(TransactionOption::Timeout(FAIL_WITHIN));
+    tx.set(&key("nocert"), b"x");
+    let err = tx.commit().expect_err("an untrusted client writes nothing");
+    assert_eq!(err.code(), Some(ErrorCode::PERMISSION_DENIED), "{err:?}");
 }
 
 /// No fdbserver needed: a `:tls` cluster file with TLS that cannot work is refused when the

@@ -332,3 +332,108 @@ impl fmt::Display for TlsError {
 }
 
 impl std::error::Error for TlsError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn explicit_settings_win_over_the_environment() {
+        let dir = std::env::temp_dir().join(format!("tls-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let from_env = dir.join("env-ca.pem");
+        std::fs::write(&from_env, b"env ca").unwrap();
+        let vars = [
+            ("FDB_TLS_CA_FILE", from_env.to_str().unwrap()),
+            ("FDB_TLS_VERIFY_PEERS", "Check.Valid=0"),
+            ("FDB_TLS_PASSWORD", "env secret"),
+        ];
+        let loaded = TlsConfig::new().load_with(&env(&vars)).unwrap();
+        assert_eq!(loaded.ca.as_deref(), Some(&b"env ca"[..]));
+        assert!(!loaded.verify_peers.checks_chain());
+        assert_eq!(loaded.password, "env secret");
+
+        let loaded = TlsConfig::new()
+            .ca_pem(b"explicit ca".to_vec())
+            .verify_peers("Check.Valid=1")
+            .password("mine")
+            .load_with(&env(&vars))
+            .unwrap();
+        assert_eq!(loaded.ca.as_deref(), Some(&b"explicit ca"[..]));
+        assert!(loaded.verify_peers.checks_chain());
+        assert_eq!(loaded.password, "mine");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn nothing_set_means_fdbs_defaults() {
+        let loaded = TlsConfig::new().load_with(&env(&[])).unwrap();
+        assert!(loaded.ca.is_none());
+        assert!(loaded.verify_peers.checks_chain());
+        assert_eq!(loaded.password, "");
+    }
+
+    #[test]
+    fn a_missing_file_is_a_typed_error() {
+        let err = TlsConfig::new()
+            .certificate_file("/nonexistent/cert.pem")
+            .load_with(&env(&[]))
+            .unwrap_err();
+        assert!(
+            matches!(err, TlsError::Read { ref path, .. } if path == Path::new("/nonexistent/cert.pem"))
+        );
+        let err = TlsConfig::new()
+            .load_with(&env(&[("FDB_TLS_KEY_FILE", "/nonexistent/key.pem")]))
+            .unwrap_err();
+        assert!(matches!(err, TlsError::Read { .. }));
+    }
+
+    #[test]
+    fn a_driver_without_tls_refuses_a_tls_cluster_and_serves_a_plain_one() {
+        let err = Tls::prepare(&TlsConfig::new(), false, true).unwrap_err();
+        assert!(matches!(err, TlsError::NotBuilt));
+        let plain = Tls::prepare(&TlsConfig::new(), false, false).unwrap();
+        assert!(matches!(plain.error(), Some(TlsError::NotBuilt)));
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn a_tls_cluster_needs_a_ca_unless_peers_go_unchecked() {
+        // Only meaningful when the environment does not give a CA itself.
+        if std::env::var_os("FDB_TLS_CA_FILE").is_some() {
+            return;
+        }
+        let err = Tls::prepare(&TlsConfig::new(), true, true).unwrap_err();
+        assert!(matches!(err, TlsError::NoCertificateAuthority));
+        let unchecked = TlsConfig::new().verify_peers("Check.Valid=0");
+        assert!(Tls::prepare(&unchecked, true, true)
+            .unwrap()
+            .error()
+            .is_none());
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn garbage_pem_is_a_typed_error() {
+        let err =
+            Tls::prepare(&TlsConfig::new().ca_pem(b"not pem".to_vec()), true, true).unwrap_err();
+        assert!(matches!(err, TlsError::CertificateAuthority(_)), "{err}");
+        let encrypted =
+            b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        let cert = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        let cfg = TlsConfig::new()
+            .verify_peers("Check.Valid=0")
+            .certificate_pem(cert.to_vec())
+            .key_pem(encrypted.to_vec());
+        let err = Tls::prepare(&cfg, true, true).unwrap_err();
+        assert!(matches!(err, TlsError::EncryptedKey), "{err}");
+    }
+}
