@@ -9,7 +9,7 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -83,6 +83,8 @@ struct TlsCluster {
     pki: Pki,
     /// Another CA, which signed nothing the servers have.
     wrong_ca: String,
+    /// The servers' watchdogs: they end by themselves with this process (never waited for).
+    _watchdogs: [Child; 2],
 }
 
 impl TlsCluster {
@@ -185,11 +187,11 @@ fn start(shared: &Path) -> TlsCluster {
         std::fs::create_dir_all(home.join("logs")).unwrap();
         let cf = home.join("fdb.cluster");
         std::fs::write(&cf, format!("tls:test@127.0.0.1:{port}:tls\n")).unwrap();
-        spawn_fdbserver(&bin, &dir, &home, port, [&server_cert, &server_key, &ca]);
-        cf
+        let watchdog = spawn_fdbserver(&bin, &dir, &home, port, [&server_cert, &server_key, &ca]);
+        (cf, watchdog)
     };
-    let cf = server("db", port);
-    server("hostile", hostile_port);
+    let (cf, db_watchdog) = server("db", port);
+    let (_, hostile_watchdog) = server("hostile", hostile_port);
 
     let fdbcli = |cmd: &str| {
         Command::new(bin.join("fdbcli"))
@@ -231,13 +233,14 @@ fn start(shared: &Path) -> TlsCluster {
         hostile_port,
         pki,
         wrong_ca: self::ca("a stranger's CA").0.pem(),
+        _watchdogs: [db_watchdog, hostile_watchdog],
     }
 }
 
 /// Starts fdbserver for `home/fdb.cluster` on `port` with TLS (`[certificate, key, CA]`),
 /// under a watchdog: it lives only as long as this test process, even a killed one, and `top`
 /// is removed after it.
-fn spawn_fdbserver(bin: &Path, top: &Path, home: &Path, port: u16, tls: [&Path; 3]) {
+fn spawn_fdbserver(bin: &Path, top: &Path, home: &Path, port: u16, tls: [&Path; 3]) -> Child {
     let [cert, key, ca] = tls.map(|p| p.display().to_string());
     let server = format!(
         "{bin}/fdbserver -p 127.0.0.1:{port}:tls -C {home}/fdb.cluster -d {home}/data \
@@ -260,7 +263,7 @@ fn spawn_fdbserver(bin: &Path, top: &Path, home: &Path, port: u16, tls: [&Path; 
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("sh starts");
+        .expect("sh starts")
 }
 
 fn runtime() -> tokio::runtime::Runtime {
