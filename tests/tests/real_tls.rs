@@ -73,7 +73,7 @@ fn pki() -> Pki {
 /// (9 s) it holds every new TLS connection from that IP for 2 s and then closes it
 /// (`acceptHandshakeWrapper` in `flow/Net2.actor.cpp`) — good clients too, and all of ours
 /// come from 127.0.0.1. So the tests whose handshakes must fail get their own server
-/// (`hostile_port`, without a database: only its TLS listener matters).
+/// (`hostile_port`, with a database of its own, so that only TLS can make them fail).
 struct TlsCluster {
     dir: PathBuf,
     /// The server with a database.
@@ -191,12 +191,12 @@ fn start(shared: &Path) -> TlsCluster {
         (cf, watchdog)
     };
     let (cf, db_watchdog) = server("db", port);
-    let (_, hostile_watchdog) = server("hostile", hostile_port);
+    let (hostile_cf, hostile_watchdog) = server("hostile", hostile_port);
 
-    let fdbcli = |cmd: &str| {
+    let fdbcli = |cf: &Path, cmd: &str| {
         Command::new(bin.join("fdbcli"))
             .arg("-C")
-            .arg(&cf)
+            .arg(cf)
             .args(["--no-status", "--timeout", "5"])
             .arg("--tls-certificate-file")
             .arg(&client_cert)
@@ -208,24 +208,28 @@ fn start(shared: &Path) -> TlsCluster {
             .output()
             .expect("fdbcli runs")
     };
+    // Both get a database: a failing test must fail for TLS, not for want of a database.
     let deadline = Instant::now() + Duration::from_secs(45);
-    let mut configured = false;
-    loop {
-        if !configured {
-            configured = fdbcli("configure new single memory").status.success();
-        }
-        if configured {
-            let out = fdbcli("status minimal");
-            if String::from_utf8_lossy(&out.stdout).contains("The database is available") {
-                break;
+    for cf in [&cf, &hostile_cf] {
+        let mut configured = false;
+        loop {
+            if !configured {
+                configured = fdbcli(cf, "configure new single memory").status.success();
             }
+            if configured {
+                let out = fdbcli(cf, "status minimal");
+                if String::from_utf8_lossy(&out.stdout).contains("The database is available") {
+                    break;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the TLS fdbserver of {} did not come up; logs in {}",
+                cf.display(),
+                dir.display()
+            );
+            std::thread::sleep(Duration::from_millis(500));
         }
-        assert!(
-            Instant::now() < deadline,
-            "the TLS fdbserver did not come up; logs in {}",
-            dir.display()
-        );
-        std::thread::sleep(Duration::from_millis(500));
     }
     TlsCluster {
         dir,
@@ -296,15 +300,17 @@ fn tokio_reads_and_writes_over_tls() {
         )
         .expect("TLS is set up");
         let k2 = k.clone();
-        db.run(move |tx| {
+        let write = db.run(move |tx| {
             let k = k2.clone();
             async move {
                 tx.set(&k, b"over tls");
                 Ok(())
             }
-        })
-        .await
-        .expect("a write over TLS commits");
+        });
+        tokio::time::timeout(Duration::from_secs(30), write)
+            .await
+            .expect("the write completes")
+            .expect("a write over TLS commits");
         let tx = db.create_transaction();
         tokio::time::timeout(Duration::from_secs(30), tx.get(&k))
             .await
