@@ -17,8 +17,8 @@ macro_rules! registry {
         #[derive(Clone, Debug, PartialEq)]
         #[allow(clippy::large_enum_variant)]
         pub enum AnyMessage {
-            $( $req($req), )*
-            $( $rep(ErrorOr<$rep>), )*
+            $( #[doc = concat!("A `", stringify!($req), "`.")] $req($req), )*
+            $( #[doc = concat!("A `", stringify!($rep), "`, or the error sent instead.")] $rep(ErrorOr<$rep>), )*
             /// The reply to `GetLeaderRequest`: `ErrorOr<Optional<LeaderInfo>>`.
             Leader(ErrorOr<EnsureTable<Option<LeaderInfo>>>),
         }
@@ -44,6 +44,15 @@ macro_rules! registry {
                     $( AnyMessage::$req(_) => stringify!($req), )*
                     $( AnyMessage::$rep(_) => concat!("ErrorOr<", stringify!($rep), ">"), )*
                     AnyMessage::Leader(_) => "ErrorOr<Optional<LeaderInfo>>",
+                }
+            }
+
+            /// The token a request asks to be answered on (its `ReplyPromise`); `None` for a
+            /// reply.
+            pub fn reply_token(&self) -> Option<crate::uid::Uid> {
+                match self {
+                    $( AnyMessage::$req(m) => Some(m.reply.token), )*
+                    _ => None,
                 }
             }
 
