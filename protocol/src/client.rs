@@ -41,6 +41,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::atomic::MutationType;
+use crate::census::Census;
 use crate::cluster_file::ClusterFile;
 use crate::error::ErrorCode;
 use crate::grv::GrvBatcher;
@@ -532,6 +533,13 @@ impl Client {
         self.with_txs(|txs, cx| txs.destroy_transaction(cx, tx));
     }
 
+    /// `fdb_transaction_cancel`: unfinished requests and every later call fail with
+    /// `transaction_cancelled` until the transaction is reset.
+    pub fn cancel_transaction(&mut self, now: Instant, tx: TransactionId) {
+        self.now = now;
+        self.with_txs(|txs, cx| txs.cancel_transaction(cx, tx));
+    }
+
     /// Returns a transaction to its initial state, options included.
     pub fn reset_transaction(&mut self, now: Instant, tx: TransactionId) {
         self.now = now;
@@ -736,6 +744,17 @@ impl Client {
         self.status.start(req);
         self.drive(now);
         Call::new(req)
+    }
+
+    /// What the core holds for the application right now (see [`Census`]).
+    pub fn census(&self) -> Census {
+        let (transactions, requests, watches) = self.txs.census();
+        Census {
+            transactions,
+            requests,
+            watches,
+            status_reads: self.status.len(),
+        }
     }
 
     /// Gives up on a request: no event will come for it.

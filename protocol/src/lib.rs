@@ -14,6 +14,7 @@ extern crate alloc;
 
 pub mod atomic;
 mod client;
+mod census;
 pub mod cluster_file;
 mod connection;
 pub mod error;
@@ -37,6 +38,7 @@ pub mod tuple;
 pub mod uid;
 
 pub use atomic::MutationType;
+pub use census::Census;
 pub use client::{Client, ClientConfig};
 pub use connection::{
     ConnectionError, CONNECTION_MONITOR_IDLE_TIMEOUT, CONNECTION_MONITOR_LOOP_TIME,

@@ -102,40 +102,94 @@ impl DatabaseOption {
     }
 }
 
-impl Transactions {
-    /// Applies a database option: `unsupported_operation` for one this client refuses,
-    /// `invalid_option_value` for a value out of range. A transaction default is checked as
-    /// the transaction option would be, so a bad default fails here and not in every
-    /// transaction.
-    pub(crate) fn set_database_option(&mut self, opt: DatabaseOption) -> Result<(), ClientError> {
+impl DatabaseOption {
+    /// Whether the option would be accepted, with nothing changed: `unsupported_operation`
+    /// for one this client refuses, `invalid_option_value` for a value out of range. A
+    /// transaction default is checked as the transaction option would be, so a bad default
+    /// fails here and not in every transaction.
+    pub fn check(&self) -> Result<(), ClientError> {
         use DatabaseOption as D;
-        if let Some(t) = opt.transaction_default() {
+        if let Some(t) = self.transaction_default() {
             t.check_supported()?;
-            check_default_value(&t)?;
-            self.set_transaction_default(t);
-            return Ok(());
+            return check_default_value(&t);
         }
-        match opt {
-            D::LocationCacheSize(n) => {
-                if n > i32::MAX as usize {
-                    return fdb(ErrorCode::INVALID_OPTION_VALUE);
-                }
-                self.locations.set_capacity(n);
+        match self {
+            D::LocationCacheSize(n) if *n > i32::MAX as usize => {
+                fdb(ErrorCode::INVALID_OPTION_VALUE)
             }
-            D::MaxWatches(n) => {
-                if n > ABSOLUTE_MAX_WATCHES {
-                    return fdb(ErrorCode::INVALID_OPTION_VALUE);
-                }
-                self.max_watches = n;
-            }
-            D::SnapshotRywEnable => {}
+            D::MaxWatches(n) if *n > ABSOLUTE_MAX_WATCHES => fdb(ErrorCode::INVALID_OPTION_VALUE),
             D::MachineId(_)
             | D::DatacenterId(_)
             | D::SnapshotRywDisable
             | D::UseConfigDatabase
-            | D::TestCausalReadRisky(_) => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
-            // Transaction defaults are handled above.
-            _ => return fdb(ErrorCode::INTERNAL_ERROR),
+            | D::TestCausalReadRisky(_) => fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            _ => Ok(()),
+        }
+    }
+
+    /// The option as `fdb_database_set_option(code, value)` gives it (integers as 8
+    /// little-endian bytes, strings as bytes): `invalid_option` for a code 7.3 does not
+    /// define, `invalid_option_value` for a missing, extra or malformed value.
+    pub fn from_code(code: i32, value: Option<&[u8]>) -> Result<DatabaseOption, ErrorCode> {
+        use DatabaseOption as D;
+        let bad = ErrorCode::INVALID_OPTION_VALUE;
+        let none = |o: D| value.map_or(Ok(o), |_| Err(bad));
+        let int = || -> Result<i64, ErrorCode> {
+            let b: [u8; 8] = value.ok_or(bad)?.try_into().map_err(|_| bad)?;
+            Ok(i64::from_le_bytes(b))
+        };
+        let count = || usize::try_from(int()?).map_err(|_| bad);
+        let string = || String::from_utf8(value.ok_or(bad)?.to_vec()).map_err(|_| bad);
+        let millis = || match int()? {
+            v @ 0..=0x7fff_ffff => Ok(Duration::from_millis(v as u64)),
+            _ => Err(bad),
+        };
+        Ok(match code {
+            10 => D::LocationCacheSize(count()?),
+            20 => D::MaxWatches(count()?),
+            21 => D::MachineId(string()?),
+            22 => D::DatacenterId(string()?),
+            26 => none(D::SnapshotRywEnable)?,
+            27 => none(D::SnapshotRywDisable)?,
+            405 => D::TransactionLoggingMaxFieldLength(i32::try_from(int()?).map_err(|_| bad)?),
+            500 => D::TransactionTimeout(millis()?),
+            501 => match int()? {
+                -1 => D::TransactionRetryLimit(None),
+                v @ 0..=0x7fff_ffff => D::TransactionRetryLimit(Some(v as u32)),
+                _ => return Err(bad),
+            },
+            502 => D::TransactionMaxRetryDelay(millis()?),
+            503 => D::TransactionSizeLimit(count()?),
+            504 => none(D::TransactionCausalReadRisky)?,
+            505 => none(D::TransactionIncludePortInAddress)?,
+            506 => none(D::TransactionAutomaticIdempotency)?,
+            700 => none(D::TransactionBypassUnreadable)?,
+            701 => none(D::TransactionUsedDuringCommitProtectionDisable)?,
+            702 => none(D::TransactionReportConflictingKeys)?,
+            800 => none(D::UseConfigDatabase)?,
+            900 => {
+                let v = int()?;
+                D::TestCausalReadRisky(u8::try_from(v).map_err(|_| bad)?)
+            }
+            _ => return Err(ErrorCode::INVALID_OPTION),
+        })
+    }
+}
+
+impl Transactions {
+    /// Applies a database option, after [`DatabaseOption::check`].
+    pub(crate) fn set_database_option(&mut self, opt: DatabaseOption) -> Result<(), ClientError> {
+        use DatabaseOption as D;
+        opt.check()?;
+        if let Some(t) = opt.transaction_default() {
+            self.set_transaction_default(t);
+            return Ok(());
+        }
+        match opt {
+            D::LocationCacheSize(n) => self.locations.set_capacity(n),
+            D::MaxWatches(n) => self.max_watches = n,
+            // Accepted with nothing to change, or refused by `check`.
+            _ => {}
         }
         Ok(())
     }

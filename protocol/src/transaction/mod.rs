@@ -202,6 +202,11 @@ impl Default for Transactions {
 }
 
 impl Transactions {
+    /// The transactions, requests and watches held (the core's [`crate::Census`]).
+    pub(crate) fn census(&self) -> (usize, usize, usize) {
+        (self.txs.len(), self.ops.len(), self.watches)
+    }
+
     /// Whether `tx` is a live transaction.
     pub(crate) fn exists(&self, tx: TransactionId) -> bool {
         self.txs.contains_key(&tx)
@@ -275,6 +280,17 @@ impl Transactions {
     pub(crate) fn destroy_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
         self.txs.remove(&tx);
+    }
+
+    /// `fdb_transaction_cancel`: its unfinished requests fail with `transaction_cancelled`,
+    /// and so does every call after, until the transaction is reset.
+    pub(crate) fn cancel_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
+        self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
+        if let Some(t) = self.txs.get_mut(&tx) {
+            t.finished = Some(ErrorCode::TRANSACTION_CANCELLED);
+            // A commit in flight failed with the rest: later calls see the cancel.
+            t.committing = false;
+        }
     }
 
     /// Returns a transaction to its initial state, options included.
