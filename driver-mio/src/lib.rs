@@ -29,11 +29,15 @@
 mod blocking;
 mod event_loop;
 mod executor;
+mod range_iter;
+mod snapshot;
 
 pub use blocking::{Database, Transaction, Watch, CALL_LIMIT};
 pub use event_loop::MioDriver;
 pub use executor::Executor;
 pub use fdb_api::*;
+pub use range_iter::{KeyValueIter, RangeIter};
+pub use snapshot::Snapshot;
 
 /// The async API on the mio loop (what [`Database`] blocks on).
 pub type AsyncDatabase = fdb_api::Database<MioDriver>;
