@@ -9,9 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use fdb_api::{
     Census, ClusterFile, Committed, ConflictRangeType, DatabaseOption, Error, ErrorCode, KeyRange,
-    KeySelector, KeyValue, MaybeCommitted, MutationType, Next, Priority, RangeOption,
-    RangeOptions, RangeResult, RetryLoop, TransactError, TransactOption, TransactionOption,
-    Version,
+    KeySelector, KeyValue, MaybeCommitted, MutationType, Next, Priority, RangeOption, RangeOptions,
+    RangeResult, RetryLoop, TransactError, TransactOption, TransactionOption, Version,
 };
 
 use crate::event_loop::MioDriver;
@@ -131,9 +130,13 @@ impl Database {
         let tx = self.create_transaction();
         let mut maybe_committed = false;
         for opt in [
-            options.retry_limit.map(|n| TransactionOption::RetryLimit(Some(n))),
+            options
+                .retry_limit
+                .map(|n| TransactionOption::RetryLimit(Some(n))),
             options.time_out.map(TransactionOption::Timeout),
-            options.max_retry_delay.map(TransactionOption::MaxRetryDelay),
+            options
+                .max_retry_delay
+                .map(TransactionOption::MaxRetryDelay),
         ]
         .into_iter()
         .flatten()
@@ -146,10 +149,8 @@ impl Database {
                     Ok(_) => return Ok(v),
                     Err(e) => e,
                 },
-                Err(e) => match e.try_into_fdb_error() {
-                    Ok(e) => e,
-                    Err(app) => return Err(app),
-                },
+                // The application's own error ends the loop as it is.
+                Err(e) => e.try_into_fdb_error()?,
             };
             let Some(code) = err.code() else {
                 return Err(E::from(err));

@@ -22,7 +22,10 @@ impl Snapshot {
         self.inner.transaction().driver()
     }
 
-    fn wait<T>(&self, fut: impl std::future::Future<Output = Result<T, Error>>) -> Result<T, Error> {
+    fn wait<T>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
         self.driver().block_on(fut, CALL_LIMIT)?
     }
 

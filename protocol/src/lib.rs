@@ -13,8 +13,8 @@
 extern crate alloc;
 
 pub mod atomic;
-mod client;
 mod census;
+mod client;
 pub mod cluster_file;
 mod connection;
 pub mod error;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use fdb_driver_tokio::{Database, Error};
 use fdb_protocol::cluster_file::ClusterFile;
-use fdb_protocol::messages::commit::mutation_type as mt;
+use fdb_protocol::MutationType;
 use fdb_tests::cluster::TestCluster;
 
 const WORKERS: u64 = 8;
@@ -84,7 +84,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     async move {
                         let n = le(tx.get(&key("views")).await?);
                         tx.set(&key("views"), &(n + 1).to_le_bytes());
-                        tx.atomic_op(&key("atomic_views"), &1u64.to_le_bytes(), mt::ADD_VALUE);
+                        tx.atomic_op(&key("atomic_views"), &1u64.to_le_bytes(), MutationType::Add);
                         Ok(())
                     }
                 })
@@ -131,7 +131,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let pos = k.len() as u32;
                     k.extend_from_slice(&[0u8; 10]);
                     k.extend_from_slice(&pos.to_le_bytes());
-                    tx.atomic_op(&k, &job.to_le_bytes(), mt::SET_VERSIONSTAMPED_KEY);
+                    tx.atomic_op(&k, &job.to_le_bytes(), MutationType::SetVersionstampedKey);
                     Ok(())
                 })
                 .await?;
@@ -155,7 +155,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                             return Ok(None);
                         };
                         tx.clear(&kv.key);
-                        tx.atomic_op(&key("processed"), &1u64.to_le_bytes(), mt::ADD_VALUE);
+                        tx.atomic_op(&key("processed"), &1u64.to_le_bytes(), MutationType::Add);
                         Ok(Some(le(Some(kv.value))))
                     })
                     .await?;

@@ -369,7 +369,8 @@ impl Bank {
         use fdb_driver_tokio::Error;
         let err = |stage: Stage, e: Error| Attempt::Error(stage, e.code(), e.to_string());
         let tx = db.create_transaction();
-        tx.set_option(TransactionOption::Timeout(self.timeout));
+        tx.set_option(TransactionOption::Timeout(self.timeout))
+            .expect("timeout is implemented");
         loop {
             lp.record.attempts += 1;
             let attempt = async {
@@ -427,7 +428,8 @@ impl Bank {
         let mut lp = Loop::new(t, driver);
         let tx = db.create_transaction();
         // A refused option would fail the next read, which is recorded there.
-        tx.set_option(TransactionOption::Timeout(self.timeout));
+        tx.set_option(TransactionOption::Timeout(self.timeout))
+            .expect("timeout is implemented");
         loop {
             if lp.record.started.elapsed() > self.hang_limit {
                 return lp.finish(Outcome::Hung);

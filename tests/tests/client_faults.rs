@@ -248,7 +248,11 @@ async fn dropped_connections_mid_workload_lose_nothing() {
                         return Ok(()); // a retry after commit_unknown_result
                     }
                     tx.set(key.as_bytes(), b"x");
-                    tx.atomic_op(b"count", &1u32.to_le_bytes(), 2);
+                    tx.atomic_op(
+                        b"count",
+                        1u32.to_le_bytes(),
+                        fdb_protocol::MutationType::Add,
+                    );
                     Ok(())
                 })
                 .await

@@ -57,7 +57,7 @@ fn transactions_with_each_driver() {
     let v = mio
         .run(|tx| {
             tx.set(&key("mio"), b"1");
-            tx.atomic_op(&key("n"), &[1], 2);
+            tx.atomic_op(key("n"), [1], fdb_protocol::MutationType::Add);
             Ok(())
         })
         .and_then(|_| mio.run(|tx| tx.get(&key("mio"))))
@@ -76,7 +76,7 @@ fn transactions_with_each_driver() {
                 let n = key("n");
                 async move {
                     tx.set(&k, b"2");
-                    tx.atomic_op(&n, &[1], 2);
+                    tx.atomic_op(&n, [1], fdb_protocol::MutationType::Add);
                     Ok(())
                 }
             })

@@ -11,8 +11,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use fdb_driver_tokio::{Error, RangeOptions};
 use fdb_protocol::error::ErrorCode;
-use fdb_protocol::messages::commit::mutation_type as mt;
 use fdb_protocol::messages::types::KeySelector;
+use fdb_protocol::MutationType;
 use fdb_protocol::{ConflictRangeType, TransactionOption};
 use fdb_tests::dual::Target;
 
@@ -144,7 +144,7 @@ fn read_your_writes_merges_ranges() {
         tx.set(&t.k("bb"), b"new");
         tx.clear_range(&t.k("d"), &t.k("h"));
         tx.set(&t.k("e"), b"five");
-        tx.atomic_op(&t.k("i"), &[1], mt::ADD_VALUE);
+        tx.atomic_op(&t.k("i"), &[1], MutationType::Add);
         assert_eq!(
             tx.get(&t.k("b")).await.unwrap().as_deref(),
             Some(&b"two"[..])
@@ -190,7 +190,7 @@ fn read_your_writes_merges_ranges() {
 /// (name, op, existing value or None, operand, expected result or None = absent)
 type AtomicCase = (
     &'static str,
-    u8,
+    MutationType,
     Option<&'static [u8]>,
     &'static [u8],
     Option<&'static [u8]>,
@@ -202,63 +202,105 @@ fn atomic_ops_give_fdb_results() {
         let cases: Vec<AtomicCase> = vec![
             (
                 "add",
-                mt::ADD_VALUE,
+                MutationType::Add,
                 Some(&[0xff, 0x00]),
                 &[0x01, 0x00],
                 Some(&[0x00, 0x01]),
             ),
-            ("add_missing", mt::ADD_VALUE, None, &[0x05], Some(&[0x05])),
+            (
+                "add_missing",
+                MutationType::Add,
+                None,
+                &[0x05],
+                Some(&[0x05]),
+            ),
             (
                 "add_short",
-                mt::ADD_VALUE,
+                MutationType::Add,
                 Some(&[0x01]),
                 &[0x02, 0x00, 0x00],
                 Some(&[0x03, 0x00, 0x00]),
             ),
             (
                 "and",
-                mt::AND,
+                MutationType::BitAnd,
                 Some(&[0x0f, 0xf0]),
                 &[0xff, 0x0f],
                 Some(&[0x0f, 0x00]),
             ),
-            ("and_missing", mt::AND, None, &[0xab], Some(&[0xab])),
+            (
+                "and_missing",
+                MutationType::BitAnd,
+                None,
+                &[0xab],
+                Some(&[0xab]),
+            ),
             (
                 "or",
-                mt::OR,
+                MutationType::BitOr,
                 Some(&[0x01]),
                 &[0x10, 0x20],
                 Some(&[0x11, 0x20]),
             ),
-            ("xor", mt::XOR, Some(&[0xff, 0xff]), &[0x0f], Some(&[0xf0])),
+            (
+                "xor",
+                MutationType::BitXor,
+                Some(&[0xff, 0xff]),
+                &[0x0f],
+                Some(&[0xf0]),
+            ),
             (
                 "max",
-                mt::MAX,
+                MutationType::Max,
                 Some(&[0x00, 0x01]),
                 &[0xff, 0x00],
                 Some(&[0x00, 0x01]),
             ),
             (
                 "min",
-                mt::MIN,
+                MutationType::Min,
                 Some(&[0x00, 0x01]),
                 &[0xff, 0x00],
                 Some(&[0xff, 0x00]),
             ),
-            ("min_missing", mt::MIN, None, &[0x07], Some(&[0x07])),
-            ("byte_max", mt::BYTE_MAX, Some(b"b"), b"ab", Some(b"b")),
-            ("byte_min", mt::BYTE_MIN, Some(b"b"), b"ab", Some(b"ab")),
+            (
+                "min_missing",
+                MutationType::Min,
+                None,
+                &[0x07],
+                Some(&[0x07]),
+            ),
+            (
+                "byte_max",
+                MutationType::ByteMax,
+                Some(b"b"),
+                b"ab",
+                Some(b"b"),
+            ),
+            (
+                "byte_min",
+                MutationType::ByteMin,
+                Some(b"b"),
+                b"ab",
+                Some(b"ab"),
+            ),
             (
                 "append",
-                mt::APPEND_IF_FITS,
+                MutationType::AppendIfFits,
                 Some(b"ab"),
                 b"cd",
                 Some(b"abcd"),
             ),
-            ("cac_equal", mt::COMPARE_AND_CLEAR, Some(b"v"), b"v", None),
+            (
+                "cac_equal",
+                MutationType::CompareAndClear,
+                Some(b"v"),
+                b"v",
+                None,
+            ),
             (
                 "cac_differ",
-                mt::COMPARE_AND_CLEAR,
+                MutationType::CompareAndClear,
                 Some(b"v"),
                 b"w",
                 Some(b"v"),
@@ -290,11 +332,15 @@ fn versionstamps_order_commits() {
             let pos = key.len() as u32;
             key.extend_from_slice(&[0u8; 10]);
             key.extend_from_slice(&pos.to_le_bytes());
-            tx.atomic_op(&key, &[i], mt::SET_VERSIONSTAMPED_KEY);
+            tx.atomic_op(&key, &[i], MutationType::SetVersionstampedKey);
             let mut val = b"stamp:".to_vec();
             val.extend_from_slice(&[0u8; 10]);
             val.extend_from_slice(&6u32.to_le_bytes());
-            tx.atomic_op(&t.k(&format!("vsv{i}")), &val, mt::SET_VERSIONSTAMPED_VALUE);
+            tx.atomic_op(
+                &t.k(&format!("vsv{i}")),
+                &val,
+                MutationType::SetVersionstampedValue,
+            );
             let version = tx.commit().await.unwrap();
             let stamp = tx.versionstamp().await.unwrap().unwrap();
             assert_eq!(
@@ -500,7 +546,7 @@ fn size_and_key_errors() {
             ErrorCode::KEY_OUTSIDE_LEGAL_RANGE
         );
         let tx = t.db.create_transaction();
-        tx.set_option(TransactionOption::SizeLimit(1000));
+        tx.set_option(TransactionOption::SizeLimit(1000)).unwrap();
         for i in 0..20 {
             tx.set(&t.k(&format!("sz{i}")), &[0u8; 100]);
         }
@@ -533,13 +579,15 @@ fn size_and_key_errors() {
 fn timeout_and_retry_limit_options() {
     run(|t| async move {
         let tx = t.db.create_transaction();
-        tx.set_option(TransactionOption::RetryLimit(Some(2)));
+        tx.set_option(TransactionOption::RetryLimit(Some(2)))
+            .unwrap();
         tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
         tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
         let e = tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::NOT_COMMITTED, "{}", t.name);
         let tx = t.db.create_transaction();
-        tx.set_option(TransactionOption::Timeout(Duration::from_millis(100)));
+        tx.set_option(TransactionOption::Timeout(Duration::from_millis(100)))
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
         let e = tx.get(&t.k("a")).await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::TRANSACTION_TIMED_OUT);
@@ -697,7 +745,8 @@ fn conflicting_keys_are_reported() {
     run(|t| async move {
         put(&t, &[("ck1", b"1"), ("ck2", b"2")]).await;
         let a = t.db.create_transaction();
-        a.set_option(TransactionOption::ReportConflictingKeys);
+        a.set_option(TransactionOption::ReportConflictingKeys)
+            .unwrap();
         a.get(&t.k("ck1")).await.unwrap();
         a.get(&t.k("ck2")).await.unwrap();
         let b = t.db.create_transaction();

@@ -82,7 +82,10 @@ impl<D: Driver> Snapshot<D> {
     }
 
     /// Every row of a range read, collected.
-    pub async fn get_range_all(&self, range: impl Into<RangeOption>) -> Result<Vec<KeyValue>, Error> {
+    pub async fn get_range_all(
+        &self,
+        range: impl Into<RangeOption>,
+    ) -> Result<Vec<KeyValue>, Error> {
         self.tx.get_range_all(range, true).await
     }
 }

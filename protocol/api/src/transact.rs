@@ -95,10 +95,8 @@ impl<D: Driver> Database<D> {
                     Ok(_) => return Ok(v),
                     Err(e) => e,
                 },
-                Err(e) => match e.try_into_fdb_error() {
-                    Ok(e) => e,
-                    Err(app) => return Err(app),
-                },
+                // The application's own error ends the loop as it is.
+                Err(e) => e.try_into_fdb_error()?,
             };
             let Some(code) = err.code() else {
                 return Err(E::from(err));

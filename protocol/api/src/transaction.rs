@@ -9,8 +9,7 @@ use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::types::{KeySelector, KeyValue, Version};
 use fdb_protocol::{
     check_conflict_range, Call, Client, Committed, ConflictRangeType, Instant, MutationType,
-    Outcome, RangeCursor, RangeOption, RangeOptions, RangeResult, TransactionId,
-    TransactionOption,
+    Outcome, RangeCursor, RangeOption, RangeOptions, RangeResult, TransactionId, TransactionOption,
 };
 
 use crate::driver::{apply, query, submit, Driver, Pending};

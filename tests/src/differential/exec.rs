@@ -288,9 +288,7 @@ pub async fn run_tokio(
                 Call::Conflict(b, e, kind) => t
                     .add_conflict_range(&b, &e, kind)
                     .map_or_else(tokio_err, |_| Outcome::Nothing),
-                Call::Option(o) => t
-                    .set_option(o)
-                    .map_or_else(tokio_err, |_| Outcome::Nothing),
+                Call::Option(o) => t.set_option(o).map_or_else(tokio_err, |_| Outcome::Nothing),
                 Call::ReadVersion => t
                     .get_read_version()
                     .await
@@ -431,9 +429,7 @@ pub fn run_mio(
                 Call::Conflict(b, e, kind) => t
                     .add_conflict_range(&b, &e, kind)
                     .map_or_else(mio_err, |_| Outcome::Nothing),
-                Call::Option(o) => t
-                    .set_option(o)
-                    .map_or_else(mio_err, |_| Outcome::Nothing),
+                Call::Option(o) => t.set_option(o).map_or_else(mio_err, |_| Outcome::Nothing),
                 Call::ReadVersion => t
                     .get_read_version()
                     .map_or_else(mio_err, |_| Outcome::Version),
