@@ -34,7 +34,7 @@ async fn counters_under_contention_count_exactly() {
                 db.run(|tx| async move {
                     let v = tx.get(b"counter").await?;
                     let n = v.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
-                    tx.set(b"counter", &(n + 1).to_le_bytes());
+                    tx.set(b"counter", (n + 1).to_le_bytes());
                     Ok(())
                 })
                 .await
@@ -98,7 +98,7 @@ async fn versionstamps_and_atomic_ops() {
     param.extend_from_slice(&[0; 10]);
     param.extend_from_slice(&6u32.to_le_bytes());
     tx.atomic_op(&param, b"v", MutationType::SetVersionstampedKey);
-    tx.atomic_op(b"sum", &5u64.to_le_bytes(), MutationType::Add);
+    tx.atomic_op(b"sum", 5u64.to_le_bytes(), MutationType::Add);
     within(tx.commit()).await.unwrap();
     let stamp = within(tx.versionstamp()).await.unwrap().unwrap();
     let mut key = b"stamp/".to_vec();

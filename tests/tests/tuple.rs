@@ -774,11 +774,7 @@ fn versionstamped_tuple_keys_and_tuple_order_on_a_cluster() {
                 let key = sub
                     .pack_with_versionstamp(&("vs", Versionstamp::incomplete(i), i as i64))
                     .unwrap();
-                tx.atomic_op(
-                    &key,
-                    &pack(&(i as i64,)),
-                    MutationType::SetVersionstampedKey,
-                );
+                tx.atomic_op(&key, pack(&(i as i64,)), MutationType::SetVersionstampedKey);
                 let value =
                     pack_with_versionstamp(&("at", Versionstamp::incomplete(100 + i))).unwrap();
                 let vkey = sub.pack(&("value", i as i64));
@@ -799,7 +795,7 @@ fn versionstamped_tuple_keys_and_tuple_order_on_a_cluster() {
                 i64::MAX as i128,
             ];
             for x in &ints {
-                tx.set(&sub.pack(&("int", *x)), b"");
+                tx.set(sub.pack(&("int", *x)), b"");
             }
             tx.commit().await.unwrap();
             let stamp = tx.versionstamp().await.unwrap().unwrap();

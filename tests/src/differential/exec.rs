@@ -357,7 +357,7 @@ pub fn run_mio(
         .run(|tx| {
             tx.clear_range(prefix, &end);
             for (k, v) in &p.init {
-                tx.set(&[prefix, k].concat(), &v.resolve());
+                tx.set([prefix, k].concat(), v.resolve());
             }
             Ok(())
         })
