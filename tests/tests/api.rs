@@ -370,3 +370,82 @@ fn special_key_helpers() {
         assert!(one >= empty + 1000, "{empty} -> {one}");
     });
 }
+
+/// The blocking driver's form of the same calls.
+fn mio_surface(db: &fdb_driver_mio::Database, prefix: &[u8]) {
+    let k = |s: &str| [prefix, s.as_bytes()].concat();
+    db.run(|tx| {
+        for i in 0..120u32 {
+            tx.set(k(&format!("m/{i:03}")), [i as u8; 100]);
+        }
+        tx.atomic_op(k("n"), 5u64.to_le_bytes(), MutationType::Add);
+        Ok(())
+    })
+    .unwrap();
+    let tx = db.create_transaction();
+    // Batches as an iterator, fetched as it goes; stopping early leaves nothing in flight.
+    let mut it = tx.get_ranges(Prefix(k("m/")), false);
+    let first = it.next().expect("a batch").unwrap();
+    assert!(first.more() && first.len() < 120, "{}", first.len());
+    drop(it);
+    let (c, waiting) = db.census().unwrap();
+    assert_eq!((c.requests, waiting), (0, 0), "{c:?}");
+    let keys: Vec<Vec<u8>> = tx
+        .get_ranges_keyvalues(Prefix(k("m/")), true)
+        .map(|kv| kv.unwrap().key().to_vec())
+        .collect();
+    let want: Vec<Vec<u8>> = (0..120).map(|i| k(&format!("m/{i:03}"))).collect();
+    assert_eq!(keys, want);
+    assert_eq!(
+        tx.snapshot().get_range_all(Prefix(k("m/"))).unwrap().len(),
+        120
+    );
+    let n = tx.snapshot().get(k("n")).unwrap().unwrap();
+    assert_eq!(n[..], 5u64.to_le_bytes());
+    // transact: the application's error ends the loop untouched.
+    let mut attempts = 0;
+    let r: Result<(), AppError> = db.transact(TransactOption::default(), |tx, _| {
+        attempts += 1;
+        if attempts == 1 {
+            return Err(AppError::Fdb(ErrorCode::NOT_COMMITTED.into()));
+        }
+        tx.set(k("t"), b"1");
+        Err(AppError::Refused("second"))
+    });
+    assert!(matches!(r, Err(AppError::Refused("second"))), "{r:?}");
+    assert_eq!(attempts, 2);
+    let e = tx
+        .set_option(TransactionOption::AuthorizationToken("t".into()))
+        .unwrap_err();
+    assert_eq!(code(&e), ErrorCode::UNSUPPORTED_OPERATION);
+    let e = db
+        .set_option(DatabaseOption::UseConfigDatabase)
+        .unwrap_err();
+    assert_eq!(code(&e), ErrorCode::UNSUPPORTED_OPERATION);
+    drop(tx);
+    let (c, waiting) = db.census().unwrap();
+    assert!(c.is_empty() && waiting == 0, "{c:?} {waiting}");
+}
+
+#[test]
+fn the_mio_driver_has_the_same_surface() {
+    let cluster = fdb_tests::cluster::TestCluster::start();
+    let cf = fdb_driver_mio::ClusterFile::parse(&cluster.cluster_file_string()).unwrap();
+    let db = fdb_driver_mio::Database::from_cluster_file(cf, 3).unwrap();
+    mio_surface(&db, b"");
+    match std::env::var("FDB_CLUSTER_FILE") {
+        Ok(path) if !path.is_empty() => {
+            let db = fdb_driver_mio::Database::open(Some(std::path::Path::new(&path))).unwrap();
+            let prefix = format!("rust-fdb-api-mio/{}/", std::process::id()).into_bytes();
+            mio_surface(&db, &prefix);
+            let mut end = prefix.clone();
+            *end.last_mut().unwrap() += 1;
+            db.run(|tx| {
+                tx.clear_range(&prefix, &end);
+                Ok(())
+            })
+            .unwrap();
+        }
+        _ => eprintln!("FDB_CLUSTER_FILE not set: ran on the test cluster only"),
+    }
+}
