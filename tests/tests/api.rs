@@ -275,6 +275,18 @@ fn options_are_implemented_or_refused_never_ignored() {
             let e = t.db.set_option(opt.clone()).unwrap_err();
             assert_eq!(code(&e), want, "{opt:?}");
         }
+        // read_lock_aware alone makes the transaction read-only (libfdb_c: 2023 on a commit
+        // with writes, a read-only commit succeeds).
+        let tx = t.db.create_transaction();
+        tx.set_option(TransactionOption::ReadLockAware).unwrap();
+        tx.get(t.k("o")).await.unwrap();
+        tx.commit().await.unwrap();
+        let tx = t.db.create_transaction();
+        tx.set_option(TransactionOption::ReadLockAware).unwrap();
+        tx.set(t.k("o"), b"w");
+        let e = tx.commit().await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::TRANSACTION_READ_ONLY);
+
         // A database default reaches new transactions: no retries at all.
         t.db.set_option(DatabaseOption::TransactionRetryLimit(Some(0)))
             .unwrap();
@@ -327,6 +339,9 @@ fn dropped_futures_streams_and_transactions_leave_nothing_behind() {
         let e = tx.get(t.k("c")).await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::TRANSACTION_CANCELLED);
         let e = tx.commit().await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::TRANSACTION_CANCELLED);
+        // on_error does not retry a cancelled transaction (libfdb_c: 1025 again).
+        let e = tx.on_error(code(&e)).await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::TRANSACTION_CANCELLED);
         tx.reset();
         assert_eq!(tx.get(t.k("c")).await.unwrap(), None);
