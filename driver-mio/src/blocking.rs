@@ -170,6 +170,11 @@ impl Database {
         self.block_on(w.0, limit)?
     }
 
+    /// Waits for a versionstamp future (see [`Transaction::get_versionstamp`]).
+    pub fn wait_versionstamp(&self, f: fdb_api::VersionstampFuture) -> Result<[u8; 10], Error> {
+        self.wait(f)
+    }
+
     /// Cancels a watch (dropping it does too).
     pub fn cancel_watch(&self, w: Watch) {
         drop(w);
@@ -376,6 +381,12 @@ impl Transaction {
     /// The versionstamp of the committed transaction.
     pub fn versionstamp(&self) -> Option<[u8; 10]> {
         self.wait(self.inner.versionstamp()).ok().flatten()
+    }
+
+    /// The versionstamp the next commit gets: wait for it with [`Database::wait_versionstamp`]
+    /// once the commit is done (for instance after [`Database::transact`] returned it).
+    pub fn get_versionstamp(&self) -> fdb_api::VersionstampFuture {
+        self.inner.get_versionstamp()
     }
 
     /// Waits the backoff and resets the transaction if `code` is retryable, else fails.

@@ -464,3 +464,67 @@ fn the_mio_driver_has_the_same_surface() {
         _ => eprintln!("FDB_CLUSTER_FILE not set: ran on the test cluster only"),
     }
 }
+
+#[test]
+fn the_versionstamp_future_comes_out_of_the_retry_loop() {
+    run(|t| async move {
+        // Asked for inside the closure, ready after the loop's commit.
+        let attempts = Arc::new(AtomicU32::new(0));
+        let stamp =
+            t.db.transact(TransactOption::default(), |tx, _| {
+                let (n, k) = (attempts.clone(), t.k("vs"));
+                async move {
+                    tx.set(k, b"v");
+                    let f = tx.get_versionstamp();
+                    if n.fetch_add(1, Ordering::SeqCst) == 0 {
+                        // This attempt's future is abandoned with it.
+                        return Err(Error::from(ErrorCode::NOT_COMMITTED));
+                    }
+                    Ok(f)
+                }
+            })
+            .await
+            .unwrap();
+        let stamp = stamp.await.unwrap();
+        assert_eq!(attempts.load(Ordering::SeqCst), 2);
+        // The stamp's first eight bytes are the commit version, big-endian.
+        let tx = t.db.create_transaction();
+        tx.set(t.k("vs2"), b"v");
+        let f = tx.get_versionstamp();
+        let c = tx.commit_with_versionstamp().await.unwrap();
+        let s = f.await.unwrap();
+        assert_eq!(Some(s), c.versionstamp);
+        assert_eq!(i64::from_be_bytes(s[..8].try_into().unwrap()), c.version);
+        assert!(stamp < s, "{stamp:?} {s:?}");
+        // A read-only commit has none (2021); an abandoned attempt's future is broken (1100),
+        // as libfdb_c 7.3.77 answers both.
+        let tx = t.db.create_transaction();
+        let f = tx.get_versionstamp();
+        tx.commit().await.unwrap();
+        assert_eq!(code(&f.await.unwrap_err()), ErrorCode::NO_COMMIT_VERSION);
+        let tx = t.db.create_transaction();
+        let f = tx.get_versionstamp();
+        tx.reset();
+        assert_eq!(code(&f.await.unwrap_err()), ErrorCode::BROKEN_PROMISE);
+        let tx = t.db.create_transaction();
+        let f = tx.get_versionstamp();
+        tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
+        assert_eq!(code(&f.await.unwrap_err()), ErrorCode::BROKEN_PROMISE);
+        // A failed commit: transaction_invalid_version (2020).
+        let a = t.db.create_transaction();
+        a.get(t.k("vk")).await.unwrap();
+        let b = t.db.create_transaction();
+        b.set(t.k("vk"), b"b");
+        b.commit().await.unwrap();
+        a.set(t.k("vy"), b"a");
+        let f = a.get_versionstamp();
+        assert_eq!(
+            code(&a.commit().await.unwrap_err()),
+            ErrorCode::NOT_COMMITTED
+        );
+        assert_eq!(
+            code(&f.await.unwrap_err()),
+            ErrorCode::TRANSACTION_INVALID_VERSION
+        );
+    });
+}

@@ -20,6 +20,7 @@ mod special_keys;
 mod stream;
 mod transact;
 mod transaction;
+mod versionstamp;
 
 pub use cluster_file::{persist_cluster_file, read_cluster_file, replace_cluster_file};
 pub use database::{Database, Next, RetryLoop};
@@ -30,6 +31,7 @@ pub use snapshot::Snapshot;
 pub use stream::{KeyValueStream, RangeStream};
 pub use transact::{MaybeCommitted, TransactError, TransactOption};
 pub use transaction::{Transaction, Watch};
+pub use versionstamp::VersionstampFuture;
 
 pub use fdb_protocol as protocol;
 pub use fdb_protocol::cluster_file::ClusterFile;

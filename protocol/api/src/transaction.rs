@@ -16,6 +16,7 @@ use crate::driver::{apply, query, submit, Driver, Pending};
 use crate::error::Error;
 use crate::snapshot::Snapshot;
 use crate::stream::{KeyValueStream, RangeStream};
+use crate::versionstamp::{VersionstampFuture, VersionstampWaiters};
 
 /// A buffered write, applied on the loop before this transaction's next call.
 type PendingWrite = Box<dyn FnOnce(&mut Client, Instant, TransactionId) + Send>;
@@ -39,6 +40,7 @@ struct TxInner<D: Driver> {
     driver: D,
     cell: Arc<TxCell>,
     pending: Mutex<Vec<PendingWrite>>,
+    stamps: VersionstampWaiters,
 }
 
 impl<D: Driver> TxInner<D> {
@@ -98,6 +100,7 @@ impl<D: Driver> Transaction<D> {
                     created,
                 }),
                 pending: Mutex::new(Vec::new()),
+                stamps: VersionstampWaiters::default(),
             }),
         }
     }
@@ -366,7 +369,16 @@ impl<D: Driver> Transaction<D> {
 
     /// Commits; returns the commit version and the versionstamp.
     pub async fn commit_with_versionstamp(&self) -> Result<Committed, Error> {
-        self.call(|c, now, id| c.commit(now, id)).await
+        let r = self.call(|c, now, id| c.commit(now, id)).await;
+        self.inner.stamps.commit_done(&r);
+        r
+    }
+
+    /// The versionstamp the next commit gets, as a future ready once that commit is done
+    /// (`fdb_transaction_get_versionstamp`): ask for it inside a retry loop's closure and
+    /// await it after the loop.
+    pub fn get_versionstamp(&self) -> VersionstampFuture {
+        self.inner.stamps.wait()
     }
 
     /// The versionstamp of the committed transaction.
@@ -381,6 +393,7 @@ impl<D: Driver> Transaction<D> {
     /// `on_error`: waits the backoff and resets the transaction if `code` is retryable;
     /// otherwise fails with it.
     pub async fn on_error(&self, code: ErrorCode) -> Result<(), Error> {
+        self.inner.stamps.abandon();
         self.call(move |c, now, id| c.on_error(now, id, code)).await
     }
 
@@ -398,6 +411,7 @@ impl<D: Driver> Transaction<D> {
 
     /// Resets the transaction (options too).
     pub fn reset(&self) {
+        self.inner.stamps.abandon();
         let cell = self.inner.cell.clone();
         let writes = self.inner.take_pending();
         apply(&self.inner.driver, move |c, now| {
