@@ -79,8 +79,9 @@ impl Database {
 
     /// Options every transaction created from now on starts with (and returns to on reset),
     /// like libfdb_c's `transaction_*` database options.
-    pub fn set_transaction_defaults(&self, defaults: Vec<TransactionOption>) {
-        self.inner.set_transaction_defaults(defaults);
+    /// An option this client does not implement is refused with `unsupported_operation`.
+    pub fn set_transaction_defaults(&self, defaults: Vec<TransactionOption>) -> Result<(), Error> {
+        self.inner.set_transaction_defaults(defaults)
     }
 
     /// Sets a database option; one this client does not implement fails with

@@ -497,7 +497,7 @@ impl Client {
     }
 }
 
-/// The transaction API: each call lends the transactions a [`Ctx`] and then sends whatever the
+/// The transaction API: each call lends the transactions a `Ctx` and then sends whatever the
 /// call made ready.
 impl Client {
     /// Starts a transaction.

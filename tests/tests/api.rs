@@ -250,6 +250,10 @@ fn options_are_implemented_or_refused_never_ignored() {
             let e = tx.set_option(opt.clone()).unwrap_err();
             assert_eq!(code(&e), ErrorCode::UNSUPPORTED_OPERATION, "{opt:?}");
         }
+        let e =
+            t.db.set_transaction_defaults(vec![TransactionOption::UseGrvCache])
+                .unwrap_err();
+        assert_eq!(code(&e), ErrorCode::UNSUPPORTED_OPERATION);
         // A refused option left nothing behind: the transaction works.
         tx.set_option(TransactionOption::PriorityBatch).unwrap();
         tx.get(t.k("o")).await.unwrap();

@@ -794,7 +794,8 @@ fn database_wide_transaction_defaults() {
         t.db.set_transaction_defaults(vec![
             TransactionOption::Timeout(Duration::from_millis(100)),
             TransactionOption::RetryLimit(Some(0)),
-        ]);
+        ])
+        .unwrap();
         let tx = t.db.create_transaction();
         tokio::time::sleep(Duration::from_millis(300)).await;
         let e = tx.get(&t.k("a")).await.unwrap_err();
@@ -802,7 +803,7 @@ fn database_wide_transaction_defaults() {
         let tx = t.db.create_transaction();
         let e = tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::NOT_COMMITTED, "retry limit 0");
-        t.db.set_transaction_defaults(Vec::new());
+        t.db.set_transaction_defaults(Vec::new()).unwrap();
         let tx = t.db.create_transaction();
         tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
         tokio::time::sleep(Duration::from_millis(150)).await;

@@ -75,11 +75,16 @@ impl<D: Driver> Database<D> {
     }
 
     /// Options every transaction created from now on starts with (and returns to on reset),
-    /// like libfdb_c's `transaction_*` database options.
-    pub fn set_transaction_defaults(&self, defaults: Vec<TransactionOption>) {
+    /// like libfdb_c's `transaction_*` database options. An option this client does not
+    /// implement is refused with `unsupported_operation` and nothing changes.
+    pub fn set_transaction_defaults(&self, defaults: Vec<TransactionOption>) -> Result<(), Error> {
+        for opt in &defaults {
+            opt.check_supported()?;
+        }
         apply(&self.driver, move |c, _| {
             c.set_transaction_defaults(defaults)
         });
+        Ok(())
     }
 
     /// Sets a database option (`fdb_database_set_option`). One this client does not

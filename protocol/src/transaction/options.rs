@@ -368,7 +368,7 @@ impl TransactionOption {
     }
 }
 
-/// Which conflict range [`Client::add_conflict_range`] adds.
+/// Which conflict range [`crate::Client::add_conflict_range`] adds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConflictRangeType {
     Read,
