@@ -129,39 +129,19 @@ impl Database {
         mut f: impl FnMut(&Transaction, MaybeCommitted) -> Result<T, E>,
     ) -> Result<T, E> {
         let tx = self.create_transaction();
-        let mut maybe_committed = false;
-        for opt in [
-            options
-                .retry_limit
-                .map(|n| TransactionOption::RetryLimit(Some(n))),
-            options.time_out.map(TransactionOption::Timeout),
-            options
-                .max_retry_delay
-                .map(TransactionOption::MaxRetryDelay),
-        ]
-        .into_iter()
-        .flatten()
-        {
+        for opt in options.transaction_options() {
             tx.set_option(opt)?;
         }
+        let mut maybe_committed = false;
         loop {
             let err = match f(&tx, MaybeCommitted(maybe_committed)) {
                 Ok(v) => match tx.commit() {
                     Ok(_) => return Ok(v),
-                    Err(e) => e,
+                    Err(e) => E::from(e),
                 },
-                // The application's own error ends the loop as it is.
-                Err(e) => e.try_into_fdb_error()?,
+                Err(e) => e,
             };
-            let Some(code) = err.code() else {
-                return Err(E::from(err));
-            };
-            if err.is_maybe_committed() {
-                if !options.is_idempotent {
-                    return Err(E::from(err));
-                }
-                maybe_committed = true;
-            }
+            let code = options.after_failure(err, &mut maybe_committed)?;
             tx.on_error(code)?;
         }
     }

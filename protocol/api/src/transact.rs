@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use fdb_protocol::error::ErrorCode;
 use fdb_protocol::TransactionOption;
 
 use crate::database::Database;
@@ -61,17 +62,41 @@ impl TransactOption {
         }
     }
 
-    fn apply<D: Driver>(&self, tx: &Transaction<D>) -> Result<(), Error> {
+    /// The transaction options these limits are, set once before the first attempt.
+    pub fn transaction_options(&self) -> Vec<TransactionOption> {
+        let mut opts = Vec::new();
         if let Some(n) = self.retry_limit {
-            tx.set_option(TransactionOption::RetryLimit(Some(n)))?;
+            opts.push(TransactionOption::RetryLimit(Some(n)));
         }
         if let Some(d) = self.time_out {
-            tx.set_option(TransactionOption::Timeout(d))?;
+            opts.push(TransactionOption::Timeout(d));
         }
         if let Some(d) = self.max_retry_delay {
-            tx.set_option(TransactionOption::MaxRetryDelay(d))?;
+            opts.push(TransactionOption::MaxRetryDelay(d));
         }
-        Ok(())
+        opts
+    }
+
+    /// After a failed attempt (the closure's error, or the commit's as `E`): the FDB error
+    /// code to hand `on_error`, or the error that ends the loop (the application's own, a
+    /// non-FDB error, or one that may have committed when the closure is not idempotent).
+    /// Marks `maybe_committed` for the next attempt. Both drivers' loops decide with it.
+    pub fn after_failure<E: TransactError>(
+        &self,
+        err: E,
+        maybe_committed: &mut bool,
+    ) -> Result<ErrorCode, E> {
+        let err = err.try_into_fdb_error()?;
+        let Some(code) = err.code() else {
+            return Err(E::from(err));
+        };
+        if err.is_maybe_committed() {
+            if !self.is_idempotent {
+                return Err(E::from(err));
+            }
+            *maybe_committed = true;
+        }
+        Ok(code)
     }
 }
 
@@ -87,26 +112,19 @@ impl<D: Driver> Database<D> {
         Fut: Future<Output = Result<T, E>>,
     {
         let tx = self.create_transaction();
-        options.apply(&tx)?;
+        for opt in options.transaction_options() {
+            tx.set_option(opt)?;
+        }
         let mut maybe_committed = false;
         loop {
             let err = match f(tx.clone(), MaybeCommitted(maybe_committed)).await {
                 Ok(v) => match tx.commit().await {
                     Ok(_) => return Ok(v),
-                    Err(e) => e,
+                    Err(e) => E::from(e),
                 },
-                // The application's own error ends the loop as it is.
-                Err(e) => e.try_into_fdb_error()?,
+                Err(e) => e,
             };
-            let Some(code) = err.code() else {
-                return Err(E::from(err));
-            };
-            if err.is_maybe_committed() {
-                if !options.is_idempotent {
-                    return Err(E::from(err));
-                }
-                maybe_committed = true;
-            }
+            let code = options.after_failure(err, &mut maybe_committed)?;
             // `on_error` fails with the error itself when it must not retry.
             tx.on_error(code).await?;
         }
