@@ -18,7 +18,7 @@ const LIMIT: Duration = Duration::from_secs(90);
 
 fn run<F, Fut>(scenario: F)
 where
-    F: Fn(Target) -> Fut,
+    F: Fn(Target) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()>,
 {
     fdb_tests::dual::run("rust-fdb-api", LIMIT, scenario);
