@@ -43,3 +43,8 @@ pub use snapshot::Snapshot;
 pub type AsyncDatabase = fdb_api::Database<MioDriver>;
 /// An async transaction on the mio loop.
 pub type AsyncTransaction = fdb_api::Transaction<MioDriver>;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -214,3 +214,8 @@ async fn connect(conn: ConnectionId, addr: SocketAddr, tx: mpsc::WeakUnboundedSe
         }
     }
 }
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -66,3 +66,8 @@ pub use transaction::{
     TENANT_PREFIX_SIZE, TRANSACTION_SIZE_LIMIT, VALUE_SIZE_LIMIT,
 };
 pub use uid::Uid;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

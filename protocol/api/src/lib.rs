@@ -44,3 +44,8 @@ pub use fdb_protocol::{
     TransactionOption, Version,
 };
 pub use futures_core::Stream;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
