@@ -15,7 +15,9 @@ use crate::uid::Uid;
 /// The v4 alternative is a bare scalar; the v6 one is a 16-entry byte vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum IpAddress {
+    /// IPv4, the address as a big-endian number.
     V4(u32),
+    /// IPv6, the sixteen address bytes.
     V6([u8; 16]),
 }
 
@@ -104,9 +106,12 @@ crate::fb_table! {
 }
 
 impl NetworkAddress {
+    /// The address is the process's own (not public) one.
     pub const FLAG_PRIVATE: u16 = 1;
+    /// The process speaks TLS at this address (`:tls` in a cluster file).
     pub const FLAG_TLS: u16 = 2;
 
+    /// A plain (not TLS, public) address.
     pub fn new(ip: impl Into<IpAddress>, port: u16) -> Self {
         NetworkAddress {
             ip: ip.into(),
@@ -115,6 +120,7 @@ impl NetworkAddress {
             from_hostname: false,
         }
     }
+    /// Whether a connection to this address must speak TLS.
     pub fn is_tls(&self) -> bool {
         self.flags & Self::FLAG_TLS != 0
     }
