@@ -109,7 +109,8 @@ where
                 tokio::time::timeout(limit, scenario(t))
                     .await
                     .expect("scenario timed out on the real cluster");
-                db.set_transaction_defaults(Vec::new());
+                db.set_transaction_defaults(Vec::new())
+                    .expect("no defaults");
                 let clean = db.run(|tx| {
                     let (p, e) = (prefix.clone(), end.clone());
                     async move {

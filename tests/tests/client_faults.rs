@@ -152,7 +152,7 @@ async fn the_retry_loop_converges_under_injected_not_committed() {
         attempts += 1;
         async move {
             let n = tx.get(b"n").await?.map_or(0, |v| v[0]);
-            tx.set(b"n", &[n + 1]);
+            tx.set(b"n", [n + 1]);
             Ok(())
         }
     }))
@@ -222,9 +222,9 @@ async fn commit_unknown_result_with_an_idempotent_transaction_counts_once() {
             }
             let a = tx.get(b"acct/a").await?.map_or(100, |v| v[0]);
             let b = tx.get(b"acct/b").await?.map_or(100, |v| v[0]);
-            tx.set(b"acct/a", &[a - 10]);
-            tx.set(b"acct/b", &[b + 10]);
-            tx.set(&done_key, b"1");
+            tx.set(b"acct/a", [a - 10]);
+            tx.set(b"acct/b", [b + 10]);
+            tx.set(done_key, b"1");
             Ok(())
         }))
         .await
@@ -248,7 +248,11 @@ async fn dropped_connections_mid_workload_lose_nothing() {
                         return Ok(()); // a retry after commit_unknown_result
                     }
                     tx.set(key.as_bytes(), b"x");
-                    tx.atomic_op(b"count", &1u32.to_le_bytes(), 2);
+                    tx.atomic_op(
+                        b"count",
+                        1u32.to_le_bytes(),
+                        fdb_protocol::MutationType::Add,
+                    );
                     Ok(())
                 })
                 .await

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use fdb_driver_tokio::Database;
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::error::ErrorCode;
-use fdb_protocol::messages::commit::mutation_type as mt;
 use fdb_protocol::messages::types::KeySelector;
+use fdb_protocol::MutationType;
 use fdb_tests::cluster::{RequestKind, TestCluster};
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -34,7 +34,7 @@ async fn counters_under_contention_count_exactly() {
                 db.run(|tx| async move {
                     let v = tx.get(b"counter").await?;
                     let n = v.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
-                    tx.set(b"counter", &(n + 1).to_le_bytes());
+                    tx.set(b"counter", (n + 1).to_le_bytes());
                     Ok(())
                 })
                 .await
@@ -97,8 +97,8 @@ async fn versionstamps_and_atomic_ops() {
     let mut param = b"stamp/".to_vec();
     param.extend_from_slice(&[0; 10]);
     param.extend_from_slice(&6u32.to_le_bytes());
-    tx.atomic_op(&param, b"v", mt::SET_VERSIONSTAMPED_KEY);
-    tx.atomic_op(b"sum", &5u64.to_le_bytes(), mt::ADD_VALUE);
+    tx.atomic_op(&param, b"v", MutationType::SetVersionstampedKey);
+    tx.atomic_op(b"sum", 5u64.to_le_bytes(), MutationType::Add);
     within(tx.commit()).await.unwrap();
     let stamp = within(tx.versionstamp()).await.unwrap().unwrap();
     let mut key = b"stamp/".to_vec();

@@ -385,7 +385,7 @@ fn mio_driver() {
     for batch in keys.chunks(50) {
         db.run(|tx| {
             for k in batch {
-                tx.set(k, &[b'v'; VALUE_LEN]);
+                tx.set(k, [b'v'; VALUE_LEN]);
             }
             Ok(())
         })

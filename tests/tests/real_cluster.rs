@@ -56,11 +56,11 @@ fn transactions_with_each_driver() {
     let mio = fdb_driver_mio::Database::from_cluster_file(cf.clone(), 3).unwrap();
     let v = mio
         .run(|tx| {
-            tx.set(&key("mio"), b"1");
-            tx.atomic_op(&key("n"), &[1], 2);
+            tx.set(key("mio"), b"1");
+            tx.atomic_op(key("n"), [1], fdb_protocol::MutationType::Add);
             Ok(())
         })
-        .and_then(|_| mio.run(|tx| tx.get(&key("mio"))))
+        .and_then(|_| mio.run(|tx| tx.get(key("mio"))))
         .unwrap();
     assert_eq!(v.as_deref(), Some(&b"1"[..]));
 
@@ -76,7 +76,7 @@ fn transactions_with_each_driver() {
                 let n = key("n");
                 async move {
                     tx.set(&k, b"2");
-                    tx.atomic_op(&n, &[1], 2);
+                    tx.atomic_op(&n, [1], fdb_protocol::MutationType::Add);
                     Ok(())
                 }
             })
@@ -91,9 +91,9 @@ fn transactions_with_each_driver() {
             let a = db.create_transaction();
             a.get(&key("mio")).await.unwrap();
             let b = db.create_transaction();
-            b.set(&key("mio"), b"b");
+            b.set(key("mio"), b"b");
             b.commit().await.unwrap();
-            a.set(&key("mio"), b"a");
+            a.set(key("mio"), b"a");
             let e = a.commit().await.unwrap_err();
             assert_eq!(
                 e.code(),

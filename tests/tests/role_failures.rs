@@ -94,7 +94,7 @@ async fn a_commit_lost_with_its_proxy_is_unknown_and_an_idempotent_retry_applies
                         return Ok(());
                     }
                     let n = tx.get(b"n").await?.map_or(0, |v| v[0]);
-                    tx.set(b"n", &[n + 1]);
+                    tx.set(b"n", [n + 1]);
                     tx.set(b"id/1", b"");
                     tx.commit().await.map(|_| ())
                 }

@@ -280,7 +280,7 @@ impl Transactions {
                 reply: ReplyPromise { token },
                 span_context: self.span(cx, tx),
                 tenant_info: TenantInfo::none(),
-                options: None,
+                options: self.read_options(cx.rng, tx),
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
             scan.chunk = Some((a, b));
