@@ -145,13 +145,26 @@ impl RawClient {
         sent_to: Uid,
         timeout: Duration,
     ) -> Result<ErrorOr<R>, RawError> {
+        let msg = self.recv_bytes(addr, reply, sent_to, timeout)?;
+        decode_reply::<R>(&msg).map_err(|e| RawError::Decode(format!("{e:?}")))
+    }
+
+    /// [`RawClient::recv`], undecoded (for replies without a plain `ErrorOr<T>` shape, e.g.
+    /// the leader's `ErrorOr<Optional<LeaderInfo>>`: decode them with `decode_any`).
+    pub fn recv_bytes(
+        &mut self,
+        addr: SocketAddr,
+        reply: Uid,
+        sent_to: Uid,
+        timeout: Duration,
+    ) -> Result<Bytes, RawError> {
         let deadline = Instant::now() + timeout;
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             let c = self.conn(addr)?;
             if let Some(i) = c.inbox.iter().position(|(t, _)| *t == reply) {
                 let (_, msg) = c.inbox.remove(i);
-                return decode_reply::<R>(&msg).map_err(|e| RawError::Decode(format!("{e:?}")));
+                return Ok(msg);
             }
             if let Some(i) = c.inbox.iter().position(|(t, m)| {
                 *t == well_known::ENDPOINT_NOT_FOUND && decode_root::<Uid>(m) == Ok(sent_to)
