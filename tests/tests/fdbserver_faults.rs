@@ -20,7 +20,7 @@ use fdb_protocol::messages::commit::{mutation_type as mt, CommitTransactionRef, 
 use fdb_protocol::messages::coordination::{
     ClientDBInfo, GetLeaderRequest, OpenDatabaseCoordRequest,
 };
-use fdb_protocol::messages::types::{KeyRange, Version};
+use fdb_protocol::messages::types::KeyRange;
 use fdb_protocol::messages::{decode_any, AnyMessage, EnsureTable, ErrorOr};
 use fdb_protocol::uid::well_known;
 use fdb_protocol::Uid;
@@ -709,32 +709,4 @@ async fn a_coordinator_change_is_followed_and_the_cluster_file_rewritten() {
     })
     .await;
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A versionstamp read back through the stored key is the commit version the client was
-/// told, big-endian, then the batch index — built by the test cluster's own code.
-#[tokio::test]
-async fn stored_versionstamps_carry_the_commit_version() {
-    let c = TestCluster::start();
-    let db = db(&c, 9);
-    let tx = db.create_transaction();
-    let mut param = b"vs/".to_vec();
-    param.extend_from_slice(&[0xaa; 10]);
-    param.extend_from_slice(&3u32.to_le_bytes());
-    tx.atomic_op(&param, b"x", mt::SET_VERSIONSTAMPED_KEY);
-    let version: Version = within(tx.commit()).await.unwrap();
-    let stored: Vec<Vec<u8>> = c
-        .snapshot()
-        .into_keys()
-        .filter(|k| k.starts_with(b"vs/"))
-        .collect();
-    assert_eq!(stored.len(), 1);
-    let key = &stored[0];
-    assert_eq!(key.len(), 3 + 10, "the offset is dropped");
-    assert_eq!(
-        i64::from_be_bytes(key[3..11].try_into().unwrap()),
-        version,
-        "{key:x?}"
-    );
-    assert_eq!(&key[11..13], &[0, 0], "batch index 0");
 }
