@@ -65,7 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     println!("cluster file: {cf}");
-    let db = Database::from_cluster_file(cf.clone(), 0x5eed);
+    let db = Database::from_cluster_file(cf.clone(), 0x5eed).expect("the driver starts");
     let t = Instant::now();
     let v = tokio::time::timeout(Duration::from_secs(30), db.read_version()).await??;
     println!("connected: read version {v} after {:?}", t.elapsed());
@@ -212,7 +212,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // 4. The blocking mio driver on the same data.
-    let mut mio_db = fdb_driver_mio::Database::from_cluster_file(cf, 0x5eee)?;
+    let mio_db = fdb_driver_mio::Database::from_cluster_file(cf, 0x5eee)?;
     let n = mio_db.run(|tx| {
         let n = tx.get(&key("views"))?;
         let n = le(n) + 1;

@@ -425,7 +425,7 @@ impl Bank {
         use fdb_driver_mio::Error;
         let err = |stage: Stage, e: Error| Attempt::Error(stage, e.code(), e.to_string());
         let mut lp = Loop::new(t, driver);
-        let mut tx = db.create_transaction();
+        let tx = db.create_transaction();
         // A refused option would fail the next read, which is recorded there.
         tx.set_option(TransactionOption::Timeout(self.timeout));
         loop {
@@ -433,7 +433,7 @@ impl Bank {
                 return lp.finish(Outcome::Hung);
             }
             lp.record.attempts += 1;
-            let mut attempt = || {
+            let attempt = || {
                 tx.get_read_version()
                     .map_err(|e| err(Stage::ReadVersion, e))?;
                 if lp.check_id {

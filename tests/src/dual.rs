@@ -75,7 +75,7 @@ impl ClearOnDrop {
 
 impl Drop for ClearOnDrop {
     fn drop(&mut self) {
-        let mut db = match fdb_driver_mio::Database::from_cluster_file(self.cluster.clone(), 0) {
+        let db = match fdb_driver_mio::Database::from_cluster_file(self.cluster.clone(), 0) {
             Ok(db) => db,
             Err(e) => return eprintln!("clean-up: cannot open the cluster: {e}"),
         };
@@ -122,7 +122,7 @@ where
         let cf = ClusterFile::parse(&cluster.cluster_file_string()).expect("cluster file");
         let t = Target {
             name: "test cluster",
-            db: Database::from_cluster_file(cf, 7),
+            db: Database::from_cluster_file(cf, 7).expect("the driver starts"),
             prefix: Vec::new(),
             exact: true,
         };
@@ -137,9 +137,7 @@ where
     let prefix = random_prefix(tag);
     let _clean = ClearOnDrop::prefix(cf, &prefix);
     rt.block_on(async {
-        let db = Database::open(Some(&path))
-            .await
-            .expect("open the real cluster");
+        let db = Database::open(Some(&path)).expect("open the real cluster");
         let t = Target {
             name: "real cluster",
             db,

@@ -13,6 +13,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 fn db(c: &TestCluster) -> Database {
     Database::from_cluster_file(ClusterFile::parse(&c.cluster_file_string()).unwrap(), 11)
+        .expect("the driver starts")
 }
 
 fn shard_of(c: &TestCluster, key: &[u8]) -> fdb_tests::cluster::ShardInfo {

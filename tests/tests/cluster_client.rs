@@ -16,6 +16,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 fn db(c: &TestCluster, seed: u64) -> Database {
     Database::from_cluster_file(ClusterFile::parse(&c.cluster_file_string()).unwrap(), seed)
+        .expect("the driver starts")
 }
 
 async fn within<F: std::future::Future>(f: F) -> F::Output {

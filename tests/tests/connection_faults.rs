@@ -833,13 +833,13 @@ mod forwarding {
     #[test]
     fn mio_follows_a_forward_and_rewrites_the_cluster_file() {
         let (_c, path, real) = setup("mio");
-        let mut db = fdb_driver_mio::Database::open_file_with_seed(&path, 1).unwrap();
+        let db = fdb_driver_mio::Database::open_file_with_seed(&path, 1).unwrap();
         db.read_version_with(Priority::Default, Duration::from_secs(10))
             .unwrap();
-        assert_eq!(db.cluster(), &real);
+        assert_eq!(&db.cluster().unwrap(), &real);
         assert!(rewritten(&path, &real));
         // The rewritten file opens the cluster directly.
-        let mut again = fdb_driver_mio::Database::open_file_with_seed(&path, 2).unwrap();
+        let again = fdb_driver_mio::Database::open_file_with_seed(&path, 2).unwrap();
         again
             .read_version_with(Priority::Default, Duration::from_secs(10))
             .unwrap();

@@ -75,6 +75,7 @@ impl Driver for Tokio {
                 ClusterFile::parse(cluster).unwrap(),
                 seed,
             )
+            .expect("the driver starts")
         });
         Tokio(rt, db)
     }

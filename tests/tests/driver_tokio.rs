@@ -9,6 +9,7 @@ use fdb_tests::testkit::MiniCluster;
 
 fn db(cluster: &str, seed: u64) -> Database {
     Database::from_cluster_file(ClusterFile::parse(cluster).unwrap(), seed)
+        .expect("the driver starts")
 }
 
 async fn within<T>(d: Duration, f: impl std::future::Future<Output = T>) -> T {

@@ -40,6 +40,7 @@ fn ok<T: std::fmt::Debug>(r: Result<ErrorOr<T>, RawError>) -> T {
 
 fn db(c: &TestCluster, seed: u64) -> Database {
     Database::from_cluster_file(ClusterFile::parse(&c.cluster_file_string()).unwrap(), seed)
+        .unwrap()
 }
 
 async fn within<F: std::future::Future>(f: F) -> F::Output {

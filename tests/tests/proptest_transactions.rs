@@ -510,7 +510,7 @@ trait Tx {
     fn commit(&mut self) -> Result<i64, TxError>;
 }
 
-impl Tx for fdb_driver_mio::Transaction<'_> {
+impl Tx for fdb_driver_mio::Transaction {
     fn get(&mut self, key: &[u8], snapshot: bool) -> Result<Option<Bytes>, TxError> {
         if snapshot {
             self.snapshot_get(key).map_err(mio_err)
@@ -1419,7 +1419,7 @@ fn concurrent_transactions_on_one_client_serialize() {
     let cf = ClusterFile::parse(&cluster.cluster_file_string()).unwrap();
     let db = {
         let _in_rt = rt.enter();
-        fdb_driver_tokio::Database::from_cluster_file(cf, 20)
+        fdb_driver_tokio::Database::from_cluster_file(cf, 20).expect("the driver starts")
     };
     let stats = Stats::default();
     let mut runner = runner(128);

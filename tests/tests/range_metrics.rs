@@ -357,7 +357,7 @@ fn wrong_shard_server_relocates_and_other_errors_fail() {
         let cf = ClusterFile::parse(&cluster.cluster_file_string()).unwrap();
         let t = Target {
             name: "test cluster",
-            db: Database::from_cluster_file(cf, 11),
+            db: Database::from_cluster_file(cf, 11).expect("the driver starts"),
             prefix: Vec::new(),
             exact: true,
         };
@@ -448,7 +448,7 @@ fn wrong_shard_server_relocates_and_other_errors_fail() {
 fn mio_driver() {
     let cluster = TestCluster::start();
     let cf = ClusterFile::parse(&cluster.cluster_file_string()).unwrap();
-    let mut db = fdb_driver_mio::Database::from_cluster_file(cf, 5).unwrap();
+    let db = fdb_driver_mio::Database::from_cluster_file(cf, 5).unwrap();
     let keys: Vec<Vec<u8>> = (0..PAIRS).map(|i| name(i).into_bytes()).collect();
     for batch in keys.chunks(50) {
         db.run(|tx| {
@@ -460,7 +460,7 @@ fn mio_driver() {
         .unwrap();
     }
     let (begin, end) = (b"a".to_vec(), b"{".to_vec());
-    let mut tx = db.create_transaction();
+    let tx = db.create_transaction();
     assert_eq!(
         tx.get_estimated_range_size_bytes(&begin, &end).unwrap(),
         true_size(&keys, &begin, &end)

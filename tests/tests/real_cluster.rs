@@ -18,7 +18,7 @@ fn cluster() -> Option<ClusterFile> {
 #[test]
 fn read_version_with_each_driver() {
     let Some(cf) = cluster() else { return };
-    let mut mio = fdb_driver_mio::Database::from_cluster_file(cf.clone(), 1).unwrap();
+    let mio = fdb_driver_mio::Database::from_cluster_file(cf.clone(), 1).unwrap();
     let a = mio
         .read_version_with(Default::default(), Duration::from_secs(30))
         .unwrap();
@@ -28,7 +28,7 @@ fn read_version_with_each_driver() {
         .build()
         .unwrap();
     let b = rt.block_on(async {
-        let db = fdb_driver_tokio::Database::from_cluster_file(cf, 2);
+        let db = fdb_driver_tokio::Database::from_cluster_file(cf, 2).expect("the driver starts");
         tokio::time::timeout(Duration::from_secs(30), db.read_version())
             .await
             .unwrap()
@@ -52,7 +52,7 @@ fn transactions_with_each_driver() {
     let mut end = prefix.clone();
     *end.last_mut().unwrap() += 1;
 
-    let mut mio = fdb_driver_mio::Database::from_cluster_file(cf.clone(), 3).unwrap();
+    let mio = fdb_driver_mio::Database::from_cluster_file(cf.clone(), 3).unwrap();
     let v = mio
         .run(|tx| {
             tx.set(&key("mio"), b"1");
@@ -68,7 +68,7 @@ fn transactions_with_each_driver() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let db = fdb_driver_tokio::Database::from_cluster_file(cf, 4);
+        let db = fdb_driver_tokio::Database::from_cluster_file(cf, 4).expect("the driver starts");
         let run = async {
             db.run(|tx| {
                 let k = key("tokio");

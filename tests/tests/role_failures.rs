@@ -20,6 +20,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 fn db(c: &TestCluster) -> Database {
     Database::from_cluster_file(ClusterFile::parse(&c.cluster_file_string()).unwrap(), 23)
+        .expect("the driver starts")
 }
 
 async fn within<F: std::future::Future>(f: F) -> F::Output {

@@ -68,12 +68,13 @@ impl Sides {
         let tokio_db = {
             let _g = rt.enter();
             fdb_driver_tokio::Database::from_cluster_file(cf.clone(), run_id ^ 1)
+                .expect("the driver starts")
         };
         let mio_dbs = (0..3)
             .map(|i| fdb_driver_mio::Database::from_cluster_file(cf.clone(), run_id ^ (2 + i)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| e.to_string())?;
-        let mut s = Sides {
+        let s = Sides {
             lib,
             rt,
             tokio_db,
@@ -138,7 +139,7 @@ impl Sides {
     }
 
     /// Removes everything this run wrote.
-    pub fn finish(mut self) {
+    pub fn finish(self) {
         let base = self.base.clone();
         let _ = self.mio_dbs[0].run(|tx| {
             tx.clear_range(&base, &exec::strinc(&base));

@@ -32,7 +32,7 @@ impl Arm for MioArm {
             KeySelector::first_greater_or_equal(Bytes::copy_from_slice(&ctx.keys.range_begin));
         let end = KeySelector::first_greater_or_equal(Bytes::copy_from_slice(&ctx.keys.range_end));
         run_threads(counts, ctx.requests.as_deref(), |worker| {
-            let mut db =
+            let db =
                 Database::from_cluster_file(ctx.cluster.clone(), seed.wrapping_add(worker as u64))
                     .map_err(|e| e.to_string())?;
             let keys = ctx.keys.clone();
@@ -41,7 +41,7 @@ impl Arm for MioArm {
             let mut seq = 0u64;
             Ok(move || {
                 seq += 1;
-                let mut tx = db.create_transaction();
+                let tx = db.create_transaction();
                 let e = |e: fdb_driver_mio::Error| e.to_string();
                 match op {
                     Op::Grv => {

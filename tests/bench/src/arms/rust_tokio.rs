@@ -30,7 +30,7 @@ impl Arm for TokioArm {
     ) -> Result<RunStats, String> {
         let db = {
             let _guard = ctx.rt.enter();
-            Database::from_cluster_file(ctx.cluster.clone(), seed)
+            Database::from_cluster_file(ctx.cluster.clone(), seed).expect("the driver starts")
         };
         let range = (
             KeySelector::first_greater_or_equal(Bytes::copy_from_slice(&ctx.keys.range_begin)),
@@ -119,7 +119,8 @@ impl AsyncWorker for TokioWorker {
 pub fn populate(ctx: &Ctx) -> Result<(), String> {
     let keys = ctx.keys.clone();
     ctx.rt.block_on(async move {
-        let db = Database::from_cluster_file(ctx.cluster.clone(), 0x9e11);
+        let db =
+            Database::from_cluster_file(ctx.cluster.clone(), 0x9e11).expect("the driver starts");
         let rows = keys.population();
         for chunk in rows.chunks(100) {
             let tx = db.create_transaction();
@@ -141,7 +142,8 @@ pub fn populate(ctx: &Ctx) -> Result<(), String> {
 pub fn cleanup(ctx: &Ctx) -> Result<(), String> {
     let (begin, end) = KeySet::PREFIX_RANGE;
     ctx.rt.block_on(async move {
-        let db = Database::from_cluster_file(ctx.cluster.clone(), 0x9e12);
+        let db =
+            Database::from_cluster_file(ctx.cluster.clone(), 0x9e12).expect("the driver starts");
         let tx = db.create_transaction();
         tx.clear_range(begin, end);
         tx.commit()

@@ -1,0 +1,410 @@
+//! The mio loop: sockets, the poll, and the ops sent to the engine. Any thread may turn it;
+//! one at a time does, and a thread sending work to a loop another thread is blocked in
+//! wakes that thread.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, ToSocketAddrs};
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll as TaskPoll, Waker as TaskWaker};
+use std::time::{Duration, Instant as StdInstant};
+
+use fdb_api::{persist_cluster_file, Clock, Driver, Engine, Error, IoRequest, Op};
+use fdb_protocol::ConnectionId;
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
+
+/// The poll token of the loop's waker (connections use their id).
+const WAKE: Token = Token(usize::MAX);
+
+struct Socket {
+    stream: TcpStream,
+    connected: bool,
+    out: VecDeque<u8>,
+}
+
+/// What only the thread turning the loop touches.
+struct Loop {
+    engine: Engine,
+    poll: Poll,
+    events: Events,
+    sockets: HashMap<ConnectionId, Socket>,
+    /// Reused each turn: the ops taken from the inbox, the sockets that became ready.
+    ops: VecDeque<Op>,
+    ready: Vec<(ConnectionId, bool, bool)>,
+}
+
+struct Shared {
+    /// Ops sent and not yet run.
+    inbox: Mutex<VecDeque<Op>>,
+    /// A thread is blocked in `poll` and must be woken for new ops.
+    polling: AtomicBool,
+    /// A waiting future was woken: the loop must not sleep before it is polled again.
+    nudged: AtomicBool,
+    waker: Waker,
+    state: Mutex<Loop>,
+    clock: Clock,
+}
+
+/// A handle to a database's mio loop. Cheap to clone; the loop (and its connections) is
+/// dropped with the last handle.
+#[derive(Clone)]
+pub struct MioDriver {
+    shared: Arc<Shared>,
+}
+
+impl Driver for MioDriver {
+    fn start(engine: Engine) -> Result<Self, Error> {
+        let poll = Poll::new().map_err(Error::Io)?;
+        let waker = Waker::new(poll.registry(), WAKE).map_err(Error::Io)?;
+        let clock = engine.clock();
+        Ok(MioDriver {
+            shared: Arc::new(Shared {
+                inbox: Mutex::new(VecDeque::new()),
+                polling: AtomicBool::new(false),
+                nudged: AtomicBool::new(false),
+                waker,
+                state: Mutex::new(Loop {
+                    engine,
+                    poll,
+                    events: Events::with_capacity(256),
+                    sockets: HashMap::new(),
+                    ops: VecDeque::new(),
+                    ready: Vec::new(),
+                }),
+                clock,
+            }),
+        })
+    }
+
+    fn send(&self, op: Op) -> bool {
+        lock(&self.shared.inbox).push_back(op);
+        if self.shared.polling.load(Ordering::Acquire) {
+            let _ = self.shared.waker.wake();
+        }
+        true
+    }
+
+    fn clock(&self) -> Clock {
+        self.shared.clock
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Wakes a thread waiting in [`MioDriver::block_on`] when its future may progress: it may be
+/// parked, or turning the loop itself.
+struct Unpark {
+    thread: std::thread::Thread,
+    /// Weak, so the cached waker does not keep the loop alive.
+    driver: std::sync::Weak<Shared>,
+}
+
+impl std::task::Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(shared) = self.driver.upgrade() {
+            (MioDriver { shared }).notify();
+        }
+        self.thread.unpark();
+    }
+}
+
+impl MioDriver {
+    /// A future waiting on this loop can progress: the loop must not sleep before the thread
+    /// waiting for it polls it (it wakes a thread blocked in `poll`).
+    pub fn notify(&self) {
+        self.shared.nudged.store(true, Ordering::Release);
+        if self.shared.polling.load(Ordering::Acquire) {
+            let _ = self.shared.waker.wake();
+        }
+    }
+
+    /// This thread's waker for this loop, made once per thread and loop (a blocking call
+    /// should not allocate one each time).
+    fn thread_waker(&self) -> TaskWaker {
+        thread_local! {
+            static WAKERS: std::cell::RefCell<Vec<(std::sync::Weak<Shared>, TaskWaker)>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        WAKERS.with(|w| {
+            let mut w = w.borrow_mut();
+            w.retain(|(s, _)| s.strong_count() > 0);
+            if let Some((_, waker)) = w
+                .iter()
+                .find(|(s, _)| std::ptr::eq(s.as_ptr(), Arc::as_ptr(&self.shared)))
+            {
+                return waker.clone();
+            }
+            let waker = TaskWaker::from(Arc::new(Unpark {
+                thread: std::thread::current(),
+                driver: Arc::downgrade(&self.shared),
+            }));
+            w.push((Arc::downgrade(&self.shared), waker.clone()));
+            waker
+        })
+    }
+
+    /// Runs `fut` to completion on this thread, turning the loop while it waits, for at most
+    /// `limit` (then the future is dropped, which cancels what it was waiting for).
+    pub fn block_on<F: Future>(&self, fut: F, limit: Duration) -> Result<F::Output, Error> {
+        let deadline = StdInstant::now() + limit;
+        let waker = self.thread_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut fut = pin!(fut);
+        loop {
+            if let TaskPoll::Ready(v) = fut.as_mut().poll(&mut cx) {
+                return Ok(v);
+            }
+            if StdInstant::now() >= deadline {
+                return Err(Error::TimedOut);
+            }
+            match self.shared.state.try_lock() {
+                Ok(mut state) => state.turn(&self.shared, Some(deadline))?,
+                // Another thread is turning the loop; it will wake us when our completion
+                // arrives (or soon, when it hands the loop back).
+                Err(_) => std::thread::park_timeout(
+                    Duration::from_millis(1)
+                        .min(deadline.saturating_duration_since(StdInstant::now())),
+                ),
+            }
+        }
+    }
+
+    /// One turn of the loop: runs the ops sent, does the IO that is ready, and waits at most
+    /// until `until` (or the core's next deadline) for more.
+    pub fn turn(&self, until: Option<StdInstant>) -> Result<(), Error> {
+        lock(&self.shared.state).turn(&self.shared, until)
+    }
+}
+
+impl Loop {
+    fn turn(&mut self, shared: &Shared, until: Option<StdInstant>) -> Result<(), Error> {
+        self.settle(shared)?;
+        let deadline = match (self.engine.deadline(), until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        // No sleeping while ops wait: `polling` is set before the inbox is looked at, so a
+        // sender either sees it and wakes us, or its op is seen here.
+        shared.polling.store(true, Ordering::Release);
+        let busy = !lock(&shared.inbox).is_empty() || shared.nudged.swap(false, Ordering::AcqRel);
+        let timeout = if busy {
+            Some(Duration::ZERO)
+        } else {
+            deadline.map(|d| d.saturating_duration_since(StdInstant::now()))
+        };
+        let polled = self.poll.poll(&mut self.events, timeout);
+        shared.polling.store(false, Ordering::Release);
+        match polled {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::Io(e)),
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
+        ready.extend(
+            self.events
+                .iter()
+                .filter(|ev| ev.token() != WAKE)
+                .map(|ev| {
+                    (
+                        ConnectionId(ev.token().0 as u64),
+                        ev.is_writable(),
+                        ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+                    )
+                }),
+        );
+        for &(id, writable, readable) in &ready {
+            if writable {
+                self.on_writable(id);
+            }
+            if readable {
+                self.on_readable(id);
+            }
+        }
+        self.ready = ready;
+        if self
+            .engine
+            .deadline()
+            .is_some_and(|d| StdInstant::now() >= d)
+        {
+            self.engine.handle_timeout();
+        }
+        self.settle(shared)
+    }
+
+    /// Runs the ops sent, then carries out what the engine asks until it asks nothing more.
+    fn settle(&mut self, shared: &Shared) -> Result<(), Error> {
+        loop {
+            // Swap the inbox for the (empty) reused queue: one lock, no allocation.
+            std::mem::swap(&mut self.ops, &mut *lock(&shared.inbox));
+            let any = !self.ops.is_empty();
+            while let Some(op) = self.ops.pop_front() {
+                op(&mut self.engine);
+            }
+            while let Some(io) = self.engine.poll_io() {
+                self.carry_out(io)?;
+            }
+            while let Some(t) = self.engine.poll_transmit() {
+                if let Some(s) = self.sockets.get_mut(&t.conn) {
+                    s.out.extend(t.data.iter());
+                }
+            }
+            let ids: Vec<ConnectionId> = self.sockets.keys().copied().collect();
+            for id in ids {
+                self.flush(id);
+            }
+            if !any {
+                return Ok(());
+            }
+        }
+    }
+
+    fn carry_out(&mut self, io: IoRequest) -> Result<(), Error> {
+        match io {
+            IoRequest::Connect { conn, addr, .. } => match TcpStream::connect(addr) {
+                Ok(mut stream) => {
+                    let _ = stream.set_nodelay(true);
+                    self.poll
+                        .registry()
+                        .register(
+                            &mut stream,
+                            Token(conn.0 as usize),
+                            Interest::READABLE | Interest::WRITABLE,
+                        )
+                        .map_err(Error::Io)?;
+                    self.sockets.insert(
+                        conn,
+                        Socket {
+                            stream,
+                            connected: false,
+                            out: VecDeque::new(),
+                        },
+                    );
+                }
+                Err(_) => self.engine.handle_connect_failed(conn),
+            },
+            IoRequest::Close { conn } => {
+                if let Some(mut s) = self.sockets.remove(&conn) {
+                    let _ = self.poll.registry().deregister(&mut s.stream);
+                }
+            }
+            IoRequest::Resolve { host, port } => {
+                // Blocking, as the rest of this loop's waiting is.
+                let ips: Vec<IpAddr> = match (host.as_str(), port).to_socket_addrs() {
+                    Ok(addrs) => addrs.map(|a| a.ip()).collect(),
+                    Err(e) => {
+                        tracing::warn!(%host, port, error = %e, "host name lookup failed");
+                        Vec::new()
+                    }
+                };
+                self.engine.handle_resolved(&host, port, &ips);
+            }
+            IoRequest::WriteClusterFile { path, cluster } => persist_cluster_file(&path, &cluster),
+        }
+        Ok(())
+    }
+
+    fn on_writable(&mut self, id: ConnectionId) {
+        let Some(s) = self.sockets.get_mut(&id) else {
+            return;
+        };
+        if !s.connected {
+            match s.stream.peer_addr() {
+                Ok(_) => {
+                    s.connected = true;
+                    self.engine.handle_connected(id);
+                    while let Some(t) = self.engine.poll_transmit() {
+                        if let Some(s) = self.sockets.get_mut(&t.conn) {
+                            s.out.extend(t.data.iter());
+                        }
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::NotConnected => {
+                    if matches!(s.stream.take_error(), Ok(Some(_)) | Err(_)) {
+                        self.fail(id);
+                    }
+                    return;
+                }
+                Err(_) => {
+                    self.fail(id);
+                    return;
+                }
+            }
+        }
+        self.flush(id);
+    }
+
+    fn flush(&mut self, id: ConnectionId) {
+        let Some(s) = self.sockets.get_mut(&id) else {
+            return;
+        };
+        if !s.connected {
+            return;
+        }
+        while !s.out.is_empty() {
+            let (a, _) = s.out.as_slices();
+            match s.stream.write(a) {
+                Ok(0) => break,
+                Ok(n) => {
+                    s.out.drain(..n);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.fail(id);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_readable(&mut self, id: ConnectionId) {
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            let Some(s) = self.sockets.get_mut(&id) else {
+                return;
+            };
+            if !s.connected {
+                return;
+            }
+            match s.stream.read(&mut buf) {
+                Ok(0) => {
+                    self.fail(id);
+                    return;
+                }
+                Ok(n) => self.engine.handle_input(id, &buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.fail(id);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, id: ConnectionId) {
+        let connected = match self.sockets.remove(&id) {
+            Some(mut s) => {
+                let _ = self.poll.registry().deregister(&mut s.stream);
+                s.connected
+            }
+            None => return,
+        };
+        if connected {
+            self.engine.handle_closed(id);
+        } else {
+            self.engine.handle_connect_failed(id);
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! A database handle and the retry loop.
+
+use std::future::Future;
+use std::path::Path;
+
+use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::messages::types::Version;
+use fdb_protocol::{Priority, TransactionOption};
+
+use crate::cluster_file::read_cluster_file;
+use crate::driver::{apply, query, submit, Driver};
+use crate::engine::{entropy_seed, Clock, Engine};
+use crate::error::Error;
+use crate::transaction::Transaction;
+
+/// A handle to a FoundationDB database. Cheap to clone (clones share the driver's loop);
+/// the loop ends when the last handle — database or transaction — is dropped.
+#[derive(Clone)]
+pub struct Database<D: Driver> {
+    driver: D,
+}
+
+impl<D: Driver> Database<D> {
+    /// Opens the database named by a cluster file found as libfdb_c finds it (the explicit
+    /// path, `FDB_CLUSTER_FILE`, `./fdb.cluster`, the platform default). The file is
+    /// rewritten if the coordinators forward the client elsewhere.
+    pub fn open(cluster_file: Option<&Path>) -> Result<Self, Error> {
+        let (path, cf) = read_cluster_file(cluster_file)?;
+        Self::start(cf, entropy_seed(), Some(path))
+    }
+
+    /// [`Database::open`] with an explicit seed for the core's randomness.
+    pub fn open_file_with_seed(path: &Path, seed: u64) -> Result<Self, Error> {
+        let (path, cf) = read_cluster_file(Some(path))?;
+        Self::start(cf, seed, Some(path))
+    }
+
+    /// A database from a parsed connection string (no file to rewrite), with an explicit seed.
+    pub fn from_cluster_file(cluster: ClusterFile, seed: u64) -> Result<Self, Error> {
+        Self::start(cluster, seed, None)
+    }
+
+    fn start(
+        cluster: ClusterFile,
+        seed: u64,
+        path: Option<std::path::PathBuf>,
+    ) -> Result<Self, Error> {
+        let engine = Engine::new(cluster, seed, path, Clock::start());
+        Ok(Database {
+            driver: D::start(engine)?,
+        })
+    }
+
+    /// The driver handle (for driver-specific calls).
+    pub fn driver(&self) -> &D {
+        &self.driver
+    }
+
+    /// The connection string in use (it changes when the coordinators forward the client).
+    pub async fn cluster(&self) -> Result<ClusterFile, Error> {
+        query(&self.driver, |c, _| c.cluster().clone()).await
+    }
+
+    /// A read version (GRV), at default priority.
+    pub async fn read_version(&self) -> Result<Version, Error> {
+        self.read_version_with(Priority::Default).await
+    }
+
+    /// A read version at the given priority.
+    pub async fn read_version_with(&self, priority: Priority) -> Result<Version, Error> {
+        submit(&self.driver, move |c, now| {
+            c.get_read_version(now, priority)
+        })
+        .await
+    }
+
+    /// Options every transaction created from now on starts with (and returns to on reset),
+    /// like libfdb_c's `transaction_*` database options.
+    pub fn set_transaction_defaults(&self, defaults: Vec<TransactionOption>) {
+        apply(&self.driver, move |c, _| {
+            c.set_transaction_defaults(defaults)
+        });
+    }
+
+    /// A new transaction.
+    pub fn create_transaction(&self) -> Transaction<D> {
+        Transaction::new(self.driver.clone())
+    }
+
+    /// Runs `f` in a transaction and commits it, retrying as `on_error` allows (the standard
+    /// FDB retry loop). `f` may run several times: keep side effects inside the transaction.
+    pub async fn run<T, F, Fut>(&self, mut f: F) -> Result<T, Error>
+    where
+        F: FnMut(Transaction<D>) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let tx = self.create_transaction();
+        loop {
+            let result = match f(tx.clone()).await {
+                Ok(v) => tx.commit().await.map(|_| v),
+                Err(e) => Err(e),
+            };
+            match RetryLoop::after(result) {
+                Next::Done(r) => return r,
+                // `on_error` fails with the error itself when it must not retry.
+                Next::OnError(code) => tx.on_error(code).await?,
+            }
+        }
+    }
+}
+
+/// The retry loop's rule, shared by every driver's `run`: a result is final, or an FDB error
+/// goes to `on_error` (which decides whether to retry).
+pub struct RetryLoop;
+
+/// What the retry loop does next.
+pub enum Next<T> {
+    /// Return this.
+    Done(Result<T, Error>),
+    /// Ask `on_error` about this code, then run again.
+    OnError(fdb_protocol::error::ErrorCode),
+}
+
+impl RetryLoop {
+    /// After an attempt (the closure and, if it succeeded, the commit).
+    pub fn after<T>(result: Result<T, Error>) -> Next<T> {
+        match result {
+            Ok(v) => Next::Done(Ok(v)),
+            Err(e) => match e.code() {
+                Some(code) => Next::OnError(code),
+                None => Next::Done(Err(e)),
+            },
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! What a driver provides the API: a loop running an [`Engine`], which the API talks to by
+//! sending it [`Op`]s. Everything the API does — calls, writes, cancellation — is an op, so a
+//! driver is only a runtime: sockets, timers and wake-ups.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use fdb_protocol::{Call, Client, Completion, Instant, Outcome};
+use futures_channel::oneshot;
+
+use crate::engine::{Clock, Engine, Op};
+use crate::error::Error;
+
+/// A runtime that runs an [`Engine`]'s loop. Cheap to clone: every clone is a handle to the
+/// same loop.
+pub trait Driver: Clone + Send + Sync + 'static {
+    /// Starts a loop around `engine` and returns a handle to it.
+    fn start(engine: Engine) -> Result<Self, Error>;
+
+    /// Runs `op` on the loop, after every op this handle's loop received before it. `false`
+    /// if the loop is gone.
+    fn send(&self, op: Op) -> bool;
+
+    /// The loop's clock (the engine's).
+    fn clock(&self) -> Clock;
+
+    /// The core's time now.
+    fn now(&self) -> Instant {
+        self.clock().now()
+    }
+}
+
+/// Starts `call` on the loop and returns its completion as a future of `T`. Dropping the
+/// future before it completes cancels the request in the core.
+pub fn submit<D, T, F>(driver: &D, call: F) -> Pending<D, T>
+where
+    D: Driver,
+    T: Outcome,
+    F: FnOnce(&mut Client, Instant) -> Call<T> + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let sent = driver.send(Box::new(move |e: &mut Engine| {
+        let now = e.now();
+        let req = call(e.client(), now).id();
+        e.expect(req, tx);
+    }));
+    Pending {
+        rx,
+        driver: sent.then(|| driver.clone()),
+        _t: std::marker::PhantomData,
+    }
+}
+
+/// A request in flight (see [`submit`]).
+#[must_use = "a request does nothing the application can see unless awaited"]
+pub struct Pending<D: Driver, T> {
+    rx: oneshot::Receiver<Completion>,
+    /// Set while the request may still be running, for cancelling it on drop.
+    driver: Option<D>,
+    _t: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<D: Driver, T> Unpin for Pending<D, T> {}
+
+impl<D: Driver, T: Outcome> Future for Pending<D, T> {
+    type Output = Result<T, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(r) => {
+                self.driver = None;
+                Poll::Ready(match r {
+                    Ok(done) => T::from_completion(done).map_err(Error::Client),
+                    Err(_) => Err(Error::Shutdown),
+                })
+            }
+        }
+    }
+}
+
+impl<D: Driver, T> Drop for Pending<D, T> {
+    fn drop(&mut self) {
+        if let Some(d) = self.driver.take() {
+            // The receiver goes first, so the loop sees it gone when it reaps.
+            self.rx.close();
+            d.send(Box::new(|e: &mut Engine| e.reap()));
+        }
+    }
+}
+
+/// Runs `f` on the loop without waiting for anything.
+pub fn apply<D: Driver>(driver: &D, f: impl FnOnce(&mut Client, Instant) + Send + 'static) {
+    driver.send(Box::new(move |e: &mut Engine| {
+        let now = e.now();
+        f(e.client(), now)
+    }));
+}
+
+/// Runs `f` on the loop and returns what it returns.
+pub async fn query<D: Driver, R: Send + 'static>(
+    driver: &D,
+    f: impl FnOnce(&mut Client, Instant) -> R + Send + 'static,
+) -> Result<R, Error> {
+    let (tx, rx) = oneshot::channel();
+    driver.send(Box::new(move |e: &mut Engine| {
+        let now = e.now();
+        let _ = tx.send(f(e.client(), now));
+    }));
+    rx.await.map_err(|_| Error::Shutdown)
+}

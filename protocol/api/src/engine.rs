@@ -1,0 +1,243 @@
+//! The half of a driver loop that is not IO, written once: the core [`Client`], the requests
+//! the application waits for, and what to do with the core's events about the cluster file.
+//! A driver owns one [`Engine`], feeds it socket bytes, connection news and time, and carries
+//! out the [`IoRequest`]s it hands back; everything else is decided here or in the core.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::{Client, ClientConfig, Completion, ConnectionId, Event, Instant, RequestId};
+use futures_channel::oneshot;
+
+use crate::cluster_file::reread_cluster_file;
+
+/// Work for the loop: a closure run on the engine, on the loop's own thread, in the order sent.
+pub type Op = Box<dyn FnOnce(&mut Engine) + Send>;
+
+/// The time base shared by a driver's handles and its loop: the core's [`Instant`] is the time
+/// since the loop started.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    origin: std::time::Instant,
+}
+
+impl Clock {
+    /// A clock starting now.
+    pub fn start() -> Clock {
+        Clock {
+            origin: std::time::Instant::now(),
+        }
+    }
+
+    /// The core's time now.
+    pub fn now(&self) -> Instant {
+        Instant(self.origin.elapsed())
+    }
+
+    /// The wall-clock instant of core time `t`.
+    pub fn at(&self, t: Instant) -> std::time::Instant {
+        self.origin + t.0
+    }
+}
+
+/// What a driver must do for the engine.
+#[derive(Debug, PartialEq, Eq)]
+pub enum IoRequest {
+    /// Open a TCP connection (TLS if `tls`) and report it with [`Engine::handle_connected`] or
+    /// [`Engine::handle_connect_failed`].
+    Connect {
+        /// The connection's id.
+        conn: ConnectionId,
+        /// Where to connect.
+        addr: SocketAddr,
+        /// The address is a TLS one (`:tls` in the cluster file).
+        tls: bool,
+    },
+    /// Close this connection (also one still connecting).
+    Close {
+        /// The connection's id.
+        conn: ConnectionId,
+    },
+    /// Resolve a coordinator's host name; report every address with
+    /// [`Engine::handle_resolved`] (none if the lookup failed).
+    Resolve {
+        /// The host name.
+        host: String,
+        /// Its port.
+        port: u16,
+    },
+    /// Replace the cluster file's contents ([`crate::persist_cluster_file`]); the driver
+    /// chooses where blocking file IO runs.
+    WriteClusterFile {
+        /// The file the database was opened from.
+        path: PathBuf,
+        /// The connection string to write.
+        cluster: ClusterFile,
+    },
+}
+
+/// The core and the application's waiting requests. See the module docs.
+pub struct Engine {
+    client: Client,
+    clock: Clock,
+    waiting: HashMap<RequestId, oneshot::Sender<Completion>>,
+    /// The cluster file this database was opened from (rewritten when the coordinators move,
+    /// read again when none answers).
+    cluster_file: Option<PathBuf>,
+}
+
+impl Engine {
+    /// A new engine for `cluster`; `cluster_file` is the file it came from, if any.
+    pub fn new(
+        cluster: ClusterFile,
+        seed: u64,
+        cluster_file: Option<PathBuf>,
+        clock: Clock,
+    ) -> Engine {
+        let client = Client::new(ClientConfig::new(cluster, seed), clock.now());
+        Engine {
+            client,
+            clock,
+            waiting: HashMap::new(),
+            cluster_file,
+        }
+    }
+
+    /// The core, for a call.
+    pub fn client(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    /// The core's time now.
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// The loop's clock.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// `req`'s completion goes to `done`.
+    pub fn expect(&mut self, req: RequestId, done: oneshot::Sender<Completion>) {
+        self.waiting.insert(req, done);
+    }
+
+    /// Gives up on every request whose caller stopped waiting (a dropped future): the core
+    /// cancels them, so they send nothing more.
+    pub fn reap(&mut self) {
+        let gone: Vec<RequestId> = self
+            .waiting
+            .iter()
+            .filter(|(_, w)| w.is_canceled())
+            .map(|(r, _)| *r)
+            .collect();
+        let now = self.now();
+        for r in gone {
+            self.waiting.remove(&r);
+            self.client.cancel(now, r);
+        }
+    }
+
+    /// Handles the core's events: completions reach their callers and the cluster-file
+    /// policy is applied; what needs IO is handed to the driver, one request at a time.
+    pub fn poll_io(&mut self) -> Option<IoRequest> {
+        while let Some(ev) = self.client.poll_event() {
+            match ev {
+                Event::Complete(done) => {
+                    if let Some(w) = self.waiting.remove(&done.request()) {
+                        let _ = w.send(done);
+                    }
+                }
+                Event::Connect { conn, addr } => {
+                    return Some(IoRequest::Connect {
+                        conn,
+                        addr: SocketAddr::new(addr.ip.into(), addr.port),
+                        tls: addr.is_tls(),
+                    })
+                }
+                Event::Close { conn, .. } => return Some(IoRequest::Close { conn }),
+                Event::Resolve { host, port } => return Some(IoRequest::Resolve { host, port }),
+                Event::ClusterFileChanged { cluster } => {
+                    if let Some(path) = self.cluster_file.clone() {
+                        return Some(IoRequest::WriteClusterFile { path, cluster });
+                    }
+                }
+                Event::CoordinatorsUnreachable => {
+                    let changed = self
+                        .cluster_file
+                        .as_deref()
+                        .and_then(|p| reread_cluster_file(p, self.client.cluster()));
+                    if let Some(cf) = changed {
+                        let now = self.now();
+                        self.client.set_cluster(now, cf);
+                    }
+                }
+                Event::ClusterInfo { .. } | Event::Forward { .. } => {}
+            }
+        }
+        None
+    }
+
+    /// Bytes to write to a connection.
+    pub fn poll_transmit(&mut self) -> Option<fdb_protocol::Transmit> {
+        self.client.poll_transmit()
+    }
+
+    /// When [`Engine::handle_timeout`] must run.
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.client.poll_timeout().map(|t| self.clock.at(t))
+    }
+
+    /// Lets time pass.
+    pub fn handle_timeout(&mut self) {
+        let now = self.now();
+        self.client.handle_timeout(now);
+    }
+
+    /// The driver connected `conn`.
+    pub fn handle_connected(&mut self, conn: ConnectionId) {
+        let now = self.now();
+        self.client.handle_connected(conn, now);
+    }
+
+    /// The driver could not connect `conn`.
+    pub fn handle_connect_failed(&mut self, conn: ConnectionId) {
+        let now = self.now();
+        self.client.handle_connect_failed(conn, now);
+    }
+
+    /// `conn` closed.
+    pub fn handle_closed(&mut self, conn: ConnectionId) {
+        let now = self.now();
+        self.client.handle_closed(conn, now);
+    }
+
+    /// Bytes arrived on `conn`.
+    pub fn handle_input(&mut self, conn: ConnectionId, data: &[u8]) {
+        let now = self.now();
+        self.client.handle_input(conn, now, data);
+    }
+
+    /// A host name resolved to `ips` (none: the lookup failed).
+    pub fn handle_resolved(&mut self, host: &str, port: u16, ips: &[IpAddr]) {
+        let now = self.now();
+        self.client.handle_resolved(now, host, port, ips);
+    }
+}
+
+/// A seed for the core's randomness from what the process has: std's per-process hasher keys
+/// and the wall clock (two clients started together still differ).
+pub fn entropy_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    h.finish()
+}

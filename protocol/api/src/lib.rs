@@ -1,0 +1,34 @@
+//! The FoundationDB client API, written once for every driver.
+//!
+//! A driver (`fdb-driver-tokio`, `fdb-driver-mio`) is only a runtime: it runs an [`Engine`]
+//! — the sans-IO core plus the requests the application waits for — and does its IO. This
+//! crate is everything above that: [`Database`] and [`Transaction`] (generic over the
+//! [`Driver`]), the retry loop, write batching, cancellation on drop, cluster files on disk,
+//! and the one [`Error`] type. Each driver names these types for its runtime, so the two
+//! expose the same API.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod cluster_file;
+mod database;
+mod driver;
+mod engine;
+mod error;
+mod transaction;
+
+pub use cluster_file::{persist_cluster_file, read_cluster_file, replace_cluster_file};
+pub use database::{Database, Next, RetryLoop};
+pub use driver::{apply, query, submit, Driver, Pending};
+pub use engine::{entropy_seed, Clock, Engine, IoRequest, Op};
+pub use error::Error;
+pub use transaction::{Transaction, Watch};
+
+pub use fdb_protocol as protocol;
+pub use fdb_protocol::cluster_file::ClusterFile;
+pub use fdb_protocol::error::ErrorCode;
+pub use fdb_protocol::messages::types::{KeySelector, KeyValue, Version};
+pub use fdb_protocol::{
+    Committed, ConflictRangeType, Priority, RangeCursor, RangeOptions, RangeResult, StreamingMode,
+    TransactionOption,
+};
