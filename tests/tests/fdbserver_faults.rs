@@ -161,7 +161,8 @@ async fn judge(db: &Database, bank: &Bank, records: &[TxRecord]) -> Vec<ErrorCod
 
 #[test]
 fn a_recovery_lists_no_proxies_then_new_ones_then_the_same_again() {
-    let c = TestCluster::start();
+    // A one-second MVCC window, so the storage server's window passes quickly.
+    let c = TestCluster::builder().mvcc_window(1_000_000).start();
     c.set(b"k", b"v");
     let coord = c.coordinator_addr();
     let mut rc = RawClient::new();
@@ -222,14 +223,26 @@ fn a_recovery_lists_no_proxies_then_new_ones_then_the_same_again() {
         ..Default::default()
     };
     assert!(matches!(rc.commit(&new, blind), Ok(ErrorOr::Ok(_))));
-    // A storage read at that version is too old as well.
+    // The storage server still reads at that version: its MVCC window runs in time, not
+    // over the jump (fdbserver served such reads about five seconds after the version was
+    // handed out) ...
     let r = ok(rc.get(&new, b"k", before));
+    assert_eq!(r.error, None);
+    assert_eq!(r.value.as_deref(), Some(&b"v"[..]));
+    // ... and refuses it once the window has passed.
+    let mut r = r;
+    let start = Instant::now();
+    while r.error.is_none() && start.elapsed() < LIMIT {
+        std::thread::sleep(Duration::from_millis(100));
+        r = ok(rc.get(&new, b"k", before));
+    }
     assert_eq!(r.error, Some(ErrorCode::TRANSACTION_TOO_OLD));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idempotent_retry_loop_rides_out_recoveries() {
-    let c = TestCluster::start();
+    // A one-second MVCC window: the old read version below has left it by the end.
+    let c = TestCluster::builder().mvcc_window(1_000_000).start();
     let db = db(&c, 1);
     let bank = bank("recoveries");
     open_bank(&db, &bank).await;
@@ -257,7 +270,8 @@ async fn an_idempotent_retry_loop_rides_out_recoveries() {
         "{} long polls after {polls}",
         c.requests(RequestKind::OpenDatabase)
     );
-    // The old read version is past the version jump: too old, and retried.
+    // The old read version has left the storage server's window (in time): too old, and
+    // retried at a read version past the three jumps.
     let e = within(old.get(&bank.account_key(0))).await.unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::TRANSACTION_TOO_OLD), "{e}");
     within(old.on_error(ErrorCode::TRANSACTION_TOO_OLD))

@@ -57,8 +57,10 @@
 //! * **Recovery** ([`TestCluster::recover`], [`TestCluster::recover_with`]): the proxies end
 //!   (`broken_promise` for what they owed); the `ClientDBInfo` first lists no proxies at all,
 //!   then ~100 ms later the new ones, then the same ones again under new ids; the version
-//!   jumps by `MAX_VERSIONS_IN_FLIGHT` and the resolver starts empty, so reads and commits at
-//!   older read versions are `transaction_too_old`.
+//!   jumps by `MAX_VERSIONS_IN_FLIGHT` and the resolver starts empty, so commits reading at
+//!   older read versions are `transaction_too_old`; storage servers keep serving those
+//!   versions until they leave the MVCC window in time (about 5 s after they were handed
+//!   out), as fdbserver's did.
 //! * **SIGSTOP** ([`TestCluster::sigstop`], [`TestCluster::sigcont`]): the process keeps its
 //!   sockets and answers nothing, pings included; what clients send waits in the sockets and
 //!   is served, late, when it continues, with the replies it owed. A stopped process holding

@@ -142,7 +142,8 @@ pub struct Recovery {
     /// about 100 ms later).
     pub without_proxies: Duration,
     /// Versions the new generation skips (`MAX_VERSIONS_IN_FLIGHT`, 100,000,000): every read
-    /// version from before the recovery is then older than the MVCC window.
+    /// version from before the recovery is then older than the resolver's window (storage
+    /// servers keep serving it while it is younger than their window in time).
     pub version_jump: i64,
     /// `ClientDBInfo` publications after the new proxies, each with the same proxies and a
     /// new id (fdbserver publishes 8 to 14 per fault: later registrations of the recovering
@@ -316,6 +317,11 @@ struct State {
     recoveries: u64,
     /// The resolver knows no writes before this version (a recovery starts it empty).
     resolver_floor: Version,
+    /// Recent recoveries' version jumps, with when they happened. A storage server keeps
+    /// serving the versions of its MVCC window *in time*: fdbserver 7.3.77 answered reads at
+    /// a read version from before a recovery for about five seconds after that version was
+    /// handed out, although the version had jumped by 100,000,000.
+    recent_jumps: VecDeque<(Instant, i64)>,
     /// Replies a stopped process would have sent: they go out when it continues.
     frozen: Vec<Outgoing>,
     stalled: Vec<Stalled>,
@@ -522,8 +528,20 @@ impl State {
         v
     }
 
+    /// The oldest version a storage server still reads at: the window behind the newest,
+    /// stretched by the recovery jumps younger than the window (see `recent_jumps`).
     fn oldest_version(&mut self) -> Version {
-        self.current_version() - self.cfg.mvcc_window
+        let window = Duration::from_micros(self.cfg.mvcc_window as u64);
+        let now = Instant::now();
+        while self
+            .recent_jumps
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) >= window)
+        {
+            self.recent_jumps.pop_front();
+        }
+        let young: i64 = self.recent_jumps.iter().map(|(_, j)| j).sum();
+        self.current_version() - self.cfg.mvcc_window - young
     }
 
     fn new_token(&mut self) -> Uid {
@@ -1280,7 +1298,7 @@ impl State {
             AnyMessage::WatchValueRequest(r) => r.version,
             _ => return,
         };
-        let newest = self.current_version();
+        let oldest = self.oldest_version();
         let current = self.ss_version(ss);
         let version = if asked == LATEST_VERSION {
             current
@@ -1288,9 +1306,7 @@ impl State {
             asked
         };
         // Watches only wait for their version (`waitForVersionNoTooOld`).
-        if kind != RequestKind::WatchValue
-            && (version < newest - self.cfg.mvcc_window || version <= 0)
-        {
+        if kind != RequestKind::WatchValue && (version < oldest || version <= 0) {
             let body = error_reply(kind, ErrorCode::TRANSACTION_TOO_OLD);
             self.emit(out, conn, kind, reply, body);
             return;
@@ -1694,6 +1710,8 @@ impl State {
         self.commit_token = self.new_token();
         self.cc_token = self.new_token();
         self.version_bump += shape.version_jump.max(0);
+        self.recent_jumps
+            .push_back((Instant::now(), shape.version_jump.max(0)));
         self.resolver_floor = self.current_version();
         self.history.clear();
         self.recoveries += 1;
@@ -1961,6 +1979,7 @@ impl TestCluster {
             republish_at: VecDeque::new(),
             recoveries: 0,
             resolver_floor: 0,
+            recent_jumps: VecDeque::new(),
             frozen: Vec::new(),
             stalled: Vec::new(),
             ss_lag: vec![None; n],
