@@ -1754,16 +1754,18 @@ fn recover_cluster(inner: &Arc<Inner>, shape: &Recovery) {
 }
 
 /// Blocks a connection's reader while its process is stopped: what the client sends waits
-/// in the socket, as it does for a stopped fdbserver. False when the connection closed or
-/// the cluster stopped meanwhile.
-fn wait_while_stopped(inner: &Inner, conn: &Conn) -> bool {
+/// in the socket, as it does for a stopped fdbserver. Whether it had to wait; `None` when
+/// the connection closed or the cluster stopped meanwhile.
+fn wait_while_stopped(inner: &Inner, conn: &Conn) -> Option<bool> {
+    let mut waited = false;
     loop {
         if inner.stopped.load(Ordering::SeqCst) || conn.closed.load(Ordering::SeqCst) {
-            return false;
+            return None;
         }
         if !inner.lock().is_stopped(conn.proc_idx) {
-            return true;
+            return Some(waited);
         }
+        waited = true;
         thread::sleep(Duration::from_millis(2));
     }
 }
@@ -1817,56 +1819,93 @@ fn accept_loop(inner: Arc<Inner>, listener: TcpListener, proc_idx: usize, genera
 fn serve_conn(inner: Arc<Inner>, conn: Arc<Conn>, mut stream: TcpStream) {
     let mut decoder = FrameDecoder::new(true, true);
     let mut buf = vec![0u8; 64 * 1024];
+    // Frames read and not yet served; `None` stands for undecodable bytes (the connection
+    // closes once what came before them is served).
+    let mut pending: VecDeque<Option<Incoming>> = VecDeque::new();
     loop {
-        if !wait_while_stopped(&inner, &conn) {
+        let Some(waited) = wait_while_stopped(&inner, &conn) else {
             break;
-        }
-        let n = match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
         };
-        if conn.closed.load(Ordering::SeqCst) {
-            break;
-        }
-        decoder.feed(&buf[..n]);
-        loop {
-            // A process stopped between two frames reads no further.
-            if !wait_while_stopped(&inner, &conn) {
-                conn.close();
-                return;
+        if pending.is_empty() || waited {
+            // Blocking for the next bytes only when nothing is left to serve; after a stop,
+            // whatever waited in the socket meanwhile is read at once.
+            if waited {
+                let _ = stream.set_read_timeout(Some(Duration::from_millis(1)));
             }
-            let frame = match decoder.next_frame() {
-                Ok(Some(f)) => f,
-                Ok(None) => break,
-                Err(_) => {
-                    conn.close();
-                    return;
-                }
-            };
-            match frame {
-                Incoming::Connect(_) => {
-                    let (protocol, addr) = {
-                        let st = inner.lock();
-                        (st.protocol, st.procs[conn.proc_idx].addr)
-                    };
-                    let mut p = ConnectPacket::client(ProtocolVersion::V7_3);
-                    p.protocol_version = protocol;
-                    p.canonical_remote_port = addr.port();
-                    p.connection_id = 0;
-                    if let std::net::IpAddr::V4(v) = addr.ip() {
-                        p.canonical_remote_ip4 = u32::from(v);
+            loop {
+                let n = match stream.read(&mut buf) {
+                    Ok(0) => return conn.close(),
+                    Ok(n) => n,
+                    Err(e)
+                        if waited
+                            && matches!(
+                                e.kind(),
+                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                            ) =>
+                    {
+                        break
                     }
-                    let mut out = BytesMut::new();
-                    p.encode(&mut out);
-                    conn.write(&out);
+                    Err(_) => return conn.close(),
+                };
+                decoder.feed(&buf[..n]);
+                if !waited {
+                    break;
                 }
-                Incoming::Packet(pkt) => {
-                    let mut out = Vec::new();
-                    inner
-                        .lock()
-                        .on_packet(&conn, pkt.token, &pkt.message, &mut out);
-                    flush(out);
+            }
+            let _ = stream.set_read_timeout(None);
+            if conn.closed.load(Ordering::SeqCst) {
+                break;
+            }
+            loop {
+                match decoder.next_frame() {
+                    Ok(Some(f)) => pending.push_back(Some(f)),
+                    Ok(None) => break,
+                    Err(_) => {
+                        pending.push_back(None);
+                        break;
+                    }
                 }
+            }
+            // Pings read together with other requests are answered first: fdbserver's ping
+            // receiver replies as the packet is delivered, a storage read yields first (seen
+            // after a SIGCONT: a ping sent after a read was answered before it).
+            let first_served = |f: &Option<Incoming>| match f {
+                Some(Incoming::Connect(_)) => true,
+                Some(Incoming::Packet(p)) => p.token == well_known::PING_PACKET,
+                _ => false,
+            };
+            let (first, rest): (VecDeque<_>, VecDeque<_>) =
+                pending.drain(..).partition(first_served);
+            pending = first;
+            pending.extend(rest);
+            continue;
+        }
+        let Some(frame) = pending.pop_front().expect("pending") else {
+            break;
+        };
+        match frame {
+            Incoming::Connect(_) => {
+                let (protocol, addr) = {
+                    let st = inner.lock();
+                    (st.protocol, st.procs[conn.proc_idx].addr)
+                };
+                let mut p = ConnectPacket::client(ProtocolVersion::V7_3);
+                p.protocol_version = protocol;
+                p.canonical_remote_port = addr.port();
+                p.connection_id = 0;
+                if let std::net::IpAddr::V4(v) = addr.ip() {
+                    p.canonical_remote_ip4 = u32::from(v);
+                }
+                let mut out = BytesMut::new();
+                p.encode(&mut out);
+                conn.write(&out);
+            }
+            Incoming::Packet(pkt) => {
+                let mut out = Vec::new();
+                inner
+                    .lock()
+                    .on_packet(&conn, pkt.token, &pkt.message, &mut out);
+                flush(out);
             }
         }
     }
