@@ -1822,10 +1822,7 @@ fn serve_conn(inner: Arc<Inner>, conn: Arc<Conn>, mut stream: TcpStream) {
     // Frames read and not yet served; `None` stands for undecodable bytes (the connection
     // closes once what came before them is served).
     let mut pending: VecDeque<Option<Incoming>> = VecDeque::new();
-    loop {
-        let Some(waited) = wait_while_stopped(&inner, &conn) else {
-            break;
-        };
+    while let Some(waited) = wait_while_stopped(&inner, &conn) {
         if pending.is_empty() || waited {
             // Blocking for the next bytes only when nothing is left to serve; after a stop,
             // whatever waited in the socket meanwhile is read at once.
