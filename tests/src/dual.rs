@@ -9,6 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use fdb_driver_tokio::Database;
 use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::TransactionOption;
 
 use crate::cluster::TestCluster;
 
@@ -46,6 +47,9 @@ impl Target {
     }
 }
 
+/// How long [`ClearOnDrop`] tries (retries included) before it gives up with a message.
+pub const CLEAN_UP_LIMIT: Duration = Duration::from_secs(30);
+
 /// Clears a key range of a real cluster when dropped — also while a failed test unwinds —
 /// so no run leaves its keys behind. It uses a blocking client of its own (mio), as it may
 /// run while an async runtime is tearing down.
@@ -65,10 +69,13 @@ impl ClearOnDrop {
         }
     }
 
-    /// Clears everything under `prefix`.
+    /// Clears every key that starts with `prefix` (which must not be empty or all `0xff`).
     pub fn prefix(cluster: ClusterFile, prefix: &[u8]) -> ClearOnDrop {
         let mut end = prefix.to_vec();
-        end.push(0xff);
+        while end.last() == Some(&0xff) {
+            end.pop();
+        }
+        *end.last_mut().expect("a prefix with a byte below 0xff") += 1;
         ClearOnDrop::new(cluster, prefix.to_vec(), end)
     }
 }
@@ -79,6 +86,8 @@ impl Drop for ClearOnDrop {
             Ok(db) => db,
             Err(e) => return eprintln!("clean-up: cannot open the cluster: {e}"),
         };
+        // Bounded: a cluster that stopped answering fails the clean-up, it does not hang it.
+        db.set_transaction_defaults(vec![TransactionOption::Timeout(CLEAN_UP_LIMIT)]);
         let (b, e) = (&self.begin, &self.end);
         if let Err(err) = db.run(|tx| {
             tx.clear_range(b, e);
@@ -106,8 +115,33 @@ pub fn random_prefix(tag: &str) -> Vec<u8> {
 
 /// Runs `scenario` on the test cluster, then on the real cluster when `FDB_CLUSTER_FILE` names
 /// one (printing a notice otherwise), each within `limit`. `tag` names the key prefix used on
-/// the real cluster; the prefix is cleared afterwards, whether the scenario passed or not.
+/// the real cluster; the prefix is cleared afterwards, whether the scenario passed or not, by a
+/// clean-up bounded in time ([`ClearOnDrop`]).
+///
+/// The scenario runs on a thread of its own, and the test fails if that thread has not ended
+/// `2 × limit + 60 s` after it started: a scenario that blocks its runtime (where the runtime's
+/// own timeout cannot fire) fails with a message instead of hanging the whole test run.
 pub fn run<F, Fut>(tag: &str, limit: Duration, scenario: F)
+where
+    F: Fn(Target) -> Fut + Send + 'static,
+    Fut: Future<Output = ()>,
+{
+    let (done, ended) = std::sync::mpsc::channel();
+    let name = tag.to_owned();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_here(&name, limit, scenario)
+        }));
+        let _ = done.send(r);
+    });
+    match ended.recv_timeout(limit * 2 + Duration::from_secs(60)) {
+        Ok(Ok(())) => {}
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => panic!("scenario {tag} did not end: its thread is blocked"),
+    }
+}
+
+fn run_here<F, Fut>(tag: &str, limit: Duration, scenario: F)
 where
     F: Fn(Target) -> Fut,
     Fut: Future<Output = ()>,
