@@ -568,6 +568,179 @@ async fn stopped_proxies_are_recovered_around_and_their_commits_stay_unknown() {
 }
 
 // ---------------------------------------------------------------------------------------
+// SIGKILL. A killed fdbserver process loses its roles for good: when it held the proxies or
+// a log, the cluster recovers — without it once the failure is noticed, or as soon as the
+// process is back (a restarted process does not take its old roles up again). Nothing
+// recovers while no coordinator quorum is up.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_proxies_are_recovered_around() {
+    let c = TestCluster::builder()
+        .failure_detection_delay(Duration::from_millis(400))
+        .start();
+    let db = db(&c, 7);
+    let bank = bank("killed");
+    open_bank(&db, &bank).await;
+    let before = within(db.read_version()).await.unwrap();
+    let work = start(&db, &bank, 6);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let old = c.addr(Role::Proxies);
+    c.kill(Role::Proxies);
+    until("a recovery without the killed process", || {
+        c.recoveries() == 1
+    })
+    .await;
+    // The proxies run in another process now, a version jump later.
+    assert_ne!(c.addr(Role::Proxies), old);
+    assert!(c.is_alive(Role::Proxies));
+    let recovered = Instant::now();
+    until("commits on the new proxies", || {
+        work.committed_since(recovered) >= 10
+    })
+    .await;
+    assert!(within(db.read_version()).await.unwrap() >= before + JUMP);
+    let records = work.finish().await;
+    judge(&db, &bank, &records).await;
+    assert_eq!(c.recoveries(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxies_process_restarted_before_anyone_noticed_still_makes_a_recovery() {
+    // Failure detection never comes first here: the restart does.
+    let c = TestCluster::builder()
+        .failure_detection_delay(Duration::from_secs(3600))
+        .start();
+    let db = db(&c, 8);
+    let bank = bank("restarted");
+    open_bank(&db, &bank).await;
+    let tx = db.create_transaction();
+    let rv = within(tx.get_read_version()).await.unwrap();
+    within(tx.get(b"restarted")).await.unwrap();
+    tx.set(b"restarted", b"read before the restart");
+    let work = start(&db, &bank, 6);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let old = c.addr(Role::Proxies);
+    c.restart(Role::Proxies);
+    // Back on the same port, in a new generation.
+    assert_eq!(c.recoveries(), 1);
+    assert_eq!(c.addr(Role::Proxies), old);
+    // Once the client follows the new generation (its read versions are a jump later),
+    // what read before the recovery cannot commit: the resolver starts empty.
+    assert!(within(db.read_version()).await.unwrap() >= rv + JUMP);
+    let e = within(tx.commit()).await.unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::TRANSACTION_TOO_OLD), "{e}");
+    within(tx.on_error(ErrorCode::TRANSACTION_TOO_OLD))
+        .await
+        .unwrap();
+    assert!(within(tx.get_read_version()).await.unwrap() >= rv + JUMP);
+    let recovered = Instant::now();
+    until("commits after the restart", || {
+        work.committed_since(recovered) >= 10
+    })
+    .await;
+    let records = work.finish().await;
+    judge(&db, &bank, &records).await;
+    assert_eq!(c.get(b"restarted"), None);
+    assert_eq!(c.recoveries(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_log_stalls_commits_until_the_cluster_recovers_without_it() {
+    let c = TestCluster::builder()
+        .logs_on_storage([0])
+        .failure_detection_delay(Duration::from_millis(1000))
+        .start();
+    assert_eq!(c.servers_of(b"bank/"), vec![1]);
+    let db = db(&c, 9);
+    let bank = bank("killed-log");
+    open_bank(&db, &bank).await;
+    let work = start(&db, &bank, 6);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let commits = c.requests(RequestKind::Commit);
+    c.kill(Role::Storage(0));
+    let commit = tokio::spawn({
+        let db = db.clone();
+        async move {
+            db.run(|tx| async move {
+                tx.set(b"after-kill", b"1");
+                Ok(())
+            })
+            .await
+        }
+    });
+    until("the commit reaches the proxy", || {
+        c.requests(RequestKind::Commit) > commits
+    })
+    .await;
+    // Nothing can be made durable without the log, and nobody noticed yet.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(c.recoveries(), 0);
+    assert!(!commit.is_finished());
+    assert_eq!(c.get(b"after-kill"), None);
+    // Failure detection, a recovery without the log, and the commit goes through.
+    within(commit).await.unwrap().unwrap();
+    assert_eq!(c.recoveries(), 1);
+    assert_eq!(c.get(b"after-kill").as_deref(), Some(&b"1"[..]));
+    // The storage server comes back without its log: no second recovery.
+    c.restart(Role::Storage(0));
+    let resumed = Instant::now();
+    until("commits after the restart", || {
+        work.committed_since(resumed) >= 5
+    })
+    .await;
+    let records = work.finish().await;
+    judge(&db, &bank, &records).await;
+    assert_eq!(c.recoveries(), 1, "one kill, one recovery");
+}
+
+/// What fdbserver did when every process was killed and restarted 5 s later: the same data,
+/// one recovery, and clients that only saw `transaction_too_old` and `commit_unknown_result`
+/// (both retried).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_process_killed_and_restarted_keeps_the_data_after_one_recovery() {
+    let c = TestCluster::builder()
+        .failure_detection_delay(Duration::from_millis(300))
+        .start();
+    let db = db(&c, 10);
+    let bank = bank("kill-all");
+    open_bank(&db, &bank).await;
+    let before = within(db.read_version()).await.unwrap();
+    let work = start(&db, &bank, 6);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let roles = [
+        Role::Coordinator(0),
+        Role::Proxies,
+        Role::Storage(0),
+        Role::Storage(1),
+        Role::Storage(2),
+    ];
+    for r in roles {
+        c.kill(r);
+    }
+    // Long past failure detection: without a coordinator nothing recovers.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(c.recoveries(), 0);
+    // The coordinator last: the recovery waits for it, and is made with every process up.
+    for r in roles.into_iter().rev() {
+        c.restart(r);
+    }
+    assert_eq!(c.recoveries(), 1);
+    let restarted = Instant::now();
+    until("commits after the restart", || {
+        work.committed_since(restarted) >= 10
+    })
+    .await;
+    let records = work.finish().await;
+    let retried = judge(&db, &bank, &records).await;
+    assert!(within(db.read_version()).await.unwrap() >= before + JUMP);
+    assert_eq!(c.recoveries(), 1);
+    assert!(
+        !retried.contains(&ErrorCode::BROKEN_PROMISE),
+        "a killed process sends nothing: {retried:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
 // Coordinator change.
 
 /// An `OpenDatabaseCoordRequest` for `key` (what a client of that connection string sends).

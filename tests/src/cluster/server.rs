@@ -235,6 +235,8 @@ struct Process {
     silent: bool,
     /// `SIGSTOP`ped: reads nothing and sends nothing until continued.
     stopped: Option<Stopped>,
+    /// Killed at this time, and the cluster has not noticed yet.
+    dead_since: Option<Instant>,
     /// Holds a transaction log of the current generation.
     log: bool,
     /// A proxies process whose roles a recovery moved to another process.
@@ -315,6 +317,9 @@ struct State {
     publish_at: Option<Instant>,
     republish_at: VecDeque<Instant>,
     recoveries: u64,
+    /// A process the transaction system needs died or came back: a recovery is owed, and
+    /// made as soon as a quorum of coordinators is up.
+    recovery_due: bool,
     /// The resolver knows no writes before this version (a recovery starts it empty).
     resolver_floor: Version,
     /// Recent recoveries' version jumps, with when they happened. A storage server keeps
@@ -565,7 +570,27 @@ impl State {
     /// A stopped process holds a log of the current generation: commits cannot be made
     /// durable, so the proxies hold every commit and read version.
     fn log_stalled(&self) -> bool {
-        self.procs.iter().any(|p| p.log && p.stopped.is_some())
+        self.procs
+            .iter()
+            .any(|p| p.log && (p.stopped.is_some() || !p.alive))
+    }
+
+    /// A majority of the current coordinators is up (alive and not stopped): a cluster
+    /// controller can be elected, and a recovery made.
+    fn coordinator_quorum(&self) -> bool {
+        let up = self
+            .coordinators
+            .iter()
+            .filter(|&&p| self.procs[p].alive && self.procs[p].stopped.is_none())
+            .count();
+        up * 2 > self.coordinators.len()
+    }
+
+    /// Whether process `p` holds a role whose loss makes a recovery: the proxies (of the
+    /// current generation) or a log.
+    fn needed_by_the_transaction_system(&self, p: usize) -> bool {
+        let proc = &self.procs[p];
+        !proc.retired && (proc.role == Role::Proxies || proc.log)
     }
 
     /// Sends `o` now, or when its process continues.
@@ -1535,12 +1560,25 @@ impl State {
             self.info_changed(out);
         }
         let delay = self.cfg.failure_detection_delay;
-        let failed = self.procs.iter().any(|p| {
+        let stopped = self.procs.iter().any(|p| {
             !p.retired
                 && (p.role == Role::Proxies || p.log)
                 && p.stopped
                     .is_some_and(|s| !s.detected && now.duration_since(s.at) >= delay)
         });
+        // A killed process is noticed after the same delay; the recovery it makes waits
+        // for a coordinator quorum.
+        for p in 0..self.procs.len() {
+            if self.needed_by_the_transaction_system(p)
+                && self.procs[p]
+                    .dead_since
+                    .is_some_and(|t| now.duration_since(t) >= delay)
+            {
+                self.procs[p].dead_since = None;
+                self.recovery_due = true;
+            }
+        }
+        let failed = (stopped || self.recovery_due) && self.coordinator_quorum();
         let mut i = 0;
         while i < self.delayed.len() {
             if self.delayed[i].0 <= now {
@@ -1689,6 +1727,7 @@ impl State {
                 alive: true,
                 silent: false,
                 stopped: None,
+                dead_since: None,
                 log: false,
                 retired: false,
                 forwards: Vec::new(),
@@ -1699,8 +1738,9 @@ impl State {
         }
         // The new generation recruits logs on live processes only.
         for proc in &mut self.procs {
-            if proc.stopped.is_some() {
+            if proc.stopped.is_some() || !proc.alive {
                 proc.log = false;
+                proc.dead_since = None;
             }
             if let Some(s) = &mut proc.stopped {
                 s.detected = true;
@@ -1715,6 +1755,7 @@ impl State {
         self.resolver_floor = self.current_version();
         self.history.clear();
         self.recoveries += 1;
+        self.recovery_due = false;
         // The first registration of the new master names no proxies.
         self.proxies_published = false;
         self.info_changed(out);
@@ -1960,6 +2001,7 @@ impl TestCluster {
                 alive: true,
                 silent: false,
                 stopped: None,
+                dead_since: None,
                 log: matches!(role, Role::Storage(i) if cfg.log_storage.contains(&i)),
                 retired: false,
                 forwards: Vec::new(),
@@ -2014,6 +2056,7 @@ impl TestCluster {
             publish_at: None,
             republish_at: VecDeque::new(),
             recoveries: 0,
+            recovery_due: false,
             resolver_floor: 0,
             recent_jumps: VecDeque::new(),
             frozen: Vec::new(),
@@ -2383,6 +2426,7 @@ impl TestCluster {
             }
             st.procs[p].alive = false;
             st.procs[p].stopped = None;
+            st.procs[p].dead_since = Some(Instant::now());
             st.procs[p].generation += 1;
             st.frozen.retain(|o| o.conn.proc_idx != p);
             for c in st.conns.iter().filter(|c| c.proc_idx == p) {
@@ -2427,8 +2471,14 @@ impl TestCluster {
 
     /// Faults: restarts a killed role (or restarts a live one: kill, then start) on the same
     /// port. Proxies and storage servers come back with new endpoint tokens (old tokens get
-    /// `ENDPOINT_NOT_FOUND`); new proxies change the `ClientDBInfo` id, which answers the
-    /// coordinators' held long polls. Storage servers keep their unique ids and shards.
+    /// `ENDPOINT_NOT_FOUND`). Storage servers keep their unique ids and shards.
+    ///
+    /// Like a restarted fdbserver, the process does not take up again a role the
+    /// transaction system had given it: a restart of the proxies' process, or of one that
+    /// holds a log, makes a recovery in the builder's shape (at once, or when a coordinator
+    /// quorum is up again), after which the proxies are back on this port and the log is
+    /// gone. A recovery that failure detection already made for the killed process is not
+    /// made again.
     pub fn restart(&self, role: Role) {
         self.kill(role);
         let addr = self.addr(role);
@@ -2437,12 +2487,14 @@ impl TestCluster {
         {
             let mut st = self.lock();
             let p = st.proc_index(role);
+            if st.procs[p].dead_since.take().is_some() && st.needed_by_the_transaction_system(p) {
+                st.recovery_due = true;
+            }
             match role {
                 Role::Proxies => {
                     st.grv_token = st.new_token();
                     st.commit_token = st.new_token();
                     st.cc_token = st.new_token();
-                    st.info_changed(&mut out);
                 }
                 Role::Storage(i) => {
                     st.ss_tokens[i] = st.new_token();
@@ -2457,6 +2509,17 @@ impl TestCluster {
             st.procs[p].accept_thread = Some(thread::spawn(move || {
                 accept_loop(inner, listener, p, generation)
             }));
+            let proxies = st.proc_index(Role::Proxies);
+            let proxies_up = st.procs[proxies].alive && st.procs[proxies].stopped.is_none();
+            if st.recovery_due && st.coordinator_quorum() && proxies_up {
+                // Everything it needs is up: the recovery is made now, the proxies staying
+                // where they are (with the proxies down, the ticker makes it, moving them).
+                let shape = st.cfg.recovery.clone();
+                let _ = st.recover(&shape, None, &mut out);
+            } else if role == Role::Proxies {
+                // New tokens are a new `ClientDBInfo`.
+                st.info_changed(&mut out);
+            }
         }
         flush(out);
     }
@@ -2629,6 +2692,7 @@ impl TestCluster {
                     alive: true,
                     silent: false,
                     stopped: None,
+                    dead_since: None,
                     log: false,
                     retired: false,
                     forwards: Vec::new(),
