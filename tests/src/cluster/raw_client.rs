@@ -40,6 +40,9 @@ pub enum RawError {
     Decode(String),
     /// The server said it has no endpoint with the token we sent to.
     EndpointNotFound(Uid),
+    /// The `ClientDBInfo` names no proxy of that kind (as between a recovery's first
+    /// publication and the next): there is nobody to ask.
+    NoProxies,
 }
 
 struct RawConn {
@@ -256,7 +259,7 @@ impl RawClient {
         &mut self,
         info: &ClientDBInfo,
     ) -> Result<ErrorOr<GetReadVersionReply>, RawError> {
-        let grv = &info.grv_proxies[0];
+        let grv = info.grv_proxies.first().ok_or(RawError::NoProxies)?;
         let token = grv.stream(0);
         self.call(&grv.get_consistent_read_version, token, |reply| {
             GetReadVersionRequest {
@@ -278,7 +281,7 @@ impl RawClient {
         limit: i32,
         reverse: bool,
     ) -> Result<ErrorOr<GetKeyServerLocationsReply>, RawError> {
-        let p = &info.commit_proxies[0];
+        let p = info.commit_proxies.first().ok_or(RawError::NoProxies)?;
         let token = p.stream(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS);
         self.call(&p.commit, token, |reply| GetKeyServerLocationsRequest {
             begin: Bytes::copy_from_slice(begin),
@@ -297,7 +300,7 @@ impl RawClient {
         info: &ClientDBInfo,
         transaction: CommitTransactionRef,
     ) -> Result<ErrorOr<CommitID>, RawError> {
-        let p = &info.commit_proxies[0];
+        let p = info.commit_proxies.first().ok_or(RawError::NoProxies)?;
         let token = p.stream(CommitProxyInterface::COMMIT);
         self.call(&p.commit, token, |reply| CommitTransactionRequest {
             transaction,
