@@ -665,18 +665,13 @@ async fn a_killed_log_stalls_commits_until_the_cluster_recovers_without_it() {
     open_bank(&db, &bank).await;
     let work = start(&db, &bank, 6);
     tokio::time::sleep(Duration::from_millis(200)).await;
+    // A transaction that read before the kill and commits after it.
+    let tx = db.create_transaction();
+    within(tx.get(b"after-kill")).await.unwrap();
+    tx.set(b"after-kill", b"committed in the old generation");
     let commits = c.requests(RequestKind::Commit);
     c.kill(Role::Storage(0));
-    let commit = tokio::spawn({
-        let db = db.clone();
-        async move {
-            db.run(|tx| async move {
-                tx.set(b"after-kill", b"1");
-                Ok(())
-            })
-            .await
-        }
-    });
+    let commit = tokio::spawn(async move { tx.commit().await });
     until("the commit reaches the proxy", || {
         c.requests(RequestKind::Commit) > commits
     })
@@ -686,10 +681,15 @@ async fn a_killed_log_stalls_commits_until_the_cluster_recovers_without_it() {
     assert_eq!(c.recoveries(), 0);
     assert!(!commit.is_finished());
     assert_eq!(c.get(b"after-kill"), None);
-    // Failure detection, a recovery without the log, and the commit goes through.
-    within(commit).await.unwrap().unwrap();
-    assert_eq!(c.recoveries(), 1);
-    assert_eq!(c.get(b"after-kill").as_deref(), Some(&b"1"[..]));
+    // Failure detection, then a recovery without the log: the ended proxies answer the
+    // stalled commit with broken_promise (unknown to the client); the old logs had it.
+    until("a recovery", || c.recoveries() == 1).await;
+    let e = within(commit).await.unwrap().unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::COMMIT_UNKNOWN_RESULT), "{e}");
+    assert_eq!(
+        c.get(b"after-kill").as_deref(),
+        Some(&b"committed in the old generation"[..])
+    );
     // The storage server comes back without its log: no second recovery.
     c.restart(Role::Storage(0));
     let resumed = Instant::now();
