@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use fdb_api::{
     ClusterFile, Committed, ConflictRangeType, Error, ErrorCode, KeySelector, KeyValue, Next,
-    Priority, RangeOptions, RangeResult, RetryLoop, TransactionOption, Version,
+    Priority, RangeOptions, RangeResult, RetryLoop, TlsConfig, TransactionOption, Version,
 };
 
 use crate::event_loop::MioDriver;
@@ -38,6 +38,21 @@ impl Database {
     /// A database from a parsed connection string, with an explicit seed.
     pub fn from_cluster_file(cluster: ClusterFile, seed: u64) -> Result<Database, Error> {
         fdb_api::Database::from_cluster_file(cluster, seed).map(|inner| Database { inner })
+    }
+
+    /// [`Database::open`] with TLS settings (what is unset still comes from `FDB_TLS_*`).
+    pub fn open_with_tls(cluster_file: Option<&Path>, tls: TlsConfig) -> Result<Database, Error> {
+        fdb_api::Database::open_with_tls(cluster_file, tls).map(|inner| Database { inner })
+    }
+
+    /// [`Database::from_cluster_file`] with TLS settings.
+    pub fn from_cluster_file_with_tls(
+        cluster: ClusterFile,
+        seed: u64,
+        tls: TlsConfig,
+    ) -> Result<Database, Error> {
+        fdb_api::Database::from_cluster_file_with_tls(cluster, seed, tls)
+            .map(|inner| Database { inner })
     }
 
     /// The async form of this database (same loop).

@@ -29,6 +29,7 @@
 mod blocking;
 mod event_loop;
 mod executor;
+mod socket;
 
 pub use blocking::{Database, Transaction, Watch, CALL_LIMIT};
 pub use event_loop::MioDriver;

@@ -311,7 +311,7 @@ impl StatusReads {
                 op: req,
                 part: StatusPart::Status,
             };
-            io.send(&ep.addresses.address, ep.token, &msg, token, route);
+            io.send(ep.address(), ep.token, &msg, token, route);
         }
         self.maybe_finish(io, req);
     }

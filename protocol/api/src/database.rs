@@ -11,6 +11,7 @@ use crate::cluster_file::read_cluster_file;
 use crate::driver::{apply, query, submit, Driver};
 use crate::engine::{entropy_seed, Clock, Engine};
 use crate::error::Error;
+use crate::tls::{Tls, TlsConfig};
 use crate::transaction::Transaction;
 
 /// A handle to a FoundationDB database. Cheap to clone (clones share the driver's loop);
@@ -24,28 +25,48 @@ impl<D: Driver> Database<D> {
     /// Opens the database named by a cluster file found as libfdb_c finds it (the explicit
     /// path, `FDB_CLUSTER_FILE`, `./fdb.cluster`, the platform default). The file is
     /// rewritten if the coordinators forward the client elsewhere.
+    /// TLS comes from the `FDB_TLS_*` environment, as libfdb_c's does without options.
     pub fn open(cluster_file: Option<&Path>) -> Result<Self, Error> {
+        Self::open_with_tls(cluster_file, TlsConfig::new())
+    }
+
+    /// [`Database::open`] with TLS settings (what is unset in `tls` still comes from the
+    /// `FDB_TLS_*` environment). Fails with [`Error::Tls`] if the cluster file names a `:tls`
+    /// coordinator and TLS cannot be set up.
+    pub fn open_with_tls(cluster_file: Option<&Path>, tls: TlsConfig) -> Result<Self, Error> {
         let (path, cf) = read_cluster_file(cluster_file)?;
-        Self::start(cf, entropy_seed(), Some(path))
+        Self::start(cf, entropy_seed(), Some(path), &tls)
     }
 
     /// [`Database::open`] with an explicit seed for the core's randomness.
     pub fn open_file_with_seed(path: &Path, seed: u64) -> Result<Self, Error> {
         let (path, cf) = read_cluster_file(Some(path))?;
-        Self::start(cf, seed, Some(path))
+        Self::start(cf, seed, Some(path), &TlsConfig::new())
     }
 
     /// A database from a parsed connection string (no file to rewrite), with an explicit seed.
     pub fn from_cluster_file(cluster: ClusterFile, seed: u64) -> Result<Self, Error> {
-        Self::start(cluster, seed, None)
+        Self::start(cluster, seed, None, &TlsConfig::new())
+    }
+
+    /// [`Database::from_cluster_file`] with TLS settings.
+    pub fn from_cluster_file_with_tls(
+        cluster: ClusterFile,
+        seed: u64,
+        tls: TlsConfig,
+    ) -> Result<Self, Error> {
+        Self::start(cluster, seed, None, &tls)
     }
 
     fn start(
         cluster: ClusterFile,
         seed: u64,
         path: Option<std::path::PathBuf>,
+        tls: &TlsConfig,
     ) -> Result<Self, Error> {
-        let engine = Engine::new(cluster, seed, path, Clock::start());
+        let required = cluster.coordinators.iter().any(|c| c.is_tls());
+        let tls = Tls::prepare(tls, D::supports_tls(), required)?;
+        let engine = Engine::new(cluster, seed, path, Clock::start()).with_tls(tls);
         Ok(Database {
             driver: D::start(engine)?,
         })

@@ -15,6 +15,7 @@ mod database;
 mod driver;
 mod engine;
 mod error;
+mod tls;
 mod transaction;
 
 pub use cluster_file::{persist_cluster_file, read_cluster_file, replace_cluster_file};
@@ -22,6 +23,9 @@ pub use database::{Database, Next, RetryLoop};
 pub use driver::{apply, query, submit, Driver, Pending};
 pub use engine::{entropy_seed, Clock, Engine, IoRequest, Op};
 pub use error::Error;
+#[cfg(feature = "tls")]
+pub use tls::server_name;
+pub use tls::{LoadedTls, PemSource, Tls, TlsConfig, TlsError, VerifyPeers};
 pub use transaction::{Transaction, Watch};
 
 pub use fdb_protocol as protocol;

@@ -48,12 +48,16 @@ pub mod mutation_type {
 /// One mutation of a commit: `(type, param1, param2)`. For a clear, `[param1, param2)`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MutationRef {
+    /// The mutation type (`MutationRef::Type`: 0 set, 1 clear range, atomic ops above).
     pub kind: u8,
+    /// The key, or the begin of a cleared range.
     pub param1: Bytes,
+    /// The value or operand, or the end of a cleared range.
     pub param2: Bytes,
 }
 
 impl MutationRef {
+    /// A mutation of type `kind`.
     pub fn new(kind: u8, param1: impl Into<Bytes>, param2: impl Into<Bytes>) -> Self {
         MutationRef {
             kind,
@@ -173,8 +177,11 @@ crate::fb_message! {
 }
 
 impl CommitTransactionRequest {
+    /// The commit may proceed while the database is locked (`lock_aware`).
     pub const FLAG_IS_LOCK_AWARE: u32 = 1;
+    /// Put the transaction first in the proxy's next batch (the `first_in_batch` option).
     pub const FLAG_FIRST_IN_BATCH: u32 = 2;
+    /// Not subject to storage quotas (`bypass_storage_quota`).
     pub const FLAG_BYPASS_STORAGE_QUOTA: u32 = 4;
 }
 

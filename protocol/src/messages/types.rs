@@ -20,11 +20,14 @@ pub const LATEST_VERSION: Version = -2;
 /// reader (`KeyRangeRef::serialize`): it saves one copy of the key.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct KeyRange {
+    /// The first key in the range.
     pub begin: Bytes,
+    /// The first key after the range.
     pub end: Bytes,
 }
 
 impl KeyRange {
+    /// `[begin, end)`.
     pub fn new(begin: impl Into<Bytes>, end: impl Into<Bytes>) -> Self {
         KeyRange {
             begin: begin.into(),
@@ -111,6 +114,7 @@ crate::fb_table! {
 }
 
 impl KeySelector {
+    /// The selector `(key, or_equal, offset)` as FDB resolves it.
     pub fn new(key: impl Into<Bytes>, or_equal: bool, offset: i32) -> Self {
         KeySelector {
             key: key.into(),
@@ -118,15 +122,19 @@ impl KeySelector {
             offset,
         }
     }
+    /// The last key before `key`.
     pub fn last_less_than(key: impl Into<Bytes>) -> Self {
         Self::new(key, false, 0)
     }
+    /// `key` if present, else the last key before it.
     pub fn last_less_or_equal(key: impl Into<Bytes>) -> Self {
         Self::new(key, true, 0)
     }
+    /// The first key after `key`.
     pub fn first_greater_than(key: impl Into<Bytes>) -> Self {
         Self::new(key, true, 1)
     }
+    /// `key` if present, else the first key after it.
     pub fn first_greater_or_equal(key: impl Into<Bytes>) -> Self {
         Self::new(key, false, 1)
     }
@@ -159,6 +167,7 @@ crate::fb_table! {
 }
 
 impl TenantInfo {
+    /// The tenant id that names no tenant.
     pub const INVALID_TENANT: i64 = -1;
     /// No tenant: what a plain client sends.
     pub fn none() -> Self {
@@ -172,7 +181,9 @@ impl TenantInfo {
 /// A storage team tag: a packed struct `{u16 id, i8 locality}` (`struct_like_traits<Tag>`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Tag {
+    /// The locality (data centre or kind of log) the tag belongs to.
     pub locality: i8,
+    /// The tag's number within its locality.
     pub id: u16,
 }
 

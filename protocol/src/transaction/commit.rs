@@ -170,13 +170,7 @@ impl Transactions {
         }
         let ep = proxy.commit.endpoint;
         self.set_wait(req, Wait::Reply);
-        cx.send(
-            &ep.addresses.address,
-            ep.token,
-            &msg,
-            token,
-            Route::Commit(req),
-        );
+        cx.send(ep.address(), ep.token, &msg, token, Route::Commit(req));
     }
 
     pub(super) fn fail_commit(

@@ -109,12 +109,7 @@ impl Ctx<'_> {
         let proxies = &self.info?.commit_proxies;
         let endpoints: Vec<(NetworkAddress, Uid)> = proxies
             .iter()
-            .map(|p| {
-                (
-                    p.commit.endpoint.addresses.address.clone(),
-                    p.stream(stream),
-                )
-            })
+            .map(|p| (p.commit.endpoint.address().clone(), p.stream(stream)))
             .collect();
         let i = self.net.failures().pick(&endpoints, self.rng)?;
         Some(proxies[i].clone())

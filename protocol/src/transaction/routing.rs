@@ -99,7 +99,7 @@ impl Transactions {
         let s = &servers[pick];
         let replica = Replica {
             id: s.unique_id,
-            addr: s.get_value.endpoint.addresses.address.clone(),
+            addr: s.get_value.endpoint.address().clone(),
             base: s.get_value.endpoint.token,
         };
         if let Some(op) = engine.ops.get_mut(&req) {
@@ -150,7 +150,7 @@ impl Transactions {
         else {
             return;
         };
-        let addr = proxy.commit.endpoint.addresses.address.clone();
+        let addr = proxy.commit.endpoint.address().clone();
         let dest = proxy.stream(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS);
         let min_version = match self.txs.get(&tx).map(|t| t.read_version) {
             Some(ReadVersion::Ready(v)) => v,
