@@ -45,6 +45,12 @@ pub type Database = fdb_api::Database<TokioDriver>;
 pub type Transaction = fdb_api::Transaction<TokioDriver>;
 /// A watch on the tokio runtime.
 pub type Watch = fdb_api::Watch<TokioDriver>;
+/// The snapshot view of a transaction on the tokio runtime.
+pub type Snapshot = fdb_api::Snapshot<TokioDriver>;
+/// A range read's batches, as a `Stream`.
+pub type RangeStream = fdb_api::RangeStream<TokioDriver>;
+/// A range read's rows, as a `Stream`.
+pub type KeyValueStream = fdb_api::KeyValueStream<TokioDriver>;
 
 /// What the loop reacts to: the API's ops and the socket tasks' news.
 enum Input {
@@ -283,3 +289,8 @@ where
         }
     }
 }
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -40,6 +40,8 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
+use crate::atomic::MutationType;
+use crate::census::Census;
 use crate::cluster_file::ClusterFile;
 use crate::error::ErrorCode;
 use crate::grv::GrvBatcher;
@@ -53,7 +55,8 @@ use crate::route::{Loss, Route};
 use crate::status::StatusReads;
 use crate::time::{Instant, Rng};
 use crate::transaction::{
-    ConflictRangeType, Ctx, RangeOptions, TransactionId, TransactionOption, Transactions,
+    ConflictRangeType, Ctx, DatabaseOption, RangeOptions, TransactionId, TransactionOption,
+    Transactions,
 };
 
 pub(crate) use crate::event::Reply;
@@ -494,7 +497,7 @@ impl Client {
     }
 }
 
-/// The transaction API: each call lends the transactions a [`Ctx`] and then sends whatever the
+/// The transaction API: each call lends the transactions a `Ctx` and then sends whatever the
 /// call made ready.
 impl Client {
     /// Starts a transaction.
@@ -518,10 +521,23 @@ impl Client {
         self.txs.set_transaction_defaults(defaults);
     }
 
+    /// Sets a database option (`fdb_database_set_option`): a transaction default, or a limit
+    /// of the client's caches. Refused options fail with `unsupported_operation`.
+    pub fn set_database_option(&mut self, opt: DatabaseOption) -> Result<(), ClientError> {
+        self.txs.set_database_option(opt)
+    }
+
     /// Ends a transaction; its unfinished requests fail with `transaction_cancelled`.
     pub fn destroy_transaction(&mut self, now: Instant, tx: TransactionId) {
         self.now = now;
         self.with_txs(|txs, cx| txs.destroy_transaction(cx, tx));
+    }
+
+    /// `fdb_transaction_cancel`: unfinished requests and every later call fail with
+    /// `transaction_cancelled` until the transaction is reset.
+    pub fn cancel_transaction(&mut self, now: Instant, tx: TransactionId) {
+        self.now = now;
+        self.with_txs(|txs, cx| txs.cancel_transaction(cx, tx));
     }
 
     /// Returns a transaction to its initial state, options included.
@@ -626,16 +642,28 @@ impl Client {
         self.txs.clear_range(tx, begin, end)
     }
 
-    /// An atomic operation (`mutation_type`: ADD_VALUE, AND, OR, XOR, APPEND_IF_FITS, MAX, MIN,
-    /// SET_VERSIONSTAMPED_KEY, SET_VERSIONSTAMPED_VALUE, BYTE_MIN, BYTE_MAX, COMPARE_AND_CLEAR).
+    /// An atomic operation on `key` with operand `param`.
     pub fn atomic_op(
         &mut self,
         tx: TransactionId,
         key: &[u8],
         param: &[u8],
-        kind: u8,
+        op: MutationType,
     ) -> Result<(), ClientError> {
-        self.txs.atomic_op(tx, key, param, kind)
+        self.txs.atomic_op(tx, key, param, op.code())
+    }
+
+    /// An atomic operation by its raw API code, as `fdb_transaction_atomic_op` takes it (for
+    /// replaying another client's calls): a code that is no atomic op fails with
+    /// `invalid_mutation_type`, after the key's legal-range check, as in libfdb_c.
+    pub fn atomic_op_code(
+        &mut self,
+        tx: TransactionId,
+        key: &[u8],
+        param: &[u8],
+        code: u8,
+    ) -> Result<(), ClientError> {
+        self.txs.atomic_op(tx, key, param, code)
     }
 
     /// Adds a read or write conflict range by hand.
@@ -716,6 +744,17 @@ impl Client {
         self.status.start(req);
         self.drive(now);
         Call::new(req)
+    }
+
+    /// What the core holds for the application right now (see [`Census`]).
+    pub fn census(&self) -> Census {
+        let (transactions, requests, watches) = self.txs.census();
+        Census {
+            transactions,
+            requests,
+            watches,
+            status_reads: self.status.len(),
+        }
     }
 
     /// Gives up on a request: no event will come for it.

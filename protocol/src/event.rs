@@ -259,3 +259,37 @@ pub struct RangeResult {
     /// More rows may follow: call again from after the last row.
     pub more: bool,
 }
+
+impl RangeResult {
+    /// Whether more rows may follow this batch.
+    pub fn more(&self) -> bool {
+        self.more
+    }
+    /// The rows.
+    pub fn key_values(&self) -> &[KeyValue] {
+        &self.rows
+    }
+}
+
+impl core::ops::Deref for RangeResult {
+    type Target = [KeyValue];
+    fn deref(&self) -> &[KeyValue] {
+        &self.rows
+    }
+}
+
+impl IntoIterator for RangeResult {
+    type Item = KeyValue;
+    type IntoIter = alloc::vec::IntoIter<KeyValue>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.rows.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a RangeResult {
+    type Item = &'a KeyValue;
+    type IntoIter = core::slice::Iter<'a, KeyValue>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.rows.iter()
+    }
+}

@@ -163,6 +163,11 @@ impl StatusReads {
         self.reads.insert(req, StatusOp::default());
     }
 
+    /// How many reads are in flight.
+    pub(crate) fn len(&self) -> usize {
+        self.reads.len()
+    }
+
     /// Gives up on `req` (no event will come for it); `false` if it is not a status read.
     pub(crate) fn cancel(&mut self, req: RequestId) -> bool {
         self.reads.remove(&req).is_some()

@@ -350,7 +350,8 @@ fn a_wrong_ca_fails_with_a_typed_error_on_both_drivers() {
         )
         .expect("the configuration itself is valid");
         let tx = db.create_transaction();
-        tx.set_option(TransactionOption::Timeout(FAIL_WITHIN));
+        tx.set_option(TransactionOption::Timeout(FAIL_WITHIN))
+            .unwrap();
         tx.get(b"any").await
     });
     let err = err.expect_err("no server certificate verifies against a stranger CA");
@@ -363,7 +364,8 @@ fn a_wrong_ca_fails_with_a_typed_error_on_both_drivers() {
     )
     .unwrap();
     let tx = db.create_transaction();
-    tx.set_option(TransactionOption::Timeout(FAIL_WITHIN));
+    tx.set_option(TransactionOption::Timeout(FAIL_WITHIN))
+        .unwrap();
     let err = tx
         .get(b"any")
         .expect_err("the stranger CA fails on mio too");
@@ -377,14 +379,16 @@ fn a_plaintext_client_to_a_tls_server_fails_cleanly() {
     let err = runtime().block_on(async {
         let db = fdb_driver_tokio::Database::from_cluster_file(c.hostile(false), 5).unwrap();
         let tx = db.create_transaction();
-        tx.set_option(TransactionOption::Timeout(FAIL_WITHIN));
+        tx.set_option(TransactionOption::Timeout(FAIL_WITHIN))
+            .unwrap();
         tx.get(b"any").await
     });
     let err = err.expect_err("a TLS listener does not answer plaintext");
     assert!(timed_out(&err), "tokio: {err:?}");
     let db = fdb_driver_mio::Database::from_cluster_file(c.hostile(false), 6).unwrap();
     let tx = db.create_transaction();
-    tx.set_option(TransactionOption::Timeout(FAIL_WITHIN));
+    tx.set_option(TransactionOption::Timeout(FAIL_WITHIN))
+        .unwrap();
     let err = tx.get(b"any").expect_err("mio plaintext fails too");
     assert!(timed_out(&err), "mio: {err:?}");
 }
@@ -403,14 +407,16 @@ fn a_client_without_a_certificate_is_untrusted() {
     )
     .unwrap();
     let tx = db.create_transaction();
-    tx.set_option(TransactionOption::Timeout(FAIL_WITHIN));
+    tx.set_option(TransactionOption::Timeout(FAIL_WITHIN))
+        .unwrap();
     let err = tx
-        .get(&key("nocert"))
+        .get(key("nocert"))
         .expect_err("an untrusted client reads nothing");
     assert_eq!(err.code(), Some(ErrorCode::PERMISSION_DENIED), "{err:?}");
     let tx = db.create_transaction();
-    tx.set_option(TransactionOption::Timeout(FAIL_WITHIN));
-    tx.set(&key("nocert"), b"x");
+    tx.set_option(TransactionOption::Timeout(FAIL_WITHIN))
+        .unwrap();
+    tx.set(key("nocert"), b"x");
     let err = tx.commit().expect_err("an untrusted client writes nothing");
     assert_eq!(err.code(), Some(ErrorCode::PERMISSION_DENIED), "{err:?}");
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::messages::types::Version;
-use fdb_protocol::{Priority, TransactionOption};
+use fdb_protocol::{Census, DatabaseOption, Priority, TransactionOption};
 
 use crate::cluster_file::read_cluster_file;
 use crate::driver::{apply, query, submit, Driver};
@@ -96,11 +96,40 @@ impl<D: Driver> Database<D> {
     }
 
     /// Options every transaction created from now on starts with (and returns to on reset),
-    /// like libfdb_c's `transaction_*` database options.
-    pub fn set_transaction_defaults(&self, defaults: Vec<TransactionOption>) {
+    /// like libfdb_c's `transaction_*` database options. An option this client does not
+    /// implement is refused with `unsupported_operation` and nothing changes.
+    pub fn set_transaction_defaults(&self, defaults: Vec<TransactionOption>) -> Result<(), Error> {
+        for opt in &defaults {
+            opt.check_supported()?;
+        }
         apply(&self.driver, move |c, _| {
             c.set_transaction_defaults(defaults)
         });
+        Ok(())
+    }
+
+    /// Sets a database option (`fdb_database_set_option`). One this client does not
+    /// implement fails with `unsupported_operation`, a value out of range with
+    /// `invalid_option_value`; nothing is silently ignored.
+    pub fn set_option(&self, opt: DatabaseOption) -> Result<(), Error> {
+        opt.check()?;
+        apply(&self.driver, move |c, _| {
+            // Checked above: the same checks cannot fail on the loop.
+            let _ = c.set_database_option(opt);
+        });
+        Ok(())
+    }
+
+    /// What the client holds right now: live transactions and requests in the core, and
+    /// the calls the application still waits for. All zero once every transaction and
+    /// future was dropped (nothing leaks).
+    pub async fn census(&self) -> Result<(Census, usize), Error> {
+        let (tx, rx) = futures_channel::oneshot::channel();
+        self.driver.send(Box::new(move |e: &mut Engine| {
+            e.reap();
+            let _ = tx.send((e.client().census(), e.waiting()));
+        }));
+        rx.await.map_err(|_| Error::Shutdown)
     }
 
     /// A new transaction.

@@ -141,6 +141,11 @@ impl Engine {
         self.waiting.insert(req, done);
     }
 
+    /// How many requests the application still waits for.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
     /// Gives up on every request whose caller stopped waiting (a dropped future): the core
     /// cancels them, so they send nothing more.
     pub fn reap(&mut self) {

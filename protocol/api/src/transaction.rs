@@ -8,12 +8,15 @@ use bytes::Bytes;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::types::{KeySelector, KeyValue, Version};
 use fdb_protocol::{
-    check_conflict_range, Call, Client, Committed, ConflictRangeType, Instant, Outcome,
-    RangeCursor, RangeOptions, RangeResult, TransactionId, TransactionOption,
+    check_conflict_range, Call, Client, Committed, ConflictRangeType, Instant, MutationType,
+    Outcome, RangeCursor, RangeOption, RangeOptions, RangeResult, TransactionId, TransactionOption,
 };
 
-use crate::driver::{apply, submit, Driver, Pending};
+use crate::driver::{apply, query, submit, Driver, Pending};
 use crate::error::Error;
+use crate::snapshot::Snapshot;
+use crate::stream::{KeyValueStream, RangeStream};
+use crate::versionstamp::{VersionstampFuture, VersionstampWaiters};
 
 /// A buffered write, applied on the loop before this transaction's next call.
 type PendingWrite = Box<dyn FnOnce(&mut Client, Instant, TransactionId) + Send>;
@@ -37,6 +40,7 @@ struct TxInner<D: Driver> {
     driver: D,
     cell: Arc<TxCell>,
     pending: Mutex<Vec<PendingWrite>>,
+    stamps: VersionstampWaiters,
 }
 
 impl<D: Driver> TxInner<D> {
@@ -96,6 +100,7 @@ impl<D: Driver> Transaction<D> {
                     created,
                 }),
                 pending: Mutex::new(Vec::new()),
+                stamps: VersionstampWaiters::default(),
             }),
         }
     }
@@ -106,7 +111,7 @@ impl<D: Driver> Transaction<D> {
     }
 
     /// A call into the core on this transaction, with the buffered writes before it.
-    fn call<T, F>(&self, f: F) -> Pending<D, T>
+    pub(crate) fn call<T, F>(&self, f: F) -> Pending<D, T>
     where
         T: Outcome,
         F: FnOnce(&mut Client, Instant, TransactionId) -> Call<T> + Send + 'static,
@@ -130,13 +135,21 @@ impl<D: Driver> Transaction<D> {
             .push(Box::new(f));
     }
 
-    /// Sets a transaction option. One the transaction refuses (`read_your_writes_disable`
-    /// after a read, say) fails the next read or the commit, as
-    /// `fdb_transaction_set_option` defers it.
-    pub fn set_option(&self, opt: TransactionOption) {
+    /// Sets a transaction option. An option this client does not implement fails here with
+    /// `unsupported_operation` (never silently ignored); one the transaction refuses in its
+    /// state (`read_your_writes_disable` after a read, a `size_limit` out of range) fails the
+    /// next read or the commit, as `fdb_transaction_set_option` defers it.
+    pub fn set_option(&self, opt: TransactionOption) -> Result<(), Error> {
+        opt.check_supported()?;
         self.write(move |c, now, id| {
             let _ = c.set_option(now, id, opt);
         });
+        Ok(())
+    }
+
+    /// A view of this transaction whose reads add no read conflict ranges (snapshot reads).
+    pub fn snapshot(&self) -> Snapshot<D> {
+        Snapshot::new(self.clone())
     }
 
     /// The transaction's read version.
@@ -152,19 +165,18 @@ impl<D: Driver> Transaction<D> {
     }
 
     /// Reads `key` (adds a read conflict range).
-    pub async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
-        self.get_with(key, false).await
+    pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
+        self.get_with(key.as_ref(), false).await
     }
 
     /// Reads `key` without a read conflict range.
-    pub async fn snapshot_get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
-        self.get_with(key, true).await
+    pub async fn snapshot_get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
+        self.get_with(key.as_ref(), true).await
     }
 
-    async fn get_with(&self, key: &[u8], snapshot: bool) -> Result<Option<Bytes>, Error> {
+    pub(crate) fn get_with(&self, key: &[u8], snapshot: bool) -> Pending<D, Option<Bytes>> {
         let key = key.to_vec();
         self.call(move |c, now, id| c.get(now, id, &key, snapshot))
-            .await
     }
 
     /// Resolves a key selector.
@@ -173,13 +185,25 @@ impl<D: Driver> Transaction<D> {
             .await
     }
 
+    /// About how many bytes the commit would carry so far
+    /// (`fdb_transaction_get_approximate_size`).
+    pub async fn get_approximate_size(&self) -> Result<usize, Error> {
+        let cell = self.inner.cell.clone();
+        let writes = self.inner.take_pending();
+        query(&self.inner.driver, move |c, now| {
+            let id = flush(&cell, writes, c, now);
+            c.approximate_size(id)
+        })
+        .await
+    }
+
     /// The storage servers' estimate of the bytes in `[begin, end)`.
     pub async fn get_estimated_range_size_bytes(
         &self,
-        begin: &[u8],
-        end: &[u8],
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
     ) -> Result<i64, Error> {
-        let (begin, end) = (begin.to_vec(), end.to_vec());
+        let (begin, end) = (begin.as_ref().to_vec(), end.as_ref().to_vec());
         self.call(move |c, now, id| c.get_estimated_range_size_bytes(now, id, &begin, &end))
             .await
     }
@@ -187,11 +211,11 @@ impl<D: Driver> Transaction<D> {
     /// Keys cutting `[begin, end)` into chunks of about `chunk_size` bytes.
     pub async fn get_range_split_points(
         &self,
-        begin: &[u8],
-        end: &[u8],
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
         chunk_size: i64,
     ) -> Result<Vec<Bytes>, Error> {
-        let (begin, end) = (begin.to_vec(), end.to_vec());
+        let (begin, end) = (begin.as_ref().to_vec(), end.as_ref().to_vec());
         self.call(move |c, now, id| c.get_range_split_points(now, id, &begin, &end, chunk_size))
             .await
     }
@@ -204,21 +228,55 @@ impl<D: Driver> Transaction<D> {
         opts: RangeOptions,
         snapshot: bool,
     ) -> Result<RangeResult, Error> {
+        self.range_batch(begin, end, opts, snapshot).await
+    }
+
+    pub(crate) fn range_batch(
+        &self,
+        begin: KeySelector,
+        end: KeySelector,
+        opts: RangeOptions,
+        snapshot: bool,
+    ) -> Pending<D, RangeResult> {
         self.call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
-            .await
+    }
+
+    /// A range read as a stream of batches, each fetched only when the previous one was
+    /// taken (`fdb_transaction_get_range` called with increasing `iteration`, as the bindings'
+    /// iterators do). Dropping the stream cancels the batch in flight.
+    pub fn get_ranges(&self, range: impl Into<RangeOption>, snapshot: bool) -> RangeStream<D> {
+        RangeStream::new(self.clone(), range.into(), snapshot)
+    }
+
+    /// [`Transaction::get_ranges`] row by row.
+    pub fn get_ranges_keyvalues(
+        &self,
+        range: impl Into<RangeOption>,
+        snapshot: bool,
+    ) -> KeyValueStream<D> {
+        KeyValueStream::new(self.get_ranges(range, snapshot))
+    }
+
+    /// Every row of a range read, collected.
+    pub async fn get_range_all(
+        &self,
+        range: impl Into<RangeOption>,
+        snapshot: bool,
+    ) -> Result<Vec<KeyValue>, Error> {
+        self.get_ranges(range, snapshot).collect_rows().await
     }
 
     /// Every row in `[begin, end)` (at most `limit` if non-zero), fetched in batches as the
     /// bindings' range iterators do.
     pub async fn get_range(
         &self,
-        begin: &[u8],
-        end: &[u8],
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
         limit: usize,
     ) -> Result<Vec<KeyValue>, Error> {
         self.get_range_with(
-            KeySelector::first_greater_or_equal(Bytes::copy_from_slice(begin)),
-            KeySelector::first_greater_or_equal(Bytes::copy_from_slice(end)),
+            KeySelector::first_greater_or_equal(begin),
+            KeySelector::first_greater_or_equal(end),
             RangeOptions {
                 limit,
                 ..RangeOptions::default()
@@ -245,34 +303,45 @@ impl<D: Driver> Transaction<D> {
     }
 
     /// Sets a key.
-    pub fn set(&self, key: &[u8], value: &[u8]) {
-        let (k, v) = (Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
+    pub fn set(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        let k = Bytes::copy_from_slice(key.as_ref());
+        let v = Bytes::copy_from_slice(value.as_ref());
         self.write(move |c, _, id| {
             let _ = c.set_bytes(id, k, v);
         });
     }
 
     /// Removes a key.
-    pub fn clear(&self, key: &[u8]) {
-        let k = key.to_vec();
+    pub fn clear(&self, key: impl AsRef<[u8]>) {
+        let k = key.as_ref().to_vec();
         self.write(move |c, _, id| {
             let _ = c.clear(id, &k);
         });
     }
 
     /// Removes every key in `[begin, end)`.
-    pub fn clear_range(&self, begin: &[u8], end: &[u8]) {
-        let (b, e) = (begin.to_vec(), end.to_vec());
+    pub fn clear_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
+        let (b, e) = (begin.as_ref().to_vec(), end.as_ref().to_vec());
         self.write(move |c, _, id| {
             let _ = c.clear_range(id, &b, &e);
         });
     }
 
-    /// An atomic operation (`fdb_protocol::messages::commit::mutation_type`).
-    pub fn atomic_op(&self, key: &[u8], param: &[u8], kind: u8) {
-        let (k, p) = (key.to_vec(), param.to_vec());
+    /// An atomic operation on `key` with operand `param`.
+    pub fn atomic_op(&self, key: impl AsRef<[u8]>, param: impl AsRef<[u8]>, op: MutationType) {
+        let (k, p) = (key.as_ref().to_vec(), param.as_ref().to_vec());
         self.write(move |c, _, id| {
-            let _ = c.atomic_op(id, &k, &p, kind);
+            let _ = c.atomic_op(id, &k, &p, op);
+        });
+    }
+
+    /// An atomic operation by its raw `fdb.options` code (for replaying another client's
+    /// calls): a code that is no atomic op fails the next read or the commit with
+    /// `invalid_mutation_type`, as in libfdb_c.
+    pub fn atomic_op_code(&self, key: impl AsRef<[u8]>, param: impl AsRef<[u8]>, code: u8) {
+        let (k, p) = (key.as_ref().to_vec(), param.as_ref().to_vec());
+        self.write(move |c, _, id| {
+            let _ = c.atomic_op_code(id, &k, &p, code);
         });
     }
 
@@ -281,12 +350,12 @@ impl<D: Driver> Transaction<D> {
     /// or the commit.
     pub fn add_conflict_range(
         &self,
-        begin: &[u8],
-        end: &[u8],
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
         kind: ConflictRangeType,
     ) -> Result<(), Error> {
-        check_conflict_range(begin, end)?;
-        let (b, e) = (begin.to_vec(), end.to_vec());
+        let (b, e) = (begin.as_ref().to_vec(), end.as_ref().to_vec());
+        check_conflict_range(&b, &e)?;
         self.write(move |c, _, id| {
             let _ = c.add_conflict_range(id, &b, &e, kind);
         });
@@ -300,7 +369,16 @@ impl<D: Driver> Transaction<D> {
 
     /// Commits; returns the commit version and the versionstamp.
     pub async fn commit_with_versionstamp(&self) -> Result<Committed, Error> {
-        self.call(|c, now, id| c.commit(now, id)).await
+        let r = self.call(|c, now, id| c.commit(now, id)).await;
+        self.inner.stamps.commit_done(&r);
+        r
+    }
+
+    /// The versionstamp the next commit gets, as a future ready once that commit is done
+    /// (`fdb_transaction_get_versionstamp`): ask for it inside a retry loop's closure and
+    /// await it after the loop.
+    pub fn get_versionstamp(&self) -> VersionstampFuture {
+        self.inner.stamps.wait()
     }
 
     /// The versionstamp of the committed transaction.
@@ -315,11 +393,25 @@ impl<D: Driver> Transaction<D> {
     /// `on_error`: waits the backoff and resets the transaction if `code` is retryable;
     /// otherwise fails with it.
     pub async fn on_error(&self, code: ErrorCode) -> Result<(), Error> {
+        self.inner.stamps.abandon();
         self.call(move |c, now, id| c.on_error(now, id, code)).await
+    }
+
+    /// `fdb_transaction_cancel`: requests in flight fail with `transaction_cancelled`, and
+    /// so does every call after, until [`Transaction::reset`] (or `on_error`, which refuses
+    /// to retry it).
+    pub fn cancel(&self) {
+        let cell = self.inner.cell.clone();
+        let writes = self.inner.take_pending();
+        apply(&self.inner.driver, move |c, now| {
+            let id = flush(&cell, writes, c, now);
+            c.cancel_transaction(now, id);
+        });
     }
 
     /// Resets the transaction (options too).
     pub fn reset(&self) {
+        self.inner.stamps.abandon();
         let cell = self.inner.cell.clone();
         let writes = self.inner.take_pending();
         apply(&self.inner.driver, move |c, now| {
@@ -330,8 +422,8 @@ impl<D: Driver> Transaction<D> {
 
     /// Watches a key. The watch starts when the transaction commits and resolves when the
     /// key's value changes; dropping the future cancels it.
-    pub fn watch(&self, key: &[u8]) -> Watch<D> {
-        let key = key.to_vec();
+    pub fn watch(&self, key: impl AsRef<[u8]>) -> Watch<D> {
+        let key = key.as_ref().to_vec();
         self.call(move |c, now, id| c.watch(now, id, &key))
     }
 }

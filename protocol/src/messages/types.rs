@@ -115,28 +115,69 @@ crate::fb_table! {
 
 impl KeySelector {
     /// The selector `(key, or_equal, offset)` as FDB resolves it.
-    pub fn new(key: impl Into<Bytes>, or_equal: bool, offset: i32) -> Self {
+    pub fn new(key: impl AsRef<[u8]>, or_equal: bool, offset: i32) -> Self {
         KeySelector {
-            key: key.into(),
+            key: Bytes::copy_from_slice(key.as_ref()),
             or_equal,
             offset,
         }
     }
     /// The last key before `key`.
-    pub fn last_less_than(key: impl Into<Bytes>) -> Self {
+    pub fn last_less_than(key: impl AsRef<[u8]>) -> Self {
         Self::new(key, false, 0)
     }
     /// `key` if present, else the last key before it.
-    pub fn last_less_or_equal(key: impl Into<Bytes>) -> Self {
+    pub fn last_less_or_equal(key: impl AsRef<[u8]>) -> Self {
         Self::new(key, true, 0)
     }
     /// The first key after `key`.
-    pub fn first_greater_than(key: impl Into<Bytes>) -> Self {
+    pub fn first_greater_than(key: impl AsRef<[u8]>) -> Self {
         Self::new(key, true, 1)
     }
     /// `key` if present, else the first key after it.
-    pub fn first_greater_or_equal(key: impl Into<Bytes>) -> Self {
+    pub fn first_greater_or_equal(key: impl AsRef<[u8]>) -> Self {
         Self::new(key, false, 1)
+    }
+    /// The selector's key.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+    /// Whether the key itself counts (`<=` rather than `<`).
+    pub fn or_equal(&self) -> bool {
+        self.or_equal
+    }
+    /// How many keys to move from the anchor.
+    pub fn offset(&self) -> i32 {
+        self.offset
+    }
+}
+
+impl core::ops::Add<i32> for KeySelector {
+    type Output = KeySelector;
+    /// Moves the selector `n` keys further (FDB's `KeySelector + n`).
+    fn add(mut self, n: i32) -> KeySelector {
+        self.offset = self.offset.saturating_add(n);
+        self
+    }
+}
+
+impl core::ops::Sub<i32> for KeySelector {
+    type Output = KeySelector;
+    /// Moves the selector `n` keys back (FDB's `KeySelector - n`).
+    fn sub(mut self, n: i32) -> KeySelector {
+        self.offset = self.offset.saturating_sub(n);
+        self
+    }
+}
+
+impl KeyValue {
+    /// The key.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+    /// The value.
+    pub fn value(&self) -> &[u8] {
+        &self.value
     }
 }
 

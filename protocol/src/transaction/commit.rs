@@ -88,6 +88,15 @@ impl Transactions {
                 },
             );
         }
+        // `read_lock_aware` alone makes the transaction read-only (`commitMutations`).
+        if t.options.read_only {
+            return self.fail_commit(
+                cx,
+                req,
+                tx,
+                ClientError::Fdb(ErrorCode::TRANSACTION_READ_ONLY),
+            );
+        }
         let size = Self::list_size(&mutations, &write_conflicts, &read_conflicts);
         if size > t.options.size_limit {
             return self.fail_commit(
@@ -102,7 +111,12 @@ impl Transactions {
             Some(Err(e)) => return self.fail_commit(cx, req, tx, e),
             None => return,
         };
-        let Some(proxy) = cx.pick_commit_proxy(CommitProxyInterface::COMMIT) else {
+        let proxy = if self.txs[&tx].options.commit_on_first_proxy {
+            cx.first_commit_proxy()
+        } else {
+            cx.pick_commit_proxy(CommitProxyInterface::COMMIT)
+        };
+        let Some(proxy) = proxy else {
             return self.set_wait(req, Wait::Cluster);
         };
         let t = &self.txs[&tx];
@@ -111,6 +125,17 @@ impl Transactions {
         read_conflicts.extend(t.native.extra_read_conflicts.iter().cloned());
         let report = t.options.report_conflicting_keys;
         let lock_aware = t.options.lock_aware;
+        let mut flags = 0;
+        if lock_aware {
+            flags |= CommitTransactionRequest::FLAG_IS_LOCK_AWARE;
+        }
+        if t.options.first_in_batch {
+            flags |= CommitTransactionRequest::FLAG_FIRST_IN_BATCH;
+        }
+        if t.options.bypass_storage_quota {
+            flags |= CommitTransactionRequest::FLAG_BYPASS_STORAGE_QUOTA;
+        }
+        super::log::log_commit(t, &mutations, read_conflicts.len(), write_conflicts.len());
         let causal_write_risky = t.options.causal_write_risky;
         let intersects = write_conflicts.iter().any(|w| {
             read_conflicts
@@ -155,12 +180,8 @@ impl Transactions {
                 tenant_ids: None,
             },
             reply: ReplyPromise { token },
-            flags: if lock_aware {
-                CommitTransactionRequest::FLAG_IS_LOCK_AWARE
-            } else {
-                0
-            },
-            debug_id: None,
+            flags,
+            debug_id: self.read_options(cx.rng, tx).and_then(|o| o.debug_id),
             commit_cost_estimation: None,
             tag_set: None,
             span_context: span,
@@ -379,6 +400,7 @@ impl Transactions {
                 d
             }
         };
+        super::log::log_retry(t, code);
         t.retries += 1;
         // Reset cx.now, keeping options, backoff, retry count and the timeout clock.
         let keep_opts = t.options.clone();

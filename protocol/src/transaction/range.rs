@@ -465,6 +465,7 @@ impl Transactions {
             .expect("the shard was found above");
         let token = cx.rng.uid();
         let span_context = self.span(cx, tx);
+        let options = self.read_options(cx.rng, tx);
         let addr = server.addr.clone();
         self.set_wait(req, Wait::Reply);
         if key_request {
@@ -479,7 +480,7 @@ impl Transactions {
                 reply: ReplyPromise { token },
                 span_context,
                 tenant_info: TenantInfo::none(),
-                options: None,
+                options,
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
             let dest = server.stream(StorageServerInterface::GET_KEY);
@@ -499,7 +500,7 @@ impl Transactions {
                 reply: ReplyPromise { token },
                 span_context,
                 tenant_info: TenantInfo::none(),
-                options: None,
+                options,
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
             let dest = server.stream(StorageServerInterface::GET_KEY_VALUES);

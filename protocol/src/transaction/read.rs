@@ -59,6 +59,9 @@ impl Transactions {
                 if for_commit || t.options.causal_read_risky {
                     flags |= GetReadVersionRequest::FLAG_CAUSAL_READ_RISKY;
                 }
+                if t.options.use_provisional_proxies {
+                    flags |= GetReadVersionRequest::FLAG_USE_PROVISIONAL_PROXIES;
+                }
                 cx.grv.queue(flags, GrvWaiter::Tx(tx));
                 self.set_wait(req, Wait::ReadVersion);
                 None
@@ -181,7 +184,7 @@ impl Transactions {
             reply: ReplyPromise { token },
             span_context: self.span(cx, tx),
             tenant_info: TenantInfo::none(),
-            options: None,
+            options: self.read_options(cx.rng, tx),
             ss_latest_commit_versions: VersionVector::empty(-1),
         };
         self.set_wait(req, Wait::Reply);

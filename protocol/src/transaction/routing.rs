@@ -24,11 +24,16 @@ use crate::route::Route;
 
 impl Transactions {
     pub(super) fn span(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) -> SpanContext {
-        let trace_id = self.txs.get(&tx).map(|t| t.trace_id).unwrap_or_default();
+        let t = self.txs.get(&tx);
+        // `span_parent` continues the application's trace: its trace id and sampling flag.
+        let (trace_id, flags) = match t.and_then(|t| t.options.span_parent.as_ref()) {
+            Some(p) => (p.trace_id, p.flags),
+            None => (t.map(|t| t.trace_id).unwrap_or_default(), 0),
+        };
         SpanContext {
             trace_id,
             span_id: cx.rng.next_u64(),
-            flags: 0,
+            flags,
         }
     }
 

@@ -18,8 +18,10 @@ use crate::route::Route;
 use crate::ryw::Lookup;
 use crate::uid::Uid;
 
-/// `DEFAULT_MAX_OUTSTANDING_WATCHES`.
+/// `DEFAULT_MAX_OUTSTANDING_WATCHES` (the `max_watches` database option changes it).
 pub const MAX_OUTSTANDING_WATCHES: usize = 10_000;
+/// `ABSOLUTE_MAX_WATCHES`: the most `max_watches` may be.
+pub const ABSOLUTE_MAX_WATCHES: usize = 1_000_000;
 
 impl Transactions {
     /// Watches `key`: fires once its value differs from the one this transaction sees, after
@@ -31,7 +33,7 @@ impl Transactions {
             if t.options.ryw_disabled {
                 return fdb(ErrorCode::WATCHES_DISABLED);
             }
-            if self.watches >= MAX_OUTSTANDING_WATCHES {
+            if self.watches >= self.max_watches {
                 return fdb(ErrorCode::TOO_MANY_WATCHES);
             }
             Ok(())
