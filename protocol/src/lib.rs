@@ -63,7 +63,7 @@ pub use transaction::{
     check_conflict_range, ConflictRangeType, DatabaseOption, Prefix, RangeCursor, RangeOption,
     RangeOptions, StreamingMode, TransactionOption, ABSOLUTE_MAX_WATCHES, CONFLICTING_KEYS_PREFIX,
     KEY_SIZE_LIMIT, MAX_OUTSTANDING_WATCHES, REPLY_BYTE_LIMIT, SYSTEM_KEY_SIZE_LIMIT,
-    TENANT_PREFIX_SIZE, TRANSACTION_SIZE_LIMIT, VALUE_SIZE_LIMIT,
+    TENANT_PREFIX_SIZE, TRANSACTION_SIZE_LIMIT, VALUE_SIZE_LIMIT, tenant_prefix, TenantHandle,
 };
 pub use uid::Uid;
 
