@@ -18,6 +18,8 @@ mod error;
 mod snapshot;
 mod special_keys;
 mod stream;
+mod tenant;
+pub mod tenant_management;
 mod tls;
 mod transact;
 mod transaction;
@@ -34,6 +36,7 @@ pub use stream::{KeyValueStream, RangeStream};
 pub use tls::server_name;
 pub use tls::{LoadedTls, PemSource, Tls, TlsConfig, TlsError, VerifyPeers};
 pub use transact::{MaybeCommitted, TransactError, TransactOption};
+pub use tenant::Tenant;
 pub use transaction::{Transaction, Watch};
 pub use versionstamp::VersionstampFuture;
 
