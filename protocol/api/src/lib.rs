@@ -32,11 +32,11 @@ pub use engine::{entropy_seed, Clock, Engine, IoRequest, Op};
 pub use error::Error;
 pub use snapshot::Snapshot;
 pub use stream::{KeyValueStream, RangeStream};
+pub use tenant::Tenant;
 #[cfg(feature = "tls")]
 pub use tls::server_name;
 pub use tls::{LoadedTls, PemSource, Tls, TlsConfig, TlsError, VerifyPeers};
 pub use transact::{MaybeCommitted, TransactError, TransactOption};
-pub use tenant::Tenant;
 pub use transaction::{Transaction, Watch};
 pub use versionstamp::VersionstampFuture;
 

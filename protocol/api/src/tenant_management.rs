@@ -139,7 +139,10 @@ pub async fn delete_tenant_in<D: Driver>(tx: &Transaction<D>, name: &[u8]) -> Re
 /// a commit that may have succeeded accepts the tenant it finds), `invalid_tenant_name`
 /// (2134) for a name starting with `\xff`, `tenants_disabled` (2136) when the cluster's
 /// `tenant_mode` is disabled.
-pub async fn create_tenant<D: Driver>(db: &Database<D>, name: impl AsRef<[u8]>) -> Result<(), Error> {
+pub async fn create_tenant<D: Driver>(
+    db: &Database<D>,
+    name: impl AsRef<[u8]>,
+) -> Result<(), Error> {
     let name = name.as_ref().to_vec();
     let mut first = true;
     db.run(|tx| {
@@ -158,7 +161,10 @@ pub async fn create_tenant<D: Driver>(db: &Database<D>, name: impl AsRef<[u8]>) 
 /// Deletes an empty tenant (`fdb.tenant_management.delete_tenant(db, name)`): fails with
 /// `tenant_not_found` (2131) if the first attempt finds no such tenant, `tenant_not_empty`
 /// (2133) if it holds keys.
-pub async fn delete_tenant<D: Driver>(db: &Database<D>, name: impl AsRef<[u8]>) -> Result<(), Error> {
+pub async fn delete_tenant<D: Driver>(
+    db: &Database<D>,
+    name: impl AsRef<[u8]>,
+) -> Result<(), Error> {
     let name = name.as_ref().to_vec();
     let mut first = true;
     db.run(|tx| {

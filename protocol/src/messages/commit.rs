@@ -290,7 +290,10 @@ impl TenantMapEntry {
     /// The value as the tenant map stores it (`ObjectWriter::toValue(.., IncludeVersion())`):
     /// the 7.3 protocol version, little-endian, then the message.
     pub fn encode_value(&self) -> alloc::vec::Vec<u8> {
-        let mut v = crate::framing::ProtocolVersion::V7_3.0.to_le_bytes().to_vec();
+        let mut v = crate::framing::ProtocolVersion::V7_3
+            .0
+            .to_le_bytes()
+            .to_vec();
         v.extend_from_slice(&crate::serializer::encode(self));
         v
     }

@@ -172,7 +172,12 @@ impl Transactions {
         let tenant_info = self.tenant_info(tx);
         if let Some(id) = self.tx_tenant(tx) {
             let p = super::tenant::tenant_prefix(id);
-            super::tenant::prefix_commit(&p, &mut read_conflicts, &mut write_conflicts, &mut mutations);
+            super::tenant::prefix_commit(
+                &p,
+                &mut read_conflicts,
+                &mut write_conflicts,
+                &mut mutations,
+            );
             self_conflict = self_conflict.map(|k| super::tenant::with_prefix(&p, &k));
         }
         let token = cx.rng.uid();

@@ -221,7 +221,8 @@ impl Transactions {
                     continue;
                 }
             }
-            let Some((shard_begin, shard_end)) = self.shard_bounds(tx, &scan.cursor, reverse) else {
+            let Some((shard_begin, shard_end)) = self.shard_bounds(tx, &scan.cursor, reverse)
+            else {
                 let cursor = scan.cursor.clone();
                 self.set_wait(req, Wait::Location);
                 self.request_location(cx, tx, &cursor, reverse);

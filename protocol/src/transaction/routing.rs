@@ -152,11 +152,9 @@ impl Transactions {
     ) -> Option<(Bytes, Bytes)> {
         let sh = self.shard_of(tx, key, reverse)?;
         Some(match self.tx_tenant(tx) {
-            Some(id) => super::tenant::relative_range(
-                &super::tenant::tenant_prefix(id),
-                &sh.begin,
-                &sh.end,
-            ),
+            Some(id) => {
+                super::tenant::relative_range(&super::tenant::tenant_prefix(id), &sh.begin, &sh.end)
+            }
             None => (sh.begin.clone(), sh.end.clone()),
         })
     }
