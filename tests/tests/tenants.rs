@@ -16,7 +16,7 @@ use bytes::Bytes;
 use fdb_driver_tokio::tenant_management as tm;
 use fdb_driver_tokio::{Database, ErrorCode};
 use fdb_protocol::messages::commit::TenantMapEntry;
-use fdb_protocol::{tenant_prefix, TransactionOption};
+use fdb_protocol::tenant_prefix;
 
 fn cluster_file() -> Option<PathBuf> {
     match std::env::var_os("FDB_CLUSTER_FILE") {
@@ -110,7 +110,7 @@ fn tenants_on_real_cluster() {
         let k = t
             .run(|tx| async move {
                 tx.get_key(
-                    fdb_driver_tokio::KeySelector::first_greater_than(b"a".to_vec()),
+                    fdb_driver_tokio::KeySelector::first_greater_than(b"a"),
                     false,
                 )
                 .await
@@ -209,7 +209,6 @@ fn tenants_on_real_cluster() {
         );
         drop(t2);
         tm::delete_tenant(&db, &name).await.expect("cleanup");
-        let _ = TransactionOption::AccessSystemKeys;
     });
 }
 
