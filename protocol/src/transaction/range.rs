@@ -18,7 +18,7 @@ use crate::ids::{RequestId, TransactionId};
 use crate::messages::storage::{
     GetKeyReply, GetKeyRequest, GetKeyValuesReply, GetKeyValuesRequest, StorageServerInterface,
 };
-use crate::messages::types::{KeyRange, KeySelector, KeyValue, TenantInfo, VersionVector};
+use crate::messages::types::{KeyRange, KeySelector, KeyValue, VersionVector};
 use crate::messages::{decode_reply, ReplyPromise};
 use crate::route::Route;
 use crate::ryw::range_read::{
@@ -449,10 +449,7 @@ impl Transactions {
             key: key.clone(),
             backward,
         });
-        let Some((sb, se)) = self
-            .shard_of(&key, backward)
-            .map(|s| (s.begin.clone(), s.end.clone()))
-        else {
+        let Some((sb, se)) = self.shard_bounds(tx, &key, backward) else {
             self.set_wait(req, Wait::Location);
             self.request_location(cx, tx, &key, backward);
             return;
@@ -479,7 +476,7 @@ impl Transactions {
                 tags: None,
                 reply: ReplyPromise { token },
                 span_context,
-                tenant_info: TenantInfo::none(),
+                tenant_info: self.tenant_info(tx),
                 options,
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
@@ -499,7 +496,7 @@ impl Transactions {
                 tags: None,
                 reply: ReplyPromise { token },
                 span_context,
-                tenant_info: TenantInfo::none(),
+                tenant_info: self.tenant_info(tx),
                 options,
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
