@@ -114,6 +114,19 @@ impl Database {
 /// A pending watch (see [`Transaction::watch`]); dropping it cancels the watch.
 pub struct Watch(fdb_api::Watch<MioDriver>);
 
+/// A versionstamp on its way (see [`Transaction::get_versionstamp`]).
+pub struct VersionstampFuture {
+    fut: std::pin::Pin<Box<dyn Future<Output = Result<[u8; 10], Error>> + Send>>,
+    driver: MioDriver,
+}
+
+impl VersionstampFuture {
+    /// Waits for the transaction's commit (at most `limit`) and returns its versionstamp.
+    pub fn wait(self, limit: Duration) -> Result<[u8; 10], Error> {
+        self.driver.block_on(self.fut, limit)?
+    }
+}
+
 /// A transaction whose calls block. Cheap to clone (clones share the transaction).
 #[derive(Clone)]
 pub struct Transaction {
@@ -251,6 +264,32 @@ impl Transaction {
     /// The versionstamp of the committed transaction.
     pub fn versionstamp(&self) -> Option<[u8; 10]> {
         self.wait(self.inner.versionstamp()).ok().flatten()
+    }
+
+    /// The version this transaction committed at; `-1` if it has not committed, or
+    /// committed without writing.
+    pub fn get_committed_version(&self) -> Result<Version, Error> {
+        self.wait(self.inner.get_committed_version())
+    }
+
+    /// About how many bytes the commit would carry; fails with the error of a failed write.
+    pub fn get_approximate_size(&self) -> Result<i64, Error> {
+        self.wait(self.inner.get_approximate_size())
+    }
+
+    /// The versionstamp this transaction will commit with: ask before committing, wait
+    /// after (see `fdb_api::Transaction::get_versionstamp`).
+    pub fn get_versionstamp(&self) -> VersionstampFuture {
+        VersionstampFuture {
+            fut: Box::pin(self.inner.get_versionstamp()),
+            driver: self.inner.driver().clone(),
+        }
+    }
+
+    /// Cancels the transaction: requests in flight and every later read, commit and
+    /// `on_error` fail with `transaction_cancelled` until it is reset.
+    pub fn cancel(&self) {
+        self.inner.cancel();
     }
 
     /// Waits the backoff and resets the transaction if `code` is retryable, else fails.

@@ -30,7 +30,7 @@ mod blocking;
 mod event_loop;
 mod executor;
 
-pub use blocking::{Database, Transaction, Watch, CALL_LIMIT};
+pub use blocking::{Database, Transaction, VersionstampFuture, Watch, CALL_LIMIT};
 pub use event_loop::MioDriver;
 pub use executor::Executor;
 pub use fdb_api::*;

@@ -11,6 +11,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod cluster_file;
+pub mod directory;
 mod database;
 mod driver;
 mod engine;

@@ -2,6 +2,7 @@
 //! buffered and travel with the next call (one op and one wake-up instead of one per write;
 //! the core sees them in the same order).
 
+use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
@@ -140,8 +141,8 @@ impl<D: Driver> Transaction<D> {
     }
 
     /// The transaction's read version.
-    pub async fn get_read_version(&self) -> Result<Version, Error> {
-        self.call(|c, now, id| c.tx_read_version(now, id)).await
+    pub fn get_read_version(&self) -> Pending<D, Version> {
+        self.call(|c, now, id| c.tx_read_version(now, id))
     }
 
     /// Uses `version` as the read version instead of asking a GRV proxy.
@@ -151,61 +152,53 @@ impl<D: Driver> Transaction<D> {
         });
     }
 
-    /// Reads `key` (adds a read conflict range).
-    pub async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
-        self.get_with(key, false).await
+    /// Reads `key` (adds a read conflict range). Like every request, it starts when called,
+    /// not when awaited: it sees the transaction as it is now.
+    pub fn get(&self, key: &[u8]) -> Pending<D, Option<Bytes>> {
+        self.get_with(key, false)
     }
 
     /// Reads `key` without a read conflict range.
-    pub async fn snapshot_get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
-        self.get_with(key, true).await
+    pub fn snapshot_get(&self, key: &[u8]) -> Pending<D, Option<Bytes>> {
+        self.get_with(key, true)
     }
 
-    async fn get_with(&self, key: &[u8], snapshot: bool) -> Result<Option<Bytes>, Error> {
+    fn get_with(&self, key: &[u8], snapshot: bool) -> Pending<D, Option<Bytes>> {
         let key = key.to_vec();
         self.call(move |c, now, id| c.get(now, id, &key, snapshot))
-            .await
     }
 
     /// Resolves a key selector.
-    pub async fn get_key(&self, sel: KeySelector, snapshot: bool) -> Result<Bytes, Error> {
+    pub fn get_key(&self, sel: KeySelector, snapshot: bool) -> Pending<D, Bytes> {
         self.call(move |c, now, id| c.get_key(now, id, sel, snapshot))
-            .await
     }
 
     /// The storage servers' estimate of the bytes in `[begin, end)`.
-    pub async fn get_estimated_range_size_bytes(
-        &self,
-        begin: &[u8],
-        end: &[u8],
-    ) -> Result<i64, Error> {
+    pub fn get_estimated_range_size_bytes(&self, begin: &[u8], end: &[u8]) -> Pending<D, i64> {
         let (begin, end) = (begin.to_vec(), end.to_vec());
         self.call(move |c, now, id| c.get_estimated_range_size_bytes(now, id, &begin, &end))
-            .await
     }
 
     /// Keys cutting `[begin, end)` into chunks of about `chunk_size` bytes.
-    pub async fn get_range_split_points(
+    pub fn get_range_split_points(
         &self,
         begin: &[u8],
         end: &[u8],
         chunk_size: i64,
-    ) -> Result<Vec<Bytes>, Error> {
+    ) -> Pending<D, Vec<Bytes>> {
         let (begin, end) = (begin.to_vec(), end.to_vec());
         self.call(move |c, now, id| c.get_range_split_points(now, id, &begin, &end, chunk_size))
-            .await
     }
 
     /// One batch of rows between two selectors (`fdb_transaction_get_range`).
-    pub async fn get_range_batch(
+    pub fn get_range_batch(
         &self,
         begin: KeySelector,
         end: KeySelector,
         opts: RangeOptions,
         snapshot: bool,
-    ) -> Result<RangeResult, Error> {
+    ) -> Pending<D, RangeResult> {
         self.call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
-            .await
     }
 
     /// Every row in `[begin, end)` (at most `limit` if non-zero), fetched in batches as the
@@ -293,29 +286,83 @@ impl<D: Driver> Transaction<D> {
         Ok(())
     }
 
-    /// Commits; returns the commit version (`-1` when nothing was written).
-    pub async fn commit(&self) -> Result<Version, Error> {
-        self.commit_with_versionstamp().await.map(|c| c.version)
+    /// Commits; returns the commit version (`-1` when nothing was written). The commit
+    /// starts when this is called; the future only waits for it.
+    pub fn commit(&self) -> impl Future<Output = Result<Version, Error>> + Send + 'static {
+        let committing = self.commit_with_versionstamp();
+        async move { committing.await.map(|c| c.version) }
     }
 
     /// Commits; returns the commit version and the versionstamp.
-    pub async fn commit_with_versionstamp(&self) -> Result<Committed, Error> {
-        self.call(|c, now, id| c.commit(now, id)).await
+    pub fn commit_with_versionstamp(&self) -> Pending<D, Committed> {
+        self.call(|c, now, id| c.commit(now, id))
     }
 
-    /// The versionstamp of the committed transaction.
+    /// The versionstamp of the committed transaction (`None` before it committed, or when
+    /// it wrote nothing).
     pub async fn versionstamp(&self) -> Result<Option<[u8; 10]>, Error> {
+        self.inspect(|c, id| c.versionstamp(id)).await
+    }
+
+    /// `fdb_transaction_get_versionstamp`: resolves to the versionstamp once this
+    /// transaction commits, so it is asked for before the commit — inside the retry loop's
+    /// closure, and awaited after the loop returns. Fails with `no_commit_version` (2021) if
+    /// the commit wrote nothing, `transaction_invalid_version` (2020) if it failed,
+    /// `transaction_cancelled` (1025) if the transaction is reset (a retry) or dropped first,
+    /// and `used_during_commit` (2017) if asked once the commit started.
+    pub fn get_versionstamp(&self) -> impl Future<Output = Result<[u8; 10], Error>> + Send + 'static {
+        let stamp = self.call(|c, now, id| c.get_versionstamp(now, id));
+        async move {
+            let b = stamp.await?;
+            <[u8; 10]>::try_from(b.as_ref()).map_err(|_| Error::from(ErrorCode::INTERNAL_ERROR))
+        }
+    }
+
+    /// `fdb_transaction_get_committed_version`: the version this transaction committed at;
+    /// `-1` if it has not committed (yet), or committed without writing.
+    pub async fn get_committed_version(&self) -> Result<Version, Error> {
+        self.inspect(|c, id| c.committed_version(id).unwrap_or(-1))
+            .await
+    }
+
+    /// `fdb_transaction_get_approximate_size`: about how many bytes the commit would carry
+    /// (the writes so far count). Fails with the error of a failed write.
+    pub async fn get_approximate_size(&self) -> Result<i64, Error> {
+        self.inspect(|c, id| c.get_approximate_size(id))
+            .await?
+            .map_err(Error::Client)
+    }
+
+    /// `fdb_transaction_cancel`: the transaction's requests in flight fail with
+    /// `transaction_cancelled` (1025), and so does every later read, commit and `on_error`
+    /// until [`Transaction::reset`].
+    pub fn cancel(&self) {
         let cell = self.inner.cell.clone();
-        crate::driver::query(&self.inner.driver, move |c, _| {
-            cell.id.get().and_then(|id| c.versionstamp(*id))
+        let writes = self.inner.take_pending();
+        apply(&self.inner.driver, move |c, now| {
+            let id = flush(&cell, writes, c, now);
+            c.cancel_transaction(now, id);
+        });
+    }
+
+    /// Runs `f` on the loop on this transaction, after its buffered writes.
+    async fn inspect<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Client, TransactionId) -> R + Send + 'static,
+    ) -> Result<R, Error> {
+        let cell = self.inner.cell.clone();
+        let writes = self.inner.take_pending();
+        crate::driver::query(&self.inner.driver, move |c, now| {
+            let id = flush(&cell, writes, c, now);
+            f(c, id)
         })
         .await
     }
 
     /// `on_error`: waits the backoff and resets the transaction if `code` is retryable;
     /// otherwise fails with it.
-    pub async fn on_error(&self, code: ErrorCode) -> Result<(), Error> {
-        self.call(move |c, now, id| c.on_error(now, id, code)).await
+    pub fn on_error(&self, code: ErrorCode) -> Pending<D, ()> {
+        self.call(move |c, now, id| c.on_error(now, id, code))
     }
 
     /// Resets the transaction (options too).

@@ -244,6 +244,16 @@ impl Transactions {
         self.txs.remove(&tx);
     }
 
+    /// `cancel`: the transaction is finished until it is reset — its unfinished requests and
+    /// every later read, commit and `on_error` fail with `transaction_cancelled` (RYW's
+    /// `cancel` sets the reset promise). Writes are still accepted, as in RYW.
+    pub(crate) fn cancel_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
+        if let Some(t) = self.txs.get_mut(&tx) {
+            t.finished.get_or_insert(ErrorCode::TRANSACTION_CANCELLED);
+        }
+        self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
+    }
+
     /// Returns a transaction to its initial state, options included.
     pub(crate) fn reset_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);

@@ -58,6 +58,8 @@ pub(super) enum OpKind {
     Backoff,
     /// `get_estimated_range_size_bytes` or `get_range_split_points`.
     Metrics(alloc::boxed::Box<super::shards::MetricsOp>),
+    /// `get_versionstamp`: parked until the transaction's commit finishes.
+    Versionstamp,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,6 +335,7 @@ impl Transactions {
             OpKind::Watch { .. } => self.advance_watch(cx, req, tx),
             OpKind::Backoff => self.set_wait(req, Wait::Timer),
             OpKind::Metrics(_) => self.advance_metrics(cx, req, tx),
+            OpKind::Versionstamp => self.set_wait(req, Wait::Commit),
         }
     }
 

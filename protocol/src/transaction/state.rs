@@ -451,6 +451,16 @@ impl Transactions {
         self.txs.get(&tx).map_or(0, Self::commit_size)
     }
 
+    /// `fdb_transaction_get_approximate_size`: the size, or the deferred error of a failed
+    /// write (`ThreadSafeTransaction` checks it first).
+    pub(crate) fn get_approximate_size(&self, tx: TransactionId) -> Result<i64, ClientError> {
+        let t = self.tx_ref(tx)?;
+        if let Some(e) = &t.deferred {
+            return Err(e.clone());
+        }
+        Ok(i64::try_from(Self::commit_size(t)).unwrap_or(i64::MAX))
+    }
+
     // ----- helpers -----
 
     pub(super) fn defer(
