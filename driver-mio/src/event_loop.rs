@@ -32,6 +32,9 @@ struct Loop {
     poll: Poll,
     events: Events,
     sockets: HashMap<ConnectionId, Socket>,
+    /// Reused each turn: the ops taken from the inbox, the sockets that became ready.
+    ops: VecDeque<Op>,
+    ready: Vec<(ConnectionId, bool, bool)>,
 }
 
 struct Shared {
@@ -69,6 +72,8 @@ impl Driver for MioDriver {
                     poll,
                     events: Events::with_capacity(256),
                     sockets: HashMap::new(),
+                    ops: VecDeque::new(),
+                    ready: Vec::new(),
                 }),
                 clock,
             }),
@@ -96,12 +101,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// parked, or turning the loop itself.
 struct Unpark {
     thread: std::thread::Thread,
-    driver: MioDriver,
+    /// Weak, so the cached waker does not keep the loop alive.
+    driver: std::sync::Weak<Shared>,
 }
 
 impl std::task::Wake for Unpark {
     fn wake(self: Arc<Self>) {
-        self.driver.notify();
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(shared) = self.driver.upgrade() {
+            (MioDriver { shared }).notify();
+        }
         self.thread.unpark();
     }
 }
@@ -116,14 +128,36 @@ impl MioDriver {
         }
     }
 
+    /// This thread's waker for this loop, made once per thread and loop (a blocking call
+    /// should not allocate one each time).
+    fn thread_waker(&self) -> TaskWaker {
+        thread_local! {
+            static WAKERS: std::cell::RefCell<Vec<(std::sync::Weak<Shared>, TaskWaker)>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        WAKERS.with(|w| {
+            let mut w = w.borrow_mut();
+            w.retain(|(s, _)| s.strong_count() > 0);
+            if let Some((_, waker)) = w
+                .iter()
+                .find(|(s, _)| std::ptr::eq(s.as_ptr(), Arc::as_ptr(&self.shared)))
+            {
+                return waker.clone();
+            }
+            let waker = TaskWaker::from(Arc::new(Unpark {
+                thread: std::thread::current(),
+                driver: Arc::downgrade(&self.shared),
+            }));
+            w.push((Arc::downgrade(&self.shared), waker.clone()));
+            waker
+        })
+    }
+
     /// Runs `fut` to completion on this thread, turning the loop while it waits, for at most
     /// `limit` (then the future is dropped, which cancels what it was waiting for).
     pub fn block_on<F: Future>(&self, fut: F, limit: Duration) -> Result<F::Output, Error> {
         let deadline = StdInstant::now() + limit;
-        let waker = TaskWaker::from(Arc::new(Unpark {
-            thread: std::thread::current(),
-            driver: self.clone(),
-        }));
+        let waker = self.thread_waker();
         let mut cx = Context::from_waker(&waker);
         let mut fut = pin!(fut);
         loop {
@@ -175,19 +209,21 @@ impl Loop {
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(Error::Io(e)),
         }
-        let ready: Vec<(ConnectionId, bool, bool)> = self
-            .events
-            .iter()
-            .filter(|ev| ev.token() != WAKE)
-            .map(|ev| {
-                (
-                    ConnectionId(ev.token().0 as u64),
-                    ev.is_writable(),
-                    ev.is_readable() || ev.is_read_closed() || ev.is_error(),
-                )
-            })
-            .collect();
-        for (id, writable, readable) in ready {
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
+        ready.extend(
+            self.events
+                .iter()
+                .filter(|ev| ev.token() != WAKE)
+                .map(|ev| {
+                    (
+                        ConnectionId(ev.token().0 as u64),
+                        ev.is_writable(),
+                        ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+                    )
+                }),
+        );
+        for &(id, writable, readable) in &ready {
             if writable {
                 self.on_writable(id);
             }
@@ -195,6 +231,7 @@ impl Loop {
                 self.on_readable(id);
             }
         }
+        self.ready = ready;
         if self
             .engine
             .deadline()
@@ -208,9 +245,10 @@ impl Loop {
     /// Runs the ops sent, then carries out what the engine asks until it asks nothing more.
     fn settle(&mut self, shared: &Shared) -> Result<(), Error> {
         loop {
-            let ops: Vec<Op> = lock(&shared.inbox).drain(..).collect();
-            let any = !ops.is_empty();
-            for op in ops {
+            // Swap the inbox for the (empty) reused queue: one lock, no allocation.
+            std::mem::swap(&mut self.ops, &mut *lock(&shared.inbox));
+            let any = !self.ops.is_empty();
+            while let Some(op) = self.ops.pop_front() {
                 op(&mut self.engine);
             }
             while let Some(io) = self.engine.poll_io() {

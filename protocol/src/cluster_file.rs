@@ -111,7 +111,9 @@ const FROM_HOSTNAME_MARKER: &[u8] = b"(fromHostname)";
 /// flag, which is always clear for parsed coordinators.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NetworkAddress {
+    /// The IP address.
     pub ip: IpAddr,
+    /// The port.
     pub port: u16,
     /// Set by the `:tls` suffix. FDB counts it in address equality.
     pub tls: bool,
@@ -120,12 +122,16 @@ pub struct NetworkAddress {
 /// One coordinator entry from the connection string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Coordinator {
+    /// An IP address and port.
     Address(NetworkAddress),
     /// Resolved by DNS at connect time. FDB 7.x supports these
     /// (`flow/Hostname.actor.cpp`).
     Hostname {
+        /// The host name (resolved by the driver).
         host: String,
+        /// The port.
         port: u16,
+        /// `:tls` was given.
         tls: bool,
     },
 }
@@ -148,25 +154,53 @@ pub struct ClusterFile {
 #[non_exhaustive]
 pub enum ClusterFileError {
     /// The file is bigger than [`MAX_CLUSTER_FILE_BYTES`] (FDB: `file_too_large`).
-    TooLarge { len: usize },
+    /// The file is longer than libfdb_c reads.
+    TooLarge {
+        /// Its length in bytes.
+        len: usize,
+    },
     /// No `@` between the key and the coordinators.
     MissingAt,
     /// The key (the part before `@`) has no `:` between description and id.
     MissingColon,
     /// The description has a character outside `[A-Za-z0-9_]`.
-    InvalidDescription { description: String },
+    /// The description has characters FDB refuses.
+    InvalidDescription {
+        /// The description.
+        description: String,
+    },
     /// The id has a character outside `[A-Za-z0-9]`. This includes a second `:`.
-    InvalidId { id: String },
+    /// The ID has characters FDB refuses.
+    InvalidId {
+        /// The ID.
+        id: String,
+    },
     /// Nothing follows the `@`.
     NoCoordinators,
     /// An empty entry, from a leading, trailing or doubled comma.
-    EmptyCoordinator { index: usize },
+    /// A coordinator is empty (two commas in a row, say).
+    EmptyCoordinator {
+        /// Its position in the list.
+        index: usize,
+    },
     /// The entry is neither a valid hostname nor a valid IP address.
-    InvalidAddress { text: String },
+    /// A coordinator is not an address or host name with a port.
+    InvalidAddress {
+        /// The coordinator as written.
+        text: String,
+    },
     /// The port is empty, not decimal, or above 65535.
-    InvalidPort { text: String },
+    /// A coordinator's port is not a port number.
+    InvalidPort {
+        /// The coordinator as written.
+        text: String,
+    },
     /// The same coordinator appears twice.
-    DuplicateCoordinator { text: String },
+    /// A coordinator is listed twice.
+    DuplicateCoordinator {
+        /// The coordinator as written.
+        text: String,
+    },
 }
 
 impl fmt::Display for ClusterFileError {

@@ -32,7 +32,10 @@ pub enum ConnectionError {
     /// The byte stream broke the framing rules (bad checksum, oversize packet...).
     Frame(FrameError),
     /// The peer speaks a protocol we cannot (FDB: `incompatible_protocol_version`).
-    IncompatibleProtocol { peer: ProtocolVersion },
+    IncompatibleProtocol {
+        /// The version the peer announced.
+        peer: ProtocolVersion,
+    },
     /// The ping went unanswered and nothing else arrived (FDB: `connection_failed`).
     Timeout,
     /// Nothing was sent or expected for a long time (FDB: `connection_idle`).

@@ -29,9 +29,11 @@ impl ProtocolVersion {
     pub const fn version(self) -> u64 {
         self.0 & Self::VERSION_MASK
     }
+    /// Whether the version carries the object-serializer flag (every 7.x peer sets it).
     pub const fn has_object_serializer_flag(self) -> bool {
         self.0 & Self::OBJECT_SERIALIZER_FLAG != 0
     }
+    /// The version with the object-serializer flag set.
     pub const fn with_object_serializer_flag(self) -> Self {
         ProtocolVersion(self.0 | Self::OBJECT_SERIALIZER_FLAG)
     }
@@ -57,6 +59,7 @@ pub const CONNECT_PACKET_BODY_LEN: u32 = 40;
 const CONNECT_PACKET_V0_SIZE: usize = 14;
 /// Bytes before each packet's payload: length, then the checksum unless on TLS.
 pub const PACKET_LEN_WIDTH: usize = 4;
+/// Bytes of the XXH3-64 checksum after a packet's length (absent on TLS connections).
 pub const CHECKSUM_WIDTH: usize = 8;
 /// `FLOW_KNOBS->PACKET_LIMIT` (`flow/Knobs.cpp`): FDB drops the connection above this.
 pub const PACKET_LIMIT: u32 = 100 << 20;
@@ -72,13 +75,16 @@ pub struct ConnectPacket {
     pub canonical_remote_port: u16,
     /// Shared by the connections of one multi-version client; 0 otherwise.
     pub connection_id: u64,
+    /// The sender's IPv4 address, when it is not IPv6.
     pub canonical_remote_ip4: u32,
     /// Bit 0 set means the address is `canonical_remote_ip6`.
     pub flags: u16,
+    /// The sender's IPv6 address, when [`ConnectPacket::FLAG_IPV6`] is set.
     pub canonical_remote_ip6: [u8; 16],
 }
 
 impl ConnectPacket {
+    /// The sender's address is IPv6.
     pub const FLAG_IPV6: u16 = 1;
 
     /// What a client sends: no listening address, current protocol.
@@ -89,6 +95,7 @@ impl ConnectPacket {
         }
     }
 
+    /// The protocol version the packet announces.
     pub fn protocol_version(&self) -> ProtocolVersion {
         ProtocolVersion(self.protocol_version)
     }
@@ -152,13 +159,29 @@ pub enum FrameError {
     /// Not enough bytes (only from the one-shot decoders; the stream decoder waits).
     Truncated,
     /// A connect packet with an impossible length.
-    BadConnectPacket { len: u32 },
+    BadConnectPacket {
+        /// The length the packet announced.
+        len: u32,
+    },
     /// A packet longer than the limit (FDB: `PacketLimitExceeded`).
-    PacketTooLarge { len: u32, limit: u32 },
+    PacketTooLarge {
+        /// The length the packet announced.
+        len: u32,
+        /// The most this decoder accepts.
+        limit: u32,
+    },
     /// A packet too short to hold a token (FDB: `PacketTooSmall`).
-    PacketTooSmall { len: u32 },
+    PacketTooSmall {
+        /// The length the packet announced.
+        len: u32,
+    },
     /// The payload does not hash to the checksum sent with it (FDB: `checksum_failed`).
-    ChecksumMismatch { expected: u64, computed: u64 },
+    ChecksumMismatch {
+        /// The checksum the packet carried.
+        expected: u64,
+        /// The checksum of what arrived.
+        computed: u64,
+    },
 }
 
 impl fmt::Display for FrameError {
@@ -183,14 +206,18 @@ impl fmt::Display for FrameError {
 /// One packet: where it goes and the ObjectSerializer message it carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Packet {
+    /// The endpoint the packet is for.
     pub token: Uid,
+    /// The serialized message.
     pub message: Bytes,
 }
 
 /// What the stream decoder yields.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Incoming {
+    /// The peer's connect packet (first on every connection).
     Connect(ConnectPacket),
+    /// A packet for an endpoint.
     Packet(Packet),
 }
 

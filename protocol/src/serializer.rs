@@ -28,17 +28,36 @@ use crate::uid::Uid;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DecodeError {
     /// A read at `pos` of `len` bytes falls outside the message.
-    OutOfBounds { pos: usize, len: usize },
+    OutOfBounds {
+        /// Where the read started.
+        pos: usize,
+        /// How many bytes it needed.
+        len: usize,
+    },
     /// A table's vtable is malformed (odd size, smaller than its header, or outside the buffer).
-    BadVtable { pos: usize },
+    BadVtable {
+        /// Where the vtable is.
+        pos: usize,
+    },
     /// A union carried a tag this type does not have.
-    BadUnionTag { tag: u8 },
+    BadUnionTag {
+        /// The tag found.
+        tag: u8,
+    },
     /// A union that must hold a value (ErrorOr) was empty.
     EmptyUnion,
     /// A vector or string claims more elements than the message could hold.
-    LengthTooLarge { len: u32 },
+    LengthTooLarge {
+        /// The length the message claimed.
+        len: u32,
+    },
     /// The message is for another type.
-    FileIdentifier { expected: u32, found: u32 },
+    FileIdentifier {
+        /// The identifier of the type asked for.
+        expected: u32,
+        /// The identifier the message carries.
+        found: u32,
+    },
     /// A field holds a value the type does not allow (e.g. an unknown enum value).
     InvalidValue(&'static str),
     /// The message reuses its parts so often that decoding it would produce far more data
@@ -67,13 +86,19 @@ impl fmt::Display for DecodeError {
     }
 }
 
+/// A decode result.
 pub type Result<T> = core::result::Result<T, DecodeError>;
 
 /// How a member occupies a table, after FDB's `fields_helper`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layout {
     /// Stored inside the table (scalars and UIDs), `size` bytes aligned to `align`.
-    Inline { size: u8, align: u8 },
+    Inline {
+        /// Its size in bytes.
+        size: u8,
+        /// Its alignment.
+        align: u8,
+    },
     /// A `u32` offset to out-of-line data (tables, strings, vectors).
     Indirect,
     /// Two slots: a `u8` tag (0 = empty, i = alternative i-1) and a `u32` offset.
@@ -149,16 +174,27 @@ pub fn generate_vtable(layouts: &[Layout]) -> VTable {
 #[derive(Clone, Copy, Debug)]
 pub enum Saved {
     /// Inline bytes (scalars), `len` of `bytes` used.
-    Inline { bytes: [u8; 16], len: u8 },
+    Inline {
+        /// The value's bytes (the first `len`).
+        bytes: [u8; 16],
+        /// How many are used.
+        len: u8,
+    },
     /// Out-of-line data at this writer position (counted from the end).
     Offset(u32),
     /// A union: tag and, unless empty, where its value is.
-    Union { tag: u8, target: Option<u32> },
+    Union {
+        /// The alternative's tag (0: none).
+        tag: u8,
+        /// Where the alternative was written.
+        target: Option<u32>,
+    },
     /// Zero-size member.
     Nothing,
 }
 
 impl Saved {
+    /// An inline value of these bytes (at most 16).
     pub fn inline(b: &[u8]) -> Saved {
         let mut bytes = [0u8; 16];
         bytes[..b.len()].copy_from_slice(b);
@@ -185,6 +221,7 @@ impl VTableSet {
             .map(|i| self.offsets[i])
             .expect("every table's vtable is collected from its type")
     }
+    /// The vtables, in packing order.
     pub fn tables(&self) -> &[VTable] {
         &self.tables
     }
@@ -198,6 +235,7 @@ pub struct VtCollector {
 }
 
 impl VtCollector {
+    /// Adds the vtable of a table with these member layouts (once).
     pub fn add(&mut self, layouts: &[Layout]) {
         let vt = generate_vtable(layouts);
         if !self.tables.contains(&vt) {
@@ -313,6 +351,7 @@ pub struct Writer<'v> {
 }
 
 impl<'v> Writer<'v> {
+    /// A writer that packs these vtables.
     pub fn new(vtables: &'v VTableSet) -> Self {
         Writer {
             buf: Vec::new(),
@@ -500,14 +539,17 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// The message's length.
     pub fn len(&self) -> usize {
         self.buf.len()
     }
 
+    /// Whether the message is empty.
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
 
+    /// `len` bytes at `pos`, checked against the message and the decode budget.
     pub fn bytes(&self, pos: usize, len: usize) -> Result<&'a [u8]> {
         let end = pos
             .checked_add(len)
@@ -517,6 +559,7 @@ impl<'a> Reader<'a> {
             .ok_or(DecodeError::OutOfBounds { pos, len })
     }
 
+    /// `N` bytes at `pos`.
     pub fn array<const N: usize>(&self, pos: usize) -> Result<[u8; N]> {
         let b = self.bytes(pos, N)?;
         let mut out = [0u8; N];
@@ -524,10 +567,12 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    /// A little-endian `u16` at `pos`.
     pub fn u16(&self, pos: usize) -> Result<u16> {
         Ok(u16::from_le_bytes(self.array(pos)?))
     }
 
+    /// A little-endian `u32` at `pos`.
     pub fn u32(&self, pos: usize) -> Result<u32> {
         Ok(u32::from_le_bytes(self.array(pos)?))
     }
@@ -597,6 +642,7 @@ impl<'a> Reader<'a> {
 
 /// Walks the slots of one table in order.
 pub struct TableReader<'a> {
+    /// The message the table is in.
     pub r: Reader<'a>,
     table: usize,
     vt: usize,
@@ -632,6 +678,7 @@ impl<'a> TableReader<'a> {
 
 /// A type the ObjectSerializer can carry.
 pub trait Fb: Sized + Default {
+    /// How a value of this type sits in its table slot.
     const LAYOUT: Layout;
     /// Writes any out-of-line data and returns what goes into the parent's slot.
     fn save(&self, w: &mut Writer) -> Saved;
@@ -781,6 +828,7 @@ impl<T: Fb> Fb for Option<T> {
 
 /// A serialized message type: a table with a file identifier.
 pub trait Message: Fb {
+    /// FDB's `file_identifier` of the type (the root's identifier on the wire).
     const FILE_IDENTIFIER: u32;
 }
 
@@ -860,7 +908,11 @@ macro_rules! fb_table {
     ($(#[$m:meta])* $vis:vis struct $name:ident { $( $(#[$fm:meta])* $fvis:vis $field:ident : $ty:ty ),* $(,)? }) => {
         $(#[$m])*
         #[derive(Clone, Debug, Default, PartialEq)]
-        $vis struct $name { $( $(#[$fm])* $fvis $field: $ty ),* }
+        $vis struct $name { $(
+            $(#[$fm])*
+            #[doc = concat!("\n\nFDB's member `", stringify!($field), "`, in the position of its `serializer()` call.")]
+            $fvis $field: $ty
+        ),* }
 
         impl $crate::serializer::Fb for $name {
             const LAYOUT: $crate::serializer::Layout = $crate::serializer::Layout::Indirect;

@@ -11,8 +11,10 @@ use crate::uid::Uid;
 pub struct Instant(pub Duration);
 
 impl Instant {
+    /// The clock's origin.
     pub const ZERO: Instant = Instant(Duration::ZERO);
 
+    /// `s` seconds after the origin.
     pub fn from_secs_f64(s: f64) -> Self {
         Instant(Duration::from_secs_f64(s))
     }
@@ -43,10 +45,12 @@ impl Sub<Duration> for Instant {
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator started from `seed`.
     pub fn new(seed: u64) -> Self {
         Rng(seed)
     }
 
+    /// The next random number.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;

@@ -10,11 +10,14 @@ use core::fmt;
 /// A 128-bit identifier (`UID` in FDB). Also the token that addresses an endpoint.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Uid {
+    /// The first half (`u64::MAX` for well-known endpoints).
     pub first: u64,
+    /// The second half.
     pub second: u64,
 }
 
 impl Uid {
+    /// A UID from its halves.
     pub const fn new(first: u64, second: u64) -> Self {
         Uid { first, second }
     }

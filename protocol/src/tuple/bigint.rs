@@ -37,6 +37,7 @@ impl BigInt {
         })
     }
 
+    /// Whether the integer is below zero.
     pub fn is_negative(&self) -> bool {
         self.negative
     }

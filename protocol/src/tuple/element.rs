@@ -13,18 +13,27 @@ use super::*;
 /// order (`-0.0 < 0.0`, NaNs by their bits). `Int(5)` equals `BigInt(5.into())`.
 #[derive(Clone, Debug)]
 pub enum Element<'a> {
+    /// The null element (type code `0x00`).
     Nil,
+    /// A byte string (`0x01`).
     Bytes(Bytes<'a>),
+    /// A Unicode string (`0x02`).
     String(Cow<'a, str>),
+    /// A nested tuple (`0x05`).
     Tuple(Vec<Element<'a>>),
     /// An integer that fits 64 bits; decoding gives `Int` for every such value.
     Int(i64),
     /// An integer beyond `i64`; decoding gives `BigInt` only for those.
     BigInt(BigInt),
+    /// A single-precision float (`0x20`).
     Float(f32),
+    /// A double-precision float (`0x21`).
     Double(f64),
+    /// A boolean (`0x26` / `0x27`).
     Bool(bool),
+    /// A UUID (`0x30`).
     Uuid(Uuid),
+    /// A 96-bit versionstamp (`0x33`).
     Versionstamp(Versionstamp),
 }
 
@@ -46,10 +55,12 @@ impl<'a> Element<'a> {
         }
     }
 
+    /// Whether this is the null element.
     pub fn is_nil(&self) -> bool {
         matches!(self, Element::Nil)
     }
 
+    /// The byte string, if it is one.
     pub fn as_bytes(&self) -> Option<&Bytes<'a>> {
         match self {
             Element::Bytes(b) => Some(b),
@@ -57,6 +68,7 @@ impl<'a> Element<'a> {
         }
     }
 
+    /// The string, if it is one.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Element::String(s) => Some(s),
@@ -64,6 +76,7 @@ impl<'a> Element<'a> {
         }
     }
 
+    /// The nested tuple, if it is one.
     pub fn as_tuple(&self) -> Option<&[Element<'a>]> {
         match self {
             Element::Tuple(v) => Some(v),
@@ -80,6 +93,7 @@ impl<'a> Element<'a> {
         }
     }
 
+    /// The integer beyond 64 bits, if it is one.
     pub fn as_bigint(&self) -> Option<&BigInt> {
         match self {
             Element::BigInt(v) => Some(v),
@@ -87,6 +101,7 @@ impl<'a> Element<'a> {
         }
     }
 
+    /// The float, if it is one.
     pub fn as_f32(&self) -> Option<f32> {
         match self {
             Element::Float(v) => Some(*v),
@@ -94,6 +109,7 @@ impl<'a> Element<'a> {
         }
     }
 
+    /// The double, if it is one.
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Element::Double(v) => Some(*v),
@@ -101,6 +117,7 @@ impl<'a> Element<'a> {
         }
     }
 
+    /// The boolean, if it is one.
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Element::Bool(v) => Some(*v),
@@ -108,6 +125,7 @@ impl<'a> Element<'a> {
         }
     }
 
+    /// The UUID, if it is one.
     pub fn as_uuid(&self) -> Option<&Uuid> {
         match self {
             Element::Uuid(v) => Some(v),
@@ -115,6 +133,7 @@ impl<'a> Element<'a> {
         }
     }
 
+    /// The versionstamp, if it is one.
     pub fn as_versionstamp(&self) -> Option<&Versionstamp> {
         match self {
             Element::Versionstamp(v) => Some(v),

@@ -92,7 +92,12 @@ pub enum PackError {
     /// An element starts with a byte that is no type code of the tuple layer.
     UnknownTypeCode(u8),
     /// An element (or a nested tuple's end) of another kind than the one being decoded.
-    UnexpectedType { expected: &'static str, found: u8 },
+    UnexpectedType {
+        /// What the caller asked for.
+        expected: &'static str,
+        /// The type code found.
+        found: u8,
+    },
     /// Bytes left over after the value being decoded.
     TrailingBytes,
     /// Nested tuples deeper than [`MAX_DEPTH`].
@@ -186,7 +191,10 @@ pub enum VersionstampOffset {
     /// No incomplete versionstamp.
     None,
     /// One, whose 10-byte transaction version starts at `offset` in the output buffer.
-    OneIncomplete { offset: usize },
+    OneIncomplete {
+        /// Where the incomplete versionstamp's 10 bytes start.
+        offset: usize,
+    },
     /// More than one: unusable for a versionstamp operation.
     MultipleIncomplete,
 }
@@ -213,6 +221,7 @@ impl core::ops::AddAssign for VersionstampOffset {
 pub struct Bytes<'a>(pub Cow<'a, [u8]>);
 
 impl Bytes<'_> {
+    /// The bytes, owned.
     pub fn into_owned(self) -> Vec<u8> {
         self.0.into_owned()
     }

@@ -41,6 +41,7 @@ impl Subspace {
         &self.prefix
     }
 
+    /// The prefix, owned.
     pub fn into_bytes(self) -> Vec<u8> {
         self.prefix
     }

@@ -11,10 +11,12 @@ use super::*;
 pub struct Uuid([u8; 16]);
 
 impl Uuid {
+    /// A UUID of these 16 bytes (big-endian, as packed).
     pub const fn from_bytes(bytes: [u8; 16]) -> Uuid {
         Uuid(bytes)
     }
 
+    /// Its 16 bytes.
     pub const fn as_bytes(&self) -> &[u8; 16] {
         &self.0
     }
@@ -24,6 +26,7 @@ impl Uuid {
         Uuid(v.to_be_bytes())
     }
 
+    /// Its value as one number.
     pub const fn as_u128(&self) -> u128 {
         u128::from_be_bytes(self.0)
     }

@@ -39,6 +39,7 @@ impl Versionstamp {
         &self.bytes[..10]
     }
 
+    /// The two user bytes after the transaction's 10.
     pub fn user_version(&self) -> u16 {
         u16::from_be_bytes([self.bytes[10], self.bytes[11]])
     }
@@ -48,6 +49,7 @@ impl Versionstamp {
         self.bytes[..10] != [0xff; 10]
     }
 
+    /// Its 12 bytes.
     pub fn as_bytes(&self) -> &[u8; 12] {
         &self.bytes
     }
