@@ -11,8 +11,8 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod cluster_file;
-pub mod directory;
 mod database;
+pub mod directory;
 mod driver;
 mod engine;
 mod error;

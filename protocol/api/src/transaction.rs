@@ -310,7 +310,9 @@ impl<D: Driver> Transaction<D> {
     /// the commit wrote nothing, `transaction_invalid_version` (2020) if it failed,
     /// `transaction_cancelled` (1025) if the transaction is reset (a retry) or dropped first,
     /// and `used_during_commit` (2017) if asked once the commit started.
-    pub fn get_versionstamp(&self) -> impl Future<Output = Result<[u8; 10], Error>> + Send + 'static {
+    pub fn get_versionstamp(
+        &self,
+    ) -> impl Future<Output = Result<[u8; 10], Error>> + Send + 'static {
         let stamp = self.call(|c, now, id| c.get_versionstamp(now, id));
         async move {
             let b = stamp.await?;

@@ -242,9 +242,7 @@ impl Transactions {
             .collect();
         for id in waiting {
             match outcome {
-                Ok(stamp) => {
-                    self.succeed_op(cx, id, Reply::Key(Bytes::copy_from_slice(&stamp)))
-                }
+                Ok(stamp) => self.succeed_op(cx, id, Reply::Key(Bytes::copy_from_slice(&stamp))),
                 Err(e) => self.fail_op(cx, id, ClientError::Fdb(e)),
             }
         }

@@ -100,7 +100,9 @@ impl HighContentionAllocator {
                     tx.set(&key, b"");
                     taken
                 };
-                let latest = self.latest_counter(tr, &counters_begin, &counters_end).await?;
+                let latest = self
+                    .latest_counter(tr, &counters_begin, &counters_end)
+                    .await?;
                 let taken = taken.await?;
                 if latest.is_some_and(|l| l > start) {
                     break;

@@ -68,7 +68,9 @@ impl Node {
     /// Whether the path continues inside the partition this node is (or, with
     /// `include_self`, whether this node is a partition at all).
     fn is_in_partition(&self, include_self: bool) -> bool {
-        self.exists() && self.is_partition() && (include_self || self.target.len() > self.path.len())
+        self.exists()
+            && self.is_partition()
+            && (include_self || self.target.len() > self.path.len())
     }
 
     /// The rest of the path, inside the partition.
@@ -390,7 +392,11 @@ impl DirectoryLayer {
                 }
                 let inner = self.partition_layer(&new_node)?;
                 return inner
-                    .move_in(tr, old_node.partition_subpath(), new_node.partition_subpath())
+                    .move_in(
+                        tr,
+                        old_node.partition_subpath(),
+                        new_node.partition_subpath(),
+                    )
                     .await;
             }
             if new_node.exists() {
@@ -505,7 +511,10 @@ impl DirectoryLayer {
             layer: None,
         };
         for (i, name) in path.iter().enumerate() {
-            let parent = node.subspace.as_ref().expect("the walk stops at a missing node");
+            let parent = node
+                .subspace
+                .as_ref()
+                .expect("the walk stops at a missing node");
             let prefix = tr.get(&parent.pack(&(SUBDIRS, name.as_str()))).await?;
             node = Node {
                 subspace: prefix.map(|p| self.node_with_prefix(&p)),

@@ -153,7 +153,11 @@ impl<'a> At<'a> {
 
     /// `path` below this directory, relative to `layer`.
     fn subpath(&self, path: &[String], layer: &DirectoryLayer) -> Vec<String> {
-        let mut p = self.path.get(layer.path().len()..).unwrap_or_default().to_vec();
+        let mut p = self
+            .path
+            .get(layer.path().len()..)
+            .unwrap_or_default()
+            .to_vec();
         p.extend_from_slice(path);
         p
     }
@@ -259,7 +263,9 @@ macro_rules! directory_ops {
                     return Err(DirectoryError::MoveBetweenPartitions);
                 }
                 let old = at.path.get(n..).unwrap_or_default().to_vec();
-                layer.move_in(Tr::new(tx), old, new_path[n..].to_vec()).await
+                layer
+                    .move_in(Tr::new(tx), old, new_path[n..].to_vec())
+                    .await
             }
 
             /// Removes the directory at `path` below this one (`[]`: this one) with
