@@ -168,9 +168,22 @@ impl Transactions {
         tx: TransactionId,
         version: Version,
     ) -> Result<(), ClientError> {
+        // `ThreadSafeTransaction::setVersion` runs nothing once an error is deferred, and
+        // defers what NativeAPI's `setVersion` throws: a read version already set (or asked
+        // for), or one that is not positive.
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let t = self.tx_mut(tx)?;
-        t.read_version = ReadVersion::Ready(version);
-        Ok(())
+        let r = if !matches!(t.read_version, ReadVersion::None) {
+            fdb(ErrorCode::READ_VERSION_ALREADY_SET)
+        } else if version <= 0 {
+            fdb(ErrorCode::VERSION_INVALID)
+        } else {
+            t.read_version = ReadVersion::Ready(version);
+            Ok(())
+        };
+        self.defer(tx, r)
     }
 
     /// Sets `key` to `value`.
