@@ -352,3 +352,76 @@ fn want_all_reads_in_serial_batches() {
         );
     });
 }
+
+#[test]
+fn set_read_version_misuse_fails_the_next_call() {
+    // Found by the bindingtester (api, seeds 2 and 3). NativeAPI's `setVersion` throws
+    // read_version_already_set once a read version was set or asked for, and version_invalid
+    // for one that is not positive; `ThreadSafeTransaction::setVersion` defers the error to
+    // the next call (fdbclient/NativeAPI.actor.cpp, ThreadSafeTransaction.cpp).
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let v = t.db.create_transaction().get_read_version().await.unwrap();
+
+        let tx = t.db.create_transaction();
+        tx.set_read_version(v);
+        tx.set_read_version(v);
+        assert_eq!(code(tx.get(&t.k("a")).await), ErrorCode::READ_VERSION_ALREADY_SET);
+
+        let tx = t.db.create_transaction();
+        tx.get(&t.k("a")).await.unwrap();
+        tx.set_read_version(v);
+        assert_eq!(code(tx.commit().await), ErrorCode::READ_VERSION_ALREADY_SET);
+
+        for bad in [0, -1] {
+            let tx = t.db.create_transaction();
+            tx.set_read_version(bad);
+            assert_eq!(code(tx.get(&t.k("a")).await), ErrorCode::VERSION_INVALID);
+            // The first deferred error stays.
+            tx.set_read_version(v);
+            assert_eq!(code(tx.get_read_version().await), ErrorCode::VERSION_INVALID);
+        }
+
+        // A valid one is used as is.
+        let tx = t.db.create_transaction();
+        tx.set_read_version(v);
+        assert_eq!(tx.get_read_version().await.unwrap(), v);
+    });
+}
+
+#[test]
+fn range_metrics_check_deferred_errors_and_cancellation() {
+    // Found by the bindingtester (api, seeds 2-5): `ThreadSafeTransaction` checks the
+    // deferred error before `getEstimatedRangeSizeBytes` / `getRangeSplitPoints`, and RYW
+    // fails them on a cancelled transaction with its `resetPromise` (transaction_cancelled).
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        put(&t, &[("a", b"1")]).await;
+        let (b, e) = (t.k(""), t.end());
+
+        let tx = t.db.create_transaction();
+        tx.get_estimated_range_size_bytes(&b, &e).await.unwrap();
+        tx.get_range_split_points(&b, &e, 1000).await.unwrap();
+        tx.cancel();
+        assert_eq!(
+            code(tx.get_estimated_range_size_bytes(&b, &e).await),
+            ErrorCode::TRANSACTION_CANCELLED
+        );
+        assert_eq!(
+            code(tx.get_range_split_points(&b, &e, 1000).await),
+            ErrorCode::TRANSACTION_CANCELLED
+        );
+        // A reset makes it usable again.
+        tx.reset();
+        tx.get_estimated_range_size_bytes(&b, &e).await.unwrap();
+
+        let tx = t.db.create_transaction();
+        tx.set_read_version(0);
+        assert_eq!(
+            code(tx.get_estimated_range_size_bytes(&b, &e).await),
+            ErrorCode::VERSION_INVALID
+        );
+        assert_eq!(
+            code(tx.get_range_split_points(&b, &e, 1000).await),
+            ErrorCode::VERSION_INVALID
+        );
+    });
+}
