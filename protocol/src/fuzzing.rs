@@ -322,50 +322,48 @@ pub fn tuple_decoder(data: &[u8]) {
     }
 }
 
-/// The reply token a request asks to be answered on.
-fn reply_token_of(m: &crate::messages::AnyMessage) -> Option<crate::uid::Uid> {
-    use crate::messages::AnyMessage as M;
-    Some(match m {
-        M::OpenDatabaseCoordRequest(r) => r.reply.token,
-        M::GetReadVersionRequest(r) => r.reply.token,
-        M::GetKeyServerLocationsRequest(r) => r.reply.token,
-        M::GetValueRequest(r) => r.reply.token,
-        M::GetKeyValuesRequest(r) => r.reply.token,
-        M::CommitTransactionRequest(r) => r.reply.token,
-        M::WatchValueRequest(r) => r.reply.token,
-        M::PingRequest(r) => r.reply.token,
-        M::WaitMetricsRequest(r) => r.reply.token,
-        M::SplitRangeRequest(r) => r.reply.token,
-        _ => return None,
-    })
+/// The fuzz session's cluster: it answers the first `OpenDatabaseCoordRequest` with one GRV
+/// proxy and one commit proxy, and leaves every other request to the fuzz input.
+struct Bootstrap {
+    info: Option<ClientDBInfo>,
+}
+
+impl crate::sim::Server for Bootstrap {
+    fn serve(
+        &mut self,
+        wire: &mut crate::sim::Wire<'_>,
+        req: crate::sim::Request,
+    ) -> Option<crate::sim::Request> {
+        if let crate::messages::AnyMessage::OpenDatabaseCoordRequest(_) = req.msg {
+            if let Some(info) = self.info.take() {
+                wire.reply(&req, ErrorOr::Ok(info));
+                return None;
+            }
+        }
+        Some(req)
+    }
 }
 
 /// A whole client session against a hostile cluster: after a well-formed bootstrap, `data`
 /// decides which outstanding request gets answered, with which message bytes, and when time
 /// passes. The transaction engine must turn every malformed or unexpected reply into a typed
-/// error or a retry: no panic, no runaway memory.
+/// error or a retry: no panic, no runaway memory. The simulated network ([`crate::sim`])
+/// checks the client's side of the contract on the way: every byte it writes frames and
+/// decodes, on connections it was given.
 pub fn client_session(data: &[u8]) {
     use crate::cluster_file::ClusterFile;
-    use crate::framing::ProtocolVersion;
     use crate::messages::coordination::{CommitProxyInterface, GrvProxyInterface};
     use crate::messages::types::KeySelector;
     use crate::messages::{Endpoint, IpAddress, NetworkAddress, NetworkAddressList, RequestStream};
-    use crate::time::Instant;
+    use crate::sim::{Request, Sim};
     use crate::uid::Uid;
+    use crate::ClientConfig;
     use crate::RangeOptions;
-    use crate::{Client, ClientConfig, ConnectionId, Event};
     use core::time::Duration;
 
     let Ok(cluster) = ClusterFile::parse("fuzz:fuzz@127.0.0.1:4500") else {
         return;
     };
-    let mut now = Instant::ZERO;
-    let mut c = Client::new(ClientConfig::new(cluster, 1), now);
-    let mut server_connect = BytesMut::new();
-    ConnectPacket::client(ProtocolVersion::V7_3).encode(&mut server_connect);
-    let mut decoders: alloc::collections::BTreeMap<u64, FrameDecoder> = Default::default();
-    // Requests seen and not yet answered: (connection, reply token).
-    let mut open: Vec<(ConnectionId, Uid)> = Vec::new();
     let stream = |token| RequestStream {
         endpoint: Endpoint {
             addresses: NetworkAddressList {
@@ -392,54 +390,15 @@ pub fn client_session(data: &[u8]) {
         id: Uid::new(3, 3),
         ..Default::default()
     };
-    let mut bootstrapped = false;
-    let mut pump = |c: &mut Client, now: Instant, open: &mut Vec<_>, bootstrapped: &mut bool| {
-        for _ in 0..64 {
-            let mut progress = false;
-            while let Some(ev) = c.poll_event() {
-                if let Event::Connect { conn, .. } = ev {
-                    c.handle_connected(conn, now);
-                    c.handle_input(conn, now, &server_connect);
-                    progress = true;
-                }
-            }
-            while let Some(t) = c.poll_transmit() {
-                progress = true;
-                let d = decoders
-                    .entry(t.conn.0)
-                    .or_insert_with(|| FrameDecoder::new(true, true));
-                d.feed(&t.data);
-                while let Ok(Some(f)) = d.next_frame() {
-                    let Incoming::Packet(p) = f else { continue };
-                    let Ok(m) = decode_any(&p.message) else {
-                        panic!("the client sent an undecodable request");
-                    };
-                    let Some(token) = reply_token_of(&m) else {
-                        continue;
-                    };
-                    if !*bootstrapped {
-                        if let crate::messages::AnyMessage::OpenDatabaseCoordRequest(_) = m {
-                            *bootstrapped = true;
-                            let mut out = BytesMut::new();
-                            encode_packet(
-                                &mut out,
-                                token,
-                                &encode_reply(&ErrorOr::Ok(info.clone())),
-                                true,
-                            );
-                            c.handle_input(t.conn, now, &out);
-                            continue;
-                        }
-                    }
-                    open.push((t.conn, token));
-                }
-            }
-            if !progress {
-                break;
-            }
-        }
-    };
-    pump(&mut c, now, &mut open, &mut bootstrapped);
+    let mut s = Sim::with_server(
+        ClientConfig::new(cluster, 1),
+        Bootstrap { info: Some(info) },
+    );
+    // Pings are the input's to answer too.
+    s.set_answer_pings(false);
+    s.drive();
+    let now = s.now();
+    let c = &mut s.client;
     let tx = c.create_transaction(now);
     let _ = c.get(now, tx, b"k", false);
     let _ = c.get_range(
@@ -467,29 +426,26 @@ pub fn client_session(data: &[u8]) {
     let _ = c.get_estimated_range_size_bytes(now, tx, b"a", b"z");
     let _ = c.get_range_split_points(now, tx, b"a", b"z", 1000);
     let _ = c.commit(now, tx);
-    pump(&mut c, now, &mut open, &mut bootstrapped);
+    // Requests seen and not yet answered.
+    let mut open: Vec<Request> = s.take_requests();
     // Records: [selector, time step, len lo, len hi, body...].
     let mut rest = data;
-    let mut events = 0usize;
     while rest.len() >= 4 && !open.is_empty() {
         let pick = rest[0] as usize % open.len();
-        now = now + Duration::from_millis(rest[1] as u64 * 4);
+        let step = Duration::from_millis(rest[1] as u64 * 4);
         let len = (u16::from_le_bytes([rest[2], rest[3]]) as usize).min(rest.len() - 4);
         let body = &rest[4..4 + len];
         rest = &rest[4 + len..];
-        let (conn, token) = open.swap_remove(pick);
-        let mut out = BytesMut::new();
-        encode_packet(&mut out, token, body, true);
-        c.handle_input(conn, now, &out);
-        c.handle_timeout(now);
-        pump(&mut c, now, &mut open, &mut bootstrapped);
-        while c.poll_event().is_some() {
-            events += 1;
-        }
+        let req = open.swap_remove(pick);
+        s.advance_by(step);
+        s.reply_bytes(&req, body);
+        open.extend(s.take_requests());
+        // What the client reports is read and dropped; only its bounds matter here.
+        let _ = s.take_events();
+        let _ = s.take_completions();
         // Everything the engine keeps is bounded by what it was asked to do.
         assert!(open.len() < 10_000, "requests multiply without bound");
     }
-    let _ = events;
 }
 
 #[cfg(test)]

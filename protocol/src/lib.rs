@@ -30,6 +30,7 @@ mod net;
 mod route;
 mod ryw;
 pub mod serializer;
+pub mod sim;
 mod status;
 pub mod time;
 mod transaction;

@@ -48,7 +48,31 @@ impl Target {
 /// Runs `scenario` on the test cluster, then on the real cluster when `FDB_CLUSTER_FILE` names
 /// one (printing a notice otherwise), each within `limit`. `tag` names the key prefix used on
 /// the real cluster.
+///
+/// The scenario runs on a thread of its own, and the test fails if that thread has not ended
+/// `2 × limit + 60 s` after it started: a scenario that blocks its runtime (where the runtime's
+/// own timeout cannot fire) fails with a message instead of hanging the whole test run.
 pub fn run<F, Fut>(tag: &str, limit: Duration, scenario: F)
+where
+    F: Fn(Target) -> Fut + Send + 'static,
+    Fut: Future<Output = ()>,
+{
+    let (done, ended) = std::sync::mpsc::channel();
+    let name = tag.to_owned();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_here(&name, limit, scenario)
+        }));
+        let _ = done.send(r);
+    });
+    match ended.recv_timeout(limit * 2 + Duration::from_secs(60)) {
+        Ok(Ok(())) => {}
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => panic!("scenario {tag} did not end: its thread is blocked"),
+    }
+}
+
+fn run_here<F, Fut>(tag: &str, limit: Duration, scenario: F)
 where
     F: Fn(Target) -> Fut,
     Fut: Future<Output = ()>,
@@ -86,15 +110,17 @@ where
                     .await
                     .expect("scenario timed out on the real cluster");
                 db.set_transaction_defaults(Vec::new());
-                db.run(|tx| {
+                let clean = db.run(|tx| {
                     let (p, e) = (prefix.clone(), end.clone());
                     async move {
                         tx.clear_range(&p, &e);
                         Ok(())
                     }
-                })
-                .await
-                .expect("clean up");
+                });
+                tokio::time::timeout(limit, clean)
+                    .await
+                    .expect("clean-up timed out on the real cluster")
+                    .expect("clean up");
             }
             _ => eprintln!("FDB_CLUSTER_FILE not set: scenario ran on the test cluster only"),
         }

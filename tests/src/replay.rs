@@ -2,53 +2,35 @@
 //! next captured request of the same type and must equal it field for field once the random
 //! parts are masked (reply tokens, span ids, the random `\xff/SC/` key), and must go to the
 //! same endpoint token. The captured reply is then re-addressed to our reply token and fed
-//! back. No sockets, no clock: fully deterministic.
+//! back. It runs on the core's simulated network (`fdb_protocol::sim`): no sockets, no clock,
+//! fully deterministic.
 
-use std::collections::VecDeque;
-
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use fdb_protocol::cluster_file::ClusterFile;
-use fdb_protocol::framing::{encode_packet, FrameDecoder, Incoming};
 use fdb_protocol::messages::types::{KeyRange, KeySelector, SpanContext};
 use fdb_protocol::messages::{decode_any, AnyMessage, ReplyPromise};
+use fdb_protocol::sim::{Request, Server, Sim, Wire};
 use fdb_protocol::Uid;
-use fdb_protocol::{Call, Client, ClientConfig, ClientError, ConnectionId, Event, Outcome};
-use fdb_protocol::{Instant, RangeOptions, RangeResult, TransactionId};
+use fdb_protocol::{Call, ClientConfig, ClientError, Event, Outcome};
+use fdb_protocol::{RangeOptions, RangeResult, TransactionId};
 
 use crate::{captures_dir, load_capture, CapturedFrame, Dir};
 
-/// A client core driven by the server side of one capture (see the module docs).
+/// A client core driven by the server side of one capture (see the module docs), on the
+/// core's simulated network.
 pub struct Replay {
+    pub sim: Sim<CapturedServer>,
+}
+
+/// The server side of a capture: answers each request as fdbserver answered libfdb_c's.
+pub struct CapturedServer {
     pub name: String,
     pub frames: Vec<CapturedFrame>,
     pub used: Vec<bool>,
-    pub client: Client,
-    pub conn: ConnectionId,
-    pub decoder: FrameDecoder,
-    pub now: Instant,
-    pub events: VecDeque<Event>,
     /// Replies kept back until the test releases them (watch replies).
-    pub held: Vec<Vec<u8>>,
+    pub held: Vec<(Request, Bytes)>,
     /// Requests we sent, by type, for the report.
     pub sent: Vec<&'static str>,
-}
-
-/// The reply token a request asks to be answered on.
-pub fn reply_token(m: &AnyMessage) -> Option<Uid> {
-    Some(match m {
-        AnyMessage::OpenDatabaseCoordRequest(r) => r.reply.token,
-        AnyMessage::GetReadVersionRequest(r) => r.reply.token,
-        AnyMessage::GetKeyServerLocationsRequest(r) => r.reply.token,
-        AnyMessage::GetValueRequest(r) => r.reply.token,
-        AnyMessage::GetKeyValuesRequest(r) => r.reply.token,
-        AnyMessage::CommitTransactionRequest(r) => r.reply.token,
-        AnyMessage::WatchValueRequest(r) => r.reply.token,
-        AnyMessage::GlobalConfigRefreshRequest(r) => r.reply.token,
-        AnyMessage::GetLeaderRequest(r) => r.reply.token,
-        AnyMessage::ProtocolInfoRequest(r) => r.reply.token,
-        AnyMessage::StatusRequest(r) => r.reply.token,
-        _ => return None,
-    })
 }
 
 fn masked_span(s: &SpanContext) -> SpanContext {
@@ -123,59 +105,117 @@ impl Replay {
         let cap = load_capture(&captures_dir().join(format!("{name}.frames.jsonl")));
         let mut frames = cap.frames.clone();
         frames.sort_by_key(|f| (f.dir == Dir::ServerToClient, f.seq));
-        let cluster = ClusterFile::parse("test:test@127.0.0.1:4500").unwrap();
-        let mut client = Client::new(ClientConfig::new(cluster, 42), Instant::ZERO);
-        let Some(Event::Connect { conn, .. }) = client.poll_event() else {
-            panic!("the client connects first")
-        };
-        client.handle_connected(conn, Instant::ZERO);
         let server_connect = frames
             .iter()
             .find(|f| f.dir == Dir::ServerToClient && f.is_connect)
             .expect("server connect packet")
             .wire_bytes();
-        client.handle_input(conn, Instant::ZERO, &server_connect);
+        let cluster = ClusterFile::parse("test:test@127.0.0.1:4500").unwrap();
         let used = vec![false; frames.len()];
-        Replay {
+        let server = CapturedServer {
             name: name.to_string(),
             frames,
             used,
-            client,
-            conn,
-            decoder: FrameDecoder::new(true, true),
-            now: Instant::ZERO,
-            events: VecDeque::new(),
             held: Vec::new(),
             sent: Vec::new(),
+        };
+        let mut sim = Sim::with_server(ClientConfig::new(cluster, 42), server);
+        sim.set_hello(Bytes::from(server_connect));
+        sim.drive();
+        assert!(
+            matches!(sim.events().first(), Some(Event::Connect { .. })),
+            "the client connects first"
+        );
+        Replay { sim }
+    }
+
+    /// The capture's name.
+    pub fn name(&self) -> &str {
+        &self.sim.server.name
+    }
+
+    /// Requests we sent, by type.
+    pub fn sent(&self) -> &[&'static str] {
+        &self.sim.server.sent
+    }
+
+    /// Answers the watch replies held back so far.
+    pub fn release_held(&mut self) {
+        for (req, reply) in std::mem::take(&mut self.sim.server.held) {
+            self.sim.reply_bytes(&req, &reply);
         }
     }
 
-    /// Answers everything the client sent; returns how many requests were handled.
-    pub fn pump(&mut self) -> usize {
-        let mut handled = 0;
-        loop {
-            while let Some(e) = self.client.poll_event() {
-                self.events.push_back(e);
-            }
-            let Some(t) = self.client.poll_transmit() else {
-                return handled;
-            };
-            self.decoder.feed(&t.data);
-            while let Some(f) = self.decoder.next_frame().expect("our frames decode") {
-                let Incoming::Packet(p) = f else { continue };
-                handled += 1;
-                self.answer(p.token, &p.message);
-            }
-        }
+    /// Runs until `call` finishes.
+    pub fn wait<T: Outcome>(&mut self, call: Call<T>) -> Result<T, ClientError> {
+        self.sim.run(call).unwrap_or_else(|| {
+            panic!(
+                "{}: request {:?} never finished; sent {:?}",
+                self.name(),
+                call.id(),
+                self.sent()
+            )
+        })
     }
 
-    pub fn answer(&mut self, dest: Uid, msg: &Bytes) {
-        let ours = decode_any(msg).expect("our requests decode");
-        if matches!(ours, AnyMessage::PingRequest(_)) {
-            return;
+    pub fn tx(&mut self) -> TransactionId {
+        self.sim.client.create_transaction(self.sim.now())
+    }
+
+    pub fn get(
+        &mut self,
+        tx: TransactionId,
+        key: &[u8],
+        snapshot: bool,
+    ) -> Result<Option<Bytes>, ClientError> {
+        let r = self.sim.client.get(self.sim.now(), tx, key, snapshot);
+        self.wait(r)
+    }
+
+    pub fn commit(&mut self, tx: TransactionId) -> Result<i64, ClientError> {
+        let r = self.sim.client.commit(self.sim.now(), tx);
+        self.wait(r).map(|c| c.version)
+    }
+
+    pub fn range(
+        &mut self,
+        tx: TransactionId,
+        b: KeySelector,
+        e: KeySelector,
+        opts: RangeOptions,
+    ) -> RangeResult {
+        let r = self
+            .sim
+            .client
+            .get_range(self.sim.now(), tx, b, e, opts, false);
+        self.wait(r).unwrap()
+    }
+
+    /// Every captured request of these types must have been matched.
+    pub fn all_used(&self, kinds: &[&str]) {
+        let s = &self.sim.server;
+        for (i, f) in s.frames.iter().enumerate() {
+            if f.dir != Dir::ClientToServer || f.is_connect || s.used[i] {
+                continue;
+            }
+            let name = decode_any(&f.message()).unwrap().name();
+            assert!(
+                !kinds.contains(&name),
+                "{}: libfdb_c sent a {name} (c2s seq {}) that we did not; we sent {:?}",
+                s.name,
+                f.seq,
+                s.sent
+            );
         }
+    }
+}
+
+impl Server for CapturedServer {
+    /// Matches our request with the next captured one of its type and answers it with the
+    /// captured reply, re-addressed to our reply token (watch replies are held back).
+    fn serve(&mut self, wire: &mut Wire<'_>, req: Request) -> Option<Request> {
+        let ours = &req.msg;
         self.sent.push(ours.name());
-        // The next unused captured request of the same type.
         let idx = self
             .frames
             .iter()
@@ -196,116 +236,36 @@ impl Replay {
         self.used[idx] = true;
         let theirs = decode_any(&self.frames[idx].message()).unwrap();
         assert_eq!(
-            mask(&ours),
+            mask(ours),
             mask(&theirs),
             "{}: request differs from libfdb_c's (capture c2s seq {})",
             self.name,
             self.frames[idx].seq
         );
         assert_eq!(
-            dest,
+            req.dest,
             self.frames[idx].token(),
             "{}: {} went to another endpoint",
             self.name,
             ours.name()
         );
-        let (Some(their_token), Some(our_token)) = (reply_token(&theirs), reply_token(&ours))
-        else {
-            return;
+        let (Some(their_token), Some(_)) = (theirs.reply_token(), req.reply) else {
+            return None;
         };
         let Some(reply) = self
             .frames
             .iter()
             .find(|f| f.dir == Dir::ServerToClient && !f.is_connect && f.token() == their_token)
         else {
-            return; // never answered (the held OpenDatabase long poll)
+            return None; // never answered (the held OpenDatabase long poll)
         };
-        let mut out = BytesMut::new();
-        encode_packet(&mut out, our_token, &reply.message(), true);
+        let reply = reply.message();
         if matches!(ours, AnyMessage::WatchValueRequest(_)) {
-            self.held.push(out.to_vec());
+            self.held.push((req, reply));
         } else {
-            self.client.handle_input(self.conn, self.now, &out);
+            wire.reply_bytes(&req, &reply);
         }
-    }
-
-    pub fn release_held(&mut self) {
-        for h in std::mem::take(&mut self.held) {
-            self.client.handle_input(self.conn, self.now, &h);
-        }
-    }
-
-    /// Runs until `call` finishes.
-    pub fn wait<T: Outcome>(&mut self, call: Call<T>) -> Result<T, ClientError> {
-        let req = call.id();
-        for _ in 0..1000 {
-            if let Some(i) = self
-                .events
-                .iter()
-                .position(|e| matches!(e, Event::Complete(c) if c.request() == req))
-            {
-                let Some(Event::Complete(done)) = self.events.remove(i) else {
-                    unreachable!()
-                };
-                return call.take(done);
-            }
-            if self.pump() == 0 && self.client.poll_timeout().is_some() {
-                // Let timers (backoffs, retries) run.
-                self.now = self.client.poll_timeout().unwrap().max(self.now);
-                self.client.handle_timeout(self.now);
-            }
-        }
-        panic!(
-            "{}: request {req:?} never finished; sent {:?}",
-            self.name, self.sent
-        )
-    }
-
-    pub fn tx(&mut self) -> TransactionId {
-        self.client.create_transaction(self.now)
-    }
-
-    pub fn get(
-        &mut self,
-        tx: TransactionId,
-        key: &[u8],
-        snapshot: bool,
-    ) -> Result<Option<Bytes>, ClientError> {
-        let r = self.client.get(self.now, tx, key, snapshot);
-        self.wait(r)
-    }
-
-    pub fn commit(&mut self, tx: TransactionId) -> Result<i64, ClientError> {
-        let r = self.client.commit(self.now, tx);
-        self.wait(r).map(|c| c.version)
-    }
-
-    pub fn range(
-        &mut self,
-        tx: TransactionId,
-        b: KeySelector,
-        e: KeySelector,
-        opts: RangeOptions,
-    ) -> RangeResult {
-        let r = self.client.get_range(self.now, tx, b, e, opts, false);
-        self.wait(r).unwrap()
-    }
-
-    /// Every captured request of these types must have been matched.
-    pub fn all_used(&self, kinds: &[&str]) {
-        for (i, f) in self.frames.iter().enumerate() {
-            if f.dir != Dir::ClientToServer || f.is_connect || self.used[i] {
-                continue;
-            }
-            let name = decode_any(&f.message()).unwrap().name();
-            assert!(
-                !kinds.contains(&name),
-                "{}: libfdb_c sent a {name} (c2s seq {}) that we did not; we sent {:?}",
-                self.name,
-                f.seq,
-                self.sent
-            );
-        }
+        None
     }
 }
 

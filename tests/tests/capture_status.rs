@@ -46,7 +46,10 @@ fn leader_info_names_the_status_endpoint() {
 fn status_json_replays_against_the_capture() {
     let mut r = fdb_tests::replay::Replay::new("status_json");
     let tx = r.tx();
-    let q = r.client.get(r.now, tx, b"\xff\xff/status/json", false);
+    let q = r
+        .sim
+        .client
+        .get(r.sim.now(), tx, b"\xff\xff/status/json", false);
     let Some(doc) = r.wait(q).unwrap() else {
         panic!("a document")
     };
@@ -66,6 +69,9 @@ fn status_json_replays_against_the_capture() {
     assert_eq!(c0["reachable"], true);
     assert_eq!(c0["protocol"], "fdb00b073000000");
     assert_eq!(client["database_status"]["available"], true);
-    assert_eq!(r.sent.iter().filter(|s| **s == "StatusRequest").count(), 1);
+    assert_eq!(
+        r.sent().iter().filter(|s| **s == "StatusRequest").count(),
+        1
+    );
     r.all_used(&["StatusRequest", "ProtocolInfoRequest"]);
 }

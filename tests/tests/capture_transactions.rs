@@ -89,8 +89,8 @@ fn get_key_selectors() {
     let mut r = Replay::new("get_key");
     let tx = r.tx();
     let want = result_json("get_key");
-    let q = r.client.get_key(
-        r.now,
+    let q = r.sim.client.get_key(
+        r.sim.now(),
         tx,
         KeySelector::first_greater_than(Bytes::from_static(b"cap/range/050")),
         false,
@@ -103,8 +103,8 @@ fn get_key_selectors() {
             .unwrap()
             .as_bytes()
     );
-    let q = r.client.get_key(
-        r.now,
+    let q = r.sim.client.get_key(
+        r.sim.now(),
         tx,
         KeySelector::last_less_or_equal(Bytes::from_static(b"cap/range/050x")),
         false,
@@ -125,7 +125,7 @@ fn set_commit() {
     let mut r = Replay::new("set_commit");
     let tx = r.tx();
     let value: Vec<u8> = (0..100).map(|i| b'a' + (i % 26) as u8).collect();
-    r.client.set(tx, b"cap/set/k", &value).unwrap();
+    r.sim.client.set(tx, b"cap/set/k", &value).unwrap();
     let v = r.commit(tx).unwrap();
     assert_eq!(
         v,
@@ -140,24 +140,27 @@ fn set_commit() {
 fn mutations_in_ryw_order() {
     let mut r = Replay::new("mutations");
     let tx = r.tx();
-    r.client.set(tx, b"cap/mut/set", b"set-value").unwrap();
-    r.client.clear(tx, b"cap/mut/clear").unwrap();
-    r.client
+    r.sim.client.set(tx, b"cap/mut/set", b"set-value").unwrap();
+    r.sim.client.clear(tx, b"cap/mut/clear").unwrap();
+    r.sim
+        .client
         .clear_range(tx, b"cap/mut/cr/", b"cap/mut/cr0")
         .unwrap();
-    r.client
+    r.sim
+        .client
         .atomic_op(tx, b"cap/mut/counter", &1i64.to_le_bytes(), mt::ADD_VALUE)
         .unwrap();
     let mut vk = b"cap/mut/vs/".to_vec();
     vk.extend_from_slice(&[0u8; 10]);
     vk.extend_from_slice(&11u32.to_le_bytes());
-    r.client
+    r.sim
+        .client
         .atomic_op(tx, &vk, b"vs-value", mt::SET_VERSIONSTAMPED_KEY)
         .unwrap();
     let v = r.commit(tx).unwrap();
     let want = result_json("mutations");
     assert_eq!(v, want["committed_version"].as_i64().unwrap());
-    let stamp = r.client.versionstamp(tx).unwrap();
+    let stamp = r.sim.client.versionstamp(tx).unwrap();
     let hex: String = stamp.iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex, want["versionstamp"].as_str().unwrap());
     r.all_used(TXN_REQUESTS);
@@ -171,9 +174,15 @@ fn conflict_gives_not_committed() {
     let want = result_json("conflict");
     assert_eq!(read, want["a_read"].as_str().unwrap().as_bytes());
     let b = r.tx();
-    r.client.set(b, b"cap/conflict/k", b"written-by-B").unwrap();
+    r.sim
+        .client
+        .set(b, b"cap/conflict/k", b"written-by-B")
+        .unwrap();
     assert_eq!(r.commit(b).unwrap(), want["b_committed"].as_i64().unwrap());
-    r.client.set(a, b"cap/conflict/k", b"written-by-A").unwrap();
+    r.sim
+        .client
+        .set(a, b"cap/conflict/k", b"written-by-A")
+        .unwrap();
     let err = r.commit(a).unwrap_err();
     assert_eq!(
         err.code(),
@@ -186,12 +195,12 @@ fn conflict_gives_not_committed() {
 fn watch_fires_after_another_commit() {
     let mut r = Replay::new("watch");
     let t1 = r.tx();
-    let w = r.client.watch(r.now, t1, b"cap/watch/k");
-    r.pump();
+    let w = r.sim.client.watch(r.sim.now(), t1, b"cap/watch/k");
+    r.sim.drive();
     r.commit(t1).unwrap();
-    r.pump();
+    r.sim.drive();
     let t2 = r.tx();
-    r.client.set(t2, b"cap/watch/k", b"after").unwrap();
+    r.sim.client.set(t2, b"cap/watch/k", b"after").unwrap();
     let committed = r.commit(t2).unwrap();
     assert_eq!(
         committed,
@@ -213,11 +222,12 @@ fn versionstamped_value_reads_back() {
     param.extend_from_slice(&[0u8; 10]);
     param.extend_from_slice(b":end");
     param.extend_from_slice(&4u32.to_le_bytes());
-    r.client
+    r.sim
+        .client
         .atomic_op(t1, b"cap/vsv/k", &param, mt::SET_VERSIONSTAMPED_VALUE)
         .unwrap();
     r.commit(t1).unwrap();
-    let stamp = r.client.versionstamp(t1).unwrap();
+    let stamp = r.sim.client.versionstamp(t1).unwrap();
     let want = result_json("versionstamp_value");
     let hex: String = stamp.iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex, want["versionstamp"].as_str().unwrap());
@@ -234,8 +244,11 @@ fn versionstamped_value_reads_back() {
 fn snapshot_and_cleared_range_need_no_range_read() {
     let mut r = Replay::new("snapshot_clear_range");
     let tx = r.tx();
-    r.client.clear_range(tx, b"cap/scr/", b"cap/scr0").unwrap();
-    r.client.set(tx, b"cap/scr/new", b"new-value").unwrap();
+    r.sim
+        .client
+        .clear_range(tx, b"cap/scr/", b"cap/scr0")
+        .unwrap();
+    r.sim.client.set(tx, b"cap/scr/new", b"new-value").unwrap();
     let rows = r.range(
         tx,
         KeySelector::first_greater_or_equal(Bytes::from_static(b"cap/scr/")),
@@ -252,7 +265,7 @@ fn snapshot_and_cleared_range_need_no_range_read() {
         r.commit(tx).unwrap(),
         want["committed_version"].as_i64().unwrap()
     );
-    assert!(!r.sent.contains(&"GetKeyValuesRequest"));
+    assert!(!r.sent().contains(&"GetKeyValuesRequest"));
     r.all_used(TXN_REQUESTS);
 }
 
@@ -260,7 +273,7 @@ fn snapshot_and_cleared_range_need_no_range_read() {
 fn too_old_read_fails_with_1007() {
     let mut r = Replay::new("too_old");
     let tx = r.tx();
-    let q = r.client.tx_read_version(r.now, tx);
+    let q = r.sim.client.tx_read_version(r.sim.now(), tx);
     let v = r.wait(q).unwrap();
     let want = result_json("too_old");
     assert_eq!(v, want["read_version"].as_i64().unwrap());
@@ -279,7 +292,7 @@ fn batchset50x1000_is_one_commit_of_fifty_sets() {
     for i in 0..50u32 {
         let key = format!("cap/batch/{i:02}");
         let value: Vec<u8> = (0..1000u32).map(|j| 0x30 + ((i + j) % 10) as u8).collect();
-        r.client.set(tx, key.as_bytes(), &value).unwrap();
+        r.sim.client.set(tx, key.as_bytes(), &value).unwrap();
     }
     let v = r.commit(tx).unwrap();
     let want = result_json("batchset50x1000");

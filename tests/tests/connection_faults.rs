@@ -1,11 +1,11 @@
 //! Connection-level faults, FDB's way: reconnection backoff, connect timeouts, the
 //! endpoint-not-found notice, coordinators given by host name, and coordinator forwarding.
 //!
-//! The first part drives the sans-IO core alone with a fake clock and a scripted server (no
-//! sockets, no wall clock), so delays are checked exactly. The second part runs both drivers
-//! against a scripted coordinator that forwards to the in-process test cluster.
+//! The first part drives the sans-IO core alone on the core's simulated network
+//! (`fdb_protocol::sim`: a fake clock, connections accepted, refused and closed by the test,
+//! no sockets), so delays are checked exactly. The second part runs both drivers against a
+//! scripted coordinator that forwards to the in-process test cluster.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -24,13 +24,14 @@ use fdb_protocol::messages::{
     NetworkAddressList, RequestStream, Void,
 };
 use fdb_protocol::serializer::encode_with;
+use fdb_protocol::sim::{Request, Sim};
 use fdb_protocol::time::Instant;
 use fdb_protocol::uid::well_known;
 use fdb_protocol::ConnectionError;
 use fdb_protocol::Uid;
 use fdb_protocol::{
-    Call, Client, ClientConfig, Completion, ConnectionId, Event, Outcome, Priority,
-    INITIAL_RECONNECTION_TIME, MAX_RECONNECTION_TIME, RECONNECTION_TIME_GROWTH_RATE,
+    Call, ClientConfig, ConnectionId, Event, Outcome, Priority, INITIAL_RECONNECTION_TIME,
+    MAX_RECONNECTION_TIME, RECONNECTION_TIME_GROWTH_RATE,
 };
 
 /// `UID::file_identifier`: the endpoint-not-found notice is a bare UID.
@@ -75,84 +76,30 @@ fn db_info(id: u64, proxy: &str, grv: Uid, commit: Uid) -> ClientDBInfo {
     }
 }
 
-/// A request the client sent: where, to which token, and what.
-#[derive(Debug)]
-struct Sent {
-    conn: ConnectionId,
-    token: Uid,
-    msg: AnyMessage,
+/// The client core on the simulated network, every connection left to the test.
+fn harness(cluster: &str, seed: u64) -> Sim {
+    let mut h = Sim::new(ClientConfig::new(
+        ClusterFile::parse(cluster).unwrap(),
+        seed,
+    ));
+    h.set_auto_accept(false);
+    h
 }
 
-impl Sent {
-    fn reply_token(&self) -> Uid {
-        match &self.msg {
-            AnyMessage::OpenDatabaseCoordRequest(r) => r.reply.token,
-            AnyMessage::GetReadVersionRequest(r) => r.reply.token,
-            AnyMessage::CommitTransactionRequest(r) => r.reply.token,
-            AnyMessage::GetKeyServerLocationsRequest(r) => r.reply.token,
-            other => panic!("unexpected request {}", other.name()),
-        }
-    }
+/// The steps these tests repeat, on top of the simulation.
+trait Steps {
+    /// The one connection the client asks for, which must be to `want`.
+    fn connect_to(&mut self, want: &str) -> ConnectionId;
+    /// Bootstraps against the coordinator at `coord` with `info`; returns the pending long
+    /// poll.
+    fn bootstrap(&mut self, coord: &str, info: &ClientDBInfo) -> Request;
+    /// Lets time pass up to `to`; returns what the client sent meanwhile.
+    fn sent_until(&mut self, to: Instant) -> Vec<Request>;
+    /// The one completion that came, which must be `call`'s: its value or error code.
+    fn only<T: Outcome>(&mut self, call: Call<T>) -> Result<T, ErrorCode>;
 }
 
-/// The client core, a fake clock, and the server side of every connection.
-struct Harness {
-    c: Client,
-    now: Instant,
-    events: Vec<Event>,
-    decoders: HashMap<ConnectionId, FrameDecoder>,
-    addrs: HashMap<ConnectionId, NetworkAddress>,
-    /// Connections the harness answers pings on.
-    live: Vec<ConnectionId>,
-}
-
-impl Harness {
-    fn new(cluster: &str, seed: u64) -> Harness {
-        let c = Client::new(
-            ClientConfig::new(ClusterFile::parse(cluster).unwrap(), seed),
-            t(0.0),
-        );
-        let mut h = Harness {
-            c,
-            now: t(0.0),
-            events: Vec::new(),
-            decoders: HashMap::new(),
-            addrs: HashMap::new(),
-            live: Vec::new(),
-        };
-        h.pump();
-        h
-    }
-
-    /// Moves the core's events into `events` (remembering connect requests).
-    fn pump(&mut self) {
-        while let Some(ev) = self.c.poll_event() {
-            if let Event::Connect { conn, addr } = &ev {
-                self.addrs.insert(*conn, addr.clone());
-            }
-            self.events.push(ev);
-        }
-    }
-
-    fn take_events(&mut self) -> Vec<Event> {
-        self.pump();
-        std::mem::take(&mut self.events)
-    }
-
-    /// The connect requests among the pending events, consumed.
-    fn connects(&mut self) -> Vec<(ConnectionId, NetworkAddress)> {
-        self.pump();
-        let mut out = Vec::new();
-        self.events.retain(|e| match e {
-            Event::Connect { conn, addr } => {
-                out.push((*conn, addr.clone()));
-                false
-            }
-            _ => true,
-        });
-        out
-    }
-
+impl Steps for Sim {
     fn connect_to(&mut self, want: &str) -> ConnectionId {
         let c = self.connects();
         assert_eq!(c.len(), 1, "one connect request expected, got {c:?}");
@@ -160,142 +107,40 @@ impl Harness {
         c[0].0
     }
 
-    /// The driver connected `conn`, and the server sent its ConnectPacket.
-    fn accept(&mut self, conn: ConnectionId) {
-        self.c.handle_connected(conn, self.now);
-        let mut b = BytesMut::new();
-        let mut p = ConnectPacket::client(ProtocolVersion::V7_3);
-        p.canonical_remote_port = 4500;
-        p.connection_id = 1;
-        p.encode(&mut b);
-        self.c.handle_input(conn, self.now, &b);
-        // TLS connections carry no checksums (the TLS layer is the driver's).
-        let tls = self.addrs.get(&conn).is_some_and(|a| a.is_tls());
-        self.decoders.insert(conn, FrameDecoder::new(true, !tls));
-        self.live.push(conn);
-        self.pump();
-    }
-
-    /// Everything the client wrote, decoded; pings are answered and left out.
-    fn sent(&mut self) -> Vec<Sent> {
-        let mut out = Vec::new();
-        while let Some(tx) = self.c.poll_transmit() {
-            let d = self
-                .decoders
-                .get_mut(&tx.conn)
-                .expect("transmit on an accepted conn");
-            d.feed(&tx.data);
-            while let Some(f) = d.next_frame().unwrap() {
-                if let Incoming::Packet(p) = f {
-                    let msg = decode_any(&p.message).unwrap();
-                    out.push(Sent {
-                        conn: tx.conn,
-                        token: p.token,
-                        msg,
-                    });
-                }
-            }
-        }
-        let mut pings = Vec::new();
-        out.retain(|s| match &s.msg {
-            AnyMessage::PingRequest(r) => {
-                pings.push((s.conn, r.reply.token));
-                false
-            }
-            _ => true,
-        });
-        for (conn, token) in pings {
-            self.reply(conn, token, encode_reply(&ErrorOr::Ok(Void {})));
-        }
-        self.pump();
-        out
-    }
-
-    fn reply(&mut self, conn: ConnectionId, token: Uid, body: Vec<u8>) {
-        let tls = self.addrs.get(&conn).is_some_and(|a| a.is_tls());
-        let mut b = BytesMut::new();
-        encode_packet(&mut b, token, &body, !tls);
-        self.c.handle_input(conn, self.now, &b);
-        self.pump();
-    }
-
-    fn advance(&mut self, to: Instant) {
-        self.now = to;
-        self.c.handle_timeout(to);
-        self.pump();
-    }
-
-    /// Lets time pass up to `to`, answering pings; returns what the client sent meanwhile.
-    fn run_until(&mut self, to: Instant) -> Vec<Sent> {
-        let mut out = Vec::new();
-        while self.now < to {
-            let next = self
-                .c
-                .poll_timeout()
-                .unwrap_or(to)
-                .min(to)
-                .max(self.now + Duration::from_millis(1));
-            self.advance(next.min(to));
-            out.extend(self.sent());
-        }
-        out
-    }
-
-    /// Bootstraps against the coordinator at `coord` with `info`; returns the coordinator's
-    /// connection and the pending long poll's reply token.
-    fn bootstrap(&mut self, coord: &str, info: &ClientDBInfo) -> (ConnectionId, Uid) {
+    fn bootstrap(&mut self, coord: &str, info: &ClientDBInfo) -> Request {
         let cc = self.connect_to(coord);
         self.accept(cc);
-        let s = self.sent();
+        let s = self.take_requests();
         assert_eq!(s.len(), 1);
-        assert_eq!(s[0].token, well_known::CLIENT_LEADER_REG_OPEN_DATABASE);
-        self.reply(
-            cc,
-            s[0].reply_token(),
-            encode_reply(&ErrorOr::Ok(info.clone())),
-        );
-        let s = self.sent();
-        let poll = s
-            .iter()
+        assert_eq!(s[0].dest, well_known::CLIENT_LEADER_REG_OPEN_DATABASE);
+        self.reply(&s[0], ErrorOr::Ok(info.clone()));
+        self.take_requests()
+            .into_iter()
             .find(|s| matches!(s.msg, AnyMessage::OpenDatabaseCoordRequest(_)))
-            .expect("the long poll follows");
-        (cc, poll.reply_token())
+            .expect("the long poll follows")
     }
 
-    fn completed(&mut self) -> Vec<Completion> {
-        let mut out = Vec::new();
-        self.pump();
-        self.events.retain(|e| match e {
-            Event::Complete(c) => {
-                out.push(c.clone());
-                false
-            }
-            _ => true,
-        });
-        out
+    fn sent_until(&mut self, to: Instant) -> Vec<Request> {
+        self.run_until(to);
+        self.take_requests()
     }
 
-    /// The one completion that came, which must be `call`'s: its value or error code.
     fn only<T: Outcome>(&mut self, call: Call<T>) -> Result<T, ErrorCode> {
-        let mut done = self.completed();
+        let mut done = self.take_completions();
         assert_eq!(done.len(), 1, "exactly one completion: {done:?}");
         call.take(done.remove(0)).map_err(|e| e.code())
     }
 }
 
-fn grv_reply(version: i64) -> Vec<u8> {
-    encode_reply(&ErrorOr::Ok(GetReadVersionReply {
+fn grv_reply(version: i64) -> ErrorOr<GetReadVersionReply> {
+    ErrorOr::Ok(GetReadVersionReply {
         version,
         ..Default::default()
-    }))
+    })
 }
 
-/// What a real fdbserver sends for an unknown token: a UID as the root member.
-fn endpoint_not_found(token: Uid) -> Vec<u8> {
-    encode_with(&token, UID_FILE_IDENTIFIER)
-}
-
-/// The same notice wrapped in a one-member table, as the test cluster writes it.
+/// The endpoint-not-found notice wrapped in a one-member table, as the test cluster writes it
+/// (what a real fdbserver sends, a bare UID, is [`Sim::endpoint_not_found`]).
 fn endpoint_not_found_wrapped(token: Uid) -> Vec<u8> {
     encode_with(&EnsureTable(token), UID_FILE_IDENTIFIER)
 }
@@ -307,9 +152,9 @@ const C2: Uid = Uid::new(0x4444, 0x4000);
 
 #[test]
 fn reconnect_delay_grows_by_flow_knobs_and_requests_wait() {
-    let mut h = Harness::new("a:b@10.0.0.1:4500", 1);
+    let mut h = harness("a:b@10.0.0.1:4500", 1);
     h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
-    let req = h.c.get_read_version(h.now, Priority::Default);
+    let req = h.client.get_read_version(h.now(), Priority::Default);
     let mut conn = h.connect_to("10.0.0.9:4500");
     // The proxy refuses connections: each retry waits last_connect + delay (jittered ±10%),
     // the delay growing ×1.2 from 50 ms up to 500 ms.
@@ -318,22 +163,25 @@ fn reconnect_delay_grows_by_flow_knobs_and_requests_wait() {
         delay = delay
             .mul_f64(RECONNECTION_TIME_GROWTH_RATE)
             .min(MAX_RECONNECTION_TIME);
-        let failed_at = h.now;
-        h.c.handle_connect_failed(conn, h.now);
+        let failed_at = h.now();
+        h.refuse(conn);
         // Step from deadline to deadline (pings on the coordinator connection come in
         // between) until the core asks to connect again.
         let mut again = h.connects();
         while again.is_empty() {
-            let at = h.c.poll_timeout().unwrap();
+            let at = h.client.poll_timeout().unwrap();
             assert!(
                 at.saturating_since(failed_at) < Duration::from_secs(1),
                 "round {round}: no reconnect"
             );
-            h.advance(at);
-            assert!(h.sent().is_empty(), "round {round}: nothing but pings");
+            h.advance_to(at);
+            assert!(
+                h.take_requests().is_empty(),
+                "round {round}: nothing but pings"
+            );
             again = h.connects();
         }
-        let waited = h.now.saturating_since(failed_at).as_secs_f64();
+        let waited = h.now().saturating_since(failed_at).as_secs_f64();
         let want = delay.as_secs_f64();
         assert!(
             waited >= want * 0.9 - 1e-9 && waited <= want * 1.1 + 1e-9,
@@ -346,18 +194,18 @@ fn reconnect_delay_grows_by_flow_knobs_and_requests_wait() {
     assert_eq!(delay, MAX_RECONNECTION_TIME);
     // It connects at last: the read version that waited is sent on the new connection.
     h.accept(conn);
-    let s = h.sent();
+    let s = h.take_requests();
     assert_eq!(s.len(), 1);
-    assert_eq!(s[0].token, G1);
-    h.reply(conn, s[0].reply_token(), grv_reply(77));
+    assert_eq!(s[0].dest, G1);
+    h.reply(&s[0], grv_reply(77));
     assert_eq!(h.only(req), Ok(77));
 
     // A connection that lived longer than RECONNECTION_RESET_TIME resets the delay: after it
     // fails, the next connection starts at once.
-    assert!(h.run_until(h.now + Duration::from_secs(6)).is_empty());
-    h.c.handle_closed(conn, h.now);
+    assert!(h.sent_until(h.now() + Duration::from_secs(6)).is_empty());
+    h.close(conn);
     let _ = h.take_events();
-    let _req = h.c.get_read_version(h.now, Priority::Default);
+    let _req = h.client.get_read_version(h.now(), Priority::Default);
     let c = h.connects();
     assert_eq!(
         c.len(),
@@ -366,28 +214,28 @@ fn reconnect_delay_grows_by_flow_knobs_and_requests_wait() {
     );
 
     // ... and the delay after that failure is the initial one again, grown once.
-    let failed_at = h.now;
-    h.c.handle_connect_failed(c[0].0, h.now);
+    let failed_at = h.now();
+    h.refuse(c[0].0);
     while h.connects().is_empty() {
-        let at = h.c.poll_timeout().unwrap();
-        h.advance(at);
-        let _ = h.sent();
+        let at = h.client.poll_timeout().unwrap();
+        h.advance_to(at);
+        let _ = h.take_requests();
     }
-    let waited = h.now.saturating_since(failed_at);
+    let waited = h.now().saturating_since(failed_at);
     let want = INITIAL_RECONNECTION_TIME.mul_f64(RECONNECTION_TIME_GROWTH_RATE);
     assert!(waited >= want.mul_f64(0.9) && waited <= want.mul_f64(1.1));
 }
 
 #[test]
 fn a_connect_that_hangs_times_out() {
-    let mut h = Harness::new("a:b@10.0.0.1:4500,10.0.0.2:4500", 3);
+    let mut h = harness("a:b@10.0.0.1:4500,10.0.0.2:4500", 3);
     let first = h.connects();
     assert_eq!(first.len(), 1);
     // The driver never reports the connect: after CONNECT_TIMEOUT (2 s) the core closes it
     // and asks the other coordinator.
-    h.advance(t(1.9));
+    h.advance_to(t(1.9));
     assert!(h.take_events().is_empty());
-    h.advance(t(2.0));
+    h.advance_to(t(2.0));
     let ev = h.take_events();
     assert!(ev.contains(&Event::Close {
         conn: first[0].0,
@@ -406,64 +254,59 @@ fn a_connect_that_hangs_times_out() {
 #[test]
 fn grv_to_an_unknown_endpoint_waits_for_new_proxies() {
     for wrapped in [false, true] {
-        let mut h = Harness::new("a:b@10.0.0.1:4500", 5);
-        let (cc, poll) = h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
-        let req = h.c.get_read_version(h.now, Priority::Default);
+        let mut h = harness("a:b@10.0.0.1:4500", 5);
+        let poll = h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
+        let req = h.client.get_read_version(h.now(), Priority::Default);
         let pc = h.connect_to("10.0.0.9:4500");
         h.accept(pc);
-        let s = h.sent();
-        assert_eq!(s[0].token, G1);
+        let s = h.take_requests();
+        assert_eq!(s[0].dest, G1);
         // The proxy process restarted: it does not know G1 any more.
-        let notice = if wrapped {
-            endpoint_not_found_wrapped(G1)
+        if wrapped {
+            h.send(
+                pc,
+                well_known::ENDPOINT_NOT_FOUND,
+                &endpoint_not_found_wrapped(G1),
+            );
         } else {
-            endpoint_not_found(G1)
-        };
-        h.reply(pc, well_known::ENDPOINT_NOT_FOUND, notice);
+            h.endpoint_not_found(&s[0]);
+        }
         // Not re-sent to the same dead endpoint, and not failed either.
-        assert!(h.run_until(h.now + Duration::from_secs(2)).is_empty());
-        assert!(h.completed().is_empty());
+        assert!(h.sent_until(h.now() + Duration::from_secs(2)).is_empty());
+        assert!(h.take_completions().is_empty());
         // New proxies arrive on the long poll: the read version goes to them.
-        h.reply(
-            cc,
-            poll,
-            encode_reply(&ErrorOr::Ok(db_info(2, "10.0.0.9:4500", G2, C2))),
-        );
-        let s = h.sent();
+        h.reply(&poll, ErrorOr::Ok(db_info(2, "10.0.0.9:4500", G2, C2)));
+        let s = h.take_requests();
         let grv = s
             .iter()
             .find(|s| matches!(s.msg, AnyMessage::GetReadVersionRequest(_)))
             .expect("re-sent");
-        assert_eq!((grv.conn, grv.token), (pc, G2));
-        h.reply(pc, grv.reply_token(), grv_reply(99));
+        assert_eq!((grv.conn, grv.dest), (pc, G2));
+        h.reply(grv, grv_reply(99));
         assert_eq!(h.only(req), Ok(99));
     }
 }
 
 #[test]
 fn new_proxies_resend_grvs_in_flight() {
-    let mut h = Harness::new("a:b@10.0.0.1:4500", 6);
-    let (cc, poll) = h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
-    let req = h.c.get_read_version(h.now, Priority::Default);
+    let mut h = harness("a:b@10.0.0.1:4500", 6);
+    let poll = h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
+    let req = h.client.get_read_version(h.now(), Priority::Default);
     let pc = h.connect_to("10.0.0.9:4500");
     h.accept(pc);
-    let old = h.sent();
-    assert_eq!(old[0].token, G1);
-    h.reply(
-        cc,
-        poll,
-        encode_reply(&ErrorOr::Ok(db_info(2, "10.0.0.9:4500", G2, C2))),
-    );
-    let s = h.sent();
+    let old = h.take_requests();
+    assert_eq!(old[0].dest, G1);
+    h.reply(&poll, ErrorOr::Ok(db_info(2, "10.0.0.9:4500", G2, C2)));
+    let s = h.take_requests();
     let grv = s
         .iter()
         .find(|s| matches!(s.msg, AnyMessage::GetReadVersionRequest(_)))
         .expect("re-sent to the new proxy (`onProxiesChanged`)");
-    assert_eq!(grv.token, G2);
+    assert_eq!(grv.dest, G2);
     // The old proxy's late answer is ignored; the new one's counts.
-    h.reply(pc, old[0].reply_token(), grv_reply(1));
-    assert!(h.completed().is_empty());
-    h.reply(pc, grv.reply_token(), grv_reply(2));
+    h.reply(&old[0], grv_reply(1));
+    assert!(h.take_completions().is_empty());
+    h.reply(grv, grv_reply(2));
     assert_eq!(h.only(req), Ok(2));
 }
 
@@ -480,8 +323,8 @@ fn the_proxy_subset_is_kept_while_the_proxies_stay() {
             get_consistent_read_version: endpoint(&format!("10.0.1.{i}:4500"), Uid::new(i + 1, 7)),
         })
         .collect();
-    let mut h = Harness::new("a:b@10.0.0.1:4500", 12);
-    let (cc, poll) = h.bootstrap("10.0.0.1:4500", &info);
+    let mut h = harness("a:b@10.0.0.1:4500", 12);
+    let poll = h.bootstrap("10.0.0.1:4500", &info);
     assert!(h.take_events().iter().any(|e| matches!(
         e,
         Event::ClusterInfo {
@@ -490,37 +333,37 @@ fn the_proxy_subset_is_kept_while_the_proxies_stay() {
             ..
         }
     )));
-    let req = h.c.get_read_version(h.now, Priority::Default);
+    let req = h.client.get_read_version(h.now(), Priority::Default);
     let pc = h.connects()[0].0;
     h.accept(pc);
-    let grv = h.sent();
+    let grv = h.take_requests();
     assert_eq!(grv.len(), 1);
     info.id = Uid::new(2, 2);
-    h.reply(cc, poll, encode_reply(&ErrorOr::Ok(info)));
+    h.reply(&poll, ErrorOr::Ok(info));
     assert!(
-        h.sent()
+        h.take_requests()
             .iter()
             .all(|s| !matches!(s.msg, AnyMessage::GetReadVersionRequest(_))),
         "same proxies: nothing re-sent"
     );
-    h.reply(pc, grv[0].reply_token(), grv_reply(5));
+    h.reply(&grv[0], grv_reply(5));
     assert_eq!(h.only(req), Ok(5));
 }
 
 #[test]
 fn commit_to_an_unknown_endpoint_is_commit_unknown_result() {
-    let mut h = Harness::new("a:b@10.0.0.1:4500", 7);
-    let (cc, poll) = h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
-    let tx = h.c.create_transaction(h.now);
-    h.c.set(tx, b"k", b"v").unwrap();
-    let req = h.c.commit(h.now, tx);
+    let mut h = harness("a:b@10.0.0.1:4500", 7);
+    let poll = h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
+    let tx = h.client.create_transaction(h.now());
+    h.client.set(tx, b"k", b"v").unwrap();
+    let req = h.client.commit(h.now(), tx);
     let pc = h.connect_to("10.0.0.9:4500");
     h.accept(pc);
-    let s = h.sent();
-    h.reply(pc, s[0].reply_token(), grv_reply(10));
-    let s = h.sent();
+    let s = h.take_requests();
+    h.reply(&s[0], grv_reply(10));
+    let s = h.take_requests();
     assert_eq!(s.len(), 1);
-    assert_eq!(s[0].token, C1);
+    assert_eq!(s[0].dest, C1);
     assert!(matches!(s[0].msg, AnyMessage::CommitTransactionRequest(_)));
     // libfdb_c: the endpoint failure wakes `tryGetReply` with `request_maybe_delivered`,
     // which an at-most-once commit turns into `commit_unknown_result` -- but only after a
@@ -534,22 +377,21 @@ fn commit_to_an_unknown_endpoint_is_commit_unknown_result() {
         _ => unreachable!(),
     };
     assert!(sc_key.starts_with(b"\xff/SC/"));
-    h.reply(pc, well_known::ENDPOINT_NOT_FOUND, endpoint_not_found(C1));
-    let s = h.sent();
+    h.endpoint_not_found(&s[0]);
+    let s = h.take_requests();
     let grv = s
         .iter()
-        .find(|s| s.token == G1)
+        .find(|s| s.dest == G1)
         .expect("the dummy's read version");
-    h.reply(pc, grv.reply_token(), grv_reply(20));
-    assert!(h.run_until(h.now + Duration::from_secs(1)).is_empty());
-    assert!(h.completed().is_empty(), "not before the dummy commit");
-    h.reply(
-        cc,
-        poll,
-        encode_reply(&ErrorOr::Ok(db_info(2, "10.0.0.9:4500", G2, C2))),
+    h.reply(grv, grv_reply(20));
+    assert!(h.sent_until(h.now() + Duration::from_secs(1)).is_empty());
+    assert!(
+        h.take_completions().is_empty(),
+        "not before the dummy commit"
     );
-    let s = h.sent();
-    let dummy = s.iter().find(|s| s.token == C2).expect("the dummy commit");
+    h.reply(&poll, ErrorOr::Ok(db_info(2, "10.0.0.9:4500", G2, C2)));
+    let s = h.take_requests();
+    let dummy = s.iter().find(|s| s.dest == C2).expect("the dummy commit");
     let AnyMessage::CommitTransactionRequest(r) = &dummy.msg else {
         panic!("{:?}", dummy.msg)
     };
@@ -561,45 +403,45 @@ fn commit_to_an_unknown_endpoint_is_commit_unknown_result() {
         r.transaction.read_conflict_ranges
     );
     h.reply(
-        pc,
-        dummy.reply_token(),
-        encode_reply(&ErrorOr::Ok(CommitID {
+        dummy,
+        ErrorOr::Ok(CommitID {
             version: 25,
             ..Default::default()
-        })),
+        }),
     );
     assert_eq!(
         h.only(req).map(|c| c.version),
         Err(ErrorCode::COMMIT_UNKNOWN_RESULT)
     );
     // The retry goes to the new proxy.
-    let retry = h.c.on_error(h.now, tx, ErrorCode::COMMIT_UNKNOWN_RESULT);
-    assert!(h.run_until(h.now + Duration::from_secs(1)).is_empty());
+    let retry = h
+        .client
+        .on_error(h.now(), tx, ErrorCode::COMMIT_UNKNOWN_RESULT);
+    assert!(h.sent_until(h.now() + Duration::from_secs(1)).is_empty());
     assert_eq!(h.only(retry), Ok(()));
-    h.c.set(tx, b"k", b"v").unwrap();
-    let req = h.c.commit(h.now, tx);
-    let s = h.sent();
-    let grv = s.iter().find(|s| s.token == G2).expect("read version");
-    h.reply(pc, grv.reply_token(), grv_reply(30));
-    let s = h.sent();
+    h.client.set(tx, b"k", b"v").unwrap();
+    let req = h.client.commit(h.now(), tx);
+    let s = h.take_requests();
+    let grv = s.iter().find(|s| s.dest == G2).expect("read version");
+    h.reply(grv, grv_reply(30));
+    let s = h.take_requests();
     let commit = s
         .iter()
-        .find(|s| s.token == C2)
+        .find(|s| s.dest == C2)
         .expect("commit to the new proxy");
     h.reply(
-        pc,
-        commit.reply_token(),
-        encode_reply(&ErrorOr::Ok(CommitID {
+        commit,
+        ErrorOr::Ok(CommitID {
             version: 30,
             ..Default::default()
-        })),
+        }),
     );
     assert_eq!(h.only(req).map(|c| c.version), Ok(30));
 }
 
 #[test]
 fn hostname_coordinators_are_resolved_by_the_driver() {
-    let mut h = Harness::new("a:b@coord.example:4500:tls", 8);
+    let mut h = harness("a:b@coord.example:4500:tls", 8);
     let ev = h.take_events();
     assert_eq!(
         ev,
@@ -610,13 +452,14 @@ fn hostname_coordinators_are_resolved_by_the_driver() {
         "nothing connects before the name is resolved"
     );
     let ips: Vec<std::net::IpAddr> = vec!["10.0.0.5".parse().unwrap()];
-    h.c.handle_resolved(h.now, "coord.example", 4500, &ips);
+    h.client
+        .handle_resolved(h.now(), "coord.example", 4500, &ips);
     let c = h.connects();
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].1.to_string(), "10.0.0.5:4500:tls");
     assert!(c[0].1.from_hostname);
     h.accept(c[0].0);
-    let s = h.sent();
+    let s = h.take_requests();
     let AnyMessage::OpenDatabaseCoordRequest(req) = &s[0].msg else {
         panic!()
     };
@@ -632,10 +475,10 @@ fn hostname_coordinators_are_resolved_by_the_driver() {
     );
     // A connection failure drops the resolved address (`removeCachedDNS`): the next round,
     // after COORDINATOR_RECONNECTION_DELAY, resolves again.
-    h.c.handle_closed(c[0].0, h.now);
+    h.close(c[0].0);
     let _ = h.take_events();
-    assert_eq!(h.c.poll_timeout(), Some(t(1.0)));
-    h.advance(t(1.0));
+    assert_eq!(h.client.poll_timeout(), Some(t(1.0)));
+    h.advance_to(t(1.0));
     assert_eq!(
         h.take_events(),
         vec![Event::Resolve {
@@ -644,30 +487,31 @@ fn hostname_coordinators_are_resolved_by_the_driver() {
         }]
     );
     // A failed lookup counts as a failed coordinator (`lookup_failed`).
-    h.c.handle_resolved(h.now, "coord.example", 4500, &[]);
+    h.client
+        .handle_resolved(h.now(), "coord.example", 4500, &[]);
     // That was a full round: the driver is told, to re-read its cluster file.
     assert_eq!(h.take_events(), vec![Event::CoordinatorsUnreachable]);
-    assert_eq!(h.c.poll_timeout(), Some(t(2.0)));
-    h.advance(t(2.0));
+    assert_eq!(h.client.poll_timeout(), Some(t(2.0)));
+    h.advance_to(t(2.0));
     assert!(matches!(h.take_events()[..], [Event::Resolve { .. }]));
 }
 
 #[test]
 fn mixed_coordinators_list_addresses_and_hostnames_in_file_order() {
-    let mut h = Harness::new("a:b@10.0.0.2:4500,coord.example:4500,10.0.0.1:4500", 9);
+    let mut h = harness("a:b@10.0.0.2:4500,coord.example:4500,10.0.0.1:4500", 9);
     // Whichever comes first after the shuffle, the request lists the IP coordinators in
     // connection-string order.
     let mut ev = h.take_events();
     if let [Event::Resolve { host, port }] = &ev[..] {
-        h.c.handle_resolved(h.now, host, *port, &["10.0.0.3".parse().unwrap()]);
+        h.client
+            .handle_resolved(h.now(), host, *port, &["10.0.0.3".parse().unwrap()]);
         ev = h.take_events();
     }
     let Event::Connect { conn, .. } = ev[0] else {
         panic!("{ev:?}")
     };
-    h.addrs.insert(conn, addr("10.0.0.3:4500"));
     h.accept(conn);
-    let s = h.sent();
+    let s = h.take_requests();
     let AnyMessage::OpenDatabaseCoordRequest(req) = &s[0].msg else {
         panic!()
     };
@@ -678,21 +522,21 @@ fn mixed_coordinators_list_addresses_and_hostnames_in_file_order() {
 
 #[test]
 fn forward_is_followed_and_then_persisted() {
-    let mut h = Harness::new("a:b@10.0.0.1:4500", 10);
+    let mut h = harness("a:b@10.0.0.1:4500", 10);
     let cc = h.connect_to("10.0.0.1:4500");
     h.accept(cc);
-    let s = h.sent();
+    let s = h.take_requests();
     let fwd = ClientDBInfo {
         forward: Some(Bytes::from_static(b"a:b@10.0.0.2:4500,10.0.0.3:4500")),
         ..Default::default()
     };
-    h.reply(cc, s[0].reply_token(), encode_reply(&ErrorOr::Ok(fwd)));
+    h.reply(&s[0], ErrorOr::Ok(fwd));
     let new = ClusterFile::parse("a:b@10.0.0.2:4500,10.0.0.3:4500").unwrap();
     let ev = h.take_events();
     assert!(ev.contains(&Event::Forward {
         connection_string: Bytes::from_static(b"a:b@10.0.0.2:4500,10.0.0.3:4500")
     }));
-    assert_eq!(h.c.cluster(), &new);
+    assert_eq!(h.client.cluster(), &new);
     // The client asks one of the new coordinators, telling it the new connection string.
     let (conn, at) = ev
         .iter()
@@ -703,7 +547,7 @@ fn forward_is_followed_and_then_persisted() {
         .expect("connects to a new coordinator");
     assert!(at == "10.0.0.2:4500" || at == "10.0.0.3:4500", "{at}");
     h.accept(conn);
-    let s = h.sent();
+    let s = h.take_requests();
     let AnyMessage::OpenDatabaseCoordRequest(req) = &s[0].msg else {
         panic!()
     };
@@ -711,17 +555,13 @@ fn forward_is_followed_and_then_persisted() {
     assert_eq!(listed, ["10.0.0.2:4500", "10.0.0.3:4500"]);
     assert_eq!(&req.cluster_key[..], b"a:b");
     assert!(
-        !h.events
+        !h.events()
             .iter()
             .any(|e| matches!(e, Event::ClusterFileChanged { .. })),
         "not persisted before a new coordinator answers"
     );
     // The first answer from the new coordinators makes it the cluster file's contents.
-    h.reply(
-        conn,
-        s[0].reply_token(),
-        encode_reply(&ErrorOr::Ok(db_info(1, "10.0.0.9:4500", G1, C1))),
-    );
+    h.reply(&s[0], ErrorOr::Ok(db_info(1, "10.0.0.9:4500", G1, C1)));
     let ev = h.take_events();
     assert!(ev.contains(&Event::ClusterFileChanged {
         cluster: new.clone()
@@ -735,20 +575,20 @@ fn forward_is_followed_and_then_persisted() {
 
 #[test]
 fn a_garbage_forward_counts_as_a_failed_coordinator() {
-    let mut h = Harness::new("a:b@10.0.0.1:4500", 11);
+    let mut h = harness("a:b@10.0.0.1:4500", 11);
     let cc = h.connect_to("10.0.0.1:4500");
     h.accept(cc);
-    let s = h.sent();
+    let s = h.take_requests();
     let fwd = ClientDBInfo {
         forward: Some(Bytes::from_static(b"not a connection string")),
         ..Default::default()
     };
-    h.reply(cc, s[0].reply_token(), encode_reply(&ErrorOr::Ok(fwd)));
+    h.reply(&s[0], ErrorOr::Ok(fwd));
     assert_eq!(
-        h.c.cluster(),
+        h.client.cluster(),
         &ClusterFile::parse("a:b@10.0.0.1:4500").unwrap()
     );
-    assert_eq!(h.c.poll_timeout().map(|t| t >= h.now), Some(true));
+    assert_eq!(h.client.poll_timeout().map(|t| t >= h.now()), Some(true));
 }
 
 // ----- both drivers, forwarded by a scripted coordinator to the test cluster -----
@@ -871,33 +711,34 @@ mod forwarding {
 /// and their commits say so.
 #[test]
 fn a_locked_database_refuses_transactions_that_are_not_lock_aware() {
-    let mut h = Harness::new("a:b@10.0.0.1:4500", 12);
+    let mut h = harness("a:b@10.0.0.1:4500", 12);
     let _ = h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
-    let plain = h.c.create_transaction(h.now);
-    let aware = h.c.create_transaction(h.now);
-    h.c.set_option(h.now, aware, fdb_protocol::TransactionOption::LockAware)
+    let plain = h.client.create_transaction(h.now());
+    let aware = h.client.create_transaction(h.now());
+    h.client
+        .set_option(h.now(), aware, fdb_protocol::TransactionOption::LockAware)
         .unwrap();
-    let r1 = h.c.tx_read_version(h.now, plain);
-    let r2 = h.c.tx_read_version(h.now, aware);
+    let r1 = h.client.tx_read_version(h.now(), plain);
+    let r2 = h.client.tx_read_version(h.now(), aware);
     let pc = h.connect_to("10.0.0.9:4500");
     h.accept(pc);
     let locked = || {
-        encode_reply(&ErrorOr::Ok(GetReadVersionReply {
+        ErrorOr::Ok(GetReadVersionReply {
             version: 77,
             locked: true,
             ..Default::default()
-        }))
+        })
     };
     // The second request waits behind the first (one in flight per priority), then goes.
     let mut done = Vec::new();
     for _ in 0..2 {
-        let s = h.sent();
+        let s = h.take_requests();
         let grv = s
             .iter()
-            .find(|s| s.token == G1)
+            .find(|s| s.dest == G1)
             .expect("a read version request");
-        h.reply(pc, grv.reply_token(), locked());
-        done.extend(h.completed());
+        h.reply(grv, locked());
+        done.extend(h.take_completions());
     }
     assert_eq!(done.len(), 2);
     let of = |call: Call<i64>| {
@@ -909,10 +750,10 @@ fn a_locked_database_refuses_transactions_that_are_not_lock_aware() {
     };
     assert_eq!(of(r1), Err(ErrorCode::DATABASE_LOCKED));
     assert_eq!(of(r2), Ok(77));
-    h.c.set(aware, b"k", b"v").unwrap();
-    let _commit = h.c.commit(h.now, aware);
-    let s = h.sent();
-    let AnyMessage::CommitTransactionRequest(c) = &s.iter().find(|s| s.token == C1).unwrap().msg
+    h.client.set(aware, b"k", b"v").unwrap();
+    let _commit = h.client.commit(h.now(), aware);
+    let s = h.take_requests();
+    let AnyMessage::CommitTransactionRequest(c) = &s.iter().find(|s| s.dest == C1).unwrap().msg
     else {
         panic!()
     };

@@ -3,14 +3,18 @@
 //! deterministic pseudo-random inputs. Passing means nothing panicked and every round-trip
 //! property the bodies assert held.
 //!
-//! `cargo test -p fdb-tests --test fuzz_smoke seed_fuzz_corpus -- --ignored` writes the same
+//! `committed_corpus` runs the minimized libFuzzer corpus committed in `fuzz/corpus/NAME/`.
+//!
+//! `cargo test -p fdb-tests --test fuzz_smoke seed_fuzz_corpus -- --ignored` writes the
 //! captured inputs to `fuzz/corpus/NAME/` as a starting corpus for `cargo fuzz run NAME`.
 
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
+use bytes::Bytes;
 use fdb_protocol::fuzzing::TARGETS;
+use fdb_protocol::messages::{decode_any, AnyMessage, ErrorOr};
 use fdb_tests::{load_captures, Capture, Dir};
 
 /// xorshift64*: deterministic, dependency-free.
@@ -185,7 +189,36 @@ fn pseudo_random_inputs() {
     }
 }
 
-/// Writes the captured inputs as a seed corpus for `cargo fuzz run NAME`.
+/// Every file of the committed, minimized corpus (`fuzz/corpus/NAME/`) through its target's
+/// body: what libFuzzer found interesting once guards against regressions in every test run.
+#[test]
+fn committed_corpus() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus");
+    let mut total = 0;
+    for (name, f) in TARGETS {
+        let dir = root.join(name);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "{name} has no committed corpus");
+        for path in &files {
+            let input = std::fs::read(path).unwrap();
+            if catch_unwind(AssertUnwindSafe(|| f(&input))).is_err() {
+                panic!("fuzz target {name} panicked on {}", path.display());
+            }
+        }
+        total += files.len();
+    }
+    println!("{total} corpus inputs");
+}
+
+/// Writes the captured inputs as a seed corpus for `cargo fuzz run NAME`, each in the shape its
+/// target reads: stream prefixes for `frame_decoder`, connect packets for `connect_packet`, the
+/// coordinators' serialized leader info for `leader_info`, each capture's server replies as
+/// session records for `client_session`, packed tuples for `tuple_decoder`, and every captured
+/// message for the message targets.
 #[test]
 #[ignore = "writes fuzz/corpus/; run by hand before fuzzing"]
 fn seed_fuzz_corpus() {
@@ -198,8 +231,22 @@ fn seed_fuzz_corpus() {
     };
     for cap in &caps {
         for dir in [Dir::ClientToServer, Dir::ServerToClient] {
+            // Whole streams run up to 1 MB; libFuzzer mutates a 64 KB prefix far faster, and
+            // it still holds many complete frames.
             let s = cap.stream(dir);
-            write("frame_decoder", &format!("{}-{dir:?}", cap.name), &s);
+            let s = &s[..s.len().min(SEED_STREAM_PREFIX)];
+            write("frame_decoder", &format!("{}-{dir:?}", cap.name), s);
+        }
+        let replies: Vec<Bytes> = cap
+            .packets(Dir::ServerToClient)
+            .map(|f| f.message())
+            .collect();
+        if !replies.is_empty() {
+            write(
+                "client_session",
+                &cap.name,
+                &session_records(replies.iter().map(|m| &m[..])),
+            );
         }
         for f in &cap.frames {
             let name = format!("{}-{:?}-{}", cap.name, f.dir, f.seq);
@@ -207,15 +254,57 @@ fn seed_fuzz_corpus() {
                 write("connect_packet", &name, &f.wire_bytes());
                 continue;
             }
-            for (target, _) in TARGETS.iter().filter(|(t, _)| *t != "frame_decoder") {
-                if *target != "connect_packet" {
-                    write(target, &name, &f.message());
+            let m = f.message();
+            if let Ok(AnyMessage::Leader(ErrorOr::Ok(l))) = decode_any(&m) {
+                if let Some(l) = l.0 {
+                    write("leader_info", &name, &l.serialized_info);
+                }
+            }
+            for (target, _) in TARGETS {
+                if !NOT_MESSAGE_TARGETS.contains(target) {
+                    write(target, &name, &m);
                 }
             }
         }
     }
+    for (i, t) in tuple_seeds().iter().enumerate() {
+        write("tuple_decoder", &format!("tuple-{i}"), t);
+    }
     println!("seed corpus written to {}", root.display());
 }
+
+/// The longest stream prefix `seed_fuzz_corpus` writes for `frame_decoder`.
+const SEED_STREAM_PREFIX: usize = 64 << 10;
+
+/// Targets whose input is not one whole message.
+const NOT_MESSAGE_TARGETS: &[&str] = &[
+    "frame_decoder",
+    "connect_packet",
+    "leader_info",
+    "client_session",
+    "tuple_decoder",
+];
+
+/// `client_session`'s input: one record `[selector, time step, len lo, len hi, body]` per reply,
+/// each answering the oldest open request with no time passing.
+///
+/// Replies too big to fit are left out: a session input stays under `SEED_SESSION_MAX`, since
+/// libFuzzer explores small inputs far faster.
+fn session_records<'a>(bodies: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut data = Vec::new();
+    for body in bodies {
+        if data.len() + 4 + body.len() > SEED_SESSION_MAX {
+            continue;
+        }
+        data.extend_from_slice(&[0, 0]);
+        data.extend_from_slice(&(body.len() as u16).to_le_bytes());
+        data.extend_from_slice(body);
+    }
+    data
+}
+
+/// The longest session input `seed_fuzz_corpus` writes for `client_session`.
+const SEED_SESSION_MAX: usize = 16 << 10;
 
 /// The client-session target fed real server replies, sent to whichever request the input
 /// picks: well-formed messages of the wrong type, replies out of order, time jumps.
@@ -248,24 +337,7 @@ fn client_session_with_misrouted_captured_replies() {
 /// bytes set to type codes and to the escape: inputs one byte away from something valid.
 #[test]
 fn tuple_decoder_over_mutated_tuples() {
-    use fdb_protocol::tuple::{pack, BigInt, Element, Uuid, Versionstamp};
-    let seeds: Vec<Vec<u8>> = vec![
-        pack(&("a\0b", b"\x00\xff".to_vec(), -1i64, 1u64 << 63)),
-        pack(&(
-            (Element::Nil, ((), (Element::Nil,))),
-            BigInt::from(-(1i128 << 90)),
-            1.5f32,
-        )),
-        pack(&(f64::NAN, -0.0f64, true, false, Uuid::from_u128(u128::MAX))),
-        pack(&(
-            Versionstamp::incomplete(7),
-            Versionstamp::complete([0; 10], 1),
-        )),
-        pack(&BigInt::from_magnitude(true, &[0xff; 255]).unwrap()),
-        b"\x1d\x08\xff\xff\xff\xff\xff\xff\xff\xff\x0b\xf7\x00\x00\x00\x00\x00\x00\x00\x00"
-            .to_vec(),
-        [vec![0x05; 300], vec![0x00; 300]].concat(),
-    ];
+    let seeds = tuple_seeds();
     let tuple_decoder = fdb_protocol::fuzzing::tuple_decoder;
     let mut rng = Rng(0x7475_706c_6500_0001);
     let mut runs = 0;
@@ -304,4 +376,29 @@ fn tuple_decoder_over_mutated_tuples() {
         runs += 1;
     }
     println!("{runs} tuple inputs");
+}
+
+/// Packed tuples of every element type, nested, at the integer size limits and with escapes:
+/// the seeds of `tuple_decoder`, here and in its libFuzzer corpus.
+fn tuple_seeds() -> Vec<Vec<u8>> {
+    use fdb_protocol::tuple::{pack, BigInt, Element, Uuid, Versionstamp};
+    vec![
+        pack(&("a\0b", b"\x00\xff".to_vec(), -1i64, 1u64 << 63)),
+        pack(&(
+            (Element::Nil, ((), (Element::Nil,))),
+            BigInt::from(-(1i128 << 90)),
+            1.5f32,
+        )),
+        pack(&(f64::NAN, -0.0f64, true, false, Uuid::from_u128(u128::MAX))),
+        pack(&(
+            Versionstamp::incomplete(7),
+            Versionstamp::complete([0; 10], 1),
+        )),
+        pack(&BigInt::from_magnitude(true, &[0xff; 255]).unwrap()),
+        b"\x1d\x08\xff\xff\xff\xff\xff\xff\xff\xff\x0b\xf7\x00\x00\x00\x00\x00\x00\x00\x00"
+            .to_vec(),
+        [vec![0x05; 300], vec![0x00; 300]].concat(),
+        pack(&(i64::MIN, i64::MAX, 0i64)),
+        pack(&("\u{e9}\u{1f600}", -255i64, 256u64)),
+    ]
 }

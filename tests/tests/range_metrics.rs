@@ -30,7 +30,7 @@ const CHUNK: i64 = 100_000;
 
 fn run<F, Fut>(scenario: F)
 where
-    F: Fn(Target) -> Fut,
+    F: Fn(Target) -> Fut + Send + 'static,
     Fut: Future<Output = ()>,
 {
     fdb_tests::dual::run("rust-fdb-metrics", LIMIT, scenario)

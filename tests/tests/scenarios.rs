@@ -20,7 +20,7 @@ const LIMIT: Duration = Duration::from_secs(30);
 
 fn run<F, Fut>(scenario: F)
 where
-    F: Fn(Target) -> Fut,
+    F: Fn(Target) -> Fut + Send + 'static,
     Fut: Future<Output = ()>,
 {
     fdb_tests::dual::run("rust-fdb-scenarios", LIMIT, scenario)

@@ -47,6 +47,15 @@ macro_rules! registry {
                 }
             }
 
+            /// The token a request asks to be answered on (its `ReplyPromise`); `None` for a
+            /// reply.
+            pub fn reply_token(&self) -> Option<crate::uid::Uid> {
+                match self {
+                    $( AnyMessage::$req(m) => Some(m.reply.token), )*
+                    _ => None,
+                }
+            }
+
             /// Encodes it as a complete ObjectSerializer message.
             pub fn encode(&self) -> Vec<u8> {
                 let fid = self.file_identifier();
