@@ -9,6 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use fdb_driver_tokio::{Error, RangeOptions};
 use fdb_protocol::error::ErrorCode;
+use fdb_protocol::messages::commit::mutation_type;
 use fdb_protocol::messages::types::KeySelector;
 use fdb_protocol::{ConflictRangeType, StreamingMode, TransactionOption};
 use fdb_tests::dual::Target;
@@ -365,7 +366,10 @@ fn set_read_version_misuse_fails_the_next_call() {
         let tx = t.db.create_transaction();
         tx.set_read_version(v);
         tx.set_read_version(v);
-        assert_eq!(code(tx.get(&t.k("a")).await), ErrorCode::READ_VERSION_ALREADY_SET);
+        assert_eq!(
+            code(tx.get(&t.k("a")).await),
+            ErrorCode::READ_VERSION_ALREADY_SET
+        );
 
         let tx = t.db.create_transaction();
         tx.get(&t.k("a")).await.unwrap();
@@ -378,7 +382,10 @@ fn set_read_version_misuse_fails_the_next_call() {
             assert_eq!(code(tx.get(&t.k("a")).await), ErrorCode::VERSION_INVALID);
             // The first deferred error stays.
             tx.set_read_version(v);
-            assert_eq!(code(tx.get_read_version().await), ErrorCode::VERSION_INVALID);
+            assert_eq!(
+                code(tx.get_read_version().await),
+                ErrorCode::VERSION_INVALID
+            );
         }
 
         // A valid one is used as is.
@@ -422,6 +429,66 @@ fn range_metrics_check_deferred_errors_and_cancellation() {
         assert_eq!(
             code(tx.get_range_split_points(&b, &e, 1000).await),
             ErrorCode::VERSION_INVALID
+        );
+    });
+}
+
+#[test]
+fn a_read_sees_the_writes_made_before_it_not_those_made_while_it_is_in_flight() {
+    // Found by the bindingtester (directory, seed 1): the high-contention allocator issues
+    // `tr[recent[candidate]]`, sets that key, reads the latest counter, then waits for the
+    // first read, and expects it not to see the set (else every candidate looks taken and it
+    // never returns). RYW reads through `WriteMap::iterator`, which pins the write map's
+    // version when the read starts (fdbclient/include/fdbclient/WriteMap.h; `RYWImpl::read`
+    // in fdbclient/ReadYourWrites.actor.cpp decides `dependent` before it waits).
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        put(&t, &[("stored", b"old"), ("counter", &1i64.to_le_bytes())]).await;
+        let tx = t.db.create_transaction();
+        // Another read issued after the writes (and awaited first) puts them in the
+        // transaction while the earlier reads are still in flight.
+        let other = t.k("other");
+
+        // Unmodified when issued: the stored value, whatever comes after.
+        let stored = tx.get(&t.k("stored"));
+        let absent = tx.get(&t.k("absent"));
+        tx.set(&t.k("stored"), b"new");
+        tx.set(&t.k("absent"), b"new");
+        tx.get(&other).await.unwrap();
+        assert_eq!(stored.await.unwrap().as_deref(), Some(&b"old"[..]));
+        assert_eq!(absent.await.unwrap(), None);
+
+        // Dependent when issued: the stored value with the ops made before it only.
+        tx.atomic_op(
+            &t.k("counter"),
+            &2i64.to_le_bytes(),
+            mutation_type::ADD_VALUE,
+        );
+        let dependent = tx.get(&t.k("counter"));
+        tx.atomic_op(
+            &t.k("counter"),
+            &4i64.to_le_bytes(),
+            mutation_type::ADD_VALUE,
+        );
+        tx.get(&other).await.unwrap();
+        assert_eq!(
+            dependent.await.unwrap().as_deref(),
+            Some(&3i64.to_le_bytes()[..])
+        );
+
+        // Known when issued: the value then.
+        let known = tx.get(&t.k("stored"));
+        tx.set(&t.k("stored"), b"newer");
+        tx.get(&other).await.unwrap();
+        assert_eq!(known.await.unwrap().as_deref(), Some(&b"new"[..]));
+
+        // Later reads see everything.
+        assert_eq!(
+            tx.get(&t.k("stored")).await.unwrap().as_deref(),
+            Some(&b"newer"[..])
+        );
+        assert_eq!(
+            tx.get(&t.k("counter")).await.unwrap().as_deref(),
+            Some(&7i64.to_le_bytes()[..])
         );
     });
 }

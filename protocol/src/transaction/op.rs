@@ -22,6 +22,8 @@ pub(super) enum OpKind {
     Get {
         key: Bytes,
         snapshot: bool,
+        /// The writes' say on `key` when the read was issued (`None`: RYW disabled).
+        view: Option<crate::ryw::PointView>,
     },
     GetKey {
         snapshot: bool,
