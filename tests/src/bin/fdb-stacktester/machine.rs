@@ -91,6 +91,8 @@ impl<D: Driver> Machine<D> {
     /// Runs every instruction, then waits for the threads this machine started.
     pub async fn run(mut self) -> Result<(), Fatal> {
         let instructions = self.instructions().await?;
+        // FDB_STACKTESTER_TRACE=1 prints each instruction as it starts (to find a hang).
+        let trace = std::env::var_os("FDB_STACKTESTER_TRACE").is_some_and(|v| v == "1");
         for (idx, kv) in instructions.iter().enumerate() {
             let t: Element<'static> = unpack::<Element>(&kv.value)
                 .map_err(|e| Fatal(format!("instruction {idx} is no tuple: {e}")))?
@@ -106,6 +108,13 @@ impl<D: Driver> Machine<D> {
             } else {
                 (name, Variant::Plain)
             };
+            if trace {
+                eprintln!(
+                    "fdb-stacktester: {:?} {idx} {name} {:?}",
+                    String::from_utf8_lossy(&self.prefix),
+                    items.get(1)
+                );
+            }
             match self.step(idx, op, variant, items.get(1)).await {
                 Ok(()) => {}
                 Err(Failure::Fdb(code)) => self.stack.push_value(idx, error_element(code)),
@@ -194,12 +203,9 @@ impl<D: Driver> Machine<D> {
                 self.stack.pop().await?;
             }
             "SUB" => {
-                let a = as_i128(&self.stack.pop().await?)?;
-                let b = as_i128(&self.stack.pop().await?)?;
-                let d = a
-                    .checked_sub(b)
-                    .ok_or_else(|| Fatal("SUB overflows".into()))?;
-                self.push(idx, int(d));
+                let a = as_bigint(&self.stack.pop().await?)?;
+                let b = as_bigint(&self.stack.pop().await?)?;
+                self.push(idx, int_element(sub(&a, &b)?));
             }
             "CONCAT" => {
                 let a = self.stack.pop().await?;

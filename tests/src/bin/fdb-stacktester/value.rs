@@ -106,6 +106,86 @@ pub fn as_i128(e: &Element<'_>) -> Result<i128, Fatal> {
     }
 }
 
+/// Any integer argument, of any size.
+pub fn as_bigint(e: &Element<'_>) -> Result<BigInt, Fatal> {
+    match e {
+        Element::Int(v) => Ok(BigInt::from(*v)),
+        Element::BigInt(b) => Ok(b.clone()),
+        Element::Bool(b) => Ok(BigInt::from(*b as i64)),
+        _ => Err(bad("an integer", e)),
+    }
+}
+
+/// An integer as the element the reference tester would push: `Int` when it fits 64 bits.
+pub fn int_element(v: BigInt) -> Element<'static> {
+    match v.to_i64() {
+        Some(v) => Element::Int(v),
+        None => Element::BigInt(v),
+    }
+}
+
+/// `a - b` over arbitrary-precision integers (the bindingtester's SUB operands reach
+/// 2040 bits); a typed failure if the difference outgrows the tuple layer's 255 bytes.
+pub fn sub(a: &BigInt, b: &BigInt) -> Result<BigInt, Fatal> {
+    // a - b = a + (-b): equal signs add magnitudes, opposite ones subtract the smaller.
+    let (an, bn) = (a.is_negative(), !b.is_negative());
+    let (am, bm) = (a.magnitude(), b.magnitude());
+    let (negative, magnitude) = if an == bn {
+        (an, add_magnitudes(am, bm))
+    } else {
+        match cmp_magnitudes(am, bm) {
+            std::cmp::Ordering::Less => (bn, sub_magnitudes(bm, am)),
+            _ => (an, sub_magnitudes(am, bm)),
+        }
+    };
+    BigInt::from_magnitude(negative, &magnitude)
+        .ok_or_else(|| Fatal("SUB: the difference exceeds 255 bytes".into()))
+}
+
+fn cmp_magnitudes(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+}
+
+/// Big-endian `a + b`.
+fn add_magnitudes(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(a.len().max(b.len()) + 1);
+    let mut carry = 0u16;
+    let (mut i, mut j) = (a.len(), b.len());
+    while i > 0 || j > 0 || carry > 0 {
+        let mut s = carry;
+        if i > 0 {
+            i -= 1;
+            s += a[i] as u16;
+        }
+        if j > 0 {
+            j -= 1;
+            s += b[j] as u16;
+        }
+        out.push(s as u8);
+        carry = s >> 8;
+    }
+    out.reverse();
+    out
+}
+
+/// Big-endian `a - b`, for `a >= b`.
+fn sub_magnitudes(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(a.len());
+    let mut borrow = 0i16;
+    let mut j = b.len();
+    for i in (0..a.len()).rev() {
+        let mut d = a[i] as i16 - borrow;
+        if j > 0 {
+            j -= 1;
+            d -= b[j] as i16;
+        }
+        borrow = (d < 0) as i16;
+        out.push((d + 256 * borrow) as u8);
+    }
+    out.reverse();
+    out
+}
+
 pub fn as_i64(e: &Element<'_>) -> Result<i64, Fatal> {
     i64::try_from(as_i128(e)?).map_err(|_| bad("a 64-bit integer", e))
 }
@@ -129,4 +209,45 @@ pub fn strinc(prefix: &[u8]) -> Result<Vec<u8>, Fatal> {
         }
     }
     Err(Fatal(format!("strinc of {prefix:02x?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sub_matches_i128_and_reaches_beyond_it() {
+        let vals: [i128; 9] = [
+            0,
+            1,
+            -1,
+            255,
+            -256,
+            i64::MAX as i128 + 1,
+            i64::MIN as i128 - 1,
+            (1 << 100) - 7,
+            -(1 << 100),
+        ];
+        for a in vals {
+            for b in vals {
+                let d = sub(&BigInt::from(a), &BigInt::from(b)).unwrap();
+                assert_eq!(d.to_i128(), Some(a - b), "{a} - {b}");
+            }
+        }
+        // 2^1000 - (-2^1000) = 2^1001, and back.
+        let mut m = vec![0u8; 126];
+        m[0] = 1;
+        let p = BigInt::from_magnitude(false, &m).unwrap();
+        let n = BigInt::from_magnitude(true, &m).unwrap();
+        let d = sub(&p, &n).unwrap();
+        assert!(!d.is_negative());
+        assert_eq!(d.magnitude()[0], 2);
+        assert_eq!(d.magnitude().len(), 126);
+        assert_eq!(sub(&d, &p).unwrap(), p);
+        assert_eq!(sub(&n, &n).unwrap(), BigInt::default());
+        // Beyond the tuple layer's 255 bytes: a failure, not a panic.
+        let top = BigInt::from_magnitude(false, &[0xff; 255]).unwrap();
+        let neg = BigInt::from_magnitude(true, &[0xff; 255]).unwrap();
+        assert!(sub(&top, &neg).is_err());
+    }
 }
