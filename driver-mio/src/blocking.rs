@@ -8,11 +8,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use fdb_api::{
-    ClusterFile, Committed, ConflictRangeType, Error, ErrorCode, KeySelector, KeyValue, Next,
-    Priority, RangeOptions, RangeResult, RetryLoop, TransactionOption, Version,
+    Census, ClusterFile, Committed, ConflictRangeType, DatabaseOption, Error, ErrorCode, KeyRange,
+    KeySelector, KeyValue, MaybeCommitted, MutationType, Next, Priority, RangeOption, RangeOptions,
+    RangeResult, RetryLoop, TlsConfig, TransactError, TransactOption, TransactionOption, Version,
 };
 
 use crate::event_loop::MioDriver;
+use crate::range_iter::{KeyValueIter, RangeIter};
+use crate::snapshot::Snapshot;
 
 /// How long a blocking call waits by default.
 pub const CALL_LIMIT: Duration = Duration::from_secs(30);
@@ -38,6 +41,21 @@ impl Database {
     /// A database from a parsed connection string, with an explicit seed.
     pub fn from_cluster_file(cluster: ClusterFile, seed: u64) -> Result<Database, Error> {
         fdb_api::Database::from_cluster_file(cluster, seed).map(|inner| Database { inner })
+    }
+
+    /// [`Database::open`] with TLS settings (what is unset still comes from `FDB_TLS_*`).
+    pub fn open_with_tls(cluster_file: Option<&Path>, tls: TlsConfig) -> Result<Database, Error> {
+        fdb_api::Database::open_with_tls(cluster_file, tls).map(|inner| Database { inner })
+    }
+
+    /// [`Database::from_cluster_file`] with TLS settings.
+    pub fn from_cluster_file_with_tls(
+        cluster: ClusterFile,
+        seed: u64,
+        tls: TlsConfig,
+    ) -> Result<Database, Error> {
+        fdb_api::Database::from_cluster_file_with_tls(cluster, seed, tls)
+            .map(|inner| Database { inner })
     }
 
     /// The async form of this database (same loop).
@@ -76,8 +94,25 @@ impl Database {
 
     /// Options every transaction created from now on starts with (and returns to on reset),
     /// like libfdb_c's `transaction_*` database options.
-    pub fn set_transaction_defaults(&self, defaults: Vec<TransactionOption>) {
-        self.inner.set_transaction_defaults(defaults);
+    /// An option this client does not implement is refused with `unsupported_operation`.
+    pub fn set_transaction_defaults(&self, defaults: Vec<TransactionOption>) -> Result<(), Error> {
+        self.inner.set_transaction_defaults(defaults)
+    }
+
+    /// Sets a database option; one this client does not implement fails with
+    /// `unsupported_operation`.
+    pub fn set_option(&self, opt: DatabaseOption) -> Result<(), Error> {
+        self.inner.set_option(opt)
+    }
+
+    /// `\xff\xff/status/json`: the cluster's status document.
+    pub fn status_json(&self) -> Result<String, Error> {
+        self.wait(self.inner.status_json())
+    }
+
+    /// What the client holds right now (see [`fdb_api::Database::census`]).
+    pub fn census(&self) -> Result<(Census, usize), Error> {
+        self.wait(self.inner.census())
     }
 
     /// A new transaction.
@@ -100,9 +135,40 @@ impl Database {
         }
     }
 
+    /// Runs `f` in a transaction and commits it, retrying FDB's retryable errors through
+    /// `on_error`; `f`'s own errors (`E` not holding an FDB error) end the loop as they are
+    /// (see [`fdb_api::Database::transact`]).
+    pub fn transact<T, E: TransactError>(
+        &self,
+        options: TransactOption,
+        mut f: impl FnMut(&Transaction, MaybeCommitted) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let tx = self.create_transaction();
+        for opt in options.transaction_options() {
+            tx.set_option(opt)?;
+        }
+        let mut maybe_committed = false;
+        loop {
+            let err = match f(&tx, MaybeCommitted(maybe_committed)) {
+                Ok(v) => match tx.commit() {
+                    Ok(_) => return Ok(v),
+                    Err(e) => E::from(e),
+                },
+                Err(e) => e,
+            };
+            let code = options.after_failure(err, &mut maybe_committed)?;
+            tx.on_error(code)?;
+        }
+    }
+
     /// Waits for a watch to fire, at most `limit`.
     pub fn wait_watch(&self, w: Watch, limit: Duration) -> Result<Version, Error> {
         self.block_on(w.0, limit)?
+    }
+
+    /// Waits for a versionstamp future (see [`Transaction::get_versionstamp`]).
+    pub fn wait_versionstamp(&self, f: fdb_api::VersionstampFuture) -> Result<[u8; 10], Error> {
+        self.wait(f)
     }
 
     /// Cancels a watch (dropping it does too).
@@ -113,19 +179,6 @@ impl Database {
 
 /// A pending watch (see [`Transaction::watch`]); dropping it cancels the watch.
 pub struct Watch(fdb_api::Watch<MioDriver>);
-
-/// A versionstamp on its way (see [`Transaction::get_versionstamp`]).
-pub struct VersionstampFuture {
-    fut: std::pin::Pin<Box<dyn Future<Output = Result<[u8; 10], Error>> + Send>>,
-    driver: MioDriver,
-}
-
-impl VersionstampFuture {
-    /// Waits for the transaction's commit (at most `limit`) and returns its versionstamp.
-    pub fn wait(self, limit: Duration) -> Result<[u8; 10], Error> {
-        self.driver.block_on(self.fut, limit)?
-    }
-}
 
 /// A transaction whose calls block. Cheap to clone (clones share the transaction).
 #[derive(Clone)]
@@ -143,10 +196,66 @@ impl Transaction {
         &self.inner
     }
 
-    /// Sets an option. One the transaction refuses (`read_your_writes_disable` after a read,
-    /// say) fails the next read or the commit, as `fdb_transaction_set_option` defers it.
-    pub fn set_option(&self, opt: TransactionOption) {
-        self.inner.set_option(opt);
+    /// Sets an option. One this client does not implement fails here with
+    /// `unsupported_operation`; one the transaction refuses in its state
+    /// (`read_your_writes_disable` after a read, say) fails the next read or the commit, as
+    /// `fdb_transaction_set_option` defers it.
+    pub fn set_option(&self, opt: TransactionOption) -> Result<(), Error> {
+        self.inner.set_option(opt)
+    }
+
+    /// The snapshot view: the same reads without read conflict ranges.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.inner.snapshot())
+    }
+
+    /// About how many bytes the commit would carry so far.
+    pub fn get_approximate_size(&self) -> Result<usize, Error> {
+        self.wait(self.inner.get_approximate_size())
+    }
+
+    /// The version this transaction committed at; `-1` if it has not committed, or
+    /// committed without writing.
+    pub fn get_committed_version(&self) -> Result<Version, Error> {
+        self.wait(self.inner.get_committed_version())
+    }
+
+    /// Cancels the transaction: calls in flight and after fail with `transaction_cancelled`
+    /// until [`Transaction::reset`].
+    pub fn cancel(&self) {
+        self.inner.cancel();
+    }
+
+    /// The read conflict ranges that made the last commit fail (needs
+    /// `report_conflicting_keys`); read it before `on_error`.
+    pub fn conflicting_keys(&self) -> Result<Vec<KeyRange>, Error> {
+        self.wait(self.inner.conflicting_keys())
+    }
+
+    /// A range read batch by batch, each fetched when the iterator needs it.
+    pub fn get_ranges(&self, range: impl Into<RangeOption>, snapshot: bool) -> RangeIter {
+        RangeIter::new(
+            self.inner.get_ranges(range, snapshot),
+            self.inner.driver().clone(),
+        )
+    }
+
+    /// A range read row by row.
+    pub fn get_ranges_keyvalues(
+        &self,
+        range: impl Into<RangeOption>,
+        snapshot: bool,
+    ) -> KeyValueIter {
+        KeyValueIter::new(self.get_ranges(range, snapshot))
+    }
+
+    /// Every row of a range read, collected.
+    pub fn get_range_all(
+        &self,
+        range: impl Into<RangeOption>,
+        snapshot: bool,
+    ) -> Result<Vec<KeyValue>, Error> {
+        self.wait(self.inner.get_range_all(range, snapshot))
     }
 
     /// The transaction's read version.
@@ -160,12 +269,12 @@ impl Transaction {
     }
 
     /// Reads `key`.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
         self.wait(self.inner.get(key))
     }
 
     /// Reads `key` without a read conflict range.
-    pub fn snapshot_get(&self, key: &[u8]) -> Result<Option<Bytes>, Error> {
+    pub fn snapshot_get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
         self.wait(self.inner.snapshot_get(key))
     }
 
@@ -175,15 +284,19 @@ impl Transaction {
     }
 
     /// The storage servers' estimate of the bytes in `[begin, end)`.
-    pub fn get_estimated_range_size_bytes(&self, begin: &[u8], end: &[u8]) -> Result<i64, Error> {
+    pub fn get_estimated_range_size_bytes(
+        &self,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<i64, Error> {
         self.wait(self.inner.get_estimated_range_size_bytes(begin, end))
     }
 
     /// Keys cutting `[begin, end)` into chunks of about `chunk_size` bytes.
     pub fn get_range_split_points(
         &self,
-        begin: &[u8],
-        end: &[u8],
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
         chunk_size: i64,
     ) -> Result<Vec<Bytes>, Error> {
         self.wait(self.inner.get_range_split_points(begin, end, chunk_size))
@@ -203,8 +316,8 @@ impl Transaction {
     /// Every row in `[begin, end)` (at most `limit` if non-zero).
     pub fn get_range(
         &self,
-        begin: &[u8],
-        end: &[u8],
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
         limit: usize,
     ) -> Result<Vec<KeyValue>, Error> {
         self.wait(self.inner.get_range(begin, end, limit))
@@ -222,30 +335,36 @@ impl Transaction {
     }
 
     /// Sets a key.
-    pub fn set(&self, key: &[u8], value: &[u8]) {
+    pub fn set(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         self.inner.set(key, value);
     }
 
     /// Removes a key.
-    pub fn clear(&self, key: &[u8]) {
+    pub fn clear(&self, key: impl AsRef<[u8]>) {
         self.inner.clear(key);
     }
 
     /// Removes every key in `[begin, end)`.
-    pub fn clear_range(&self, begin: &[u8], end: &[u8]) {
+    pub fn clear_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
         self.inner.clear_range(begin, end);
     }
 
-    /// An atomic operation (`fdb_protocol::messages::commit::mutation_type`).
-    pub fn atomic_op(&self, key: &[u8], param: &[u8], kind: u8) {
-        self.inner.atomic_op(key, param, kind);
+    /// An atomic operation on `key` with operand `param`.
+    pub fn atomic_op(&self, key: impl AsRef<[u8]>, param: impl AsRef<[u8]>, op: MutationType) {
+        self.inner.atomic_op(key, param, op);
+    }
+
+    /// An atomic operation by its raw `fdb.options` code; a code that is no atomic op fails
+    /// the next read or the commit with `invalid_mutation_type`.
+    pub fn atomic_op_code(&self, key: impl AsRef<[u8]>, param: impl AsRef<[u8]>, code: u8) {
+        self.inner.atomic_op_code(key, param, code);
     }
 
     /// Adds a read or write conflict range; an inverted range is refused here.
     pub fn add_conflict_range(
         &self,
-        begin: &[u8],
-        end: &[u8],
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
         kind: ConflictRangeType,
     ) -> Result<(), Error> {
         self.inner.add_conflict_range(begin, end, kind)
@@ -266,30 +385,10 @@ impl Transaction {
         self.wait(self.inner.versionstamp()).ok().flatten()
     }
 
-    /// The version this transaction committed at; `-1` if it has not committed, or
-    /// committed without writing.
-    pub fn get_committed_version(&self) -> Result<Version, Error> {
-        self.wait(self.inner.get_committed_version())
-    }
-
-    /// About how many bytes the commit would carry; fails with the error of a failed write.
-    pub fn get_approximate_size(&self) -> Result<i64, Error> {
-        self.wait(self.inner.get_approximate_size())
-    }
-
-    /// The versionstamp this transaction will commit with: ask before committing, wait
-    /// after (see `fdb_api::Transaction::get_versionstamp`).
-    pub fn get_versionstamp(&self) -> VersionstampFuture {
-        VersionstampFuture {
-            fut: Box::pin(self.inner.get_versionstamp()),
-            driver: self.inner.driver().clone(),
-        }
-    }
-
-    /// Cancels the transaction: requests in flight and every later read, commit and
-    /// `on_error` fail with `transaction_cancelled` until it is reset.
-    pub fn cancel(&self) {
-        self.inner.cancel();
+    /// The versionstamp the next commit gets: wait for it with [`Database::wait_versionstamp`]
+    /// once the commit is done (for instance after [`Database::transact`] returned it).
+    pub fn get_versionstamp(&self) -> fdb_api::VersionstampFuture {
+        self.inner.get_versionstamp()
     }
 
     /// Waits the backoff and resets the transaction if `code` is retryable, else fails.
@@ -303,7 +402,7 @@ impl Transaction {
     }
 
     /// Watches a key: fires once its value changes after this transaction commits.
-    pub fn watch(&self, key: &[u8]) -> Watch {
+    pub fn watch(&self, key: impl AsRef<[u8]>) -> Watch {
         Watch(self.inner.watch(key))
     }
 }

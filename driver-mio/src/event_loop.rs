@@ -4,8 +4,8 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::io::{ErrorKind, Read, Write};
-use std::net::{IpAddr, ToSocketAddrs};
+use std::io::ErrorKind;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,14 +17,10 @@ use fdb_protocol::ConnectionId;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 
+use crate::socket::{Arrived, ReadOutcome, Socket};
+
 /// The poll token of the loop's waker (connections use their id).
 const WAKE: Token = Token(usize::MAX);
-
-struct Socket {
-    stream: TcpStream,
-    connected: bool,
-    out: VecDeque<u8>,
-}
 
 /// What only the thread turning the loop touches.
 struct Loop {
@@ -90,6 +86,10 @@ impl Driver for MioDriver {
 
     fn clock(&self) -> Clock {
         self.shared.clock
+    }
+
+    fn supports_tls() -> bool {
+        cfg!(feature = "tls")
     }
 }
 
@@ -271,25 +271,22 @@ impl Loop {
 
     fn carry_out(&mut self, io: IoRequest) -> Result<(), Error> {
         match io {
-            IoRequest::Connect { conn, addr, .. } => match TcpStream::connect(addr) {
-                Ok(mut stream) => {
+            IoRequest::Connect { conn, addr, tls } => match TcpStream::connect(addr) {
+                Ok(stream) => {
                     let _ = stream.set_nodelay(true);
+                    let Some(mut socket) = self.socket(stream, addr, tls) else {
+                        self.engine.handle_connect_failed(conn);
+                        return Ok(());
+                    };
                     self.poll
                         .registry()
                         .register(
-                            &mut stream,
+                            &mut socket.stream,
                             Token(conn.0 as usize),
                             Interest::READABLE | Interest::WRITABLE,
                         )
                         .map_err(Error::Io)?;
-                    self.sockets.insert(
-                        conn,
-                        Socket {
-                            stream,
-                            connected: false,
-                            out: VecDeque::new(),
-                        },
-                    );
+                    self.sockets.insert(conn, socket);
                 }
                 Err(_) => self.engine.handle_connect_failed(conn),
             },
@@ -314,31 +311,71 @@ impl Loop {
         Ok(())
     }
 
+    /// The socket for a new connection: plain, or wrapped in TLS for a TLS address (`None`:
+    /// TLS is not available, and a TLS address is never connected to in plaintext).
+    fn socket(&self, stream: TcpStream, addr: SocketAddr, tls: bool) -> Option<Socket> {
+        if !tls {
+            return Some(Socket::plain(stream, addr));
+        }
+        #[cfg(feature = "tls")]
+        {
+            let made = self.engine.tls().client_config().map_err(|e| e.to_string());
+            let made = made.and_then(|config| {
+                rustls::ClientConnection::new(config, fdb_api::server_name(addr.ip()))
+                    .map_err(|e| e.to_string())
+            });
+            match made {
+                Ok(session) => Some(Socket::tls(stream, addr, session)),
+                Err(error) => {
+                    tracing::warn!(%addr, %error, "refusing a TLS connection");
+                    None
+                }
+            }
+        }
+        #[cfg(not(feature = "tls"))]
+        {
+            let _ = stream;
+            tracing::warn!(%addr, error = %fdb_api::TlsError::NotBuilt, "refusing a TLS connection");
+            None
+        }
+    }
+
     fn on_writable(&mut self, id: ConnectionId) {
         let Some(s) = self.sockets.get_mut(&id) else {
             return;
         };
-        if !s.connected {
+        if !s.tcp {
             match s.stream.peer_addr() {
-                Ok(_) => {
-                    s.connected = true;
-                    self.engine.handle_connected(id);
-                    while let Some(t) = self.engine.poll_transmit() {
-                        if let Some(s) = self.sockets.get_mut(&t.conn) {
-                            s.out.extend(t.data.iter());
-                        }
-                    }
-                }
+                Ok(_) => s.tcp = true,
                 Err(e) if e.kind() == ErrorKind::NotConnected => {
                     if matches!(s.stream.take_error(), Ok(Some(_)) | Err(_)) {
-                        self.fail(id);
+                        self.fail(id, None);
                     }
                     return;
                 }
                 Err(_) => {
-                    self.fail(id);
+                    self.fail(id, None);
                     return;
                 }
+            }
+        }
+        self.flush(id);
+        self.check_ready(id);
+    }
+
+    /// Tells the core a connection is up once TCP connected and any TLS handshake finished.
+    fn check_ready(&mut self, id: ConnectionId) {
+        let Some(s) = self.sockets.get_mut(&id) else {
+            return;
+        };
+        if s.connected || !s.is_ready() {
+            return;
+        }
+        s.connected = true;
+        self.engine.handle_connected(id);
+        while let Some(t) = self.engine.poll_transmit() {
+            if let Some(s) = self.sockets.get_mut(&t.conn) {
+                s.out.extend(t.data.iter());
             }
         }
         self.flush(id);
@@ -348,55 +385,40 @@ impl Loop {
         let Some(s) = self.sockets.get_mut(&id) else {
             return;
         };
-        if !s.connected {
-            return;
-        }
-        while !s.out.is_empty() {
-            let (a, _) = s.out.as_slices();
-            match s.stream.write(a) {
-                Ok(0) => break,
-                Ok(n) => {
-                    s.out.drain(..n);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => {
-                    self.fail(id);
-                    return;
-                }
-            }
+        if s.write().is_err() {
+            self.fail(id, None);
         }
     }
 
     fn on_readable(&mut self, id: ConnectionId) {
         let mut buf = [0u8; 64 * 1024];
-        loop {
-            let Some(s) = self.sockets.get_mut(&id) else {
-                return;
-            };
-            if !s.connected {
-                return;
-            }
-            match s.stream.read(&mut buf) {
-                Ok(0) => {
-                    self.fail(id);
-                    return;
-                }
-                Ok(n) => self.engine.handle_input(id, &buf[..n]),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => {
-                    self.fail(id);
-                    return;
-                }
-            }
+        let Some(s) = self.sockets.get_mut(&id) else {
+            return;
+        };
+        if !s.tcp {
+            return;
+        }
+        let engine = &mut self.engine;
+        let outcome = s.read(&mut buf, &mut |arrived| match arrived {
+            Arrived::Up => engine.handle_connected(id),
+            Arrived::Data(data) => engine.handle_input(id, data),
+        });
+        match outcome {
+            // A TLS read may have finished the handshake or queued records to send; what the
+            // core transmits in answer is written when the turn settles.
+            ReadOutcome::Open => self.flush(id),
+            ReadOutcome::Closed(why) => self.fail(id, why),
         }
     }
 
-    fn fail(&mut self, id: ConnectionId) {
+    /// The connection is gone; `why` is the TLS failure, if it was one.
+    fn fail(&mut self, id: ConnectionId, why: Option<String>) {
         let connected = match self.sockets.remove(&id) {
             Some(mut s) => {
                 let _ = self.poll.registry().deregister(&mut s.stream);
+                if let Some(error) = why {
+                    tracing::warn!(addr = %s.addr, %error, "TLS connection failed");
+                }
                 s.connected
             }
             None => return,

@@ -29,13 +29,23 @@
 mod blocking;
 mod event_loop;
 mod executor;
+mod range_iter;
+mod snapshot;
+mod socket;
 
-pub use blocking::{Database, Transaction, VersionstampFuture, Watch, CALL_LIMIT};
+pub use blocking::{Database, Transaction, Watch, CALL_LIMIT};
 pub use event_loop::MioDriver;
 pub use executor::Executor;
 pub use fdb_api::*;
+pub use range_iter::{KeyValueIter, RangeIter};
+pub use snapshot::Snapshot;
 
 /// The async API on the mio loop (what [`Database`] blocks on).
 pub type AsyncDatabase = fdb_api::Database<MioDriver>;
 /// An async transaction on the mio loop.
 pub type AsyncTransaction = fdb_api::Transaction<MioDriver>;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -31,7 +31,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use bytes::Bytes;
 use fdb_protocol::ConnectionId;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -45,6 +45,12 @@ pub type Database = fdb_api::Database<TokioDriver>;
 pub type Transaction = fdb_api::Transaction<TokioDriver>;
 /// A watch on the tokio runtime.
 pub type Watch = fdb_api::Watch<TokioDriver>;
+/// The snapshot view of a transaction on the tokio runtime.
+pub type Snapshot = fdb_api::Snapshot<TokioDriver>;
+/// A range read's batches, as a `Stream`.
+pub type RangeStream = fdb_api::RangeStream<TokioDriver>;
+/// A range read's rows, as a `Stream`.
+pub type KeyValueStream = fdb_api::KeyValueStream<TokioDriver>;
 
 /// What the loop reacts to: the API's ops and the socket tasks' news.
 enum Input {
@@ -86,6 +92,41 @@ impl Driver for TokioDriver {
     fn clock(&self) -> Clock {
         self.clock
     }
+
+    fn supports_tls() -> bool {
+        cfg!(feature = "tls")
+    }
+}
+
+/// How a connection's socket is wrapped.
+enum Wrap {
+    Plain,
+    #[cfg(feature = "tls")]
+    Tls(std::sync::Arc<tokio_rustls::rustls::ClientConfig>),
+}
+
+impl Wrap {
+    /// The wrapping for a connection to a TLS address or not; `None` when TLS is needed but
+    /// not available (a TLS address is never connected to in plaintext).
+    fn of(engine: &Engine, addr: SocketAddr, tls: bool) -> Option<Wrap> {
+        if !tls {
+            return Some(Wrap::Plain);
+        }
+        #[cfg(feature = "tls")]
+        match engine.tls().client_config() {
+            Ok(config) => Some(Wrap::Tls(config)),
+            Err(error) => {
+                tracing::warn!(%addr, %error, "refusing a TLS connection");
+                None
+            }
+        }
+        #[cfg(not(feature = "tls"))]
+        {
+            let _ = engine;
+            tracing::warn!(%addr, error = %TlsError::NotBuilt, "refusing a TLS connection");
+            None
+        }
+    }
 }
 
 async fn run(
@@ -99,10 +140,13 @@ async fn run(
     loop {
         while let Some(io) = engine.poll_io() {
             match io {
-                IoRequest::Connect { conn, addr, .. } => {
-                    let task = tokio::spawn(connect(conn, addr, me.clone()));
-                    sockets.insert(conn, task.abort_handle());
-                }
+                IoRequest::Connect { conn, addr, tls } => match Wrap::of(&engine, addr, tls) {
+                    Some(wrap) => {
+                        let task = tokio::spawn(connect(conn, addr, wrap, me.clone()));
+                        sockets.insert(conn, task.abort_handle());
+                    }
+                    None => engine.handle_connect_failed(conn),
+                },
                 IoRequest::Close { conn } => {
                     // Also ends a connect still in progress (the core's connect timeout).
                     writers.remove(&conn);
@@ -172,7 +216,14 @@ fn send(tx: &mpsc::WeakUnboundedSender<Input>, input: Input) -> bool {
     tx.upgrade().is_some_and(|tx| tx.send(input).is_ok())
 }
 
-async fn connect(conn: ConnectionId, addr: SocketAddr, tx: mpsc::WeakUnboundedSender<Input>) {
+/// Opens a connection (TCP, then the TLS handshake if wrapped) and serves it. The core's
+/// connect timeout bounds both: it closes the connection, which aborts this task.
+async fn connect(
+    conn: ConnectionId,
+    addr: SocketAddr,
+    wrap: Wrap,
+    tx: mpsc::WeakUnboundedSender<Input>,
+) {
     let stream = match TcpStream::connect(addr).await {
         Ok(s) => s,
         Err(_) => {
@@ -181,7 +232,28 @@ async fn connect(conn: ConnectionId, addr: SocketAddr, tx: mpsc::WeakUnboundedSe
         }
     };
     let _ = stream.set_nodelay(true);
-    let (mut rd, mut wr) = stream.into_split();
+    match wrap {
+        Wrap::Plain => serve(conn, stream, tx).await,
+        #[cfg(feature = "tls")]
+        Wrap::Tls(config) => {
+            let connector = tokio_rustls::TlsConnector::from(config);
+            match connector.connect(server_name(addr.ip()), stream).await {
+                Ok(tls) => serve(conn, tls, tx).await,
+                Err(error) => {
+                    tracing::warn!(%addr, %error, "TLS handshake failed");
+                    send(&tx, Input::ConnectFailed(conn));
+                }
+            }
+        }
+    }
+}
+
+/// Moves bytes between a connected stream and the loop until either side ends.
+async fn serve<S>(conn: ConnectionId, stream: S, tx: mpsc::WeakUnboundedSender<Input>)
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (mut rd, mut wr) = tokio::io::split(stream);
     let (wtx, mut wrx) = mpsc::unbounded_channel::<Bytes>();
     if !send(&tx, Input::Connected(conn, wtx)) {
         return;
@@ -189,6 +261,15 @@ async fn connect(conn: ConnectionId, addr: SocketAddr, tx: mpsc::WeakUnboundedSe
     tokio::spawn(async move {
         while let Some(b) = wrx.recv().await {
             if wr.write_all(&b).await.is_err() {
+                break;
+            }
+            // Take what else is queued before flushing (TLS: one flush per batch of records).
+            while let Ok(b) = wrx.try_recv() {
+                if wr.write_all(&b).await.is_err() {
+                    return;
+                }
+            }
+            if wr.flush().await.is_err() {
                 break;
             }
         }
@@ -208,3 +289,8 @@ async fn connect(conn: ConnectionId, addr: SocketAddr, tx: mpsc::WeakUnboundedSe
         }
     }
 }
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

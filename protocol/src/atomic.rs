@@ -10,6 +10,123 @@ use alloc::vec::Vec;
 
 use crate::messages::commit::mutation_type as mt;
 
+/// The atomic operations of the 7.3 API (`FDBMutationType` in `fdb.options`), each carrying
+/// the code it has on the wire. Typed so an application cannot send a set, a clear or a
+/// reserved code through `atomic_op`; [`MutationType::from_code`] reads a raw code.
+///
+/// `and` and `min` are sent as their "V2" forms (a missing value becomes the operand), as
+/// libfdb_c does since API 510; the deprecated `And`/`Or`/`Xor` names are the bitwise ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MutationType {
+    /// Little-endian addition, with the operand's length (`add`, 2).
+    Add,
+    /// Deprecated name of [`MutationType::BitAnd`] (`and`, 6).
+    #[deprecated(note = "use MutationType::BitAnd")]
+    And,
+    /// Bitwise and; a missing value becomes the operand (`bit_and`, 6).
+    BitAnd,
+    /// Deprecated name of [`MutationType::BitOr`] (`or`, 7).
+    #[deprecated(note = "use MutationType::BitOr")]
+    Or,
+    /// Bitwise or (`bit_or`, 7).
+    BitOr,
+    /// Deprecated name of [`MutationType::BitXor`] (`xor`, 8).
+    #[deprecated(note = "use MutationType::BitXor")]
+    Xor,
+    /// Bitwise xor (`bit_xor`, 8).
+    BitXor,
+    /// Appends the operand unless the value would pass the value size limit
+    /// (`append_if_fits`, 9).
+    AppendIfFits,
+    /// The larger as little-endian unsigned integers (`max`, 12).
+    Max,
+    /// The smaller as little-endian unsigned integers; a missing value becomes the operand
+    /// (`min`, 13).
+    Min,
+    /// Sets a key whose 10-byte placeholder (at the offset in its last four bytes) becomes the
+    /// commit's versionstamp (`set_versionstamped_key`, 14).
+    SetVersionstampedKey,
+    /// Sets a value whose placeholder becomes the commit's versionstamp
+    /// (`set_versionstamped_value`, 15).
+    SetVersionstampedValue,
+    /// The lexicographically smaller (`byte_min`, 16).
+    ByteMin,
+    /// The lexicographically larger (`byte_max`, 17).
+    ByteMax,
+    /// Clears the key if its value equals the operand (`compare_and_clear`, 20).
+    CompareAndClear,
+}
+
+#[allow(deprecated)]
+impl MutationType {
+    /// Every atomic op, each code once (the deprecated aliases left out).
+    pub const ALL: [MutationType; 12] = [
+        MutationType::Add,
+        MutationType::BitAnd,
+        MutationType::BitOr,
+        MutationType::BitXor,
+        MutationType::AppendIfFits,
+        MutationType::Max,
+        MutationType::Min,
+        MutationType::SetVersionstampedKey,
+        MutationType::SetVersionstampedValue,
+        MutationType::ByteMin,
+        MutationType::ByteMax,
+        MutationType::CompareAndClear,
+    ];
+
+    /// The code `fdb_transaction_atomic_op` takes (`fdb.options`' `MutationType` scope).
+    pub const fn code(self) -> u8 {
+        match self {
+            MutationType::Add => mt::ADD_VALUE,
+            MutationType::And | MutationType::BitAnd => mt::AND,
+            MutationType::Or | MutationType::BitOr => mt::OR,
+            MutationType::Xor | MutationType::BitXor => mt::XOR,
+            MutationType::AppendIfFits => mt::APPEND_IF_FITS,
+            MutationType::Max => mt::MAX,
+            MutationType::Min => mt::MIN,
+            MutationType::SetVersionstampedKey => mt::SET_VERSIONSTAMPED_KEY,
+            MutationType::SetVersionstampedValue => mt::SET_VERSIONSTAMPED_VALUE,
+            MutationType::ByteMin => mt::BYTE_MIN,
+            MutationType::ByteMax => mt::BYTE_MAX,
+            MutationType::CompareAndClear => mt::COMPARE_AND_CLEAR,
+        }
+    }
+
+    /// The atomic op with this API code; `None` for a code the API does not offer (sets,
+    /// clears, the V2 wire forms, reserved codes).
+    pub fn from_code(code: u8) -> Option<MutationType> {
+        MutationType::ALL.into_iter().find(|m| m.code() == code)
+    }
+
+    /// FDB's name of the op (`fdb.options`), e.g. `"bit_and"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MutationType::Add => "add",
+            MutationType::And => "and",
+            MutationType::BitAnd => "bit_and",
+            MutationType::Or => "or",
+            MutationType::BitOr => "bit_or",
+            MutationType::Xor => "xor",
+            MutationType::BitXor => "bit_xor",
+            MutationType::AppendIfFits => "append_if_fits",
+            MutationType::Max => "max",
+            MutationType::Min => "min",
+            MutationType::SetVersionstampedKey => "set_versionstamped_key",
+            MutationType::SetVersionstampedValue => "set_versionstamped_value",
+            MutationType::ByteMin => "byte_min",
+            MutationType::ByteMax => "byte_max",
+            MutationType::CompareAndClear => "compare_and_clear",
+        }
+    }
+}
+
+impl From<MutationType> for u8 {
+    fn from(m: MutationType) -> u8 {
+        m.code()
+    }
+}
+
 /// `VALUE_SIZE_LIMIT`: `append_if_fits` never grows a value beyond this.
 pub const VALUE_SIZE_LIMIT: usize = 100_000;
 
@@ -275,6 +392,37 @@ mod tests {
             apply(mt::COMPARE_AND_CLEAR, Some(b"v"), b"w"),
             Some(b"v".to_vec())
         );
+    }
+
+    #[test]
+    #[allow(deprecated)]
+    fn mutation_types_carry_the_fdb_options_codes() {
+        let codes: Vec<(u8, &str)> = MutationType::ALL
+            .iter()
+            .map(|m| (m.code(), m.name()))
+            .collect();
+        assert_eq!(
+            codes,
+            vec![
+                (2, "add"),
+                (6, "bit_and"),
+                (7, "bit_or"),
+                (8, "bit_xor"),
+                (9, "append_if_fits"),
+                (12, "max"),
+                (13, "min"),
+                (14, "set_versionstamped_key"),
+                (15, "set_versionstamped_value"),
+                (16, "byte_min"),
+                (17, "byte_max"),
+                (20, "compare_and_clear"),
+            ]
+        );
+        assert_eq!(MutationType::And.code(), MutationType::BitAnd.code());
+        assert_eq!(MutationType::from_code(6), Some(MutationType::BitAnd));
+        for code in [0, 1, 3, 4, 5, 10, 11, 18, 19, 21, 22, 23, 24, 255] {
+            assert_eq!(MutationType::from_code(code), None, "{code}");
+        }
     }
 
     #[test]

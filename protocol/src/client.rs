@@ -40,6 +40,8 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
+use crate::atomic::MutationType;
+use crate::census::Census;
 use crate::cluster_file::ClusterFile;
 use crate::error::ErrorCode;
 use crate::grv::GrvBatcher;
@@ -53,7 +55,8 @@ use crate::route::{Loss, Route};
 use crate::status::StatusReads;
 use crate::time::{Instant, Rng};
 use crate::transaction::{
-    ConflictRangeType, Ctx, RangeOptions, TransactionId, TransactionOption, Transactions,
+    ConflictRangeType, Ctx, DatabaseOption, RangeOptions, TenantHandle, TransactionId,
+    TransactionOption, Transactions,
 };
 
 pub(crate) use crate::event::Reply;
@@ -328,6 +331,7 @@ impl Client {
             Route::Metrics { op, part, epoch } => {
                 self.with_txs(|txs, cx| txs.on_metrics_reply(cx, op, part, epoch, message))
             }
+            Route::TenantId(h) => self.txs.on_tenant_id_reply(h, message),
             Route::Status { op, part } => {
                 let Client {
                     rng,
@@ -393,6 +397,10 @@ impl Client {
             Route::Metrics { op, part, epoch } => {
                 self.with_txs(|txs, cx| txs.on_metrics_lost(cx, op, part, epoch))
             }
+            Route::TenantId(h) => {
+                tracing::debug!(?why, "re-sending tenant id lookup");
+                self.txs.on_tenant_id_lost(h)
+            }
             Route::Status { op, part } => {
                 let Client {
                     rng,
@@ -445,7 +453,7 @@ impl Client {
         let stale = self.net.forget_where(|r| {
             matches!(
                 r,
-                Route::Grv(_) | Route::Locations { .. } | Route::Commit(_)
+                Route::Grv(_) | Route::Locations { .. } | Route::Commit(_) | Route::TenantId(_)
             )
         });
         for route in stale {
@@ -494,7 +502,7 @@ impl Client {
     }
 }
 
-/// The transaction API: each call lends the transactions a [`Ctx`] and then sends whatever the
+/// The transaction API: each call lends the transactions a `Ctx` and then sends whatever the
 /// call made ready.
 impl Client {
     /// Starts a transaction.
@@ -511,6 +519,38 @@ impl Client {
         self.with_txs(|txs, cx| txs.create_transaction_at(cx, created))
     }
 
+    /// Opens a tenant (`fdb_database_open_tenant`): its id is looked up at a commit proxy
+    /// once, and every transaction created in it waits for that id. A name starting with
+    /// `\xff` fails those transactions with `invalid_tenant_name`.
+    pub fn open_tenant(&mut self, now: Instant, name: &[u8]) -> TenantHandle {
+        self.now = now;
+        self.with_txs(|txs, cx| txs.open_tenant(cx, name))
+    }
+
+    /// Forgets a tenant handle (its transactions must be gone).
+    pub fn close_tenant(&mut self, tenant: TenantHandle) {
+        self.txs.close_tenant(tenant);
+    }
+
+    /// The tenant's id, once the lookup finished (`None` before).
+    pub fn tenant_id(&self, tenant: TenantHandle) -> Option<Result<i64, ErrorCode>> {
+        self.txs.tenant_id(tenant)
+    }
+
+    /// A transaction in a tenant ([`Client::create_transaction_at`] otherwise): the keys it
+    /// reads and writes are the tenant's.
+    pub fn create_tenant_transaction_at(
+        &mut self,
+        now: Instant,
+        created: Instant,
+        tenant: TenantHandle,
+    ) -> TransactionId {
+        self.now = now;
+        let tx = self.with_txs(|txs, cx| txs.create_transaction_at(cx, created));
+        self.txs.bind_tenant(tx, tenant);
+        tx
+    }
+
     /// Database-wide defaults for new transactions (libfdb_c's `transaction_timeout`,
     /// `transaction_retry_limit`, ... database options): applied to every transaction when
     /// it is created and when it is reset.
@@ -518,10 +558,23 @@ impl Client {
         self.txs.set_transaction_defaults(defaults);
     }
 
+    /// Sets a database option (`fdb_database_set_option`): a transaction default, or a limit
+    /// of the client's caches. Refused options fail with `unsupported_operation`.
+    pub fn set_database_option(&mut self, opt: DatabaseOption) -> Result<(), ClientError> {
+        self.txs.set_database_option(opt)
+    }
+
     /// Ends a transaction; its unfinished requests fail with `transaction_cancelled`.
     pub fn destroy_transaction(&mut self, now: Instant, tx: TransactionId) {
         self.now = now;
         self.with_txs(|txs, cx| txs.destroy_transaction(cx, tx));
+    }
+
+    /// `fdb_transaction_cancel`: unfinished requests and every later call fail with
+    /// `transaction_cancelled` until the transaction is reset.
+    pub fn cancel_transaction(&mut self, now: Instant, tx: TransactionId) {
+        self.now = now;
+        self.with_txs(|txs, cx| txs.cancel_transaction(cx, tx));
     }
 
     /// Returns a transaction to its initial state, options included.
@@ -626,16 +679,28 @@ impl Client {
         self.txs.clear_range(tx, begin, end)
     }
 
-    /// An atomic operation (`mutation_type`: ADD_VALUE, AND, OR, XOR, APPEND_IF_FITS, MAX, MIN,
-    /// SET_VERSIONSTAMPED_KEY, SET_VERSIONSTAMPED_VALUE, BYTE_MIN, BYTE_MAX, COMPARE_AND_CLEAR).
+    /// An atomic operation on `key` with operand `param`.
     pub fn atomic_op(
         &mut self,
         tx: TransactionId,
         key: &[u8],
         param: &[u8],
-        kind: u8,
+        op: MutationType,
     ) -> Result<(), ClientError> {
-        self.txs.atomic_op(tx, key, param, kind)
+        self.txs.atomic_op(tx, key, param, op.code())
+    }
+
+    /// An atomic operation by its raw API code, as `fdb_transaction_atomic_op` takes it (for
+    /// replaying another client's calls): a code that is no atomic op fails with
+    /// `invalid_mutation_type`, after the key's legal-range check, as in libfdb_c.
+    pub fn atomic_op_code(
+        &mut self,
+        tx: TransactionId,
+        key: &[u8],
+        param: &[u8],
+        code: u8,
+    ) -> Result<(), ClientError> {
+        self.txs.atomic_op(tx, key, param, code)
     }
 
     /// Adds a read or write conflict range by hand.
@@ -682,14 +747,6 @@ impl Client {
     /// `used_during_commit` if asked after the commit started.
     pub fn get_versionstamp(&mut self, now: Instant, tx: TransactionId) -> Call<Bytes> {
         self.call(now, |txs, cx| txs.get_versionstamp(cx, tx))
-    }
-
-    /// `fdb_transaction_cancel`: the transaction's unfinished requests fail with
-    /// `transaction_cancelled`, and so does every later read, commit and `on_error` until it
-    /// is reset.
-    pub fn cancel_transaction(&mut self, now: Instant, tx: TransactionId) {
-        self.now = now;
-        self.with_txs(|txs, cx| txs.cancel_transaction(cx, tx));
     }
 
     /// `fdb_transaction_on_error`: finishes with `()` after the backoff (the transaction is
@@ -739,6 +796,17 @@ impl Client {
         self.status.start(req);
         self.drive(now);
         Call::new(req)
+    }
+
+    /// What the core holds for the application right now (see [`Census`]).
+    pub fn census(&self) -> Census {
+        let (transactions, requests, watches) = self.txs.census();
+        Census {
+            transactions,
+            requests,
+            watches,
+            status_reads: self.status.len(),
+        }
     }
 
     /// Gives up on a request: no event will come for it.

@@ -136,6 +136,16 @@ pub enum Coordinator {
     },
 }
 
+impl Coordinator {
+    /// The coordinator is reached over TLS (`:tls`): a driver must wrap its socket in TLS.
+    pub fn is_tls(&self) -> bool {
+        match self {
+            Coordinator::Address(a) => a.tls,
+            Coordinator::Hostname { tls, .. } => *tls,
+        }
+    }
+}
+
 /// A parsed cluster file / connection string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ClusterFile {

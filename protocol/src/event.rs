@@ -19,7 +19,9 @@ use crate::uid::Uid;
 /// Bytes for the driver to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transmit {
+    /// The connection to write on.
     pub conn: ConnectionId,
+    /// The bytes, in order after what was transmitted before on `conn`.
     pub data: Bytes,
 }
 
@@ -63,31 +65,49 @@ pub enum Event {
     /// Open a connection to `addr` and report back with `handle_connected` /
     /// `handle_connect_failed`.
     Connect {
+        /// The id the driver reports back with.
         conn: ConnectionId,
+        /// Where to connect.
         addr: NetworkAddress,
     },
     /// Close this connection's socket; the core is done with it.
     Close {
+        /// The connection to close.
         conn: ConnectionId,
+        /// Why the core closed it.
         reason: ConnectionError,
     },
     /// New cluster information arrived (proxies changed).
     ClusterInfo {
+        /// This `ClientDBInfo`'s id (the cluster controller makes a new one with every change).
         id: Uid,
+        /// How many GRV proxies the client now uses.
         grv_proxies: usize,
+        /// How many commit proxies the client now uses.
         commit_proxies: usize,
     },
     /// A coordinator redirected us: the cluster now lives at this connection string. The
     /// core already switched to it; [`Event::ClusterFileChanged`] follows once one of its
     /// coordinators answers.
-    Forward { connection_string: Bytes },
+    Forward {
+        /// The new connection string (`description:id@addresses`).
+        connection_string: Bytes,
+    },
     /// Look up `host` (a coordinator named in the connection string) and report its addresses
     /// with [`Client::handle_resolved`](crate::Client::handle_resolved) (an empty list if the lookup failed).
-    Resolve { host: String, port: u16 },
+    Resolve {
+        /// The host name, as written in the connection string.
+        host: String,
+        /// The port that goes with it.
+        port: u16,
+    },
     /// The core now uses this connection string, and a coordinator in it answered: a driver
     /// that read a cluster file replaces it with [`ClusterFile::file_contents`] (libfdb_c
     /// persists a forwarded connection string at exactly this point).
-    ClusterFileChanged { cluster: ClusterFile },
+    ClusterFileChanged {
+        /// The cluster file as it should now read.
+        cluster: ClusterFile,
+    },
     /// A full round of coordinators failed. A driver that read a cluster file reads it again
     /// and, if it now names other coordinators (an operator changed them), hands them over
     /// with [`Client::set_cluster`](crate::Client::set_cluster).
@@ -234,7 +254,42 @@ pub(crate) enum Reply {
 /// One batch of a range read.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RangeResult {
+    /// The rows, in the order read (reversed for a reverse read).
     pub rows: Vec<KeyValue>,
     /// More rows may follow: call again from after the last row.
     pub more: bool,
+}
+
+impl RangeResult {
+    /// Whether more rows may follow this batch.
+    pub fn more(&self) -> bool {
+        self.more
+    }
+    /// The rows.
+    pub fn key_values(&self) -> &[KeyValue] {
+        &self.rows
+    }
+}
+
+impl core::ops::Deref for RangeResult {
+    type Target = [KeyValue];
+    fn deref(&self) -> &[KeyValue] {
+        &self.rows
+    }
+}
+
+impl IntoIterator for RangeResult {
+    type Item = KeyValue;
+    type IntoIter = alloc::vec::IntoIter<KeyValue>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.rows.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a RangeResult {
+    type Item = &'a KeyValue;
+    type IntoIter = core::slice::Iter<'a, KeyValue>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.rows.iter()
+    }
 }

@@ -416,12 +416,7 @@ pub fn client_session(data: &[u8]) {
         false,
     );
     let _ = c.set(tx, b"k", b"v");
-    let _ = c.atomic_op(
-        tx,
-        b"n",
-        &[1],
-        crate::messages::commit::mutation_type::ADD_VALUE,
-    );
+    let _ = c.atomic_op(tx, b"n", &[1], crate::atomic::MutationType::Add);
     let _ = c.watch(now, tx, b"w");
     let _ = c.get_estimated_range_size_bytes(now, tx, b"a", b"z");
     let _ = c.get_range_split_points(now, tx, b"a", b"z", 1000);

@@ -163,7 +163,7 @@ pub(crate) fn grv_endpoint(io: &mut Io<'_>, info: &ClientDBInfo) -> Option<(Netw
         .iter()
         .map(|p| {
             let e = &p.get_consistent_read_version.endpoint;
-            (e.addresses.address.clone(), e.token)
+            (e.address().clone(), e.token)
         })
         .collect();
     let i = io.pick(&endpoints)?;

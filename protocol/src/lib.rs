@@ -13,6 +13,7 @@
 extern crate alloc;
 
 pub mod atomic;
+mod census;
 mod client;
 pub mod cluster_file;
 mod connection;
@@ -37,6 +38,8 @@ mod transaction;
 pub mod tuple;
 pub mod uid;
 
+pub use atomic::MutationType;
+pub use census::Census;
 pub use client::{Client, ClientConfig};
 pub use connection::{
     ConnectionError, CONNECTION_MONITOR_IDLE_TIMEOUT, CONNECTION_MONITOR_LOOP_TIME,
@@ -46,6 +49,7 @@ pub use event::{Call, ClientError, Committed, Completion, Event, Outcome, RangeR
 pub use grv::{Priority, MAX_GRV_BATCH};
 pub use ids::{ConnectionId, RequestId, TransactionId};
 pub use location::LOCATION_CACHE_CAPACITY;
+pub use messages::types::{KeySelector, KeyValue, Version};
 pub use monitor::{
     COORDINATOR_RECONNECTION_DELAY, MAX_COMMIT_PROXY_CONNECTIONS, MAX_GRV_PROXY_CONNECTIONS,
 };
@@ -56,9 +60,15 @@ pub use net::{
 pub use status::{STATUS_JSON_KEY, STATUS_TIMEOUT};
 pub use time::Instant;
 pub use transaction::{
-    check_conflict_range, ConflictRangeType, RangeCursor, RangeOptions, StreamingMode,
-    TransactionOption, CONFLICTING_KEYS_PREFIX, KEY_SIZE_LIMIT, MAX_OUTSTANDING_WATCHES,
+    check_conflict_range, tenant_prefix, ConflictRangeType, DatabaseOption, Prefix, RangeCursor,
+    RangeOption, RangeOptions, StreamingMode, TenantHandle, TransactionOption,
+    ABSOLUTE_MAX_WATCHES, CONFLICTING_KEYS_PREFIX, KEY_SIZE_LIMIT, MAX_OUTSTANDING_WATCHES,
     REPLY_BYTE_LIMIT, SYSTEM_KEY_SIZE_LIMIT, TENANT_PREFIX_SIZE, TRANSACTION_SIZE_LIMIT,
     VALUE_SIZE_LIMIT,
 };
 pub use uid::Uid;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -33,12 +33,34 @@ impl Shard {
 }
 
 /// Cached shard locations, keyed by shard begin. Entries never overlap.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LocationCache {
     shards: BTreeMap<Bytes, Shard>,
+    /// The most entries kept (the `location_cache_size` database option).
+    capacity: usize,
+}
+
+impl Default for LocationCache {
+    fn default() -> Self {
+        LocationCache {
+            shards: BTreeMap::new(),
+            capacity: LOCATION_CACHE_CAPACITY,
+        }
+    }
 }
 
 impl LocationCache {
+    /// Keeps at most `n` entries from now on (at least one: the shard a read was just told
+    /// about must stay long enough for the read to use it).
+    pub(crate) fn set_capacity(&mut self, n: usize) {
+        self.capacity = n.max(1);
+        while self.shards.len() > self.capacity {
+            if let Some(k) = self.shards.keys().next().cloned() {
+                self.shards.remove(&k);
+            }
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn new() -> Self {
         Self::default()
@@ -90,7 +112,7 @@ impl LocationCache {
         for k in overlapping {
             self.shards.remove(&k);
         }
-        if self.shards.len() >= LOCATION_CACHE_CAPACITY {
+        if self.shards.len() >= self.capacity {
             // Evict the first entry: cheap, and any entry is as good as another here.
             if let Some(k) = self.shards.keys().next().cloned() {
                 self.shards.remove(&k);

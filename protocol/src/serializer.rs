@@ -609,8 +609,7 @@ impl<'a> Reader<'a> {
         let vt = vt as usize;
         let vt_len = self.u16(vt)? as usize;
         let table_len = self.u16(vt + 2)? as usize;
-        if vt_len < 4 || !vt_len.is_multiple_of(2) || vt + vt_len > self.buf.len() || table_len < 4
-        {
+        if vt_len < 4 || vt_len % 2 != 0 || vt + vt_len > self.buf.len() || table_len < 4 {
             return Err(DecodeError::BadVtable { pos: vt });
         }
         self.bytes(table, table_len)?;

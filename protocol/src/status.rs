@@ -163,6 +163,11 @@ impl StatusReads {
         self.reads.insert(req, StatusOp::default());
     }
 
+    /// How many reads are in flight.
+    pub(crate) fn len(&self) -> usize {
+        self.reads.len()
+    }
+
     /// Gives up on `req` (no event will come for it); `false` if it is not a status read.
     pub(crate) fn cancel(&mut self, req: RequestId) -> bool {
         self.reads.remove(&req).is_some()
@@ -311,7 +316,7 @@ impl StatusReads {
                 op: req,
                 part: StatusPart::Status,
             };
-            io.send(&ep.addresses.address, ep.token, &msg, token, route);
+            io.send(ep.address(), ep.token, &msg, token, route);
         }
         self.maybe_finish(io, req);
     }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use fdb_driver_tokio::{Database, Error};
 use fdb_protocol::cluster_file::ClusterFile;
-use fdb_protocol::messages::commit::mutation_type as mt;
+use fdb_protocol::MutationType;
 use fdb_tests::cluster::TestCluster;
 
 const WORKERS: u64 = 8;
@@ -83,8 +83,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     attempts += 1;
                     async move {
                         let n = le(tx.get(&key("views")).await?);
-                        tx.set(&key("views"), &(n + 1).to_le_bytes());
-                        tx.atomic_op(&key("atomic_views"), &1u64.to_le_bytes(), mt::ADD_VALUE);
+                        tx.set(key("views"), (n + 1).to_le_bytes());
+                        tx.atomic_op(key("atomic_views"), 1u64.to_le_bytes(), MutationType::Add);
                         Ok(())
                     }
                 })
@@ -131,7 +131,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let pos = k.len() as u32;
                     k.extend_from_slice(&[0u8; 10]);
                     k.extend_from_slice(&pos.to_le_bytes());
-                    tx.atomic_op(&k, &job.to_le_bytes(), mt::SET_VERSIONSTAMPED_KEY);
+                    tx.atomic_op(&k, job.to_le_bytes(), MutationType::SetVersionstampedKey);
                     Ok(())
                 })
                 .await?;
@@ -155,7 +155,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                             return Ok(None);
                         };
                         tx.clear(&kv.key);
-                        tx.atomic_op(&key("processed"), &1u64.to_le_bytes(), mt::ADD_VALUE);
+                        tx.atomic_op(key("processed"), 1u64.to_le_bytes(), MutationType::Add);
                         Ok(Some(le(Some(kv.value))))
                     })
                     .await?;
@@ -192,7 +192,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 3. A watch.
     let tx = db.create_transaction();
-    let watch = tx.watch(&key("done"));
+    let watch = tx.watch(key("done"));
     tx.commit().await?;
     let setter = db.clone();
     let t = Instant::now();
@@ -200,7 +200,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::time::sleep(Duration::from_millis(50)).await;
         setter
             .run(|tx| async move {
-                tx.set(&key("done"), b"yes");
+                tx.set(key("done"), b"yes");
                 Ok(())
             })
             .await
@@ -214,9 +214,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 4. The blocking mio driver on the same data.
     let mio_db = fdb_driver_mio::Database::from_cluster_file(cf, 0x5eee)?;
     let n = mio_db.run(|tx| {
-        let n = tx.get(&key("views"))?;
+        let n = tx.get(key("views"))?;
         let n = le(n) + 1;
-        tx.set(&key("views"), &n.to_le_bytes());
+        tx.set(key("views"), n.to_le_bytes());
         Ok(n)
     })?;
     println!("mio driver: views incremented to {n}");

@@ -312,7 +312,7 @@ impl Bank {
                 let (b, e) = bank.all();
                 tx.clear_range(&b, &e);
                 for i in 0..bank.accounts {
-                    tx.set(&bank.account_key(i), bank.initial.to_string().as_bytes());
+                    tx.set(bank.account_key(i), bank.initial.to_string().as_bytes());
                 }
                 Ok(())
             }
@@ -369,7 +369,8 @@ impl Bank {
         use fdb_driver_tokio::Error;
         let err = |stage: Stage, e: Error| Attempt::Error(stage, e.code(), e.to_string());
         let tx = db.create_transaction();
-        tx.set_option(TransactionOption::Timeout(self.timeout));
+        tx.set_option(TransactionOption::Timeout(self.timeout))
+            .expect("timeout is implemented");
         loop {
             lp.record.attempts += 1;
             let attempt = async {
@@ -395,7 +396,7 @@ impl Bank {
                 let (a, b) = (parse(a)?, parse(b)?);
                 tx.set(&ka, (a - t.amount).to_string().as_bytes());
                 tx.set(&kb, (b + t.amount).to_string().as_bytes());
-                tx.set(&self.id_key(t.id), &Self::id_value(&t));
+                tx.set(self.id_key(t.id), Self::id_value(&t));
                 tx.commit().await.map_err(|e| err(Stage::Commit, e))?;
                 Ok::<_, Attempt>(Attempt::Committed { by_id: false })
             }
@@ -427,7 +428,8 @@ impl Bank {
         let mut lp = Loop::new(t, driver);
         let tx = db.create_transaction();
         // A refused option would fail the next read, which is recorded there.
-        tx.set_option(TransactionOption::Timeout(self.timeout));
+        tx.set_option(TransactionOption::Timeout(self.timeout))
+            .expect("timeout is implemented");
         loop {
             if lp.record.started.elapsed() > self.hang_limit {
                 return lp.finish(Outcome::Hung);
@@ -438,7 +440,7 @@ impl Bank {
                     .map_err(|e| err(Stage::ReadVersion, e))?;
                 if lp.check_id {
                     let found = tx
-                        .get(&self.id_key(t.id))
+                        .get(self.id_key(t.id))
                         .map_err(|e| err(Stage::IdCheck, e))?;
                     if found.is_some() {
                         return Ok(Attempt::Committed { by_id: true });
@@ -454,7 +456,7 @@ impl Bank {
                 let (a, b) = (parse(a)?, parse(b)?);
                 tx.set(&ka, (a - t.amount).to_string().as_bytes());
                 tx.set(&kb, (b + t.amount).to_string().as_bytes());
-                tx.set(&self.id_key(t.id), &Self::id_value(&t));
+                tx.set(self.id_key(t.id), Self::id_value(&t));
                 tx.commit().map_err(|e| err(Stage::Commit, e))?;
                 Ok::<_, Attempt>(Attempt::Committed { by_id: false })
             };

@@ -7,8 +7,8 @@
 
 use bytes::Bytes;
 use fdb_protocol::error::ErrorCode;
-use fdb_protocol::messages::commit::mutation_type as mt;
 use fdb_protocol::messages::types::KeySelector;
+use fdb_protocol::MutationType;
 use fdb_protocol::RangeOptions;
 use fdb_tests::replay::{result_json, Replay};
 
@@ -148,14 +148,19 @@ fn mutations_in_ryw_order() {
         .unwrap();
     r.sim
         .client
-        .atomic_op(tx, b"cap/mut/counter", &1i64.to_le_bytes(), mt::ADD_VALUE)
+        .atomic_op(
+            tx,
+            b"cap/mut/counter",
+            &1i64.to_le_bytes(),
+            MutationType::Add,
+        )
         .unwrap();
     let mut vk = b"cap/mut/vs/".to_vec();
     vk.extend_from_slice(&[0u8; 10]);
     vk.extend_from_slice(&11u32.to_le_bytes());
     r.sim
         .client
-        .atomic_op(tx, &vk, b"vs-value", mt::SET_VERSIONSTAMPED_KEY)
+        .atomic_op(tx, &vk, b"vs-value", MutationType::SetVersionstampedKey)
         .unwrap();
     let v = r.commit(tx).unwrap();
     let want = result_json("mutations");
@@ -224,7 +229,12 @@ fn versionstamped_value_reads_back() {
     param.extend_from_slice(&4u32.to_le_bytes());
     r.sim
         .client
-        .atomic_op(t1, b"cap/vsv/k", &param, mt::SET_VERSIONSTAMPED_VALUE)
+        .atomic_op(
+            t1,
+            b"cap/vsv/k",
+            &param,
+            MutationType::SetVersionstampedValue,
+        )
         .unwrap();
     r.commit(t1).unwrap();
     let stamp = r.sim.client.versionstamp(t1).unwrap();

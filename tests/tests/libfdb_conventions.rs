@@ -11,7 +11,7 @@ use fdb_driver_tokio::{Error, RangeOptions};
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::commit::mutation_type;
 use fdb_protocol::messages::types::KeySelector;
-use fdb_protocol::{ConflictRangeType, StreamingMode, TransactionOption};
+use fdb_protocol::{ConflictRangeType, MutationType, StreamingMode, TransactionOption};
 use fdb_tests::dual::Target;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -24,7 +24,7 @@ fn code<T: std::fmt::Debug>(r: Result<T, Error>) -> ErrorCode {
 async fn put(t: &Target, pairs: &[(&str, &[u8])]) {
     let tx = t.db.create_transaction();
     for (k, v) in pairs {
-        tx.set(&t.k(k), v);
+        tx.set(t.k(k), v);
     }
     tx.commit().await.unwrap();
 }
@@ -43,7 +43,7 @@ fn clear_range_past_the_legal_range_fails_and_clears_nothing() {
     fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
         put(&t, &[("a", b"1"), ("b", b"2")]).await;
         let tx = t.db.create_transaction();
-        tx.clear_range(&t.k("a"), b"\xff\x01");
+        tx.clear_range(t.k("a"), b"\xff\x01");
         assert_eq!(code(tx.commit().await), ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
         let tx = t.db.create_transaction();
         let rows = tx.get_range(&t.k(""), &t.end(), 0).await.unwrap();
@@ -83,9 +83,9 @@ fn an_inverted_conflict_range_is_refused_at_once_and_not_remembered() {
     // inverted_range) inside CATCH_AND_RETURN: the call fails, the transaction does not.
     fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
         let tx = t.db.create_transaction();
-        let r = tx.add_conflict_range(&t.k("b"), &t.k("a"), ConflictRangeType::Read);
+        let r = tx.add_conflict_range(t.k("b"), t.k("a"), ConflictRangeType::Read);
         assert_eq!(code(r), ErrorCode::INVERTED_RANGE);
-        tx.set(&t.k("a"), b"1");
+        tx.set(t.k("a"), b"1");
         assert_eq!(tx.get(&t.k("a")).await.unwrap().as_deref(), Some(&b"1"[..]));
         tx.commit().await.unwrap();
     });
@@ -106,7 +106,7 @@ fn a_failed_write_fails_every_later_read_and_commit_first() {
             ErrorCode::KEY_OUTSIDE_LEGAL_RANGE
         );
         let tx = t.db.create_transaction();
-        tx.atomic_op(&t.k("a"), &vec![0; 100_001], 2);
+        tx.atomic_op(t.k("a"), vec![0; 100_001], MutationType::Add);
         assert_eq!(
             code(tx.get(b"\xff\xff\xff").await),
             ErrorCode::VALUE_TOO_LARGE
@@ -120,21 +120,24 @@ fn options_are_checked_like_libfdb_c() {
         // RYW `setOption(READ_YOUR_WRITES_DISABLE)`: refused once anything was read or
         // written; the refusal fails the commit (option errors are deferred).
         let tx = t.db.create_transaction();
-        tx.clear(&t.k("a"));
-        tx.set_option(TransactionOption::ReadYourWritesDisable);
+        tx.clear(t.k("a"));
+        tx.set_option(TransactionOption::ReadYourWritesDisable)
+            .unwrap();
         assert_eq!(code(tx.commit().await), ErrorCode::CLIENT_INVALID_OPERATION);
         let tx = t.db.create_transaction();
         tx.get(&t.k("a")).await.unwrap();
-        tx.set_option(TransactionOption::ReadYourWritesDisable);
+        tx.set_option(TransactionOption::ReadYourWritesDisable)
+            .unwrap();
         assert_eq!(code(tx.commit().await), ErrorCode::CLIENT_INVALID_OPERATION);
         let tx = t.db.create_transaction();
-        tx.set_option(TransactionOption::ReadYourWritesDisable);
-        tx.set(&t.k("a"), b"1");
+        tx.set_option(TransactionOption::ReadYourWritesDisable)
+            .unwrap();
+        tx.set(t.k("a"), b"1");
         tx.commit().await.unwrap();
         // NativeAPI `SIZE_LIMIT`: `extractIntOption(value, 32, TRANSACTION_SIZE_LIMIT)`.
         for bad in [10, 20_000_000] {
             let tx = t.db.create_transaction();
-            tx.set_option(TransactionOption::SizeLimit(bad));
+            tx.set_option(TransactionOption::SizeLimit(bad)).unwrap();
             assert_eq!(
                 code(tx.get(&t.k("a")).await),
                 ErrorCode::INVALID_OPTION_VALUE,
@@ -150,19 +153,20 @@ fn key_size_limits_of_reads_clears_and_writes() {
     // (room for a tenant prefix), and treat longer keys as absent.
     fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
         let tx = t.db.create_transaction();
-        tx.clear(&long_key(&t, "a", 10_001));
-        tx.clear(&long_key(&t, "a", 10_009));
-        tx.clear_range(&long_key(&t, "a", 10_020), &long_key(&t, "b", 10_020));
+        tx.clear(long_key(&t, "a", 10_001));
+        tx.clear(long_key(&t, "a", 10_009));
+        tx.clear_range(long_key(&t, "a", 10_020), long_key(&t, "b", 10_020));
         assert_eq!(tx.get(&long_key(&t, "a", 10_009)).await.unwrap(), None);
         tx.commit().await.unwrap();
         let tx = t.db.create_transaction();
-        tx.set(&long_key(&t, "a", 10_001), b"1");
+        tx.set(long_key(&t, "a", 10_001), b"1");
         assert_eq!(code(tx.commit().await), ErrorCode::KEY_TOO_LARGE);
         // A clear of an over-long key writes nothing: reading your writes can still be
         // disabled afterwards.
         let tx = t.db.create_transaction();
-        tx.clear(&long_key(&t, "a", 10_009));
-        tx.set_option(TransactionOption::ReadYourWritesDisable);
+        tx.clear(long_key(&t, "a", 10_009));
+        tx.set_option(TransactionOption::ReadYourWritesDisable)
+            .unwrap();
         tx.commit().await.unwrap();
     });
 }
@@ -172,13 +176,13 @@ fn atomic_ops_check_the_legal_range_before_the_mutation_type() {
     // RYW `atomicOp`: key_outside_legal_range, then invalid_mutation_type, then the sizes.
     fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
         let tx = t.db.create_transaction();
-        tx.atomic_op(b"\xff\x01fdb-conventions", b"", 24);
+        tx.atomic_op_code(b"\xff\x01fdb-conventions", b"", 24);
         assert_eq!(code(tx.commit().await), ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
         let tx = t.db.create_transaction();
-        tx.atomic_op(&long_key(&t, "a", 10_001), b"", 24);
+        tx.atomic_op_code(long_key(&t, "a", 10_001), b"", 24);
         assert_eq!(code(tx.commit().await), ErrorCode::INVALID_MUTATION_TYPE);
         let tx = t.db.create_transaction();
-        tx.atomic_op(&long_key(&t, "a", 10_001), b"", 2);
+        tx.atomic_op(long_key(&t, "a", 10_001), b"", MutationType::Add);
         assert_eq!(code(tx.commit().await), ErrorCode::KEY_TOO_LARGE);
     });
 }
@@ -216,7 +220,7 @@ fn after_a_commit_only_the_first_misuse_finishes_the_transaction() {
     // `onError` then fails with that too.
     fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
         let tx = t.db.create_transaction();
-        tx.set(&t.k("a"), b"1");
+        tx.set(t.k("a"), b"1");
         tx.commit().await.unwrap();
         tx.get_read_version().await.unwrap();
         assert_eq!(code(tx.get(&t.k("a")).await), ErrorCode::USED_DURING_COMMIT);
@@ -282,7 +286,7 @@ fn size_limit_counts_what_native_api_counts() {
         let set_size = 44 + 2 * k.len() + 1 + 24 + k.len() + v.len();
         for (limit, fits) in [(set_size, true), (set_size - 1, false)] {
             let tx = t.db.create_transaction();
-            tx.set_option(TransactionOption::SizeLimit(limit));
+            tx.set_option(TransactionOption::SizeLimit(limit)).unwrap();
             tx.set(&k, v);
             let r = tx.commit().await;
             assert_eq!(r.is_ok(), fits, "{}: size_limit {limit}: {r:?}", t.name);
@@ -290,7 +294,7 @@ fn size_limit_counts_what_native_api_counts() {
         let clear_size = 2 * (2 * k.len() + 1) + 44 + 24;
         for (limit, fits) in [(clear_size, true), (clear_size - 1, false)] {
             let tx = t.db.create_transaction();
-            tx.set_option(TransactionOption::SizeLimit(limit));
+            tx.set_option(TransactionOption::SizeLimit(limit)).unwrap();
             tx.clear(&k);
             let r = tx.commit().await;
             assert_eq!(r.is_ok(), fits, "{}: size_limit {limit}: {r:?}", t.name);
@@ -304,14 +308,16 @@ fn on_error_keeps_only_the_persistent_options() {
     // (run by a retrying onError) returns every other option to the database default.
     fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
         let tx = t.db.create_transaction();
-        tx.set_option(TransactionOption::SizeLimit(50));
-        tx.set_option(TransactionOption::RetryLimit(Some(1)));
+        tx.set_option(TransactionOption::SizeLimit(50)).unwrap();
+        tx.set_option(TransactionOption::RetryLimit(Some(1)))
+            .unwrap();
         tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
-        tx.set(&t.k("a"), b"1");
+        tx.set(t.k("a"), b"1");
         tx.commit().await.unwrap();
         // The retry limit stayed: one retry was allowed, the next is refused.
         let tx = t.db.create_transaction();
-        tx.set_option(TransactionOption::RetryLimit(Some(1)));
+        tx.set_option(TransactionOption::RetryLimit(Some(1)))
+            .unwrap();
         tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
         assert_eq!(
             code(tx.on_error(ErrorCode::NOT_COMMITTED).await),
@@ -327,7 +333,7 @@ fn want_all_reads_in_serial_batches() {
     fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
         let tx = t.db.create_transaction();
         for i in 0..60 {
-            tx.set(&t.k(&format!("w{i:02}")), &[b'v'; 2000]);
+            tx.set(t.k(&format!("w{i:02}")), [b'v'; 2000]);
         }
         tx.commit().await.unwrap();
         let tx = t.db.create_transaction();

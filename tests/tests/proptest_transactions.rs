@@ -104,6 +104,11 @@ impl fmt::Debug for Kind {
     }
 }
 
+/// The typed op of an API code the strategy draws (every one is an atomic op).
+fn mutation(kind: u8) -> fdb_protocol::MutationType {
+    fdb_protocol::MutationType::from_code(kind).expect("the strategy draws atomic ops")
+}
+
 fn mutation_name(kind: u8) -> &'static str {
     match kind {
         mt::ADD_VALUE => "ADD",
@@ -541,7 +546,7 @@ impl Tx for fdb_driver_mio::Transaction {
         fdb_driver_mio::Transaction::clear_range(self, begin, end)
     }
     fn atomic_op(&mut self, key: &[u8], operand: &[u8], kind: u8) {
-        fdb_driver_mio::Transaction::atomic_op(self, key, operand, kind)
+        fdb_driver_mio::Transaction::atomic_op(self, key, operand, mutation(kind))
     }
     fn commit(&mut self) -> Result<i64, TxError> {
         fdb_driver_mio::Transaction::commit(self).map_err(mio_err)
@@ -589,7 +594,7 @@ impl Tx for TokioTx<'_> {
         self.tx.clear_range(begin, end)
     }
     fn atomic_op(&mut self, key: &[u8], operand: &[u8], kind: u8) {
-        self.tx.atomic_op(key, operand, kind)
+        self.tx.atomic_op(key, operand, mutation(kind))
     }
     fn commit(&mut self) -> Result<i64, TxError> {
         self.rt.block_on(self.tx.commit()).map_err(tokio_err)

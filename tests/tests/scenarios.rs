@@ -11,8 +11,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use fdb_driver_tokio::{Error, RangeOptions};
 use fdb_protocol::error::ErrorCode;
-use fdb_protocol::messages::commit::mutation_type as mt;
 use fdb_protocol::messages::types::KeySelector;
+use fdb_protocol::MutationType;
 use fdb_protocol::{ConflictRangeType, TransactionOption};
 use fdb_tests::dual::Target;
 
@@ -63,7 +63,7 @@ fn set_get_clear() {
         assert_eq!(read(&t, "h").await.as_deref(), Some(&b"2"[..]));
         assert_eq!(read(&t, "missing").await, None);
         let tx = t.db.create_transaction();
-        tx.clear(&t.k("h"));
+        tx.clear(t.k("h"));
         tx.commit().await.unwrap();
         assert_eq!(read(&t, "h").await, None);
     });
@@ -139,12 +139,12 @@ fn read_your_writes_merges_ranges() {
         )
         .await;
         let tx = t.db.create_transaction();
-        tx.set(&t.k("b"), b"two");
-        tx.clear(&t.k("c"));
-        tx.set(&t.k("bb"), b"new");
-        tx.clear_range(&t.k("d"), &t.k("h"));
-        tx.set(&t.k("e"), b"five");
-        tx.atomic_op(&t.k("i"), &[1], mt::ADD_VALUE);
+        tx.set(t.k("b"), b"two");
+        tx.clear(t.k("c"));
+        tx.set(t.k("bb"), b"new");
+        tx.clear_range(t.k("d"), t.k("h"));
+        tx.set(t.k("e"), b"five");
+        tx.atomic_op(t.k("i"), [1], MutationType::Add);
         assert_eq!(
             tx.get(&t.k("b")).await.unwrap().as_deref(),
             Some(&b"two"[..])
@@ -190,7 +190,7 @@ fn read_your_writes_merges_ranges() {
 /// (name, op, existing value or None, operand, expected result or None = absent)
 type AtomicCase = (
     &'static str,
-    u8,
+    MutationType,
     Option<&'static [u8]>,
     &'static [u8],
     Option<&'static [u8]>,
@@ -202,63 +202,105 @@ fn atomic_ops_give_fdb_results() {
         let cases: Vec<AtomicCase> = vec![
             (
                 "add",
-                mt::ADD_VALUE,
+                MutationType::Add,
                 Some(&[0xff, 0x00]),
                 &[0x01, 0x00],
                 Some(&[0x00, 0x01]),
             ),
-            ("add_missing", mt::ADD_VALUE, None, &[0x05], Some(&[0x05])),
+            (
+                "add_missing",
+                MutationType::Add,
+                None,
+                &[0x05],
+                Some(&[0x05]),
+            ),
             (
                 "add_short",
-                mt::ADD_VALUE,
+                MutationType::Add,
                 Some(&[0x01]),
                 &[0x02, 0x00, 0x00],
                 Some(&[0x03, 0x00, 0x00]),
             ),
             (
                 "and",
-                mt::AND,
+                MutationType::BitAnd,
                 Some(&[0x0f, 0xf0]),
                 &[0xff, 0x0f],
                 Some(&[0x0f, 0x00]),
             ),
-            ("and_missing", mt::AND, None, &[0xab], Some(&[0xab])),
+            (
+                "and_missing",
+                MutationType::BitAnd,
+                None,
+                &[0xab],
+                Some(&[0xab]),
+            ),
             (
                 "or",
-                mt::OR,
+                MutationType::BitOr,
                 Some(&[0x01]),
                 &[0x10, 0x20],
                 Some(&[0x11, 0x20]),
             ),
-            ("xor", mt::XOR, Some(&[0xff, 0xff]), &[0x0f], Some(&[0xf0])),
+            (
+                "xor",
+                MutationType::BitXor,
+                Some(&[0xff, 0xff]),
+                &[0x0f],
+                Some(&[0xf0]),
+            ),
             (
                 "max",
-                mt::MAX,
+                MutationType::Max,
                 Some(&[0x00, 0x01]),
                 &[0xff, 0x00],
                 Some(&[0x00, 0x01]),
             ),
             (
                 "min",
-                mt::MIN,
+                MutationType::Min,
                 Some(&[0x00, 0x01]),
                 &[0xff, 0x00],
                 Some(&[0xff, 0x00]),
             ),
-            ("min_missing", mt::MIN, None, &[0x07], Some(&[0x07])),
-            ("byte_max", mt::BYTE_MAX, Some(b"b"), b"ab", Some(b"b")),
-            ("byte_min", mt::BYTE_MIN, Some(b"b"), b"ab", Some(b"ab")),
+            (
+                "min_missing",
+                MutationType::Min,
+                None,
+                &[0x07],
+                Some(&[0x07]),
+            ),
+            (
+                "byte_max",
+                MutationType::ByteMax,
+                Some(b"b"),
+                b"ab",
+                Some(b"b"),
+            ),
+            (
+                "byte_min",
+                MutationType::ByteMin,
+                Some(b"b"),
+                b"ab",
+                Some(b"ab"),
+            ),
             (
                 "append",
-                mt::APPEND_IF_FITS,
+                MutationType::AppendIfFits,
                 Some(b"ab"),
                 b"cd",
                 Some(b"abcd"),
             ),
-            ("cac_equal", mt::COMPARE_AND_CLEAR, Some(b"v"), b"v", None),
+            (
+                "cac_equal",
+                MutationType::CompareAndClear,
+                Some(b"v"),
+                b"v",
+                None,
+            ),
             (
                 "cac_differ",
-                mt::COMPARE_AND_CLEAR,
+                MutationType::CompareAndClear,
                 Some(b"v"),
                 b"w",
                 Some(b"v"),
@@ -271,7 +313,7 @@ fn atomic_ops_give_fdb_results() {
         put(&t, &existing).await;
         let tx = t.db.create_transaction();
         for (n, op, _, operand, _) in &cases {
-            tx.atomic_op(&t.k(n), operand, *op);
+            tx.atomic_op(t.k(n), operand, *op);
         }
         tx.commit().await.unwrap();
         for (n, _, _, _, want) in &cases {
@@ -283,26 +325,24 @@ fn atomic_ops_give_fdb_results() {
 #[test]
 fn versionstamps_order_commits() {
     run(|t| async move {
-        let mut stamps = Vec::new();
+        let (mut stamps, mut versions) = (Vec::new(), Vec::new());
         for i in 0..3u8 {
             let tx = t.db.create_transaction();
             let mut key = t.k("vs/");
             let pos = key.len() as u32;
             key.extend_from_slice(&[0u8; 10]);
             key.extend_from_slice(&pos.to_le_bytes());
-            tx.atomic_op(&key, &[i], mt::SET_VERSIONSTAMPED_KEY);
+            tx.atomic_op(&key, [i], MutationType::SetVersionstampedKey);
             let mut val = b"stamp:".to_vec();
             val.extend_from_slice(&[0u8; 10]);
             val.extend_from_slice(&6u32.to_le_bytes());
-            tx.atomic_op(&t.k(&format!("vsv{i}")), &val, mt::SET_VERSIONSTAMPED_VALUE);
-            let version = tx.commit().await.unwrap();
-            let stamp = tx.versionstamp().await.unwrap().unwrap();
-            assert_eq!(
-                &stamp[..8],
-                &version.to_be_bytes(),
-                "stamp = commit version + batch"
+            tx.atomic_op(
+                t.k(&format!("vsv{i}")),
+                &val,
+                MutationType::SetVersionstampedValue,
             );
-            stamps.push(stamp);
+            versions.push(tx.commit().await.unwrap());
+            stamps.push(tx.versionstamp().await.unwrap().unwrap());
         }
         assert!(stamps.windows(2).all(|w| w[0] < w[1]), "stamps grow");
         let tx = t.db.create_transaction();
@@ -311,12 +351,23 @@ fn versionstamps_order_commits() {
         let rows = tx.get_range(&t.k("vs/"), &end, 0).await.unwrap();
         assert_eq!(rows.len(), 3);
         for (i, kv) in rows.iter().enumerate() {
-            assert_eq!(&kv.key[t.k("vs/").len()..], &stamps[i][..], "{}", t.name);
+            // The server placed the stamp: 8 bytes of the commit version the client was
+            // told, big-endian, then the batch index; the offset is gone.
+            let stored = &kv.key[t.k("vs/").len()..];
+            assert_eq!(stored.len(), 10, "{}: {stored:x?}", t.name);
+            let at = i64::from_be_bytes(stored[..8].try_into().unwrap());
+            assert_eq!(at, versions[i], "{}: stamped at another version", t.name);
+            // What the client reports is what the server stored.
+            assert_eq!(stored, &stamps[i][..], "{}", t.name);
             assert_eq!(kv.value.as_ref(), &[i as u8]);
             let v = tx.get(&t.k(&format!("vsv{i}"))).await.unwrap().unwrap();
-            let mut want = b"stamp:".to_vec();
-            want.extend_from_slice(&stamps[i]);
-            assert_eq!(v.as_ref(), &want[..]);
+            assert_eq!(&v[..6], b"stamp:");
+            assert_eq!(
+                &v[6..],
+                stored,
+                "{}: the value's stamp is the key's",
+                t.name
+            );
         }
     });
 }
@@ -329,9 +380,9 @@ fn conflicting_transactions() {
         let a = t.db.create_transaction();
         assert_eq!(a.get(&t.k("c")).await.unwrap().as_deref(), Some(&b"0"[..]));
         let b = t.db.create_transaction();
-        b.set(&t.k("c"), b"B");
+        b.set(t.k("c"), b"B");
         b.commit().await.unwrap();
-        a.set(&t.k("c"), b"A");
+        a.set(t.k("c"), b"A");
         assert_eq!(
             code(&a.commit().await.unwrap_err()),
             ErrorCode::NOT_COMMITTED,
@@ -342,18 +393,18 @@ fn conflicting_transactions() {
         let s = t.db.create_transaction();
         s.snapshot_get(&t.k("c")).await.unwrap();
         let w = t.db.create_transaction();
-        w.set(&t.k("c"), b"W");
+        w.set(t.k("c"), b"W");
         w.commit().await.unwrap();
-        s.set(&t.k("other"), b"S");
+        s.set(t.k("other"), b"S");
         s.commit().await.unwrap();
         // An explicit read conflict range conflicts like a read.
         let e = t.db.create_transaction();
         e.get_read_version().await.unwrap();
-        e.add_conflict_range(&t.k("r"), &t.k("s"), ConflictRangeType::Read)
+        e.add_conflict_range(t.k("r"), t.k("s"), ConflictRangeType::Read)
             .unwrap();
-        e.set(&t.k("x"), b"E");
+        e.set(t.k("x"), b"E");
         let w = t.db.create_transaction();
-        w.set(&t.k("rr"), b"W");
+        w.set(t.k("rr"), b"W");
         w.commit().await.unwrap();
         assert_eq!(
             code(&e.commit().await.unwrap_err()),
@@ -361,13 +412,13 @@ fn conflicting_transactions() {
         );
         // Reading a key this transaction wrote adds no read conflict (RYW).
         let own = t.db.create_transaction();
-        own.set(&t.k("own"), b"1");
+        own.set(t.k("own"), b"1");
         assert_eq!(
             own.get(&t.k("own")).await.unwrap().as_deref(),
             Some(&b"1"[..])
         );
         let w = t.db.create_transaction();
-        w.set(&t.k("own"), b"2");
+        w.set(t.k("own"), b"2");
         w.commit().await.unwrap();
         own.commit().await.unwrap();
         assert_eq!(read(&t, "own").await.as_deref(), Some(&b"1"[..]));
@@ -377,15 +428,18 @@ fn conflicting_transactions() {
 #[test]
 fn concurrent_readers_exactly_one_commits() {
     run(|t| async move {
-        put(&t, &[("n", b"0")]).await;
+        put(&t, &[("n", b"initial")]).await;
         let txs: Vec<_> = (0..5).map(|_| t.db.create_transaction()).collect();
         for tx in &txs {
-            tx.get(&t.k("n")).await.unwrap();
+            assert_eq!(
+                tx.get(&t.k("n")).await.unwrap().as_deref(),
+                Some(&b"initial"[..])
+            );
         }
         let mut ok = 0;
         let mut conflicts = 0;
         for (i, tx) in txs.iter().enumerate() {
-            tx.set(&t.k("n"), format!("{i}").as_bytes());
+            tx.set(t.k("n"), format!("tx{i}").as_bytes());
             match tx.commit().await {
                 Ok(_) => ok += 1,
                 Err(e) if code(&e) == ErrorCode::NOT_COMMITTED => conflicts += 1,
@@ -395,8 +449,9 @@ fn concurrent_readers_exactly_one_commits() {
         assert_eq!((ok, conflicts), (1, 4), "{}", t.name);
         assert_eq!(
             read(&t, "n").await.as_deref(),
-            Some(&b"0"[..]),
-            "the first committer wins"
+            Some(&b"tx0"[..]),
+            "{}: the first committer wins",
+            t.name
         );
     });
 }
@@ -415,7 +470,7 @@ fn retry_loop_counts_exactly_under_contention() {
                         async move {
                             let v = tx.get(&key).await?;
                             let n = v.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
-                            tx.set(&key, &(n + 1).to_le_bytes());
+                            tx.set(&key, (n + 1).to_le_bytes());
                             Ok(())
                         }
                     })
@@ -442,31 +497,45 @@ fn watch_fires_on_change_and_cancels() {
     run(|t| async move {
         put(&t, &[("w", b"before")]).await;
         let tx = t.db.create_transaction();
-        let watch = tx.watch(&t.k("w"));
+        let watch = tx.watch(t.k("w"));
         tx.commit().await.unwrap();
         let dropped = {
             let tx = t.db.create_transaction();
-            let w = tx.watch(&t.k("w2"));
+            let w = tx.watch(t.k("w2"));
             tx.commit().await.unwrap();
             w
         };
         drop(dropped); // cancelled: must not disturb anything
         tokio::time::sleep(Duration::from_millis(50)).await;
         let writer = t.db.create_transaction();
-        writer.set(&t.k("w"), b"after");
+        writer.set(t.k("w"), b"after");
         let v = writer.commit().await.unwrap();
         let fired = tokio::time::timeout(Duration::from_secs(10), watch)
             .await
             .expect("the watch fires")
             .unwrap();
-        assert_eq!(
-            fired, v,
-            "{}: the watch reports the version of the change",
+        // The storage server answers at its version when it noticed: the change's or a
+        // later one. Once the watch has fired the committed version has caught up with it
+        // (libfdb_c's `waitForCommittedVersion`): a new read version is no older, and sees
+        // the change.
+        assert!(
+            fired >= v,
+            "{}: the watch fired at {fired}, before the change at {v}",
             t.name
+        );
+        let after = t.db.create_transaction();
+        assert!(
+            after.get_read_version().await.unwrap() >= fired,
+            "{}",
+            t.name
+        );
+        assert_eq!(
+            after.get(&t.k("w")).await.unwrap().as_deref(),
+            Some(&b"after"[..])
         );
         // A watch of a transaction that is dropped before commit fails.
         let tx = t.db.create_transaction();
-        let w = tx.watch(&t.k("w"));
+        let w = tx.watch(t.k("w"));
         tx.reset();
         let e = tokio::time::timeout(Duration::from_secs(10), w)
             .await
@@ -480,7 +549,7 @@ fn watch_fires_on_change_and_cancels() {
 fn size_and_key_errors() {
     run(|t| async move {
         let tx = t.db.create_transaction();
-        tx.set(&vec![b'k'; 10_001], b"v");
+        tx.set(vec![b'k'; 10_001], b"v");
         assert_eq!(
             code(&tx.commit().await.unwrap_err()),
             ErrorCode::KEY_TOO_LARGE,
@@ -488,7 +557,7 @@ fn size_and_key_errors() {
             t.name
         );
         let tx = t.db.create_transaction();
-        tx.set(&t.k("big"), &vec![0u8; 100_001]);
+        tx.set(t.k("big"), vec![0u8; 100_001]);
         assert_eq!(
             code(&tx.get(&t.k("x")).await.unwrap_err()),
             ErrorCode::VALUE_TOO_LARGE
@@ -500,9 +569,9 @@ fn size_and_key_errors() {
             ErrorCode::KEY_OUTSIDE_LEGAL_RANGE
         );
         let tx = t.db.create_transaction();
-        tx.set_option(TransactionOption::SizeLimit(1000));
+        tx.set_option(TransactionOption::SizeLimit(1000)).unwrap();
         for i in 0..20 {
-            tx.set(&t.k(&format!("sz{i}")), &[0u8; 100]);
+            tx.set(t.k(&format!("sz{i}")), [0u8; 100]);
         }
         assert_eq!(
             code(&tx.commit().await.unwrap_err()),
@@ -533,13 +602,15 @@ fn size_and_key_errors() {
 fn timeout_and_retry_limit_options() {
     run(|t| async move {
         let tx = t.db.create_transaction();
-        tx.set_option(TransactionOption::RetryLimit(Some(2)));
+        tx.set_option(TransactionOption::RetryLimit(Some(2)))
+            .unwrap();
         tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
         tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
         let e = tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::NOT_COMMITTED, "{}", t.name);
         let tx = t.db.create_transaction();
-        tx.set_option(TransactionOption::Timeout(Duration::from_millis(100)));
+        tx.set_option(TransactionOption::Timeout(Duration::from_millis(100)))
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
         let e = tx.get(&t.k("a")).await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::TRANSACTION_TIMED_OUT);
@@ -562,7 +633,7 @@ fn limited_ranges_spanning_many_batches() {
             let t = &t;
             async move {
                 for i in 0..300 {
-                    tx.set(&t.k(&format!("r/{i:03}")), &value);
+                    tx.set(t.k(&format!("r/{i:03}")), value);
                 }
                 Ok(())
             }
@@ -640,7 +711,7 @@ fn status_json_special_key() {
 fn a_committed_transaction_is_done_until_reset() {
     run(|t| async move {
         let tx = t.db.create_transaction();
-        tx.set(&t.k("done"), b"1");
+        tx.set(t.k("done"), b"1");
         tx.commit().await.unwrap();
         let e = tx.get(&t.k("done")).await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::USED_DURING_COMMIT, "{}", t.name);
@@ -657,9 +728,9 @@ fn a_committed_transaction_is_done_until_reset() {
         let a = t.db.create_transaction();
         a.get(&t.k("done")).await.unwrap();
         let b = t.db.create_transaction();
-        b.set(&t.k("done"), b"2");
+        b.set(t.k("done"), b"2");
         b.commit().await.unwrap();
-        a.set(&t.k("done"), b"3");
+        a.set(t.k("done"), b"3");
         let e = a.commit().await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::NOT_COMMITTED);
         a.on_error(code(&e)).await.unwrap();
@@ -670,9 +741,9 @@ fn a_committed_transaction_is_done_until_reset() {
         // Used after the failed commit, it stays finished: on_error then fails with
         // used_during_commit too (RYW `checkUsedDuringCommit` sets resetPromise, which
         // `onError` rethrows; libfdb_c 7.3.77 does so), and only reset helps.
-        a.set(&t.k("done"), b"3");
+        a.set(t.k("done"), b"3");
         let b = t.db.create_transaction();
-        b.set(&t.k("done"), b"4");
+        b.set(t.k("done"), b"4");
         b.commit().await.unwrap();
         let e = a.commit().await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::NOT_COMMITTED);
@@ -697,13 +768,14 @@ fn conflicting_keys_are_reported() {
     run(|t| async move {
         put(&t, &[("ck1", b"1"), ("ck2", b"2")]).await;
         let a = t.db.create_transaction();
-        a.set_option(TransactionOption::ReportConflictingKeys);
+        a.set_option(TransactionOption::ReportConflictingKeys)
+            .unwrap();
         a.get(&t.k("ck1")).await.unwrap();
         a.get(&t.k("ck2")).await.unwrap();
         let b = t.db.create_transaction();
-        b.set(&t.k("ck2"), b"B");
+        b.set(t.k("ck2"), b"B");
         b.commit().await.unwrap();
-        a.set(&t.k("other"), b"A");
+        a.set(t.k("other"), b"A");
         let e = a.commit().await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::NOT_COMMITTED, "{}", t.name);
         let prefix = b"\xff\xff/transaction/conflicting_keys/";
@@ -724,9 +796,9 @@ fn conflicting_keys_are_reported() {
         let c = t.db.create_transaction();
         c.get(&t.k("ck1")).await.unwrap();
         let d = t.db.create_transaction();
-        d.set(&t.k("ck1"), b"D");
+        d.set(t.k("ck1"), b"D");
         d.commit().await.unwrap();
-        c.set(&t.k("other"), b"C");
+        c.set(t.k("other"), b"C");
         assert_eq!(
             code(&c.commit().await.unwrap_err()),
             ErrorCode::NOT_COMMITTED
@@ -745,7 +817,8 @@ fn database_wide_transaction_defaults() {
         t.db.set_transaction_defaults(vec![
             TransactionOption::Timeout(Duration::from_millis(100)),
             TransactionOption::RetryLimit(Some(0)),
-        ]);
+        ])
+        .unwrap();
         let tx = t.db.create_transaction();
         tokio::time::sleep(Duration::from_millis(300)).await;
         let e = tx.get(&t.k("a")).await.unwrap_err();
@@ -753,7 +826,7 @@ fn database_wide_transaction_defaults() {
         let tx = t.db.create_transaction();
         let e = tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::NOT_COMMITTED, "retry limit 0");
-        t.db.set_transaction_defaults(Vec::new());
+        t.db.set_transaction_defaults(Vec::new()).unwrap();
         let tx = t.db.create_transaction();
         tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
         tokio::time::sleep(Duration::from_millis(150)).await;

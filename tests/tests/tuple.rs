@@ -761,7 +761,7 @@ fn element_order_by_type() {
 
 #[test]
 fn versionstamped_tuple_keys_and_tuple_order_on_a_cluster() {
-    use fdb_protocol::messages::commit::mutation_type as mt;
+    use fdb_protocol::MutationType;
     fdb_tests::dual::run(
         "rust-fdb-tuple",
         std::time::Duration::from_secs(30),
@@ -774,11 +774,11 @@ fn versionstamped_tuple_keys_and_tuple_order_on_a_cluster() {
                 let key = sub
                     .pack_with_versionstamp(&("vs", Versionstamp::incomplete(i), i as i64))
                     .unwrap();
-                tx.atomic_op(&key, &pack(&(i as i64,)), mt::SET_VERSIONSTAMPED_KEY);
+                tx.atomic_op(&key, pack(&(i as i64,)), MutationType::SetVersionstampedKey);
                 let value =
                     pack_with_versionstamp(&("at", Versionstamp::incomplete(100 + i))).unwrap();
                 let vkey = sub.pack(&("value", i as i64));
-                tx.atomic_op(&vkey, &value, mt::SET_VERSIONSTAMPED_VALUE);
+                tx.atomic_op(&vkey, &value, MutationType::SetVersionstampedValue);
             }
             // Integers across the 64-bit boundary, written in scrambled order.
             let ints: Vec<i128> = vec![
@@ -795,7 +795,7 @@ fn versionstamped_tuple_keys_and_tuple_order_on_a_cluster() {
                 i64::MAX as i128,
             ];
             for x in &ints {
-                tx.set(&sub.pack(&("int", *x)), b"");
+                tx.set(sub.pack(&("int", *x)), b"");
             }
             tx.commit().await.unwrap();
             let stamp = tx.versionstamp().await.unwrap().unwrap();

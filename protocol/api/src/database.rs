@@ -5,12 +5,13 @@ use std::path::Path;
 
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::messages::types::Version;
-use fdb_protocol::{Priority, TransactionOption};
+use fdb_protocol::{Census, DatabaseOption, Priority, TransactionOption};
 
 use crate::cluster_file::read_cluster_file;
 use crate::driver::{apply, query, submit, Driver};
 use crate::engine::{entropy_seed, Clock, Engine};
 use crate::error::Error;
+use crate::tls::{Tls, TlsConfig};
 use crate::transaction::Transaction;
 
 /// A handle to a FoundationDB database. Cheap to clone (clones share the driver's loop);
@@ -24,28 +25,48 @@ impl<D: Driver> Database<D> {
     /// Opens the database named by a cluster file found as libfdb_c finds it (the explicit
     /// path, `FDB_CLUSTER_FILE`, `./fdb.cluster`, the platform default). The file is
     /// rewritten if the coordinators forward the client elsewhere.
+    /// TLS comes from the `FDB_TLS_*` environment, as libfdb_c's does without options.
     pub fn open(cluster_file: Option<&Path>) -> Result<Self, Error> {
+        Self::open_with_tls(cluster_file, TlsConfig::new())
+    }
+
+    /// [`Database::open`] with TLS settings (what is unset in `tls` still comes from the
+    /// `FDB_TLS_*` environment). Fails with [`Error::Tls`] if the cluster file names a `:tls`
+    /// coordinator and TLS cannot be set up.
+    pub fn open_with_tls(cluster_file: Option<&Path>, tls: TlsConfig) -> Result<Self, Error> {
         let (path, cf) = read_cluster_file(cluster_file)?;
-        Self::start(cf, entropy_seed(), Some(path))
+        Self::start(cf, entropy_seed(), Some(path), &tls)
     }
 
     /// [`Database::open`] with an explicit seed for the core's randomness.
     pub fn open_file_with_seed(path: &Path, seed: u64) -> Result<Self, Error> {
         let (path, cf) = read_cluster_file(Some(path))?;
-        Self::start(cf, seed, Some(path))
+        Self::start(cf, seed, Some(path), &TlsConfig::new())
     }
 
     /// A database from a parsed connection string (no file to rewrite), with an explicit seed.
     pub fn from_cluster_file(cluster: ClusterFile, seed: u64) -> Result<Self, Error> {
-        Self::start(cluster, seed, None)
+        Self::start(cluster, seed, None, &TlsConfig::new())
+    }
+
+    /// [`Database::from_cluster_file`] with TLS settings.
+    pub fn from_cluster_file_with_tls(
+        cluster: ClusterFile,
+        seed: u64,
+        tls: TlsConfig,
+    ) -> Result<Self, Error> {
+        Self::start(cluster, seed, None, &tls)
     }
 
     fn start(
         cluster: ClusterFile,
         seed: u64,
         path: Option<std::path::PathBuf>,
+        tls: &TlsConfig,
     ) -> Result<Self, Error> {
-        let engine = Engine::new(cluster, seed, path, Clock::start());
+        let required = cluster.coordinators.iter().any(|c| c.is_tls());
+        let tls = Tls::prepare(tls, D::supports_tls(), required)?;
+        let engine = Engine::new(cluster, seed, path, Clock::start()).with_tls(tls);
         Ok(Database {
             driver: D::start(engine)?,
         })
@@ -75,11 +96,40 @@ impl<D: Driver> Database<D> {
     }
 
     /// Options every transaction created from now on starts with (and returns to on reset),
-    /// like libfdb_c's `transaction_*` database options.
-    pub fn set_transaction_defaults(&self, defaults: Vec<TransactionOption>) {
+    /// like libfdb_c's `transaction_*` database options. An option this client does not
+    /// implement is refused with `unsupported_operation` and nothing changes.
+    pub fn set_transaction_defaults(&self, defaults: Vec<TransactionOption>) -> Result<(), Error> {
+        for opt in &defaults {
+            opt.check_supported()?;
+        }
         apply(&self.driver, move |c, _| {
             c.set_transaction_defaults(defaults)
         });
+        Ok(())
+    }
+
+    /// Sets a database option (`fdb_database_set_option`). One this client does not
+    /// implement fails with `unsupported_operation`, a value out of range with
+    /// `invalid_option_value`; nothing is silently ignored.
+    pub fn set_option(&self, opt: DatabaseOption) -> Result<(), Error> {
+        opt.check()?;
+        apply(&self.driver, move |c, _| {
+            // Checked above: the same checks cannot fail on the loop.
+            let _ = c.set_database_option(opt);
+        });
+        Ok(())
+    }
+
+    /// What the client holds right now: live transactions and requests in the core, and
+    /// the calls the application still waits for. All zero once every transaction and
+    /// future was dropped (nothing leaks).
+    pub async fn census(&self) -> Result<(Census, usize), Error> {
+        let (tx, rx) = futures_channel::oneshot::channel();
+        self.driver.send(Box::new(move |e: &mut Engine| {
+            e.reap();
+            let _ = tx.send((e.client().census(), e.waiting()));
+        }));
+        rx.await.map_err(|_| Error::Shutdown)
     }
 
     /// A new transaction.

@@ -25,6 +25,12 @@ pub trait Driver: Clone + Send + Sync + 'static {
     /// The loop's clock (the engine's).
     fn clock(&self) -> Clock;
 
+    /// Whether this driver can make TLS connections (its `tls` feature). Without it a
+    /// `:tls` cluster file is refused when the database opens.
+    fn supports_tls() -> bool {
+        false
+    }
+
     /// The core's time now.
     fn now(&self) -> Instant {
         self.clock().now()

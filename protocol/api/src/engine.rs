@@ -12,6 +12,7 @@ use fdb_protocol::{Client, ClientConfig, Completion, ConnectionId, Event, Instan
 use futures_channel::oneshot;
 
 use crate::cluster_file::reread_cluster_file;
+use crate::tls::Tls;
 
 /// Work for the loop: a closure run on the engine, on the loop's own thread, in the order sent.
 pub type Op = Box<dyn FnOnce(&mut Engine) + Send>;
@@ -86,10 +87,13 @@ pub struct Engine {
     /// The cluster file this database was opened from (rewritten when the coordinators move,
     /// read again when none answers).
     cluster_file: Option<PathBuf>,
+    /// What `:tls` connections are wrapped in.
+    tls: Tls,
 }
 
 impl Engine {
-    /// A new engine for `cluster`; `cluster_file` is the file it came from, if any.
+    /// A new engine for `cluster`; `cluster_file` is the file it came from, if any. TLS
+    /// addresses are refused until [`Engine::with_tls`] gives it a TLS client.
     pub fn new(
         cluster: ClusterFile,
         seed: u64,
@@ -102,7 +106,19 @@ impl Engine {
             clock,
             waiting: HashMap::new(),
             cluster_file,
+            tls: Tls::unavailable(crate::tls::TlsError::NotBuilt),
         }
+    }
+
+    /// The engine with `tls` for its `:tls` connections.
+    pub fn with_tls(mut self, tls: Tls) -> Engine {
+        self.tls = tls;
+        self
+    }
+
+    /// What the driver wraps `:tls` connections in.
+    pub fn tls(&self) -> &Tls {
+        &self.tls
     }
 
     /// The core, for a call.
@@ -123,6 +139,11 @@ impl Engine {
     /// `req`'s completion goes to `done`.
     pub fn expect(&mut self, req: RequestId, done: oneshot::Sender<Completion>) {
         self.waiting.insert(req, done);
+    }
+
+    /// How many requests the application still waits for.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
     }
 
     /// Gives up on every request whose caller stopped waiting (a dropped future): the core

@@ -7,6 +7,8 @@ use fdb_protocol::cluster_file::ClusterFileError;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::ClientError;
 
+use crate::tls::TlsError;
+
 /// Errors from the client.
 #[derive(Debug)]
 pub enum Error {
@@ -26,6 +28,9 @@ pub enum Error {
     TimedOut,
     /// The driver could not set up its IO.
     Io(std::io::Error),
+    /// TLS is needed (a `:tls` coordinator) but cannot be set up: the driver lacks its `tls`
+    /// feature, or the certificates, key, CA bundle or verify-peers rules are unusable.
+    Tls(TlsError),
 }
 
 impl Error {
@@ -62,6 +67,12 @@ impl Error {
     }
 }
 
+impl From<TlsError> for Error {
+    fn from(e: TlsError) -> Self {
+        Error::Tls(e)
+    }
+}
+
 impl From<ClientError> for Error {
     fn from(e: ClientError) -> Self {
         Error::Client(e)
@@ -85,6 +96,7 @@ impl fmt::Display for Error {
             Error::Shutdown => write!(f, "the database's loop has stopped"),
             Error::TimedOut => write!(f, "timed out"),
             Error::Io(e) => write!(f, "io: {e}"),
+            Error::Tls(e) => write!(f, "tls: {e}"),
         }
     }
 }

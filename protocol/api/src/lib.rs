@@ -16,20 +16,44 @@ pub mod directory;
 mod driver;
 mod engine;
 mod error;
+mod snapshot;
+mod special_keys;
+mod stream;
+mod tenant;
+pub mod tenant_management;
+mod tls;
+mod transact;
 mod transaction;
+mod versionstamp;
 
 pub use cluster_file::{persist_cluster_file, read_cluster_file, replace_cluster_file};
 pub use database::{Database, Next, RetryLoop};
 pub use driver::{apply, query, submit, Driver, Pending};
 pub use engine::{entropy_seed, Clock, Engine, IoRequest, Op};
 pub use error::Error;
+pub use snapshot::Snapshot;
+pub use stream::{KeyValueStream, RangeStream};
+pub use tenant::Tenant;
+#[cfg(feature = "tls")]
+pub use tls::server_name;
+pub use tls::{LoadedTls, PemSource, Tls, TlsConfig, TlsError, VerifyPeers};
+pub use transact::{MaybeCommitted, TransactError, TransactOption};
 pub use transaction::{Transaction, Watch};
+pub use versionstamp::VersionstampFuture;
 
 pub use fdb_protocol as protocol;
 pub use fdb_protocol::cluster_file::ClusterFile;
 pub use fdb_protocol::error::ErrorCode;
-pub use fdb_protocol::messages::types::{KeySelector, KeyValue, Version};
+pub use fdb_protocol::messages::types::KeyRange;
+pub use fdb_protocol::tuple::Subspace;
 pub use fdb_protocol::{
-    Committed, ConflictRangeType, Priority, RangeCursor, RangeOptions, RangeResult, StreamingMode,
-    TransactionOption,
+    Census, Committed, ConflictRangeType, DatabaseOption, KeySelector, KeyValue, MutationType,
+    Prefix, Priority, RangeCursor, RangeOption, RangeOptions, RangeResult, StreamingMode,
+    TransactionOption, Version,
 };
+pub use futures_core::Stream;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

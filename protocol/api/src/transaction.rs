@@ -2,19 +2,22 @@
 //! buffered and travel with the next call (one op and one wake-up instead of one per write;
 //! the core sees them in the same order).
 
-use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::types::{KeySelector, KeyValue, Version};
 use fdb_protocol::{
-    check_conflict_range, Call, Client, Committed, ConflictRangeType, Instant, Outcome,
-    RangeCursor, RangeOptions, RangeResult, TransactionId, TransactionOption,
+    check_conflict_range, Call, Client, Committed, ConflictRangeType, Instant, MutationType,
+    Outcome, RangeCursor, RangeOption, RangeOptions, RangeResult, TransactionId, TransactionOption,
 };
 
-use crate::driver::{apply, submit, Driver, Pending};
+use crate::driver::{apply, query, submit, Driver, Pending};
 use crate::error::Error;
+use crate::snapshot::Snapshot;
+use crate::stream::{KeyValueStream, RangeStream};
+use crate::tenant::{Tenant, TenantCell};
+use crate::versionstamp::{VersionstampFuture, VersionstampWaiters};
 
 /// A buffered write, applied on the loop before this transaction's next call.
 type PendingWrite = Box<dyn FnOnce(&mut Client, Instant, TransactionId) + Send>;
@@ -24,13 +27,19 @@ type PendingWrite = Box<dyn FnOnce(&mut Client, Instant, TransactionId) + Send>;
 struct TxCell {
     id: OnceLock<TransactionId>,
     created: Instant,
+    /// The tenant the transaction belongs to.
+    tenant: Option<Arc<TenantCell>>,
 }
 
 impl TxCell {
     fn id(&self, c: &mut Client, now: Instant) -> TransactionId {
-        *self
-            .id
-            .get_or_init(|| c.create_transaction_at(now, self.created))
+        *self.id.get_or_init(|| match &self.tenant {
+            Some(t) => {
+                let h = t.handle(c, now);
+                c.create_tenant_transaction_at(now, self.created, h)
+            }
+            None => c.create_transaction_at(now, self.created),
+        })
     }
 }
 
@@ -38,6 +47,9 @@ struct TxInner<D: Driver> {
     driver: D,
     cell: Arc<TxCell>,
     pending: Mutex<Vec<PendingWrite>>,
+    stamps: VersionstampWaiters,
+    /// Keeps the tenant handle open while the transaction lives (dropped after it).
+    _tenant: Option<Tenant<D>>,
 }
 
 impl<D: Driver> TxInner<D> {
@@ -88,6 +100,10 @@ pub type Watch<D> = Pending<D, Version>;
 
 impl<D: Driver> Transaction<D> {
     pub(crate) fn new(driver: D) -> Self {
+        Self::new_in(driver, None)
+    }
+
+    pub(crate) fn new_in(driver: D, tenant: Option<Tenant<D>>) -> Self {
         let created = driver.now();
         Transaction {
             inner: Arc::new(TxInner {
@@ -95,8 +111,11 @@ impl<D: Driver> Transaction<D> {
                 cell: Arc::new(TxCell {
                     id: OnceLock::new(),
                     created,
+                    tenant: tenant.as_ref().map(|t| t.inner.cell.clone()),
                 }),
                 pending: Mutex::new(Vec::new()),
+                stamps: VersionstampWaiters::default(),
+                _tenant: tenant,
             }),
         }
     }
@@ -107,7 +126,7 @@ impl<D: Driver> Transaction<D> {
     }
 
     /// A call into the core on this transaction, with the buffered writes before it.
-    fn call<T, F>(&self, f: F) -> Pending<D, T>
+    pub(crate) fn call<T, F>(&self, f: F) -> Pending<D, T>
     where
         T: Outcome,
         F: FnOnce(&mut Client, Instant, TransactionId) -> Call<T> + Send + 'static,
@@ -131,18 +150,26 @@ impl<D: Driver> Transaction<D> {
             .push(Box::new(f));
     }
 
-    /// Sets a transaction option. One the transaction refuses (`read_your_writes_disable`
-    /// after a read, say) fails the next read or the commit, as
-    /// `fdb_transaction_set_option` defers it.
-    pub fn set_option(&self, opt: TransactionOption) {
+    /// Sets a transaction option. An option this client does not implement fails here with
+    /// `unsupported_operation` (never silently ignored); one the transaction refuses in its
+    /// state (`read_your_writes_disable` after a read, a `size_limit` out of range) fails the
+    /// next read or the commit, as `fdb_transaction_set_option` defers it.
+    pub fn set_option(&self, opt: TransactionOption) -> Result<(), Error> {
+        opt.check_supported()?;
         self.write(move |c, now, id| {
             let _ = c.set_option(now, id, opt);
         });
+        Ok(())
+    }
+
+    /// A view of this transaction whose reads add no read conflict ranges (snapshot reads).
+    pub fn snapshot(&self) -> Snapshot<D> {
+        Snapshot::new(self.clone())
     }
 
     /// The transaction's read version.
-    pub fn get_read_version(&self) -> Pending<D, Version> {
-        self.call(|c, now, id| c.tx_read_version(now, id))
+    pub async fn get_read_version(&self) -> Result<Version, Error> {
+        self.call(|c, now, id| c.tx_read_version(now, id)).await
     }
 
     /// Uses `version` as the read version instead of asking a GRV proxy.
@@ -152,46 +179,89 @@ impl<D: Driver> Transaction<D> {
         });
     }
 
-    /// Reads `key` (adds a read conflict range). Like every request, it starts when called,
-    /// not when awaited: it sees the transaction as it is now.
-    pub fn get(&self, key: &[u8]) -> Pending<D, Option<Bytes>> {
-        self.get_with(key, false)
+    /// Reads `key` (adds a read conflict range).
+    pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
+        self.get_with(key.as_ref(), false).await
     }
 
     /// Reads `key` without a read conflict range.
-    pub fn snapshot_get(&self, key: &[u8]) -> Pending<D, Option<Bytes>> {
-        self.get_with(key, true)
+    pub async fn snapshot_get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
+        self.get_with(key.as_ref(), true).await
     }
 
-    fn get_with(&self, key: &[u8], snapshot: bool) -> Pending<D, Option<Bytes>> {
+    pub(crate) fn get_with(&self, key: &[u8], snapshot: bool) -> Pending<D, Option<Bytes>> {
         let key = key.to_vec();
         self.call(move |c, now, id| c.get(now, id, &key, snapshot))
     }
 
     /// Resolves a key selector.
-    pub fn get_key(&self, sel: KeySelector, snapshot: bool) -> Pending<D, Bytes> {
+    pub async fn get_key(&self, sel: KeySelector, snapshot: bool) -> Result<Bytes, Error> {
         self.call(move |c, now, id| c.get_key(now, id, sel, snapshot))
+            .await
+    }
+
+    /// About how many bytes the commit would carry so far
+    /// (`fdb_transaction_get_approximate_size`). Fails with the error of a failed write, as
+    /// libfdb_c checks the deferred error first.
+    pub async fn get_approximate_size(&self) -> Result<usize, Error> {
+        let cell = self.inner.cell.clone();
+        let writes = self.inner.take_pending();
+        let size = query(&self.inner.driver, move |c, now| {
+            let id = flush(&cell, writes, c, now);
+            c.get_approximate_size(id)
+        })
+        .await?
+        .map_err(Error::Client)?;
+        Ok(usize::try_from(size).unwrap_or(0))
+    }
+
+    /// `fdb_transaction_get_committed_version`: the version this transaction committed at;
+    /// `-1` if it has not committed (yet), or committed without writing.
+    pub async fn get_committed_version(&self) -> Result<Version, Error> {
+        let cell = self.inner.cell.clone();
+        let writes = self.inner.take_pending();
+        query(&self.inner.driver, move |c, now| {
+            let id = flush(&cell, writes, c, now);
+            c.committed_version(id).unwrap_or(-1)
+        })
+        .await
     }
 
     /// The storage servers' estimate of the bytes in `[begin, end)`.
-    pub fn get_estimated_range_size_bytes(&self, begin: &[u8], end: &[u8]) -> Pending<D, i64> {
-        let (begin, end) = (begin.to_vec(), end.to_vec());
+    pub async fn get_estimated_range_size_bytes(
+        &self,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<i64, Error> {
+        let (begin, end) = (begin.as_ref().to_vec(), end.as_ref().to_vec());
         self.call(move |c, now, id| c.get_estimated_range_size_bytes(now, id, &begin, &end))
+            .await
     }
 
     /// Keys cutting `[begin, end)` into chunks of about `chunk_size` bytes.
-    pub fn get_range_split_points(
+    pub async fn get_range_split_points(
         &self,
-        begin: &[u8],
-        end: &[u8],
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
         chunk_size: i64,
-    ) -> Pending<D, Vec<Bytes>> {
-        let (begin, end) = (begin.to_vec(), end.to_vec());
+    ) -> Result<Vec<Bytes>, Error> {
+        let (begin, end) = (begin.as_ref().to_vec(), end.as_ref().to_vec());
         self.call(move |c, now, id| c.get_range_split_points(now, id, &begin, &end, chunk_size))
+            .await
     }
 
     /// One batch of rows between two selectors (`fdb_transaction_get_range`).
-    pub fn get_range_batch(
+    pub async fn get_range_batch(
+        &self,
+        begin: KeySelector,
+        end: KeySelector,
+        opts: RangeOptions,
+        snapshot: bool,
+    ) -> Result<RangeResult, Error> {
+        self.range_batch(begin, end, opts, snapshot).await
+    }
+
+    pub(crate) fn range_batch(
         &self,
         begin: KeySelector,
         end: KeySelector,
@@ -201,17 +271,42 @@ impl<D: Driver> Transaction<D> {
         self.call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
     }
 
+    /// A range read as a stream of batches, each fetched only when the previous one was
+    /// taken (`fdb_transaction_get_range` called with increasing `iteration`, as the bindings'
+    /// iterators do). Dropping the stream cancels the batch in flight.
+    pub fn get_ranges(&self, range: impl Into<RangeOption>, snapshot: bool) -> RangeStream<D> {
+        RangeStream::new(self.clone(), range.into(), snapshot)
+    }
+
+    /// [`Transaction::get_ranges`] row by row.
+    pub fn get_ranges_keyvalues(
+        &self,
+        range: impl Into<RangeOption>,
+        snapshot: bool,
+    ) -> KeyValueStream<D> {
+        KeyValueStream::new(self.get_ranges(range, snapshot))
+    }
+
+    /// Every row of a range read, collected.
+    pub async fn get_range_all(
+        &self,
+        range: impl Into<RangeOption>,
+        snapshot: bool,
+    ) -> Result<Vec<KeyValue>, Error> {
+        self.get_ranges(range, snapshot).collect_rows().await
+    }
+
     /// Every row in `[begin, end)` (at most `limit` if non-zero), fetched in batches as the
     /// bindings' range iterators do.
     pub async fn get_range(
         &self,
-        begin: &[u8],
-        end: &[u8],
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
         limit: usize,
     ) -> Result<Vec<KeyValue>, Error> {
         self.get_range_with(
-            KeySelector::first_greater_or_equal(Bytes::copy_from_slice(begin)),
-            KeySelector::first_greater_or_equal(Bytes::copy_from_slice(end)),
+            KeySelector::first_greater_or_equal(begin),
+            KeySelector::first_greater_or_equal(end),
             RangeOptions {
                 limit,
                 ..RangeOptions::default()
@@ -238,34 +333,45 @@ impl<D: Driver> Transaction<D> {
     }
 
     /// Sets a key.
-    pub fn set(&self, key: &[u8], value: &[u8]) {
-        let (k, v) = (Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
+    pub fn set(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        let k = Bytes::copy_from_slice(key.as_ref());
+        let v = Bytes::copy_from_slice(value.as_ref());
         self.write(move |c, _, id| {
             let _ = c.set_bytes(id, k, v);
         });
     }
 
     /// Removes a key.
-    pub fn clear(&self, key: &[u8]) {
-        let k = key.to_vec();
+    pub fn clear(&self, key: impl AsRef<[u8]>) {
+        let k = key.as_ref().to_vec();
         self.write(move |c, _, id| {
             let _ = c.clear(id, &k);
         });
     }
 
     /// Removes every key in `[begin, end)`.
-    pub fn clear_range(&self, begin: &[u8], end: &[u8]) {
-        let (b, e) = (begin.to_vec(), end.to_vec());
+    pub fn clear_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
+        let (b, e) = (begin.as_ref().to_vec(), end.as_ref().to_vec());
         self.write(move |c, _, id| {
             let _ = c.clear_range(id, &b, &e);
         });
     }
 
-    /// An atomic operation (`fdb_protocol::messages::commit::mutation_type`).
-    pub fn atomic_op(&self, key: &[u8], param: &[u8], kind: u8) {
-        let (k, p) = (key.to_vec(), param.to_vec());
+    /// An atomic operation on `key` with operand `param`.
+    pub fn atomic_op(&self, key: impl AsRef<[u8]>, param: impl AsRef<[u8]>, op: MutationType) {
+        let (k, p) = (key.as_ref().to_vec(), param.as_ref().to_vec());
         self.write(move |c, _, id| {
-            let _ = c.atomic_op(id, &k, &p, kind);
+            let _ = c.atomic_op(id, &k, &p, op);
+        });
+    }
+
+    /// An atomic operation by its raw `fdb.options` code (for replaying another client's
+    /// calls): a code that is no atomic op fails the next read or the commit with
+    /// `invalid_mutation_type`, as in libfdb_c.
+    pub fn atomic_op_code(&self, key: impl AsRef<[u8]>, param: impl AsRef<[u8]>, code: u8) {
+        let (k, p) = (key.as_ref().to_vec(), param.as_ref().to_vec());
+        self.write(move |c, _, id| {
+            let _ = c.atomic_op_code(id, &k, &p, code);
         });
     }
 
@@ -274,70 +380,56 @@ impl<D: Driver> Transaction<D> {
     /// or the commit.
     pub fn add_conflict_range(
         &self,
-        begin: &[u8],
-        end: &[u8],
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
         kind: ConflictRangeType,
     ) -> Result<(), Error> {
-        check_conflict_range(begin, end)?;
-        let (b, e) = (begin.to_vec(), end.to_vec());
+        let (b, e) = (begin.as_ref().to_vec(), end.as_ref().to_vec());
+        check_conflict_range(&b, &e)?;
         self.write(move |c, _, id| {
             let _ = c.add_conflict_range(id, &b, &e, kind);
         });
         Ok(())
     }
 
-    /// Commits; returns the commit version (`-1` when nothing was written). The commit
-    /// starts when this is called; the future only waits for it.
-    pub fn commit(&self) -> impl Future<Output = Result<Version, Error>> + Send + 'static {
-        let committing = self.commit_with_versionstamp();
-        async move { committing.await.map(|c| c.version) }
+    /// Commits; returns the commit version (`-1` when nothing was written).
+    pub async fn commit(&self) -> Result<Version, Error> {
+        self.commit_with_versionstamp().await.map(|c| c.version)
     }
 
     /// Commits; returns the commit version and the versionstamp.
-    pub fn commit_with_versionstamp(&self) -> Pending<D, Committed> {
-        self.call(|c, now, id| c.commit(now, id))
+    pub async fn commit_with_versionstamp(&self) -> Result<Committed, Error> {
+        let r = self.call(|c, now, id| c.commit(now, id)).await;
+        self.inner.stamps.commit_done(&r);
+        r
     }
 
-    /// The versionstamp of the committed transaction (`None` before it committed, or when
-    /// it wrote nothing).
+    /// The versionstamp the next commit gets, as a future ready once that commit is done
+    /// (`fdb_transaction_get_versionstamp`): ask for it inside a retry loop's closure and
+    /// await it after the loop.
+    pub fn get_versionstamp(&self) -> VersionstampFuture {
+        self.inner.stamps.wait()
+    }
+
+    /// The versionstamp of the committed transaction.
     pub async fn versionstamp(&self) -> Result<Option<[u8; 10]>, Error> {
-        self.inspect(|c, id| c.versionstamp(id)).await
+        let cell = self.inner.cell.clone();
+        crate::driver::query(&self.inner.driver, move |c, _| {
+            cell.id.get().and_then(|id| c.versionstamp(*id))
+        })
+        .await
     }
 
-    /// `fdb_transaction_get_versionstamp`: resolves to the versionstamp once this
-    /// transaction commits, so it is asked for before the commit — inside the retry loop's
-    /// closure, and awaited after the loop returns. Fails with `no_commit_version` (2021) if
-    /// the commit wrote nothing, `transaction_invalid_version` (2020) if it failed,
-    /// `transaction_cancelled` (1025) if the transaction is reset (a retry) or dropped first,
-    /// and `used_during_commit` (2017) if asked once the commit started.
-    pub fn get_versionstamp(
-        &self,
-    ) -> impl Future<Output = Result<[u8; 10], Error>> + Send + 'static {
-        let stamp = self.call(|c, now, id| c.get_versionstamp(now, id));
-        async move {
-            let b = stamp.await?;
-            <[u8; 10]>::try_from(b.as_ref()).map_err(|_| Error::from(ErrorCode::INTERNAL_ERROR))
-        }
+    /// `on_error`: waits the backoff and resets the transaction if `code` is retryable;
+    /// otherwise fails with it.
+    pub async fn on_error(&self, code: ErrorCode) -> Result<(), Error> {
+        self.inner.stamps.abandon();
+        self.call(move |c, now, id| c.on_error(now, id, code)).await
     }
 
-    /// `fdb_transaction_get_committed_version`: the version this transaction committed at;
-    /// `-1` if it has not committed (yet), or committed without writing.
-    pub async fn get_committed_version(&self) -> Result<Version, Error> {
-        self.inspect(|c, id| c.committed_version(id).unwrap_or(-1))
-            .await
-    }
-
-    /// `fdb_transaction_get_approximate_size`: about how many bytes the commit would carry
-    /// (the writes so far count). Fails with the error of a failed write.
-    pub async fn get_approximate_size(&self) -> Result<i64, Error> {
-        self.inspect(|c, id| c.get_approximate_size(id))
-            .await?
-            .map_err(Error::Client)
-    }
-
-    /// `fdb_transaction_cancel`: the transaction's requests in flight fail with
-    /// `transaction_cancelled` (1025), and so does every later read, commit and `on_error`
-    /// until [`Transaction::reset`].
+    /// `fdb_transaction_cancel`: requests in flight fail with `transaction_cancelled`, and
+    /// so does every call after, until [`Transaction::reset`] (or `on_error`, which refuses
+    /// to retry it).
     pub fn cancel(&self) {
         let cell = self.inner.cell.clone();
         let writes = self.inner.take_pending();
@@ -347,28 +439,9 @@ impl<D: Driver> Transaction<D> {
         });
     }
 
-    /// Runs `f` on the loop on this transaction, after its buffered writes.
-    async fn inspect<R: Send + 'static>(
-        &self,
-        f: impl FnOnce(&mut Client, TransactionId) -> R + Send + 'static,
-    ) -> Result<R, Error> {
-        let cell = self.inner.cell.clone();
-        let writes = self.inner.take_pending();
-        crate::driver::query(&self.inner.driver, move |c, now| {
-            let id = flush(&cell, writes, c, now);
-            f(c, id)
-        })
-        .await
-    }
-
-    /// `on_error`: waits the backoff and resets the transaction if `code` is retryable;
-    /// otherwise fails with it.
-    pub fn on_error(&self, code: ErrorCode) -> Pending<D, ()> {
-        self.call(move |c, now, id| c.on_error(now, id, code))
-    }
-
     /// Resets the transaction (options too).
     pub fn reset(&self) {
+        self.inner.stamps.abandon();
         let cell = self.inner.cell.clone();
         let writes = self.inner.take_pending();
         apply(&self.inner.driver, move |c, now| {
@@ -379,8 +452,8 @@ impl<D: Driver> Transaction<D> {
 
     /// Watches a key. The watch starts when the transaction commits and resolves when the
     /// key's value changes; dropping the future cancels it.
-    pub fn watch(&self, key: &[u8]) -> Watch<D> {
-        let key = key.to_vec();
+    pub fn watch(&self, key: impl AsRef<[u8]>) -> Watch<D> {
+        let key = key.as_ref().to_vec();
         self.call(move |c, now, id| c.watch(now, id, &key))
     }
 }

@@ -48,12 +48,16 @@ pub mod mutation_type {
 /// One mutation of a commit: `(type, param1, param2)`. For a clear, `[param1, param2)`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MutationRef {
+    /// The mutation type (`MutationRef::Type`: 0 set, 1 clear range, atomic ops above).
     pub kind: u8,
+    /// The key, or the begin of a cleared range.
     pub param1: Bytes,
+    /// The value or operand, or the end of a cleared range.
     pub param2: Bytes,
 }
 
 impl MutationRef {
+    /// A mutation of type `kind`.
     pub fn new(kind: u8, param1: impl Into<Bytes>, param2: impl Into<Bytes>) -> Self {
         MutationRef {
             kind,
@@ -173,8 +177,11 @@ crate::fb_message! {
 }
 
 impl CommitTransactionRequest {
+    /// The commit may proceed while the database is locked (`lock_aware`).
     pub const FLAG_IS_LOCK_AWARE: u32 = 1;
+    /// Put the transaction first in the proxy's next batch (the `first_in_batch` option).
     pub const FLAG_FIRST_IN_BATCH: u32 = 2;
+    /// Not subject to storage quotas (`bypass_storage_quota`).
     pub const FLAG_BYPASS_STORAGE_QUOTA: u32 = 4;
 }
 
@@ -244,5 +251,58 @@ crate::fb_message! {
         pub results: Vec<ShardLocation>,
         pub results_tss_mapping: Vec<TssMapping>,
         pub results_tag_mapping: Vec<TagMapping>,
+    }
+}
+
+crate::fb_message! {
+    /// Which id a tenant name has, sent to a commit proxy's `getTenantId` stream (index 11)
+    /// (`CommitProxyInterface.h`). `min_tenant_version` is the metadata version the proxy must
+    /// have seen before it may answer `tenant_not_found`; libfdb_c sends `latestVersion` (-2).
+    pub struct GetTenantIdRequest = 11299717; {
+        pub reply: ReplyPromise,
+        pub tenant_name: Bytes,
+        pub min_tenant_version: Version,
+    }
+}
+
+crate::fb_message! {
+    /// The tenant's id (its key prefix is the id as 8 big-endian bytes).
+    pub struct GetTenantIdReply = 11441284; {
+        pub tenant_id: i64,
+    }
+}
+
+crate::fb_message! {
+    /// A tenant's entry in the tenant map `\xff/tenant/map/<id>` (`fdbclient/Tenant.h`),
+    /// stored as an ObjectWriter value with the protocol version in front
+    /// ([`TenantMapEntry::encode_value`]). `lock_state`: 0 unlocked, 1 read-only, 2 locked.
+    pub struct TenantMapEntry = 7054389; {
+        pub id: i64,
+        pub tenant_name: Bytes,
+        pub lock_state: u8,
+        pub lock_id: Option<crate::uid::Uid>,
+        pub tenant_group: Option<Bytes>,
+        pub configuration_sequence_num: i64,
+    }
+}
+
+impl TenantMapEntry {
+    /// The value as the tenant map stores it (`ObjectWriter::toValue(.., IncludeVersion())`):
+    /// the 7.3 protocol version, little-endian, then the message.
+    pub fn encode_value(&self) -> alloc::vec::Vec<u8> {
+        let mut v = crate::framing::ProtocolVersion::V7_3
+            .0
+            .to_le_bytes()
+            .to_vec();
+        v.extend_from_slice(&crate::serializer::encode(self));
+        v
+    }
+
+    /// Reads a tenant map value (the protocol version in front is skipped, not checked).
+    pub fn decode_value(value: &[u8]) -> crate::serializer::Result<Self> {
+        let body = value
+            .get(8..)
+            .ok_or(crate::serializer::DecodeError::OutOfBounds { pos: 0, len: 8 })?;
+        crate::serializer::decode(&Bytes::copy_from_slice(body))
     }
 }

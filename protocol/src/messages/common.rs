@@ -34,7 +34,9 @@ impl Default for ErrorCode {
 /// FDB's `ErrorOr<T>`: every reply is one. A union of `<Error, T>` (tag 1 = error, 2 = value).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ErrorOr<T> {
+    /// The error the server answered with.
     Err(ErrorCode),
+    /// The reply itself.
     Ok(T),
 }
 
@@ -45,6 +47,7 @@ impl<T> Default for ErrorOr<T> {
 }
 
 impl<T> ErrorOr<T> {
+    /// As a `Result`, for `?`.
     pub fn into_result(self) -> core::result::Result<T, ErrorCode> {
         match self {
             ErrorOr::Ok(v) => Ok(v),
@@ -135,9 +138,13 @@ impl<T: Fb> Fb for EnsureTable<T> {
 /// File identifier composition (`flow/include/flow/FileIdentifier.h`): the top byte names the
 /// wrapper; a second wrapper goes into the top nibble.
 pub mod fid {
+    /// `ReplyPromise<T>`.
     pub const REPLY_PROMISE: u32 = 1;
+    /// `ErrorOr<T>`.
     pub const ERROR_OR: u32 = 2;
+    /// `VectorRef<T>`.
     pub const VECTOR_REF: u32 = 3;
+    /// `Optional<T>`.
     pub const OPTIONAL: u32 = 4;
 
     /// `wrapper<inner>` where `inner` is itself plain (depth 0) or wrapped once (depth 1).

@@ -56,9 +56,13 @@ crate::fb_table! {
 }
 
 impl GrvProxyInterface {
+    /// Index of the `getConsistentReadVersion` stream among the interface's endpoints.
     pub const GET_CONSISTENT_READ_VERSION: u32 = 0;
+    /// Index of the `waitFailure` stream among the interface's endpoints.
     pub const WAIT_FAILURE: u32 = 1;
+    /// Index of the `getHealthMetrics` stream among the interface's endpoints.
     pub const GET_HEALTH_METRICS: u32 = 2;
+    /// Index of the `refreshGlobalConfig` stream among the interface's endpoints.
     pub const REFRESH_GLOBAL_CONFIG: u32 = 3;
 
     /// The token of stream `index` (one of the constants above).
@@ -80,18 +84,31 @@ crate::fb_table! {
 }
 
 impl CommitProxyInterface {
+    /// Index of the `commit` stream among the interface's endpoints.
     pub const COMMIT: u32 = 0;
+    /// Index of the `getConsistentReadVersion` stream among the interface's endpoints.
     pub const GET_CONSISTENT_READ_VERSION: u32 = 1;
+    /// Index of the `getKeyServersLocations` stream among the interface's endpoints.
     pub const GET_KEY_SERVERS_LOCATIONS: u32 = 2;
+    /// Index of the `getStorageServerRejoinInfo` stream among the interface's endpoints.
     pub const GET_STORAGE_SERVER_REJOIN_INFO: u32 = 3;
+    /// Index of the `waitFailure` stream among the interface's endpoints.
     pub const WAIT_FAILURE: u32 = 4;
+    /// Index of the `txnState` stream among the interface's endpoints.
     pub const TXN_STATE: u32 = 5;
+    /// Index of the `getHealthMetrics` stream among the interface's endpoints.
     pub const GET_HEALTH_METRICS: u32 = 6;
+    /// Index of the `proxySnapReq` stream among the interface's endpoints.
     pub const PROXY_SNAP_REQ: u32 = 7;
+    /// Index of the `exclusionSafetyCheckReq` stream among the interface's endpoints.
     pub const EXCLUSION_SAFETY_CHECK_REQ: u32 = 8;
+    /// Index of the `getDDMetrics` stream among the interface's endpoints.
     pub const GET_DD_METRICS: u32 = 9;
+    /// Index of the `expireIdempotencyId` stream among the interface's endpoints.
     pub const EXPIRE_IDEMPOTENCY_ID: u32 = 10;
+    /// Index of the `getTenantId` stream among the interface's endpoints.
     pub const GET_TENANT_ID: u32 = 11;
+    /// Index of the `getBlobGranuleLocations` stream among the interface's endpoints.
     pub const GET_BLOB_GRANULE_LOCATIONS: u32 = 12;
 
     /// The token of stream `index` (one of the constants above).

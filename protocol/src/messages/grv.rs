@@ -33,12 +33,19 @@ crate::fb_message! {
 }
 
 impl GetReadVersionRequest {
+    /// Immediate priority (`PRIORITY_SYSTEM_IMMEDIATE`): not throttled by ratekeeper.
     pub const PRIORITY_SYSTEM_IMMEDIATE: u32 = 15 << 24;
+    /// Default priority.
     pub const PRIORITY_DEFAULT: u32 = 8 << 24;
+    /// Batch priority: throttled first under load.
     pub const PRIORITY_BATCH: u32 = 1 << 24;
+    /// The proxy may answer without confirming it is still the live one (`causal_read_risky`).
     pub const FLAG_CAUSAL_READ_RISKY: u32 = 1;
+    /// A provisional proxy (during a recovery) may answer.
     pub const FLAG_USE_PROVISIONAL_PROXIES: u32 = 2;
+    /// Answer with the minimum known committed version instead of the newest one.
     pub const FLAG_USE_MIN_KNOWN_COMMITTED_VERSION: u32 = 4;
+    /// The bits of `flags` that hold the priority.
     pub const FLAG_PRIORITY_MASK: u32 = Self::PRIORITY_SYSTEM_IMMEDIATE;
 }
 

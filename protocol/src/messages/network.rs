@@ -15,7 +15,9 @@ use crate::uid::Uid;
 /// The v4 alternative is a bare scalar; the v6 one is a 16-entry byte vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum IpAddress {
+    /// IPv4, the address as a big-endian number.
     V4(u32),
+    /// IPv6, the sixteen address bytes.
     V6([u8; 16]),
 }
 
@@ -104,9 +106,12 @@ crate::fb_table! {
 }
 
 impl NetworkAddress {
+    /// The address is the process's own (not public) one.
     pub const FLAG_PRIVATE: u16 = 1;
+    /// The process speaks TLS at this address (`:tls` in a cluster file).
     pub const FLAG_TLS: u16 = 2;
 
+    /// A plain (not TLS, public) address.
     pub fn new(ip: impl Into<IpAddress>, port: u16) -> Self {
         NetworkAddress {
             ip: ip.into(),
@@ -115,6 +120,7 @@ impl NetworkAddress {
             from_hostname: false,
         }
     }
+    /// Whether a connection to this address must speak TLS.
     pub fn is_tls(&self) -> bool {
         self.flags & Self::FLAG_TLS != 0
     }
@@ -146,7 +152,26 @@ crate::fb_table! {
     }
 }
 
+impl NetworkAddressList {
+    /// The address a client sends to: the main one, unless the process also listens on the
+    /// other of TLS/plain and the main one is TLS. FDB's `Endpoint::choosePrimaryAddress`
+    /// swaps the two when the main address's TLS differs from the local process's, and a
+    /// client's local address (never bound) is the plain `0.0.0.0:0` — so libfdb_c, even
+    /// with TLS configured, talks plain to a process that offers both.
+    pub fn client_address(&self) -> &NetworkAddress {
+        match &self.secondary_address {
+            Some(other) if self.address.is_tls() => other,
+            _ => &self.address,
+        }
+    }
+}
+
 impl Endpoint {
+    /// Where a client sends this endpoint's requests ([`NetworkAddressList::client_address`]).
+    pub fn address(&self) -> &NetworkAddress {
+        self.addresses.client_address()
+    }
+
     /// Stream `index` of the interface whose first stream is this endpoint.
     pub fn adjusted(&self, index: u32) -> Endpoint {
         Endpoint {
@@ -175,5 +200,36 @@ crate::fb_table! {
     /// Where a process is (zone, machine, dc, process id ...).
     pub struct LocalityData {
         pub data: Vec<LocalityEntry>,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(port: u16, tls: bool) -> NetworkAddress {
+        NetworkAddress {
+            flags: if tls { NetworkAddress::FLAG_TLS } else { 0 },
+            ..NetworkAddress::new(core::net::IpAddr::from([127, 0, 0, 1]), port)
+        }
+    }
+
+    #[test]
+    fn a_client_prefers_the_plain_address_of_a_process_listening_on_both() {
+        let both = NetworkAddressList {
+            address: addr(4500, true),
+            secondary_address: Some(addr(4501, false)),
+        };
+        assert_eq!(both.client_address(), &addr(4501, false));
+        let plain_first = NetworkAddressList {
+            address: addr(4501, false),
+            secondary_address: Some(addr(4500, true)),
+        };
+        assert_eq!(plain_first.client_address(), &addr(4501, false));
+        let tls_only = NetworkAddressList {
+            address: addr(4500, true),
+            secondary_address: None,
+        };
+        assert_eq!(tls_only.client_address(), &addr(4500, true));
     }
 }

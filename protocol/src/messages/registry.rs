@@ -17,8 +17,8 @@ macro_rules! registry {
         #[derive(Clone, Debug, PartialEq)]
         #[allow(clippy::large_enum_variant)]
         pub enum AnyMessage {
-            $( $req($req), )*
-            $( $rep(ErrorOr<$rep>), )*
+            $( #[doc = concat!("A `", stringify!($req), "`.")] $req($req), )*
+            $( #[doc = concat!("A `", stringify!($rep), "`, or the error sent instead.")] $rep(ErrorOr<$rep>), )*
             /// The reply to `GetLeaderRequest`: `ErrorOr<Optional<LeaderInfo>>`.
             Leader(ErrorOr<EnsureTable<Option<LeaderInfo>>>),
         }
@@ -98,6 +98,7 @@ registry! {
         WatchValueRequest,
         WaitMetricsRequest,
         SplitRangeRequest,
+        GetTenantIdRequest,
     }
     replies {
         ClientDBInfo,
@@ -114,6 +115,7 @@ registry! {
         WatchValueReply,
         StorageMetrics,
         SplitRangeReply,
+        GetTenantIdReply,
     }
 }
 

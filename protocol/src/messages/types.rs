@@ -20,11 +20,14 @@ pub const LATEST_VERSION: Version = -2;
 /// reader (`KeyRangeRef::serialize`): it saves one copy of the key.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct KeyRange {
+    /// The first key in the range.
     pub begin: Bytes,
+    /// The first key after the range.
     pub end: Bytes,
 }
 
 impl KeyRange {
+    /// `[begin, end)`.
     pub fn new(begin: impl Into<Bytes>, end: impl Into<Bytes>) -> Self {
         KeyRange {
             begin: begin.into(),
@@ -111,24 +114,70 @@ crate::fb_table! {
 }
 
 impl KeySelector {
-    pub fn new(key: impl Into<Bytes>, or_equal: bool, offset: i32) -> Self {
+    /// The selector `(key, or_equal, offset)` as FDB resolves it.
+    pub fn new(key: impl AsRef<[u8]>, or_equal: bool, offset: i32) -> Self {
         KeySelector {
-            key: key.into(),
+            key: Bytes::copy_from_slice(key.as_ref()),
             or_equal,
             offset,
         }
     }
-    pub fn last_less_than(key: impl Into<Bytes>) -> Self {
+    /// The last key before `key`.
+    pub fn last_less_than(key: impl AsRef<[u8]>) -> Self {
         Self::new(key, false, 0)
     }
-    pub fn last_less_or_equal(key: impl Into<Bytes>) -> Self {
+    /// `key` if present, else the last key before it.
+    pub fn last_less_or_equal(key: impl AsRef<[u8]>) -> Self {
         Self::new(key, true, 0)
     }
-    pub fn first_greater_than(key: impl Into<Bytes>) -> Self {
+    /// The first key after `key`.
+    pub fn first_greater_than(key: impl AsRef<[u8]>) -> Self {
         Self::new(key, true, 1)
     }
-    pub fn first_greater_or_equal(key: impl Into<Bytes>) -> Self {
+    /// `key` if present, else the first key after it.
+    pub fn first_greater_or_equal(key: impl AsRef<[u8]>) -> Self {
         Self::new(key, false, 1)
+    }
+    /// The selector's key.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+    /// Whether the key itself counts (`<=` rather than `<`).
+    pub fn or_equal(&self) -> bool {
+        self.or_equal
+    }
+    /// How many keys to move from the anchor.
+    pub fn offset(&self) -> i32 {
+        self.offset
+    }
+}
+
+impl core::ops::Add<i32> for KeySelector {
+    type Output = KeySelector;
+    /// Moves the selector `n` keys further (FDB's `KeySelector + n`).
+    fn add(mut self, n: i32) -> KeySelector {
+        self.offset = self.offset.saturating_add(n);
+        self
+    }
+}
+
+impl core::ops::Sub<i32> for KeySelector {
+    type Output = KeySelector;
+    /// Moves the selector `n` keys back (FDB's `KeySelector - n`).
+    fn sub(mut self, n: i32) -> KeySelector {
+        self.offset = self.offset.saturating_sub(n);
+        self
+    }
+}
+
+impl KeyValue {
+    /// The key.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+    /// The value.
+    pub fn value(&self) -> &[u8] {
+        &self.value
     }
 }
 
@@ -159,6 +208,7 @@ crate::fb_table! {
 }
 
 impl TenantInfo {
+    /// The tenant id that names no tenant.
     pub const INVALID_TENANT: i64 = -1;
     /// No tenant: what a plain client sends.
     pub fn none() -> Self {
@@ -172,7 +222,9 @@ impl TenantInfo {
 /// A storage team tag: a packed struct `{u16 id, i8 locality}` (`struct_like_traits<Tag>`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Tag {
+    /// The locality (data centre or kind of log) the tag belongs to.
     pub locality: i8,
+    /// The tag's number within its locality.
     pub id: u16,
 }
 

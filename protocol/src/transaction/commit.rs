@@ -14,7 +14,7 @@ use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::commit::{CommitID, CommitTransactionRef, CommitTransactionRequest};
 use crate::messages::coordination::CommitProxyInterface;
-use crate::messages::types::{KeyRange, TenantInfo};
+use crate::messages::types::KeyRange;
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
 use crate::ryw::{key_after, RangeSet};
@@ -89,6 +89,15 @@ impl Transactions {
                 },
             );
         }
+        // `read_lock_aware` alone makes the transaction read-only (`commitMutations`).
+        if t.options.read_only {
+            return self.fail_commit(
+                cx,
+                req,
+                tx,
+                ClientError::Fdb(ErrorCode::TRANSACTION_READ_ONLY),
+            );
+        }
         let size = Self::commit_size(t);
         if size > t.options.size_limit {
             return self.fail_commit(
@@ -103,7 +112,12 @@ impl Transactions {
             Some(Err(e)) => return self.fail_commit(cx, req, tx, e),
             None => return,
         };
-        let Some(proxy) = cx.pick_commit_proxy(CommitProxyInterface::COMMIT) else {
+        let proxy = if self.txs[&tx].options.commit_on_first_proxy {
+            cx.first_commit_proxy()
+        } else {
+            cx.pick_commit_proxy(CommitProxyInterface::COMMIT)
+        };
+        let Some(proxy) = proxy else {
             return self.set_wait(req, Wait::Cluster);
         };
         let t = &self.txs[&tx];
@@ -112,6 +126,17 @@ impl Transactions {
         let mutations = t.writes.mutations();
         let report = t.options.report_conflicting_keys;
         let lock_aware = t.options.lock_aware;
+        let mut flags = 0;
+        if lock_aware {
+            flags |= CommitTransactionRequest::FLAG_IS_LOCK_AWARE;
+        }
+        if t.options.first_in_batch {
+            flags |= CommitTransactionRequest::FLAG_FIRST_IN_BATCH;
+        }
+        if t.options.bypass_storage_quota {
+            flags |= CommitTransactionRequest::FLAG_BYPASS_STORAGE_QUOTA;
+        }
+        super::log::log_commit(t, &mutations);
         let causal_write_risky = t.options.causal_write_risky;
         let intersects = write_conflicts
             .iter()
@@ -140,6 +165,22 @@ impl Transactions {
                 t.sent_read_conflicts = read_conflicts.clone();
             }
         }
+        // In a tenant the commit carries prefixed keys (`applyTenantPrefix`); the dummy
+        // transaction after `commit_unknown_result` runs outside the tenant on the prefixed key.
+        let mut read_conflicts = read_conflicts;
+        let mut write_conflicts = write_conflicts;
+        let mut mutations = mutations;
+        let tenant_info = self.tenant_info(tx);
+        if let Some(id) = self.tx_tenant(tx) {
+            let p = super::tenant::tenant_prefix(id);
+            super::tenant::prefix_commit(
+                &p,
+                &mut read_conflicts,
+                &mut write_conflicts,
+                &mut mutations,
+            );
+            self_conflict = self_conflict.map(|k| super::tenant::with_prefix(&p, &k));
+        }
         let token = cx.rng.uid();
         let span = self.span(cx, tx);
         let msg = CommitTransactionRequest {
@@ -154,16 +195,12 @@ impl Transactions {
                 tenant_ids: None,
             },
             reply: ReplyPromise { token },
-            flags: if lock_aware {
-                CommitTransactionRequest::FLAG_IS_LOCK_AWARE
-            } else {
-                0
-            },
-            debug_id: None,
+            flags,
+            debug_id: self.read_options(cx.rng, tx).and_then(|o| o.debug_id),
             commit_cost_estimation: None,
             tag_set: None,
             span_context: span,
-            tenant_info: TenantInfo::none(),
+            tenant_info,
             idempotency_id: Bytes::new(),
         };
         if let Some(t) = self.txs.get_mut(&tx) {
@@ -171,13 +208,7 @@ impl Transactions {
         }
         let ep = proxy.commit.endpoint;
         self.set_wait(req, Wait::Reply);
-        cx.send(
-            &ep.addresses.address,
-            ep.token,
-            &msg,
-            token,
-            Route::Commit(req),
-        );
+        cx.send(ep.address(), ep.token, &msg, token, Route::Commit(req));
     }
 
     pub(super) fn fail_commit(
@@ -435,6 +466,7 @@ impl Transactions {
                 d
             }
         };
+        super::log::log_retry(t, code);
         t.retries += 1;
         // Reset cx.now, keeping options, backoff, retry count and the timeout clock.
         let keep_opts = t.options.clone();

@@ -276,7 +276,7 @@ impl Transactions {
             tenant: TenantInfo::none(),
             min_tenant_version: min_version,
         };
-        let addr = proxy.commit.endpoint.addresses.address.clone();
+        let addr = proxy.commit.endpoint.address().clone();
         let dest = proxy.stream(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS);
         self.locating.insert(k);
         let pending = Route::Locations {
@@ -339,7 +339,7 @@ impl Transactions {
         let server = servers[self.part_replica(cx, &servers, start, attempt)].clone();
         let token = cx.rng.uid();
         let reply = ReplyPromise { token };
-        let addr = server.get_value.endpoint.addresses.address.clone();
+        let addr = server.get_value.endpoint.address().clone();
         let pending = Route::Metrics {
             op: req,
             part: i as u32,

@@ -16,10 +16,13 @@
 //! a random `\xff/SC/` key when nothing read could conflict with what it writes.
 
 mod commit;
+mod db_options;
+mod log;
 mod metrics;
 mod op;
 mod options;
 mod range;
+mod range_option;
 mod read;
 mod replicas;
 mod routing;
@@ -27,6 +30,7 @@ mod scan;
 mod shards;
 mod special;
 mod state;
+mod tenant;
 mod watch;
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -50,11 +54,14 @@ use replicas::ServerStats;
 use state::Tx;
 
 pub(crate) use crate::ids::{RequestId, TransactionId};
+pub use db_options::DatabaseOption;
 pub use options::{ConflictRangeType, TransactionOption};
+pub use range_option::{Prefix, RangeOption};
 pub use scan::{RangeCursor, RangeOptions, StreamingMode, REPLY_BYTE_LIMIT};
 pub use special::CONFLICTING_KEYS_PREFIX;
 pub use state::check_conflict_range;
-pub use watch::MAX_OUTSTANDING_WATCHES;
+pub use tenant::{tenant_prefix, TenantHandle};
+pub use watch::{ABSOLUTE_MAX_WATCHES, MAX_OUTSTANDING_WATCHES};
 
 /// What the transactions act with: the time, the client's randomness, the network, the event
 /// queue, the read-version batcher, the cluster's proxies and the request counter.
@@ -109,15 +116,15 @@ impl Ctx<'_> {
         let proxies = &self.info?.commit_proxies;
         let endpoints: Vec<(NetworkAddress, Uid)> = proxies
             .iter()
-            .map(|p| {
-                (
-                    p.commit.endpoint.addresses.address.clone(),
-                    p.stream(stream),
-                )
-            })
+            .map(|p| (p.commit.endpoint.address().clone(), p.stream(stream)))
             .collect();
         let i = self.net.failures().pick(&endpoints, self.rng)?;
         Some(proxies[i].clone())
+    }
+
+    /// The first commit proxy the cluster names (`commit_on_first_proxy`).
+    pub(crate) fn first_commit_proxy(&self) -> Option<CommitProxyInterface> {
+        self.info?.commit_proxies.first().cloned()
     }
 
     /// A GRV proxy's read-version endpoint (see [`crate::grv::grv_endpoint`]).
@@ -146,7 +153,7 @@ pub const TRANSACTION_SIZE_LIMIT: usize = 10_000_000;
 
 /// Every transaction of a client and what they share: their operations, timers, the location
 /// cache and what is known of storage servers.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Transactions {
     locations: LocationCache,
     /// Location lookups in flight: `(key, reverse)`.
@@ -166,9 +173,45 @@ pub(crate) struct Transactions {
     scratch: Vec<RequestId>,
     /// Options every new transaction starts with.
     defaults: Vec<TransactionOption>,
+    /// The most watches outstanding at once (`max_watches`).
+    max_watches: usize,
+    /// Tenant handles and their id lookups.
+    tenants: BTreeMap<TenantHandle, tenant::TenantSlot>,
+    next_tenant: u64,
+    /// The tenant each tenant transaction belongs to (kept across resets).
+    tx_tenants: BTreeMap<TransactionId, TenantHandle>,
+}
+
+impl Default for Transactions {
+    fn default() -> Self {
+        Transactions {
+            locations: LocationCache::default(),
+            locating: BTreeSet::new(),
+            location_backoff: LocationBackoff::default(),
+            next_tx: 0,
+            txs: BTreeMap::new(),
+            ops: BTreeMap::new(),
+            timers: BTreeMap::new(),
+            timer_seq: 0,
+            watches: 0,
+            servers: BTreeMap::new(),
+            ready: Vec::new(),
+            scratch: Vec::new(),
+            defaults: Vec::new(),
+            max_watches: MAX_OUTSTANDING_WATCHES,
+            tenants: BTreeMap::new(),
+            next_tenant: 0,
+            tx_tenants: BTreeMap::new(),
+        }
+    }
 }
 
 impl Transactions {
+    /// The transactions, requests and watches held (the core's [`crate::Census`]).
+    pub(crate) fn census(&self) -> (usize, usize, usize) {
+        (self.txs.len(), self.ops.len(), self.watches)
+    }
+
     /// Whether `tx` is a live transaction.
     pub(crate) fn exists(&self, tx: TransactionId) -> bool {
         self.txs.contains_key(&tx)
@@ -242,16 +285,18 @@ impl Transactions {
     pub(crate) fn destroy_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
         self.txs.remove(&tx);
+        self.tx_tenants.remove(&tx);
     }
 
-    /// `cancel`: the transaction is finished until it is reset — its unfinished requests and
-    /// every later read, commit and `on_error` fail with `transaction_cancelled` (RYW's
-    /// `cancel` sets the reset promise). Writes are still accepted, as in RYW.
+    /// `fdb_transaction_cancel`: its unfinished requests fail with `transaction_cancelled`,
+    /// and so does every call after, until the transaction is reset.
     pub(crate) fn cancel_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
-        if let Some(t) = self.txs.get_mut(&tx) {
-            t.finished.get_or_insert(ErrorCode::TRANSACTION_CANCELLED);
-        }
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
+        if let Some(t) = self.txs.get_mut(&tx) {
+            t.finished = Some(ErrorCode::TRANSACTION_CANCELLED);
+            // A commit in flight failed with the rest: later calls see the cancel.
+            t.committing = false;
+        }
     }
 
     /// Returns a transaction to its initial state, options included.

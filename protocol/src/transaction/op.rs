@@ -69,6 +69,8 @@ pub(super) enum Wait {
     /// Runnable.
     Ready,
     ReadVersion,
+    /// Waiting for the transaction's tenant id.
+    Tenant,
     Location,
     Reply,
     Timer,
@@ -325,7 +327,7 @@ impl Transactions {
             }
         }
         match &op.kind {
-            OpKind::ReadVersion => match self.read_version_for(cx, req, tx, false) {
+            OpKind::ReadVersion => match self.read_version_only(cx, req, tx, false) {
                 Some(Ok(v)) => self.succeed_op(cx, req, Reply::Version(v)),
                 Some(Err(e)) => self.fail_op(cx, req, e),
                 None => {}

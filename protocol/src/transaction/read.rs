@@ -13,7 +13,7 @@ use crate::grv::GrvWaiter;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::grv::GetReadVersionRequest;
 use crate::messages::storage::{GetValueRequest, StorageServerInterface};
-use crate::messages::types::{TenantInfo, Version, VersionVector};
+use crate::messages::types::{Version, VersionVector};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
 use crate::ryw::{apply_ops, key_after, PointView};
@@ -42,6 +42,22 @@ impl Transactions {
         tx: TransactionId,
         for_commit: bool,
     ) -> Option<Result<Version, ClientError>> {
+        // A tenant transaction starts once its tenant id is known (`startTransaction`).
+        match self.tenant_ready(cx, req, tx)? {
+            Ok(_) => {}
+            Err(e) => return Some(Err(e)),
+        }
+        self.read_version_only(cx, req, tx, for_commit)
+    }
+
+    /// The read version alone (`getReadVersion` does not wait for the tenant).
+    pub(super) fn read_version_only(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        for_commit: bool,
+    ) -> Option<Result<Version, ClientError>> {
         let t = self.txs.get_mut(&tx)?;
         match t.read_version {
             ReadVersion::Ready(v) => Some(Ok(v)),
@@ -57,6 +73,9 @@ impl Transactions {
                 // commit (`Transaction::commitMutations`), as the captures show.
                 if for_commit || t.options.causal_read_risky {
                     flags |= GetReadVersionRequest::FLAG_CAUSAL_READ_RISKY;
+                }
+                if t.options.use_provisional_proxies {
+                    flags |= GetReadVersionRequest::FLAG_USE_PROVISIONAL_PROXIES;
                 }
                 cx.grv.queue(flags, GrvWaiter::Tx(tx));
                 self.set_wait(req, Wait::ReadVersion);
@@ -184,8 +203,8 @@ impl Transactions {
             tags: None,
             reply: ReplyPromise { token },
             span_context: self.span(cx, tx),
-            tenant_info: TenantInfo::none(),
-            options: None,
+            tenant_info: self.tenant_info(tx),
+            options: self.read_options(cx.rng, tx),
             ss_latest_commit_versions: VersionVector::empty(-1),
         };
         self.set_wait(req, Wait::Reply);

@@ -87,6 +87,8 @@ pub struct RangeCursor {
     /// The caller's limit on all rows (0: none).
     pub(super) total: usize,
     pub(super) rows: Vec<KeyValue>,
+    /// Rows handed out so far (kept or streamed).
+    pub(super) taken: usize,
     pub(super) done: bool,
 }
 
@@ -99,6 +101,7 @@ impl RangeCursor {
             total: opts.limit,
             opts,
             rows: Vec::new(),
+            taken: 0,
             done: false,
         }
     }
@@ -110,16 +113,25 @@ impl RangeCursor {
 
     /// Takes one batch's result.
     pub fn feed(&mut self, batch: RangeResult) {
+        let rows = self.advance(batch);
+        self.rows.extend(rows);
+    }
+
+    /// Takes one batch's result and hands its rows back (cut to the caller's limit) instead
+    /// of keeping them, for a reader that streams the range.
+    pub fn advance(&mut self, mut batch: RangeResult) -> Vec<KeyValue> {
         let last = batch.rows.last().map(|kv| kv.key.clone());
-        self.rows.extend(batch.rows);
-        if self.total > 0 && self.rows.len() >= self.total {
-            self.rows.truncate(self.total);
+        self.taken += batch.rows.len();
+        if self.total > 0 && self.taken >= self.total {
+            let over = self.taken - self.total;
+            batch.rows.truncate(batch.rows.len() - over);
+            self.taken = self.total;
             self.done = true;
-            return;
+            return batch.rows;
         }
         let Some(last) = last.filter(|_| batch.more) else {
             self.done = true;
-            return;
+            return batch.rows;
         };
         if self.opts.reverse {
             self.end = KeySelector::first_greater_or_equal(last);
@@ -127,9 +139,15 @@ impl RangeCursor {
             self.begin = KeySelector::first_greater_than(last);
         }
         if self.total > 0 {
-            self.opts.limit = self.total - self.rows.len();
+            self.opts.limit = self.total - self.taken;
         }
         self.opts.iteration += 1;
+        batch.rows
+    }
+
+    /// Whether the read is complete.
+    pub fn is_done(&self) -> bool {
+        self.done
     }
 
     /// Every row read.

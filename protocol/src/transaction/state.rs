@@ -572,7 +572,10 @@ impl Transactions {
     /// one finishes the transaction with `used_during_commit` (if nothing else did before).
     pub(super) fn check_not_committing(t: &mut Tx) -> Result<(), ClientError> {
         if t.committing {
-            t.finished.get_or_insert(ErrorCode::USED_DURING_COMMIT);
+            // `used_during_commit_protection_disable`: only the offending call fails.
+            if !t.options.no_commit_protection {
+                t.finished.get_or_insert(ErrorCode::USED_DURING_COMMIT);
+            }
             return fdb(ErrorCode::USED_DURING_COMMIT);
         }
         Ok(())

@@ -12,14 +12,16 @@ use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::grv::GetReadVersionRequest;
 use crate::messages::storage::{StorageServerInterface, WatchValueRequest};
-use crate::messages::types::{SpanContext, TenantInfo, Version};
+use crate::messages::types::{SpanContext, Version};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
 use crate::ryw::{apply_ops, Lookup};
 use crate::uid::Uid;
 
-/// `DEFAULT_MAX_OUTSTANDING_WATCHES`.
+/// `DEFAULT_MAX_OUTSTANDING_WATCHES` (the `max_watches` database option changes it).
 pub const MAX_OUTSTANDING_WATCHES: usize = 10_000;
+/// `ABSOLUTE_MAX_WATCHES`: the most `max_watches` may be.
+pub const ABSOLUTE_MAX_WATCHES: usize = 1_000_000;
 
 impl Transactions {
     /// Watches `key`: fires once its value differs from the one this transaction sees, after
@@ -31,7 +33,7 @@ impl Transactions {
             if t.options.ryw_disabled {
                 return fdb(ErrorCode::WATCHES_DISABLED);
             }
-            if self.watches >= MAX_OUTSTANDING_WATCHES {
+            if self.watches >= self.max_watches {
                 return fdb(ErrorCode::TOO_MANY_WATCHES);
             }
             Ok(())
@@ -141,7 +143,7 @@ impl Transactions {
                 span_id: cx.rng.next_u64(),
                 flags: 0,
             },
-            tenant_info: TenantInfo::none(),
+            tenant_info: self.tenant_info(tx),
         };
         let addr = server.addr.clone();
         let dest = server.stream(StorageServerInterface::WATCH_VALUE);

@@ -282,16 +282,13 @@ pub async fn run_tokio(
                     Outcome::Nothing
                 }
                 Call::Atomic(k, p, code) => {
-                    t.atomic_op(&k, &p, code);
+                    t.atomic_op_code(&k, &p, code);
                     Outcome::Nothing
                 }
                 Call::Conflict(b, e, kind) => t
                     .add_conflict_range(&b, &e, kind)
                     .map_or_else(tokio_err, |_| Outcome::Nothing),
-                Call::Option(o) => {
-                    t.set_option(o);
-                    Outcome::Nothing
-                }
+                Call::Option(o) => t.set_option(o).map_or_else(tokio_err, |_| Outcome::Nothing),
                 Call::ReadVersion => t
                     .get_read_version()
                     .await
@@ -360,7 +357,7 @@ pub fn run_mio(
         .run(|tx| {
             tx.clear_range(prefix, &end);
             for (k, v) in &p.init {
-                tx.set(&[prefix, k].concat(), &v.resolve());
+                tx.set([prefix, k].concat(), v.resolve());
             }
             Ok(())
         })
@@ -426,16 +423,13 @@ pub fn run_mio(
                     Outcome::Nothing
                 }
                 Call::Atomic(k, p, code) => {
-                    t.atomic_op(&k, &p, code);
+                    t.atomic_op_code(&k, &p, code);
                     Outcome::Nothing
                 }
                 Call::Conflict(b, e, kind) => t
                     .add_conflict_range(&b, &e, kind)
                     .map_or_else(mio_err, |_| Outcome::Nothing),
-                Call::Option(o) => {
-                    t.set_option(o);
-                    Outcome::Nothing
-                }
+                Call::Option(o) => t.set_option(o).map_or_else(mio_err, |_| Outcome::Nothing),
                 Call::ReadVersion => t
                     .get_read_version()
                     .map_or_else(mio_err, |_| Outcome::Version),

@@ -85,11 +85,11 @@ impl Sides {
         let (base, roots) = (s.base.clone(), Self::NAMES.map(|n| s.root(n)));
         s.mio_dbs[0]
             .run(|tx| {
-                tx.clear_range(&base, &exec::strinc(&base));
+                tx.clear_range(&base, exec::strinc(&base));
                 for root in &roots {
                     for i in 0..SENTINELS {
-                        tx.set(&[&root[..], format!("!{i}").as_bytes()].concat(), b"s");
-                        tx.set(&[&root[..], format!("~{i}").as_bytes()].concat(), b"s");
+                        tx.set([&root[..], format!("!{i}").as_bytes()].concat(), b"s");
+                        tx.set([&root[..], format!("~{i}").as_bytes()].concat(), b"s");
                     }
                 }
                 Ok(())
@@ -142,7 +142,7 @@ impl Sides {
     pub fn finish(self) {
         let base = self.base.clone();
         let _ = self.mio_dbs[0].run(|tx| {
-            tx.clear_range(&base, &exec::strinc(&base));
+            tx.clear_range(&base, exec::strinc(&base));
             Ok(())
         });
         drop(self.tokio_db);

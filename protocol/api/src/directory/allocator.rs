@@ -12,9 +12,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use fdb_protocol::messages::commit::mutation_type;
 use fdb_protocol::tuple::{pack, Subspace};
-use fdb_protocol::{ConflictRangeType, TransactionOption};
+use fdb_protocol::{ConflictRangeType, MutationType, TransactionOption};
 
 use super::{DirectoryError, Tr};
 use crate::driver::Driver;
@@ -70,12 +69,13 @@ impl HighContentionAllocator {
                     let _issue = ISSUE.lock().unwrap_or_else(|e| e.into_inner());
                     if advanced {
                         tx.clear_range(self.counters.bytes(), &self.counters.pack(&(start,)));
-                        tx.set_option(TransactionOption::NextWriteNoWriteConflictRange);
+                        tx.set_option(TransactionOption::NextWriteNoWriteConflictRange)?;
                         tx.clear_range(self.recent.bytes(), &self.recent.pack(&(start,)));
                     }
                     let key = self.counters.pack(&(start,));
-                    tx.atomic_op(&key, &1i64.to_le_bytes(), mutation_type::ADD_VALUE);
-                    tx.snapshot_get(&key)
+                    tx.atomic_op(&key, 1i64.to_le_bytes(), MutationType::Add);
+                    // Issued now (`get_with` starts the request when called), before later writes.
+                    tx.get_with(&key, true)
                 };
                 let count = match count.await? {
                     Some(v) => decode_count(&v)?,
@@ -95,8 +95,8 @@ impl HighContentionAllocator {
                 let key = self.recent.pack(&(candidate,));
                 let taken = {
                     let _issue = ISSUE.lock().unwrap_or_else(|e| e.into_inner());
-                    let taken = tx.get(&key);
-                    tx.set_option(TransactionOption::NextWriteNoWriteConflictRange);
+                    let taken = tx.get_with(&key, false);
+                    tx.set_option(TransactionOption::NextWriteNoWriteConflictRange)?;
                     tx.set(&key, b"");
                     taken
                 };

@@ -239,10 +239,12 @@ impl<D: Driver> Machine<D> {
             "ON_ERROR" => {
                 let code = self.pop_i64().await?;
                 let code = u16::try_from(code).map_err(|_| Fatal(format!("error code {code}")))?;
-                let f = self.current_tx().on_error(ErrorCode(code));
+                let tx = self.current_tx();
                 self.stack.push(
                     idx,
-                    Item::future(async move { settle(f.await, |()| not_present()) }),
+                    Item::started(async move {
+                        settle(tx.on_error(ErrorCode(code)).await, |()| not_present())
+                    }),
                 );
             }
             "GET" => {
@@ -392,7 +394,7 @@ impl<D: Driver> Machine<D> {
                 let kind = mutation_type(&name)?;
                 let key = self.pop_bytes().await?;
                 let param = self.pop_bytes().await?;
-                self.write(idx, is_db, move |tx| tx.atomic_op(&key, &param, kind))
+                self.write(idx, is_db, move |tx| tx.atomic_op_code(&key, &param, kind))
                     .await?;
             }
             "SET_READ_VERSION" => self.current_tx().set_read_version(self.last_version),
@@ -413,12 +415,12 @@ impl<D: Driver> Machine<D> {
             }
             "DISABLE_WRITE_CONFLICT" => self
                 .current_tx()
-                .set_option(TransactionOption::NextWriteNoWriteConflictRange),
+                .set_option(TransactionOption::NextWriteNoWriteConflictRange)?,
             "COMMIT" => {
-                let f = self.current_tx().commit();
+                let tx = self.current_tx();
                 self.stack.push(
                     idx,
-                    Item::future(async move { settle(f.await, |_| not_present()) }),
+                    Item::started(async move { settle(tx.commit().await, |_| not_present()) }),
                 );
             }
             "RESET" => self.current_tx().reset(),

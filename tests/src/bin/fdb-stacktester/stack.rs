@@ -34,6 +34,22 @@ impl Item {
         Item::Future(Arc::new(Mutex::new(Slot::Waiting(Box::pin(f)))))
     }
 
+    /// A future started now, as the reference binding's calls start when made: the fdb-api
+    /// futures of `commit` and `on_error` send their request when first polled, so it is
+    /// polled once here (with a waker that does nothing; the later wait polls it again).
+    pub fn started(
+        f: impl Future<Output = Result<Element<'static>, Fatal>> + Send + 'static,
+    ) -> Item {
+        let mut f: Pin<Box<dyn Future<Output = Result<Element<'static>, Fatal>> + Send>> =
+            Box::pin(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(Ok(v)) => Item::Value(v),
+            std::task::Poll::Ready(Err(e)) => Item::future(async move { Err(e) }),
+            std::task::Poll::Pending => Item::Future(Arc::new(Mutex::new(Slot::Waiting(f)))),
+        }
+    }
+
     /// The item's value, waiting for it if it is a future.
     pub async fn resolve(self) -> Result<Element<'static>, Fatal> {
         let slot = match self {

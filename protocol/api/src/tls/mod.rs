@@ -1,0 +1,439 @@
+//! TLS as libfdb_c configures it: a certificate chain, its private key, a CA bundle and the
+//! verify-peers rules, each from an explicit setting (libfdb_c's `TLS_*` network options),
+//! else from the `FDB_TLS_*` environment variables, else (certificate and key) from the
+//! default files in `/etc/foundationdb` (`flow/TLSConfig.actor.cpp`).
+//!
+//! The core knows only *which* addresses are TLS (`:tls`); the drivers wrap those sockets in
+//! TLS with the [`Tls`] the engine hands them. What is read here is plain data; turning it into
+//! a rustls client configuration needs the `tls` feature.
+
+mod verify_peers;
+
+#[cfg(feature = "tls")]
+mod client;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use verify_peers::VerifyPeers;
+
+#[cfg(feature = "tls")]
+pub use client::server_name;
+
+/// `platform::getDefaultConfigPath()` on Linux and macOS.
+const DEFAULT_CONFIG_DIR: &str = "/etc/foundationdb";
+
+/// Where one PEM item comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PemSource {
+    /// Read from this file when the database opens (`TLS_*_path`).
+    File(PathBuf),
+    /// These bytes (`TLS_*_bytes`).
+    Bytes(Vec<u8>),
+}
+
+/// The TLS settings of a database, as libfdb_c's `TLS_*` network options. Anything left unset
+/// is taken from the `FDB_TLS_*` environment when the database opens, as libfdb_c does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsConfig {
+    certificate: Option<PemSource>,
+    key: Option<PemSource>,
+    ca: Option<PemSource>,
+    verify_peers: Option<String>,
+    password: Option<String>,
+}
+
+impl TlsConfig {
+    /// No explicit settings: everything from the environment (what [`Default`] gives too).
+    pub fn new() -> TlsConfig {
+        TlsConfig::default()
+    }
+
+    /// The certificate chain's file (`TLS_cert_path`; else `FDB_TLS_CERTIFICATE_FILE`).
+    pub fn certificate_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.certificate = Some(PemSource::File(path.into()));
+        self
+    }
+
+    /// The certificate chain as PEM (`TLS_cert_bytes`).
+    pub fn certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.certificate = Some(PemSource::Bytes(pem.into()));
+        self
+    }
+
+    /// The private key's file (`TLS_key_path`; else `FDB_TLS_KEY_FILE`).
+    pub fn key_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.key = Some(PemSource::File(path.into()));
+        self
+    }
+
+    /// The private key as PEM (`TLS_key_bytes`).
+    pub fn key_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.key = Some(PemSource::Bytes(pem.into()));
+        self
+    }
+
+    /// The CA bundle's file (`TLS_ca_path`; else `FDB_TLS_CA_FILE`).
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca = Some(PemSource::File(path.into()));
+        self
+    }
+
+    /// The CA bundle as PEM (`TLS_ca_bytes`).
+    pub fn ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.ca = Some(PemSource::Bytes(pem.into()));
+        self
+    }
+
+    /// The verify-peers rules (`TLS_verify_peers`; else `FDB_TLS_VERIFY_PEERS`; else
+    /// `Check.Valid=1`). See [`VerifyPeers`] for what is supported.
+    pub fn verify_peers(mut self, rules: impl Into<String>) -> Self {
+        self.verify_peers = Some(rules.into());
+        self
+    }
+
+    /// The private key's passphrase (`TLS_password`; else `FDB_TLS_PASSWORD`).
+    pub fn password(mut self, password: impl Into<String>) -> Self {
+        self.password = Some(password.into());
+        self
+    }
+
+    /// Fills what is unset from the environment and the default files, and reads the files.
+    pub fn load(&self) -> Result<LoadedTls, TlsError> {
+        self.load_with(&|name| std::env::var(name).ok())
+    }
+
+    /// [`TlsConfig::load`] with the environment given as a lookup (for tests).
+    pub fn load_with(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<LoadedTls, TlsError> {
+        let default_file = |name: &str| {
+            let p = Path::new(DEFAULT_CONFIG_DIR).join(name);
+            p.exists().then_some(PemSource::File(p))
+        };
+        let from_env = |var: &str| env(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let certificate = self
+            .certificate
+            .clone()
+            .or_else(|| from_env("FDB_TLS_CERTIFICATE_FILE").map(PemSource::File))
+            .or_else(|| default_file("cert.pem"));
+        let key = self
+            .key
+            .clone()
+            .or_else(|| from_env("FDB_TLS_KEY_FILE").map(PemSource::File))
+            .or_else(|| default_file("key.pem"));
+        let ca = self
+            .ca
+            .clone()
+            .or_else(|| from_env("FDB_TLS_CA_FILE").map(PemSource::File));
+        let rules = self
+            .verify_peers
+            .clone()
+            .or_else(|| env("FDB_TLS_VERIFY_PEERS"))
+            .unwrap_or_else(|| "Check.Valid=1".to_string());
+        let password = self
+            .password
+            .clone()
+            .or_else(|| env("FDB_TLS_PASSWORD"))
+            .unwrap_or_default();
+        Ok(LoadedTls {
+            certificate: certificate.map(|s| read(&s)).transpose()?,
+            key: key.map(|s| read(&s)).transpose()?,
+            ca: ca.map(|s| read(&s)).transpose()?,
+            verify_peers: VerifyPeers::parse(&rules)?,
+            password,
+        })
+    }
+}
+
+/// `CERT_FILE_MAX_SIZE` (`flow/Knobs.cpp`): a bigger PEM file is refused, not read.
+const CERT_FILE_MAX_SIZE: u64 = 5 * 1024 * 1024;
+
+fn read(source: &PemSource) -> Result<Vec<u8>, TlsError> {
+    match source {
+        PemSource::Bytes(b) => Ok(b.clone()),
+        PemSource::File(path) => {
+            let failed = |error| TlsError::Read {
+                path: path.clone(),
+                error,
+            };
+            let len = std::fs::metadata(path).map_err(failed)?.len();
+            if len > CERT_FILE_MAX_SIZE {
+                return Err(failed(std::io::Error::other(
+                    "larger than CERT_FILE_MAX_SIZE",
+                )));
+            }
+            std::fs::read(path).map_err(failed)
+        }
+    }
+}
+
+/// TLS settings with every file read: what a TLS client is built from.
+#[derive(Clone, Debug)]
+pub struct LoadedTls {
+    /// The certificate chain (PEM), if any.
+    pub certificate: Option<Vec<u8>>,
+    /// Its private key (PEM), if any.
+    pub key: Option<Vec<u8>>,
+    /// The CA bundle (PEM), if any.
+    pub ca: Option<Vec<u8>>,
+    /// How the servers' certificates are checked.
+    pub verify_peers: VerifyPeers,
+    /// The key's passphrase (empty: none).
+    pub password: String,
+}
+
+/// What the driver wraps a `:tls` connection with: a ready TLS client, or why there is none
+/// (the connection is then refused, never made in plaintext).
+#[derive(Clone)]
+pub struct Tls {
+    inner: Result<TlsClient, Arc<TlsError>>,
+}
+
+/// A ready TLS client configuration (with the `tls` feature, a rustls `ClientConfig`).
+#[derive(Clone)]
+struct TlsClient {
+    #[cfg(feature = "tls")]
+    config: Arc<rustls::ClientConfig>,
+}
+
+impl Tls {
+    /// TLS for a database: `config` completed from the environment and built into a client,
+    /// when `driver_supports_tls`. Fails only if `required` (the cluster file names a `:tls`
+    /// coordinator); otherwise a failure is kept and given to any TLS connection attempt.
+    pub fn prepare(
+        config: &TlsConfig,
+        driver_supports_tls: bool,
+        required: bool,
+    ) -> Result<Tls, TlsError> {
+        let inner = if driver_supports_tls {
+            Self::build(config, required)
+        } else {
+            Err(TlsError::NotBuilt)
+        };
+        match inner {
+            Err(e) if required => Err(e),
+            Err(e) if matches!(e, TlsError::NotBuilt) => Ok(Tls::unavailable(e)),
+            Err(e) => {
+                tracing::warn!(error = %e, "TLS is not usable; TLS addresses will be refused");
+                Ok(Tls::unavailable(e))
+            }
+            Ok(c) => Ok(Tls { inner: Ok(c) }),
+        }
+    }
+
+    /// No TLS: every TLS connection is refused with `why`.
+    pub fn unavailable(why: TlsError) -> Tls {
+        Tls {
+            inner: Err(Arc::new(why)),
+        }
+    }
+
+    /// Why TLS connections are refused, if they are.
+    pub fn error(&self) -> Option<&TlsError> {
+        self.inner.as_ref().err().map(|e| &**e)
+    }
+
+    #[cfg(feature = "tls")]
+    fn build(config: &TlsConfig, required: bool) -> Result<TlsClient, TlsError> {
+        let loaded = config.load()?;
+        // Without a CA every handshake would fail; say so now when TLS is certainly needed.
+        if required && loaded.ca.is_none() && loaded.verify_peers.checks_chain() {
+            return Err(TlsError::NoCertificateAuthority);
+        }
+        Ok(TlsClient {
+            config: client::client_config(&loaded)?,
+        })
+    }
+
+    #[cfg(not(feature = "tls"))]
+    fn build(_config: &TlsConfig, _required: bool) -> Result<TlsClient, TlsError> {
+        Err(TlsError::NotBuilt)
+    }
+
+    /// The rustls client configuration for TLS connections, or why there is none.
+    #[cfg(feature = "tls")]
+    pub fn client_config(&self) -> Result<Arc<rustls::ClientConfig>, Arc<TlsError>> {
+        self.inner
+            .as_ref()
+            .map(|c| c.config.clone())
+            .map_err(Arc::clone)
+    }
+}
+
+impl fmt::Debug for Tls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.inner {
+            Ok(_) => f.write_str("Tls(ready)"),
+            Err(e) => write!(f, "Tls(unavailable: {e})"),
+        }
+    }
+}
+
+/// Why TLS could not be set up or a TLS connection failed.
+#[derive(Debug)]
+pub enum TlsError {
+    /// The driver was built without its `tls` feature, so `:tls` addresses are refused.
+    NotBuilt,
+    /// A certificate, key or CA file could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        error: std::io::Error,
+    },
+    /// The certificate chain is not PEM certificates.
+    Certificate(String),
+    /// The private key is missing, malformed, or does not match the certificate.
+    Key(String),
+    /// The private key is encrypted (`FDB_TLS_PASSWORD`): not supported, decrypt it first.
+    EncryptedKey,
+    /// The CA bundle is not PEM certificates rustls accepts.
+    CertificateAuthority(String),
+    /// Servers' certificates must be checked (`Check.Valid=1`) but no CA bundle is set.
+    NoCertificateAuthority,
+    /// The verify-peers rules are malformed or use what this client does not support.
+    VerifyPeers {
+        /// The rules as given.
+        rules: String,
+        /// What is wrong with them.
+        why: String,
+    },
+    /// rustls refused the configuration.
+    Config(String),
+}
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TlsError::NotBuilt => f.write_str(
+                "a TLS address, but the driver was built without its `tls` feature \
+                 (refusing to connect in plaintext)",
+            ),
+            TlsError::Read { path, error } => {
+                write!(f, "cannot read TLS file {}: {error}", path.display())
+            }
+            TlsError::Certificate(e) => write!(f, "bad TLS certificate chain: {e}"),
+            TlsError::Key(e) => write!(f, "bad TLS private key: {e}"),
+            TlsError::EncryptedKey => f.write_str(
+                "the TLS private key is encrypted; encrypted keys (TLS_password) are not \
+                 supported",
+            ),
+            TlsError::CertificateAuthority(e) => write!(f, "bad TLS CA bundle: {e}"),
+            TlsError::NoCertificateAuthority => f.write_str(
+                "TLS peers must be verified (Check.Valid=1) but no CA bundle is configured \
+                 (FDB_TLS_CA_FILE)",
+            ),
+            TlsError::VerifyPeers { rules, why } => {
+                write!(f, "unsupported TLS verify-peers rules {rules:?}: {why}")
+            }
+            TlsError::Config(e) => write!(f, "TLS configuration refused: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TlsError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn explicit_settings_win_over_the_environment() {
+        let dir = std::env::temp_dir().join(format!("tls-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let from_env = dir.join("env-ca.pem");
+        std::fs::write(&from_env, b"env ca").unwrap();
+        let vars = [
+            ("FDB_TLS_CA_FILE", from_env.to_str().unwrap()),
+            ("FDB_TLS_VERIFY_PEERS", "Check.Valid=0"),
+            ("FDB_TLS_PASSWORD", "env secret"),
+        ];
+        let loaded = TlsConfig::new().load_with(&env(&vars)).unwrap();
+        assert_eq!(loaded.ca.as_deref(), Some(&b"env ca"[..]));
+        assert!(!loaded.verify_peers.checks_chain());
+        assert_eq!(loaded.password, "env secret");
+
+        let loaded = TlsConfig::new()
+            .ca_pem(b"explicit ca".to_vec())
+            .verify_peers("Check.Valid=1")
+            .password("mine")
+            .load_with(&env(&vars))
+            .unwrap();
+        assert_eq!(loaded.ca.as_deref(), Some(&b"explicit ca"[..]));
+        assert!(loaded.verify_peers.checks_chain());
+        assert_eq!(loaded.password, "mine");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn nothing_set_means_fdbs_defaults() {
+        let loaded = TlsConfig::new().load_with(&env(&[])).unwrap();
+        assert!(loaded.ca.is_none());
+        assert!(loaded.verify_peers.checks_chain());
+        assert_eq!(loaded.password, "");
+    }
+
+    #[test]
+    fn a_missing_file_is_a_typed_error() {
+        let err = TlsConfig::new()
+            .certificate_file("/nonexistent/cert.pem")
+            .load_with(&env(&[]))
+            .unwrap_err();
+        assert!(
+            matches!(err, TlsError::Read { ref path, .. } if path == Path::new("/nonexistent/cert.pem"))
+        );
+        let err = TlsConfig::new()
+            .load_with(&env(&[("FDB_TLS_KEY_FILE", "/nonexistent/key.pem")]))
+            .unwrap_err();
+        assert!(matches!(err, TlsError::Read { .. }));
+    }
+
+    #[test]
+    fn a_driver_without_tls_refuses_a_tls_cluster_and_serves_a_plain_one() {
+        let err = Tls::prepare(&TlsConfig::new(), false, true).unwrap_err();
+        assert!(matches!(err, TlsError::NotBuilt));
+        let plain = Tls::prepare(&TlsConfig::new(), false, false).unwrap();
+        assert!(matches!(plain.error(), Some(TlsError::NotBuilt)));
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn a_tls_cluster_needs_a_ca_unless_peers_go_unchecked() {
+        // Only meaningful when the environment does not give a CA itself.
+        if std::env::var_os("FDB_TLS_CA_FILE").is_some() {
+            return;
+        }
+        let err = Tls::prepare(&TlsConfig::new(), true, true).unwrap_err();
+        assert!(matches!(err, TlsError::NoCertificateAuthority));
+        let unchecked = TlsConfig::new().verify_peers("Check.Valid=0");
+        assert!(Tls::prepare(&unchecked, true, true)
+            .unwrap()
+            .error()
+            .is_none());
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn garbage_pem_is_a_typed_error() {
+        let err =
+            Tls::prepare(&TlsConfig::new().ca_pem(b"not pem".to_vec()), true, true).unwrap_err();
+        assert!(matches!(err, TlsError::CertificateAuthority(_)), "{err}");
+        let encrypted =
+            b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        let cert = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        let cfg = TlsConfig::new()
+            .verify_peers("Check.Valid=0")
+            .certificate_pem(cert.to_vec())
+            .key_pem(encrypted.to_vec());
+        let err = Tls::prepare(&cfg, true, true).unwrap_err();
+        assert!(matches!(err, TlsError::EncryptedKey), "{err}");
+    }
+}

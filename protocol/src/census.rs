@@ -1,0 +1,22 @@
+//! What the core holds on the application's behalf, counted: a driver (or a test) checks
+//! that dropped transactions and abandoned requests really leave nothing behind.
+
+/// Counts of the core's live state (see [`crate::Client::census`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Census {
+    /// Transactions not yet destroyed.
+    pub transactions: usize,
+    /// Transaction requests (reads, commits, `on_error`, watches) not yet finished.
+    pub requests: usize,
+    /// Watches among them, set or waiting for their commit.
+    pub watches: usize,
+    /// `\xff\xff/status/json` reads in flight.
+    pub status_reads: usize,
+}
+
+impl Census {
+    /// Nothing held: every transaction destroyed, every request finished or cancelled.
+    pub fn is_empty(&self) -> bool {
+        *self == Census::default()
+    }
+}
