@@ -68,9 +68,9 @@ impl HighContentionAllocator {
                 let count = {
                     let _issue = ISSUE.lock().unwrap_or_else(|e| e.into_inner());
                     if advanced {
-                        tx.clear_range(self.counters.bytes(), &self.counters.pack(&(start,)));
+                        tx.clear_range(self.counters.bytes(), self.counters.pack(&(start,)));
                         tx.set_option(TransactionOption::NextWriteNoWriteConflictRange)?;
-                        tx.clear_range(self.recent.bytes(), &self.recent.pack(&(start,)));
+                        tx.clear_range(self.recent.bytes(), self.recent.pack(&(start,)));
                     }
                     let key = self.counters.pack(&(start,));
                     tx.atomic_op(&key, 1i64.to_le_bytes(), MutationType::Add);
@@ -108,7 +108,7 @@ impl HighContentionAllocator {
                     break;
                 }
                 if taken.is_none() {
-                    tx.add_conflict_range(&key, &key_after(&key), ConflictRangeType::Write)?;
+                    tx.add_conflict_range(&key, key_after(&key), ConflictRangeType::Write)?;
                     return Ok(pack(&(candidate,)));
                 }
             }

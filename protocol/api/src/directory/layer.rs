@@ -321,9 +321,9 @@ impl DirectoryLayer {
             };
             let node = self.node_with_prefix(&prefix);
             let name = path.last().expect("non-empty");
-            tr.tx.set(&parent.pack(&(SUBDIRS, name.as_str())), &prefix);
+            tr.tx.set(parent.pack(&(SUBDIRS, name.as_str())), &prefix);
             let layer = layer.unwrap_or_default();
-            tr.tx.set(&node.pack(&(&b"layer"[..],)), layer);
+            tr.tx.set(node.pack(&(&b"layer"[..],)), layer);
             Ok(self.output(path, prefix, layer.to_vec()))
         })
     }
@@ -408,7 +408,7 @@ impl DirectoryLayer {
             };
             let prefix = self.prefix_of_node(&old_subspace)?;
             let name = new_path.last().expect("a path longer than the old one");
-            tr.tx.set(&parent.pack(&(SUBDIRS, name.as_str())), &prefix);
+            tr.tx.set(parent.pack(&(SUBDIRS, name.as_str())), &prefix);
             self.remove_from_parent(tr, &old_path).await?;
             Ok(self.output(new_path, prefix, old_node.layer_bytes()))
         })
@@ -572,7 +572,7 @@ impl DirectoryLayer {
     ) -> Result<(), DirectoryError> {
         let parent = self.find(tr, &path[..path.len() - 1]).await?;
         if let (Some(parent), Some(name)) = (parent.subspace, path.last()) {
-            tr.tx.clear(&parent.pack(&(SUBDIRS, name.as_str())));
+            tr.tx.clear(parent.pack(&(SUBDIRS, name.as_str())));
         }
         Ok(())
     }

@@ -479,11 +479,11 @@ impl<D: Driver> Machine<D> {
                 let i = Element::Int(self.dirs.index as i64);
                 let key = |name: &str| pack_with_prefix(&prefix, &[i.clone(), string(name)]);
                 let path: Vec<_> = node.path().into_iter().map(string).collect();
-                tx.set(&key("path"), &pack(&path));
-                tx.set(&key("layer"), &pack(&[bytes(node.layer())]));
-                tx.set(&key("exists"), &pack(&[Element::Int(exists as i64)]));
+                tx.set(key("path"), pack(&path));
+                tx.set(key("layer"), pack(&[bytes(node.layer())]));
+                tx.set(key("exists"), pack(&[Element::Int(exists as i64)]));
                 let children: Vec<_> = children.into_iter().map(string).collect();
-                tx.set(&key("children"), &pack(&children));
+                tx.set(key("children"), pack(&children));
             }
             "DIRECTORY_STRIP_PREFIX" => {
                 let b = as_bytes(&self.stack.pop().await?)?;
