@@ -16,7 +16,7 @@
 //!
 //! ```no_run
 //! use fdb_api::directory::{self, DirectoryLayer};
-//! # async fn demo(db: fdb_driver_tokio::Database) -> Result<(), directory::DirectoryError> {
+//! # async fn demo<D: fdb_api::Driver>(db: fdb_api::Database<D>) -> Result<(), directory::DirectoryError> {
 //! let root = DirectoryLayer::default();
 //! // Opens (or creates, with its parents) the directory `app/users`.
 //! let users = directory::run(&db, |tx| {
