@@ -132,6 +132,7 @@ pub struct TestClusterBuilder {
     pub(crate) failure_detection_delay: Duration,
     pub(crate) catch_up: Duration,
     pub(crate) recovery: Recovery,
+    pub(crate) tenant_mode: u32,
 }
 
 impl Default for TestClusterBuilder {
@@ -149,6 +150,7 @@ impl Default for TestClusterBuilder {
             failure_detection_delay: Duration::from_secs(1),
             catch_up: Duration::from_millis(1500),
             recovery: Recovery::default(),
+            tenant_mode: 1,
         }
     }
 }
@@ -227,6 +229,13 @@ impl TestClusterBuilder {
     /// detection, a coordinator change); default [`Recovery::default`].
     pub fn recovery(mut self, r: Recovery) -> Self {
         self.recovery = r;
+        self
+    }
+    /// The cluster's tenant mode: 0 disabled, 1 optional (the default, as `cluster.sh`
+    /// configures fdbserver: `tenant_mode=optional_experimental`), 2 required. It is published
+    /// in the `ClientDBInfo` and stored at `\xff/conf/tenant_mode` (absent when disabled).
+    pub fn tenant_mode(mut self, mode: u32) -> Self {
+        self.tenant_mode = mode.min(2);
         self
     }
     /// Binds every port on loopback and starts serving.
