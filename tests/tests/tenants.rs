@@ -16,8 +16,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use fdb_driver_tokio::tenant_management as tm;
 use fdb_driver_tokio::ErrorCode;
+use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::messages::commit::TenantMapEntry;
 use fdb_protocol::tenant_prefix;
+use fdb_protocol::{tuple, TransactionOption};
+use fdb_tests::cluster::TestCluster;
 use fdb_tests::dual::{self, Target};
 
 fn code<T: std::fmt::Debug>(r: Result<T, fdb_driver_tokio::Error>) -> Option<ErrorCode> {
@@ -317,6 +320,236 @@ fn mio_scenario(cf: fdb_protocol::cluster_file::ClusterFile, name: Vec<u8>) {
         tx.get(b"k").err().and_then(|e| e.code()),
         Some(ErrorCode::TENANT_NOT_FOUND)
     );
+}
+
+/// NativeAPI's tenant rules on a cluster with `tenant_mode=optional`, as libfdb_c 7.3.77 kept
+/// them (Python binding probe on fdbserver 7.3.77): `raw_access`, `access_system_keys` and
+/// `read_system_keys` on a tenant transaction are accepted by `set_option` and fail the next
+/// read with `invalid_option` (2007); a watch in a tenant watches the tenant's key (a write
+/// to the same key outside the tenant does not fire it) and ends with `tenant_removed`
+/// (2142) when the tenant is deleted under it.
+#[test]
+fn tenant_rules_scenario() {
+    dual::run(
+        "tenant-rules",
+        Duration::from_secs(120),
+        |t: Target| async move {
+            let db = &t.db;
+            let on = t.name;
+            let name = t.k("rules");
+            tm::create_tenant(db, &name).await.expect("create");
+            let ten = db.open_tenant(&name);
+            for opt in [
+                TransactionOption::RawAccess,
+                TransactionOption::AccessSystemKeys,
+                TransactionOption::ReadSystemKeys,
+            ] {
+                let tx = ten.create_transaction();
+                tx.set_option(opt.clone())
+                    .expect("set_option defers the refusal");
+                assert_eq!(
+                    code(tx.get(b"a").await),
+                    Some(ErrorCode::INVALID_OPTION),
+                    "{on}: {opt:?} in a tenant"
+                );
+            }
+            let tx = db.create_transaction();
+            tx.set_option(TransactionOption::RawAccess)
+                .expect("raw access");
+            assert_eq!(tx.get(t.k("a")).await.expect("a raw read"), None);
+
+            // A watch in the tenant: the same key outside the tenant is another key.
+            let wkey = t.k("w");
+            let k = wkey.clone();
+            ten.run(|tx| {
+                let k = k.clone();
+                async move {
+                    tx.set(&k, b"1");
+                    Ok(())
+                }
+            })
+            .await
+            .expect("set in tenant");
+            let tx = ten.create_transaction();
+            let w = tx.watch(&wkey);
+            tx.commit().await.expect("commit the watch");
+            let k = wkey.clone();
+            db.run(|tx| {
+                let k = k.clone();
+                async move {
+                    tx.set(&k, b"raw");
+                    Ok(())
+                }
+            })
+            .await
+            .expect("raw write of the same key");
+            let tx = ten.create_transaction();
+            tx.set(&wkey, b"2");
+            let changed = tx.commit().await.expect("change in tenant");
+            let fired = w.await.expect("the watch fires");
+            assert!(
+                fired >= changed,
+                "{on}: fired at {fired}, before the tenant's change at {changed}"
+            );
+
+            // A watch whose tenant is deleted.
+            ten.run(|tx| async move {
+                tx.clear_range(b"", b"\xff");
+                Ok(())
+            })
+            .await
+            .expect("clear");
+            let tx = ten.create_transaction();
+            let w = tx.watch(&wkey);
+            tx.commit().await.expect("commit the watch");
+            tm::delete_tenant(db, &name).await.expect("delete");
+            // `tenant_removed` once the storage server holds the watch; `tenant_not_found` if the
+            // deletion reached it first.
+            let c = code(w.await);
+            assert!(
+                c == Some(ErrorCode::TENANT_REMOVED) || c == Some(ErrorCode::TENANT_NOT_FOUND),
+                "{on}: watch of a deleted tenant ended with {c:?}"
+            );
+        },
+    );
+}
+
+/// Writes tenant `name` with id `id` into the test cluster's tenant map and name index, as
+/// the management transaction would (which a cluster with tenants disabled refuses).
+fn seed_tenant(c: &TestCluster, name: &[u8], id: i64) {
+    let entry = TenantMapEntry {
+        id,
+        tenant_name: Bytes::copy_from_slice(name),
+        lock_state: 0,
+        lock_id: None,
+        tenant_group: None,
+        configuration_sequence_num: 0,
+    };
+    c.set(
+        &[&b"\xff/tenant/map/"[..], &tenant_prefix(id)].concat(),
+        &entry.encode_value(),
+    );
+    c.set(
+        &[
+            &b"\xff/tenant/nameIndex/"[..],
+            &tuple::pack(&(name.to_vec(),)),
+        ]
+        .concat(),
+        &tuple::pack(&(id,)),
+    );
+}
+
+fn test_cluster_db(c: &TestCluster) -> fdb_driver_tokio::Database {
+    let cf = ClusterFile::parse(&c.cluster_file_string()).expect("cluster file");
+    fdb_driver_tokio::Database::from_cluster_file(cf, 5).expect("open")
+}
+
+/// `tenant_mode=disabled` (what fdbserver 7.3.77 answered after `configure
+/// tenant_mode=disabled`, through libfdb_c): a tenant that still exists fails its reads and
+/// commits with `tenants_disabled` (2136), its read version is served; plain transactions
+/// work; creating a tenant fails with 2136, listing works. Test cluster only: the real
+/// cluster's mode is not the test's to change.
+#[test]
+fn tenants_disabled_on_the_test_cluster() {
+    let c = TestCluster::builder().tenant_mode(0).start();
+    seed_tenant(&c, b"kept", 1);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let db = test_cluster_db(&c);
+        let t = db.open_tenant(b"kept");
+        let tx = t.create_transaction();
+        assert_eq!(code(tx.get(b"x").await), Some(ErrorCode::TENANTS_DISABLED));
+        let tx = t.create_transaction();
+        tx.set(b"y", b"1");
+        assert_eq!(code(tx.commit().await), Some(ErrorCode::TENANTS_DISABLED));
+        t.create_transaction()
+            .get_read_version()
+            .await
+            .expect("read version in a tenant");
+        db.run(|tx| async move {
+            tx.set(b"plain", b"1");
+            Ok(())
+        })
+        .await
+        .expect("plain commit");
+        assert_eq!(
+            code(tm::create_tenant(&db, b"new").await),
+            Some(ErrorCode::TENANTS_DISABLED)
+        );
+        let listed = tm::list_tenants(&db, b"", b"\xff", 10).await.expect("list");
+        assert_eq!(listed, vec![(Bytes::from_static(b"kept"), 1)]);
+    });
+}
+
+/// `tenant_mode=required_experimental` (fdbserver 7.3.77 after `configure FORCE
+/// tenant_mode=required_experimental`, through libfdb_c): a plain read or commit fails with
+/// `tenant_name_required` (2130), its read version is served; `raw_access` and
+/// `read_system_keys` reads work; a raw write outside every tenant is refused by the proxy
+/// with `illegal_tenant_access` (2138); tenant transactions work. Test cluster only.
+#[test]
+fn tenants_required_on_the_test_cluster() {
+    let c = TestCluster::builder().tenant_mode(2).start();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let db = test_cluster_db(&c);
+        tm::create_tenant(&db, b"req").await.expect("create");
+        let t = db.open_tenant(b"req");
+        t.run(|tx| async move {
+            tx.set(b"x", b"1");
+            Ok(())
+        })
+        .await
+        .expect("tenant write");
+        let tx = db.create_transaction();
+        assert_eq!(
+            code(tx.get(b"x").await),
+            Some(ErrorCode::TENANT_NAME_REQUIRED)
+        );
+        let tx = db.create_transaction();
+        tx.set(b"x", b"1");
+        assert_eq!(
+            code(tx.commit().await),
+            Some(ErrorCode::TENANT_NAME_REQUIRED)
+        );
+        db.create_transaction()
+            .get_read_version()
+            .await
+            .expect("plain read version");
+        let tx = db.create_transaction();
+        tx.set_option(TransactionOption::RawAccess).expect("raw");
+        assert_eq!(tx.get(b"x").await.expect("raw read"), None);
+        let id = tm::list_tenants(&db, b"req", b"req\x00", 1)
+            .await
+            .expect("list")[0]
+            .1;
+        let raw_key = [&tenant_prefix(id)[..], b"x"].concat();
+        let tx = db.create_transaction();
+        tx.set_option(TransactionOption::ReadSystemKeys)
+            .expect("read_system_keys");
+        assert_eq!(
+            tx.get(&raw_key)
+                .await
+                .expect("read_system_keys read")
+                .as_deref(),
+            Some(&b"1"[..])
+        );
+        let tx = db.create_transaction();
+        tx.set_option(TransactionOption::RawAccess).expect("raw");
+        tx.set(b"outside", b"1");
+        assert_eq!(
+            code(tx.commit().await),
+            Some(ErrorCode::ILLEGAL_TENANT_ACCESS)
+        );
+        let tx = db.create_transaction();
+        tx.set_option(TransactionOption::RawAccess).expect("raw");
+        tx.set(&raw_key, b"2");
+        tx.commit().await.expect("a raw write inside a tenant");
+        let v = t
+            .run(|tx| async move { tx.get(b"x").await })
+            .await
+            .expect("tenant read");
+        assert_eq!(v.as_deref(), Some(&b"2"[..]));
+    });
 }
 
 /// Runs the Python binding on the tenant: it lists it with the same id and reads its keys.

@@ -277,6 +277,8 @@ struct Watch {
     key: Bytes,
     value: Option<Bytes>,
     deadline: Instant,
+    /// The tenant the watch is in ([`TenantInfo::INVALID_TENANT`]: none); `key` is prefixed.
+    tenant: i64,
 }
 
 /// A storage read (or watch) waiting for its version to arrive.
@@ -1299,6 +1301,22 @@ impl State {
             if self.store.latest(&tenant_map_key(id)).is_none() {
                 return Err(ErrorCode::TENANT_NOT_FOUND);
             }
+        } else if self.cfg.tenant_mode == 2 {
+            // A raw commit on a cluster requiring tenants writes normal keys only inside
+            // existing tenants (`validTenantAccess`). Clears pass as they are here (fdbserver
+            // keeps only their parts inside tenants).
+            let outside = tr.mutations.iter().any(|m| {
+                m.kind != mt::CLEAR_RANGE
+                    && &m.param1[..] < b"\xff".as_slice()
+                    && !(m.param1.len() >= 8
+                        && self
+                            .store
+                            .latest(&[&b"\xff/tenant/map/"[..], &m.param1[..8]].concat())
+                            .is_some())
+            });
+            if outside {
+                return Err(ErrorCode::ILLEGAL_TENANT_ACCESS);
+            }
         }
         let version = self.last_version.max(self.clock() - 1) + 1;
         let oldest = version - self.cfg.mvcc_window;
@@ -1463,10 +1481,16 @@ impl State {
             AnyMessage::GetValueRequest(r) => r.tenant_info.tenant_id,
             AnyMessage::GetKeyRequest(r) => r.tenant_info.tenant_id,
             AnyMessage::GetKeyValuesRequest(r) => r.tenant_info.tenant_id,
+            AnyMessage::WatchValueRequest(r) => r.tenant_info.tenant_id,
             _ => TenantInfo::INVALID_TENANT,
         };
         let prefix = (tenant != TenantInfo::INVALID_TENANT).then(|| tenant.to_be_bytes());
-        if prefix.is_some() && self.store.get(&tenant_map_key(tenant), version).is_none() {
+        // A watch checks its tenant at the latest version (`watchValueWaitForVersion`).
+        let exists = |st: &Self| match kind {
+            RequestKind::WatchValue => st.store.latest(&tenant_map_key(tenant)).is_some(),
+            _ => st.store.get(&tenant_map_key(tenant), version).is_some(),
+        };
+        if prefix.is_some() && !exists(self) {
             let body = error_reply(kind, ErrorCode::TENANT_NOT_FOUND);
             self.emit(out, conn, kind, reply, body);
             return;
@@ -1502,9 +1526,10 @@ impl State {
                 }
             }
             AnyMessage::WatchValueRequest(r) => {
-                if !self.serves(ss, &r.key) {
+                let key = with_prefix(prefix, &r.key);
+                if !self.serves(ss, &key) {
                     error_reply(kind, ErrorCode::WRONG_SHARD_SERVER)
-                } else if self.store.latest(&r.key) != r.value {
+                } else if self.store.latest(&key) != r.value {
                     ok(WatchValueReply {
                         version: current,
                         cached: false,
@@ -1515,9 +1540,10 @@ impl State {
                         conn: conn.clone(),
                         reply,
                         ss,
-                        key: r.key,
+                        key,
                         value: r.value,
                         deadline,
+                        tenant,
                     });
                     return;
                 }
@@ -1679,17 +1705,24 @@ impl State {
         let mut i = 0;
         while i < self.watches.len() {
             let w = &self.watches[i];
-            if self.store.latest(&w.key) != w.value {
-                fired.push(self.watches.swap_remove(i));
+            let removed = w.tenant != TenantInfo::INVALID_TENANT
+                && self.store.latest(&tenant_map_key(w.tenant)).is_none();
+            if removed || self.store.latest(&w.key) != w.value {
+                fired.push((self.watches.swap_remove(i), removed));
             } else {
                 i += 1;
             }
         }
-        for w in fired {
-            let body = ok(WatchValueReply {
-                version: self.ss_version(w.ss).max(version),
-                cached: false,
-            });
+        for (w, removed) in fired {
+            // `watchWaitForValueChange`: a tenant deleted under the watch ends it.
+            let body = if removed {
+                error_reply(RequestKind::WatchValue, ErrorCode::TENANT_REMOVED)
+            } else {
+                ok(WatchValueReply {
+                    version: self.ss_version(w.ss).max(version),
+                    cached: false,
+                })
+            };
             self.emit(out, &w.conn, RequestKind::WatchValue, w.reply, body);
         }
     }
