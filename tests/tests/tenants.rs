@@ -484,7 +484,8 @@ fn tenants_disabled_on_the_test_cluster() {
 /// `tenant_mode=required_experimental` (fdbserver 7.3.77 after `configure FORCE
 /// tenant_mode=required_experimental`, through libfdb_c): a plain read or commit fails with
 /// `tenant_name_required` (2130), its read version is served; `raw_access` and
-/// `read_system_keys` reads work; a raw write outside every tenant is refused by the proxy
+/// `read_system_keys` reads work; a plain watch fails with 2130 while its read-only commit
+/// succeeds; a raw write outside every tenant is refused by the proxy
 /// with `illegal_tenant_access` (2138); tenant transactions work. Test cluster only.
 #[test]
 fn tenants_required_on_the_test_cluster() {
@@ -515,6 +516,11 @@ fn tenants_required_on_the_test_cluster() {
             .get_read_version()
             .await
             .expect("plain read version");
+        // A plain watch: its read-only commit succeeds, the watch fails.
+        let tx = db.create_transaction();
+        let w = tx.watch(b"x");
+        tx.commit().await.expect("a read-only commit with a watch");
+        assert_eq!(code(w.await), Some(ErrorCode::TENANT_NAME_REQUIRED));
         let tx = db.create_transaction();
         tx.set_option(TransactionOption::RawAccess).expect("raw");
         assert_eq!(tx.get(b"x").await.expect("raw read"), None);

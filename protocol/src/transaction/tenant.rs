@@ -183,12 +183,7 @@ impl Transactions {
     ) -> Option<Result<Option<i64>, ClientError>> {
         let mode = cx.info.map(|i| i.tenant_mode.mode);
         let Some(&h) = self.tx_tenants.get(&tx) else {
-            // `getTenantInfo`: a cluster that requires tenants refuses raw transactions
-            // (the system-key options imply raw access).
-            let raw = self.txs.get(&tx).is_some_and(|t| {
-                t.options.raw_access || t.options.access_system_keys || t.options.read_system_keys
-            });
-            if mode == Some(TENANT_MODE_REQUIRED) && !raw {
+            if self.tenant_name_required(cx, tx) {
                 return Some(Err(ClientError::Fdb(ErrorCode::TENANT_NAME_REQUIRED)));
             }
             return Some(Ok(None));
@@ -214,6 +209,19 @@ impl Transactions {
                 None
             }
         }
+    }
+
+    /// `getTenantInfo`'s first rule: a cluster that requires tenants refuses a transaction
+    /// outside any tenant, unless it has raw access (which the system-key options imply).
+    pub(super) fn tenant_name_required(&self, cx: &Ctx<'_>, tx: TransactionId) -> bool {
+        if self.tx_tenants.contains_key(&tx)
+            || cx.info.map(|i| i.tenant_mode.mode) != Some(TENANT_MODE_REQUIRED)
+        {
+            return false;
+        }
+        !self.txs.get(&tx).is_some_and(|t| {
+            t.options.raw_access || t.options.access_system_keys || t.options.read_system_keys
+        })
     }
 
     /// The resolved tenant id of `tx` (`None` without a tenant or before the lookup).
