@@ -66,8 +66,16 @@ impl Transactions {
         if read_only {
             // Nothing to send (`Transaction::commit` of a read-only transaction). Its watches
             // start from its read version.
+            // Outside a tenant, such a commit succeeds even where tenants are required (its
+            // watches fail with `tenant_name_required`, as libfdb_c's do).
             let v = if t.watches.is_empty() {
                 None
+            } else if !self.tx_tenants.contains_key(&tx) {
+                match self.read_version_only(cx, req, tx, false) {
+                    Some(Ok(v)) => Some(v),
+                    Some(Err(e)) => return self.fail_commit(cx, req, tx, e),
+                    None => return,
+                }
             } else {
                 match self.read_version_for(cx, req, tx, false) {
                     Some(Ok(v)) => Some(v),
