@@ -358,3 +358,154 @@ fn want_all_reads_in_serial_batches() {
         );
     });
 }
+
+#[test]
+fn set_read_version_misuse_fails_the_next_call() {
+    // Found by the bindingtester (api, seeds 2 and 3). NativeAPI's `setVersion` throws
+    // read_version_already_set once a read version was set or asked for, and version_invalid
+    // for one that is not positive; `ThreadSafeTransaction::setVersion` defers the error to
+    // the next call (fdbclient/NativeAPI.actor.cpp, ThreadSafeTransaction.cpp).
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let v = t.db.create_transaction().get_read_version().await.unwrap();
+
+        let tx = t.db.create_transaction();
+        tx.set_read_version(v);
+        tx.set_read_version(v);
+        assert_eq!(
+            code(tx.get(&t.k("a")).await),
+            ErrorCode::READ_VERSION_ALREADY_SET
+        );
+
+        let tx = t.db.create_transaction();
+        tx.get(&t.k("a")).await.unwrap();
+        tx.set_read_version(v);
+        assert_eq!(code(tx.commit().await), ErrorCode::READ_VERSION_ALREADY_SET);
+
+        for bad in [0, -1] {
+            let tx = t.db.create_transaction();
+            tx.set_read_version(bad);
+            assert_eq!(code(tx.get(&t.k("a")).await), ErrorCode::VERSION_INVALID);
+            // The first deferred error stays.
+            tx.set_read_version(v);
+            assert_eq!(
+                code(tx.get_read_version().await),
+                ErrorCode::VERSION_INVALID
+            );
+        }
+
+        // A valid one is used as is.
+        let tx = t.db.create_transaction();
+        tx.set_read_version(v);
+        assert_eq!(tx.get_read_version().await.unwrap(), v);
+    });
+}
+
+#[test]
+fn range_metrics_check_deferred_errors_and_cancellation() {
+    // Found by the bindingtester (api, seeds 2-5): `ThreadSafeTransaction` checks the
+    // deferred error before `getEstimatedRangeSizeBytes` / `getRangeSplitPoints`, and RYW
+    // fails them on a cancelled transaction with its `resetPromise` (transaction_cancelled).
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        put(&t, &[("a", b"1")]).await;
+        let (b, e) = (t.k(""), t.end());
+
+        let tx = t.db.create_transaction();
+        tx.get_estimated_range_size_bytes(&b, &e).await.unwrap();
+        tx.get_range_split_points(&b, &e, 1000).await.unwrap();
+        tx.cancel();
+        assert_eq!(
+            code(tx.get_estimated_range_size_bytes(&b, &e).await),
+            ErrorCode::TRANSACTION_CANCELLED
+        );
+        assert_eq!(
+            code(tx.get_range_split_points(&b, &e, 1000).await),
+            ErrorCode::TRANSACTION_CANCELLED
+        );
+        // A reset makes it usable again.
+        tx.reset();
+        tx.get_estimated_range_size_bytes(&b, &e).await.unwrap();
+
+        let tx = t.db.create_transaction();
+        tx.set_read_version(0);
+        assert_eq!(
+            code(tx.get_estimated_range_size_bytes(&b, &e).await),
+            ErrorCode::VERSION_INVALID
+        );
+        assert_eq!(
+            code(tx.get_range_split_points(&b, &e, 1000).await),
+            ErrorCode::VERSION_INVALID
+        );
+    });
+}
+
+/// `f` polled once, so that its request is sent now (fdb-api's futures start when first
+/// polled; libfdb_c's calls when made); then a future of its output, to await later.
+fn started<T: 'static>(
+    mut f: std::pin::Pin<Box<dyn std::future::Future<Output = T> + '_>>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + '_>> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => Box::pin(std::future::ready(v)),
+        std::task::Poll::Pending => f,
+    }
+}
+
+#[test]
+fn a_read_sees_the_writes_made_before_it_not_those_made_while_it_is_in_flight() {
+    // Found by the bindingtester (directory, seed 1): the high-contention allocator issues
+    // `tr[recent[candidate]]`, sets that key, reads the latest counter, then waits for the
+    // first read, and expects it not to see the set (else every candidate looks taken and it
+    // never returns). RYW reads through `WriteMap::iterator`, which pins the write map's
+    // version when the read starts (fdbclient/include/fdbclient/WriteMap.h; `RYWImpl::read`
+    // in fdbclient/ReadYourWrites.actor.cpp decides `dependent` before it waits).
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        put(&t, &[("stored", b"old"), ("counter", &1i64.to_le_bytes())]).await;
+        let tx = t.db.create_transaction();
+        // Another read issued after the writes (and awaited first) puts them in the
+        // transaction while the earlier reads are still in flight.
+        let other = t.k("other");
+
+        // Unmodified when issued: the stored value, whatever comes after.
+        let stored = started(Box::pin(tx.get(t.k("stored"))));
+        let absent = started(Box::pin(tx.get(t.k("absent"))));
+        tx.set(t.k("stored"), b"new");
+        tx.set(t.k("absent"), b"new");
+        tx.get(&other).await.unwrap();
+        assert_eq!(stored.await.unwrap().as_deref(), Some(&b"old"[..]));
+        assert_eq!(absent.await.unwrap(), None);
+
+        // Dependent when issued: the stored value with the ops made before it only.
+        tx.atomic_op(
+            t.k("counter"),
+            2i64.to_le_bytes(),
+            fdb_protocol::MutationType::Add,
+        );
+        let dependent = started(Box::pin(tx.get(t.k("counter"))));
+        tx.atomic_op(
+            t.k("counter"),
+            4i64.to_le_bytes(),
+            fdb_protocol::MutationType::Add,
+        );
+        tx.get(&other).await.unwrap();
+        assert_eq!(
+            dependent.await.unwrap().as_deref(),
+            Some(&3i64.to_le_bytes()[..])
+        );
+
+        // Known when issued: the value then.
+        let known = started(Box::pin(tx.get(t.k("stored"))));
+        tx.set(t.k("stored"), b"newer");
+        tx.get(&other).await.unwrap();
+        assert_eq!(known.await.unwrap().as_deref(), Some(&b"new"[..]));
+
+        // Later reads see everything.
+        assert_eq!(
+            tx.get(&t.k("stored")).await.unwrap().as_deref(),
+            Some(&b"newer"[..])
+        );
+        assert_eq!(
+            tx.get(&t.k("counter")).await.unwrap().as_deref(),
+            Some(&7i64.to_le_bytes()[..])
+        );
+    });
+}

@@ -201,13 +201,28 @@ impl<D: Driver> Transaction<D> {
     }
 
     /// About how many bytes the commit would carry so far
-    /// (`fdb_transaction_get_approximate_size`).
+    /// (`fdb_transaction_get_approximate_size`). Fails with the error of a failed write, as
+    /// libfdb_c checks the deferred error first.
     pub async fn get_approximate_size(&self) -> Result<usize, Error> {
+        let cell = self.inner.cell.clone();
+        let writes = self.inner.take_pending();
+        let size = query(&self.inner.driver, move |c, now| {
+            let id = flush(&cell, writes, c, now);
+            c.get_approximate_size(id)
+        })
+        .await?
+        .map_err(Error::Client)?;
+        Ok(usize::try_from(size).unwrap_or(0))
+    }
+
+    /// `fdb_transaction_get_committed_version`: the version this transaction committed at;
+    /// `-1` if it has not committed (yet), or committed without writing.
+    pub async fn get_committed_version(&self) -> Result<Version, Error> {
         let cell = self.inner.cell.clone();
         let writes = self.inner.take_pending();
         query(&self.inner.driver, move |c, now| {
             let id = flush(&cell, writes, c, now);
-            c.approximate_size(id)
+            c.committed_version(id).unwrap_or(-1)
         })
         .await
     }

@@ -9,7 +9,7 @@ use core::cmp::Ordering;
 
 use super::ext_key::ExtKey;
 use super::snapshot_cache::{CacheIter, CacheSeg, SnapshotCache};
-use super::write_map::{WriteIter, WriteMap, WriteSeg};
+use super::write_map::{OpStack, WriteIter, WriteMap, WriteSeg};
 use crate::messages::types::KeyValue;
 
 /// What a merged segment is.
@@ -43,6 +43,54 @@ const TYPE_MAP: [Seg; 12] = [
     Seg::Kv,
     Seg::Kv,
 ];
+
+/// A point read as RYW settles it the moment it is issued. `RYWImpl::read(GetValueReq)` walks
+/// an iterator that pins the write map's version (`WriteMap::iterator`), decides whether the
+/// key's writes depend on the stored value before it waits for storage, and adds the read
+/// conflict range through that same iterator: writes made while the read is in flight change
+/// neither its value nor its conflict range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PointView {
+    pub(crate) answer: PointAnswer,
+    /// `updateConflictMap`: a non-snapshot read of the key gets a read conflict range (the
+    /// writes leave its value to storage, or depend on it).
+    pub(crate) conflicts: bool,
+}
+
+/// What the merged view says of a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PointAnswer {
+    /// Known without storage (a write, a clear, or what was already read): the value.
+    Known(Option<Bytes>),
+    /// The key holds a versionstamped write.
+    Unreadable,
+    /// Storage must answer; a dependent write's operations then apply over its value.
+    Stored(Option<OpStack>),
+}
+
+impl PointView {
+    pub(crate) fn of(cache: &SnapshotCache, writes: &WriteMap, key: &[u8]) -> PointView {
+        let it = RywIter::new(cache, writes, key);
+        let w = &it.writes;
+        let conflicts = w.is_unmodified_range() || (w.is_operation() && !w.is_independent());
+        let answer = match it.seg() {
+            Err(Unreadable) => PointAnswer::Unreadable,
+            Ok(Seg::Kv) => PointAnswer::Known(it.kv().ok().flatten().map(|kv| kv.value)),
+            Ok(Seg::Empty) => PointAnswer::Known(None),
+            Ok(Seg::Unknown) => PointAnswer::Stored(it.is_dependent().then(|| w.op().clone())),
+        };
+        PointView { answer, conflicts }
+    }
+
+    /// The value read, given what storage holds (for [`PointAnswer::Stored`]).
+    pub(crate) fn over_stored(&self, stored: Option<Bytes>) -> Option<Bytes> {
+        match &self.answer {
+            PointAnswer::Stored(Some(ops)) => ops.value_over(stored.as_ref()),
+            PointAnswer::Known(v) => v.clone(),
+            PointAnswer::Stored(None) | PointAnswer::Unreadable => stored,
+        }
+    }
+}
 
 /// A position in the merged view.
 #[derive(Clone, Debug)]

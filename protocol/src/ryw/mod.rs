@@ -3,8 +3,9 @@
 //!
 //! The [`WriteMap`] holds the writes as FDB's RYW layer holds them (key segments with
 //! operation stacks and cleared / conflict / unreadable flags); the [`SnapshotCache`] holds the
-//! known ranges of storage at the read version; [`RywIter`] walks both at once, segment by
-//! segment, the way every RYW read does; [`range_read`] is RYW's range read and selector
+//! known ranges of storage at the read version; [`RywIter`](iterator::RywIter) walks both at
+//! once, segment by segment, the way every RYW read does ([`PointView`] is a point read's
+//! answer, fixed when the read is issued); [`range_read`] is RYW's range read and selector
 //! resolution over that view, asking storage only for what it does not know.
 
 mod ext_key;
@@ -17,7 +18,7 @@ mod write_map;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-pub(crate) use iterator::{RywIter, Seg, Unreadable};
+pub(crate) use iterator::{PointAnswer, PointView, Unreadable};
 pub(crate) use range_set::RangeSet;
 pub(crate) use snapshot_cache::SnapshotCache;
 pub(crate) use write_map::{Lookup, WriteMap, ALL_KEYS_END};

@@ -17,7 +17,7 @@ use crate::messages::types::KeyRange;
 use crate::messages::types::{Version, VersionVector};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
-use crate::ryw::{key_after, RywIter, Seg};
+use crate::ryw::{key_after, PointAnswer, PointView};
 
 impl Transactions {
     /// The transaction's read version.
@@ -134,40 +134,53 @@ impl Transactions {
             return req;
         }
         let key = Bytes::copy_from_slice(key);
+        let mut view = None;
         if let Some(t) = self.txs.get_mut(&tx) {
-            // NativeAPI's `get` adds its conflict range as the read starts.
-            if t.options.ryw_disabled && !snapshot {
-                t.native
-                    .read_conflicts
-                    .push(KeyRange::new(key.clone(), key_after(&key)));
+            if t.options.ryw_disabled {
+                // NativeAPI's `get` adds its conflict range as the read starts.
+                if !snapshot {
+                    t.native
+                        .read_conflicts
+                        .push(KeyRange::new(key.clone(), key_after(&key)));
+                }
+            } else {
+                // The writes as they are now decide the read, not as they will be when it
+                // completes.
+                view = Some(PointView::of(&t.cache, &t.writes, &key));
             }
         }
-        self.insert_op(cx, req, tx, OpKind::Get { key, snapshot });
+        self.insert_op(
+            cx,
+            req,
+            tx,
+            OpKind::Get {
+                key,
+                snapshot,
+                view,
+            },
+        );
         req
     }
 
     // ----- point reads -----
 
-    /// RYW's `read(GetValueReq)`: the merged view answers what it knows; storage the rest.
+    /// RYW's `read(GetValueReq)`: the merged view, as it was when the read was issued, answers
+    /// what it knows; storage the rest.
     pub(super) fn advance_get(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
-        let Some(OpKind::Get { key, .. }) = self.ops.get(&req).map(|o| &o.kind) else {
+        let Some(OpKind::Get { key, view, .. }) = self.ops.get(&req).map(|o| &o.kind) else {
             return;
         };
         let key = key.clone();
-        let t = &self.txs[&tx];
-        if !t.options.ryw_disabled {
-            let it = RywIter::new(&t.cache, &t.writes, &key);
-            let value = match it.seg() {
-                Err(_) => {
-                    return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE))
-                }
-                Ok(Seg::Kv) => it.kv().ok().flatten().map(|kv| kv.value),
-                Ok(Seg::Empty) => None,
-                Ok(Seg::Unknown) => return self.read_stored(cx, req, tx, key),
-            };
-            return self.finish_get(cx, req, value);
+        match view.as_ref().map(|v| &v.answer) {
+            Some(PointAnswer::Unreadable) => {
+                self.fail_op(cx, req, ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE))
+            }
+            Some(PointAnswer::Known(v)) => {
+                let v = v.clone();
+                self.finish_get(cx, req, v)
+            }
+            Some(PointAnswer::Stored(_)) | None => self.read_stored(cx, req, tx, key),
         }
-        self.read_stored(cx, req, tx, key)
     }
 
     fn read_stored(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId, key: Bytes) {
@@ -233,15 +246,18 @@ impl Transactions {
             return;
         };
         let value = match (&op.kind, self.txs.get_mut(&op.tx)) {
-            (OpKind::Get { key, .. }, Some(t)) if !t.options.ryw_disabled => {
+            (
+                OpKind::Get {
+                    key,
+                    view: Some(view),
+                    ..
+                },
+                Some(t),
+            ) => {
                 t.cache.insert_point(key, value.clone());
-                // Atomic ops of the transaction apply over what storage holds.
-                let it = RywIter::new(&t.cache, &t.writes, key);
-                if it.is_dependent() {
-                    it.kv().ok().flatten().map(|kv| kv.value)
-                } else {
-                    value
-                }
+                // The transaction's atomic ops made before the read apply over what storage
+                // holds.
+                view.over_stored(value)
             }
             _ => value,
         };
@@ -255,18 +271,21 @@ impl Transactions {
             return;
         };
         let tx = op.tx;
-        let OpKind::Get { key, snapshot } = &op.kind else {
+        let OpKind::Get {
+            key,
+            snapshot,
+            view,
+        } = &op.kind
+        else {
             return;
         };
-        let (key, snapshot) = (key.clone(), *snapshot);
+        let conflicts = !*snapshot && view.as_ref().is_some_and(|v| v.conflicts);
+        let key = key.clone();
         let Some(t) = self.txs.get_mut(&tx) else {
             return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED));
         };
-        if !snapshot && !t.options.ryw_disabled {
-            let it = t.writes.iter_at(&key);
-            if it.is_unmodified_range() || (it.is_operation() && !it.is_independent()) {
-                t.read_conflicts.insert(&key, &key_after(&key));
-            }
+        if conflicts {
+            t.read_conflicts.insert(&key, &key_after(&key));
         }
         self.succeed_op(cx, req, Reply::Value(value));
     }
