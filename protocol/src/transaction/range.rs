@@ -25,7 +25,7 @@ use crate::ryw::range_read::{
     fdb_key_after, key_conflict, range_conflict, remove_or_equal, update_conflict_map, KeyRead,
     RangeRead, Step,
 };
-use crate::ryw::Unreadable;
+use crate::ryw::{Unreadable, WriteMap};
 
 /// Where a read stands after running.
 enum Progress {
@@ -55,10 +55,11 @@ impl Transactions {
         snapshot: bool,
     ) -> RequestId {
         let req = cx.new_request();
-        let (max, ryw) = match self.txs.get(&tx) {
+        // The writes as they are now are the ones the read sees.
+        let (max, writes) = match self.txs.get(&tx) {
             Some(t) => (
                 Bytes::from_static(t.max_read_key()),
-                !t.options.ryw_disabled,
+                (!t.options.ryw_disabled).then(|| t.writes.clone()),
             ),
             None => {
                 cx.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
@@ -73,10 +74,11 @@ impl Transactions {
             cx.finish(req, fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE));
             return req;
         }
-        let kind = if ryw {
+        let kind = if let Some(writes) = writes {
             ReadKind::RywKey {
                 read: KeyRead::new(sel.clone(), max),
                 sel,
+                writes,
             }
         } else {
             ReadKind::NativeKey { sel, result: None }
@@ -130,9 +132,12 @@ impl Transactions {
             cx.finish(req, Err(e));
             return req;
         }
-        let (max, ryw) = match self.txs.get(&tx) {
-            Some(t) => (t.max_read_key(), !t.options.ryw_disabled),
-            None => (&b""[..], true),
+        let (max, writes) = match self.txs.get(&tx) {
+            Some(t) => (
+                t.max_read_key(),
+                (!t.options.ryw_disabled).then(|| t.writes.clone()),
+            ),
+            None => (&b""[..], Some(alloc::sync::Arc::new(WriteMap::new()))),
         };
         if begin.key.as_ref() > max || end.key.as_ref() > max {
             cx.finish(req, fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE));
@@ -148,7 +153,7 @@ impl Transactions {
         }
         let limits = range_limits(&opts);
         let reverse = opts.reverse;
-        let kind = if ryw {
+        let kind = if let Some(writes) = writes {
             let read = RangeRead::new(
                 begin.clone(),
                 end.clone(),
@@ -161,6 +166,7 @@ impl Transactions {
                 end,
                 reverse,
                 read,
+                writes,
             }
         } else {
             ReadKind::NativeRange {
@@ -249,7 +255,11 @@ impl Transactions {
             };
             let max = Bytes::from_static(t.max_read_key());
             match &mut read.kind {
-                ReadKind::RywKey { sel, read: kr } => match kr.step(&t.cache, &t.writes) {
+                ReadKind::RywKey {
+                    sel,
+                    read: kr,
+                    writes,
+                } => match kr.step(&t.cache, writes) {
                     Err(u) => return Progress::Failed(unreadable(u)),
                     Ok(Step::Native(n)) => {
                         read.native = Some(NativeOp::Range(NativeRange::new(
@@ -260,7 +270,7 @@ impl Transactions {
                         if !snapshot {
                             match key_conflict(sel, &key) {
                                 Ok((b, e)) => {
-                                    update_conflict_map(&t.writes, &b, &e, &mut t.read_conflicts)
+                                    update_conflict_map(writes, &b, &e, &mut t.read_conflicts)
                                 }
                                 Err(_) => {
                                     return Progress::Failed(ClientError::Fdb(
@@ -277,7 +287,8 @@ impl Transactions {
                     end,
                     reverse,
                     read: rr,
-                } => match rr.step(&t.cache, &t.writes) {
+                    writes,
+                } => match rr.step(&t.cache, writes) {
                     Err(u) => return Progress::Failed(unreadable(u)),
                     Ok(Step::Native(n)) => {
                         read.native = Some(NativeOp::Range(NativeRange::new(
@@ -288,7 +299,7 @@ impl Transactions {
                         if !snapshot {
                             match range_conflict(begin, end, *reverse, &r, &max) {
                                 Ok((b, e)) => {
-                                    update_conflict_map(&t.writes, &b, &e, &mut t.read_conflicts)
+                                    update_conflict_map(writes, &b, &e, &mut t.read_conflicts)
                                 }
                                 Err(_) => {
                                     return Progress::Failed(ClientError::Fdb(

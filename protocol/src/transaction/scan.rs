@@ -2,6 +2,7 @@
 //! streaming mode's batch sizes), the RYW or NativeAPI read behind it and the storage request
 //! in flight, and the bindings' iteration of a whole range batch by batch ([`RangeCursor`]).
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
@@ -9,6 +10,7 @@ use super::native::{NativeKey, NativeRange, NativeStep};
 use crate::event::RangeResult;
 use crate::messages::types::{KeySelector, KeyValue};
 use crate::ryw::range_read::{KeyRead, NativeResult, RangeLimits, RangeRead};
+use crate::ryw::WriteMap;
 
 pub use crate::ryw::range_read::REPLY_BYTE_LIMIT;
 /// Byte limits of the `iterator` streaming mode, by iteration (`fdb_c.cpp`).
@@ -194,14 +196,21 @@ pub(super) struct Sent {
 /// What a `get_key` or `get_range` reads through.
 #[derive(Debug)]
 pub(super) enum ReadKind {
-    /// `get_key` through RYW; `sel` as the caller gave it (for the conflict range).
-    RywKey { sel: KeySelector, read: KeyRead },
-    /// `get_range` through RYW; the selectors with `or_equal` removed.
+    /// `get_key` through RYW; `sel` as the caller gave it (for the conflict range); `writes`
+    /// the write map as it was when the read was issued.
+    RywKey {
+        sel: KeySelector,
+        read: KeyRead,
+        writes: Arc<WriteMap>,
+    },
+    /// `get_range` through RYW; the selectors with `or_equal` removed; `writes` as for
+    /// `RywKey`.
     RywRange {
         begin: KeySelector,
         end: KeySelector,
         reverse: bool,
         read: RangeRead,
+        writes: Arc<WriteMap>,
     },
     /// `get_key` with read-your-writes disabled: NativeAPI's `getKey`, and its answer.
     NativeKey {

@@ -4,6 +4,7 @@
 //! commit, as libfdb_c defers it.
 
 use super::TENANT_PREFIX_SIZE;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
@@ -34,8 +35,10 @@ pub(super) enum ReadVersion {
 pub(crate) struct Tx {
     pub(super) options: TxOptions,
     pub(super) read_version: ReadVersion,
-    /// RYW's write map (unused with read-your-writes disabled).
-    pub(super) writes: WriteMap,
+    /// RYW's write map (unused with read-your-writes disabled). Shared with the key and range
+    /// reads in flight, which see it as it was when they were issued (FDB's `WriteMap` is
+    /// versioned and a read's iterator pins its version); a write made meanwhile copies it.
+    pub(super) writes: Arc<WriteMap>,
     /// RYW's read conflict ranges (`readConflicts`).
     pub(super) read_conflicts: RangeSet,
     /// What NativeAPI's transaction holds already.
@@ -80,7 +83,7 @@ impl Tx {
         Tx {
             options: TxOptions::default(),
             read_version: ReadVersion::None,
-            writes: WriteMap::new(),
+            writes: Arc::new(WriteMap::new()),
             read_conflicts: RangeSet::new(),
             native: NativeTx::default(),
             trace_id,
@@ -282,7 +285,7 @@ impl Transactions {
         if t.options.ryw_disabled {
             t.native.set(key, value, conflict);
         } else {
-            t.writes.mutate(key, mt::SET_VALUE, value, conflict);
+            Arc::make_mut(&mut t.writes).mutate(key, mt::SET_VALUE, value, conflict);
         }
         Ok(())
     }
@@ -308,7 +311,7 @@ impl Transactions {
         if t.options.ryw_disabled {
             t.native.clear(Bytes::copy_from_slice(key), end, conflict);
         } else {
-            t.writes.clear(key, &end, conflict);
+            Arc::make_mut(&mut t.writes).clear(key, &end, conflict);
         }
         Ok(())
     }
@@ -352,7 +355,7 @@ impl Transactions {
             let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
             t.native.clear(b, e, conflict);
         } else {
-            t.writes.clear(begin, end, conflict);
+            Arc::make_mut(&mut t.writes).clear(begin, end, conflict);
         }
         Ok(())
     }
@@ -426,13 +429,13 @@ impl Transactions {
                     // RYW hands what it holds there to NativeAPI now, and from then on
                     // reads there fail (`addUnmodifiedAndUnreadableRange`).
                     let native = &mut t.native;
-                    t.writes.write_to_native(
+                    Arc::make_mut(&mut t.writes).write_to_native(
                         &lo,
                         &hi,
                         &mut native.mutations,
                         &mut native.write_conflicts,
                     );
-                    t.writes.add_unmodified_and_unreadable_range(&lo, &hi);
+                    Arc::make_mut(&mut t.writes).add_unmodified_and_unreadable_range(&lo, &hi);
                 }
                 let mut k = key.to_vec();
                 atomic::place_versionstamp(&mut k[pos..pos + 10], read_version, 0);
@@ -448,7 +451,7 @@ impl Transactions {
         };
         let param = Bytes::copy_from_slice(param);
         if ryw {
-            t.writes.mutate(key, kind, param, conflict);
+            Arc::make_mut(&mut t.writes).mutate(key, kind, param, conflict);
         } else {
             t.native.atomic(key, param, kind, conflict);
         }
@@ -501,7 +504,7 @@ impl Transactions {
             }
             ConflictRangeType::Read => t.native.read_conflicts.push(range()),
             ConflictRangeType::Write if !t.options.ryw_disabled => {
-                t.writes.add_conflict_range(begin, end)
+                Arc::make_mut(&mut t.writes).add_conflict_range(begin, end)
             }
             ConflictRangeType::Write => t.native.write_conflicts.push(range()),
         }
