@@ -141,7 +141,7 @@ impl Executor {
 
     /// Runs every spawned future (and those they spawn) to completion.
     pub fn run(&mut self) -> Result<(), Error> {
-        while self.tick(None)? {}
+        while self.step(None, false)? {}
         Ok(())
     }
 
@@ -156,7 +156,7 @@ impl Executor {
             if let Some(v) = handle.try_take() {
                 return Ok(v);
             }
-            self.tick(None)?;
+            self.step(None, false)?;
         }
     }
 
@@ -164,18 +164,23 @@ impl Executor {
     /// were woken, then turns the loop once — running the operations they sent, doing the
     /// IO that is ready, and, if no task is ready, waiting for IO, a wake-up or the core's
     /// next deadline, but not past `until` (`None`: no limit of the caller's). Returns
-    /// whether tasks remain.
+    /// whether tasks remain. With no task left it still turns the loop (the connections
+    /// are served, and the call waits as told), so a caller's loop never spins.
     pub fn tick(&mut self, until: Option<StdInstant>) -> Result<bool, Error> {
+        self.step(until, true)
+    }
+
+    fn step(&mut self, until: Option<StdInstant>, turn_when_empty: bool) -> Result<bool, Error> {
         // Wakes seen from here on are new: a stale "nudge" must not cost an empty turn.
         self.driver.clear_nudge();
         self.adopt();
         self.poll_ready();
         self.adopt();
-        if self.live == 0 {
+        if self.live == 0 && !turn_when_empty {
             return Ok(false);
         }
         self.driver.turn(until)?;
-        Ok(true)
+        Ok(self.live > 0)
     }
 
     /// Moves spawned futures into slots and marks them ready.
