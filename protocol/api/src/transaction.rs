@@ -18,8 +18,13 @@ use crate::snapshot::Snapshot;
 use crate::stream::{KeyValueStream, RangeStream};
 use crate::versionstamp::{VersionstampFuture, VersionstampWaiters};
 
-/// A buffered write, applied on the loop before this transaction's next call.
-type PendingWrite = Box<dyn FnOnce(&mut Client, Instant, TransactionId) + Send>;
+/// A buffered write, applied on the loop before this transaction's next call. Sets, the
+/// common case, are plain data (no boxed closure per write).
+enum PendingWrite {
+    /// `key | 0x00 | value` in one buffer, and the key's length ([`Client::set_packed`]).
+    Set(Bytes, usize),
+    Other(Box<dyn FnOnce(&mut Client, Instant, TransactionId) + Send>),
+}
 
 /// The core's transaction id, created on the loop on first use, and when the application
 /// created the transaction (its `timeout` counts from then, as in libfdb_c).
@@ -64,7 +69,12 @@ impl<D: Driver> Drop for TxInner<D> {
 fn flush(cell: &TxCell, writes: Vec<PendingWrite>, c: &mut Client, now: Instant) -> TransactionId {
     let id = cell.id(c, now);
     for w in writes {
-        w(c, now, id);
+        match w {
+            PendingWrite::Set(packed, key_len) => {
+                let _ = c.set_packed(id, packed, key_len);
+            }
+            PendingWrite::Other(f) => f(c, now, id),
+        }
     }
     id
 }
@@ -128,11 +138,15 @@ impl<D: Driver> Transaction<D> {
     where
         F: FnOnce(&mut Client, Instant, TransactionId) + Send + 'static,
     {
+        self.push_write(PendingWrite::Other(Box::new(f)));
+    }
+
+    fn push_write(&self, w: PendingWrite) {
         self.inner
             .pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(Box::new(f));
+            .push(w);
     }
 
     /// Sets a transaction option. An option this client does not implement fails here with
@@ -304,11 +318,12 @@ impl<D: Driver> Transaction<D> {
 
     /// Sets a key.
     pub fn set(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        let k = Bytes::copy_from_slice(key.as_ref());
-        let v = Bytes::copy_from_slice(value.as_ref());
-        self.write(move |c, _, id| {
-            let _ = c.set_bytes(id, k, v);
-        });
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut packed = Vec::with_capacity(key.len() + 1 + value.len());
+        packed.extend_from_slice(key);
+        packed.push(0);
+        packed.extend_from_slice(value);
+        self.push_write(PendingWrite::Set(Bytes::from(packed), key.len()));
     }
 
     /// Removes a key.
