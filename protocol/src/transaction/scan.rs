@@ -217,6 +217,8 @@ impl Scan {
     /// Takes merged rows of chunk `[a, b)` (in scan order), stopping at the limits. Only rows
     /// that came with a storage reply can end a byte-limited batch early.
     pub(super) fn take(&mut self, rows: Vec<KeyValue>, a: &Bytes, b: &Bytes, from_storage: bool) {
+        self.out.reserve(rows.len());
+        let mut took = false;
         for kv in rows {
             if self.limits_reached() {
                 self.more = true;
@@ -229,12 +231,17 @@ impl Scan {
                 // `GetRangeLimits::decrement`: key + value + 8 per row.
                 *bl = bl.saturating_sub(kv.key.len() + kv.value.len() + 8);
             }
-            self.read_to = if self.reverse {
-                kv.key.clone()
-            } else {
-                key_after(&kv.key)
-            };
             self.out.push(kv);
+            took = true;
+        }
+        // Read up to the last row taken (its key, or just past it going forward): made once,
+        // not per row.
+        if let Some(last) = self.out.last().filter(|_| took) {
+            self.read_to = if self.reverse {
+                last.key.clone()
+            } else {
+                key_after(&last.key)
+            };
         }
         if !self.more {
             self.read_to = if self.reverse { a.clone() } else { b.clone() };
