@@ -595,7 +595,10 @@ fn mio_executor(db: &fdb_driver_mio::AsyncDatabase, prefix: &[u8]) {
     watch.try_take().unwrap().unwrap();
     // Nothing left behind in the core.
     let db6 = db.clone();
-    let (c, waiting) = ex.run_until(async move { db6.census().await }).unwrap().unwrap();
+    let (c, waiting) = ex
+        .run_until(async move { db6.census().await })
+        .unwrap()
+        .unwrap();
     assert!(c.is_empty() && waiting == 0, "{c:?} {waiting}");
 }
 
@@ -607,8 +610,8 @@ fn the_mio_executor_serves_many_transactions_on_one_thread() {
     mio_executor(&db, b"");
     match std::env::var("FDB_CLUSTER_FILE") {
         Ok(path) if !path.is_empty() => {
-            let db = fdb_driver_mio::AsyncDatabase::open(Some(std::path::Path::new(&path)))
-                .unwrap();
+            let db =
+                fdb_driver_mio::AsyncDatabase::open(Some(std::path::Path::new(&path))).unwrap();
             let prefix = format!("rust-fdb-api-mio-ex/{}/", std::process::id()).into_bytes();
             mio_executor(&db, &prefix);
             let mut end = prefix.clone();

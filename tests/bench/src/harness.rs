@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
@@ -445,7 +445,9 @@ pub fn run_local<W: LocalWorker>(
     let tasks: Vec<_> = warm
         .iter()
         .map(|h| {
-            let mut w = h.try_take().expect("the warmup pass ran every task to its end");
+            let mut w = h
+                .try_take()
+                .expect("the warmup pass ran every task to its end");
             let shared = shared.clone();
             let mut hist = new_histogram();
             ex.spawn(async move {
@@ -467,7 +469,11 @@ pub fn run_local<W: LocalWorker>(
     ran.map_err(|e| format!("executor: {e}"))?;
     let hists = tasks
         .iter()
-        .map(|h| h.try_take().expect("the measured pass ran every task to its end").1)
+        .map(|h| {
+            h.try_take()
+                .expect("the measured pass ran every task to its end")
+                .1
+        })
         .collect();
     shared.result()?;
     Ok(finish(start, end, hists))
