@@ -55,8 +55,8 @@ use crate::route::{Loss, Route};
 use crate::status::StatusReads;
 use crate::time::{Instant, Rng};
 use crate::transaction::{
-    ConflictRangeType, Ctx, DatabaseOption, RangeOptions, TransactionId, TransactionOption,
-    Transactions,
+    ConflictRangeType, Ctx, DatabaseOption, RangeOptions, TenantHandle, TransactionId,
+    TransactionOption, Transactions,
 };
 
 pub(crate) use crate::event::Reply;
@@ -331,6 +331,7 @@ impl Client {
             Route::Metrics { op, part, epoch } => {
                 self.with_txs(|txs, cx| txs.on_metrics_reply(cx, op, part, epoch, message))
             }
+            Route::TenantId(h) => self.txs.on_tenant_id_reply(h, message),
             Route::Status { op, part } => {
                 let Client {
                     rng,
@@ -396,6 +397,10 @@ impl Client {
             Route::Metrics { op, part, epoch } => {
                 self.with_txs(|txs, cx| txs.on_metrics_lost(cx, op, part, epoch))
             }
+            Route::TenantId(h) => {
+                tracing::debug!(?why, "re-sending tenant id lookup");
+                self.txs.on_tenant_id_lost(h)
+            }
             Route::Status { op, part } => {
                 let Client {
                     rng,
@@ -448,7 +453,7 @@ impl Client {
         let stale = self.net.forget_where(|r| {
             matches!(
                 r,
-                Route::Grv(_) | Route::Locations { .. } | Route::Commit(_)
+                Route::Grv(_) | Route::Locations { .. } | Route::Commit(_) | Route::TenantId(_)
             )
         });
         for route in stale {
@@ -512,6 +517,38 @@ impl Client {
     pub fn create_transaction_at(&mut self, now: Instant, created: Instant) -> TransactionId {
         self.now = now;
         self.with_txs(|txs, cx| txs.create_transaction_at(cx, created))
+    }
+
+    /// Opens a tenant (`fdb_database_open_tenant`): its id is looked up at a commit proxy
+    /// once, and every transaction created in it waits for that id. A name starting with
+    /// `\xff` fails those transactions with `invalid_tenant_name`.
+    pub fn open_tenant(&mut self, now: Instant, name: &[u8]) -> TenantHandle {
+        self.now = now;
+        self.with_txs(|txs, cx| txs.open_tenant(cx, name))
+    }
+
+    /// Forgets a tenant handle (its transactions must be gone).
+    pub fn close_tenant(&mut self, tenant: TenantHandle) {
+        self.txs.close_tenant(tenant);
+    }
+
+    /// The tenant's id, once the lookup finished (`None` before).
+    pub fn tenant_id(&self, tenant: TenantHandle) -> Option<Result<i64, ErrorCode>> {
+        self.txs.tenant_id(tenant)
+    }
+
+    /// A transaction in a tenant ([`Client::create_transaction_at`] otherwise): the keys it
+    /// reads and writes are the tenant's.
+    pub fn create_tenant_transaction_at(
+        &mut self,
+        now: Instant,
+        created: Instant,
+        tenant: TenantHandle,
+    ) -> TransactionId {
+        self.now = now;
+        let tx = self.with_txs(|txs, cx| txs.create_transaction_at(cx, created));
+        self.txs.bind_tenant(tx, tenant);
+        tx
     }
 
     /// Database-wide defaults for new transactions (libfdb_c's `transaction_timeout`,

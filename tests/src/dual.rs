@@ -1,6 +1,7 @@
 //! Running one scenario on two targets: the in-process test cluster, and — when
 //! `FDB_CLUSTER_FILE` is set — a real FoundationDB 7.3 cluster, under a fresh random key
-//! prefix that is cleared afterwards. The same assertions must hold on both.
+//! prefix that is cleared afterwards, also when the scenario fails ([`ClearOnDrop`]). The
+//! same assertions must hold on both.
 
 use std::future::Future;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use fdb_driver_tokio::Database;
 use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::TransactionOption;
 
 use crate::cluster::TestCluster;
 
@@ -45,9 +47,80 @@ impl Target {
     }
 }
 
+/// How long [`ClearOnDrop`] tries (retries included) before it gives up with a message.
+pub const CLEAN_UP_LIMIT: Duration = Duration::from_secs(30);
+
+/// Clears a key range of a real cluster when dropped — also while a failed test unwinds —
+/// so no run leaves its keys behind. It uses a blocking client of its own (mio), as it may
+/// run while an async runtime is tearing down.
+pub struct ClearOnDrop {
+    cluster: ClusterFile,
+    begin: Vec<u8>,
+    end: Vec<u8>,
+}
+
+impl ClearOnDrop {
+    /// Clears `[begin, end)` of `cluster` when dropped.
+    pub fn new(cluster: ClusterFile, begin: Vec<u8>, end: Vec<u8>) -> ClearOnDrop {
+        ClearOnDrop {
+            cluster,
+            begin,
+            end,
+        }
+    }
+
+    /// Clears every key that starts with `prefix` (which must not be empty or all `0xff`).
+    pub fn prefix(cluster: ClusterFile, prefix: &[u8]) -> ClearOnDrop {
+        let mut end = prefix.to_vec();
+        while end.last() == Some(&0xff) {
+            end.pop();
+        }
+        *end.last_mut().expect("a prefix with a byte below 0xff") += 1;
+        ClearOnDrop::new(cluster, prefix.to_vec(), end)
+    }
+}
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        let db = match fdb_driver_mio::Database::from_cluster_file(self.cluster.clone(), 0) {
+            Ok(db) => db,
+            Err(e) => return eprintln!("clean-up: cannot open the cluster: {e}"),
+        };
+        // Bounded: a cluster that stopped answering fails the clean-up, it does not hang it.
+        if let Err(e) =
+            db.set_transaction_defaults(vec![TransactionOption::Timeout(CLEAN_UP_LIMIT)])
+        {
+            return eprintln!("clean-up: the timeout option was refused: {e}");
+        }
+        let (b, e) = (&self.begin, &self.end);
+        if let Err(err) = db.run(|tx| {
+            tx.clear_range(b, e);
+            Ok(())
+        }) {
+            eprintln!("clean-up of {b:?}..{e:?} failed: {err}");
+        }
+    }
+}
+
+/// The real cluster named by `FDB_CLUSTER_FILE`, if any.
+pub fn real_cluster_file() -> Option<(std::path::PathBuf, ClusterFile)> {
+    let path = std::env::var("FDB_CLUSTER_FILE")
+        .ok()
+        .filter(|p| !p.is_empty())?;
+    let text = std::fs::read(&path).expect("FDB_CLUSTER_FILE is readable");
+    let cf = ClusterFile::parse_file_bytes(&text).expect("FDB_CLUSTER_FILE parses");
+    Some((path.into(), cf))
+}
+
+/// A fresh random key prefix under `tag` (`tag/<16 hex digits>/`).
+pub fn random_prefix(tag: &str) -> Vec<u8> {
+    format!("{tag}/{:016x}/", rand_u64()).into_bytes()
+}
+
 /// Runs `scenario` on the test cluster, then on the real cluster when `FDB_CLUSTER_FILE` names
 /// one (printing a notice otherwise), each within `limit`. `tag` names the key prefix used on
-/// the real cluster.
+/// the real cluster; the prefix is cleared afterwards, whether the scenario passed or not, by a
+/// clean-up bounded in time ([`ClearOnDrop`]).
 ///
 /// The scenario runs on a thread of its own, and the test fails if that thread has not ended
 /// `2 × limit + 60 s` after it started: a scenario that blocks its runtime (where the runtime's
@@ -94,43 +167,27 @@ where
         tokio::time::timeout(limit, scenario(t))
             .await
             .expect("scenario timed out on the test cluster");
-        match std::env::var("FDB_CLUSTER_FILE") {
-            Ok(path) if !path.is_empty() => {
-                let db = Database::open(Some(std::path::Path::new(&path)))
-                    .expect("open the real cluster");
-                let prefix = format!("{tag}/{:016x}/", rand_u64()).into_bytes();
-                let t = Target {
-                    name: "real cluster",
-                    db: db.clone(),
-                    prefix: prefix.clone(),
-                    exact: false,
-                };
-                let end = t.end();
-                tokio::time::timeout(limit, scenario(t))
-                    .await
-                    .expect("scenario timed out on the real cluster");
-                db.set_transaction_defaults(Vec::new())
-                    .expect("no defaults");
-                let clean = db.run(|tx| {
-                    let (p, e) = (prefix.clone(), end.clone());
-                    async move {
-                        tx.clear_range(&p, &e);
-                        Ok(())
-                    }
-                });
-                tokio::time::timeout(limit, clean)
-                    .await
-                    .expect("clean-up timed out on the real cluster")
-                    .expect("clean up");
-            }
-            _ => eprintln!("FDB_CLUSTER_FILE not set: scenario ran on the test cluster only"),
-        }
+    });
+    let Some((path, cf)) = real_cluster_file() else {
+        eprintln!("FDB_CLUSTER_FILE not set: scenario ran on the test cluster only");
+        return;
+    };
+    let prefix = random_prefix(tag);
+    let _clean = ClearOnDrop::prefix(cf, &prefix);
+    rt.block_on(async {
+        let db = Database::open(Some(&path)).expect("open the real cluster");
+        let t = Target {
+            name: "real cluster",
+            db,
+            prefix,
+            exact: false,
+        };
+        tokio::time::timeout(limit, scenario(t))
+            .await
+            .expect("scenario timed out on the real cluster");
     });
 }
 
 fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(std::process::id() as u64);
-    h.finish()
+    crate::bank::random_seed()
 }

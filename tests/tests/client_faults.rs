@@ -215,20 +215,40 @@ async fn commit_unknown_result_with_an_idempotent_transaction_counts_once() {
     // it safe to retry after commit_unknown_result (FDB's documented pattern).
     for (i, applied) in [(1u8, true), (2, false), (3, true)] {
         c.commit_unknown_result_next(1, applied);
-        within(db.run(|tx| async move {
-            let done_key = [b'd', i];
-            if tx.get(&done_key).await?.is_some() {
-                return Ok(());
+        let commits = c.requests(RequestKind::Commit);
+        let (mut attempts, found) = (0, std::sync::atomic::AtomicBool::new(false));
+        within(db.run(|tx| {
+            attempts += 1;
+            let found = &found;
+            async move {
+                let done_key = [b'd', i];
+                if tx.get(&done_key).await?.is_some() {
+                    found.store(true, std::sync::atomic::Ordering::SeqCst);
+                    return Ok(());
+                }
+                let a = tx.get(b"acct/a").await?.map_or(100, |v| v[0]);
+                let b = tx.get(b"acct/b").await?.map_or(100, |v| v[0]);
+                tx.set(b"acct/a", [a - 10]);
+                tx.set(b"acct/b", [b + 10]);
+                tx.set(done_key, b"1");
+                Ok(())
             }
-            let a = tx.get(b"acct/a").await?.map_or(100, |v| v[0]);
-            let b = tx.get(b"acct/b").await?.map_or(100, |v| v[0]);
-            tx.set(b"acct/a", [a - 10]);
-            tx.set(b"acct/b", [b + 10]);
-            tx.set(done_key, b"1");
-            Ok(())
         }))
         .await
         .unwrap();
+        // The injection fired: the first commit was unknown, and the retry found the id (its
+        // read-only commit sends nothing) or wrote it again.
+        assert_eq!(c.injections_left(None), 0, "transfer {i}");
+        assert_eq!(attempts, 2, "transfer {i}");
+        assert_eq!(found.into_inner(), applied, "transfer {i}");
+        // The unknown commit, the dummy commit that settles it, and the retry's own if it
+        // had to write.
+        let sent = if applied { 2 } else { 3 };
+        assert_eq!(
+            c.requests(RequestKind::Commit),
+            commits + sent,
+            "transfer {i}"
+        );
     }
     assert_eq!(c.get(b"acct/a"), Some(vec![70]));
     assert_eq!(c.get(b"acct/b"), Some(vec![130]));
@@ -236,10 +256,16 @@ async fn commit_unknown_result_with_an_idempotent_transaction_counts_once() {
 
 #[tokio::test]
 async fn dropped_connections_mid_workload_lose_nothing() {
+    use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
     let c = TestCluster::start();
     let db = db(&c);
+    // The worker stops after items 20, 40, 60 and 80 until the test has dropped every
+    // connection, so each drop lands mid-workload and must be followed by a reconnect.
+    let reached = std::sync::Arc::new(AtomicU32::new(0));
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
     let worker = {
         let db = db.clone();
+        let (reached, gate) = (reached.clone(), gate.clone());
         tokio::spawn(async move {
             for i in 0..100u32 {
                 db.run(|tx| async move {
@@ -257,11 +283,32 @@ async fn dropped_connections_mid_workload_lose_nothing() {
                 })
                 .await
                 .unwrap();
+                if (i + 1) % 20 == 0 && i + 1 < 100 {
+                    reached.store(i + 1, SeqCst);
+                    gate.acquire().await.unwrap().forget();
+                }
             }
         })
     };
-    for _ in 0..5 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    for n in [20, 40, 60, 80] {
+        within(async {
+            while reached.load(SeqCst) < n {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await;
+        let accepted = c.connections_accepted();
+        c.drop_connections();
+        gate.add_permits(1);
+        // The next items need the cluster again: a new connection.
+        within(async {
+            while c.connections_accepted() == accepted {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await;
+        // And a drop at no chosen moment, requests possibly in flight.
+        tokio::time::sleep(Duration::from_millis(1)).await;
         c.drop_connections();
     }
     within(worker).await.unwrap();

@@ -147,31 +147,93 @@ fn commit_unknown_result_applied_or_not() {
     assert!(matches!(r, ErrorOr::Ok(CommitID { version, .. }) if version > v));
 }
 
+/// Sends a read version request and a location request to the proxies on one connection,
+/// in that order, and returns the reply tokens in the order the replies arrived
+/// (`[grv, locations]` when undelayed).
+fn race_grv_and_locations(rc: &mut RawClient, info: &ClientDBInfo) -> (Vec<&'static str>, Instant) {
+    use fdb_protocol::messages::commit::GetKeyServerLocationsRequest;
+    use fdb_protocol::messages::coordination::CommitProxyInterface;
+    use fdb_protocol::messages::grv::GetReadVersionRequest;
+    use fdb_protocol::messages::types::TenantInfo;
+    let grv = &info.grv_proxies[0];
+    let cp = &info.commit_proxies[0];
+    let addr = fdb_tests::cluster::stream_addr(&grv.get_consistent_read_version);
+    assert_eq!(addr, fdb_tests::cluster::stream_addr(&cp.commit));
+    let (g, l) = (rc.reply_promise(), rc.reply_promise());
+    let sent = Instant::now();
+    let req = GetReadVersionRequest {
+        transaction_count: 1,
+        flags: GetReadVersionRequest::PRIORITY_DEFAULT,
+        reply: g.clone(),
+        max_version: -1,
+        ..Default::default()
+    };
+    rc.send(addr, grv.stream(0), &req).unwrap();
+    let req = GetKeyServerLocationsRequest {
+        begin: Bytes::from_static(b"a"),
+        limit: 100,
+        reply: l.clone(),
+        tenant: TenantInfo::none(),
+        ..Default::default()
+    };
+    rc.send(
+        addr,
+        cp.stream(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS),
+        &req,
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    while got.len() < 2 && sent.elapsed() < Duration::from_secs(5) {
+        got = rc.pump(addr, Duration::from_millis(10));
+    }
+    for t in &got {
+        let _ = rc.recv_bytes(addr, *t, *t, Duration::ZERO);
+    }
+    let names = got
+        .iter()
+        .map(|t| {
+            if *t == g.token {
+                "grv"
+            } else if *t == l.token {
+                "locations"
+            } else {
+                "other"
+            }
+        })
+        .collect();
+    (names, sent)
+}
+
 #[test]
 fn delayed_replies() {
     let c = TestCluster::start();
     let (mut rc, info) = boot(&c);
+    // Undelayed, replies come in the order of the requests.
+    assert_eq!(
+        race_grv_and_locations(&mut rc, &info).0,
+        ["grv", "locations"]
+    );
+    // A delay for one kind: the reply asked first arrives last, at least that late.
     c.set_reply_delay(
         Some(RequestKind::GetReadVersion),
         Duration::from_millis(300),
     );
-    let t = Instant::now();
-    grv(&mut rc, &info);
-    assert!(t.elapsed() >= Duration::from_millis(300));
-    let t = Instant::now();
-    ok(rc.locations(&info, b"a", None, 100, false));
-    assert!(
-        t.elapsed() < Duration::from_millis(250),
-        "other kinds are not delayed"
-    );
-    c.set_reply_delay(None, Duration::from_millis(200));
+    let (order, sent) = race_grv_and_locations(&mut rc, &info);
+    assert_eq!(order, ["locations", "grv"], "other kinds are not delayed");
+    assert!(sent.elapsed() >= Duration::from_millis(300));
+    // A delay for every other kind: the locations wait too, less than the read version.
+    c.set_reply_delay(None, Duration::from_millis(100));
+    let (order, sent) = race_grv_and_locations(&mut rc, &info);
+    assert_eq!(order, ["locations", "grv"]);
+    assert!(sent.elapsed() >= Duration::from_millis(300));
     let t = Instant::now();
     ok(rc.locations(&info, b"a", None, 100, false));
-    assert!(t.elapsed() >= Duration::from_millis(200));
+    assert!(t.elapsed() >= Duration::from_millis(100));
     c.clear_faults();
-    let t = Instant::now();
-    grv(&mut rc, &info);
-    assert!(t.elapsed() < Duration::from_millis(250));
+    assert_eq!(
+        race_grv_and_locations(&mut rc, &info).0,
+        ["grv", "locations"]
+    );
 }
 
 #[test]
@@ -219,6 +281,7 @@ fn held_replies_are_released_reordered() {
 #[test]
 fn silent_process_answers_nothing() {
     let c = TestCluster::start();
+    c.set(b"k", b"v");
     let (mut rc, info) = boot(&c);
     let v = grv(&mut rc, &info);
     let ss = storage_of(&mut rc, &info, b"k");
@@ -246,7 +309,11 @@ fn silent_process_answers_nothing() {
     // Other processes are fine.
     grv(&mut rc, &info);
     c.set_silent(role, false);
-    assert!(rc.get_value(&ss, b"k", v).is_ok());
+    // Speaking again, it serves what it holds.
+    assert_eq!(
+        ok(rc.get_value(&ss, b"k", v)).value.as_deref(),
+        Some(&b"v"[..])
+    );
 }
 
 #[test]
@@ -340,12 +407,20 @@ fn restarting_the_proxies_answers_the_long_poll() {
         rc.pump(coord, Duration::from_millis(100)).is_empty(),
         "no change yet"
     );
+    // A restarted process does not take its roles up again: the cluster recovers, and the
+    // held long poll is answered with the recovery's first publication, which names no
+    // proxies (fdbserver's shape); the new ones follow.
     c.restart(Role::Proxies);
-    let new: ClientDBInfo = match rc.recv(coord, reply.token, tok, Duration::from_secs(2)) {
+    assert_eq!(c.recoveries(), 1);
+    let first: ClientDBInfo = match rc.recv(coord, reply.token, tok, Duration::from_secs(2)) {
         Ok(ErrorOr::Ok(i)) => i,
         other => panic!("{other:?}"),
     };
-    assert_ne!(new.id, info.id);
+    assert_ne!(first.id, info.id);
+    assert!(first.commit_proxies.is_empty() && first.grv_proxies.is_empty());
+    assert_eq!(rc.read_version(&first), Err(RawError::NoProxies));
+    let new = ok(rc.open_database(coord, first.id, Duration::from_secs(2)));
+    assert_ne!(new.id, first.id);
     assert_ne!(
         new.commit_proxies[0].commit.endpoint.token,
         info.commit_proxies[0].commit.endpoint.token
@@ -357,16 +432,18 @@ fn restarting_the_proxies_answers_the_long_poll() {
     grv(&mut rc, &new);
     // Restarting a coordinator: refused while down, same address after.
     c.kill(Role::Coordinator(0));
-    assert!(rc
-        .open_database(coord, Uid::default(), Duration::from_secs(1))
-        .is_err());
-    assert!(rc
-        .open_database(coord, Uid::default(), Duration::from_secs(1))
-        .is_err());
+    for _ in 0..2 {
+        let r = rc.open_database(coord, Uid::default(), Duration::from_secs(1));
+        assert!(
+            matches!(r, Err(RawError::Io(_))),
+            "connecting is refused: {r:?}"
+        );
+    }
     c.restart(Role::Coordinator(0));
+    // The same proxies (the recovery's later publications only change the id).
     assert_eq!(
-        ok(rc.open_database(coord, Uid::default(), Duration::from_secs(2))).id,
-        new.id
+        ok(rc.open_database(coord, Uid::default(), Duration::from_secs(2))).commit_proxies,
+        new.commit_proxies
     );
 }
 
@@ -427,8 +504,7 @@ fn bank_transfers_survive_faults() {
                 rng
             };
             let mut info: Option<ClientDBInfo> = None;
-            let mut done = 0;
-            while done < 40 && !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 let inf = match &info {
                     Some(i) => i.clone(),
                     None => {
@@ -484,7 +560,6 @@ fn bank_transfers_survive_faults() {
                 })();
                 match attempt {
                     Ok(true) => {
-                        done += 1;
                         acked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     }
                     Ok(false) => {}
@@ -510,15 +585,29 @@ fn bank_transfers_survive_faults() {
         Box::new(|c| c.fail_next(RequestKind::GetReadVersion, 2, ErrorCode::PROCESS_BEHIND)),
         Box::new(|c| c.clear_faults()),
     ];
-    for f in &faults {
-        std::thread::sleep(Duration::from_millis(60));
+    let progress = |n: u64| {
+        let want = acked.load(std::sync::atomic::Ordering::SeqCst) + n;
+        assert!(
+            fdb_tests::testkit::eventually(Duration::from_secs(30), || {
+                acked.load(std::sync::atomic::Ordering::SeqCst) >= want
+            }),
+            "no progress"
+        );
+    };
+    for (i, f) in faults.iter().enumerate() {
+        progress(10);
         f(&c);
+        // Each injected error was met by a request before the next fault.
+        assert!(
+            fdb_tests::testkit::eventually(Duration::from_secs(30), || {
+                c.injections_left(None) == 0
+            }),
+            "fault {i}: {} injections never fired",
+            c.injections_left(None)
+        );
     }
     c.clear_faults();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while workers.iter().any(|w| !w.is_finished()) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    progress(20);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     for w in workers {
         w.join().unwrap();

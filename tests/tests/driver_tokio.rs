@@ -61,11 +61,14 @@ async fn survives_dropped_connections() {
     within(Duration::from_secs(10), db.read_version())
         .await
         .unwrap();
+    let (accepted, grvs) = (c.connections_accepted(), c.grv_requests());
     c.drop_connections();
-    tokio::time::sleep(Duration::from_millis(50)).await;
     within(Duration::from_secs(10), db.read_version())
         .await
         .unwrap();
+    // Not a cached answer: the proxy was asked again, over a new connection.
+    assert!(c.connections_accepted() > accepted, "no reconnect");
+    assert!(c.grv_requests() > grvs, "the proxy was not asked");
 }
 
 #[tokio::test]
@@ -101,6 +104,7 @@ async fn recovers_from_a_hung_server() {
     within(Duration::from_secs(10), db.read_version())
         .await
         .unwrap();
+    let accepted = c.connections_accepted();
     c.set_silent(true);
     let pending = tokio::spawn({
         let db = db.clone();
@@ -117,4 +121,8 @@ async fn recovers_from_a_hung_server() {
         .await
         .unwrap()
         .unwrap();
+    assert!(
+        c.connections_accepted() > accepted,
+        "not on a new connection"
+    );
 }

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use fdb_driver_tokio::{Database, Error};
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::error::ErrorCode;
+use fdb_protocol::TransactionOption;
 use fdb_tests::cluster::{key_after, RequestKind, TestCluster, DEFAULT_SPLIT_POINTS};
 use fdb_tests::dual::Target;
 
@@ -246,12 +247,79 @@ fn split_points_cut_chunks_of_the_asked_size() {
                 assert!(size <= 5 * CHUNK, "{}: a chunk of {size}", t.name);
             }
         }
-
-        // A chunk larger than the range: just its ends (plus shard boundaries).
-        let (b, e) = (t.k("h"), t.k("i"));
-        let points = tx.get_range_split_points(&b, &e, 1 << 40).await.unwrap();
-        assert_eq!(points, vec![Bytes::from(b), Bytes::from(e)], "{}", t.name);
     });
+}
+
+/// A chunk larger than the range: its ends and the shard boundaries between them
+/// (`getRangeSplitPoints` adds every shard's begin), here `h` on the test cluster. A real
+/// cluster may split a shard meanwhile: its shard map is read before and after.
+#[test]
+fn split_points_of_a_small_range_are_its_ends_and_the_shard_boundaries() {
+    run(|t| async move {
+        put_one(&t, "g5").await;
+        let (b, e) = (t.k("g"), t.k("i"));
+        let tx = t.db.create_transaction();
+        let mut tries = 0;
+        let (points, want) = loop {
+            let inside = boundaries_inside(&t, &b, &e).await;
+            let points = tx
+                .get_range_split_points(&b, &e, 1 << 40)
+                .await
+                .unwrap_or_else(|e| panic!("{}: split points: {e}", t.name));
+            tries += 1;
+            if inside == boundaries_inside(&t, &b, &e).await || tries == 5 {
+                let mut want = vec![Bytes::from(b.clone())];
+                want.extend(inside);
+                want.push(Bytes::from(e.clone()));
+                break (points, want);
+            }
+        };
+        if t.exact {
+            assert_eq!(want.len(), 3, "the test cluster has a boundary at h");
+        }
+        assert_eq!(points, want, "{}", t.name);
+    });
+}
+
+async fn put_one(t: &Target, key: &str) {
+    let k = t.k(key);
+    t.db.run(|tx| {
+        let k = k.clone();
+        async move {
+            tx.set(&k, b"v");
+            Ok(())
+        }
+    })
+    .await
+    .unwrap();
+}
+
+/// The shard boundaries strictly between `begin` and `end`: the test cluster's split
+/// points, or what a real cluster's shard map (`\xff/keyServers/`, where the location
+/// replies come from) holds.
+async fn boundaries_inside(t: &Target, begin: &[u8], end: &[u8]) -> Vec<Bytes> {
+    if t.exact {
+        return DEFAULT_SPLIT_POINTS
+            .iter()
+            .filter(|p| **p > begin && **p < end)
+            .map(|p| Bytes::copy_from_slice(p))
+            .collect();
+    }
+    const KEY_SERVERS: &[u8] = b"\xff/keyServers/";
+    let tx = t.db.create_transaction();
+    tx.set_option(TransactionOption::ReadSystemKeys).unwrap();
+    let rows = tx
+        .get_range(
+            &[KEY_SERVERS, begin].concat(),
+            &[KEY_SERVERS, end].concat(),
+            0,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{}: the shard map: {e}", t.name));
+    rows.iter()
+        .map(|kv| kv.key.slice(KEY_SERVERS.len()..))
+        .filter(|k| &k[..] > begin)
+        .collect()
 }
 
 #[test]

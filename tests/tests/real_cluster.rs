@@ -6,12 +6,9 @@ use std::time::Duration;
 use fdb_protocol::cluster_file::ClusterFile;
 
 fn cluster() -> Option<ClusterFile> {
-    match std::env::var("FDB_CLUSTER_FILE") {
-        Ok(p) if !p.is_empty() => {
-            let text = std::fs::read_to_string(&p).expect("FDB_CLUSTER_FILE is readable");
-            Some(ClusterFile::parse(&text).expect("FDB_CLUSTER_FILE parses"))
-        }
-        _ => {
+    match fdb_tests::dual::real_cluster_file() {
+        Some((_, cf)) => Some(cf),
+        None => {
             println!("real_cluster: FDB_CLUSTER_FILE is not set; skipping the real-cluster test");
             None
         }
@@ -44,7 +41,9 @@ fn read_version_with_each_driver() {
 #[test]
 fn transactions_with_each_driver() {
     let Some(cf) = cluster() else { return };
-    let prefix = format!("rust-fdb-real/{}/", std::process::id()).into_bytes();
+    // A prefix no other run shares, cleared at the end whether the test passed or not.
+    let prefix = fdb_tests::dual::random_prefix("rust-fdb-real");
+    let _clean = fdb_tests::dual::ClearOnDrop::prefix(cf.clone(), &prefix);
     let key = |s: &str| {
         let mut k = prefix.clone();
         k.extend_from_slice(s.as_bytes());
@@ -99,6 +98,7 @@ fn transactions_with_each_driver() {
                 e.code(),
                 Some(fdb_protocol::error::ErrorCode::NOT_COMMITTED)
             );
+            // A clear of the whole prefix leaves nothing.
             let (p, e) = (prefix.clone(), end.clone());
             db.run(|tx| {
                 let (p, e) = (p.clone(), e.clone());
@@ -109,6 +109,12 @@ fn transactions_with_each_driver() {
             })
             .await
             .unwrap();
+            let rows = db
+                .create_transaction()
+                .get_range(&prefix, &end, 0)
+                .await
+                .unwrap();
+            assert!(rows.is_empty(), "{rows:?}");
         };
         tokio::time::timeout(Duration::from_secs(60), run)
             .await

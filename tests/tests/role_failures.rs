@@ -159,6 +159,9 @@ async fn a_location_lookup_in_flight_during_a_recovery_is_asked_again() {
     c.end_role(Role::Proxies);
     let v = within(get).await.unwrap().unwrap();
     assert_eq!(v.as_deref(), Some(&b"world"[..]));
+    // The unanswered lookup got broken_promise and was sent again, to the new proxies.
+    assert_eq!(c.injections_left(None), 0);
+    assert!(c.requests(RequestKind::GetKeyServerLocations) >= lookups + 2);
 }
 
 #[tokio::test]

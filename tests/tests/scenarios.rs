@@ -325,7 +325,7 @@ fn atomic_ops_give_fdb_results() {
 #[test]
 fn versionstamps_order_commits() {
     run(|t| async move {
-        let mut stamps = Vec::new();
+        let (mut stamps, mut versions) = (Vec::new(), Vec::new());
         for i in 0..3u8 {
             let tx = t.db.create_transaction();
             let mut key = t.k("vs/");
@@ -341,14 +341,8 @@ fn versionstamps_order_commits() {
                 &val,
                 MutationType::SetVersionstampedValue,
             );
-            let version = tx.commit().await.unwrap();
-            let stamp = tx.versionstamp().await.unwrap().unwrap();
-            assert_eq!(
-                &stamp[..8],
-                &version.to_be_bytes(),
-                "stamp = commit version + batch"
-            );
-            stamps.push(stamp);
+            versions.push(tx.commit().await.unwrap());
+            stamps.push(tx.versionstamp().await.unwrap().unwrap());
         }
         assert!(stamps.windows(2).all(|w| w[0] < w[1]), "stamps grow");
         let tx = t.db.create_transaction();
@@ -357,12 +351,23 @@ fn versionstamps_order_commits() {
         let rows = tx.get_range(&t.k("vs/"), &end, 0).await.unwrap();
         assert_eq!(rows.len(), 3);
         for (i, kv) in rows.iter().enumerate() {
-            assert_eq!(&kv.key[t.k("vs/").len()..], &stamps[i][..], "{}", t.name);
+            // The server placed the stamp: 8 bytes of the commit version the client was
+            // told, big-endian, then the batch index; the offset is gone.
+            let stored = &kv.key[t.k("vs/").len()..];
+            assert_eq!(stored.len(), 10, "{}: {stored:x?}", t.name);
+            let at = i64::from_be_bytes(stored[..8].try_into().unwrap());
+            assert_eq!(at, versions[i], "{}: stamped at another version", t.name);
+            // What the client reports is what the server stored.
+            assert_eq!(stored, &stamps[i][..], "{}", t.name);
             assert_eq!(kv.value.as_ref(), &[i as u8]);
             let v = tx.get(&t.k(&format!("vsv{i}"))).await.unwrap().unwrap();
-            let mut want = b"stamp:".to_vec();
-            want.extend_from_slice(&stamps[i]);
-            assert_eq!(v.as_ref(), &want[..]);
+            assert_eq!(&v[..6], b"stamp:");
+            assert_eq!(
+                &v[6..],
+                stored,
+                "{}: the value's stamp is the key's",
+                t.name
+            );
         }
     });
 }
@@ -423,15 +428,18 @@ fn conflicting_transactions() {
 #[test]
 fn concurrent_readers_exactly_one_commits() {
     run(|t| async move {
-        put(&t, &[("n", b"0")]).await;
+        put(&t, &[("n", b"initial")]).await;
         let txs: Vec<_> = (0..5).map(|_| t.db.create_transaction()).collect();
         for tx in &txs {
-            tx.get(&t.k("n")).await.unwrap();
+            assert_eq!(
+                tx.get(&t.k("n")).await.unwrap().as_deref(),
+                Some(&b"initial"[..])
+            );
         }
         let mut ok = 0;
         let mut conflicts = 0;
         for (i, tx) in txs.iter().enumerate() {
-            tx.set(t.k("n"), format!("{i}").as_bytes());
+            tx.set(t.k("n"), format!("tx{i}").as_bytes());
             match tx.commit().await {
                 Ok(_) => ok += 1,
                 Err(e) if code(&e) == ErrorCode::NOT_COMMITTED => conflicts += 1,
@@ -441,8 +449,9 @@ fn concurrent_readers_exactly_one_commits() {
         assert_eq!((ok, conflicts), (1, 4), "{}", t.name);
         assert_eq!(
             read(&t, "n").await.as_deref(),
-            Some(&b"0"[..]),
-            "the first committer wins"
+            Some(&b"tx0"[..]),
+            "{}: the first committer wins",
+            t.name
         );
     });
 }
@@ -505,10 +514,24 @@ fn watch_fires_on_change_and_cancels() {
             .await
             .expect("the watch fires")
             .unwrap();
-        assert_eq!(
-            fired, v,
-            "{}: the watch reports the version of the change",
+        // The storage server answers at its version when it noticed: the change's or a
+        // later one. Once the watch has fired the committed version has caught up with it
+        // (libfdb_c's `waitForCommittedVersion`): a new read version is no older, and sees
+        // the change.
+        assert!(
+            fired >= v,
+            "{}: the watch fired at {fired}, before the change at {v}",
             t.name
+        );
+        let after = t.db.create_transaction();
+        assert!(
+            after.get_read_version().await.unwrap() >= fired,
+            "{}",
+            t.name
+        );
+        assert_eq!(
+            after.get(&t.k("w")).await.unwrap().as_deref(),
+            Some(&b"after"[..])
         );
         // A watch of a transaction that is dropped before commit fails.
         let tx = t.db.create_transaction();

@@ -18,6 +18,8 @@ mod error;
 mod snapshot;
 mod special_keys;
 mod stream;
+mod tenant;
+pub mod tenant_management;
 mod tls;
 mod transact;
 mod transaction;
@@ -30,6 +32,7 @@ pub use engine::{entropy_seed, Clock, Engine, IoRequest, Op};
 pub use error::Error;
 pub use snapshot::Snapshot;
 pub use stream::{KeyValueStream, RangeStream};
+pub use tenant::Tenant;
 #[cfg(feature = "tls")]
 pub use tls::server_name;
 pub use tls::{LoadedTls, PemSource, Tls, TlsConfig, TlsError, VerifyPeers};

@@ -16,6 +16,7 @@ use crate::driver::{apply, query, submit, Driver, Pending};
 use crate::error::Error;
 use crate::snapshot::Snapshot;
 use crate::stream::{KeyValueStream, RangeStream};
+use crate::tenant::{Tenant, TenantCell};
 use crate::versionstamp::{VersionstampFuture, VersionstampWaiters};
 
 /// A buffered write, applied on the loop before this transaction's next call. Sets, the
@@ -31,13 +32,19 @@ enum PendingWrite {
 struct TxCell {
     id: OnceLock<TransactionId>,
     created: Instant,
+    /// The tenant the transaction belongs to.
+    tenant: Option<Arc<TenantCell>>,
 }
 
 impl TxCell {
     fn id(&self, c: &mut Client, now: Instant) -> TransactionId {
-        *self
-            .id
-            .get_or_init(|| c.create_transaction_at(now, self.created))
+        *self.id.get_or_init(|| match &self.tenant {
+            Some(t) => {
+                let h = t.handle(c, now);
+                c.create_tenant_transaction_at(now, self.created, h)
+            }
+            None => c.create_transaction_at(now, self.created),
+        })
     }
 }
 
@@ -46,6 +53,8 @@ struct TxInner<D: Driver> {
     cell: Arc<TxCell>,
     pending: Mutex<Vec<PendingWrite>>,
     stamps: VersionstampWaiters,
+    /// Keeps the tenant handle open while the transaction lives (dropped after it).
+    _tenant: Option<Tenant<D>>,
 }
 
 impl<D: Driver> TxInner<D> {
@@ -101,6 +110,10 @@ pub type Watch<D> = Pending<D, Version>;
 
 impl<D: Driver> Transaction<D> {
     pub(crate) fn new(driver: D) -> Self {
+        Self::new_in(driver, None)
+    }
+
+    pub(crate) fn new_in(driver: D, tenant: Option<Tenant<D>>) -> Self {
         let created = driver.now();
         Transaction {
             inner: Arc::new(TxInner {
@@ -108,9 +121,11 @@ impl<D: Driver> Transaction<D> {
                 cell: Arc::new(TxCell {
                     id: OnceLock::new(),
                     created,
+                    tenant: tenant.as_ref().map(|t| t.inner.cell.clone()),
                 }),
                 pending: Mutex::new(Vec::new()),
                 stamps: VersionstampWaiters::default(),
+                _tenant: tenant,
             }),
         }
     }

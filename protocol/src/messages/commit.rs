@@ -253,3 +253,56 @@ crate::fb_message! {
         pub results_tag_mapping: Vec<TagMapping>,
     }
 }
+
+crate::fb_message! {
+    /// Which id a tenant name has, sent to a commit proxy's `getTenantId` stream (index 11)
+    /// (`CommitProxyInterface.h`). `min_tenant_version` is the metadata version the proxy must
+    /// have seen before it may answer `tenant_not_found`; libfdb_c sends `latestVersion` (-2).
+    pub struct GetTenantIdRequest = 11299717; {
+        pub reply: ReplyPromise,
+        pub tenant_name: Bytes,
+        pub min_tenant_version: Version,
+    }
+}
+
+crate::fb_message! {
+    /// The tenant's id (its key prefix is the id as 8 big-endian bytes).
+    pub struct GetTenantIdReply = 11441284; {
+        pub tenant_id: i64,
+    }
+}
+
+crate::fb_message! {
+    /// A tenant's entry in the tenant map `\xff/tenant/map/<id>` (`fdbclient/Tenant.h`),
+    /// stored as an ObjectWriter value with the protocol version in front
+    /// ([`TenantMapEntry::encode_value`]). `lock_state`: 0 unlocked, 1 read-only, 2 locked.
+    pub struct TenantMapEntry = 7054389; {
+        pub id: i64,
+        pub tenant_name: Bytes,
+        pub lock_state: u8,
+        pub lock_id: Option<crate::uid::Uid>,
+        pub tenant_group: Option<Bytes>,
+        pub configuration_sequence_num: i64,
+    }
+}
+
+impl TenantMapEntry {
+    /// The value as the tenant map stores it (`ObjectWriter::toValue(.., IncludeVersion())`):
+    /// the 7.3 protocol version, little-endian, then the message.
+    pub fn encode_value(&self) -> alloc::vec::Vec<u8> {
+        let mut v = crate::framing::ProtocolVersion::V7_3
+            .0
+            .to_le_bytes()
+            .to_vec();
+        v.extend_from_slice(&crate::serializer::encode(self));
+        v
+    }
+
+    /// Reads a tenant map value (the protocol version in front is skipped, not checked).
+    pub fn decode_value(value: &[u8]) -> crate::serializer::Result<Self> {
+        let body = value
+            .get(8..)
+            .ok_or(crate::serializer::DecodeError::OutOfBounds { pos: 0, len: 8 })?;
+        crate::serializer::decode(&Bytes::copy_from_slice(body))
+    }
+}

@@ -98,6 +98,7 @@ registry! {
         WatchValueRequest,
         WaitMetricsRequest,
         SplitRangeRequest,
+        GetTenantIdRequest,
     }
     replies {
         ClientDBInfo,
@@ -114,6 +115,7 @@ registry! {
         WatchValueReply,
         StorageMetrics,
         SplitRangeReply,
+        GetTenantIdReply,
     }
 }
 

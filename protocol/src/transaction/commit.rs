@@ -14,7 +14,7 @@ use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::commit::{CommitID, CommitTransactionRef, CommitTransactionRequest};
 use crate::messages::coordination::CommitProxyInterface;
-use crate::messages::types::{KeyRange, TenantInfo};
+use crate::messages::types::KeyRange;
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
 use crate::ryw::{key_after, RangeSet};
@@ -164,6 +164,22 @@ impl Transactions {
                 t.sent_read_conflicts = read_conflicts.clone();
             }
         }
+        // In a tenant the commit carries prefixed keys (`applyTenantPrefix`); the dummy
+        // transaction after `commit_unknown_result` runs outside the tenant on the prefixed key.
+        let mut read_conflicts = read_conflicts;
+        let mut write_conflicts = write_conflicts;
+        let mut mutations = mutations;
+        let tenant_info = self.tenant_info(tx);
+        if let Some(id) = self.tx_tenant(tx) {
+            let p = super::tenant::tenant_prefix(id);
+            super::tenant::prefix_commit(
+                &p,
+                &mut read_conflicts,
+                &mut write_conflicts,
+                &mut mutations,
+            );
+            self_conflict = self_conflict.map(|k| super::tenant::with_prefix(&p, &k));
+        }
         let token = cx.rng.uid();
         let span = self.span(cx, tx);
         let msg = CommitTransactionRequest {
@@ -183,7 +199,7 @@ impl Transactions {
             commit_cost_estimation: None,
             tag_set: None,
             span_context: span,
-            tenant_info: TenantInfo::none(),
+            tenant_info,
             idempotency_id: Bytes::new(),
         };
         if let Some(t) = self.txs.get_mut(&tx) {

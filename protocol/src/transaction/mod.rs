@@ -30,6 +30,7 @@ mod scan;
 mod shards;
 mod special;
 mod state;
+mod tenant;
 mod watch;
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -59,6 +60,7 @@ pub use range_option::{Prefix, RangeOption};
 pub use scan::{RangeCursor, RangeOptions, StreamingMode, REPLY_BYTE_LIMIT};
 pub use special::CONFLICTING_KEYS_PREFIX;
 pub use state::check_conflict_range;
+pub use tenant::{tenant_prefix, TenantHandle};
 pub use watch::{ABSOLUTE_MAX_WATCHES, MAX_OUTSTANDING_WATCHES};
 
 /// What the transactions act with: the time, the client's randomness, the network, the event
@@ -173,6 +175,11 @@ pub(crate) struct Transactions {
     defaults: Vec<TransactionOption>,
     /// The most watches outstanding at once (`max_watches`).
     max_watches: usize,
+    /// Tenant handles and their id lookups.
+    tenants: BTreeMap<TenantHandle, tenant::TenantSlot>,
+    next_tenant: u64,
+    /// The tenant each tenant transaction belongs to (kept across resets).
+    tx_tenants: BTreeMap<TransactionId, TenantHandle>,
 }
 
 impl Default for Transactions {
@@ -192,6 +199,9 @@ impl Default for Transactions {
             scratch: Vec::new(),
             defaults: Vec::new(),
             max_watches: MAX_OUTSTANDING_WATCHES,
+            tenants: BTreeMap::new(),
+            next_tenant: 0,
+            tx_tenants: BTreeMap::new(),
         }
     }
 }
@@ -275,6 +285,7 @@ impl Transactions {
     pub(crate) fn destroy_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
         self.txs.remove(&tx);
+        self.tx_tenants.remove(&tx);
     }
 
     /// `fdb_transaction_cancel`: its unfinished requests fail with `transaction_cancelled`,

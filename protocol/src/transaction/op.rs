@@ -65,6 +65,8 @@ pub(super) enum Wait {
     /// Runnable.
     Ready,
     ReadVersion,
+    /// Waiting for the transaction's tenant id.
+    Tenant,
     Location,
     Reply,
     Timer,
@@ -321,7 +323,7 @@ impl Transactions {
             }
         }
         match &op.kind {
-            OpKind::ReadVersion => match self.read_version_for(cx, req, tx, false) {
+            OpKind::ReadVersion => match self.read_version_only(cx, req, tx, false) {
                 Some(Ok(v)) => self.succeed_op(cx, req, Reply::Version(v)),
                 Some(Err(e)) => self.fail_op(cx, req, e),
                 None => {}

@@ -14,7 +14,7 @@ use crate::error::ErrorCode;
 use crate::event::{ClientError, RangeResult, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::storage::{GetKeyValuesReply, GetKeyValuesRequest, StorageServerInterface};
-use crate::messages::types::{KeySelector, TenantInfo, VersionVector};
+use crate::messages::types::{KeySelector, VersionVector};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
 use crate::ryw::key_after;
@@ -221,9 +221,7 @@ impl Transactions {
                     continue;
                 }
             }
-            let Some((shard_begin, shard_end)) = self
-                .shard_of(&scan.cursor, reverse)
-                .map(|sh| (sh.begin.clone(), sh.end.clone()))
+            let Some((shard_begin, shard_end)) = self.shard_bounds(tx, &scan.cursor, reverse)
             else {
                 let cursor = scan.cursor.clone();
                 self.set_wait(req, Wait::Location);
@@ -279,7 +277,7 @@ impl Transactions {
                 tags: None,
                 reply: ReplyPromise { token },
                 span_context: self.span(cx, tx),
-                tenant_info: TenantInfo::none(),
+                tenant_info: self.tenant_info(tx),
                 options: self.read_options(cx.rng, tx),
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };

@@ -13,7 +13,7 @@ use crate::grv::GrvWaiter;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::grv::GetReadVersionRequest;
 use crate::messages::storage::{GetValueRequest, StorageServerInterface};
-use crate::messages::types::{TenantInfo, Version, VersionVector};
+use crate::messages::types::{Version, VersionVector};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
 use crate::ryw::{apply_ops, key_after, Lookup};
@@ -36,6 +36,22 @@ impl Transactions {
 
     /// The transaction's read version, asking for one if needed (`None`: wait).
     pub(super) fn read_version_for(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        for_commit: bool,
+    ) -> Option<Result<Version, ClientError>> {
+        // A tenant transaction starts once its tenant id is known (`startTransaction`).
+        match self.tenant_ready(cx, req, tx)? {
+            Ok(_) => {}
+            Err(e) => return Some(Err(e)),
+        }
+        self.read_version_only(cx, req, tx, for_commit)
+    }
+
+    /// The read version alone (`getReadVersion` does not wait for the tenant).
+    pub(super) fn read_version_only(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -180,7 +196,7 @@ impl Transactions {
             tags: None,
             reply: ReplyPromise { token },
             span_context: self.span(cx, tx),
-            tenant_info: TenantInfo::none(),
+            tenant_info: self.tenant_info(tx),
             options: self.read_options(cx.rng, tx),
             ss_latest_commit_versions: VersionVector::empty(-1),
         };

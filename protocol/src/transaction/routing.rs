@@ -69,11 +69,15 @@ impl Transactions {
         reverse: bool,
     ) -> Option<Replica> {
         let now = cx.now;
+        let key = match self.ops.get(&req) {
+            Some(o) => self.absolute(o.tx, key),
+            None => alloc::borrow::Cow::Borrowed(key),
+        };
         let engine = &mut *self;
         let shard = if reverse {
-            engine.locations.lookup_before(key)
+            engine.locations.lookup_before(&key)
         } else {
-            engine.locations.lookup(key)
+            engine.locations.lookup(&key)
         }?;
         let servers = &shard.servers;
         let n = servers.len();
@@ -128,12 +132,31 @@ impl Transactions {
         s.failed_until = None;
     }
 
-    pub(super) fn shard_of(&self, key: &[u8], reverse: bool) -> Option<&Shard> {
+    /// The cached shard holding `key` of `tx` (keys before it when `reverse`); in a tenant,
+    /// `key` is the tenant's and the location cache is searched with the prefixed key.
+    pub(super) fn shard_of(&self, tx: TransactionId, key: &[u8], reverse: bool) -> Option<&Shard> {
+        let key = self.absolute(tx, key);
         if reverse {
-            self.locations.lookup_before(key)
+            self.locations.lookup_before(&key)
         } else {
-            self.locations.lookup(key)
+            self.locations.lookup(&key)
         }
+    }
+
+    /// [`Self::shard_of`]'s bounds as `tx` sees them (tenant-relative in a tenant).
+    pub(super) fn shard_bounds(
+        &self,
+        tx: TransactionId,
+        key: &[u8],
+        reverse: bool,
+    ) -> Option<(Bytes, Bytes)> {
+        let sh = self.shard_of(tx, key, reverse)?;
+        Some(match self.tx_tenant(tx) {
+            Some(id) => {
+                super::tenant::relative_range(&super::tenant::tenant_prefix(id), &sh.begin, &sh.end)
+            }
+            None => (sh.begin.clone(), sh.end.clone()),
+        })
     }
 
     pub(super) fn request_location(
@@ -146,7 +169,9 @@ impl Transactions {
         if self.location_backoff.holding(cx.now) {
             return; // woken when the backoff ends
         }
-        let k = (Bytes::copy_from_slice(key), reverse);
+        // Looked up by the prefixed key without a tenant: the reply names absolute shard
+        // bounds either way, and the cache holds those.
+        let k = (Bytes::copy_from_slice(&self.absolute(tx, key)), reverse);
         if self.locating.contains(&k) {
             return;
         }
@@ -243,10 +268,14 @@ impl Transactions {
     /// The shard's location was wrong or all its replicas failed: forget it and try again
     /// after `WRONG_SHARD_SERVER_DELAY`.
     pub(super) fn relocate(&mut self, cx: &mut Ctx<'_>, req: RequestId, key: &[u8], reverse: bool) {
+        let key = match self.ops.get(&req) {
+            Some(o) => Bytes::copy_from_slice(&self.absolute(o.tx, key)),
+            None => Bytes::copy_from_slice(key),
+        };
         if reverse {
-            self.locations.invalidate_before(key);
+            self.locations.invalidate_before(&key);
         } else {
-            self.locations.invalidate(key);
+            self.locations.invalidate(&key);
         }
         let mut delay = knobs::WRONG_SHARD_SERVER_DELAY;
         if let Some(op) = self.ops.get_mut(&req) {
@@ -283,7 +312,11 @@ impl Transactions {
         let Some((key, reverse)) = self.op_key(req) else {
             return;
         };
-        let n = self.shard_of(&key, reverse).map_or(1, |s| s.servers.len());
+        let n = match self.ops.get(&req) {
+            Some(o) => self.shard_of(o.tx, &key, reverse),
+            None => None,
+        }
+        .map_or(1, |s| s.servers.len());
         let until = cx.now + FAILED_SERVER_AVOIDANCE;
         let Some(op) = self.ops.get_mut(&req) else {
             return;
@@ -377,6 +410,7 @@ impl Transactions {
         self.wake(Wait::Cluster);
         // Lookups sent to proxies that went away will never be answered.
         self.wake(Wait::Location);
+        self.wake(Wait::Tenant);
     }
 
     /// A location lookup got no answer: whoever waited for it asks again.

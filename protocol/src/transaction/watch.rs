@@ -12,7 +12,7 @@ use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::grv::GetReadVersionRequest;
 use crate::messages::storage::{StorageServerInterface, WatchValueRequest};
-use crate::messages::types::{SpanContext, TenantInfo, Version};
+use crate::messages::types::{SpanContext, Version};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
 use crate::ryw::{apply_ops, Lookup};
@@ -143,7 +143,7 @@ impl Transactions {
                 span_id: cx.rng.next_u64(),
                 flags: 0,
             },
-            tenant_info: TenantInfo::none(),
+            tenant_info: self.tenant_info(tx),
         };
         let addr = server.addr.clone();
         let dest = server.stream(StorageServerInterface::WATCH_VALUE);

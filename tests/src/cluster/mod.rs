@@ -36,34 +36,65 @@
 //! its snapshot is older than the MVCC window (5,000,000 versions ≈ 5 s by default). Mutations
 //! are applied in order at the commit version: sets, clears, atomic ops
 //! ([`fdb_protocol::atomic::apply`]) and versionstamped keys/values
-//! ([`fdb_protocol::atomic::transform_versionstamp`], batch index 0). `report_conflicting_keys`
+//! (FDB's `transformVersionstampMutation`, written out on its own, batch index 0). `report_conflicting_keys`
 //! is honoured (the reply is a `CommitID` with version -1 and the conflicting indices).
 //!
 //! # Faults
 //!
 //! See the methods of [`TestCluster`] under "Faults": dropping connections, delaying or
-//! holding-then-reordering replies, hanging a role, killing and restarting a role (new tokens;
-//! restarting the proxies changes the `ClientDBInfo` id so long polls fire), ending a role while
-//! its process lives, as a recovery does (what it owed is answered with `broken_promise`, as
-//! fdbserver answers the promises of a role that ended), failing the next N
-//! requests of a kind with any FDB error, `commit_unknown_result` with the commit applied or
-//! not, moving a shard to another server, jumping the version forward. Requests are counted per
-//! kind ([`TestCluster::requests`]).
+//! holding-then-reordering replies, hanging a role ([`TestCluster::set_silent`]: replies are
+//! lost), killing and restarting a role (new tokens; restarting the proxies changes the
+//! `ClientDBInfo` id so long polls fire), ending a role while its process lives (what it owed
+//! is answered with `broken_promise`, as fdbserver answers the promises of a role that
+//! ended), failing the next N requests of a kind with any FDB error, `commit_unknown_result`
+//! with the commit applied or not, moving a shard to another server, jumping the version
+//! forward. Requests are counted per kind and per process ([`TestCluster::requests`],
+//! [`TestCluster::requests_to`]); [`TestCluster::injections_left`] says whether an
+//! injection fired.
+//!
+//! Three faults take the shape fdbserver 7.3.77 gives them (measured by `real_faults.rs`):
+//!
+//! * **Recovery** ([`TestCluster::recover`], [`TestCluster::recover_with`]): the proxies end
+//!   (`broken_promise` for what they owed); the `ClientDBInfo` first lists no proxies at all,
+//!   then ~100 ms later the new ones, then the same ones again under new ids; the version
+//!   jumps by `MAX_VERSIONS_IN_FLIGHT` and the resolver starts empty, so commits reading at
+//!   older read versions are `transaction_too_old`; storage servers keep serving those
+//!   versions until they leave the MVCC window in time (about 5 s after they were handed
+//!   out), as fdbserver's did.
+//! * **SIGSTOP** ([`TestCluster::sigstop`], [`TestCluster::sigcont`]): the process keeps its
+//!   sockets and answers nothing, pings included; what clients send waits in the sockets and
+//!   is served, late, when it continues, with the replies it owed. A stopped process holding
+//!   the proxies or a log (builder: `logs_on_storage`) stalls every commit and read version;
+//!   after the failure-detection delay the cluster recovers without it (the proxies move to
+//!   a new process). A continued storage server catches up first (`future_version` meanwhile).
+//! * **Coordinator change** ([`TestCluster::change_coordinators`]): new coordinator
+//!   processes, a connection string with the same description and a new id; the old
+//!   coordinators forward (`ClientDBInfo.forward`, held long polls included); a recovery
+//!   follows.
 //!
 //! # Limits (plainly)
 //!
-//! * One OS process, one in-memory store, no durability, no logs, no recovery protocol: all
-//!   storage servers read the same store and only decide *whether* they serve a key by the
-//!   shard map. A moved shard is readable at once, history included, on its new server.
+//! * One OS process, one in-memory store, no durability, no real logs, no recovery
+//!   protocol: all storage servers read the same store and only decide *whether* they serve a
+//!   key by the shard map. A moved shard is readable at once, history included, on its new
+//!   server. A "log" is a flag on a storage process: it only decides whether stopping that
+//!   process stalls commits; which commits a recovery keeps is the [`Recovery`] shape's
+//!   choice, not the outcome of locking real logs.
 //! * The resolver keeps every commit's write ranges for the window and checks them linearly;
 //!   commits are resolved one at a time, each in its own batch (`txn_batch_id` 0).
 //! * Versions advance with the wall clock even without commits (like an idle cluster's empty
-//!   batches), so `future_version` only happens for versions ahead of the clock.
-//! * No tenants, no locking (`lock_aware`), no idempotency ids, no TLS, no status JSON
-//!   (`GetLeaderRequest` goes unanswered), no throttling, no TSS, no version vectors, no
-//!   transaction size limits on the server side.
-//! * Restarting a role keeps the resolver's history (a real recovery would lose it and make
-//!   older transactions `transaction_too_old`; use [`TestCluster::advance_version`] to get that).
+//!   batches), so `future_version` only happens for versions ahead of the clock or on a
+//!   storage server catching up after a stop.
+//! * No tenants, no locking (`lock_aware`), no idempotency ids, no TLS, no throttling, no
+//!   TSS, no version vectors, no transaction size limits on the server side; status JSON is
+//!   a small document of the `cluster` section.
+//! * Coordinators serve any cluster key they do not forward (fdbserver refuses another
+//!   description with `wrong_connection_file` and never answers an unknown id). A recovery
+//!   happens only when asked for, after a stopped process's failure detection, or after a
+//!   coordinator change: killing a process ([`TestCluster::kill`]) makes none, and
+//!   [`TestCluster::end_role`] / [`TestCluster::restart`] publish new proxies at once, without
+//!   fdbserver's empty list or version jump. `SIGSTOP` of a storage server or coordinator
+//!   makes no recovery either (fdbserver's data distribution would, much later, re-replicate).
 //! * Thread per connection; it is meant for a handful of clients, not for load.
 
 mod raw_client;
@@ -71,7 +102,7 @@ mod server;
 mod store;
 
 pub use raw_client::{stream_addr, RawClient, RawError};
-pub use server::{Injected, ReleaseOrder, RequestKind, Role, ShardInfo, TestCluster};
+pub use server::{Injected, Recovery, ReleaseOrder, RequestKind, Role, ShardInfo, TestCluster};
 pub use store::{key_after, ROW_OVERHEAD_BYTES};
 
 use std::time::Duration;
@@ -97,6 +128,10 @@ pub struct TestClusterBuilder {
     pub(crate) future_version_delay: Duration,
     pub(crate) watch_timeout: Duration,
     pub(crate) description: String,
+    pub(crate) log_storage: Vec<usize>,
+    pub(crate) failure_detection_delay: Duration,
+    pub(crate) catch_up: Duration,
+    pub(crate) recovery: Recovery,
 }
 
 impl Default for TestClusterBuilder {
@@ -110,6 +145,10 @@ impl Default for TestClusterBuilder {
             future_version_delay: Duration::from_secs(1),
             watch_timeout: Duration::from_secs(30),
             description: "test:cluster".into(),
+            log_storage: Vec::new(),
+            failure_detection_delay: Duration::from_secs(1),
+            catch_up: Duration::from_millis(1500),
+            recovery: Recovery::default(),
         }
     }
 }
@@ -160,6 +199,34 @@ impl TestClusterBuilder {
     /// The `description:id` part of the cluster file (default `test:cluster`).
     pub fn description(mut self, d: impl Into<String>) -> Self {
         self.description = d.into();
+        self
+    }
+    /// Storage servers whose processes also hold a transaction log (default none: the log
+    /// lives with the proxies). Stopping such a process ([`TestCluster::sigstop`]) stalls
+    /// every commit and read version, as a stopped tLog stalls fdbserver's commit pipeline.
+    pub fn logs_on_storage<I: IntoIterator<Item = usize>>(mut self, servers: I) -> Self {
+        self.log_storage = servers.into_iter().collect();
+        self
+    }
+    /// How long a stopped process holding the proxies or a log goes unnoticed before the
+    /// cluster recovers without it (default 1 s; fdbserver's failure detection takes about
+    /// as long, the whole recovery several seconds).
+    pub fn failure_detection_delay(mut self, d: Duration) -> Self {
+        self.failure_detection_delay = d;
+        self
+    }
+    /// How long a storage server takes, once continued after [`TestCluster::sigstop`], to
+    /// catch up with the versions it missed (default 1.5 s: longer than the
+    /// `future_version_delay`, so a read at a fresh version right after the `SIGCONT` gets
+    /// `future_version`, as fdbserver 7.3.77's storage servers answered after a SIGSTOP).
+    pub fn catch_up(mut self, d: Duration) -> Self {
+        self.catch_up = d;
+        self
+    }
+    /// The shape of the recoveries the cluster goes through by itself (after failure
+    /// detection, a coordinator change); default [`Recovery::default`].
+    pub fn recovery(mut self, r: Recovery) -> Self {
+        self.recovery = r;
         self
     }
     /// Binds every port on loopback and starts serving.

@@ -40,6 +40,9 @@ pub enum RawError {
     Decode(String),
     /// The server said it has no endpoint with the token we sent to.
     EndpointNotFound(Uid),
+    /// The `ClientDBInfo` names no proxy of that kind (as between a recovery's first
+    /// publication and the next): there is nobody to ask.
+    NoProxies,
 }
 
 struct RawConn {
@@ -145,13 +148,26 @@ impl RawClient {
         sent_to: Uid,
         timeout: Duration,
     ) -> Result<ErrorOr<R>, RawError> {
+        let msg = self.recv_bytes(addr, reply, sent_to, timeout)?;
+        decode_reply::<R>(&msg).map_err(|e| RawError::Decode(format!("{e:?}")))
+    }
+
+    /// [`RawClient::recv`], undecoded (for replies without a plain `ErrorOr<T>` shape, e.g.
+    /// the leader's `ErrorOr<Optional<LeaderInfo>>`: decode them with `decode_any`).
+    pub fn recv_bytes(
+        &mut self,
+        addr: SocketAddr,
+        reply: Uid,
+        sent_to: Uid,
+        timeout: Duration,
+    ) -> Result<Bytes, RawError> {
         let deadline = Instant::now() + timeout;
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             let c = self.conn(addr)?;
             if let Some(i) = c.inbox.iter().position(|(t, _)| *t == reply) {
                 let (_, msg) = c.inbox.remove(i);
-                return decode_reply::<R>(&msg).map_err(|e| RawError::Decode(format!("{e:?}")));
+                return Ok(msg);
             }
             if let Some(i) = c.inbox.iter().position(|(t, m)| {
                 *t == well_known::ENDPOINT_NOT_FOUND && decode_root::<Uid>(m) == Ok(sent_to)
@@ -243,7 +259,7 @@ impl RawClient {
         &mut self,
         info: &ClientDBInfo,
     ) -> Result<ErrorOr<GetReadVersionReply>, RawError> {
-        let grv = &info.grv_proxies[0];
+        let grv = info.grv_proxies.first().ok_or(RawError::NoProxies)?;
         let token = grv.stream(0);
         self.call(&grv.get_consistent_read_version, token, |reply| {
             GetReadVersionRequest {
@@ -265,7 +281,7 @@ impl RawClient {
         limit: i32,
         reverse: bool,
     ) -> Result<ErrorOr<GetKeyServerLocationsReply>, RawError> {
-        let p = &info.commit_proxies[0];
+        let p = info.commit_proxies.first().ok_or(RawError::NoProxies)?;
         let token = p.stream(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS);
         self.call(&p.commit, token, |reply| GetKeyServerLocationsRequest {
             begin: Bytes::copy_from_slice(begin),
@@ -284,7 +300,7 @@ impl RawClient {
         info: &ClientDBInfo,
         transaction: CommitTransactionRef,
     ) -> Result<ErrorOr<CommitID>, RawError> {
-        let p = &info.commit_proxies[0];
+        let p = info.commit_proxies.first().ok_or(RawError::NoProxies)?;
         let token = p.stream(CommitProxyInterface::COMMIT);
         self.call(&p.commit, token, |reply| CommitTransactionRequest {
             transaction,

@@ -133,6 +133,42 @@ pub enum ReleaseOrder {
     Reversed,
 }
 
+/// The shape of a recovery ([`TestCluster::recover_with`]); the default is what fdbserver
+/// 7.3.77 was measured doing after a fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recovery {
+    /// How long the `ClientDBInfo` lists no proxies at all before the new ones are published
+    /// (fdbserver: the new master's first registration carries none; the proxies follow
+    /// about 100 ms later).
+    pub without_proxies: Duration,
+    /// Versions the new generation skips (`MAX_VERSIONS_IN_FLIGHT`, 100,000,000): every read
+    /// version from before the recovery is then older than the resolver's window (storage
+    /// servers keep serving it while it is younger than their window in time).
+    pub version_jump: i64,
+    /// `ClientDBInfo` publications after the new proxies, each with the same proxies and a
+    /// new id (fdbserver publishes 8 to 14 per fault: later registrations of the recovering
+    /// master, the global configuration history).
+    pub republish: u32,
+    /// Time between those publications.
+    pub republish_interval: Duration,
+    /// Commits stalled behind a stopped log when the recovery starts: recovered as committed
+    /// (`true`: the logs that had them set the recovery version) or lost. Either way their
+    /// clients get `broken_promise` from the ended proxy, never the outcome.
+    pub stalled_commits_survive: bool,
+}
+
+impl Default for Recovery {
+    fn default() -> Self {
+        Recovery {
+            without_proxies: Duration::from_millis(100),
+            version_jump: 100_000_000,
+            republish: 2,
+            republish_interval: Duration::from_millis(200),
+            stalled_commits_survive: true,
+        }
+    }
+}
+
 /// A shard as the cluster holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShardInfo {
@@ -197,8 +233,36 @@ struct Process {
     addr: SocketAddr,
     alive: bool,
     silent: bool,
+    /// `SIGSTOP`ped: reads nothing and sends nothing until continued.
+    stopped: Option<Stopped>,
+    /// Killed at this time, and the cluster has not noticed yet.
+    dead_since: Option<Instant>,
+    /// Holds a transaction log of the current generation.
+    log: bool,
+    /// A proxies process whose roles a recovery moved to another process.
+    retired: bool,
+    /// Cluster keys this coordinator forwards, and the connection string it forwards to.
+    forwards: Vec<(Bytes, Bytes)>,
     generation: u64,
     accept_thread: Option<JoinHandle<()>>,
+}
+
+/// A stopped process's state.
+#[derive(Clone, Copy, Debug)]
+struct Stopped {
+    at: Instant,
+    /// The newest version when it stopped (a storage server has nothing newer afterwards).
+    version: Version,
+    /// The cluster noticed (and recovered, if it had to).
+    detected: bool,
+}
+
+/// A read-version or commit request the proxies hold while a log is stopped.
+struct Stalled {
+    conn: Arc<Conn>,
+    kind: RequestKind,
+    reply: Uid,
+    msg: AnyMessage,
 }
 
 struct Watch {
@@ -240,7 +304,35 @@ struct State {
     ss_ids: Vec<Uid>,
     ss_tokens: Vec<Uid>,
     metadata_version: Option<Bytes>,
-    long_polls: Vec<(Arc<Conn>, Uid)>,
+    /// The connection string's `description:id` (a coordinator change gives a new id).
+    connection: String,
+    /// The processes of the current coordinators.
+    coordinators: Vec<usize>,
+    /// Held `OpenDatabaseCoordRequest`s: connection, reply token, cluster key.
+    long_polls: Vec<(Arc<Conn>, Uid, Bytes)>,
+    /// The proxies are in the `ClientDBInfo` (false between a recovery's start and its
+    /// publication of the new proxies).
+    proxies_published: bool,
+    /// When a recovery publishes its new proxies, then its later publications.
+    publish_at: Option<Instant>,
+    republish_at: VecDeque<Instant>,
+    recoveries: u64,
+    /// A process the transaction system needs died or came back: a recovery is owed, and
+    /// made as soon as a quorum of coordinators is up.
+    recovery_due: bool,
+    /// The resolver knows no writes before this version (a recovery starts it empty).
+    resolver_floor: Version,
+    /// Recent recoveries' version jumps, with when they happened. A storage server keeps
+    /// serving the versions of its MVCC window *in time*: fdbserver 7.3.77 answered reads at
+    /// a read version from before a recovery for about five seconds after that version was
+    /// handed out, although the version had jumped by 100,000,000.
+    recent_jumps: VecDeque<(Instant, i64)>,
+    /// Replies a stopped process would have sent: they go out when it continues.
+    frozen: Vec<Outgoing>,
+    stalled: Vec<Stalled>,
+    /// Storage servers catching up after a stop: the version they stopped at, and when they
+    /// will have caught up.
+    ss_lag: Vec<Option<(Version, Instant)>>,
     watches: Vec<Watch>,
     waiting: Vec<WaitingRead>,
     delayed: Vec<(Instant, Outgoing)>,
@@ -252,6 +344,8 @@ struct State {
     delays: Vec<(Option<RequestKind>, Duration)>,
     injections: Vec<(RequestKind, u32, Injected)>,
     counters: BTreeMap<RequestKind, u64>,
+    /// The same, per process.
+    proc_counters: BTreeMap<(usize, RequestKind), u64>,
     conns: Vec<Arc<Conn>>,
     protocol: u64,
     rng: u64,
@@ -365,6 +459,31 @@ fn error_reply(kind: RequestKind, e: ErrorCode) -> Vec<u8> {
     }
 }
 
+/// The commit proxy's `transformVersionstampMutation`: the parameter's last four bytes are
+/// the little-endian offset of a 10-byte placeholder, which becomes the commit version
+/// (8 bytes, big-endian) and the batch index (2 bytes, big-endian); the offset goes. Written
+/// here from FDB's rules, not shared with the client, so each can catch the other's mistakes.
+fn stamp(param: &[u8], version: Version, batch_index: u16) -> Vec<u8> {
+    let Some(split) = param.len().checked_sub(4) else {
+        return param.to_vec();
+    };
+    let (body, tail) = param.split_at(split);
+    let offset = u32::from(tail[0])
+        | u32::from(tail[1]) << 8
+        | u32::from(tail[2]) << 16
+        | u32::from(tail[3]) << 24;
+    let mut out = body.to_vec();
+    let at = offset as usize;
+    if at.checked_add(10).is_some_and(|end| end <= out.len()) {
+        for i in 0..8 {
+            out[at + i] = (version >> (56 - 8 * i)) as u8;
+        }
+        out[at + 8] = (batch_index >> 8) as u8;
+        out[at + 9] = batch_index as u8;
+    }
+    out
+}
+
 fn ok<T: Message>(v: T) -> Vec<u8> {
     encode_reply(&ErrorOr::Ok(v))
 }
@@ -414,8 +533,20 @@ impl State {
         v
     }
 
+    /// The oldest version a storage server still reads at: the window behind the newest,
+    /// stretched by the recovery jumps younger than the window (see `recent_jumps`).
     fn oldest_version(&mut self) -> Version {
-        self.current_version() - self.cfg.mvcc_window
+        let window = Duration::from_micros(self.cfg.mvcc_window as u64);
+        let now = Instant::now();
+        while self
+            .recent_jumps
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) >= window)
+        {
+            self.recent_jumps.pop_front();
+        }
+        let young: i64 = self.recent_jumps.iter().map(|(_, j)| j).sum();
+        self.current_version() - self.cfg.mvcc_window - young
     }
 
     fn new_token(&mut self) -> Uid {
@@ -424,12 +555,64 @@ impl State {
 
     // --- processes and shards ------------------------------------------------------------------
 
+    /// The process holding `role` now (a recovery may have moved the proxies).
     fn proc_index(&self, role: Role) -> usize {
-        let nc = self.cfg.coordinators;
-        match role {
-            Role::Coordinator(i) => i,
-            Role::Proxies => nc,
-            Role::Storage(i) => nc + 1 + i,
+        self.procs
+            .iter()
+            .position(|p| p.role == role && !p.retired)
+            .unwrap_or_else(|| panic!("test cluster: no process is {role:?}"))
+    }
+
+    fn is_stopped(&self, proc_idx: usize) -> bool {
+        self.procs[proc_idx].stopped.is_some()
+    }
+
+    /// A stopped process holds a log of the current generation: commits cannot be made
+    /// durable, so the proxies hold every commit and read version.
+    fn log_stalled(&self) -> bool {
+        self.procs
+            .iter()
+            .any(|p| p.log && (p.stopped.is_some() || !p.alive))
+    }
+
+    /// A majority of the current coordinators is up (alive and not stopped): a cluster
+    /// controller can be elected, and a recovery made.
+    fn coordinator_quorum(&self) -> bool {
+        let up = self
+            .coordinators
+            .iter()
+            .filter(|&&p| self.procs[p].alive && self.procs[p].stopped.is_none())
+            .count();
+        up * 2 > self.coordinators.len()
+    }
+
+    /// Whether process `p` holds a role whose loss makes a recovery: the proxies (of the
+    /// current generation) or a log.
+    fn needed_by_the_transaction_system(&self, p: usize) -> bool {
+        let proc = &self.procs[p];
+        !proc.retired && (proc.role == Role::Proxies || proc.log)
+    }
+
+    /// Sends `o` now, or when its process continues.
+    fn send_or_freeze(&mut self, out: &mut Vec<Outgoing>, o: Outgoing) {
+        if self.is_stopped(o.conn.proc_idx) {
+            self.frozen.push(o);
+        } else {
+            out.push(o);
+        }
+    }
+
+    /// The version storage server `ss` has: the newest, or — catching up after a stop —
+    /// the one it stopped at.
+    fn ss_version(&mut self, ss: usize) -> Version {
+        let current = self.current_version();
+        match self.ss_lag[ss] {
+            Some((v, until)) if Instant::now() < until => v.min(current),
+            Some(_) => {
+                self.ss_lag[ss] = None;
+                current
+            }
+            None => current,
         }
     }
 
@@ -511,17 +694,25 @@ impl State {
     fn client_db_info(&self) -> ClientDBInfo {
         let paddr = self.procs[self.proc_index(Role::Proxies)].addr;
         let pid = Some(Bytes::from(format!("{:032x}", self.grv_token.first)));
+        let (grv_proxies, commit_proxies) = if self.proxies_published {
+            (
+                vec![GrvProxyInterface {
+                    process_id: pid.clone(),
+                    provisional: false,
+                    get_consistent_read_version: endpoint(paddr, self.grv_token),
+                }],
+                vec![CommitProxyInterface {
+                    process_id: pid,
+                    provisional: false,
+                    commit: endpoint(paddr, self.commit_token),
+                }],
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
         ClientDBInfo {
-            grv_proxies: vec![GrvProxyInterface {
-                process_id: pid.clone(),
-                provisional: false,
-                get_consistent_read_version: endpoint(paddr, self.grv_token),
-            }],
-            commit_proxies: vec![CommitProxyInterface {
-                process_id: pid,
-                provisional: false,
-                commit: endpoint(paddr, self.commit_token),
-            }],
+            grv_proxies,
+            commit_proxies,
             id: self.info_id,
             cluster_id: self.cluster_id,
             ..Default::default()
@@ -565,8 +756,10 @@ impl State {
         let v = self.last_version.max(self.clock());
         let snapshot = self.store.snapshot(v);
         let bytes: usize = snapshot.iter().map(|(k, v)| k.len() + v.len()).sum();
-        let coords: Vec<String> = (0..self.cfg.coordinators)
-            .map(|i| self.procs[i].addr.to_string())
+        let coords: Vec<String> = self
+            .coordinators
+            .iter()
+            .map(|&i| self.procs[i].addr.to_string())
             .collect();
         let processes: Vec<String> = self
             .procs
@@ -589,7 +782,7 @@ impl State {
                 "\"recovery_state\":{{\"name\":\"fully_recovered\"}}}}"
             ),
             ProtocolVersion::V7_3.version(),
-            self.cfg.description,
+            self.connection,
             coords.join(","),
             v,
             self.boundaries.len(),
@@ -602,6 +795,9 @@ impl State {
     fn route(&self, proc_idx: usize, token: Uid) -> Route {
         if token.is_well_known() {
             return Route::WellKnown;
+        }
+        if self.procs[proc_idx].retired {
+            return Route::NotFound;
         }
         match self.procs[proc_idx].role {
             Role::Proxies => {
@@ -656,7 +852,7 @@ impl State {
             .map(|(_, d)| *d);
         match delay {
             Some(d) if !d.is_zero() => self.delayed.push((Instant::now() + d, o)),
-            _ => out.push(o),
+            _ => self.send_or_freeze(out, o),
         }
     }
 
@@ -755,6 +951,7 @@ impl State {
             return;
         }
         *self.counters.entry(kind).or_default() += 1;
+        *self.proc_counters.entry((conn.proc_idx, kind)).or_default() += 1;
 
         if let Some(inj) = self.take_injection(kind) {
             match inj {
@@ -796,6 +993,17 @@ impl State {
                 self.emit(out, conn, kind, reply, ok(ProtocolInfoReply { version }));
             }
             AnyMessage::GetLeaderRequest(r) => {
+                if let Some(conn_str) = self.forward_of(conn.proc_idx, &r.key) {
+                    // `leaderServer`: a forwarded key's leader is the new connection string.
+                    let info = LeaderInfo {
+                        change_id: Uid::default(),
+                        serialized_info: conn_str,
+                        forward: true,
+                    };
+                    let body = AnyMessage::Leader(ErrorOr::Ok(EnsureTable(Some(info)))).encode();
+                    self.emit(out, conn, kind, reply, body);
+                    return;
+                }
                 // The leader is the cluster controller; a client that knows it waits (the
                 // test cluster never changes leader, so that wait is forever).
                 if r.known_leader != self.leader_change_id() {
@@ -811,8 +1019,12 @@ impl State {
                 self.emit(out, conn, kind, reply, body);
             }
             AnyMessage::OpenDatabaseCoordRequest(r) => {
-                if r.known_client_info_id == self.info_id {
-                    self.long_polls.push((conn.clone(), reply)); // hold the long poll
+                if let Some(conn_str) = self.forward_of(conn.proc_idx, &r.cluster_key) {
+                    let body = ok(self.forward_info(conn_str));
+                    self.emit(out, conn, kind, reply, body);
+                } else if r.known_client_info_id == self.info_id {
+                    // Hold the long poll.
+                    self.long_polls.push((conn.clone(), reply, r.cluster_key));
                 } else {
                     let body = ok(self.client_db_info());
                     self.emit(out, conn, kind, reply, body);
@@ -822,15 +1034,21 @@ impl State {
                 let body = ok(GlobalConfigRefreshReply::default());
                 self.emit(out, conn, kind, reply, body);
             }
+            msg @ (AnyMessage::GetReadVersionRequest(_)
+            | AnyMessage::CommitTransactionRequest(_))
+                if self.log_stalled() =>
+            {
+                // A GRV proxy confirms the epoch with the logs; a commit waits for its push.
+                self.stalled.push(Stalled {
+                    conn: conn.clone(),
+                    kind,
+                    reply,
+                    msg,
+                });
+            }
             AnyMessage::GetReadVersionRequest(_) => {
-                let rep = GetReadVersionReply {
-                    version: self.current_version(),
-                    metadata_version: self.metadata_version.clone(),
-                    ss_version_vector_delta: VersionVector::empty(-1),
-                    proxy_id: self.grv_token,
-                    ..Default::default()
-                };
-                self.emit(out, conn, kind, reply, ok(rep));
+                let body = self.read_version_reply();
+                self.emit(out, conn, kind, reply, body);
             }
             AnyMessage::GetKeyServerLocationsRequest(r) => {
                 let body = ok(self.locations(&r));
@@ -855,6 +1073,64 @@ impl State {
                 }
             }
         }
+    }
+
+    fn read_version_reply(&mut self) -> Vec<u8> {
+        ok(GetReadVersionReply {
+            version: self.current_version(),
+            metadata_version: self.metadata_version.clone(),
+            ss_version_vector_delta: VersionVector::empty(-1),
+            proxy_id: self.grv_token,
+            ..Default::default()
+        })
+    }
+
+    /// Serves what the proxies held while a log was stopped, in arrival order.
+    fn unstall(&mut self, out: &mut Vec<Outgoing>) {
+        for s in std::mem::take(&mut self.stalled) {
+            if s.conn.closed.load(Ordering::SeqCst) {
+                continue;
+            }
+            let body = match &s.msg {
+                AnyMessage::CommitTransactionRequest(r) => match self.commit(r, out) {
+                    Ok(id) => ok(id),
+                    Err(e) => error_reply(s.kind, e),
+                },
+                _ => self.read_version_reply(),
+            };
+            self.emit(out, &s.conn, s.kind, s.reply, body);
+        }
+    }
+
+    // --- coordinators ---------------------------------------------------------------------------
+
+    /// The connection string coordinator process `proc_idx` forwards `key` to, if it does.
+    fn forward_of(&self, proc_idx: usize, key: &[u8]) -> Option<Bytes> {
+        self.procs[proc_idx]
+            .forwards
+            .iter()
+            .find(|(k, _)| k[..] == *key)
+            .map(|(_, c)| c.clone())
+    }
+
+    /// What a coordinator answers for a forwarded key (`leaderServer`): a fresh id, the new
+    /// connection string, nothing else.
+    fn forward_info(&mut self, conn_str: Bytes) -> ClientDBInfo {
+        ClientDBInfo {
+            id: self.new_token(),
+            forward: Some(conn_str),
+            ..Default::default()
+        }
+    }
+
+    /// The connection string: `description:id@coordinator,...`.
+    fn connection_string(&self) -> String {
+        let coords: Vec<String> = self
+            .coordinators
+            .iter()
+            .map(|&i| self.procs[i].addr.to_string())
+            .collect();
+        format!("{}@{}", self.connection, coords.join(","))
     }
 
     // --- commit proxy ---------------------------------------------------------------------------
@@ -920,7 +1196,11 @@ impl State {
         let tr = &req.transaction;
         let version = self.last_version.max(self.clock() - 1) + 1;
         let oldest = version - self.cfg.mvcc_window;
-        if tr.read_snapshot < oldest && !tr.read_conflict_ranges.is_empty() {
+        // A resolver checks reads against the writes it knows: not those before its window,
+        // nor those before the recovery that started it.
+        if (tr.read_snapshot < oldest || tr.read_snapshot < self.resolver_floor)
+            && !tr.read_conflict_ranges.is_empty()
+        {
             return Err(ErrorCode::TRANSACTION_TOO_OLD);
         }
         let mut conflicting = Vec::new();
@@ -973,12 +1253,12 @@ impl State {
                     .put(m.param1.clone(), Some(m.param2.clone()), version),
                 mt::CLEAR_RANGE => self.store.clear_range(&m.param1, &m.param2, version),
                 mt::SET_VERSIONSTAMPED_KEY => {
-                    let key = atomic::transform_versionstamp(&m.param1, version, batch_index);
+                    let key = stamp(&m.param1, version, batch_index);
                     self.store
                         .put(Bytes::from(key), Some(m.param2.clone()), version);
                 }
                 mt::SET_VERSIONSTAMPED_VALUE => {
-                    let value = atomic::transform_versionstamp(&m.param2, version, batch_index);
+                    let value = stamp(&m.param2, version, batch_index);
                     self.store
                         .put(m.param1.clone(), Some(Bytes::from(value)), version);
                 }
@@ -1043,16 +1323,15 @@ impl State {
             AnyMessage::WatchValueRequest(r) => r.version,
             _ => return,
         };
-        let current = self.current_version();
+        let oldest = self.oldest_version();
+        let current = self.ss_version(ss);
         let version = if asked == LATEST_VERSION {
             current
         } else {
             asked
         };
         // Watches only wait for their version (`waitForVersionNoTooOld`).
-        if kind != RequestKind::WatchValue
-            && (version < current - self.cfg.mvcc_window || version <= 0)
-        {
+        if kind != RequestKind::WatchValue && (version < oldest || version <= 0) {
             let body = error_reply(kind, ErrorCode::TRANSACTION_TOO_OLD);
             self.emit(out, conn, kind, reply, body);
             return;
@@ -1244,6 +1523,8 @@ impl State {
         })
     }
 
+    /// Answers the watches whose value changed, each at its storage server's version (which
+    /// may be past the change's `version`, as on a real storage server).
     fn fire_watches(&mut self, version: Version, out: &mut Vec<Outgoing>) {
         let mut fired = Vec::new();
         let mut i = 0;
@@ -1257,30 +1538,64 @@ impl State {
         }
         for w in fired {
             let body = ok(WatchValueReply {
-                version,
+                version: self.ss_version(w.ss).max(version),
                 cached: false,
             });
             self.emit(out, &w.conn, RequestKind::WatchValue, w.reply, body);
         }
     }
 
-    /// Time-driven work: delayed replies, parked reads, watch timeouts, forgetting history.
-    fn tick(&mut self, out: &mut Vec<Outgoing>) {
+    /// Time-driven work: a recovery's publications, delayed replies, parked reads, watch
+    /// timeouts, forgetting history. True when a stopped process that the transaction
+    /// system needs has gone unnoticed for the failure-detection delay: the caller recovers.
+    fn tick(&mut self, out: &mut Vec<Outgoing>) -> bool {
         let now = Instant::now();
+        if self.publish_at.is_some_and(|t| t <= now) {
+            self.publish_at = None;
+            self.proxies_published = true;
+            self.info_changed(out);
+        } else if self.publish_at.is_none() && self.republish_at.front().is_some_and(|t| *t <= now)
+        {
+            self.republish_at.pop_front();
+            self.info_changed(out);
+        }
+        let delay = self.cfg.failure_detection_delay;
+        let stopped = self.procs.iter().any(|p| {
+            !p.retired
+                && (p.role == Role::Proxies || p.log)
+                && p.stopped
+                    .is_some_and(|s| !s.detected && now.duration_since(s.at) >= delay)
+        });
+        // A killed process is noticed after the same delay; the recovery it makes waits
+        // for a coordinator quorum.
+        for p in 0..self.procs.len() {
+            if self.needed_by_the_transaction_system(p)
+                && self.procs[p]
+                    .dead_since
+                    .is_some_and(|t| now.duration_since(t) >= delay)
+            {
+                self.procs[p].dead_since = None;
+                self.recovery_due = true;
+            }
+        }
+        let failed = (stopped || self.recovery_due) && self.coordinator_quorum();
         let mut i = 0;
         while i < self.delayed.len() {
             if self.delayed[i].0 <= now {
-                out.push(self.delayed.remove(i).1);
+                let o = self.delayed.remove(i).1;
+                self.send_or_freeze(out, o);
             } else {
                 i += 1;
             }
         }
         if !self.waiting.is_empty() {
-            let current = self.current_version();
+            let versions: Vec<Version> = (0..self.ss_lag.len())
+                .map(|ss| self.ss_version(ss))
+                .collect();
             let ready: Vec<WaitingRead> = {
                 let (ready, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.waiting)
                     .into_iter()
-                    .partition(|w| w.version <= current || w.deadline <= now);
+                    .partition(|w| w.version <= versions[w.ss] || w.deadline <= now);
                 self.waiting = wait;
                 ready
             };
@@ -1309,18 +1624,199 @@ impl State {
             let oldest = self.oldest_version();
             self.store.forget_before(oldest);
             self.long_polls
-                .retain(|(c, _)| !c.closed.load(Ordering::SeqCst));
+                .retain(|(c, _, _)| !c.closed.load(Ordering::SeqCst));
             self.parked
                 .retain(|(c, _, _)| !c.closed.load(Ordering::SeqCst));
             self.conns.retain(|c| !c.closed.load(Ordering::SeqCst));
         }
+        failed
     }
 
+    /// What a role ending in process `p` owed (held, delayed and parked replies, stalled
+    /// requests, reads waiting for a version, watches), answered with `broken_promise` as
+    /// fdbserver answers the promises of a role that ended.
+    fn end_role_of(&mut self, p: usize, out: &mut Vec<Outgoing>) {
+        let mut owed: Vec<(Arc<Conn>, RequestKind, Uid)> = Vec::new();
+        let mine = |c: &Arc<Conn>| c.proc_idx == p;
+        for o in std::mem::take(&mut self.held) {
+            match o.kind {
+                Some(k) if mine(&o.conn) => owed.push((o.conn, k, o.token)),
+                _ => self.held.push(o),
+            }
+        }
+        for (at, o) in std::mem::take(&mut self.delayed) {
+            match o.kind {
+                Some(k) if mine(&o.conn) => owed.push((o.conn, k, o.token)),
+                _ => self.delayed.push((at, o)),
+            }
+        }
+        for (c, k, t) in std::mem::take(&mut self.parked) {
+            if mine(&c) {
+                owed.push((c, k, t));
+            } else {
+                self.parked.push((c, k, t));
+            }
+        }
+        for s in std::mem::take(&mut self.stalled) {
+            if mine(&s.conn) {
+                owed.push((s.conn, s.kind, s.reply));
+            } else {
+                self.stalled.push(s);
+            }
+        }
+        for w in std::mem::take(&mut self.waiting) {
+            match (RequestKind::of(&w.msg), reply_token(&w.msg)) {
+                (Some(k), Some(t)) if mine(&w.conn) => owed.push((w.conn, k, t)),
+                _ => self.waiting.push(w),
+            }
+        }
+        for w in std::mem::take(&mut self.watches) {
+            if mine(&w.conn) {
+                owed.push((w.conn, RequestKind::WatchValue, w.reply));
+            } else {
+                self.watches.push(w);
+            }
+        }
+        for (conn, kind, token) in owed {
+            let o = Outgoing {
+                conn,
+                token,
+                body: transport_error(kind, ErrorCode::BROKEN_PROMISE),
+                kind: Some(kind),
+            };
+            self.send_or_freeze(out, o);
+        }
+    }
+
+    /// A recovery ([`TestCluster::recover_with`]); `new_proxies` is the process the proxies
+    /// move to when theirs is stopped or dead.
+    fn recover(
+        &mut self,
+        shape: &Recovery,
+        new_proxies: Option<(TcpListener, SocketAddr)>,
+        out: &mut Vec<Outgoing>,
+    ) -> Option<(TcpListener, usize)> {
+        let now = Instant::now();
+        // What the old logs had decides what survives of the commits stalled behind one.
+        if shape.stalled_commits_survive {
+            let stalled = std::mem::take(&mut self.stalled);
+            for s in &stalled {
+                if let AnyMessage::CommitTransactionRequest(r) = &s.msg {
+                    let _ = self.commit(r, out);
+                }
+            }
+            self.stalled = stalled;
+        }
+        let p = self.proc_index(Role::Proxies);
+        self.end_role_of(p, out);
+        for s in std::mem::take(&mut self.stalled) {
+            let o = Outgoing {
+                conn: s.conn,
+                token: s.reply,
+                body: transport_error(s.kind, ErrorCode::BROKEN_PROMISE),
+                kind: Some(s.kind),
+            };
+            self.send_or_freeze(out, o);
+        }
+        let mut spawn = None;
+        if let Some((listener, addr)) = new_proxies {
+            self.procs[p].retired = true;
+            self.procs.push(Process {
+                role: Role::Proxies,
+                addr,
+                alive: true,
+                silent: false,
+                stopped: None,
+                dead_since: None,
+                log: false,
+                retired: false,
+                forwards: Vec::new(),
+                generation: 0,
+                accept_thread: None,
+            });
+            spawn = Some((listener, self.procs.len() - 1));
+        }
+        // The new generation recruits logs on live processes only.
+        for proc in &mut self.procs {
+            if proc.stopped.is_some() || !proc.alive {
+                proc.log = false;
+                proc.dead_since = None;
+            }
+            if let Some(s) = &mut proc.stopped {
+                s.detected = true;
+            }
+        }
+        self.grv_token = self.new_token();
+        self.commit_token = self.new_token();
+        self.cc_token = self.new_token();
+        self.version_bump += shape.version_jump.max(0);
+        self.recent_jumps
+            .push_back((Instant::now(), shape.version_jump.max(0)));
+        self.resolver_floor = self.current_version();
+        self.history.clear();
+        self.recoveries += 1;
+        self.recovery_due = false;
+        // The first registration of the new master names no proxies.
+        self.proxies_published = false;
+        self.info_changed(out);
+        self.publish_at = Some(now + shape.without_proxies);
+        self.republish_at = (1..=shape.republish)
+            .map(|i| now + shape.without_proxies + shape.republish_interval * i)
+            .collect();
+        spawn
+    }
+}
+
+/// Recovers the cluster (see [`TestCluster::recover_with`]); the proxies move to a new
+/// process on loopback when theirs is stopped or dead.
+fn recover_cluster(inner: &Arc<Inner>, shape: &Recovery) {
+    let moving = {
+        let st = inner.lock();
+        let p = &st.procs[st.proc_index(Role::Proxies)];
+        !p.alive || p.stopped.is_some()
+    };
+    let new_proxies = if moving {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let addr = l.local_addr().expect("a bound address");
+        Some((l, addr))
+    } else {
+        None
+    };
+    let mut out = Vec::new();
+    {
+        let mut st = inner.lock();
+        if let Some((listener, p)) = st.recover(shape, new_proxies, &mut out) {
+            let inner2 = inner.clone();
+            st.procs[p].accept_thread =
+                Some(thread::spawn(move || accept_loop(inner2, listener, p, 0)));
+        }
+    }
+    flush(out);
+}
+
+/// Blocks a connection's reader while its process is stopped: what the client sends waits
+/// in the socket, as it does for a stopped fdbserver. Whether it had to wait; `None` when
+/// the connection closed or the cluster stopped meanwhile.
+fn wait_while_stopped(inner: &Inner, conn: &Conn) -> Option<bool> {
+    let mut waited = false;
+    loop {
+        if inner.stopped.load(Ordering::SeqCst) || conn.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        if !inner.lock().is_stopped(conn.proc_idx) {
+            return Some(waited);
+        }
+        waited = true;
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+impl State {
     /// The `ClientDBInfo` changed: answer every held long poll.
     fn info_changed(&mut self, out: &mut Vec<Outgoing>) {
         self.info_id = self.new_token();
         let body = ok(self.client_db_info());
-        for (conn, reply) in std::mem::take(&mut self.long_polls) {
+        for (conn, reply, _) in std::mem::take(&mut self.long_polls) {
             self.emit(out, &conn, RequestKind::OpenDatabase, reply, body.clone());
         }
     }
@@ -1364,48 +1860,90 @@ fn accept_loop(inner: Arc<Inner>, listener: TcpListener, proc_idx: usize, genera
 fn serve_conn(inner: Arc<Inner>, conn: Arc<Conn>, mut stream: TcpStream) {
     let mut decoder = FrameDecoder::new(true, true);
     let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        if conn.closed.load(Ordering::SeqCst) {
-            break;
-        }
-        decoder.feed(&buf[..n]);
-        loop {
-            let frame = match decoder.next_frame() {
-                Ok(Some(f)) => f,
-                Ok(None) => break,
-                Err(_) => {
-                    conn.close();
-                    return;
-                }
-            };
-            match frame {
-                Incoming::Connect(_) => {
-                    let (protocol, addr) = {
-                        let st = inner.lock();
-                        (st.protocol, st.procs[conn.proc_idx].addr)
-                    };
-                    let mut p = ConnectPacket::client(ProtocolVersion::V7_3);
-                    p.protocol_version = protocol;
-                    p.canonical_remote_port = addr.port();
-                    p.connection_id = 0;
-                    if let std::net::IpAddr::V4(v) = addr.ip() {
-                        p.canonical_remote_ip4 = u32::from(v);
+    // Frames read and not yet served; `None` stands for undecodable bytes (the connection
+    // closes once what came before them is served).
+    let mut pending: VecDeque<Option<Incoming>> = VecDeque::new();
+    while let Some(waited) = wait_while_stopped(&inner, &conn) {
+        if pending.is_empty() || waited {
+            // Blocking for the next bytes only when nothing is left to serve; after a stop,
+            // whatever waited in the socket meanwhile is read at once.
+            if waited {
+                let _ = stream.set_read_timeout(Some(Duration::from_millis(1)));
+            }
+            loop {
+                let n = match stream.read(&mut buf) {
+                    Ok(0) => return conn.close(),
+                    Ok(n) => n,
+                    Err(e)
+                        if waited
+                            && matches!(
+                                e.kind(),
+                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                            ) =>
+                    {
+                        break
                     }
-                    let mut out = BytesMut::new();
-                    p.encode(&mut out);
-                    conn.write(&out);
+                    Err(_) => return conn.close(),
+                };
+                decoder.feed(&buf[..n]);
+                if !waited {
+                    break;
                 }
-                Incoming::Packet(pkt) => {
-                    let mut out = Vec::new();
-                    inner
-                        .lock()
-                        .on_packet(&conn, pkt.token, &pkt.message, &mut out);
-                    flush(out);
+            }
+            let _ = stream.set_read_timeout(None);
+            if conn.closed.load(Ordering::SeqCst) {
+                break;
+            }
+            loop {
+                match decoder.next_frame() {
+                    Ok(Some(f)) => pending.push_back(Some(f)),
+                    Ok(None) => break,
+                    Err(_) => {
+                        pending.push_back(None);
+                        break;
+                    }
                 }
+            }
+            // Pings read together with other requests are answered first: fdbserver's ping
+            // receiver replies as the packet is delivered, a storage read yields first (seen
+            // after a SIGCONT: a ping sent after a read was answered before it).
+            let first_served = |f: &Option<Incoming>| match f {
+                Some(Incoming::Connect(_)) => true,
+                Some(Incoming::Packet(p)) => p.token == well_known::PING_PACKET,
+                _ => false,
+            };
+            let (first, rest): (VecDeque<_>, VecDeque<_>) =
+                pending.drain(..).partition(first_served);
+            pending = first;
+            pending.extend(rest);
+            continue;
+        }
+        let Some(frame) = pending.pop_front().expect("pending") else {
+            break;
+        };
+        match frame {
+            Incoming::Connect(_) => {
+                let (protocol, addr) = {
+                    let st = inner.lock();
+                    (st.protocol, st.procs[conn.proc_idx].addr)
+                };
+                let mut p = ConnectPacket::client(ProtocolVersion::V7_3);
+                p.protocol_version = protocol;
+                p.canonical_remote_port = addr.port();
+                p.connection_id = 0;
+                if let std::net::IpAddr::V4(v) = addr.ip() {
+                    p.canonical_remote_ip4 = u32::from(v);
+                }
+                let mut out = BytesMut::new();
+                p.encode(&mut out);
+                conn.write(&out);
+            }
+            Incoming::Packet(pkt) => {
+                let mut out = Vec::new();
+                inner
+                    .lock()
+                    .on_packet(&conn, pkt.token, &pkt.message, &mut out);
+                flush(out);
             }
         }
     }
@@ -1462,6 +2000,11 @@ impl TestCluster {
                 addr: l.local_addr().unwrap(),
                 alive: true,
                 silent: false,
+                stopped: None,
+                dead_since: None,
+                log: matches!(role, Role::Storage(i) if cfg.log_storage.contains(&i)),
+                retired: false,
+                forwards: Vec::new(),
                 generation: 0,
                 accept_thread: None,
             })
@@ -1506,7 +2049,19 @@ impl TestCluster {
             ss_ids: Vec::new(),
             ss_tokens: Vec::new(),
             metadata_version: None,
+            connection: cfg.description.clone(),
+            coordinators: (0..cfg.coordinators).collect(),
             long_polls: Vec::new(),
+            proxies_published: true,
+            publish_at: None,
+            republish_at: VecDeque::new(),
+            recoveries: 0,
+            recovery_due: false,
+            resolver_floor: 0,
+            recent_jumps: VecDeque::new(),
+            frozen: Vec::new(),
+            stalled: Vec::new(),
+            ss_lag: vec![None; n],
             watches: Vec::new(),
             waiting: Vec::new(),
             delayed: Vec::new(),
@@ -1516,6 +2071,7 @@ impl TestCluster {
             delays: Vec::new(),
             injections: Vec::new(),
             counters: BTreeMap::new(),
+            proc_counters: BTreeMap::new(),
             conns: Vec::new(),
             protocol: ProtocolVersion::V7_3.with_object_serializer_flag().0,
             rng: seed,
@@ -1547,8 +2103,12 @@ impl TestCluster {
         let ticker = thread::spawn(move || {
             while !inner2.stopped.load(Ordering::SeqCst) {
                 let mut out = Vec::new();
-                inner2.lock().tick(&mut out);
+                let failed = inner2.lock().tick(&mut out);
                 flush(out);
+                if failed {
+                    let shape = inner2.lock().cfg.recovery.clone();
+                    recover_cluster(&inner2, &shape);
+                }
                 thread::sleep(Duration::from_millis(1));
             }
         });
@@ -1565,12 +2125,9 @@ impl TestCluster {
     // --- addresses -----------------------------------------------------------------------------
 
     /// The cluster file contents: `description:id@coordinator[,coordinator...]`.
+    /// After [`TestCluster::change_coordinators`], the new one.
     pub fn cluster_file_string(&self) -> String {
-        let st = self.lock();
-        let coords: Vec<String> = (0..st.cfg.coordinators)
-            .map(|i| st.procs[i].addr.to_string())
-            .collect();
-        format!("{}@{}", st.cfg.description, coords.join(","))
+        self.lock().connection_string()
     }
 
     /// Writes `fdb.cluster` into `dir` and returns its path.
@@ -1687,9 +2244,39 @@ impl TestCluster {
         self.lock().counters.clone()
     }
 
+    /// How many requests of `kind` arrived at the processes that held `role` (a recovery
+    /// may have moved the proxies: every process they were in counts).
+    pub fn requests_to(&self, role: Role, kind: RequestKind) -> u64 {
+        let st = self.lock();
+        st.proc_counters
+            .iter()
+            .filter(|((p, k), _)| *k == kind && st.procs[*p].role == role)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
     /// Zeroes the request counters.
     pub fn reset_counters(&self) {
-        self.lock().counters.clear();
+        let mut st = self.lock();
+        st.counters.clear();
+        st.proc_counters.clear();
+    }
+
+    /// Injected faults not consumed yet (the sum of the counts given to
+    /// [`TestCluster::inject`] and its shorthands, minus the requests they hit), for `kind`
+    /// or for every kind: a test asserts its injection fired by seeing this reach 0.
+    pub fn injections_left(&self, kind: Option<RequestKind>) -> u32 {
+        self.lock()
+            .injections
+            .iter()
+            .filter(|(k, _, _)| kind.is_none_or(|want| *k == want))
+            .map(|(_, n, _)| n)
+            .sum()
+    }
+
+    /// Connections accepted so far, by every process (a client that reconnects adds to it).
+    pub fn connections_accepted(&self) -> u64 {
+        self.inner.conn_ids.load(Ordering::SeqCst)
     }
 
     /// Watches currently held by storage servers.
@@ -1741,18 +2328,24 @@ impl TestCluster {
         self.lock().hold.push(kind);
     }
 
-    /// Faults: stops holding replies and sends the held ones in `order`. Returns how many.
+    /// Faults: stops holding replies and sends the held ones in `order` (those of a stopped
+    /// process when it continues). Returns how many.
     pub fn release_replies(&self, order: ReleaseOrder) -> usize {
-        let mut held = {
+        let mut out = Vec::new();
+        let n = {
             let mut st = self.lock();
             st.hold.clear();
-            std::mem::take(&mut st.held)
+            let mut held = std::mem::take(&mut st.held);
+            if order == ReleaseOrder::Reversed {
+                held.reverse();
+            }
+            let n = held.len();
+            for o in held {
+                st.send_or_freeze(&mut out, o);
+            }
+            n
         };
-        if order == ReleaseOrder::Reversed {
-            held.reverse();
-        }
-        let n = held.len();
-        flush(held);
+        flush(out);
         n
     }
 
@@ -1801,15 +2394,23 @@ impl TestCluster {
     }
 
     /// Faults: removes every delay, hold (sending what was held, in order), injection and
-    /// silence. Killed roles stay killed.
+    /// silence, and continues stopped processes. Killed roles stay killed.
     pub fn clear_faults(&self) {
-        {
+        let stopped: Vec<Role> = {
             let mut st = self.lock();
             st.delays.clear();
             st.injections.clear();
             for p in &mut st.procs {
                 p.silent = false;
             }
+            st.procs
+                .iter()
+                .filter(|p| p.stopped.is_some())
+                .map(|p| p.role)
+                .collect()
+        };
+        for r in stopped {
+            self.sigcont(r);
         }
         self.release_replies(ReleaseOrder::InOrder);
     }
@@ -1824,7 +2425,10 @@ impl TestCluster {
                 return;
             }
             st.procs[p].alive = false;
+            st.procs[p].stopped = None;
+            st.procs[p].dead_since = Some(Instant::now());
             st.procs[p].generation += 1;
+            st.frozen.retain(|o| o.conn.proc_idx != p);
             for c in st.conns.iter().filter(|c| c.proc_idx == p) {
                 c.close();
             }
@@ -1849,48 +2453,7 @@ impl TestCluster {
         {
             let mut st = self.lock();
             let p = st.proc_index(role);
-            let mut owed: Vec<(Arc<Conn>, RequestKind, Uid)> = Vec::new();
-            let mine = |c: &Arc<Conn>| c.proc_idx == p;
-            for o in std::mem::take(&mut st.held) {
-                match o.kind {
-                    Some(k) if mine(&o.conn) => owed.push((o.conn, k, o.token)),
-                    _ => st.held.push(o),
-                }
-            }
-            for (at, o) in std::mem::take(&mut st.delayed) {
-                match o.kind {
-                    Some(k) if mine(&o.conn) => owed.push((o.conn, k, o.token)),
-                    _ => st.delayed.push((at, o)),
-                }
-            }
-            for (c, k, t) in std::mem::take(&mut st.parked) {
-                if mine(&c) {
-                    owed.push((c, k, t));
-                } else {
-                    st.parked.push((c, k, t));
-                }
-            }
-            for w in std::mem::take(&mut st.waiting) {
-                match (RequestKind::of(&w.msg), reply_token(&w.msg)) {
-                    (Some(k), Some(t)) if mine(&w.conn) => owed.push((w.conn, k, t)),
-                    _ => st.waiting.push(w),
-                }
-            }
-            for w in std::mem::take(&mut st.watches) {
-                if mine(&w.conn) {
-                    owed.push((w.conn, RequestKind::WatchValue, w.reply));
-                } else {
-                    st.watches.push(w);
-                }
-            }
-            for (conn, kind, token) in owed {
-                out.push(Outgoing {
-                    conn,
-                    token,
-                    body: transport_error(kind, ErrorCode::BROKEN_PROMISE),
-                    kind: Some(kind),
-                });
-            }
+            st.end_role_of(p, &mut out);
             match role {
                 Role::Proxies => {
                     st.grv_token = st.new_token();
@@ -1908,8 +2471,14 @@ impl TestCluster {
 
     /// Faults: restarts a killed role (or restarts a live one: kill, then start) on the same
     /// port. Proxies and storage servers come back with new endpoint tokens (old tokens get
-    /// `ENDPOINT_NOT_FOUND`); new proxies change the `ClientDBInfo` id, which answers the
-    /// coordinators' held long polls. Storage servers keep their unique ids and shards.
+    /// `ENDPOINT_NOT_FOUND`). Storage servers keep their unique ids and shards.
+    ///
+    /// Like a restarted fdbserver, the process does not take up again a role the
+    /// transaction system had given it: a restart of the proxies' process, or of one that
+    /// holds a log, makes a recovery in the builder's shape (at once, or when a coordinator
+    /// quorum is up again), after which the proxies are back on this port and the log is
+    /// gone. A recovery that failure detection already made for the killed process is not
+    /// made again.
     pub fn restart(&self, role: Role) {
         self.kill(role);
         let addr = self.addr(role);
@@ -1918,12 +2487,14 @@ impl TestCluster {
         {
             let mut st = self.lock();
             let p = st.proc_index(role);
+            if st.procs[p].dead_since.take().is_some() && st.needed_by_the_transaction_system(p) {
+                st.recovery_due = true;
+            }
             match role {
                 Role::Proxies => {
                     st.grv_token = st.new_token();
                     st.commit_token = st.new_token();
                     st.cc_token = st.new_token();
-                    st.info_changed(&mut out);
                 }
                 Role::Storage(i) => {
                     st.ss_tokens[i] = st.new_token();
@@ -1932,11 +2503,23 @@ impl TestCluster {
             }
             st.procs[p].alive = true;
             st.procs[p].silent = false;
+            st.procs[p].stopped = None;
             let generation = st.procs[p].generation;
             let inner = self.inner.clone();
             st.procs[p].accept_thread = Some(thread::spawn(move || {
                 accept_loop(inner, listener, p, generation)
             }));
+            let proxies = st.proc_index(Role::Proxies);
+            let proxies_up = st.procs[proxies].alive && st.procs[proxies].stopped.is_none();
+            if st.recovery_due && st.coordinator_quorum() && proxies_up {
+                // Everything it needs is up: the recovery is made now, the proxies staying
+                // where they are (with the proxies down, the ticker makes it, moving them).
+                let shape = st.cfg.recovery.clone();
+                let _ = st.recover(&shape, None, &mut out);
+            } else if role == Role::Proxies {
+                // New tokens are a new `ClientDBInfo`.
+                st.info_changed(&mut out);
+            }
         }
         flush(out);
     }
@@ -1980,6 +2563,183 @@ impl TestCluster {
         let mut st = self.lock();
         st.version_bump += versions.max(0);
         st.current_version();
+    }
+
+    /// Faults: a recovery of the transaction system in fdbserver 7.3.77's shape
+    /// ([`Recovery::default`]); see [`TestCluster::recover_with`].
+    pub fn recover(&self) {
+        recover_cluster(&self.inner, &Recovery::default());
+    }
+
+    /// Faults: a recovery, as a failed master, proxy or log makes one. The proxies end (what
+    /// they owed is answered with `broken_promise`; commits stalled behind a stopped log
+    /// survive or not, as `shape` says) and come back with new tokens — in a new process on
+    /// loopback if theirs is stopped or dead. The `ClientDBInfo` first lists no proxies at
+    /// all, then, `shape.without_proxies` later, the new ones, then is published again
+    /// `shape.republish` times with the same proxies. The version jumps by
+    /// `shape.version_jump` and the resolver starts empty: reads and commits at read
+    /// versions from before the recovery are `transaction_too_old`. Logs on stopped
+    /// processes are replaced. Storage servers keep their data, tokens and shards.
+    pub fn recover_with(&self, shape: &Recovery) {
+        recover_cluster(&self.inner, shape);
+    }
+
+    /// How many recoveries the cluster went through (asked for, or after failure
+    /// detection, or caused by a coordinator change).
+    pub fn recoveries(&self) -> u64 {
+        self.lock().recoveries
+    }
+
+    /// Faults: `SIGSTOP` of a role's process. It keeps its sockets open (new connections
+    /// are still accepted by the kernel) and reads nothing, answers nothing — pings
+    /// included — and its timers stand still; replies it owed go out late when it is
+    /// continued ([`TestCluster::sigcont`]), and what clients sent meanwhile is served
+    /// then. If it holds the proxies or a log (see
+    /// [`super::TestClusterBuilder::logs_on_storage`]), every commit and read version
+    /// stalls, and after the builder's failure-detection delay the cluster recovers without
+    /// it ([`TestCluster::recover_with`] in the builder's shape; the proxies move to a new
+    /// process). Unlike [`TestCluster::set_silent`], nothing is lost.
+    pub fn sigstop(&self, role: Role) {
+        let mut st = self.lock();
+        let p = st.proc_index(role);
+        if !st.procs[p].alive || st.procs[p].stopped.is_some() {
+            return;
+        }
+        let version = st.current_version();
+        st.procs[p].stopped = Some(Stopped {
+            at: Instant::now(),
+            version,
+            detected: false,
+        });
+    }
+
+    /// Faults: `SIGCONT` of every stopped process that held `role` (also one whose proxies
+    /// a recovery moved elsewhere). It sends the replies it owed, late, and reads what
+    /// waited in its sockets. A storage server then catches up for the builder's catch-up
+    /// time, answering reads at versions past the one it stopped at only after that
+    /// (`future_version` if they wait longer than the future-version delay). A log that no
+    /// recovery replaced meanwhile lets the stalled commits and read versions through.
+    pub fn sigcont(&self, role: Role) {
+        let mut out = Vec::new();
+        {
+            let mut st = self.lock();
+            let now = Instant::now();
+            let catch_up = st.cfg.catch_up;
+            let continued: Vec<usize> = (0..st.procs.len())
+                .filter(|&i| st.procs[i].role == role && st.procs[i].stopped.is_some())
+                .collect();
+            for &p in &continued {
+                let s = st.procs[p].stopped.take().expect("stopped");
+                if let Role::Storage(i) = role {
+                    st.ss_lag[i] = Some((s.version, now + catch_up));
+                }
+            }
+            let (late, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut st.frozen)
+                .into_iter()
+                .partition(|o| continued.contains(&o.conn.proc_idx));
+            st.frozen = rest;
+            out.extend(late);
+            if !st.log_stalled() {
+                st.unstall(&mut out);
+            }
+        }
+        flush(out);
+    }
+
+    /// Whether a role's process is stopped ([`TestCluster::sigstop`]).
+    pub fn is_stopped(&self, role: Role) -> bool {
+        let st = self.lock();
+        st.is_stopped(st.proc_index(role))
+    }
+
+    /// Faults: `fdbcli coordinators`: the coordinators become those of `keep` (indexes of
+    /// [`Role::Coordinator`]) plus `add` new ones (new processes on loopback, numbered
+    /// after the existing ones), under a connection string with the same description and a
+    /// new random id. Every old coordinator forwards the old connection string's clients
+    /// to the new one (`ClientDBInfo.forward`, a forwarding `LeaderInfo`; held long polls
+    /// are answered with it at once) — chains of changes forward step by step — and the
+    /// change makes a recovery in the builder's shape. Returns the new connection string.
+    pub fn change_coordinators(&self, keep: &[usize], add: usize) -> String {
+        let listeners: Vec<TcpListener> = (0..add)
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind loopback"))
+            .collect();
+        let mut out = Vec::new();
+        let (conn_str, shape) = {
+            let mut st = self.lock();
+            let old_key = Bytes::from(st.connection.clone());
+            let old_set = st.coordinators.clone();
+            let mut new_set: Vec<usize> = keep
+                .iter()
+                .map(|&i| {
+                    let p = st.proc_index(Role::Coordinator(i));
+                    assert!(old_set.contains(&p), "coordinator {i} is not a current one");
+                    p
+                })
+                .collect();
+            let next = st
+                .procs
+                .iter()
+                .filter_map(|p| match p.role {
+                    Role::Coordinator(i) => Some(i + 1),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0);
+            for (j, l) in listeners.into_iter().enumerate() {
+                st.procs.push(Process {
+                    role: Role::Coordinator(next + j),
+                    addr: l.local_addr().expect("a bound address"),
+                    alive: true,
+                    silent: false,
+                    stopped: None,
+                    dead_since: None,
+                    log: false,
+                    retired: false,
+                    forwards: Vec::new(),
+                    generation: 0,
+                    accept_thread: None,
+                });
+                let p = st.procs.len() - 1;
+                let inner = self.inner.clone();
+                st.procs[p].accept_thread =
+                    Some(thread::spawn(move || accept_loop(inner, l, p, 0)));
+                new_set.push(p);
+            }
+            assert!(!new_set.is_empty(), "a cluster needs a coordinator");
+            // `changeQuorum`: the description stays, the id is 32 random alphanumerics.
+            const ALNUM: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+            let description = st
+                .connection
+                .split(':')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let id: String = (0..32)
+                .map(|_| ALNUM[(splitmix(&mut st.rng) % ALNUM.len() as u64) as usize] as char)
+                .collect();
+            st.connection = format!("{description}:{id}");
+            st.coordinators = new_set;
+            let conn_str = st.connection_string();
+            let forward = Bytes::from(conn_str.clone());
+            for &p in &old_set {
+                st.procs[p]
+                    .forwards
+                    .push((old_key.clone(), forward.clone()));
+            }
+            // `ForwardRequest`: the long polls held for the old key end with the forward.
+            for (conn, reply, key) in std::mem::take(&mut st.long_polls) {
+                if key == old_key && old_set.contains(&conn.proc_idx) {
+                    let body = ok(st.forward_info(forward.clone()));
+                    st.emit(&mut out, &conn, RequestKind::OpenDatabase, reply, body);
+                } else {
+                    st.long_polls.push((conn, reply, key));
+                }
+            }
+            (conn_str, st.cfg.recovery.clone())
+        };
+        flush(out);
+        recover_cluster(&self.inner, &shape);
+        conn_str
     }
 
     /// Faults: the protocol version announced in the ConnectPacket of new connections.

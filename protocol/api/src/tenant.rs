@@ -1,0 +1,139 @@
+//! Tenants (FDB 7.3): [`Database::open_tenant`] gives a [`Tenant`] whose transactions read
+//! and write only the tenant's keys, and [`tenant_management`](crate::tenant_management)
+//! creates, deletes and lists tenants as the Python binding's `fdb.tenant_management` does.
+
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use fdb_protocol::{Client, Instant, TenantHandle};
+
+use crate::database::{Database, Next, RetryLoop};
+use crate::driver::{apply, Driver};
+use crate::error::Error;
+use crate::transact::{MaybeCommitted, TransactError, TransactOption};
+use crate::transaction::Transaction;
+
+/// The core's handle of a tenant, opened on the loop on first use.
+pub(crate) struct TenantCell {
+    name: Bytes,
+    handle: OnceLock<TenantHandle>,
+}
+
+impl TenantCell {
+    pub(crate) fn handle(&self, c: &mut Client, now: Instant) -> TenantHandle {
+        *self.handle.get_or_init(|| c.open_tenant(now, &self.name))
+    }
+}
+
+pub(crate) struct TenantInner<D: Driver> {
+    driver: D,
+    pub(crate) cell: Arc<TenantCell>,
+}
+
+impl<D: Driver> Drop for TenantInner<D> {
+    fn drop(&mut self) {
+        let cell = self.cell.clone();
+        apply(&self.driver, move |c, _| {
+            if let Some(h) = cell.handle.get() {
+                c.close_tenant(*h);
+            }
+        });
+    }
+}
+
+/// A tenant of the database (`fdb_database_open_tenant`). Cheap to clone. Its id is looked
+/// up once, when it is opened, and kept: if the tenant is deleted (even if a tenant of the
+/// same name is created again), this handle's transactions fail with `tenant_not_found`
+/// (2131), as libfdb_c's do; open the tenant again to see the new one.
+pub struct Tenant<D: Driver> {
+    pub(crate) inner: Arc<TenantInner<D>>,
+}
+
+impl<D: Driver> Clone for Tenant<D> {
+    fn clone(&self) -> Self {
+        Tenant {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<D: Driver> Tenant<D> {
+    pub(crate) fn open(driver: D, name: &[u8]) -> Self {
+        let cell = Arc::new(TenantCell {
+            name: Bytes::copy_from_slice(name),
+            handle: OnceLock::new(),
+        });
+        // The lookup starts now, as `Tenant`'s constructor starts `lookupTenant`.
+        let c2 = cell.clone();
+        apply(&driver, move |c, now| {
+            c2.handle(c, now);
+        });
+        Tenant {
+            inner: Arc::new(TenantInner { driver, cell }),
+        }
+    }
+
+    /// The tenant's name.
+    pub fn name(&self) -> &[u8] {
+        &self.inner.cell.name
+    }
+
+    /// A new transaction in this tenant: the keys it reads and writes are the tenant's
+    /// (stored under its prefix, which the application never sees).
+    pub fn create_transaction(&self) -> Transaction<D> {
+        Transaction::new_in(self.inner.driver.clone(), Some(self.clone()))
+    }
+
+    /// [`Database::run`] in this tenant.
+    pub async fn run<T, F, Fut>(&self, mut f: F) -> Result<T, Error>
+    where
+        F: FnMut(Transaction<D>) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let tx = self.create_transaction();
+        loop {
+            let result = match f(tx.clone()).await {
+                Ok(v) => tx.commit().await.map(|_| v),
+                Err(e) => Err(e),
+            };
+            match RetryLoop::after(result) {
+                Next::Done(r) => return r,
+                Next::OnError(code) => tx.on_error(code).await?,
+            }
+        }
+    }
+
+    /// [`Database::transact`] in this tenant.
+    pub async fn transact<T, E, F, Fut>(&self, options: TransactOption, mut f: F) -> Result<T, E>
+    where
+        E: TransactError,
+        F: FnMut(Transaction<D>, MaybeCommitted) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let tx = self.create_transaction();
+        for opt in options.transaction_options() {
+            tx.set_option(opt)?;
+        }
+        let mut maybe_committed = false;
+        loop {
+            let err = match f(tx.clone(), MaybeCommitted(maybe_committed)).await {
+                Ok(v) => match tx.commit().await {
+                    Ok(_) => return Ok(v),
+                    Err(e) => E::from(e),
+                },
+                Err(e) => e,
+            };
+            let code = options.after_failure(err, &mut maybe_committed)?;
+            tx.on_error(code).await?;
+        }
+    }
+}
+
+impl<D: Driver> Database<D> {
+    /// Opens a tenant (`fdb_database_open_tenant`); nothing is checked until it is used: a
+    /// missing tenant fails its transactions with `tenant_not_found`.
+    pub fn open_tenant(&self, name: impl AsRef<[u8]>) -> Tenant<D> {
+        Tenant::open(self.driver().clone(), name.as_ref())
+    }
+}
