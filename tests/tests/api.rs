@@ -545,7 +545,7 @@ fn mio_executor(db: &fdb_driver_mio::AsyncDatabase, prefix: &[u8]) {
             let (db, k) = (db.clone(), key(i));
             ex.spawn(async move {
                 let tx = db.create_transaction();
-                tx.set(&k, &i.to_be_bytes());
+                tx.set(&k, i.to_be_bytes());
                 tx.commit().await.map(|_| i)
             })
         })

@@ -19,12 +19,15 @@ use crate::stream::{KeyValueStream, RangeStream};
 use crate::tenant::{Tenant, TenantCell};
 use crate::versionstamp::{VersionstampFuture, VersionstampWaiters};
 
+/// A write other than a set: run on the loop with the transaction's id.
+type WriteFn = Box<dyn FnOnce(&mut Client, Instant, TransactionId) + Send>;
+
 /// A buffered write, applied on the loop before this transaction's next call. Sets, the
 /// common case, are plain data (no boxed closure per write).
 enum PendingWrite {
     /// `key | 0x00 | value` in one buffer, and the key's length ([`Client::set_packed`]).
     Set(Bytes, usize),
-    Other(Box<dyn FnOnce(&mut Client, Instant, TransactionId) + Send>),
+    Other(WriteFn),
 }
 
 /// The core's transaction id, created on the loop on first use, and when the application

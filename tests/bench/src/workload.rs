@@ -420,7 +420,7 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for w in Workload::ALL {
-            assert_eq!(Workload::parse(w.name()), Some(w));
+            assert_eq!(Workload::parse(&w.name()), Some(w));
         }
         assert_eq!(Workload::parse("nope"), None);
         assert_eq!(Workload::parse("range100"), Some(Workload::Range100));
