@@ -124,15 +124,8 @@ impl Database {
 
     /// Runs `f` in a transaction and commits it, retrying as `on_error` allows (the standard
     /// FDB retry loop). `f` may run several times: keep side effects inside the transaction.
-    pub fn run<T>(&self, mut f: impl FnMut(&Transaction) -> Result<T, Error>) -> Result<T, Error> {
-        let tx = self.create_transaction();
-        loop {
-            let result = f(&tx).and_then(|v| tx.commit().map(|_| v));
-            match RetryLoop::after(result) {
-                Next::Done(r) => return r,
-                Next::OnError(code) => tx.on_error(code)?,
-            }
-        }
+    pub fn run<T>(&self, f: impl FnMut(&Transaction) -> Result<T, Error>) -> Result<T, Error> {
+        run_loop(self.create_transaction(), f)
     }
 
     /// Runs `f` in a transaction and commits it, retrying FDB's retryable errors through
@@ -141,23 +134,16 @@ impl Database {
     pub fn transact<T, E: TransactError>(
         &self,
         options: TransactOption,
-        mut f: impl FnMut(&Transaction, MaybeCommitted) -> Result<T, E>,
+        f: impl FnMut(&Transaction, MaybeCommitted) -> Result<T, E>,
     ) -> Result<T, E> {
-        let tx = self.create_transaction();
-        for opt in options.transaction_options() {
-            tx.set_option(opt)?;
-        }
-        let mut maybe_committed = false;
-        loop {
-            let err = match f(&tx, MaybeCommitted(maybe_committed)) {
-                Ok(v) => match tx.commit() {
-                    Ok(_) => return Ok(v),
-                    Err(e) => E::from(e),
-                },
-                Err(e) => e,
-            };
-            let code = options.after_failure(err, &mut maybe_committed)?;
-            tx.on_error(code)?;
+        transact_loop(self.create_transaction(), options, f)
+    }
+
+    /// Opens a tenant (`fdb_database_open_tenant`); nothing is checked until it is used: a
+    /// missing tenant fails its transactions with `tenant_not_found` (2131).
+    pub fn open_tenant(&self, name: impl AsRef<[u8]>) -> Tenant {
+        Tenant {
+            inner: self.inner.open_tenant(name),
         }
     }
 
@@ -174,6 +160,131 @@ impl Database {
     /// Cancels a watch (dropping it does too).
     pub fn cancel_watch(&self, w: Watch) {
         drop(w);
+    }
+}
+
+/// The standard retry loop on `tx`.
+fn run_loop<T>(
+    tx: Transaction,
+    mut f: impl FnMut(&Transaction) -> Result<T, Error>,
+) -> Result<T, Error> {
+    loop {
+        let result = f(&tx).and_then(|v| tx.commit().map(|_| v));
+        match RetryLoop::after(result) {
+            Next::Done(r) => return r,
+            Next::OnError(code) => tx.on_error(code)?,
+        }
+    }
+}
+
+/// The `transact` loop on `tx`.
+fn transact_loop<T, E: TransactError>(
+    tx: Transaction,
+    options: TransactOption,
+    mut f: impl FnMut(&Transaction, MaybeCommitted) -> Result<T, E>,
+) -> Result<T, E> {
+    for opt in options.transaction_options() {
+        tx.set_option(opt)?;
+    }
+    let mut maybe_committed = false;
+    loop {
+        let err = match f(&tx, MaybeCommitted(maybe_committed)) {
+            Ok(v) => match tx.commit() {
+                Ok(_) => return Ok(v),
+                Err(e) => E::from(e),
+            },
+            Err(e) => e,
+        };
+        let code = options.after_failure(err, &mut maybe_committed)?;
+        tx.on_error(code)?;
+    }
+}
+
+/// A tenant whose calls block (see [`fdb_api::Tenant`]): its id is looked up once, when it
+/// is opened, and kept; after the tenant is deleted (even if one of the same name is created
+/// again) its transactions fail with `tenant_not_found`. Cheap to clone.
+#[derive(Clone)]
+pub struct Tenant {
+    inner: fdb_api::Tenant<MioDriver>,
+}
+
+impl Tenant {
+    /// The tenant's name.
+    pub fn name(&self) -> &[u8] {
+        self.inner.name()
+    }
+
+    /// The async form of this tenant (same loop).
+    pub fn async_tenant(&self) -> &fdb_api::Tenant<MioDriver> {
+        &self.inner
+    }
+
+    /// A new transaction in this tenant: its keys are the tenant's.
+    pub fn create_transaction(&self) -> Transaction {
+        Transaction {
+            inner: self.inner.create_transaction(),
+        }
+    }
+
+    /// [`Database::run`] in this tenant.
+    pub fn run<T>(&self, f: impl FnMut(&Transaction) -> Result<T, Error>) -> Result<T, Error> {
+        run_loop(self.create_transaction(), f)
+    }
+
+    /// [`Database::transact`] in this tenant.
+    pub fn transact<T, E: TransactError>(
+        &self,
+        options: TransactOption,
+        f: impl FnMut(&Transaction, MaybeCommitted) -> Result<T, E>,
+    ) -> Result<T, E> {
+        transact_loop(self.create_transaction(), options, f)
+    }
+}
+
+/// Tenant management, blocking (see [`fdb_api::tenant_management`]): the same calls, each
+/// waited for on the loop.
+pub mod tenant_management {
+    use bytes::Bytes;
+    use fdb_api::tenant_management as tm;
+    use fdb_api::Error;
+
+    use super::{Database, Transaction, CALL_LIMIT};
+
+    /// Creates a tenant: `tenant_already_exists` (2132) if the name is taken,
+    /// `invalid_tenant_name` (2134) for a name starting with `\xff`, `tenants_disabled`
+    /// (2136) when the cluster's `tenant_mode` is disabled.
+    pub fn create_tenant(db: &Database, name: impl AsRef<[u8]>) -> Result<(), Error> {
+        db.wait(tm::create_tenant(&db.inner, name))
+    }
+
+    /// Deletes an empty tenant: `tenant_not_found` (2131) if there is none of that name,
+    /// `tenant_not_empty` (2133) if it holds keys.
+    pub fn delete_tenant(db: &Database, name: impl AsRef<[u8]>) -> Result<(), Error> {
+        db.wait(tm::delete_tenant(&db.inner, name))
+    }
+
+    /// Tenants with names in `[begin, end)`, at most `limit`, as `(name, id)` in name order.
+    pub fn list_tenants(
+        db: &Database,
+        begin: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Bytes, i64)>, Error> {
+        db.wait(tm::list_tenants(&db.inner, begin, end, limit))
+    }
+
+    /// Creates a tenant in `tx`; `false` if the name is taken (nothing written).
+    pub fn create_tenant_in(tx: &Transaction, name: &[u8]) -> Result<bool, Error> {
+        tx.inner
+            .driver()
+            .block_on(tm::create_tenant_in(&tx.inner, name), CALL_LIMIT)?
+    }
+
+    /// Deletes a tenant in `tx`; `false` if there is none of that name.
+    pub fn delete_tenant_in(tx: &Transaction, name: &[u8]) -> Result<bool, Error> {
+        tx.inner
+            .driver()
+            .block_on(tm::delete_tenant_in(&tx.inner, name), CALL_LIMIT)?
     }
 }
 
@@ -212,6 +323,12 @@ impl Transaction {
     /// About how many bytes the commit would carry so far.
     pub fn get_approximate_size(&self) -> Result<usize, Error> {
         self.wait(self.inner.get_approximate_size())
+    }
+
+    /// The version this transaction committed at; `-1` if it has not committed, or
+    /// committed without writing.
+    pub fn get_committed_version(&self) -> Result<Version, Error> {
+        self.wait(self.inner.get_committed_version())
     }
 
     /// Cancels the transaction: calls in flight and after fail with `transaction_cancelled`

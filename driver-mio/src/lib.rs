@@ -33,7 +33,7 @@ mod range_iter;
 mod snapshot;
 mod socket;
 
-pub use blocking::{Database, Transaction, Watch, CALL_LIMIT};
+pub use blocking::{tenant_management, Database, Tenant, Transaction, Watch, CALL_LIMIT};
 pub use event_loop::MioDriver;
 pub use executor::{Executor, JoinHandle, Spawner};
 pub use fdb_api::*;

@@ -747,6 +747,21 @@ impl Client {
         self.txs.approximate_size(tx)
     }
 
+    /// `fdb_transaction_get_approximate_size`: [`Client::approximate_size`], or the error of
+    /// a failed write the transaction is holding.
+    pub fn get_approximate_size(&self, tx: TransactionId) -> Result<i64, ClientError> {
+        self.txs.get_approximate_size(tx)
+    }
+
+    /// `fdb_transaction_get_versionstamp`: finishes with the transaction's 10-byte
+    /// versionstamp once its commit succeeds; with `no_commit_version` (2021) if it wrote
+    /// nothing, `transaction_invalid_version` (2020) if the commit failed,
+    /// `transaction_cancelled` if it is reset, cancelled or destroyed first, and
+    /// `used_during_commit` if asked after the commit started.
+    pub fn get_versionstamp(&mut self, now: Instant, tx: TransactionId) -> Call<Bytes> {
+        self.call(now, |txs, cx| txs.get_versionstamp(cx, tx))
+    }
+
     /// `fdb_transaction_on_error`: finishes with `()` after the backoff (the transaction is
     /// then reset and can run again), or with the error if it must not retry.
     pub fn on_error(&mut self, now: Instant, tx: TransactionId, code: ErrorCode) -> Call<()> {

@@ -290,6 +290,31 @@ pub(crate) enum Lookup<'a> {
     Unreadable,
 }
 
+impl Lookup<'_> {
+    /// The same answer, owned: what a read keeps from the moment it is issued.
+    pub(crate) fn to_view(&self) -> PointView {
+        match self {
+            Lookup::Unmodified => PointView::Unmodified,
+            Lookup::Known(v) => PointView::Known(v.clone()),
+            Lookup::Dependent(ops) => PointView::Dependent(ops.to_vec()),
+            Lookup::Unreadable => PointView::Unreadable,
+        }
+    }
+}
+
+/// What the writes said about a key when a read of it was issued. A read sees the writes made
+/// before it, never those made while it is in flight: RYW reads through an iterator over the
+/// write map as it was when the read began (`WriteMap::iterator` takes the map's current
+/// version and bumps it, fdbclient/include/fdbclient/WriteMap.h; `RYWImpl::read` decides
+/// `dependent` before it waits for storage).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PointView {
+    Unmodified,
+    Known(Option<Bytes>),
+    Dependent(Vec<(u8, Bytes)>),
+    Unreadable,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Point {
     /// Independent of the stored value: a set (`Some`) or a clear (`None`).

@@ -85,7 +85,7 @@ fn an_inverted_conflict_range_is_refused_at_once_and_not_remembered() {
         let r = tx.add_conflict_range(t.k("b"), t.k("a"), ConflictRangeType::Read);
         assert_eq!(code(r), ErrorCode::INVERTED_RANGE);
         tx.set(t.k("a"), b"1");
-        assert_eq!(tx.get(&t.k("a")).await.unwrap().as_deref(), Some(&b"1"[..]));
+        assert_eq!(tx.get(t.k("a")).await.unwrap().as_deref(), Some(&b"1"[..]));
         tx.commit().await.unwrap();
     });
 }
@@ -124,7 +124,7 @@ fn options_are_checked_like_libfdb_c() {
             .unwrap();
         assert_eq!(code(tx.commit().await), ErrorCode::CLIENT_INVALID_OPERATION);
         let tx = t.db.create_transaction();
-        tx.get(&t.k("a")).await.unwrap();
+        tx.get(t.k("a")).await.unwrap();
         tx.set_option(TransactionOption::ReadYourWritesDisable)
             .unwrap();
         assert_eq!(code(tx.commit().await), ErrorCode::CLIENT_INVALID_OPERATION);
@@ -138,7 +138,7 @@ fn options_are_checked_like_libfdb_c() {
             let tx = t.db.create_transaction();
             tx.set_option(TransactionOption::SizeLimit(bad)).unwrap();
             assert_eq!(
-                code(tx.get(&t.k("a")).await),
+                code(tx.get(t.k("a")).await),
                 ErrorCode::INVALID_OPTION_VALUE,
                 "size_limit {bad}"
             );
@@ -155,7 +155,7 @@ fn key_size_limits_of_reads_clears_and_writes() {
         tx.clear(long_key(&t, "a", 10_001));
         tx.clear(long_key(&t, "a", 10_009));
         tx.clear_range(long_key(&t, "a", 10_020), long_key(&t, "b", 10_020));
-        assert_eq!(tx.get(&long_key(&t, "a", 10_009)).await.unwrap(), None);
+        assert_eq!(tx.get(long_key(&t, "a", 10_009)).await.unwrap(), None);
         tx.commit().await.unwrap();
         let tx = t.db.create_transaction();
         tx.set(long_key(&t, "a", 10_001), b"1");
@@ -200,7 +200,7 @@ fn an_on_error_that_refuses_cancels_the_transaction() {
         );
         assert_eq!(code(tx.commit().await), ErrorCode::TRANSACTION_CANCELLED);
         assert_eq!(
-            code(tx.get(&t.k("a")).await),
+            code(tx.get(t.k("a")).await),
             ErrorCode::TRANSACTION_CANCELLED
         );
         assert_eq!(
@@ -208,7 +208,7 @@ fn an_on_error_that_refuses_cancels_the_transaction() {
             ErrorCode::TRANSACTION_CANCELLED
         );
         tx.reset();
-        tx.get(&t.k("a")).await.unwrap();
+        tx.get(t.k("a")).await.unwrap();
     });
 }
 
@@ -222,7 +222,7 @@ fn after_a_commit_only_the_first_misuse_finishes_the_transaction() {
         tx.set(t.k("a"), b"1");
         tx.commit().await.unwrap();
         tx.get_read_version().await.unwrap();
-        assert_eq!(code(tx.get(&t.k("a")).await), ErrorCode::USED_DURING_COMMIT);
+        assert_eq!(code(tx.get(t.k("a")).await), ErrorCode::USED_DURING_COMMIT);
         assert_eq!(
             code(tx.get_read_version().await),
             ErrorCode::USED_DURING_COMMIT
@@ -355,6 +355,146 @@ fn want_all_reads_in_serial_batches() {
             (78_000..84_000).contains(&bytes),
             "{}: a serial batch is about 80,000 bytes, not {bytes}",
             t.name
+        );
+    });
+}
+
+#[test]
+fn set_read_version_misuse_fails_the_next_call() {
+    // Found by the bindingtester (api, seeds 2 and 3). NativeAPI's `setVersion` throws
+    // read_version_already_set once a read version was set or asked for, and version_invalid
+    // for one that is not positive; `ThreadSafeTransaction::setVersion` defers the error to
+    // the next call (fdbclient/NativeAPI.actor.cpp, ThreadSafeTransaction.cpp).
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        let v = t.db.create_transaction().get_read_version().await.unwrap();
+
+        let tx = t.db.create_transaction();
+        tx.set_read_version(v);
+        tx.set_read_version(v);
+        assert_eq!(
+            code(tx.get(t.k("a")).await),
+            ErrorCode::READ_VERSION_ALREADY_SET
+        );
+
+        let tx = t.db.create_transaction();
+        tx.get(t.k("a")).await.unwrap();
+        tx.set_read_version(v);
+        assert_eq!(code(tx.commit().await), ErrorCode::READ_VERSION_ALREADY_SET);
+
+        for bad in [0, -1] {
+            let tx = t.db.create_transaction();
+            tx.set_read_version(bad);
+            assert_eq!(code(tx.get(t.k("a")).await), ErrorCode::VERSION_INVALID);
+            // The first deferred error stays.
+            tx.set_read_version(v);
+            assert_eq!(
+                code(tx.get_read_version().await),
+                ErrorCode::VERSION_INVALID
+            );
+        }
+
+        // A valid one is used as is.
+        let tx = t.db.create_transaction();
+        tx.set_read_version(v);
+        assert_eq!(tx.get_read_version().await.unwrap(), v);
+    });
+}
+
+#[test]
+fn range_metrics_check_deferred_errors_and_cancellation() {
+    // Found by the bindingtester (api, seeds 2-5): `ThreadSafeTransaction` checks the
+    // deferred error before `getEstimatedRangeSizeBytes` / `getRangeSplitPoints`, and RYW
+    // fails them on a cancelled transaction with its `resetPromise` (transaction_cancelled).
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        put(&t, &[("a", b"1")]).await;
+        let (b, e) = (t.k(""), t.end());
+
+        let tx = t.db.create_transaction();
+        tx.get_estimated_range_size_bytes(&b, &e).await.unwrap();
+        tx.get_range_split_points(&b, &e, 1000).await.unwrap();
+        tx.cancel();
+        assert_eq!(
+            code(tx.get_estimated_range_size_bytes(&b, &e).await),
+            ErrorCode::TRANSACTION_CANCELLED
+        );
+        assert_eq!(
+            code(tx.get_range_split_points(&b, &e, 1000).await),
+            ErrorCode::TRANSACTION_CANCELLED
+        );
+        // A reset makes it usable again.
+        tx.reset();
+        tx.get_estimated_range_size_bytes(&b, &e).await.unwrap();
+
+        let tx = t.db.create_transaction();
+        tx.set_read_version(0);
+        assert_eq!(
+            code(tx.get_estimated_range_size_bytes(&b, &e).await),
+            ErrorCode::VERSION_INVALID
+        );
+        assert_eq!(
+            code(tx.get_range_split_points(&b, &e, 1000).await),
+            ErrorCode::VERSION_INVALID
+        );
+    });
+}
+
+#[test]
+fn a_read_sees_the_writes_made_before_it_not_those_made_while_it_is_in_flight() {
+    // Found by the bindingtester (directory, seed 1): the high-contention allocator issues
+    // `tr[recent[candidate]]`, sets that key, reads the latest counter, then waits for the
+    // first read, and expects it not to see the set (else every candidate looks taken and it
+    // never returns). RYW reads through `WriteMap::iterator`, which pins the write map's
+    // version when the read starts (fdbclient/include/fdbclient/WriteMap.h; `RYWImpl::read`
+    // in fdbclient/ReadYourWrites.actor.cpp decides `dependent` before it waits).
+    fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
+        put(&t, &[("stored", b"old"), ("counter", &1i64.to_le_bytes())]).await;
+        let tx = t.db.create_transaction();
+        // Reads start when called, as libfdb_c's do. Another read issued after the writes
+        // (and awaited first) puts them in the transaction while the earlier reads are
+        // still in flight.
+        let other = t.k("other");
+
+        // Unmodified when issued: the stored value, whatever comes after.
+        let stored = tx.get(t.k("stored"));
+        let absent = tx.get(t.k("absent"));
+        tx.set(t.k("stored"), b"new");
+        tx.set(t.k("absent"), b"new");
+        tx.get(&other).await.unwrap();
+        assert_eq!(stored.await.unwrap().as_deref(), Some(&b"old"[..]));
+        assert_eq!(absent.await.unwrap(), None);
+
+        // Dependent when issued: the stored value with the ops made before it only.
+        tx.atomic_op(
+            t.k("counter"),
+            2i64.to_le_bytes(),
+            fdb_protocol::MutationType::Add,
+        );
+        let dependent = tx.get(t.k("counter"));
+        tx.atomic_op(
+            t.k("counter"),
+            4i64.to_le_bytes(),
+            fdb_protocol::MutationType::Add,
+        );
+        tx.get(&other).await.unwrap();
+        assert_eq!(
+            dependent.await.unwrap().as_deref(),
+            Some(&3i64.to_le_bytes()[..])
+        );
+
+        // Known when issued: the value then.
+        let known = tx.get(t.k("stored"));
+        tx.set(t.k("stored"), b"newer");
+        tx.get(&other).await.unwrap();
+        assert_eq!(known.await.unwrap().as_deref(), Some(&b"new"[..]));
+
+        // Later reads see everything.
+        assert_eq!(
+            tx.get(t.k("stored")).await.unwrap().as_deref(),
+            Some(&b"newer"[..])
+        );
+        assert_eq!(
+            tx.get(t.k("counter")).await.unwrap().as_deref(),
+            Some(&7i64.to_le_bytes()[..])
         );
     });
 }

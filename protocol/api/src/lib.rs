@@ -12,6 +12,7 @@
 
 mod cluster_file;
 mod database;
+pub mod directory;
 mod driver;
 mod engine;
 mod error;

@@ -2,6 +2,7 @@
 //! buffered and travel with the next call (one op and one wake-up instead of one per write;
 //! the core sees them in the same order).
 
+use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
@@ -184,9 +185,10 @@ impl<D: Driver> Transaction<D> {
         Snapshot::new(self.clone())
     }
 
-    /// The transaction's read version.
-    pub async fn get_read_version(&self) -> Result<Version, Error> {
-        self.call(|c, now, id| c.tx_read_version(now, id)).await
+    /// The transaction's read version. Like every read here, the request is made when this
+    /// is called (as libfdb_c's calls are), not when the future is first polled.
+    pub fn get_read_version(&self) -> Pending<D, Version> {
+        self.call(|c, now, id| c.tx_read_version(now, id))
     }
 
     /// Uses `version` as the read version instead of asking a GRV proxy.
@@ -196,14 +198,15 @@ impl<D: Driver> Transaction<D> {
         });
     }
 
-    /// Reads `key` (adds a read conflict range).
-    pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
-        self.get_with(key.as_ref(), false).await
+    /// Reads `key` (adds a read conflict range). The read starts now: it sees the writes
+    /// made before this call, not those made before the future is awaited.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Pending<D, Option<Bytes>> {
+        self.get_with(key.as_ref(), false)
     }
 
     /// Reads `key` without a read conflict range.
-    pub async fn snapshot_get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
-        self.get_with(key.as_ref(), true).await
+    pub fn snapshot_get(&self, key: impl AsRef<[u8]>) -> Pending<D, Option<Bytes>> {
+        self.get_with(key.as_ref(), true)
     }
 
     pub(crate) fn get_with(&self, key: &[u8], snapshot: bool) -> Pending<D, Option<Bytes>> {
@@ -212,19 +215,33 @@ impl<D: Driver> Transaction<D> {
     }
 
     /// Resolves a key selector.
-    pub async fn get_key(&self, sel: KeySelector, snapshot: bool) -> Result<Bytes, Error> {
+    pub fn get_key(&self, sel: KeySelector, snapshot: bool) -> Pending<D, Bytes> {
         self.call(move |c, now, id| c.get_key(now, id, sel, snapshot))
-            .await
     }
 
     /// About how many bytes the commit would carry so far
-    /// (`fdb_transaction_get_approximate_size`).
+    /// (`fdb_transaction_get_approximate_size`). Fails with the error of a failed write, as
+    /// libfdb_c checks the deferred error first.
     pub async fn get_approximate_size(&self) -> Result<usize, Error> {
+        let cell = self.inner.cell.clone();
+        let writes = self.inner.take_pending();
+        let size = query(&self.inner.driver, move |c, now| {
+            let id = flush(&cell, writes, c, now);
+            c.get_approximate_size(id)
+        })
+        .await?
+        .map_err(Error::Client)?;
+        Ok(usize::try_from(size).unwrap_or(0))
+    }
+
+    /// `fdb_transaction_get_committed_version`: the version this transaction committed at;
+    /// `-1` if it has not committed (yet), or committed without writing.
+    pub async fn get_committed_version(&self) -> Result<Version, Error> {
         let cell = self.inner.cell.clone();
         let writes = self.inner.take_pending();
         query(&self.inner.driver, move |c, now| {
             let id = flush(&cell, writes, c, now);
-            c.approximate_size(id)
+            c.committed_version(id).unwrap_or(-1)
         })
         .await
     }
@@ -395,16 +412,24 @@ impl<D: Driver> Transaction<D> {
         Ok(())
     }
 
-    /// Commits; returns the commit version (`-1` when nothing was written).
-    pub async fn commit(&self) -> Result<Version, Error> {
-        self.commit_with_versionstamp().await.map(|c| c.version)
+    /// Commits; returns the commit version (`-1` when nothing was written). The commit
+    /// starts now, so a write made after this call fails with `used_during_commit`.
+    pub fn commit(&self) -> impl Future<Output = Result<Version, Error>> + Send + 'static {
+        let committed = self.commit_with_versionstamp();
+        async move { committed.await.map(|c| c.version) }
     }
 
     /// Commits; returns the commit version and the versionstamp.
-    pub async fn commit_with_versionstamp(&self) -> Result<Committed, Error> {
-        let r = self.call(|c, now, id| c.commit(now, id)).await;
-        self.inner.stamps.commit_done(&r);
-        r
+    pub fn commit_with_versionstamp(
+        &self,
+    ) -> impl Future<Output = Result<Committed, Error>> + Send + 'static {
+        let pending = self.call(|c, now, id| c.commit(now, id));
+        let inner = self.inner.clone();
+        async move {
+            let r = pending.await;
+            inner.stamps.commit_done(&r);
+            r
+        }
     }
 
     /// The versionstamp the next commit gets, as a future ready once that commit is done

@@ -66,8 +66,16 @@ impl Transactions {
         if read_only {
             // Nothing to send (`Transaction::commit` of a read-only transaction). Its watches
             // start from its read version.
+            // Outside a tenant, such a commit succeeds even where tenants are required (its
+            // watches fail with `tenant_name_required`, as libfdb_c's do).
             let v = if t.watches.is_empty() {
                 None
+            } else if !self.tx_tenants.contains_key(&tx) {
+                match self.read_version_only(cx, req, tx, false) {
+                    Some(Ok(v)) => Some(v),
+                    Some(Err(e)) => return self.fail_commit(cx, req, tx, e),
+                    None => return,
+                }
             } else {
                 match self.read_version_for(cx, req, tx, false) {
                     Some(Ok(v)) => Some(v),
@@ -78,6 +86,7 @@ impl Transactions {
             if let Some(t) = self.txs.get_mut(&tx) {
                 t.committed = Some((-1, None));
             }
+            self.settle_versionstamps(cx, tx, Err(ErrorCode::NO_COMMIT_VERSION));
             self.arm_watches(tx, v);
             return self.succeed_op(
                 cx,
@@ -223,7 +232,59 @@ impl Transactions {
                 self.fail_op(cx, w, e.clone());
             }
         }
+        // Only a commit that started tells the versionstamp it failed (`commitAndWatch`); a
+        // commit refused before it starts leaves it waiting for the reset.
+        if self.txs.get(&tx).is_some_and(|t| t.committing) {
+            self.settle_versionstamps(cx, tx, Err(ErrorCode::TRANSACTION_INVALID_VERSION));
+        }
         self.fail_op(cx, req, e);
+    }
+
+    /// `get_versionstamp`: finishes with the 10-byte versionstamp once the transaction
+    /// commits (`Reply::Key`); with `no_commit_version` if the commit wrote nothing, with
+    /// `transaction_invalid_version` if it failed, with `transaction_cancelled` if the
+    /// transaction is reset, cancelled or dropped first (RYW's `getVersionstamp`: a future
+    /// of NativeAPI's `versionstampPromise` or of the reset).
+    pub(crate) fn get_versionstamp(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) -> RequestId {
+        let req = cx.new_request();
+        let refused = match self.txs.get_mut(&tx) {
+            None => Some(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED)),
+            // `ThreadSafeTransaction` checks the deferred error first, then RYW whether the
+            // commit started (which finishes the transaction), then the reset future.
+            Some(t) => match &t.deferred {
+                Some(e) => Some(e.clone()),
+                None => match Self::check_not_committing(t) {
+                    Err(e) => Some(e),
+                    Ok(()) => t.finished.map(ClientError::Fdb),
+                },
+            },
+        };
+        match refused {
+            Some(e) => cx.finish(req, Err(e)),
+            None => self.insert_op(cx, req, tx, OpKind::Versionstamp),
+        }
+        req
+    }
+
+    /// Finishes every `get_versionstamp` of `tx` with the commit's outcome.
+    fn settle_versionstamps(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        outcome: Result<[u8; 10], ErrorCode>,
+    ) {
+        let waiting: Vec<RequestId> = self
+            .ops
+            .iter()
+            .filter(|(_, op)| op.tx == tx && matches!(op.kind, OpKind::Versionstamp))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in waiting {
+            match outcome {
+                Ok(stamp) => self.succeed_op(cx, id, Reply::Key(Bytes::copy_from_slice(&stamp))),
+                Err(e) => self.fail_op(cx, id, ClientError::Fdb(e)),
+            }
+        }
     }
 
     pub(crate) fn on_commit_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
@@ -266,6 +327,7 @@ impl Transactions {
                 if let Some(t) = self.txs.get_mut(&tx) {
                     t.committed = Some((id.version, Some(stamp)));
                 }
+                self.settle_versionstamps(cx, tx, Ok(stamp));
                 self.arm_watches(tx, Some(id.version));
                 self.succeed_op(
                     cx,

@@ -105,7 +105,7 @@ impl Transactions {
 
     /// What libfdb_c refuses before asking anyone.
     pub(super) fn check_metrics(
-        &self,
+        &mut self,
         tx: TransactionId,
         begin: &[u8],
         end: &[u8],
@@ -116,10 +116,10 @@ impl Transactions {
         if begin > end {
             return fdb(ErrorCode::INVERTED_RANGE);
         }
+        // `ThreadSafeTransaction` checks the deferred error, then RYW whether the commit
+        // started and whether the transaction is finished (cancelled: `resetPromise`).
+        self.check_usable(tx)?;
         let t = self.tx_ref(tx)?;
-        if t.committing {
-            return fdb(ErrorCode::USED_DURING_COMMIT);
-        }
         if let Metric::SplitPoints(_) = metric {
             let max = t.max_read_key();
             if begin > max || end > max {

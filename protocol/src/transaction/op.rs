@@ -22,6 +22,8 @@ pub(super) enum OpKind {
     Get {
         key: Bytes,
         snapshot: bool,
+        /// The writes' say on `key` when the read was issued (`None`: RYW disabled).
+        view: Option<crate::ryw::PointView>,
     },
     GetKey {
         snapshot: bool,
@@ -58,6 +60,8 @@ pub(super) enum OpKind {
     Backoff,
     /// `get_estimated_range_size_bytes` or `get_range_split_points`.
     Metrics(alloc::boxed::Box<super::shards::MetricsOp>),
+    /// `get_versionstamp`: parked until the transaction's commit finishes.
+    Versionstamp,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -335,6 +339,7 @@ impl Transactions {
             OpKind::Watch { .. } => self.advance_watch(cx, req, tx),
             OpKind::Backoff => self.set_wait(req, Wait::Timer),
             OpKind::Metrics(_) => self.advance_metrics(cx, req, tx),
+            OpKind::Versionstamp => self.set_wait(req, Wait::Commit),
         }
     }
 

@@ -388,6 +388,8 @@ pub(super) struct TxOptions {
     pub(super) causal_write_risky: bool,
     pub(super) priority: Priority,
     pub(super) access_system_keys: bool,
+    /// `raw_access`: the transaction works on the raw key space, not a tenant's.
+    pub(super) raw_access: bool,
     pub(super) read_system_keys: bool,
     pub(super) report_conflicting_keys: bool,
     pub(super) lock_aware: bool,
@@ -445,6 +447,7 @@ impl Default for TxOptions {
             causal_write_risky: false,
             priority: Priority::Default,
             access_system_keys: false,
+            raw_access: false,
             read_system_keys: false,
             report_conflicting_keys: false,
             lock_aware: false,
@@ -512,9 +515,16 @@ impl Transactions {
         opt: TransactionOption,
     ) -> Result<(), ClientError> {
         use TransactionOption as O;
+        let in_tenant = self.tx_tenants.contains_key(&tx);
         let t = self.tx_mut(tx)?;
         // The checks first, in NativeAPI's / RYW's words.
         match &opt {
+            // A tenant transaction cannot go raw (`setOption(RAW_ACCESS)`; the system-key
+            // options imply raw access): libfdb_c 7.3.77 fails the next read with
+            // `invalid_option`.
+            O::RawAccess | O::AccessSystemKeys | O::ReadSystemKeys if in_tenant => {
+                return fdb(ErrorCode::INVALID_OPTION);
+            }
             // RYW refuses to stop reading its writes once it has read or written anything
             // (writes made with it disabled bypass its write map and do not count).
             O::ReadYourWritesDisable
@@ -577,6 +587,7 @@ impl Transactions {
             O::PrioritySystemImmediate => o.priority = Priority::SystemImmediate,
             O::AccessSystemKeys => o.access_system_keys = true,
             O::ReadSystemKeys => o.read_system_keys = true,
+            O::RawAccess => o.raw_access = true,
             O::ReportConflictingKeys => o.report_conflicting_keys = true,
             O::LockAware => {
                 o.lock_aware = true;
@@ -620,7 +631,6 @@ impl Transactions {
             | O::DurabilityDatacenter
             | O::DurabilityRisky
             | O::DurabilityDevNullIsWebScale
-            | O::RawAccess
             | O::ExpensiveClearCostEstimationEnable
             | O::SnapshotRywEnable
             | O::SkipGrvCache => {}

@@ -16,7 +16,7 @@ use crate::messages::storage::{GetValueRequest, StorageServerInterface};
 use crate::messages::types::{Version, VersionVector};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
-use crate::ryw::{apply_ops, key_after, Lookup};
+use crate::ryw::{apply_ops, key_after, PointView};
 
 impl Transactions {
     /// The transaction's read version.
@@ -132,6 +132,12 @@ impl Transactions {
             cx.finish(req, Ok(Reply::Value(None)));
             return req;
         }
+        // The writes as they are now decide the read, not as they will be when it completes.
+        let view = self
+            .txs
+            .get(&tx)
+            .filter(|t| !t.options.ryw_disabled)
+            .map(|t| t.writes.lookup(key).to_view());
         self.insert_op(
             cx,
             req,
@@ -139,6 +145,7 @@ impl Transactions {
             OpKind::Get {
                 key: Bytes::copy_from_slice(key),
                 snapshot,
+                view,
             },
         );
         req
@@ -147,28 +154,28 @@ impl Transactions {
     // ----- point reads -----
 
     pub(super) fn advance_get(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
-        let Some(OpKind::Get { key, snapshot }) = self.ops.get(&req).map(|o| &o.kind) else {
+        let Some(OpKind::Get { key, view, .. }) = self.ops.get(&req).map(|o| &o.kind) else {
             return;
         };
-        let (key, snapshot) = (key.clone(), *snapshot);
-        let t = &self.txs[&tx];
-        if !t.options.ryw_disabled {
-            match t.writes.lookup(&key) {
-                Lookup::Known(v) => return self.succeed_op(cx, req, Reply::Value(v)),
-                Lookup::Unreadable => {
-                    return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE))
-                }
-                _ => {}
+        let key = key.clone();
+        let ryw = view.is_some();
+        match view {
+            Some(PointView::Known(v)) => {
+                let v = v.clone();
+                return self.succeed_op(cx, req, Reply::Value(v));
             }
+            Some(PointView::Unreadable) => {
+                return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE))
+            }
+            _ => {}
         }
         let version = match self.read_version_for(cx, req, tx, false) {
             Some(Ok(v)) => v,
             Some(Err(e)) => return self.fail_op(cx, req, e),
             None => return,
         };
-        let _ = snapshot;
         let t = &self.txs[&tx];
-        if !t.options.ryw_disabled {
+        if ryw {
             if let Some(v) = t.cache.get(&key) {
                 return self.finish_get(cx, req, v);
             }
@@ -227,8 +234,8 @@ impl Transactions {
             }
         };
         if let Some(op) = self.ops.get(&req) {
-            if let (OpKind::Get { key, .. }, Some(t)) = (&op.kind, self.txs.get_mut(&op.tx)) {
-                if !t.options.ryw_disabled {
+            if let (OpKind::Get { key, view, .. }, Some(t)) = (&op.kind, self.txs.get_mut(&op.tx)) {
+                if view.is_some() {
                     t.cache.insert_point(key, value.clone());
                 }
             }
@@ -242,26 +249,26 @@ impl Transactions {
             return;
         };
         let tx = op.tx;
-        let OpKind::Get { key, snapshot } = &op.kind else {
+        let OpKind::Get {
+            key,
+            snapshot,
+            view,
+        } = &op.kind
+        else {
             return;
         };
         let (key, snapshot) = (key.clone(), *snapshot);
+        // Both the value and the conflict range follow the writes made before the read.
+        let (value, decided) = match view {
+            Some(PointView::Known(v)) => (v.clone(), true),
+            Some(PointView::Dependent(ops)) => (apply_ops(value, ops), false),
+            _ => (value, false),
+        };
         let Some(t) = self.txs.get_mut(&tx) else {
             return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED));
         };
-        let value = if t.options.ryw_disabled {
-            value
-        } else {
-            match t.writes.lookup(&key) {
-                Lookup::Known(v) => v,
-                Lookup::Dependent(ops) => apply_ops(value, ops),
-                Lookup::Unmodified | Lookup::Unreadable => value,
-            }
-        };
         if !snapshot {
             // Only what the writes do not decide can conflict (`updateConflictMap`).
-            let decided =
-                !t.options.ryw_disabled && matches!(t.writes.lookup(&key), Lookup::Known(_));
             if !decided {
                 t.read_conflicts.insert(&key, &key_after(&key));
             }

@@ -168,9 +168,22 @@ impl Transactions {
         tx: TransactionId,
         version: Version,
     ) -> Result<(), ClientError> {
+        // `ThreadSafeTransaction::setVersion` runs nothing once an error is deferred, and
+        // defers what NativeAPI's `setVersion` throws: a read version already set (or asked
+        // for), or one that is not positive.
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
         let t = self.tx_mut(tx)?;
-        t.read_version = ReadVersion::Ready(version);
-        Ok(())
+        let r = if !matches!(t.read_version, ReadVersion::None) {
+            fdb(ErrorCode::READ_VERSION_ALREADY_SET)
+        } else if version <= 0 {
+            fdb(ErrorCode::VERSION_INVALID)
+        } else {
+            t.read_version = ReadVersion::Ready(version);
+            Ok(())
+        };
+        self.defer(tx, r)
     }
 
     /// Sets `key` to `value`.
@@ -472,6 +485,16 @@ impl Transactions {
     /// About how many bytes the commit would carry.
     pub(crate) fn approximate_size(&self, tx: TransactionId) -> usize {
         self.txs.get(&tx).map_or(0, Self::commit_size)
+    }
+
+    /// `fdb_transaction_get_approximate_size`: the size, or the deferred error of a failed
+    /// write (`ThreadSafeTransaction` checks it first).
+    pub(crate) fn get_approximate_size(&self, tx: TransactionId) -> Result<i64, ClientError> {
+        let t = self.tx_ref(tx)?;
+        if let Some(e) = &t.deferred {
+            return Err(e.clone());
+        }
+        Ok(i64::try_from(Self::commit_size(t)).unwrap_or(i64::MAX))
     }
 
     // ----- helpers -----

@@ -29,6 +29,11 @@ use crate::messages::types::{KeyRange, TenantInfo, LATEST_VERSION};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
 
+/// `TenantMode::DISABLED`, as `ClientDBInfo` carries it.
+const TENANT_MODE_DISABLED: u32 = 0;
+/// `TenantMode::REQUIRED`.
+const TENANT_MODE_REQUIRED: u32 = 2;
+
 /// A tenant handle of the core (one per `open_tenant`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TenantHandle(pub u64);
@@ -176,10 +181,25 @@ impl Transactions {
         req: RequestId,
         tx: TransactionId,
     ) -> Option<Result<Option<i64>, ClientError>> {
+        let mode = cx.info.map(|i| i.tenant_mode.mode);
         let Some(&h) = self.tx_tenants.get(&tx) else {
+            if self.tenant_name_required(cx, tx) {
+                return Some(Err(ClientError::Fdb(ErrorCode::TENANT_NAME_REQUIRED)));
+            }
             return Some(Ok(None));
         };
         match self.tenants.get(&h).map(|s| &s.lookup) {
+            // `getTenantInfo`: a tenant on a cluster with tenants disabled (known from
+            // non-provisional proxies) is refused, once its id is known.
+            Some(Lookup::Ready(_))
+                if mode == Some(TENANT_MODE_DISABLED)
+                    && cx
+                        .info
+                        .and_then(|i| i.grv_proxies.first())
+                        .is_some_and(|p| !p.provisional) =>
+            {
+                Some(Err(ClientError::Fdb(ErrorCode::TENANTS_DISABLED)))
+            }
             Some(Lookup::Ready(id)) => Some(Ok(Some(*id))),
             Some(Lookup::Failed(e)) => Some(Err(ClientError::Fdb(*e))),
             None => Some(Err(ClientError::Fdb(ErrorCode::TENANT_NOT_FOUND))),
@@ -189,6 +209,19 @@ impl Transactions {
                 None
             }
         }
+    }
+
+    /// `getTenantInfo`'s first rule: a cluster that requires tenants refuses a transaction
+    /// outside any tenant, unless it has raw access (which the system-key options imply).
+    pub(super) fn tenant_name_required(&self, cx: &Ctx<'_>, tx: TransactionId) -> bool {
+        if self.tx_tenants.contains_key(&tx)
+            || cx.info.map(|i| i.tenant_mode.mode) != Some(TENANT_MODE_REQUIRED)
+        {
+            return false;
+        }
+        !self.txs.get(&tx).is_some_and(|t| {
+            t.options.raw_access || t.options.access_system_keys || t.options.read_system_keys
+        })
     }
 
     /// The resolved tenant id of `tx` (`None` without a tenant or before the lookup).

@@ -106,6 +106,9 @@ impl Transactions {
         }
         let (key, value, version, reading) = (key.clone(), value.clone(), *version, *reading);
         let trace_id = *trace_id;
+        if self.tenant_name_required(cx, tx) {
+            return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::TENANT_NAME_REQUIRED));
+        }
         let Some(value) = value else {
             if reading {
                 self.set_wait(req, Wait::Reply);

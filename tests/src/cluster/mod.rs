@@ -39,6 +39,26 @@
 //! (FDB's `transformVersionstampMutation`, written out on its own, batch index 0). `report_conflicting_keys`
 //! is honoured (the reply is a `CommitID` with version -1 and the conflicting indices).
 //!
+//! # Tenants
+//!
+//! The cluster serves tenants as fdbserver 7.3.77 does with `tenant_mode=optional_experimental`
+//! (the default; [`TestClusterBuilder::tenant_mode`] picks disabled or required). Its tenant
+//! map is the `\xff/tenant/...` keys the management transactions write into its store: the
+//! commit proxy answers `GetTenantIdRequest` from `\xff/tenant/nameIndex/` as of the last
+//! commit (`tenant_not_found` otherwise); a commit with a `TenantInfo` must keep every
+//! mutation under the tenant's prefix (`illegal_tenant_access`) and name a tenant that exists
+//! (`tenant_not_found`, before any conflict is looked at); storage requests with a
+//! `TenantInfo` need the tenant at their read version (`tenant_not_found`), get the prefix
+//! added to their keys, search only the tenant's range (`clampRangeToTenant`) and answer
+//! tenant-relative keys; a watch in a tenant watches the prefixed key, needs the tenant at
+//! the latest version and ends with `tenant_removed` when the tenant is deleted. The mode is
+//! published in the `ClientDBInfo` and stored at `\xff/conf/tenant_mode`. Not served:
+//! tenant locks (`tenant_locked`), tenant groups, `GetKeyServerLocations` with a tenant (the
+//! client never sends one), and, in required mode, fdbserver's splitting of raw clears at
+//! tenant bounds and its refusal of a tenant-map change mixed with normal writes (only raw
+//! sets outside every tenant are refused). The proxy's tenant map never lags the commits
+//! (fdbserver's `minTenantVersion` wait and `future_version` do not arise).
+//!
 //! # Faults
 //!
 //! See the methods of [`TestCluster`] under "Faults": dropping connections, delaying or
@@ -132,6 +152,7 @@ pub struct TestClusterBuilder {
     pub(crate) failure_detection_delay: Duration,
     pub(crate) catch_up: Duration,
     pub(crate) recovery: Recovery,
+    pub(crate) tenant_mode: u32,
 }
 
 impl Default for TestClusterBuilder {
@@ -149,6 +170,7 @@ impl Default for TestClusterBuilder {
             failure_detection_delay: Duration::from_secs(1),
             catch_up: Duration::from_millis(1500),
             recovery: Recovery::default(),
+            tenant_mode: 1,
         }
     }
 }
@@ -227,6 +249,13 @@ impl TestClusterBuilder {
     /// detection, a coordinator change); default [`Recovery::default`].
     pub fn recovery(mut self, r: Recovery) -> Self {
         self.recovery = r;
+        self
+    }
+    /// The cluster's tenant mode: 0 disabled, 1 optional (the default, as `cluster.sh`
+    /// configures fdbserver: `tenant_mode=optional_experimental`), 2 required. It is published
+    /// in the `ClientDBInfo` and stored at `\xff/conf/tenant_mode` (absent when disabled).
+    pub fn tenant_mode(mut self, mode: u32) -> Self {
+        self.tenant_mode = mode.min(2);
         self
     }
     /// Binds every port on loopback and starts serving.

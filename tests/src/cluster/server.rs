@@ -19,11 +19,12 @@ use fdb_protocol::framing::{
 };
 use fdb_protocol::messages::commit::{
     mutation_type as mt, CommitID, CommitTransactionRequest, GetKeyServerLocationsReply,
-    GetKeyServerLocationsRequest, MutationRef, ShardLocation, TagMapping,
+    GetKeyServerLocationsRequest, GetTenantIdReply, MutationRef, ShardLocation, TagMapping,
 };
 use fdb_protocol::messages::coordination::{
     ClientDBInfo, ClusterControllerClientInterface, ClusterInterface, CommitProxyInterface,
     GrvProxyInterface, LeaderInfo, LocalityData, LocalityEntry, ProtocolInfoReply, StatusReply,
+    TenantMode,
 };
 use fdb_protocol::messages::grv::{GetReadVersionReply, GlobalConfigRefreshReply};
 use fdb_protocol::messages::network::Endpoint;
@@ -33,7 +34,7 @@ use fdb_protocol::messages::storage::{
     WaitMetricsRequest, WatchValueReply,
 };
 use fdb_protocol::messages::types::{
-    KeyRange, KeySelector, Tag, Version, VersionVector, LATEST_VERSION,
+    KeyRange, KeySelector, Tag, TenantInfo, Version, VersionVector, LATEST_VERSION,
 };
 use fdb_protocol::messages::EnsureTable;
 use fdb_protocol::messages::{
@@ -41,6 +42,7 @@ use fdb_protocol::messages::{
     RequestStream, Void,
 };
 use fdb_protocol::serializer::{encode_with, Message};
+use fdb_protocol::tuple;
 use fdb_protocol::uid::well_known;
 use fdb_protocol::Uid;
 
@@ -85,6 +87,8 @@ pub enum RequestKind {
     WaitMetrics,
     /// `SplitRangeRequest` (`getRangeSplitPoints`).
     GetRangeSplitPoints,
+    /// `GetTenantIdRequest` (a commit proxy's `getTenantId` stream).
+    GetTenantId,
 }
 
 impl RequestKind {
@@ -105,6 +109,7 @@ impl RequestKind {
             AnyMessage::StatusRequest(_) => RequestKind::Status,
             AnyMessage::WaitMetricsRequest(_) => RequestKind::WaitMetrics,
             AnyMessage::SplitRangeRequest(_) => RequestKind::GetRangeSplitPoints,
+            AnyMessage::GetTenantIdRequest(_) => RequestKind::GetTenantId,
             _ => return None,
         })
     }
@@ -272,6 +277,8 @@ struct Watch {
     key: Bytes,
     value: Option<Bytes>,
     deadline: Instant,
+    /// The tenant the watch is in ([`TenantInfo::INVALID_TENANT`]: none); `key` is prefixed.
+    tenant: i64,
 }
 
 /// A storage read (or watch) waiting for its version to arrive.
@@ -441,6 +448,7 @@ fn error_reply(kind: RequestKind, e: ErrorCode) -> Vec<u8> {
         // Plain replies, not `LoadBalancedReply`s: their errors travel in the `ErrorOr`.
         RequestKind::WaitMetrics => encode_reply::<StorageMetrics>(&ErrorOr::Err(e)),
         RequestKind::GetRangeSplitPoints => encode_reply::<SplitRangeReply>(&ErrorOr::Err(e)),
+        RequestKind::GetTenantId => encode_reply::<GetTenantIdReply>(&ErrorOr::Err(e)),
         RequestKind::GetValue => ok(GetValueReply {
             penalty: 1.0,
             error: Some(e),
@@ -484,6 +492,71 @@ fn stamp(param: &[u8], version: Version, batch_index: u16) -> Vec<u8> {
     out
 }
 
+/// `\xff/tenant/map/<id>`: the tenant map entry the management transactions write.
+fn tenant_map_key(id: i64) -> Vec<u8> {
+    [&b"\xff/tenant/map/"[..], &id.to_be_bytes()].concat()
+}
+
+/// `prefix` (if any) then `key`.
+fn with_prefix(prefix: Option<&[u8]>, key: &[u8]) -> Bytes {
+    match prefix {
+        Some(p) => Bytes::from([p, key].concat()),
+        None => Bytes::copy_from_slice(key),
+    }
+}
+
+/// `key` without `prefix` (a key outside the tenant never comes back: the search range is
+/// clamped to it).
+fn without_prefix(prefix: Option<&[u8]>, key: Bytes) -> Bytes {
+    match prefix {
+        Some(p) if key.starts_with(p) => key.slice(p.len()..),
+        _ => key,
+    }
+}
+
+/// `TenantAPI::clampRangeToTenant`: a shard's bounds cut to `[prefix, prefix + \xff)`.
+fn clamp_to_tenant(prefix: Option<&[u8]>, begin: Bytes, end: Bytes) -> (Bytes, Bytes) {
+    let Some(p) = prefix else {
+        return (begin, end);
+    };
+    let b = if begin.starts_with(p) {
+        begin
+    } else {
+        Bytes::copy_from_slice(p)
+    };
+    let e = if end.starts_with(p) {
+        end
+    } else {
+        Bytes::from([p, b"\xff"].concat())
+    };
+    (b, e)
+}
+
+/// `verifyTenantPrefix`: every mutation of a tenant commit (but the metadata version key)
+/// lies under the tenant's prefix; a versionstamp offset may not point into the prefix.
+fn tenant_prefix_kept(id: i64, mutations: &[MutationRef]) -> bool {
+    let p = id.to_be_bytes();
+    mutations.iter().all(|m| {
+        if &m.param1[..] == METADATA_VERSION_KEY {
+            return true;
+        }
+        if !m.param1.starts_with(&p) {
+            return false;
+        }
+        match m.kind {
+            mt::CLEAR_RANGE => m.param2.starts_with(&p),
+            mt::SET_VERSIONSTAMPED_KEY => {
+                let n = m.param1.len();
+                n >= 4 && {
+                    let off = &m.param1[n - 4..];
+                    u32::from_le_bytes([off[0], off[1], off[2], off[3]]) as usize >= p.len()
+                }
+            }
+            _ => true,
+        }
+    })
+}
+
 fn ok<T: Message>(v: T) -> Vec<u8> {
     encode_reply(&ErrorOr::Ok(v))
 }
@@ -505,6 +578,7 @@ fn reply_token(msg: &AnyMessage) -> Option<Uid> {
         AnyMessage::WatchValueRequest(r) => r.reply.token,
         AnyMessage::WaitMetricsRequest(r) => r.reply.token,
         AnyMessage::SplitRangeRequest(r) => r.reply.token,
+        AnyMessage::GetTenantIdRequest(r) => r.reply.token,
         _ => return None,
     })
 }
@@ -715,6 +789,9 @@ impl State {
             commit_proxies,
             id: self.info_id,
             cluster_id: self.cluster_id,
+            tenant_mode: TenantMode {
+                mode: self.cfg.tenant_mode,
+            },
             ..Default::default()
         }
     }
@@ -929,6 +1006,9 @@ impl State {
             (Route::Commit(s), RequestKind::GetKeyServerLocations) => {
                 *s == CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS
             }
+            (Route::Commit(s), RequestKind::GetTenantId) => {
+                *s == CommitProxyInterface::GET_TENANT_ID
+            }
             (Route::Storage(_, s), RequestKind::GetValue) => {
                 *s == StorageServerInterface::GET_VALUE
             }
@@ -1054,6 +1134,14 @@ impl State {
                 let body = ok(self.locations(&r));
                 self.emit(out, conn, kind, reply, body);
             }
+            AnyMessage::GetTenantIdRequest(r) => {
+                // `doTenantIdRequest`: the proxy's name index, as of the last commit.
+                let body = match self.tenant_id_of(&r.tenant_name) {
+                    Some(id) => ok(GetTenantIdReply { tenant_id: id }),
+                    None => error_reply(kind, ErrorCode::TENANT_NOT_FOUND),
+                };
+                self.emit(out, conn, kind, reply, body);
+            }
             AnyMessage::CommitTransactionRequest(r) => {
                 let body = match self.commit(&r, out) {
                     Ok(id) => ok(id),
@@ -1135,6 +1223,15 @@ impl State {
 
     // --- commit proxy ---------------------------------------------------------------------------
 
+    /// The id the name index `\xff/tenant/nameIndex/<tuple(name)>` gives `name`, as of the
+    /// last commit.
+    fn tenant_id_of(&self, name: &[u8]) -> Option<i64> {
+        let mut key = b"\xff/tenant/nameIndex/".to_vec();
+        key.extend_from_slice(&tuple::pack(&(name.to_vec(),)));
+        let v = self.store.latest(&key)?;
+        tuple::unpack::<(i64,)>(&v).ok().map(|(id,)| id)
+    }
+
     fn locations(&self, r: &GetKeyServerLocationsRequest) -> GetKeyServerLocationsReply {
         let mut idx = Vec::new();
         match &r.end {
@@ -1194,6 +1291,33 @@ impl State {
         out: &mut Vec<Outgoing>,
     ) -> Result<CommitID, ErrorCode> {
         let tr = &req.transaction;
+        // `verifyTenantPrefix` (as the proxy receives the commit), then the tenant itself
+        // (`validateAndProcessTenantAccess`, which answers before any resolver outcome).
+        if req.tenant_info.tenant_id != TenantInfo::INVALID_TENANT {
+            let id = req.tenant_info.tenant_id;
+            if !tenant_prefix_kept(id, &tr.mutations) {
+                return Err(ErrorCode::ILLEGAL_TENANT_ACCESS);
+            }
+            if self.store.latest(&tenant_map_key(id)).is_none() {
+                return Err(ErrorCode::TENANT_NOT_FOUND);
+            }
+        } else if self.cfg.tenant_mode == 2 {
+            // A raw commit on a cluster requiring tenants writes normal keys only inside
+            // existing tenants (`validTenantAccess`). Clears pass as they are here (fdbserver
+            // keeps only their parts inside tenants).
+            let outside = tr.mutations.iter().any(|m| {
+                m.kind != mt::CLEAR_RANGE
+                    && &m.param1[..] < b"\xff".as_slice()
+                    && !(m.param1.len() >= 8
+                        && self
+                            .store
+                            .latest(&[&b"\xff/tenant/map/"[..], &m.param1[..8]].concat())
+                            .is_some())
+            });
+            if outside {
+                return Err(ErrorCode::ILLEGAL_TENANT_ACCESS);
+            }
+        }
         let version = self.last_version.max(self.clock() - 1) + 1;
         let oldest = version - self.cfg.mvcc_window;
         // A resolver checks reads against the writes it knows: not those before its window,
@@ -1351,20 +1475,42 @@ impl State {
             }
             return;
         }
+        // `checkTenantEntry`: a tenant request names a tenant that exists at its version; its
+        // keys are the tenant's (the prefix goes on here and comes off the reply).
+        let tenant = match &msg {
+            AnyMessage::GetValueRequest(r) => r.tenant_info.tenant_id,
+            AnyMessage::GetKeyRequest(r) => r.tenant_info.tenant_id,
+            AnyMessage::GetKeyValuesRequest(r) => r.tenant_info.tenant_id,
+            AnyMessage::WatchValueRequest(r) => r.tenant_info.tenant_id,
+            _ => TenantInfo::INVALID_TENANT,
+        };
+        let prefix = (tenant != TenantInfo::INVALID_TENANT).then(|| tenant.to_be_bytes());
+        // A watch checks its tenant at the latest version (`watchValueWaitForVersion`).
+        let exists = |st: &Self| match kind {
+            RequestKind::WatchValue => st.store.latest(&tenant_map_key(tenant)).is_some(),
+            _ => st.store.get(&tenant_map_key(tenant), version).is_some(),
+        };
+        if prefix.is_some() && !exists(self) {
+            let body = error_reply(kind, ErrorCode::TENANT_NOT_FOUND);
+            self.emit(out, conn, kind, reply, body);
+            return;
+        }
+        let prefix = prefix.as_ref().map(|p| &p[..]);
         let body = match msg {
             AnyMessage::GetValueRequest(r) => {
-                if !self.serves(ss, &r.key) {
+                let key = with_prefix(prefix, &r.key);
+                if !self.serves(ss, &key) {
                     error_reply(kind, ErrorCode::WRONG_SHARD_SERVER)
                 } else {
                     ok(GetValueReply {
                         penalty: 1.0,
                         error: None,
-                        value: self.store.get(&r.key, version),
+                        value: self.store.get(&key, version),
                         cached: false,
                     })
                 }
             }
-            AnyMessage::GetKeyRequest(r) => match self.get_key(ss, &r, version) {
+            AnyMessage::GetKeyRequest(r) => match self.get_key(ss, &r, version, prefix) {
                 Ok(sel) => ok(GetKeyReply {
                     penalty: 1.0,
                     error: None,
@@ -1373,14 +1519,17 @@ impl State {
                 }),
                 Err(e) => error_reply(kind, e),
             },
-            AnyMessage::GetKeyValuesRequest(r) => match self.get_key_values(ss, &r, version) {
-                Ok(rep) => ok(rep),
-                Err(e) => error_reply(kind, e),
-            },
+            AnyMessage::GetKeyValuesRequest(r) => {
+                match self.get_key_values(ss, &r, version, prefix) {
+                    Ok(rep) => ok(rep),
+                    Err(e) => error_reply(kind, e),
+                }
+            }
             AnyMessage::WatchValueRequest(r) => {
-                if !self.serves(ss, &r.key) {
+                let key = with_prefix(prefix, &r.key);
+                if !self.serves(ss, &key) {
                     error_reply(kind, ErrorCode::WRONG_SHARD_SERVER)
-                } else if self.store.latest(&r.key) != r.value {
+                } else if self.store.latest(&key) != r.value {
                     ok(WatchValueReply {
                         version: current,
                         cached: false,
@@ -1391,9 +1540,10 @@ impl State {
                         conn: conn.clone(),
                         reply,
                         ss,
-                        key: r.key,
+                        key,
                         value: r.value,
                         deadline,
+                        tenant,
                     });
                     return;
                 }
@@ -1468,9 +1618,19 @@ impl State {
         })
     }
 
-    fn get_key(&self, ss: usize, r: &GetKeyRequest, v: Version) -> Result<KeySelector, ErrorCode> {
-        let (begin, end) = self.shard_range(ss, &r.sel)?;
-        let (k, offset) = self.store.find_key(&r.sel, &begin, &end, v);
+    fn get_key(
+        &self,
+        ss: usize,
+        r: &GetKeyRequest,
+        v: Version,
+        tenant: Option<&[u8]>,
+    ) -> Result<KeySelector, ErrorCode> {
+        let mut sel = r.sel.clone();
+        sel.key = with_prefix(tenant, &sel.key);
+        let (begin, end) = self.shard_range(ss, &sel)?;
+        let (begin, end) = clamp_to_tenant(tenant, begin, end);
+        let (k, offset) = self.store.find_key(&sel, &begin, &end, v);
+        let k = without_prefix(tenant, k);
         Ok(match offset {
             0 => KeySelector::new(k, true, 0),
             o if o < 0 => KeySelector::new(k, false, 1 + o),
@@ -1483,13 +1643,23 @@ impl State {
         ss: usize,
         r: &GetKeyValuesRequest,
         v: Version,
+        tenant: Option<&[u8]>,
     ) -> Result<GetKeyValuesReply, ErrorCode> {
+        let (mut rb, mut re) = (r.begin.clone(), r.end.clone());
+        rb.key = with_prefix(tenant, &rb.key);
+        re.key = with_prefix(tenant, &re.key);
+        let r = &GetKeyValuesRequest {
+            begin: rb,
+            end: re,
+            ..r.clone()
+        };
         let (sb, se) = self.shard_range(ss, &r.begin)?;
         let end_ok = selector_in_range(&r.end, &sb, &se)
             || (is_first_greater_or_equal(&r.end) && r.end.key == se);
         if !end_ok {
             return Err(ErrorCode::WRONG_SHARD_SERVER);
         }
+        let (sb, se) = clamp_to_tenant(tenant, sb, se);
         let resolve = |sel: &KeySelector| {
             if is_first_greater_or_equal(sel) {
                 (sel.key.clone(), 0)
@@ -1510,9 +1680,14 @@ impl State {
                 ..Default::default()
             });
         }
-        let (rows, more) = self
+        let (mut rows, more) = self
             .store
             .read_range(&begin, &end, r.limit, r.limit_bytes, v);
+        if tenant.is_some() {
+            for row in rows.iter_mut() {
+                row.key = without_prefix(tenant, row.key.clone());
+            }
+        }
         Ok(GetKeyValuesReply {
             penalty: 1.0,
             error: None,
@@ -1530,17 +1705,24 @@ impl State {
         let mut i = 0;
         while i < self.watches.len() {
             let w = &self.watches[i];
-            if self.store.latest(&w.key) != w.value {
-                fired.push(self.watches.swap_remove(i));
+            let removed = w.tenant != TenantInfo::INVALID_TENANT
+                && self.store.latest(&tenant_map_key(w.tenant)).is_none();
+            if removed || self.store.latest(&w.key) != w.value {
+                fired.push((self.watches.swap_remove(i), removed));
             } else {
                 i += 1;
             }
         }
-        for w in fired {
-            let body = ok(WatchValueReply {
-                version: self.ss_version(w.ss).max(version),
-                cached: false,
-            });
+        for (w, removed) in fired {
+            // `watchWaitForValueChange`: a tenant deleted under the watch ends it.
+            let body = if removed {
+                error_reply(RequestKind::WatchValue, ErrorCode::TENANT_REMOVED)
+            } else {
+                ok(WatchValueReply {
+                    version: self.ss_version(w.ss).max(version),
+                    cached: false,
+                })
+            };
             self.emit(out, &w.conn, RequestKind::WatchValue, w.reply, body);
         }
     }
@@ -2078,6 +2260,12 @@ impl TestCluster {
             last_gc: Instant::now(),
             cfg,
         };
+        if st.cfg.tenant_mode != 0 {
+            // What `configure tenant_mode=...` leaves in the database.
+            let mode = Bytes::from(st.cfg.tenant_mode.to_string());
+            st.store
+                .put(Bytes::from_static(b"\xff/conf/tenant_mode"), Some(mode), 1);
+        }
         st.info_id = st.new_token();
         st.cluster_id = st.new_token();
         st.grv_token = st.new_token();
