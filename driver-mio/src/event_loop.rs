@@ -31,6 +31,8 @@ struct Loop {
     /// Reused each turn: the ops taken from the inbox, the sockets that became ready.
     ops: VecDeque<Op>,
     ready: Vec<(ConnectionId, bool, bool)>,
+    /// Reused: the sockets whose write failed in one flush.
+    failed: Vec<ConnectionId>,
 }
 
 struct Shared {
@@ -70,6 +72,7 @@ impl Driver for MioDriver {
                     sockets: HashMap::new(),
                     ops: VecDeque::new(),
                     ready: Vec::new(),
+                    failed: Vec::new(),
                 }),
                 clock,
             }),
@@ -126,6 +129,12 @@ impl MioDriver {
         if self.shared.polling.load(Ordering::Acquire) {
             let _ = self.shared.waker.wake();
         }
+    }
+
+    /// Forgets a pending "do not sleep" (the [`crate::Executor`] does, right before it polls
+    /// every task woken, so that wake-ups it is about to serve cost no empty turn).
+    pub(crate) fn clear_nudge(&self) {
+        self.shared.nudged.store(false, Ordering::Release);
     }
 
     /// This thread's waker for this loop, made once per thread and loop (a blocking call
@@ -259,10 +268,7 @@ impl Loop {
                     s.out.extend(t.data.iter());
                 }
             }
-            let ids: Vec<ConnectionId> = self.sockets.keys().copied().collect();
-            for id in ids {
-                self.flush(id);
-            }
+            self.flush_all();
             if !any {
                 return Ok(());
             }
@@ -379,6 +385,22 @@ impl Loop {
             }
         }
         self.flush(id);
+    }
+
+    /// Writes what every socket has queued; without collecting the ids (this runs twice a
+    /// turn, and a list of ids was an allocation each time).
+    fn flush_all(&mut self) {
+        let mut failed = std::mem::take(&mut self.failed);
+        failed.clear();
+        for (&id, s) in self.sockets.iter_mut() {
+            if s.write().is_err() {
+                failed.push(id);
+            }
+        }
+        for &id in &failed {
+            self.fail(id, None);
+        }
+        self.failed = failed;
     }
 
     fn flush(&mut self, id: ConnectionId) {

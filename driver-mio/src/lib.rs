@@ -35,7 +35,7 @@ mod socket;
 
 pub use blocking::{tenant_management, Database, Tenant, Transaction, Watch, CALL_LIMIT};
 pub use event_loop::MioDriver;
-pub use executor::Executor;
+pub use executor::{Executor, JoinHandle, Spawner};
 pub use fdb_api::*;
 pub use range_iter::{KeyValueIter, RangeIter};
 pub use snapshot::Snapshot;

@@ -664,6 +664,19 @@ impl Client {
         self.txs.set_bytes(tx, key, value)
     }
 
+    /// [`Client::set_bytes`] with the key and value in one buffer, `key | 0x00 | value`
+    /// (`key_len` bytes of key): the key, its write-conflict range end (`key | 0x00`) and
+    /// the value are slices of it, so a set costs one buffer instead of three. A buffer
+    /// without the zero byte after the key fails with `client_invalid_operation`.
+    pub fn set_packed(
+        &mut self,
+        tx: TransactionId,
+        packed: Bytes,
+        key_len: usize,
+    ) -> Result<(), ClientError> {
+        self.txs.set_packed(tx, packed, key_len)
+    }
+
     /// Removes `key`.
     pub fn clear(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
         self.txs.clear(tx, key)

@@ -593,6 +593,40 @@ mod tests {
             .expect("the long poll")
     }
 
+    /// A packed set (`key | 0 | value` in one buffer) is the same write as a set of the
+    /// two buffers: read back from the transaction, sized alike; a buffer without the zero
+    /// after the key is refused.
+    #[test]
+    fn a_packed_set_is_a_set() {
+        let mut s = sim();
+        let now = s.now();
+        let (a, b) = (
+            s.client.create_transaction(now),
+            s.client.create_transaction(now),
+        );
+        for (k, v) in [(&b"k1"[..], &b"v1"[..]), (b"", b"empty key"), (b"k2", b"")] {
+            s.client.set(a, k, v).unwrap();
+            let packed = [k, &[0][..], v].concat();
+            s.client
+                .set_packed(b, Bytes::from(packed), k.len())
+                .unwrap();
+        }
+        assert_eq!(s.client.approximate_size(a), s.client.approximate_size(b));
+        for k in [&b"k1"[..], b"", b"k2"] {
+            let (ra, rb) = (
+                s.client.get(now, a, k, false),
+                s.client.get(now, b, k, false),
+            );
+            assert_eq!(s.take(ra), s.take(rb));
+            assert!(s.take(rb).is_none());
+        }
+        let c = s.client.create_transaction(now);
+        let e = s.client.set_packed(c, Bytes::from_static(b"k1v1"), 2);
+        assert_eq!(e.unwrap_err().code(), ErrorCode::CLIENT_INVALID_OPERATION);
+        let e = s.client.set_packed(c, Bytes::from_static(b"k1"), 2);
+        assert_eq!(e.unwrap_err().code(), ErrorCode::CLIENT_INVALID_OPERATION);
+    }
+
     #[test]
     fn a_read_version_round_trip() {
         let mut s = sim();

@@ -82,7 +82,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 db.run(|tx| {
                     attempts += 1;
                     async move {
-                        let n = le(tx.get(&key("views")).await?);
+                        let n = le(tx.get(key("views")).await?);
                         tx.set(key("views"), (n + 1).to_le_bytes());
                         tx.atomic_op(key("atomic_views"), 1u64.to_le_bytes(), MutationType::Add);
                         Ok(())
@@ -100,8 +100,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (views, atomic) = db
         .run(|tx| async move {
             Ok((
-                le(tx.get(&key("views")).await?),
-                le(tx.get(&key("atomic_views")).await?),
+                le(tx.get(key("views")).await?),
+                le(tx.get(key("atomic_views")).await?),
             ))
         })
         .await?;
@@ -177,7 +177,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         u.len()
     };
     let processed = db
-        .run(|tx| async move { Ok(le(tx.get(&key("processed")).await?)) })
+        .run(|tx| async move { Ok(le(tx.get(key("processed")).await?)) })
         .await?;
     println!(
         "queue: {JOBS} jobs enqueued under versionstamped keys by 4 producers, popped by 3 consumers: \

@@ -379,7 +379,7 @@ impl Bank {
                     .map_err(|e| err(Stage::ReadVersion, e))?;
                 if lp.check_id {
                     let found = tx
-                        .get(&self.id_key(t.id))
+                        .get(self.id_key(t.id))
                         .await
                         .map_err(|e| err(Stage::IdCheck, e))?;
                     if found.is_some() {

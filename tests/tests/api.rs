@@ -532,3 +532,100 @@ fn the_versionstamp_future_comes_out_of_the_retry_loop() {
         );
     });
 }
+
+/// The mio driver's non-blocking form: 64 transactions as tasks of one `Executor` on one
+/// thread and one loop, their outputs through the join handles, a task that spawns and
+/// awaits another, and `run_until` returning while other tasks still wait.
+fn mio_executor(db: &fdb_driver_mio::AsyncDatabase, prefix: &[u8]) {
+    use fdb_driver_mio::Executor;
+    let key = |i: u32| [prefix, format!("ex/{i:03}").as_bytes()].concat();
+    let mut ex = Executor::new(db.driver());
+    let handles: Vec<_> = (0..64u32)
+        .map(|i| {
+            let (db, k) = (db.clone(), key(i));
+            ex.spawn(async move {
+                let tx = db.create_transaction();
+                tx.set(&k, i.to_be_bytes());
+                tx.commit().await.map(|_| i)
+            })
+        })
+        .collect();
+    assert_eq!(ex.len(), 64);
+    ex.run().unwrap();
+    assert!(ex.is_empty());
+    for (i, h) in handles.iter().enumerate() {
+        assert_eq!(h.try_take().unwrap().unwrap(), i as u32);
+        assert!(h.try_take().is_none(), "an output is taken once");
+    }
+    // A task spawning a reader and awaiting it.
+    let spawner = ex.spawner();
+    let (db2, k) = (db.clone(), key(7));
+    let outer = ex.spawn(async move {
+        let inner = spawner.spawn(async move { db2.create_transaction().get(&k).await });
+        inner.await
+    });
+    ex.run().unwrap();
+    let got = outer.try_take().unwrap().unwrap();
+    assert_eq!(got.as_deref(), Some(&7u32.to_be_bytes()[..]));
+    // run_until: a watch stays pending while another task reads; the watch fires once the
+    // key changes, all on the same loop.
+    let (db3, k) = (db.clone(), key(8));
+    let watch = ex.spawn(async move {
+        let tx = db3.create_transaction();
+        let w = tx.watch(&k);
+        tx.commit().await.unwrap();
+        w.await
+    });
+    let db4 = db.clone();
+    let v = ex
+        .run_until(async move { db4.create_transaction().get_read_version().await })
+        .unwrap()
+        .unwrap();
+    assert!(v > 0);
+    assert_eq!(ex.len(), 1, "the watch is still waiting");
+    let (db5, k) = (db.clone(), key(8));
+    ex.run_until(async move {
+        let tx = db5.create_transaction();
+        tx.set(&k, b"changed");
+        tx.commit().await
+    })
+    .unwrap()
+    .unwrap();
+    ex.run().unwrap();
+    watch.try_take().unwrap().unwrap();
+    // Nothing left behind in the core.
+    let db6 = db.clone();
+    let (c, waiting) = ex
+        .run_until(async move { db6.census().await })
+        .unwrap()
+        .unwrap();
+    assert!(c.is_empty() && waiting == 0, "{c:?} {waiting}");
+}
+
+#[test]
+fn the_mio_executor_serves_many_transactions_on_one_thread() {
+    let cluster = fdb_tests::cluster::TestCluster::start();
+    let cf = fdb_driver_mio::ClusterFile::parse(&cluster.cluster_file_string()).unwrap();
+    let db = fdb_driver_mio::AsyncDatabase::from_cluster_file(cf, 5).unwrap();
+    mio_executor(&db, b"");
+    match std::env::var("FDB_CLUSTER_FILE") {
+        Ok(path) if !path.is_empty() => {
+            let db =
+                fdb_driver_mio::AsyncDatabase::open(Some(std::path::Path::new(&path))).unwrap();
+            let prefix = format!("rust-fdb-api-mio-ex/{}/", std::process::id()).into_bytes();
+            mio_executor(&db, &prefix);
+            let mut end = prefix.clone();
+            *end.last_mut().unwrap() += 1;
+            let mut ex = fdb_driver_mio::Executor::new(db.driver());
+            let db2 = db.clone();
+            ex.run_until(async move {
+                let tx = db2.create_transaction();
+                tx.clear_range(&prefix, &end);
+                tx.commit().await
+            })
+            .unwrap()
+            .unwrap();
+        }
+        _ => eprintln!("FDB_CLUSTER_FILE not set: ran on the test cluster only"),
+    }
+}

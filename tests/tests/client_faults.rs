@@ -222,7 +222,7 @@ async fn commit_unknown_result_with_an_idempotent_transaction_counts_once() {
             let found = &found;
             async move {
                 let done_key = [b'd', i];
-                if tx.get(&done_key).await?.is_some() {
+                if tx.get(done_key).await?.is_some() {
                     found.store(true, std::sync::atomic::Ordering::SeqCst);
                     return Ok(());
                 }

@@ -272,13 +272,13 @@ async fn an_idempotent_retry_loop_rides_out_recoveries() {
     );
     // The old read version has left the storage server's window (in time): too old, and
     // retried at a read version past the three jumps.
-    let e = within(old.get(&bank.account_key(0))).await.unwrap_err();
+    let e = within(old.get(bank.account_key(0))).await.unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::TRANSACTION_TOO_OLD), "{e}");
     within(old.on_error(ErrorCode::TRANSACTION_TOO_OLD))
         .await
         .unwrap();
     assert!(within(old.get_read_version()).await.unwrap() >= rv + 3 * JUMP);
-    within(old.get(&bank.account_key(0))).await.unwrap();
+    within(old.get(bank.account_key(0))).await.unwrap();
 }
 
 // ---------------------------------------------------------------------------------------

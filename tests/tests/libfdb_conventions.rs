@@ -85,7 +85,7 @@ fn an_inverted_conflict_range_is_refused_at_once_and_not_remembered() {
         let r = tx.add_conflict_range(t.k("b"), t.k("a"), ConflictRangeType::Read);
         assert_eq!(code(r), ErrorCode::INVERTED_RANGE);
         tx.set(t.k("a"), b"1");
-        assert_eq!(tx.get(&t.k("a")).await.unwrap().as_deref(), Some(&b"1"[..]));
+        assert_eq!(tx.get(t.k("a")).await.unwrap().as_deref(), Some(&b"1"[..]));
         tx.commit().await.unwrap();
     });
 }
@@ -124,7 +124,7 @@ fn options_are_checked_like_libfdb_c() {
             .unwrap();
         assert_eq!(code(tx.commit().await), ErrorCode::CLIENT_INVALID_OPERATION);
         let tx = t.db.create_transaction();
-        tx.get(&t.k("a")).await.unwrap();
+        tx.get(t.k("a")).await.unwrap();
         tx.set_option(TransactionOption::ReadYourWritesDisable)
             .unwrap();
         assert_eq!(code(tx.commit().await), ErrorCode::CLIENT_INVALID_OPERATION);
@@ -138,7 +138,7 @@ fn options_are_checked_like_libfdb_c() {
             let tx = t.db.create_transaction();
             tx.set_option(TransactionOption::SizeLimit(bad)).unwrap();
             assert_eq!(
-                code(tx.get(&t.k("a")).await),
+                code(tx.get(t.k("a")).await),
                 ErrorCode::INVALID_OPTION_VALUE,
                 "size_limit {bad}"
             );
@@ -155,7 +155,7 @@ fn key_size_limits_of_reads_clears_and_writes() {
         tx.clear(long_key(&t, "a", 10_001));
         tx.clear(long_key(&t, "a", 10_009));
         tx.clear_range(long_key(&t, "a", 10_020), long_key(&t, "b", 10_020));
-        assert_eq!(tx.get(&long_key(&t, "a", 10_009)).await.unwrap(), None);
+        assert_eq!(tx.get(long_key(&t, "a", 10_009)).await.unwrap(), None);
         tx.commit().await.unwrap();
         let tx = t.db.create_transaction();
         tx.set(long_key(&t, "a", 10_001), b"1");
@@ -200,7 +200,7 @@ fn an_on_error_that_refuses_cancels_the_transaction() {
         );
         assert_eq!(code(tx.commit().await), ErrorCode::TRANSACTION_CANCELLED);
         assert_eq!(
-            code(tx.get(&t.k("a")).await),
+            code(tx.get(t.k("a")).await),
             ErrorCode::TRANSACTION_CANCELLED
         );
         assert_eq!(
@@ -208,7 +208,7 @@ fn an_on_error_that_refuses_cancels_the_transaction() {
             ErrorCode::TRANSACTION_CANCELLED
         );
         tx.reset();
-        tx.get(&t.k("a")).await.unwrap();
+        tx.get(t.k("a")).await.unwrap();
     });
 }
 
@@ -222,7 +222,7 @@ fn after_a_commit_only_the_first_misuse_finishes_the_transaction() {
         tx.set(t.k("a"), b"1");
         tx.commit().await.unwrap();
         tx.get_read_version().await.unwrap();
-        assert_eq!(code(tx.get(&t.k("a")).await), ErrorCode::USED_DURING_COMMIT);
+        assert_eq!(code(tx.get(t.k("a")).await), ErrorCode::USED_DURING_COMMIT);
         assert_eq!(
             code(tx.get_read_version().await),
             ErrorCode::USED_DURING_COMMIT
@@ -372,19 +372,19 @@ fn set_read_version_misuse_fails_the_next_call() {
         tx.set_read_version(v);
         tx.set_read_version(v);
         assert_eq!(
-            code(tx.get(&t.k("a")).await),
+            code(tx.get(t.k("a")).await),
             ErrorCode::READ_VERSION_ALREADY_SET
         );
 
         let tx = t.db.create_transaction();
-        tx.get(&t.k("a")).await.unwrap();
+        tx.get(t.k("a")).await.unwrap();
         tx.set_read_version(v);
         assert_eq!(code(tx.commit().await), ErrorCode::READ_VERSION_ALREADY_SET);
 
         for bad in [0, -1] {
             let tx = t.db.create_transaction();
             tx.set_read_version(bad);
-            assert_eq!(code(tx.get(&t.k("a")).await), ErrorCode::VERSION_INVALID);
+            assert_eq!(code(tx.get(t.k("a")).await), ErrorCode::VERSION_INVALID);
             // The first deferred error stays.
             tx.set_read_version(v);
             assert_eq!(
@@ -438,18 +438,6 @@ fn range_metrics_check_deferred_errors_and_cancellation() {
     });
 }
 
-/// `f` polled once, so that its request is sent now (fdb-api's futures start when first
-/// polled; libfdb_c's calls when made); then a future of its output, to await later.
-fn started<T: 'static>(
-    mut f: std::pin::Pin<Box<dyn std::future::Future<Output = T> + '_>>,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + '_>> {
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match f.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(v) => Box::pin(std::future::ready(v)),
-        std::task::Poll::Pending => f,
-    }
-}
-
 #[test]
 fn a_read_sees_the_writes_made_before_it_not_those_made_while_it_is_in_flight() {
     // Found by the bindingtester (directory, seed 1): the high-contention allocator issues
@@ -461,13 +449,14 @@ fn a_read_sees_the_writes_made_before_it_not_those_made_while_it_is_in_flight() 
     fdb_tests::dual::run("rust-fdb-conventions", LIMIT, |t| async move {
         put(&t, &[("stored", b"old"), ("counter", &1i64.to_le_bytes())]).await;
         let tx = t.db.create_transaction();
-        // Another read issued after the writes (and awaited first) puts them in the
-        // transaction while the earlier reads are still in flight.
+        // Reads start when called, as libfdb_c's do. Another read issued after the writes
+        // (and awaited first) puts them in the transaction while the earlier reads are
+        // still in flight.
         let other = t.k("other");
 
         // Unmodified when issued: the stored value, whatever comes after.
-        let stored = started(Box::pin(tx.get(t.k("stored"))));
-        let absent = started(Box::pin(tx.get(t.k("absent"))));
+        let stored = tx.get(t.k("stored"));
+        let absent = tx.get(t.k("absent"));
         tx.set(t.k("stored"), b"new");
         tx.set(t.k("absent"), b"new");
         tx.get(&other).await.unwrap();
@@ -480,7 +469,7 @@ fn a_read_sees_the_writes_made_before_it_not_those_made_while_it_is_in_flight() 
             2i64.to_le_bytes(),
             fdb_protocol::MutationType::Add,
         );
-        let dependent = started(Box::pin(tx.get(t.k("counter"))));
+        let dependent = tx.get(t.k("counter"));
         tx.atomic_op(
             t.k("counter"),
             4i64.to_le_bytes(),
@@ -493,21 +482,34 @@ fn a_read_sees_the_writes_made_before_it_not_those_made_while_it_is_in_flight() 
         );
 
         // Known when issued: the value then.
-        let known = started(Box::pin(tx.get(t.k("stored"))));
+        let known = tx.get(t.k("stored"));
         tx.set(t.k("stored"), b"newer");
         tx.get(&other).await.unwrap();
         assert_eq!(known.await.unwrap().as_deref(), Some(&b"new"[..]));
 
         // Later reads see everything.
         assert_eq!(
-            tx.get(&t.k("stored")).await.unwrap().as_deref(),
+            tx.get(t.k("stored")).await.unwrap().as_deref(),
             Some(&b"newer"[..])
         );
         assert_eq!(
-            tx.get(&t.k("counter")).await.unwrap().as_deref(),
+            tx.get(t.k("counter")).await.unwrap().as_deref(),
             Some(&7i64.to_le_bytes()[..])
         );
     });
+}
+
+/// `f` polled once, so that its request is made now (`get_range_batch` is an `async fn`: it
+/// starts when first polled, where libfdb_c's call starts when made); then a future of its
+/// output, to await later.
+fn started<T: 'static>(
+    mut f: std::pin::Pin<Box<dyn std::future::Future<Output = T> + '_>>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + '_>> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => Box::pin(std::future::ready(v)),
+        std::task::Poll::Pending => f,
+    }
 }
 
 #[test]
@@ -524,7 +526,7 @@ fn selector_and_range_reads_see_the_writes_made_before_them_not_those_made_while
         tx.set(t.k("f"), b"before");
         let other = t.k("other");
         let sel = || KeySelector::first_greater_than(t.kb("a"));
-        let key = started(Box::pin(tx.get_key(sel(), false)));
+        let key = tx.get_key(sel(), false);
         let begin = KeySelector::first_greater_or_equal(t.kb("a"));
         // One batch with every row (want_all), as the check through libfdb_c read it.
         let all = RangeOptions {

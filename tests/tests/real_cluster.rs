@@ -88,7 +88,7 @@ fn transactions_with_each_driver() {
             assert_eq!(rows[1].value.as_ref(), &[2], "two atomic adds");
             // A read-then-write conflict.
             let a = db.create_transaction();
-            a.get(&key("mio")).await.unwrap();
+            a.get(key("mio")).await.unwrap();
             let b = db.create_transaction();
             b.set(key("mio"), b"b");
             b.commit().await.unwrap();

@@ -47,7 +47,7 @@ async fn put(t: &Target, pairs: &[(&str, &[u8])]) {
 
 async fn read(t: &Target, key: &str) -> Option<Bytes> {
     let tx = t.db.create_transaction();
-    tx.get(&t.k(key)).await.unwrap()
+    tx.get(t.k(key)).await.unwrap()
 }
 
 #[test]
@@ -146,12 +146,12 @@ fn read_your_writes_merges_ranges() {
         tx.set(t.k("e"), b"five");
         tx.atomic_op(t.k("i"), [1], MutationType::Add);
         assert_eq!(
-            tx.get(&t.k("b")).await.unwrap().as_deref(),
+            tx.get(t.k("b")).await.unwrap().as_deref(),
             Some(&b"two"[..])
         );
-        assert_eq!(tx.get(&t.k("c")).await.unwrap(), None);
+        assert_eq!(tx.get(t.k("c")).await.unwrap(), None);
         assert_eq!(
-            tx.get(&t.k("i")).await.unwrap().as_deref(),
+            tx.get(t.k("i")).await.unwrap().as_deref(),
             Some(&b":"[..]),
             "'9' + 1"
         );
@@ -360,7 +360,7 @@ fn versionstamps_order_commits() {
             // What the client reports is what the server stored.
             assert_eq!(stored, &stamps[i][..], "{}", t.name);
             assert_eq!(kv.value.as_ref(), &[i as u8]);
-            let v = tx.get(&t.k(&format!("vsv{i}"))).await.unwrap().unwrap();
+            let v = tx.get(t.k(&format!("vsv{i}"))).await.unwrap().unwrap();
             assert_eq!(&v[..6], b"stamp:");
             assert_eq!(
                 &v[6..],
@@ -378,7 +378,7 @@ fn conflicting_transactions() {
         put(&t, &[("c", b"0")]).await;
         // A reads, B writes and commits, A writes: A fails with not_committed.
         let a = t.db.create_transaction();
-        assert_eq!(a.get(&t.k("c")).await.unwrap().as_deref(), Some(&b"0"[..]));
+        assert_eq!(a.get(t.k("c")).await.unwrap().as_deref(), Some(&b"0"[..]));
         let b = t.db.create_transaction();
         b.set(t.k("c"), b"B");
         b.commit().await.unwrap();
@@ -391,7 +391,7 @@ fn conflicting_transactions() {
         );
         // A snapshot read does not conflict.
         let s = t.db.create_transaction();
-        s.snapshot_get(&t.k("c")).await.unwrap();
+        s.snapshot_get(t.k("c")).await.unwrap();
         let w = t.db.create_transaction();
         w.set(t.k("c"), b"W");
         w.commit().await.unwrap();
@@ -414,7 +414,7 @@ fn conflicting_transactions() {
         let own = t.db.create_transaction();
         own.set(t.k("own"), b"1");
         assert_eq!(
-            own.get(&t.k("own")).await.unwrap().as_deref(),
+            own.get(t.k("own")).await.unwrap().as_deref(),
             Some(&b"1"[..])
         );
         let w = t.db.create_transaction();
@@ -432,7 +432,7 @@ fn concurrent_readers_exactly_one_commits() {
         let txs: Vec<_> = (0..5).map(|_| t.db.create_transaction()).collect();
         for tx in &txs {
             assert_eq!(
-                tx.get(&t.k("n")).await.unwrap().as_deref(),
+                tx.get(t.k("n")).await.unwrap().as_deref(),
                 Some(&b"initial"[..])
             );
         }
@@ -530,7 +530,7 @@ fn watch_fires_on_change_and_cancels() {
             t.name
         );
         assert_eq!(
-            after.get(&t.k("w")).await.unwrap().as_deref(),
+            after.get(t.k("w")).await.unwrap().as_deref(),
             Some(&b"after"[..])
         );
         // A watch of a transaction that is dropped before commit fails.
@@ -559,7 +559,7 @@ fn size_and_key_errors() {
         let tx = t.db.create_transaction();
         tx.set(t.k("big"), vec![0u8; 100_001]);
         assert_eq!(
-            code(&tx.get(&t.k("x")).await.unwrap_err()),
+            code(&tx.get(t.k("x")).await.unwrap_err()),
             ErrorCode::VALUE_TOO_LARGE
         );
         let tx = t.db.create_transaction();
@@ -612,7 +612,7 @@ fn timeout_and_retry_limit_options() {
         tx.set_option(TransactionOption::Timeout(Duration::from_millis(100)))
             .unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let e = tx.get(&t.k("a")).await.unwrap_err();
+        let e = tx.get(t.k("a")).await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::TRANSACTION_TIMED_OUT);
         assert_eq!(
             code(
@@ -713,7 +713,7 @@ fn a_committed_transaction_is_done_until_reset() {
         let tx = t.db.create_transaction();
         tx.set(t.k("done"), b"1");
         tx.commit().await.unwrap();
-        let e = tx.get(&t.k("done")).await.unwrap_err();
+        let e = tx.get(t.k("done")).await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::USED_DURING_COMMIT, "{}", t.name);
         assert_eq!(
             code(&tx.commit().await.unwrap_err()),
@@ -721,12 +721,12 @@ fn a_committed_transaction_is_done_until_reset() {
         );
         tx.reset();
         assert_eq!(
-            tx.get(&t.k("done")).await.unwrap().as_deref(),
+            tx.get(t.k("done")).await.unwrap().as_deref(),
             Some(&b"1"[..])
         );
         // A failed commit too: on_error makes it usable again.
         let a = t.db.create_transaction();
-        a.get(&t.k("done")).await.unwrap();
+        a.get(t.k("done")).await.unwrap();
         let b = t.db.create_transaction();
         b.set(t.k("done"), b"2");
         b.commit().await.unwrap();
@@ -735,7 +735,7 @@ fn a_committed_transaction_is_done_until_reset() {
         assert_eq!(code(&e), ErrorCode::NOT_COMMITTED);
         a.on_error(code(&e)).await.unwrap();
         assert_eq!(
-            a.get(&t.k("done")).await.unwrap().as_deref(),
+            a.get(t.k("done")).await.unwrap().as_deref(),
             Some(&b"2"[..])
         );
         // Used after the failed commit, it stays finished: on_error then fails with
@@ -748,7 +748,7 @@ fn a_committed_transaction_is_done_until_reset() {
         let e = a.commit().await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::NOT_COMMITTED);
         assert_eq!(
-            code(&a.get(&t.k("done")).await.unwrap_err()),
+            code(&a.get(t.k("done")).await.unwrap_err()),
             ErrorCode::USED_DURING_COMMIT
         );
         assert_eq!(
@@ -757,7 +757,7 @@ fn a_committed_transaction_is_done_until_reset() {
         );
         a.reset();
         assert_eq!(
-            a.get(&t.k("done")).await.unwrap().as_deref(),
+            a.get(t.k("done")).await.unwrap().as_deref(),
             Some(&b"4"[..])
         );
     });
@@ -770,8 +770,8 @@ fn conflicting_keys_are_reported() {
         let a = t.db.create_transaction();
         a.set_option(TransactionOption::ReportConflictingKeys)
             .unwrap();
-        a.get(&t.k("ck1")).await.unwrap();
-        a.get(&t.k("ck2")).await.unwrap();
+        a.get(t.k("ck1")).await.unwrap();
+        a.get(t.k("ck2")).await.unwrap();
         let b = t.db.create_transaction();
         b.set(t.k("ck2"), b"B");
         b.commit().await.unwrap();
@@ -808,7 +808,7 @@ fn conflicting_keys_are_reported() {
         assert_eq!(after_reset, rows, "after reset");
         // Without the option nothing is reported.
         let c = t.db.create_transaction();
-        c.get(&t.k("ck1")).await.unwrap();
+        c.get(t.k("ck1")).await.unwrap();
         let d = t.db.create_transaction();
         d.set(t.k("ck1"), b"D");
         d.commit().await.unwrap();
@@ -835,7 +835,7 @@ fn database_wide_transaction_defaults() {
         .unwrap();
         let tx = t.db.create_transaction();
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let e = tx.get(&t.k("a")).await.unwrap_err();
+        let e = tx.get(t.k("a")).await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::TRANSACTION_TIMED_OUT, "{}", t.name);
         let tx = t.db.create_transaction();
         let e = tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap_err();
@@ -844,6 +844,6 @@ fn database_wide_transaction_defaults() {
         let tx = t.db.create_transaction();
         tx.on_error(ErrorCode::NOT_COMMITTED).await.unwrap();
         tokio::time::sleep(Duration::from_millis(150)).await;
-        tx.get(&t.k("a")).await.unwrap();
+        tx.get(t.k("a")).await.unwrap();
     });
 }

@@ -813,7 +813,7 @@ fn versionstamped_tuple_keys_and_tuple_order_on_a_cluster() {
                     (i as i64, Ok((i as i64,)))
                 );
                 let v = tx
-                    .get(&sub.pack(&("value", i as i64)))
+                    .get(sub.pack(&("value", i as i64)))
                     .await
                     .unwrap()
                     .unwrap();

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use fdb_protocol::{KeySelector, KeyValue, RangeOption, RangeOptions, RangeResult};
 
-use crate::driver::Driver;
+use crate::driver::{Driver, Pending};
 use crate::error::Error;
 use crate::stream::{KeyValueStream, RangeStream};
 use crate::transaction::Transaction;
@@ -34,13 +34,13 @@ impl<D: Driver> Snapshot<D> {
     }
 
     /// Reads `key`.
-    pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
-        self.tx.get_with(key.as_ref(), true).await
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Pending<D, Option<Bytes>> {
+        self.tx.get_with(key.as_ref(), true)
     }
 
     /// Resolves a key selector.
-    pub async fn get_key(&self, sel: KeySelector) -> Result<Bytes, Error> {
-        self.tx.get_key(sel, true).await
+    pub fn get_key(&self, sel: KeySelector) -> Pending<D, Bytes> {
+        self.tx.get_key(sel, true)
     }
 
     /// Every row in `[begin, end)` (at most `limit` if non-zero).

@@ -2,6 +2,7 @@
 //! buffered and travel with the next call (one op and one wake-up instead of one per write;
 //! the core sees them in the same order).
 
+use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
@@ -19,8 +20,16 @@ use crate::stream::{KeyValueStream, RangeStream};
 use crate::tenant::{Tenant, TenantCell};
 use crate::versionstamp::{VersionstampFuture, VersionstampWaiters};
 
-/// A buffered write, applied on the loop before this transaction's next call.
-type PendingWrite = Box<dyn FnOnce(&mut Client, Instant, TransactionId) + Send>;
+/// A write other than a set: run on the loop with the transaction's id.
+type WriteFn = Box<dyn FnOnce(&mut Client, Instant, TransactionId) + Send>;
+
+/// A buffered write, applied on the loop before this transaction's next call. Sets, the
+/// common case, are plain data (no boxed closure per write).
+enum PendingWrite {
+    /// `key | 0x00 | value` in one buffer, and the key's length ([`Client::set_packed`]).
+    Set(Bytes, usize),
+    Other(WriteFn),
+}
 
 /// The core's transaction id, created on the loop on first use, and when the application
 /// created the transaction (its `timeout` counts from then, as in libfdb_c).
@@ -73,7 +82,12 @@ impl<D: Driver> Drop for TxInner<D> {
 fn flush(cell: &TxCell, writes: Vec<PendingWrite>, c: &mut Client, now: Instant) -> TransactionId {
     let id = cell.id(c, now);
     for w in writes {
-        w(c, now, id);
+        match w {
+            PendingWrite::Set(packed, key_len) => {
+                let _ = c.set_packed(id, packed, key_len);
+            }
+            PendingWrite::Other(f) => f(c, now, id),
+        }
     }
     id
 }
@@ -143,11 +157,15 @@ impl<D: Driver> Transaction<D> {
     where
         F: FnOnce(&mut Client, Instant, TransactionId) + Send + 'static,
     {
+        self.push_write(PendingWrite::Other(Box::new(f)));
+    }
+
+    fn push_write(&self, w: PendingWrite) {
         self.inner
             .pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(Box::new(f));
+            .push(w);
     }
 
     /// Sets a transaction option. An option this client does not implement fails here with
@@ -167,9 +185,10 @@ impl<D: Driver> Transaction<D> {
         Snapshot::new(self.clone())
     }
 
-    /// The transaction's read version.
-    pub async fn get_read_version(&self) -> Result<Version, Error> {
-        self.call(|c, now, id| c.tx_read_version(now, id)).await
+    /// The transaction's read version. Like every read here, the request is made when this
+    /// is called (as libfdb_c's calls are), not when the future is first polled.
+    pub fn get_read_version(&self) -> Pending<D, Version> {
+        self.call(|c, now, id| c.tx_read_version(now, id))
     }
 
     /// Uses `version` as the read version instead of asking a GRV proxy.
@@ -179,14 +198,15 @@ impl<D: Driver> Transaction<D> {
         });
     }
 
-    /// Reads `key` (adds a read conflict range).
-    pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
-        self.get_with(key.as_ref(), false).await
+    /// Reads `key` (adds a read conflict range). The read starts now: it sees the writes
+    /// made before this call, not those made before the future is awaited.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Pending<D, Option<Bytes>> {
+        self.get_with(key.as_ref(), false)
     }
 
     /// Reads `key` without a read conflict range.
-    pub async fn snapshot_get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
-        self.get_with(key.as_ref(), true).await
+    pub fn snapshot_get(&self, key: impl AsRef<[u8]>) -> Pending<D, Option<Bytes>> {
+        self.get_with(key.as_ref(), true)
     }
 
     pub(crate) fn get_with(&self, key: &[u8], snapshot: bool) -> Pending<D, Option<Bytes>> {
@@ -195,9 +215,8 @@ impl<D: Driver> Transaction<D> {
     }
 
     /// Resolves a key selector.
-    pub async fn get_key(&self, sel: KeySelector, snapshot: bool) -> Result<Bytes, Error> {
+    pub fn get_key(&self, sel: KeySelector, snapshot: bool) -> Pending<D, Bytes> {
         self.call(move |c, now, id| c.get_key(now, id, sel, snapshot))
-            .await
     }
 
     /// About how many bytes the commit would carry so far
@@ -334,11 +353,12 @@ impl<D: Driver> Transaction<D> {
 
     /// Sets a key.
     pub fn set(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        let k = Bytes::copy_from_slice(key.as_ref());
-        let v = Bytes::copy_from_slice(value.as_ref());
-        self.write(move |c, _, id| {
-            let _ = c.set_bytes(id, k, v);
-        });
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut packed = Vec::with_capacity(key.len() + 1 + value.len());
+        packed.extend_from_slice(key);
+        packed.push(0);
+        packed.extend_from_slice(value);
+        self.push_write(PendingWrite::Set(Bytes::from(packed), key.len()));
     }
 
     /// Removes a key.
@@ -392,16 +412,24 @@ impl<D: Driver> Transaction<D> {
         Ok(())
     }
 
-    /// Commits; returns the commit version (`-1` when nothing was written).
-    pub async fn commit(&self) -> Result<Version, Error> {
-        self.commit_with_versionstamp().await.map(|c| c.version)
+    /// Commits; returns the commit version (`-1` when nothing was written). The commit
+    /// starts now, so a write made after this call fails with `used_during_commit`.
+    pub fn commit(&self) -> impl Future<Output = Result<Version, Error>> + Send + 'static {
+        let committed = self.commit_with_versionstamp();
+        async move { committed.await.map(|c| c.version) }
     }
 
     /// Commits; returns the commit version and the versionstamp.
-    pub async fn commit_with_versionstamp(&self) -> Result<Committed, Error> {
-        let r = self.call(|c, now, id| c.commit(now, id)).await;
-        self.inner.stamps.commit_done(&r);
-        r
+    pub fn commit_with_versionstamp(
+        &self,
+    ) -> impl Future<Output = Result<Committed, Error>> + Send + 'static {
+        let pending = self.call(|c, now, id| c.commit(now, id));
+        let inner = self.inner.clone();
+        async move {
+            let r = pending.await;
+            inner.stamps.commit_done(&r);
+            r
+        }
     }
 
     /// The versionstamp the next commit gets, as a future ready once that commit is done

@@ -137,11 +137,11 @@ pub(super) struct NativeTx {
 }
 
 impl NativeTx {
-    /// `Transaction::set`.
-    fn set(&mut self, key: Bytes, value: Bytes, conflict: bool) {
+    /// `Transaction::set`; `end`: the key's write-conflict end if the caller has it.
+    fn set(&mut self, key: Bytes, value: Bytes, end: Option<Bytes>, conflict: bool) {
         if conflict {
-            self.write_conflicts
-                .push(KeyRange::new(key.clone(), key_after(&key)));
+            let end = end.unwrap_or_else(|| key_after(&key));
+            self.write_conflicts.push(KeyRange::new(key.clone(), end));
         }
         self.mutations
             .push(MutationRef::new(mt::SET_VALUE, key, value));
@@ -265,14 +265,37 @@ impl Transactions {
         if let Some(e) = self.skipped(tx) {
             return Err(e);
         }
-        let r = self.set_inner(tx, key, value);
+        let r = self.set_inner(tx, key, None, value);
         self.defer(tx, r)
     }
 
+    /// [`Client::set_packed`]: key, the key's write-conflict end and value cut from one
+    /// buffer `key | 0x00 | value`.
+    pub(crate) fn set_packed(
+        &mut self,
+        tx: TransactionId,
+        packed: Bytes,
+        key_len: usize,
+    ) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
+        if packed.len() <= key_len || packed[key_len] != 0 {
+            return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
+        }
+        let key = packed.slice(..key_len);
+        let end = packed.slice(..key_len + 1);
+        let value = packed.slice(key_len + 1..);
+        let r = self.set_inner(tx, key, Some(end), value);
+        self.defer(tx, r)
+    }
+
+    /// `end`: the key's write-conflict end (`key | 0x00`) if the caller has it.
     pub(super) fn set_inner(
         &mut self,
         tx: TransactionId,
         key: Bytes,
+        end: Option<Bytes>,
         value: Bytes,
     ) -> Result<(), ClientError> {
         let conflict = self.take_write_conflict(tx)?;
@@ -283,8 +306,9 @@ impl Transactions {
         }
         let t = self.tx_mut(tx)?;
         if t.options.ryw_disabled {
-            t.native.set(key, value, conflict);
+            t.native.set(key, value, end, conflict);
         } else {
+            // The write map's conflict ranges are segments of its own (`end` is not needed).
             Arc::make_mut(&mut t.writes).mutate(key, mt::SET_VALUE, value, conflict);
         }
         Ok(())

@@ -229,7 +229,15 @@ pub fn run(config: Config) -> Result<Results, String> {
         cluster: cluster.clone(),
         cluster_path,
         floor: servers.floor,
-        keys: KeySet::new(max_workers),
+        keys: KeySet::new(
+            max_workers,
+            config
+                .workloads
+                .iter()
+                .map(|w| w.range_rows())
+                .max()
+                .unwrap_or(0),
+        ),
         data_ready: false,
         data_missing: None,
         rt,
@@ -324,7 +332,7 @@ pub fn run(config: Config) -> Result<Results, String> {
             block as u64,
             pass as u64,
             a as u64,
-            cell.workload as u64,
+            cell.workload.seed_id(),
             cell.workers as u64,
         ]);
         watchdog.arm();
@@ -456,7 +464,7 @@ pub fn ratios(
                 let s = mix(&[
                     seed,
                     ci as u64,
-                    cell.workload as u64,
+                    cell.workload.seed_id(),
                     cell.workers as u64,
                     metric as u64,
                 ]);

@@ -14,8 +14,10 @@ usage: fdb-bench [options]
   --cluster-file F    benchmark the cluster in F (default: start the in-process test
                       cluster in a child process)
   --arms LIST         rust-tokio,rust-mio,floor[,libfdb_c] (default: all this build has)
+                      and rust-mio-threads (one thread and loop per worker)
   --workloads LIST    grv,get100,get1000,range100,set100,batchset50,batchset50x1000
-                      (default: all)
+                      (default: all), and the sizes rangeN (N <= 10000 rows) and
+                      batchsetN (N <= 1000 sets)
   --workers LIST      concurrent closed-loop workers per run (default: 1,8,32,64)
   --warmup N          warmup transactions per run, over all workers (default: 200)
   --transactions N    measured transactions per run (default: 2000)

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -400,6 +401,80 @@ pub fn run_tokio<W: AsyncWorker>(
         }
         Ok::<_, String>((start, end, hists))
     })?;
+    shared.result()?;
+    Ok(finish(start, end, hists))
+}
+
+/// A worker of a single-threaded arm: one transaction per call; its future need not be
+/// `Send`.
+pub trait LocalWorker: 'static {
+    fn txn(&mut self) -> impl Future<Output = Result<(), String>>;
+}
+
+/// Every worker a task of one mio `Executor` on the calling thread, turning `driver`'s loop.
+/// Warmup is one pass of the executor (every worker concurrently); the measured tasks are
+/// spawned before the window opens (spawning boxes them), and the window is the second pass.
+pub fn run_local<W: LocalWorker>(
+    driver: &fdb_driver_mio::MioDriver,
+    counts: Counts,
+    probe: Option<&RequestProbe>,
+    workers: Vec<W>,
+) -> Result<RunStats, String> {
+    let shared = Rc::new(Shared::new());
+    let mut ex = fdb_driver_mio::Executor::new(driver);
+    let warmup_each = counts.warmup_each();
+    let measured = counts.measured;
+    let warm: Vec<_> = workers
+        .into_iter()
+        .map(|mut w| {
+            let shared = shared.clone();
+            ex.spawn(async move {
+                for _ in 0..warmup_each {
+                    if shared.abort.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if let Err(e) = w.txn().await {
+                        shared.fail(format!("warmup: {e}"));
+                    }
+                }
+                w
+            })
+        })
+        .collect();
+    ex.run().map_err(|e| format!("executor: {e}"))?;
+    let tasks: Vec<_> = warm
+        .iter()
+        .map(|h| {
+            let mut w = h
+                .try_take()
+                .expect("the warmup pass ran every task to its end");
+            let shared = shared.clone();
+            let mut hist = new_histogram();
+            ex.spawn(async move {
+                while shared.next(measured) {
+                    let t = Instant::now();
+                    let r = w.txn().await;
+                    hist.saturating_record(t.elapsed().as_nanos() as u64);
+                    if let Err(e) = r {
+                        shared.fail(e);
+                    }
+                }
+                (w, hist)
+            })
+        })
+        .collect();
+    let start = Mark::start(probe);
+    let ran = ex.run();
+    let end = Mark::end(probe);
+    ran.map_err(|e| format!("executor: {e}"))?;
+    let hists = tasks
+        .iter()
+        .map(|h| {
+            h.try_take()
+                .expect("the measured pass ran every task to its end")
+                .1
+        })
+        .collect();
     shared.result()?;
     Ok(finish(start, end, hists))
 }

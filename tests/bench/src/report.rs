@@ -145,7 +145,8 @@ pub fn to_json(r: &Results) -> Value {
 
 /// The request and reply sizes the floor arm replays per transaction, by workload.
 fn floor_exchanges(workloads: &[Workload]) -> Value {
-    let keys = KeySet::new(1);
+    let rows = workloads.iter().map(|w| w.range_rows()).max().unwrap_or(0);
+    let keys = KeySet::new(1, rows);
     let m: serde_json::Map<String, Value> = workloads
         .iter()
         .map(|&w| {
@@ -153,7 +154,7 @@ fn floor_exchanges(workloads: &[Workload]) -> Value {
                 .iter()
                 .map(|e| json!({ "request_bytes": e.request, "reply_bytes": e.reply }))
                 .collect();
-            (w.name().to_string(), Value::Array(ex))
+            (w.name(), Value::Array(ex))
         })
         .collect();
     Value::Object(m)

@@ -34,6 +34,10 @@ pub enum Workload {
     BatchSet50,
     /// Read version, 50 sets of 1000-byte values, one commit.
     BatchSet50x1000,
+    /// Cost growth: one get_range of this many rows (100-byte values), `rangeN`.
+    RangeRows(u32),
+    /// Cost growth: read version, this many sets of 100-byte values, one commit, `batchsetN`.
+    BatchSets(u32),
 }
 
 /// What a workload does, in terms every arm can implement.
@@ -56,8 +60,17 @@ impl Workload {
         Workload::BatchSet50x1000,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub fn name(self) -> String {
         match self {
+            Workload::RangeRows(n) => format!("range{n}"),
+            Workload::BatchSets(n) => format!("batchset{n}"),
+            w => w.fixed_name().to_string(),
+        }
+    }
+
+    fn fixed_name(self) -> &'static str {
+        match self {
+            Workload::RangeRows(_) | Workload::BatchSets(_) => "",
             Workload::Grv => "grv",
             Workload::Get100 => "get100",
             Workload::Get1000 => "get1000",
@@ -68,8 +81,46 @@ impl Workload {
         }
     }
 
+    /// One of [`Workload::ALL`] by name, or a cost-growth size: `rangeN` (1 ≤ N ≤
+    /// [`MAX_RANGE_ROWS`]) or `batchsetN` (1 ≤ N ≤ [`WRITE_KEYS_PER_WORKER`]).
     pub fn parse(s: &str) -> Option<Workload> {
-        Workload::ALL.into_iter().find(|w| w.name() == s)
+        if let Some(w) = Workload::ALL.into_iter().find(|w| w.name() == s) {
+            return Some(w);
+        }
+        let num = |rest: &str| -> Option<u32> {
+            (!rest.starts_with('0'))
+                .then(|| rest.parse().ok())
+                .flatten()
+        };
+        if let Some(n) = s.strip_prefix("range").and_then(num) {
+            return (1..=MAX_RANGE_ROWS as u32)
+                .contains(&n)
+                .then_some(Workload::RangeRows(n));
+        }
+        if let Some(n) = s.strip_prefix("batchset").and_then(num) {
+            return (1..=WRITE_KEYS_PER_WORKER as u32)
+                .contains(&n)
+                .then_some(Workload::BatchSets(n));
+        }
+        None
+    }
+
+    /// A number for seeding: the position in [`Workload::ALL`] for those (as before the
+    /// sized workloads existed), a distinct number for each size.
+    pub fn seed_id(self) -> u64 {
+        match self {
+            Workload::RangeRows(n) => 1_000_000 + u64::from(n),
+            Workload::BatchSets(n) => 2_000_000 + u64::from(n),
+            w => Workload::ALL.iter().position(|&x| x == w).unwrap_or(0) as u64,
+        }
+    }
+
+    /// Rows of the range key space this workload reads (0 for the others).
+    pub fn range_rows(self) -> usize {
+        match self.op() {
+            Op::Range { rows, .. } => rows,
+            _ => 0,
+        }
     }
 
     pub fn op(self) -> Op {
@@ -93,6 +144,14 @@ impl Workload {
                 count: 50,
                 value_len: 1000,
             },
+            Workload::RangeRows(n) => Op::Range {
+                rows: n as usize,
+                value_len: 100,
+            },
+            Workload::BatchSets(n) => Op::Sets {
+                count: n as usize,
+                value_len: 100,
+            },
         }
     }
 
@@ -106,6 +165,8 @@ impl Workload {
 pub const READ_KEYS: usize = 1000;
 /// Rows of the `range100` key space (the whole space is read each time).
 pub const RANGE_ROWS: usize = 100;
+/// The largest `rangeN`.
+pub const MAX_RANGE_ROWS: usize = 10_000;
 /// Distinct keys each worker cycles through when writing.
 pub const WRITE_KEYS_PER_WORKER: usize = 1000;
 
@@ -127,13 +188,15 @@ impl KeySet {
     /// Every key the benchmark reads or writes is in `[begin, end)`.
     pub const PREFIX_RANGE: (&'static [u8], &'static [u8]) = (b"fdb-bench/", b"fdb-bench0");
 
-    pub fn new(max_workers: usize) -> Arc<KeySet> {
+    /// Keys for `max_workers` writers and a range space of `range_rows` rows (at least
+    /// [`RANGE_ROWS`]; a `rangeN` read takes the first N).
+    pub fn new(max_workers: usize, range_rows: usize) -> Arc<KeySet> {
         let read = |space: &str| -> Vec<Vec<u8>> {
             (0..READ_KEYS)
                 .map(|i| format!("fdb-bench/{space}/{i:06}").into_bytes())
                 .collect()
         };
-        let range_keys = (0..RANGE_ROWS)
+        let range_keys = (0..range_rows.max(RANGE_ROWS))
             .map(|i| format!("fdb-bench/range/{i:06}").into_bytes())
             .collect();
         let write = (0..max_workers)
@@ -357,14 +420,37 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for w in Workload::ALL {
-            assert_eq!(Workload::parse(w.name()), Some(w));
+            assert_eq!(Workload::parse(&w.name()), Some(w));
         }
         assert_eq!(Workload::parse("nope"), None);
+        assert_eq!(Workload::parse("range100"), Some(Workload::Range100));
+        assert_eq!(Workload::parse("batchset50"), Some(Workload::BatchSet50));
+        assert_eq!(
+            Workload::parse("range10000"),
+            Some(Workload::RangeRows(10_000))
+        );
+        assert_eq!(
+            Workload::parse("batchset1000"),
+            Some(Workload::BatchSets(1000))
+        );
+        for bad in [
+            "range0",
+            "range10001",
+            "range010",
+            "batchset1001",
+            "batchset",
+            "range-1",
+        ] {
+            assert_eq!(Workload::parse(bad), None, "{bad}");
+        }
+        let w = Workload::parse("range1000").unwrap();
+        assert_eq!(Workload::parse(&w.name()), Some(w));
+        assert_eq!(w.range_rows(), 1000);
     }
 
     #[test]
     fn wire_sizes_grow_with_payload() {
-        let keys = KeySet::new(2);
+        let keys = KeySet::new(2, 0);
         let size = |w| -> usize {
             wire_exchanges(w, &keys)
                 .iter()
@@ -385,7 +471,7 @@ mod tests {
     /// this crate's (equally valid) encoding of the same fields.
     #[test]
     fn floor_sizes_are_the_real_clusters() {
-        let keys = KeySet::new(1);
+        let keys = KeySet::new(1, 0);
         let real: [(Workload, &[(usize, usize)]); 7] = [
             (Workload::Grv, &[(196, 204)]),
             (Workload::Get100, &[(196, 204), (292, 220)]),
@@ -412,7 +498,7 @@ mod tests {
 
     #[test]
     fn write_keys_cycle_within_the_worker() {
-        let keys = KeySet::new(2);
+        let keys = KeySet::new(2, 0);
         let a: Vec<&[u8]> = keys.write_keys(1, 3, 50).collect();
         assert_eq!(a.len(), 50);
         assert!(a.iter().all(|k| k.starts_with(b"fdb-bench/write/001/")));

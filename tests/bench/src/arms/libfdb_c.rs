@@ -88,7 +88,9 @@ impl AsyncWorker for FdbCWorker {
                 }
             }
             Op::Range { rows, .. } => {
-                let opt = RangeOption {
+                // Batch after batch until the limit or the end, as the bindings' range
+                // iterators do (one call for `range100`; `rangeN` may take several).
+                let mut opt = RangeOption {
                     limit: Some(rows),
                     mode: StreamingMode::WantAll,
                     ..RangeOption::from((
@@ -96,12 +98,17 @@ impl AsyncWorker for FdbCWorker {
                         KeySelector::first_greater_or_equal(&self.keys.range_end[..]),
                     ))
                 };
-                let got = trx.get_range(&opt, 1, false).await.map_err(err)?;
-                if got.len() != rows {
-                    return Err(format!(
-                        "libfdb_c: range read {} rows, not {rows}",
-                        got.len()
-                    ));
+                let (mut read, mut iteration) = (0, 1);
+                loop {
+                    let got = trx.get_range(&opt, iteration, false).await.map_err(err)?;
+                    read += got.len();
+                    match opt.next_range(&got) {
+                        Some(next) => (opt, iteration) = (next, iteration + 1),
+                        None => break,
+                    }
+                }
+                if read != rows {
+                    return Err(format!("libfdb_c: range read {read} rows, not {rows}"));
                 }
             }
             Op::Sets { count, value_len } => {

@@ -15,13 +15,15 @@ pub mod floor;
 #[cfg(feature = "libfdb_c")]
 pub mod libfdb_c;
 pub mod rust_mio;
+pub mod rust_mio_threads;
 pub mod rust_tokio;
 
 pub const RUST_TOKIO: &str = "rust-tokio";
 pub const RUST_MIO: &str = "rust-mio";
+pub const RUST_MIO_THREADS: &str = "rust-mio-threads";
 pub const FLOOR: &str = "floor";
 pub const LIBFDB_C: &str = "libfdb_c";
-pub const ALL: [&str; 4] = [RUST_TOKIO, RUST_MIO, FLOOR, LIBFDB_C];
+pub const ALL: [&str; 5] = [RUST_TOKIO, RUST_MIO, RUST_MIO_THREADS, FLOOR, LIBFDB_C];
 
 /// Whether this build has the libfdb_c arm.
 pub const HAVE_LIBFDB_C: bool = cfg!(feature = "libfdb_c");
@@ -77,6 +79,7 @@ pub fn make(name: &str) -> Result<Box<dyn Arm>, String> {
     match name {
         RUST_TOKIO => Ok(Box::new(rust_tokio::TokioArm)),
         RUST_MIO => Ok(Box::new(rust_mio::MioArm)),
+        RUST_MIO_THREADS => Ok(Box::new(rust_mio_threads::MioThreadsArm)),
         FLOOR => Ok(Box::new(floor::FloorArm::default())),
         #[cfg(feature = "libfdb_c")]
         LIBFDB_C => Ok(Box::new(libfdb_c::FdbCArm::boot()?)),

@@ -1,15 +1,14 @@
-//! `rust-mio`: this client over the mio driver. Its blocking `Database` runs its event loop
-//! on the calling thread and takes `&mut self`, so each worker is a thread with its own
-//! `Database` (and so its own connections).
+//! `rust-mio`: this client over the mio driver's non-blocking form. Every worker level runs
+//! on one thread (the harness's) with one `Database`, so one event loop and one set of
+//! connections: each worker is a task of the driver's `Executor`, which polls the tasks that
+//! were woken and otherwise waits in the loop's `poll`.
 
-use bytes::Bytes;
-use fdb_driver_mio::Database;
-use fdb_protocol::messages::types::KeySelector;
+use fdb_driver_mio::{AsyncDatabase, MioDriver};
 
-use super::rust_tokio::range_options;
+use super::rust_tokio::{Shape, Worker};
 use super::{Arm, Ctx, RUST_MIO};
-use crate::harness::{run_threads, Counts, RunStats};
-use crate::workload::{Op, Rng, Workload};
+use crate::harness::{run_local, Counts, LocalWorker, RunStats};
+use crate::workload::Workload;
 
 pub struct MioArm;
 
@@ -27,52 +26,20 @@ impl Arm for MioArm {
         counts: Counts,
         seed: u64,
     ) -> Result<RunStats, String> {
-        let op = w.op();
-        let begin =
-            KeySelector::first_greater_or_equal(Bytes::copy_from_slice(&ctx.keys.range_begin));
-        let end = KeySelector::first_greater_or_equal(Bytes::copy_from_slice(&ctx.keys.range_end));
-        run_threads(counts, ctx.requests.as_deref(), |worker| {
-            let db =
-                Database::from_cluster_file(ctx.cluster.clone(), seed.wrapping_add(worker as u64))
-                    .map_err(|e| e.to_string())?;
-            let keys = ctx.keys.clone();
-            let mut rng = Rng::new(seed.wrapping_add(worker as u64));
-            let (begin, end) = (begin.clone(), end.clone());
-            let mut seq = 0u64;
-            Ok(move || {
-                seq += 1;
-                let tx = db.create_transaction();
-                let e = |e: fdb_driver_mio::Error| e.to_string();
-                match op {
-                    Op::Grv => {
-                        tx.get_read_version().map_err(e)?;
-                    }
-                    Op::Get { value_len } => {
-                        let ks = keys.read_keys(value_len);
-                        let v = tx.get(&ks[rng.below(ks.len())]).map_err(e)?;
-                        if v.map(|v| v.len()) != Some(value_len) {
-                            return Err("get returned the wrong value".into());
-                        }
-                    }
-                    Op::Range { rows, .. } => {
-                        let r = tx
-                            .get_range_batch(begin.clone(), end.clone(), range_options(rows), false)
-                            .map_err(e)?;
-                        if r.rows.len() != rows {
-                            return Err(format!("range read {} rows, not {rows}", r.rows.len()));
-                        }
-                    }
-                    Op::Sets { count, value_len } => {
-                        tx.get_read_version().map_err(e)?;
-                        let value = keys.value(value_len);
-                        for k in keys.write_keys(worker, seq, count) {
-                            tx.set(k, value);
-                        }
-                        tx.commit().map_err(e)?;
-                    }
-                }
-                Ok(())
+        let db = AsyncDatabase::from_cluster_file(ctx.cluster.clone(), seed)
+            .map_err(|e| e.to_string())?;
+        let workers = (0..counts.workers)
+            .map(|i| Worker {
+                db: db.clone(),
+                shape: Shape::new(ctx, w, seed, i),
             })
-        })
+            .collect();
+        run_local(db.driver(), counts, ctx.requests.as_deref(), workers)
+    }
+}
+
+impl LocalWorker for Worker<MioDriver> {
+    async fn txn(&mut self) -> Result<(), String> {
+        self.shape.txn(&self.db).await
     }
 }

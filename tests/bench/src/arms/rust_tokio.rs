@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use fdb_driver_tokio::{Database, RangeOptions};
+use fdb_api::Driver;
+use fdb_driver_tokio::{Database, RangeOptions, TokioDriver};
 use fdb_protocol::messages::types::KeySelector;
 use fdb_protocol::StreamingMode;
 
@@ -32,19 +33,10 @@ impl Arm for TokioArm {
             let _guard = ctx.rt.enter();
             Database::from_cluster_file(ctx.cluster.clone(), seed).expect("the driver starts")
         };
-        let range = (
-            KeySelector::first_greater_or_equal(Bytes::copy_from_slice(&ctx.keys.range_begin)),
-            KeySelector::first_greater_or_equal(Bytes::copy_from_slice(&ctx.keys.range_end)),
-        );
         let workers = (0..counts.workers)
-            .map(|i| TokioWorker {
+            .map(|i| Worker {
                 db: db.clone(),
-                op: w.op(),
-                keys: ctx.keys.clone(),
-                range: range.clone(),
-                rng: Rng::new(seed.wrapping_add(i as u64)),
-                worker: i,
-                seq: 0,
+                shape: Shape::new(ctx, w, seed, i),
             })
             .collect();
         drop(db);
@@ -52,8 +44,15 @@ impl Arm for TokioArm {
     }
 }
 
-struct TokioWorker {
-    db: Database,
+/// One worker of an async arm: its database handle and what its transactions do.
+pub struct Worker<D: Driver> {
+    pub db: fdb_api::Database<D>,
+    pub shape: Shape,
+}
+
+/// What one worker's transactions do, for any driver: the workload, its keys, its RNG and
+/// its sequence number (the keys it writes).
+pub struct Shape {
     op: Op,
     keys: Arc<KeySet>,
     range: (KeySelector, KeySelector),
@@ -62,23 +61,25 @@ struct TokioWorker {
     seq: u64,
 }
 
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
-}
-
-/// Range reads ask for everything at once, as the libfdb_c arm does.
-pub fn range_options(rows: usize) -> RangeOptions {
-    RangeOptions {
-        limit: rows,
-        mode: StreamingMode::WantAll,
-        ..RangeOptions::default()
+impl Shape {
+    pub fn new(ctx: &Ctx, w: Workload, seed: u64, worker: usize) -> Shape {
+        Shape {
+            op: w.op(),
+            keys: ctx.keys.clone(),
+            range: (
+                KeySelector::first_greater_or_equal(Bytes::copy_from_slice(&ctx.keys.range_begin)),
+                KeySelector::first_greater_or_equal(Bytes::copy_from_slice(&ctx.keys.range_end)),
+            ),
+            rng: Rng::new(seed.wrapping_add(worker as u64)),
+            worker,
+            seq: 0,
+        }
     }
-}
 
-impl AsyncWorker for TokioWorker {
-    async fn txn(&mut self) -> Result<(), String> {
+    /// One transaction on `db`.
+    pub async fn txn<D: Driver>(&mut self, db: &fdb_api::Database<D>) -> Result<(), String> {
         self.seq += 1;
-        let tx = self.db.create_transaction();
+        let tx = db.create_transaction();
         match self.op {
             Op::Grv => {
                 tx.get_read_version().await.map_err(err)?;
@@ -111,6 +112,25 @@ impl AsyncWorker for TokioWorker {
             }
         }
         Ok(())
+    }
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Range reads ask for everything at once, as the libfdb_c arm does.
+pub fn range_options(rows: usize) -> RangeOptions {
+    RangeOptions {
+        limit: rows,
+        mode: StreamingMode::WantAll,
+        ..RangeOptions::default()
+    }
+}
+
+impl AsyncWorker for Worker<TokioDriver> {
+    async fn txn(&mut self) -> Result<(), String> {
+        self.shape.txn(&self.db).await
     }
 }
 
