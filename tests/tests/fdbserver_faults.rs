@@ -307,6 +307,8 @@ fn a_stopped_process_answers_nothing_and_then_everything_late() {
         key: Bytes::from_static(b"k"),
         version: v,
         reply: read.clone(),
+        // A plain read names no tenant (a defaulted TenantInfo would name tenant 0).
+        tenant_info: fdb_protocol::messages::types::TenantInfo::none(),
         ..Default::default()
     };
     rc.send(
