@@ -99,7 +99,7 @@ impl Sides {
         [&self.base[..], side.as_bytes(), b"/"].concat()
     }
 
-    /// Runs `p` on every side (libfdb_c meanwhile with the drivers) and compares.
+    /// Runs `p` on every side, one after another, and compares.
     pub fn run(&mut self, p: &Program) -> Result<Verdict, String> {
         self.programs += 1;
         let n = self.programs;
@@ -108,13 +108,16 @@ impl Sides {
             .clone()
             .map(|r| [&r[..], format!("{n:07}/").as_bytes()].concat());
         self.lib.send(&prefixes[0], p)?;
+        // libfdb_c first, alone: a side's commit writes its self-conflict key in `\xff/SC/`
+        // (makeSelfConflicting), which a program reading through the system keys would
+        // otherwise see from whichever side ran beside it.
+        let lib = self.lib.receive()?;
         let tokio = self
             .rt
             .block_on(exec::run_tokio(&self.tokio_db, &prefixes[1], p))
             .map_err(|e| format!("tokio driver: {e}"))?;
         let mio = exec::run_mio(&mut self.mio_dbs, &prefixes[2], p)
             .map_err(|e| format!("mio driver: {e}"))?;
-        let lib = self.lib.receive()?;
         let norm = |r: &RunResult, i: usize| {
             r.normalize(&Places {
                 root: &roots[i],
