@@ -8,7 +8,7 @@
 //! tuple layer — usable on their own. Module names follow FDB's vocabulary.
 #![no_std]
 #![forbid(unsafe_code)]
-#![warn(unreachable_pub)]
+#![warn(missing_docs, unreachable_pub)]
 
 extern crate alloc;
 

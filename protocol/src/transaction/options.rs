@@ -371,7 +371,9 @@ impl TransactionOption {
 /// Which conflict range [`crate::Client::add_conflict_range`] adds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConflictRangeType {
+    /// A read conflict range: the commit fails if another commit wrote into it meanwhile.
     Read,
+    /// A write conflict range: other transactions that read it conflict with this commit.
     Write,
 }
 

@@ -29,9 +29,13 @@ pub enum StreamingMode {
     Iterator,
     /// Exactly `limit` rows in one batch.
     Exact,
+    /// Batches of at most 256 bytes.
     Small,
+    /// Batches of at most 1,000 bytes.
     Medium,
+    /// Batches of at most 4,096 bytes.
     Large,
+    /// Batches of at most 80,000 bytes, for reading a whole range in order.
     Serial,
 }
 
@@ -59,9 +63,11 @@ pub struct RangeOptions {
     pub limit: usize,
     /// Most bytes; 0 = no limit.
     pub target_bytes: usize,
+    /// How rows are batched.
     pub mode: StreamingMode,
     /// 1-based call count, for [`StreamingMode::Iterator`].
     pub iteration: u32,
+    /// Rows from the end of the range backwards.
     pub reverse: bool,
 }
 
@@ -95,6 +101,7 @@ pub struct RangeCursor {
 }
 
 impl RangeCursor {
+    /// A cursor over the rows between the keys `begin` and `end` resolve to, under `opts`.
     pub fn new(begin: KeySelector, end: KeySelector, mut opts: RangeOptions) -> Self {
         opts.iteration = opts.iteration.max(1);
         RangeCursor {
