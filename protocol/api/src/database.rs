@@ -139,22 +139,31 @@ impl<D: Driver> Database<D> {
 
     /// Runs `f` in a transaction and commits it, retrying as `on_error` allows (the standard
     /// FDB retry loop). `f` may run several times: keep side effects inside the transaction.
-    pub async fn run<T, F, Fut>(&self, mut f: F) -> Result<T, Error>
+    pub async fn run<T, F, Fut>(&self, f: F) -> Result<T, Error>
     where
         F: FnMut(Transaction<D>) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        let tx = self.create_transaction();
-        loop {
-            let result = match f(tx.clone()).await {
-                Ok(v) => tx.commit().await.map(|_| v),
-                Err(e) => Err(e),
-            };
-            match RetryLoop::after(result) {
-                Next::Done(r) => return r,
-                // `on_error` fails with the error itself when it must not retry.
-                Next::OnError(code) => tx.on_error(code).await?,
-            }
+        run_in(self.create_transaction(), f).await
+    }
+}
+
+/// The standard retry loop on `tx`, shared by [`Database::run`] and a tenant's `run`.
+pub(crate) async fn run_in<D, T, F, Fut>(tx: Transaction<D>, mut f: F) -> Result<T, Error>
+where
+    D: Driver,
+    F: FnMut(Transaction<D>) -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    loop {
+        let result = match f(tx.clone()).await {
+            Ok(v) => tx.commit().await.map(|_| v),
+            Err(e) => Err(e),
+        };
+        match RetryLoop::after(result) {
+            Next::Done(r) => return r,
+            // `on_error` fails with the error itself when it must not retry.
+            Next::OnError(code) => tx.on_error(code).await?,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use fdb_protocol::{Client, Instant, TenantHandle};
 
-use crate::database::{Database, Next, RetryLoop};
+use crate::database::Database;
 use crate::driver::{apply, Driver};
 use crate::error::Error;
 use crate::transact::{MaybeCommitted, TransactError, TransactOption};
@@ -86,47 +86,22 @@ impl<D: Driver> Tenant<D> {
     }
 
     /// [`Database::run`] in this tenant.
-    pub async fn run<T, F, Fut>(&self, mut f: F) -> Result<T, Error>
+    pub async fn run<T, F, Fut>(&self, f: F) -> Result<T, Error>
     where
         F: FnMut(Transaction<D>) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        let tx = self.create_transaction();
-        loop {
-            let result = match f(tx.clone()).await {
-                Ok(v) => tx.commit().await.map(|_| v),
-                Err(e) => Err(e),
-            };
-            match RetryLoop::after(result) {
-                Next::Done(r) => return r,
-                Next::OnError(code) => tx.on_error(code).await?,
-            }
-        }
+        crate::database::run_in(self.create_transaction(), f).await
     }
 
     /// [`Database::transact`] in this tenant.
-    pub async fn transact<T, E, F, Fut>(&self, options: TransactOption, mut f: F) -> Result<T, E>
+    pub async fn transact<T, E, F, Fut>(&self, options: TransactOption, f: F) -> Result<T, E>
     where
         E: TransactError,
         F: FnMut(Transaction<D>, MaybeCommitted) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let tx = self.create_transaction();
-        for opt in options.transaction_options() {
-            tx.set_option(opt)?;
-        }
-        let mut maybe_committed = false;
-        loop {
-            let err = match f(tx.clone(), MaybeCommitted(maybe_committed)).await {
-                Ok(v) => match tx.commit().await {
-                    Ok(_) => return Ok(v),
-                    Err(e) => E::from(e),
-                },
-                Err(e) => e,
-            };
-            let code = options.after_failure(err, &mut maybe_committed)?;
-            tx.on_error(code).await?;
-        }
+        crate::transact::transact_in(self.create_transaction(), options, f).await
     }
 }
 

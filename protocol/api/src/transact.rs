@@ -105,28 +105,43 @@ impl<D: Driver> Database<D> {
     /// `on_error` (foundationdb-rs's `transact`). `f` returns the application's error type
     /// `E`: an FDB error in it is retried or returned as `on_error` decides; any other error
     /// ends the loop as it is. `f` learns whether an earlier attempt may have committed.
-    pub async fn transact<T, E, F, Fut>(&self, options: TransactOption, mut f: F) -> Result<T, E>
+    pub async fn transact<T, E, F, Fut>(&self, options: TransactOption, f: F) -> Result<T, E>
     where
         E: TransactError,
         F: FnMut(Transaction<D>, MaybeCommitted) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let tx = self.create_transaction();
-        for opt in options.transaction_options() {
-            tx.set_option(opt)?;
-        }
-        let mut maybe_committed = false;
-        loop {
-            let err = match f(tx.clone(), MaybeCommitted(maybe_committed)).await {
-                Ok(v) => match tx.commit().await {
-                    Ok(_) => return Ok(v),
-                    Err(e) => E::from(e),
-                },
-                Err(e) => e,
-            };
-            let code = options.after_failure(err, &mut maybe_committed)?;
-            // `on_error` fails with the error itself when it must not retry.
-            tx.on_error(code).await?;
-        }
+        transact_in(self.create_transaction(), options, f).await
+    }
+}
+
+/// The retry loop with the application's errors on `tx`, shared by [`Database::transact`] and
+/// a tenant's `transact`.
+pub(crate) async fn transact_in<D, T, E, F, Fut>(
+    tx: Transaction<D>,
+    options: TransactOption,
+    mut f: F,
+) -> Result<T, E>
+where
+    D: Driver,
+    E: TransactError,
+    F: FnMut(Transaction<D>, MaybeCommitted) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    for opt in options.transaction_options() {
+        tx.set_option(opt)?;
+    }
+    let mut maybe_committed = false;
+    loop {
+        let err = match f(tx.clone(), MaybeCommitted(maybe_committed)).await {
+            Ok(v) => match tx.commit().await {
+                Ok(_) => return Ok(v),
+                Err(e) => E::from(e),
+            },
+            Err(e) => e,
+        };
+        let code = options.after_failure(err, &mut maybe_committed)?;
+        // `on_error` fails with the error itself when it must not retry.
+        tx.on_error(code).await?;
     }
 }
