@@ -1220,7 +1220,10 @@ fn tenant_map_values_that_lie() {
         TenantMapEntry::decode_value(&value[..7]),
         Err(DecodeError::OutOfBounds { pos: 0, len: 8 })
     );
-    assert!(TenantMapEntry::decode_value(&value[..8]).is_err(), "no body");
+    assert!(
+        TenantMapEntry::decode_value(&value[..8]).is_err(),
+        "no body"
+    );
     let consistent = |v: &[u8]| {
         if let Ok(e) = TenantMapEntry::decode_value(v) {
             assert_eq!(TenantMapEntry::decode_value(&e.encode_value()), Ok(e));
