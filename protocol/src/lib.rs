@@ -34,6 +34,7 @@ pub mod serializer;
 pub mod sim;
 mod status;
 pub mod time;
+pub mod tenant_map;
 mod transaction;
 pub mod tuple;
 pub mod uid;
