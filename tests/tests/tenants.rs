@@ -674,8 +674,10 @@ fn hexs(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// libfdb_c's rows for `[begin, end)` (`fdb.tenant_management.list_tenants`, which reads
-/// `\xff\xff/management/tenant/map/`), as `[key hex, value hex]`.
+/// libfdb_c's rows for tenant names `[begin, end)`, as `[key hex, value hex]`: its range read
+/// of `\xff\xff/management/tenant/map/<begin>..<end>` with that limit. The script also checks
+/// that `fdb.tenant_management.list_tenants` yields the same values, keyed by the bare names
+/// (the binding strips the special-key prefix).
 fn python_list(begin: &[u8], end: &[u8], limit: usize) -> Option<serde_json::Value> {
     let script = r#"
 import fdb, sys, json
@@ -683,7 +685,14 @@ fdb.api_version(730)
 from fdb import tenant_management as tm
 db = fdb.open()
 b, e, n = bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2]), int(sys.argv[3])
-print(json.dumps([[kv.key.hex(), kv.value.hex()] for kv in tm.list_tenants(db, b, e, n)]))
+P = b"\xff\xff/management/tenant/map/"
+@fdb.transactional
+def raw(tr):
+    return [(kv.key, kv.value) for kv in tr.get_range(P + b, P + e, n)]
+rows = raw(db)
+listed = [(kv.key, kv.value) for kv in tm.list_tenants(db, b, e, n)]
+assert listed == [(k[len(P):], v) for k, v in rows], (listed, rows)
+print(json.dumps([[k.hex(), v.hex()] for k, v in rows]))
 "#;
     python_json(script, &[hexs(begin), hexs(end), limit.to_string()])
 }
