@@ -179,8 +179,8 @@ impl TenantEntry {
         if e.id < 0 {
             return Err(TenantEntryError::NegativeId(e.id));
         }
-        let lock_state =
-            TenantLockState::from_u8(e.lock_state).ok_or(TenantEntryError::LockState(e.lock_state))?;
+        let lock_state = TenantLockState::from_u8(e.lock_state)
+            .ok_or(TenantEntryError::LockState(e.lock_state))?;
         Ok(TenantEntry {
             id: e.id,
             name: e.tenant_name.clone(),

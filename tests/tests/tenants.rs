@@ -639,7 +639,8 @@ fn group_and_lock_entries_encode_as_fdbserver_stores_them() {
         e.to_json(),
         r#"{"id":6,"lock_id":"fedcba98765432100000000000000001","lock_state":"read only","name":{"base64":"ZzM=","printable":"g3"},"prefix":{"base64":"AAAAAAAAAAY=","printable":"\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x06"},"tenant_group":{"base64":"Z3JwQg==","printable":"grpB"}}"#
     );
-    let group = hex("00000073b000db0f14000000be3fa4000000060008000400040004000a000000040000000c000000");
+    let group =
+        hex("00000073b000db0f14000000be3fa4000000060008000400040004000a000000040000000c000000");
     TenantGroupEntry::decode_value(&group).expect("the group entry decodes");
     assert_eq!(TenantGroupEntry::default().encode_value(), group);
 }
@@ -811,10 +812,7 @@ fn tenant_listing_matches_libfdb_c() {
             }
             if t.exact {
                 for (name, json) in FRESH_LISTING {
-                    let r = rows
-                        .iter()
-                        .find(|r| r.name() == name)
-                        .expect("listed");
+                    let r = rows.iter().find(|r| r.name() == name).expect("listed");
                     assert_eq!(
                         std::str::from_utf8(&r.value).expect("utf-8"),
                         json,
@@ -910,15 +908,32 @@ fn tenant_groups_scenario() {
                 .await
                 .expect("create b in g1");
             tm::create_tenant(db, &c).await.expect("create c");
-            let ea = tm::get_tenant(db, &a).await.expect("get").expect("a exists");
-            let eb = tm::get_tenant(db, &b).await.expect("get").expect("b exists");
-            let ec = tm::get_tenant(db, &c).await.expect("get").expect("c exists");
+            let ea = tm::get_tenant(db, &a)
+                .await
+                .expect("get")
+                .expect("a exists");
+            let eb = tm::get_tenant(db, &b)
+                .await
+                .expect("get")
+                .expect("b exists");
+            let ec = tm::get_tenant(db, &c)
+                .await
+                .expect("get")
+                .expect("c exists");
             assert_eq!(ea.tenant_group.as_deref(), Some(g1.as_slice()), "{on}");
             assert_eq!(ec.tenant_group, None, "{on}");
             let (map, index) = raw_groups(&t).await;
             let group_value = Bytes::from(TenantGroupEntry::default().encode_value());
-            assert_eq!(map, vec![(Bytes::from(g1.clone()), group_value.clone())], "{on}");
-            assert_eq!(index, vec![(g1.clone(), ea.id), (g1.clone(), eb.id)], "{on}");
+            assert_eq!(
+                map,
+                vec![(Bytes::from(g1.clone()), group_value.clone())],
+                "{on}"
+            );
+            assert_eq!(
+                index,
+                vec![(g1.clone(), ea.id), (g1.clone(), eb.id)],
+                "{on}"
+            );
 
             // Errors.
             let bad = tm::TenantConfig::group(b"\xffbad");
@@ -934,7 +949,9 @@ fn tenant_groups_scenario() {
                 "{on}"
             );
             assert_eq!(
-                code(tm::configure_tenant(db, t.k("gmissing"), &tm::TenantConfig::group(&g1)).await),
+                code(
+                    tm::configure_tenant(db, t.k("gmissing"), &tm::TenantConfig::group(&g1)).await
+                ),
                 Some(ErrorCode::TENANT_NOT_FOUND),
                 "{on}"
             );
@@ -950,11 +967,23 @@ fn tenant_groups_scenario() {
                 .await
                 .expect("b leaves its group");
             let (map, index) = raw_groups(&t).await;
-            assert_eq!(map, vec![(Bytes::from(g2.clone()), group_value.clone())], "{on}");
-            assert_eq!(index, vec![(g2.clone(), ea.id), (g2.clone(), ec.id)], "{on}");
-            let rows = tm::list_tenants(db, &t.prefix, t.end(), 0).await.expect("list");
-            let groups: Vec<Option<&[u8]>> =
-                rows.iter().map(|r| r.entry.tenant_group.as_deref()).collect();
+            assert_eq!(
+                map,
+                vec![(Bytes::from(g2.clone()), group_value.clone())],
+                "{on}"
+            );
+            assert_eq!(
+                index,
+                vec![(g2.clone(), ea.id), (g2.clone(), ec.id)],
+                "{on}"
+            );
+            let rows = tm::list_tenants(db, &t.prefix, t.end(), 0)
+                .await
+                .expect("list");
+            let groups: Vec<Option<&[u8]>> = rows
+                .iter()
+                .map(|r| r.entry.tenant_group.as_deref())
+                .collect();
             assert_eq!(groups, vec![Some(&g2[..]), None, Some(&g2[..])], "{on}");
             for r in &rows {
                 check_row(r, on);
@@ -977,11 +1006,19 @@ create(db)
 print("{}")
 "#;
                 if python_json(script, &[hexs(&d), hexs(&g2)]).is_some() {
-                    let ed = tm::get_tenant(db, &d).await.expect("get").expect("d exists");
+                    let ed = tm::get_tenant(db, &d)
+                        .await
+                        .expect("get")
+                        .expect("d exists");
                     assert_eq!(ed.tenant_group.as_deref(), Some(g2.as_slice()));
                     let (_, index) = raw_groups(&t).await;
-                    assert!(index.contains(&(g2.clone(), ed.id)), "libfdb_c's index entry");
-                    let ours = tm::list_tenants(db, &t.prefix, t.end(), 0).await.expect("list");
+                    assert!(
+                        index.contains(&(g2.clone(), ed.id)),
+                        "libfdb_c's index entry"
+                    );
+                    let ours = tm::list_tenants(db, &t.prefix, t.end(), 0)
+                        .await
+                        .expect("list");
                     let theirs = python_list(&t.prefix, &t.end(), 0).expect("python");
                     assert_eq!(rows_hex(&ours), theirs, "libfdb_c's rows, byte for byte");
                     tm::delete_tenant(db, &d).await.expect("delete d");
@@ -992,7 +1029,10 @@ print("{}")
                 tm::delete_tenant(db, n).await.expect("delete");
             }
             let (map, index) = raw_groups(&t).await;
-            assert!(map.is_empty() && index.is_empty(), "{on}: groups go with their tenants");
+            assert!(
+                map.is_empty() && index.is_empty(),
+                "{on}: groups go with their tenants"
+            );
         },
     );
 }
@@ -1024,15 +1064,22 @@ fn tenant_lock_scenario() {
             .expect("write");
             let id = Uid::new(0x0123_4567_89ab_cdef, 0xaa);
             let other = Uid::new(7, 7);
-            tm::lock_tenant(db, &name, L::Locked, id).await.expect("lock");
-            let e = tm::get_tenant(db, &name).await.expect("get").expect("exists");
+            tm::lock_tenant(db, &name, L::Locked, id)
+                .await
+                .expect("lock");
+            let e = tm::get_tenant(db, &name)
+                .await
+                .expect("get")
+                .expect("exists");
             assert_eq!((e.lock_state, e.lock_id), (L::Locked, Some(id)), "{on}");
             let row = &tm::list_tenants(db, &name, [&name[..], b"\x00"].concat(), 0)
                 .await
                 .expect("list")[0];
             let json = std::str::from_utf8(&row.value).expect("utf-8");
             assert!(
-                json.contains(r#""lock_id":"0123456789abcdef00000000000000aa","lock_state":"locked""#),
+                json.contains(
+                    r#""lock_id":"0123456789abcdef00000000000000aa","lock_state":"locked""#
+                ),
                 "{on}: {json}"
             );
             check_row(row, on);
@@ -1056,8 +1103,16 @@ fn tenant_lock_scenario() {
                     tx.commit().await
                 }
             };
-            assert_eq!(code(read(false).await), Some(ErrorCode::TENANT_LOCKED), "{on}");
-            assert_eq!(code(write(false).await), Some(ErrorCode::TENANT_LOCKED), "{on}");
+            assert_eq!(
+                code(read(false).await),
+                Some(ErrorCode::TENANT_LOCKED),
+                "{on}"
+            );
+            assert_eq!(
+                code(write(false).await),
+                Some(ErrorCode::TENANT_LOCKED),
+                "{on}"
+            );
             ten.create_transaction()
                 .get_read_version()
                 .await
@@ -1092,17 +1147,27 @@ fn tenant_lock_scenario() {
                 .await
                 .expect("read-only");
             assert_eq!(
-                read(false).await.expect("read of a read-only tenant").as_deref(),
+                read(false)
+                    .await
+                    .expect("read of a read-only tenant")
+                    .as_deref(),
                 Some(&b"w"[..]),
                 "{on}"
             );
-            assert_eq!(code(write(false).await), Some(ErrorCode::TENANT_LOCKED), "{on}");
+            assert_eq!(
+                code(write(false).await),
+                Some(ErrorCode::TENANT_LOCKED),
+                "{on}"
+            );
             if !t.exact {
                 python_refused(&name, "write", ErrorCode::TENANT_LOCKED);
             }
 
             tm::unlock_tenant(db, &name, id).await.expect("unlock");
-            let e = tm::get_tenant(db, &name).await.expect("get").expect("exists");
+            let e = tm::get_tenant(db, &name)
+                .await
+                .expect("get")
+                .expect("exists");
             assert_eq!((e.lock_state, e.lock_id), (L::Unlocked, None), "{on}");
             write(false).await.expect("a write after unlocking");
             ten.run(|tx| async move {
@@ -1135,6 +1200,62 @@ except fdb.FDBError as e:
     print(json.dumps({"code": e.code}))
 "#;
     if let Some(v) = python_json(script, &[hexs(name), what.to_owned()]) {
-        assert_eq!(v["code"].as_i64(), Some(expect.0 as i64), "libfdb_c's {what}");
+        assert_eq!(
+            v["code"].as_i64(),
+            Some(expect.0 as i64),
+            "libfdb_c's {what}"
+        );
     }
+}
+
+/// A tenant map entry no 7.3 server writes (lock state 9) under a listed name: listing and
+/// getting it fail with `internal_error` (4100) instead of inventing a tenant; a tenant whose
+/// name index points at no entry is `tenant_not_found` (2131), as `getTenantTransaction`
+/// throws. Test cluster only (the values are planted).
+#[test]
+fn listing_refuses_entries_that_lie() {
+    let c = TestCluster::start();
+    let mut bad = TenantMapEntry {
+        id: 1,
+        tenant_name: Bytes::from_static(b"liar"),
+        ..Default::default()
+    };
+    bad.lock_state = 9;
+    c.set(
+        &[&b"\xff/tenant/map/"[..], &tenant_prefix(1)].concat(),
+        &bad.encode_value(),
+    );
+    c.set(
+        &[
+            &b"\xff/tenant/nameIndex/"[..],
+            &tuple::pack(&(b"liar".to_vec(),)),
+        ]
+        .concat(),
+        &tuple::pack(&(1i64,)),
+    );
+    c.set(
+        &[
+            &b"\xff/tenant/nameIndex/"[..],
+            &tuple::pack(&(b"ghost".to_vec(),)),
+        ]
+        .concat(),
+        &tuple::pack(&(2i64,)),
+    );
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let db = test_cluster_db(&c);
+        assert_eq!(
+            code(tm::list_tenants(&db, b"l", b"m", 0).await),
+            Some(ErrorCode::INTERNAL_ERROR)
+        );
+        assert_eq!(
+            code(tm::get_tenant(&db, b"liar").await),
+            Some(ErrorCode::INTERNAL_ERROR)
+        );
+        assert_eq!(
+            code(tm::list_tenants(&db, b"g", b"h", 0).await),
+            Some(ErrorCode::TENANT_NOT_FOUND)
+        );
+        assert_eq!(tm::get_tenant(&db, b"ghost").await.expect("get"), None);
+    });
 }

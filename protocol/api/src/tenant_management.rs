@@ -23,8 +23,8 @@ use bytes::Bytes;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::tenant_map::{
     TenantGroupEntry, TENANT_COUNT_KEY, TENANT_GROUP_INDEX_PREFIX, TENANT_GROUP_MAP_PREFIX,
-    TENANT_LAST_ID_KEY, TENANT_LAST_MODIFICATION_KEY, TENANT_MAP_PREFIX,
-    TENANT_MAP_SPECIAL_PREFIX, TENANT_NAME_INDEX_PREFIX,
+    TENANT_LAST_ID_KEY, TENANT_LAST_MODIFICATION_KEY, TENANT_MAP_PREFIX, TENANT_MAP_SPECIAL_PREFIX,
+    TENANT_NAME_INDEX_PREFIX,
 };
 use fdb_protocol::{tenant_prefix, tuple, MutationType, TransactionOption, Uid};
 
@@ -161,11 +161,17 @@ fn check_group(config: &TenantConfig) -> Result<(), Error> {
 }
 
 fn group_index_key(group: &[u8], id: i64) -> Vec<u8> {
-    key(TENANT_GROUP_INDEX_PREFIX, &tuple::pack(&(group.to_vec(), id)))
+    key(
+        TENANT_GROUP_INDEX_PREFIX,
+        &tuple::pack(&(group.to_vec(), id)),
+    )
 }
 
 /// Reads the entry of tenant `id` (`None` if the map has none).
-async fn entry_by_id<D: Driver>(tx: &Transaction<D>, id: i64) -> Result<Option<TenantEntry>, Error> {
+async fn entry_by_id<D: Driver>(
+    tx: &Transaction<D>,
+    id: i64,
+) -> Result<Option<TenantEntry>, Error> {
     match tx.get(key(TENANT_MAP, &tenant_prefix(id))).await? {
         None => Ok(None),
         Some(v) => TenantEntry::from_map_value(&v).map(Some).map_err(internal),
@@ -359,9 +365,7 @@ pub async fn list_tenants_in<D: Driver>(
     limit: usize,
 ) -> Result<Vec<TenantRow>, Error> {
     tx.set_option(TransactionOption::ReadSystemKeys)?;
-    let rows = tx
-        .get_range(name_key(begin), name_key(end), limit)
-        .await?;
+    let rows = tx.get_range(name_key(begin), name_key(end), limit).await?;
     let mut out = Vec::with_capacity(rows.len());
     for kv in rows {
         let id = decode_id(&kv.value)?;
