@@ -89,8 +89,10 @@ async fn prefix_used<D: Driver>(tx: &Transaction<D>, id: i64) -> Result<bool, Er
 }
 
 fn stamp_modification<D: Driver>(tx: &Transaction<D>) {
-    // Ten bytes for the versionstamp, then its offset (0).
-    let mut v = vec![0u8; 10];
+    // The ten bytes the versionstamp replaces, as libfdb_c fills them (a default
+    // `Versionstamp`: version -1, batch 0), then their offset (0).
+    let mut v = vec![0xffu8; 8];
+    v.extend_from_slice(&[0, 0]);
     v.extend_from_slice(&0u32.to_le_bytes());
     tx.atomic_op(LAST_MODIFICATION, v, MutationType::SetVersionstampedValue);
 }

@@ -1137,7 +1137,33 @@ impl State {
                 self.emit(out, conn, kind, reply, body);
             }
             AnyMessage::GetKeyServerLocationsRequest(r) => {
-                let body = ok(self.locations(&r));
+                // `doKeyServerLocationRequest`: a lookup in a tenant names an existing tenant
+                // (`tenant_not_found`), its keys get the prefix, and every shard is clamped to
+                // the tenant's range (`clampRangeToTenant`).
+                let body = if r.tenant.tenant_id == TenantInfo::INVALID_TENANT {
+                    ok(self.locations(&r))
+                } else if self
+                    .store
+                    .latest(&tenant_map_key(r.tenant.tenant_id))
+                    .is_none()
+                {
+                    error_reply(kind, ErrorCode::TENANT_NOT_FOUND)
+                } else {
+                    let prefix = r.tenant.tenant_id.to_be_bytes();
+                    let mut abs = r.clone();
+                    abs.begin = with_prefix(Some(&prefix), &r.begin);
+                    abs.end = r.end.as_ref().map(|e| with_prefix(Some(&prefix), e));
+                    let mut rep = self.locations(&abs);
+                    for loc in &mut rep.results {
+                        let (b, e) = clamp_to_tenant(
+                            Some(&prefix),
+                            loc.range.begin.clone(),
+                            loc.range.end.clone(),
+                        );
+                        loc.range = KeyRange::new(b, e);
+                    }
+                    ok(rep)
+                };
                 self.emit(out, conn, kind, reply, body);
             }
             AnyMessage::GetTenantIdRequest(r) => {
