@@ -1259,3 +1259,38 @@ fn listing_refuses_entries_that_lie() {
         assert_eq!(tm::get_tenant(&db, b"ghost").await.expect("get"), None);
     });
 }
+
+/// A read in a tenant deleted under an open handle, by a client that has never located the
+/// tenant's keys: its location lookup carries the tenant (as libfdb_c's does), the proxy
+/// answers `tenant_not_found` (2131), and the read fails with it instead of asking again.
+#[test]
+fn location_lookup_of_a_deleted_tenant() {
+    dual::run(
+        "tenant-locate",
+        Duration::from_secs(120),
+        |t: Target| async move {
+            let db = &t.db;
+            let on = t.name;
+            let name = t.k("gone");
+            tm::create_tenant(db, &name).await.expect("create");
+            // A second client: its location cache is empty.
+            let cf = db.cluster().await.expect("the cluster file");
+            let fresh = fdb_driver_tokio::Database::from_cluster_file(cf, 23).expect("open");
+            let ten = fresh.open_tenant(&name);
+            // Commits need no location: this learns the tenant's id and nothing else.
+            let tx = ten.create_transaction();
+            tx.set(b"k", b"v");
+            tx.commit().await.expect("a write");
+            let tx = ten.create_transaction();
+            tx.clear(b"k");
+            tx.commit().await.expect("a clear");
+            tm::delete_tenant(db, &name).await.expect("delete");
+            let tx = ten.create_transaction();
+            assert_eq!(
+                code(tx.get(b"k").await),
+                Some(ErrorCode::TENANT_NOT_FOUND),
+                "{on}"
+            );
+        },
+    );
+}
