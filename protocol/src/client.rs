@@ -696,6 +696,17 @@ impl Client {
         })
     }
 
+    /// `get_addresses_for_key`: the addresses (`ip:port`, `:tls` for TLS) of the storage
+    /// servers holding `key`; empty for a key at or past `\xff\xff`.
+    pub fn get_addresses_for_key(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        key: &[u8],
+    ) -> Call<Vec<alloc::string::String>> {
+        self.call(now, |txs, cx| txs.get_addresses_for_key(cx, tx, key))
+    }
+
     /// `get_range_split_points`: keys cutting `[begin, end)` into chunks of about
     /// `chunk_size` bytes.
     pub fn get_range_split_points(

@@ -15,6 +15,7 @@
 //! conflict ranges, the write conflict ranges and the mutations in read-your-writes order, plus
 //! a random `\xff/SC/` key when nothing read could conflict with what it writes.
 
+mod addresses;
 mod commit;
 mod db_options;
 mod log;
