@@ -444,21 +444,6 @@ pub fn client_session(data: &[u8]) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn targets_survive_trivial_inputs() {
-        for (_, f) in TARGETS {
-            f(&[]);
-            f(&[0]);
-            f(&[0xff; 64]);
-            f(&[0; 64]);
-        }
-    }
-}
-
 /// A `\xff/tenant/map/` value (or a tenant group's) as the database might hold it: the version
 /// prefix, then the message. What decodes re-encodes to bytes that decode the same (and to the
 /// same bytes again); the typed view accepts exactly the entries with a non-negative id and a
@@ -504,5 +489,20 @@ pub fn tenant_map_entry(data: &[u8]) {
     if let Ok(g) = TenantGroupEntry::decode_value(data) {
         let enc = g.encode_value();
         assert_eq!(TenantGroupEntry::decode_value(&enc), Ok(g));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_survive_trivial_inputs() {
+        for (_, f) in TARGETS {
+            f(&[]);
+            f(&[0]);
+            f(&[0xff; 64]);
+            f(&[0; 64]);
+        }
     }
 }
