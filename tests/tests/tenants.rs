@@ -314,6 +314,39 @@ fn mio_scenario(cf: fdb_protocol::cluster_file::ClusterFile, name: Vec<u8>) {
         mcode(mtm::delete_tenant(&db, &name)),
         Some(ErrorCode::TENANT_NOT_FOUND)
     );
+    // Groups, locks and the listing through the blocking API.
+    let g = [&name[..], b"-g"].concat();
+    let grouped = [&name[..], b"-t"].concat();
+    mtm::create_tenant_with(&db, &grouped, &mtm::TenantConfig::group(&g)).expect("mio group");
+    let e = mtm::get_tenant(&db, &grouped)
+        .expect("mio get")
+        .expect("exists");
+    assert_eq!(e.tenant_group.as_deref(), Some(g.as_slice()));
+    let lock = fdb_protocol::Uid::new(1, 2);
+    mtm::lock_tenant(&db, &grouped, mtm::TenantLockState::Locked, lock).expect("mio lock");
+    let locked = db.open_tenant(&grouped);
+    assert_eq!(
+        locked.run(|tx| tx.get(b"k")).err().and_then(|e| e.code()),
+        Some(ErrorCode::TENANT_LOCKED)
+    );
+    let rows =
+        mtm::list_tenants(&db, &grouped, [&grouped[..], b"\x00"].concat(), 0).expect("mio list");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].value, Bytes::from(rows[0].entry.to_json()));
+    assert!(std::str::from_utf8(&rows[0].value)
+        .expect("utf-8")
+        .contains(r#""lock_id":"00000000000000010000000000000002","lock_state":"locked""#));
+    mtm::unlock_tenant(&db, &grouped, lock).expect("mio unlock");
+    mtm::configure_tenant(&db, &grouped, &mtm::TenantConfig::default()).expect("mio ungroup");
+    assert_eq!(
+        mtm::get_tenant(&db, &grouped)
+            .expect("mio get")
+            .expect("exists")
+            .tenant_group,
+        None
+    );
+    mtm::delete_tenant(&db, &grouped).expect("mio delete");
+
     let missing = db.open_tenant([&name[..], b"-missing"].concat());
     let tx = missing.create_transaction();
     assert_eq!(
