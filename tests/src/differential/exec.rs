@@ -68,14 +68,21 @@ fn start<D: fdb_api::Driver>(t: &fdb_api::Transaction<D>, call: Call) -> Started
     match call {
         Call::Get(k, snap) => {
             let p = if snap { t.snapshot_get(&k) } else { t.get(&k) };
-            Box::pin(async move { p.await.map_or_else(api_err, |v| Outcome::Value(v.map(|b| b.to_vec()))) })
+            Box::pin(async move {
+                p.await
+                    .map_or_else(api_err, |v| Outcome::Value(v.map(|b| b.to_vec())))
+            })
         }
         Call::GetKey(sel, snap) => {
             let p = t.get_key(sel, snap);
             Box::pin(async move { p.await.map_or_else(api_err, |k| Outcome::Key(k.to_vec())) })
         }
         Call::Range {
-            begin, end, opts, snapshot, ..
+            begin,
+            end,
+            opts,
+            snapshot,
+            ..
         } => {
             let cursor = RangeCursor::new(begin, end, opts);
             let Some((b, e, mut o)) = cursor.next_request() else {

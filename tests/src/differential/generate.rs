@@ -272,7 +272,11 @@ impl Gen {
                         let mut end = key.clone();
                         end.bytes.push(0);
                         Op::ClearRange {
-                            begin: if a.bytes <= key.bytes { a } else { Key::rel(b"") },
+                            begin: if a.bytes <= key.bytes {
+                                a
+                            } else {
+                                Key::rel(b"")
+                            },
                             end,
                         }
                     } else {
