@@ -53,6 +53,30 @@ use super::TestClusterBuilder;
 const ALL_KEYS_END: &[u8] = b"\xff\xff";
 /// `\xff/metadataVersion`, whose value proxies report in read-version and commit replies.
 const METADATA_VERSION_KEY: &[u8] = b"\xff/metadataVersion";
+/// `excludedServersPrefix`: `fdbcli exclude` writes one key per excluded address under it.
+const EXCLUDED_PREFIX: &[u8] = b"\xff/conf/excluded/";
+
+/// Whether mutation `m` may change a key starting with `prefix`.
+fn touches(m: &MutationRef, prefix: &[u8]) -> bool {
+    if m.kind == mt::CLEAR_RANGE {
+        let end = key_after_prefix(prefix);
+        &m.param1[..] < &end[..] && &m.param2[..] > prefix
+    } else {
+        m.param1.starts_with(prefix)
+    }
+}
+
+/// The first key after every key starting with `prefix`.
+fn key_after_prefix(prefix: &[u8]) -> Vec<u8> {
+    let mut e = prefix.to_vec();
+    while e.last() == Some(&0xff) {
+        e.pop();
+    }
+    if let Some(l) = e.last_mut() {
+        *l += 1;
+    }
+    e
+}
 /// `UID::file_identifier`: the `ENDPOINT_NOT_FOUND` notice carries a bare UID.
 const UID_FILE_IDENTIFIER: u32 = 15597147;
 
@@ -1355,6 +1379,9 @@ impl State {
         }
         self.last_version = version;
         self.apply(&tr.mutations, version, 0);
+        if tr.mutations.iter().any(|m| touches(m, EXCLUDED_PREFIX)) {
+            self.move_off_excluded(out);
+        }
         self.history
             .push_back((version, tr.write_conflict_ranges.clone()));
         while self.history.front().is_some_and(|(v, _)| *v < oldest) {
@@ -1367,6 +1394,78 @@ impl State {
             metadata_version: self.metadata_version.clone(),
             conflicting_kr_indices: None,
         })
+    }
+
+    /// Data distribution after `exclude`: every shard a storage server at an excluded
+    /// address (`\xff/conf/excluded/IP:PORT`, or `IP` for all its ports) holds moves to
+    /// servers that are not excluded, keeping the team's size where enough servers are left
+    /// (fdbserver's data distribution does the same, over seconds: 6 s for a storage
+    /// process of the 5-process cluster of `real_faults.rs`; here at once, at the commit).
+    /// The excluded server then answers `wrong_shard_server` for those shards, and its
+    /// watches on them fail so. `include` (clearing the key) moves nothing back: fdbserver
+    /// only rebalances onto it over time.
+    fn move_off_excluded(&mut self, out: &mut Vec<Outgoing>) {
+        let end = key_after_prefix(EXCLUDED_PREFIX);
+        let excluded: Vec<String> = self
+            .store
+            .live(EXCLUDED_PREFIX, &end, Version::MAX, false)
+            .map(|(k, _)| String::from_utf8_lossy(&k[EXCLUDED_PREFIX.len()..]).into_owned())
+            .collect();
+        let n = self.cfg.storage_servers;
+        let out_of_service: Vec<bool> = (0..n)
+            .map(|i| {
+                let addr = self.procs[self.proc_index(Role::Storage(i))].addr;
+                excluded
+                    .iter()
+                    .any(|e| *e == addr.to_string() || *e == addr.ip().to_string())
+            })
+            .collect();
+        let mut next = 0;
+        for t in 0..self.teams.len() {
+            if !self.teams[t].iter().any(|&s| out_of_service[s]) {
+                continue;
+            }
+            let want = self.teams[t].len();
+            let mut team: Vec<usize> = self.teams[t]
+                .iter()
+                .copied()
+                .filter(|&s| !out_of_service[s])
+                .collect();
+            for _ in 0..n {
+                if team.len() >= want {
+                    break;
+                }
+                let cand = next % n;
+                next += 1;
+                if !out_of_service[cand] && !team.contains(&cand) {
+                    team.push(cand);
+                }
+            }
+            // With no server left to take it, the shard stays (fdbserver's exclude would
+            // wait, or refuse unless forced).
+            if !team.is_empty() {
+                self.teams[t] = team;
+            }
+        }
+        self.fail_moved_watches(out);
+    }
+
+    /// Watches on servers that no longer serve their key end with `wrong_shard_server`.
+    fn fail_moved_watches(&mut self, out: &mut Vec<Outgoing>) {
+        let mut moved = Vec::new();
+        let mut j = 0;
+        while j < self.watches.len() {
+            let w = &self.watches[j];
+            if !self.serves(w.ss, &w.key) {
+                moved.push(self.watches.swap_remove(j));
+            } else {
+                j += 1;
+            }
+        }
+        for w in moved {
+            let body = error_reply(RequestKind::WatchValue, ErrorCode::WRONG_SHARD_SERVER);
+            self.emit(out, &w.conn, RequestKind::WatchValue, w.reply, body);
+        }
     }
 
     fn apply(&mut self, mutations: &[MutationRef], version: Version, batch_index: u16) {
@@ -2727,20 +2826,7 @@ impl TestCluster {
             assert!(to < st.cfg.storage_servers, "no storage server {to}");
             let i = st.shard_containing(key);
             st.teams[i] = vec![to];
-            let mut moved = Vec::new();
-            let mut j = 0;
-            while j < st.watches.len() {
-                let w = &st.watches[j];
-                if !st.serves(w.ss, &w.key) {
-                    moved.push(st.watches.swap_remove(j));
-                } else {
-                    j += 1;
-                }
-            }
-            for w in moved {
-                let body = error_reply(RequestKind::WatchValue, ErrorCode::WRONG_SHARD_SERVER);
-                st.emit(&mut out, &w.conn, RequestKind::WatchValue, w.reply, body);
-            }
+            st.fail_moved_watches(&mut out);
         }
         flush(out);
     }

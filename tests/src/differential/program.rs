@@ -527,29 +527,30 @@ impl Step {
             },
             o => return Err(format!("unknown op {o}")),
         };
-        let op =
-            match v.get("pending") {
-                None => op,
-                Some(id) => {
-                    let id = id
-                        .as_u64()
-                        .and_then(|n| u32::try_from(n).ok())
-                        .ok_or("pending id")?;
-                    match op {
-                        Op::Get { .. }
-                        | Op::GetKey { .. }
-                        | Op::GetRange {
-                            iteration: Some(_), ..
-                        } => Op::Start {
-                            id,
-                            read: Box::new(op),
-                        },
-                        o => return Err(format!(
+        let op = match v.get("pending") {
+            None => op,
+            Some(id) => {
+                let id = id
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or("pending id")?;
+                match op {
+                    Op::Get { .. }
+                    | Op::GetKey { .. }
+                    | Op::GetRange {
+                        iteration: Some(_), ..
+                    } => Op::Start {
+                        id,
+                        read: Box::new(op),
+                    },
+                    o => {
+                        return Err(format!(
                             "only a get, a get_key or one range batch may be pending, not {o:?}"
-                        )),
+                        ))
                     }
                 }
-            };
+            }
+        };
         Ok(Step { tx, op })
     }
 }
