@@ -1841,11 +1841,14 @@ impl State {
             self.info_changed(out);
         }
         let delay = self.cfg.failure_detection_delay;
+        // A stopped process keeps its sockets open: it is noticed only once a ping to it went
+        // unanswered for the connection monitor's timeout, later than a killed one.
+        let stop_delay = delay + self.cfg.stop_noticed_after;
         let stopped = self.procs.iter().any(|p| {
             !p.retired
                 && (p.role == Role::Proxies || p.log)
                 && p.stopped
-                    .is_some_and(|s| !s.detected && now.duration_since(s.at) >= delay)
+                    .is_some_and(|s| !s.detected && now.duration_since(s.at) >= stop_delay)
         });
         // A killed process is noticed after the same delay; the recovery it makes waits
         // for a coordinator quorum.
