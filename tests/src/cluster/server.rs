@@ -60,7 +60,7 @@ const EXCLUDED_PREFIX: &[u8] = b"\xff/conf/excluded/";
 fn touches(m: &MutationRef, prefix: &[u8]) -> bool {
     if m.kind == mt::CLEAR_RANGE {
         let end = key_after_prefix(prefix);
-        &m.param1[..] < &end[..] && &m.param2[..] > prefix
+        m.param1[..] < end[..] && &m.param2[..] > prefix
     } else {
         m.param1.starts_with(prefix)
     }
