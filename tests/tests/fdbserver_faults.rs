@@ -655,6 +655,40 @@ async fn killed_proxies_are_recovered_around() {
     assert_eq!(c.recoveries(), 1);
 }
 
+/// fdbserver (`real_faults.rs`, `master_kill`): the master's process killed, commits stopped
+/// for about 4 s, a recovery (several generations), and no error reached libfdb_c's or this
+/// client's application. The proxies' process lives on; its roles end with the master's
+/// generation and come back with new tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_master_makes_a_recovery_the_proxies_process_survives() {
+    let c = TestCluster::builder()
+        .failure_detection_delay(Duration::from_millis(300))
+        .start();
+    let l = loaded(&c, 13, "master", Duration::from_millis(200)).await;
+    let before = within(l.db.read_version()).await.unwrap();
+    let (proxies, master) = (c.addr(Role::Proxies), c.addr(Role::Master));
+    let info = c.client_db_info();
+    c.kill(Role::Master);
+    until("a recovery without the master", || c.recoveries() == 1).await;
+    // The master moved; the proxies stayed in their process, under new tokens.
+    assert_ne!(c.addr(Role::Master), master);
+    assert_eq!(c.addr(Role::Proxies), proxies);
+    // (The first ClientDBInfo of a recovery lists no proxies.)
+    until("the new proxies are published", || {
+        !c.client_db_info().commit_proxies.is_empty()
+    })
+    .await;
+    let after = c.client_db_info();
+    assert_ne!(
+        after.commit_proxies[0].commit.endpoint.token,
+        info.commit_proxies[0].commit.endpoint.token
+    );
+    l.commits("commits after the master's recovery", 10).await;
+    assert!(within(l.db.read_version()).await.unwrap() >= before + JUMP);
+    l.judge().await;
+    assert_eq!(c.recoveries(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proxies_process_restarted_before_anyone_noticed_still_makes_a_recovery() {
     // Failure detection never comes first here: the restart does.

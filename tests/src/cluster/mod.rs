@@ -8,7 +8,10 @@
 //!   answered at once when the client's `known_client_info_id` differs from the current id and
 //!   held (long poll) otherwise; the id changes whenever the proxies are restarted.
 //! * **Proxies** (one port): the GRV proxy (read versions, global config) and the commit proxy
-//!   (key locations, commits). Read versions are the latest committed version; versions follow
+//!   (key locations, commits). The **master** runs in a process of its own ([`Role::Master`]),
+//!   which no client talks to: killing or stopping it makes a recovery (after failure
+//!   detection) in which the proxies end and come back, under new tokens, in their own
+//!   process. Read versions are the latest committed version; versions follow
 //!   the wall clock at about 1,000,000 per second and every commit gets a version above every
 //!   version handed out before.
 //! * **Storage servers** (one port each, default 3): `GetValue`, `GetKey`, `GetKeyValues` and

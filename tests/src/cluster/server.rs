@@ -85,8 +85,14 @@ const UID_FILE_IDENTIFIER: u32 = 15597147;
 pub enum Role {
     /// Coordinator `i` (its address is in the cluster file).
     Coordinator(usize),
-    /// The GRV proxy and the commit proxy (one process).
+    /// The GRV proxy and the commit proxy (one process; the cluster controller lives there too).
     Proxies,
+    /// The master, in a process of its own as fdbserver places it (the real 5-process
+    /// cluster had the cluster controller on one process and the master on another). No
+    /// client ever talks to it: killing or stopping it makes a recovery in which the proxies
+    /// end (`broken_promise` for what they owed) and come back with new tokens in their own,
+    /// still living, process; the master moves to a new process.
+    Master,
     /// Storage server `i`.
     Storage(usize),
 }
@@ -688,7 +694,7 @@ impl State {
     /// current generation) or a log.
     fn needed_by_the_transaction_system(&self, p: usize) -> bool {
         let proc = &self.procs[p];
-        !proc.retired && (proc.role == Role::Proxies || proc.log)
+        !proc.retired && (matches!(proc.role, Role::Proxies | Role::Master) || proc.log)
     }
 
     /// Sends `o` now, or when its process continues.
@@ -917,7 +923,7 @@ impl State {
                 Some(s) => Route::Storage(i, s),
                 None => Route::NotFound,
             },
-            Role::Coordinator(_) => Route::NotFound,
+            Role::Coordinator(_) | Role::Master => Route::NotFound,
         }
     }
 
@@ -1846,7 +1852,7 @@ impl State {
         let stop_delay = delay + self.cfg.stop_noticed_after;
         let stopped = self.procs.iter().any(|p| {
             !p.retired
-                && (p.role == Role::Proxies || p.log)
+                && (matches!(p.role, Role::Proxies | Role::Master) || p.log)
                 && p.stopped
                     .is_some_and(|s| !s.detected && now.duration_since(s.at) >= stop_delay)
         });
@@ -2019,6 +2025,28 @@ impl State {
                 accept_thread: None,
             });
             spawn = Some((listener, self.procs.len() - 1));
+        }
+        // A master that failed is replaced by one in a new process (which serves nothing a
+        // client reaches: its address refuses connections).
+        let m = self.proc_index(Role::Master);
+        if !self.procs[m].alive || self.procs[m].stopped.is_some() {
+            self.procs[m].retired = true;
+            let addr = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("bind loopback");
+            self.procs.push(Process {
+                role: Role::Master,
+                addr,
+                alive: true,
+                silent: false,
+                stopped: None,
+                dead_since: None,
+                log: false,
+                retired: false,
+                forwards: Vec::new(),
+                generation: 0,
+                accept_thread: None,
+            });
         }
         // The new generation recruits logs on live processes only.
         for proc in &mut self.procs {
@@ -2271,6 +2299,7 @@ impl TestCluster {
     pub(crate) fn start_with(cfg: TestClusterBuilder) -> TestCluster {
         let mut roles: Vec<Role> = (0..cfg.coordinators).map(Role::Coordinator).collect();
         roles.push(Role::Proxies);
+        roles.push(Role::Master);
         roles.extend((0..cfg.storage_servers).map(Role::Storage));
         let listeners: Vec<TcpListener> = roles
             .iter()
@@ -2753,7 +2782,7 @@ impl TestCluster {
                 }
                 Role::Storage(i) => st.ss_tokens[i] = st.new_token(),
                 // A coordinator's endpoints are well known: it has no tokens to lose.
-                Role::Coordinator(_) => {}
+                Role::Coordinator(_) | Role::Master => {}
             }
         }
         flush(out);
@@ -2789,7 +2818,7 @@ impl TestCluster {
                 Role::Storage(i) => {
                     st.ss_tokens[i] = st.new_token();
                 }
-                Role::Coordinator(_) => {}
+                Role::Coordinator(_) | Role::Master => {}
             }
             st.procs[p].alive = true;
             st.procs[p].silent = false;
