@@ -54,11 +54,16 @@
 //! `TenantInfo` need the tenant at their read version (`tenant_not_found`), get the prefix
 //! added to their keys, search only the tenant's range (`clampRangeToTenant`) and answer
 //! tenant-relative keys; a watch in a tenant watches the prefixed key, needs the tenant at
-//! the latest version and ends with `tenant_removed` when the tenant is deleted. The mode is
-//! published in the `ClientDBInfo` and stored at `\xff/conf/tenant_mode`. Not served:
-//! tenant locks (`tenant_locked`), tenant groups, `GetKeyServerLocations` with a tenant (the
-//! client never sends one), and, in required mode, fdbserver's splitting of raw clears at
-//! tenant bounds and its refusal of a tenant-map change mixed with normal writes (only raw
+//! the latest version and ends with `tenant_removed` when the tenant is deleted. Tenant locks
+//! are read from the stored map entry's `lock_state`: a read-only or locked tenant refuses
+//! commits without `lock_aware` (`tenant_locked`, the proxy's `lockedTenants`), a locked one
+//! also reads without `lock_aware` in their `ReadOptions`, and watches (never lock-aware).
+//! Tenant groups are plain metadata keys to the cluster, as to fdbserver. The mode is
+//! published in the `ClientDBInfo` and stored at `\xff/conf/tenant_mode`. A
+//! `GetKeyServerLocations` with a tenant (as libfdb_c 7.3 and this client send it) names an
+//! existing tenant (`tenant_not_found`), is looked up with the prefix added and answers shard
+//! bounds clamped to the tenant's range. Not served, in required mode: fdbserver's splitting
+//! of raw clears at tenant bounds and its refusal of a tenant-map change mixed with normal writes (only raw
 //! sets outside every tenant are refused). The proxy's tenant map never lags the commits
 //! (fdbserver's `minTenantVersion` wait and `future_version` do not arise).
 //!

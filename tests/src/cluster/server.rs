@@ -527,6 +527,12 @@ fn tenant_map_key(id: i64) -> Vec<u8> {
     [&b"\xff/tenant/map/"[..], &id.to_be_bytes()].concat()
 }
 
+/// The lock state of a stored tenant map entry (0 unlocked, 1 read-only, 2 locked); an
+/// entry that does not decode counts as unlocked.
+fn tenant_lock_state(value: &[u8]) -> u8 {
+    fdb_protocol::messages::commit::TenantMapEntry::decode_value(value).map_or(0, |e| e.lock_state)
+}
+
 /// `prefix` (if any) then `key`.
 fn with_prefix(prefix: Option<&[u8]>, key: &[u8]) -> Bytes {
     match prefix {
@@ -1161,7 +1167,33 @@ impl State {
                 self.emit(out, conn, kind, reply, body);
             }
             AnyMessage::GetKeyServerLocationsRequest(r) => {
-                let body = ok(self.locations(&r));
+                // `doKeyServerLocationRequest`: a lookup in a tenant names an existing tenant
+                // (`tenant_not_found`), its keys get the prefix, and every shard is clamped to
+                // the tenant's range (`clampRangeToTenant`).
+                let body = if r.tenant.tenant_id == TenantInfo::INVALID_TENANT {
+                    ok(self.locations(&r))
+                } else if self
+                    .store
+                    .latest(&tenant_map_key(r.tenant.tenant_id))
+                    .is_none()
+                {
+                    error_reply(kind, ErrorCode::TENANT_NOT_FOUND)
+                } else {
+                    let prefix = r.tenant.tenant_id.to_be_bytes();
+                    let mut abs = r.clone();
+                    abs.begin = with_prefix(Some(&prefix), &r.begin);
+                    abs.end = r.end.as_ref().map(|e| with_prefix(Some(&prefix), e));
+                    let mut rep = self.locations(&abs);
+                    for loc in &mut rep.results {
+                        let (b, e) = clamp_to_tenant(
+                            Some(&prefix),
+                            loc.range.begin.clone(),
+                            loc.range.end.clone(),
+                        );
+                        loc.range = KeyRange::new(b, e);
+                    }
+                    ok(rep)
+                };
                 self.emit(out, conn, kind, reply, body);
             }
             AnyMessage::GetTenantIdRequest(r) => {
@@ -1328,8 +1360,15 @@ impl State {
             if !tenant_prefix_kept(id, &tr.mutations) {
                 return Err(ErrorCode::ILLEGAL_TENANT_ACCESS);
             }
-            if self.store.latest(&tenant_map_key(id)).is_none() {
+            let Some(entry) = self.store.latest(&tenant_map_key(id)) else {
                 return Err(ErrorCode::TENANT_NOT_FOUND);
+            };
+            // The proxy's `lockedTenants`: read-only and locked tenants refuse commits that
+            // are not lock-aware.
+            if req.flags & CommitTransactionRequest::FLAG_IS_LOCK_AWARE == 0
+                && tenant_lock_state(&entry) != 0
+            {
+                return Err(ErrorCode::TENANT_LOCKED);
             }
         } else if self.cfg.tenant_mode == 2 {
             // A raw commit on a cluster requiring tenants writes normal keys only inside
@@ -1599,6 +1638,28 @@ impl State {
             let body = error_reply(kind, ErrorCode::TENANT_NOT_FOUND);
             self.emit(out, conn, kind, reply, body);
             return;
+        }
+        // ... and a locked tenant (not merely read-only) refuses reads that are not
+        // lock-aware (`tenant_locked`).
+        let lock_aware = match &msg {
+            AnyMessage::GetValueRequest(r) => r.options.as_ref().map(|o| o.lock_aware),
+            AnyMessage::GetKeyRequest(r) => r.options.as_ref().map(|o| o.lock_aware),
+            AnyMessage::GetKeyValuesRequest(r) => r.options.as_ref().map(|o| o.lock_aware),
+            // A watch is never lock-aware (`watchValueWaitForVersion`), and looks at the
+            // latest version.
+            _ => None,
+        };
+        if prefix.is_some() && !lock_aware.unwrap_or(false) {
+            let entry = match kind {
+                RequestKind::WatchValue => self.store.latest(&tenant_map_key(tenant)),
+                _ => self.store.get(&tenant_map_key(tenant), version),
+            };
+            let locked = entry.is_some_and(|v| tenant_lock_state(&v) == 2);
+            if locked {
+                let body = error_reply(kind, ErrorCode::TENANT_LOCKED);
+                self.emit(out, conn, kind, reply, body);
+                return;
+            }
         }
         let prefix = prefix.as_ref().map(|p| &p[..]);
         let body = match msg {
