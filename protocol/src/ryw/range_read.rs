@@ -207,18 +207,19 @@ enum Flow {
 }
 
 /// `resolveKeySelectorFromCache`: moves `sel` over the known segments (counting rows) until
-/// it is resolved or reaches what is unknown; `it` ends at that segment.
-fn resolve_from_cache(
+/// it is resolved or reaches what is unknown; the iterator returned is at that segment.
+fn resolve_from_cache<'a>(
     sel: &mut KeySelector,
-    it: &mut RywIter<'_>,
+    cache: &'a SnapshotCache,
+    writes: &'a WriteMap,
     max_key: &Bytes,
     read_to_begin: &mut bool,
     read_through_end: &mut bool,
     actual_offset: &mut i32,
-) {
+) -> RywIter<'a> {
     remove_or_equal(sel);
     let exhausted = sel.offset == 1;
-    it.skip(&sel.key);
+    let mut it = RywIter::new(cache, writes, &sel.key);
     if sel.offset <= 0 && it.begin_key().cmp_key(&sel.key).is_eq() && !sel.key.is_empty() {
         it.retreat();
     }
@@ -247,12 +248,12 @@ fn resolve_from_cache(
     if it.is_known() && sel.offset < 1 {
         *read_to_begin = true;
         *sel = fge(Bytes::new());
-        return;
+        return it;
     }
     if it.is_known() && sel.offset > 1 {
         *read_through_end = true;
         *sel = fge(max_key.clone());
-        return;
+        return it;
     }
     while !it.is_unreadable()
         && it.is_empty_range() == Ok(true)
@@ -264,6 +265,7 @@ fn resolve_from_cache(
     if let Some(k) = moved {
         sel.key = k.to_bytes();
     }
+    it
 }
 
 /// `skipUncached`: from an unknown segment, forward past single-key empty ranges and rows to
@@ -575,8 +577,6 @@ impl RangeRead {
     ) -> (RywIter<'a>, RywIter<'a>) {
         // Forward, `it` follows the begin selector and `it_end` the end one; in reverse the
         // other way round.
-        let mut a = RywIter::new(cache, writes, b"");
-        let mut b = a.clone();
         let (first, second, first_off, second_off) = if self.reverse {
             (
                 &mut self.end,
@@ -592,17 +592,19 @@ impl RangeRead {
                 &mut self.actual_end_offset,
             )
         };
-        resolve_from_cache(
+        let a = resolve_from_cache(
             first,
-            &mut a,
+            cache,
+            writes,
             &self.max_key,
             &mut self.read_to_begin,
             &mut self.read_through_end,
             first_off,
         );
-        resolve_from_cache(
+        let b = resolve_from_cache(
             second,
-            &mut b,
+            cache,
+            writes,
             &self.max_key,
             &mut self.read_to_begin,
             &mut self.read_through_end,
@@ -1071,7 +1073,12 @@ impl KeyRead {
 
 /// `updateConflictMap`: the parts of `[begin, end)` the writes leave to storage (never
 /// written, or only by atomic ops) become read conflict ranges.
-pub(crate) fn update_conflict_map(writes: &WriteMap, begin: &[u8], end: &[u8], out: &mut RangeSet) {
+pub(crate) fn update_conflict_map(
+    writes: &WriteMap,
+    begin: &Bytes,
+    end: &Bytes,
+    out: &mut RangeSet,
+) {
     if begin >= end {
         return;
     }
@@ -1083,12 +1090,12 @@ pub(crate) fn update_conflict_map(writes: &WriteMap, begin: &[u8], end: &[u8], o
             let lo = if b.cmp_key(begin).is_gt() {
                 b.to_bytes()
             } else {
-                Bytes::copy_from_slice(begin)
+                begin.clone()
             };
             let hi = if e.cmp_key(end).is_lt() {
                 e.to_bytes()
             } else {
-                Bytes::copy_from_slice(end)
+                end.clone()
             };
             out.insert_owned(lo, hi);
         }
@@ -1406,7 +1413,12 @@ mod tests {
         w.mutate(b(b"c"), mt::ADD_VALUE, b(b"\x01"), true);
         w.clear(b"d", b"e", true);
         let mut out = RangeSet::new();
-        update_conflict_map(&w, b"a", b"z", &mut out);
+        update_conflict_map(
+            &w,
+            &Bytes::from_static(b"a"),
+            &Bytes::from_static(b"z"),
+            &mut out,
+        );
         let got: Vec<(Bytes, Bytes)> = out.ranges().map(|r| (r.begin, r.end)).collect();
         assert_eq!(
             got,

@@ -41,7 +41,7 @@ impl RangeSet {
         let (begin, end) = (b.clone(), e.clone());
         let (begin, end): (&[u8], &[u8]) = (&begin, &end);
         // Ranges starting at or before `end` that reach `begin` merge with it.
-        let merge: Vec<Bytes> = self
+        let merge: smallvec::SmallVec<[Bytes; 4]> = self
             .map
             .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Included(end)))
             .rev()
@@ -58,6 +58,11 @@ impl RangeSet {
             }
         }
         self.map.insert(b, e);
+    }
+
+    /// Every range, in order, borrowed.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Bytes, &Bytes)> + '_ {
+        self.map.iter()
     }
 
     /// Every range, in order.

@@ -108,6 +108,8 @@ impl Transactions {
             );
         }
         let size = Self::list_size(&mutations, &write_conflicts, &read_conflicts);
+        // `get_approximate_size` counts the same lists without building them.
+        debug_assert_eq!(size, Self::commit_size(t));
         if size > t.options.size_limit {
             return self.fail_commit(
                 cx,
