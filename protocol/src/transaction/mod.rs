@@ -86,15 +86,29 @@ impl Ctx<'_> {
         reply: Uid,
         route: Route,
     ) {
+        self.send_sized(addr, dest, msg, reply, route, 0);
+    }
+
+    /// [`Ctx::send`] of a message of about `size` encoded bytes (its buffer is made that
+    /// large at once, not doubled up to it).
+    pub(crate) fn send_sized<M: Message>(
+        &mut self,
+        addr: &NetworkAddress,
+        dest: Uid,
+        msg: &M,
+        reply: Uid,
+        route: Route,
+        size: usize,
+    ) {
         self.net.send(
             self.now,
             self.rng,
             self.events,
-            addr,
-            dest,
+            (addr, dest),
             msg,
             reply,
             route,
+            size,
         );
     }
 
