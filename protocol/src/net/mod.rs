@@ -67,6 +67,20 @@ impl Io<'_> {
         reply: Uid,
         route: Route,
     ) {
+        self.send_sized(addr, dest, msg, reply, route, 0);
+    }
+
+    /// [`Io::send`] of a message of about `size` encoded bytes (its buffer is made that
+    /// large at once, not doubled up to it; `0`: no estimate).
+    pub(crate) fn send_sized<M: Message>(
+        &mut self,
+        addr: &NetworkAddress,
+        dest: Uid,
+        msg: &M,
+        reply: Uid,
+        route: Route,
+        size: usize,
+    ) {
         self.net.send(
             self.now,
             self.rng,
@@ -75,7 +89,7 @@ impl Io<'_> {
             msg,
             reply,
             route,
-            0,
+            size,
         );
     }
 

@@ -15,6 +15,7 @@
 //! conflict ranges, the write conflict ranges and the mutations in read-your-writes order, plus
 //! a random `\xff/SC/` key when nothing read could conflict with what it writes.
 
+mod addresses;
 mod commit;
 mod db_options;
 mod log;
@@ -77,6 +78,16 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The network part of this context, reborrowed.
+    fn io(&mut self) -> Io<'_> {
+        Io {
+            now: self.now,
+            rng: self.rng,
+            net: self.net,
+            events: self.events,
+        }
+    }
+
     /// Sends `msg` to endpoint `dest` at `addr`; its reply (on token `reply`) takes `route`.
     pub(crate) fn send<M: Message>(
         &mut self,
@@ -86,7 +97,7 @@ impl Ctx<'_> {
         reply: Uid,
         route: Route,
     ) {
-        self.send_sized(addr, dest, msg, reply, route, 0);
+        self.io().send(addr, dest, msg, reply, route);
     }
 
     /// [`Ctx::send`] of a message of about `size` encoded bytes (its buffer is made that
@@ -100,16 +111,7 @@ impl Ctx<'_> {
         route: Route,
         size: usize,
     ) {
-        self.net.send(
-            self.now,
-            self.rng,
-            self.events,
-            (addr, dest),
-            msg,
-            reply,
-            route,
-            size,
-        );
+        self.io().send_sized(addr, dest, msg, reply, route, size);
     }
 
     /// Finishes application request `req`.
@@ -145,13 +147,7 @@ impl Ctx<'_> {
     /// A GRV proxy's read-version endpoint (see [`crate::grv::grv_endpoint`]).
     pub(crate) fn grv_endpoint(&mut self) -> Option<(NetworkAddress, Uid)> {
         let info = self.info?;
-        let mut io = Io {
-            now: self.now,
-            rng: self.rng,
-            net: self.net,
-            events: self.events,
-        };
-        crate::grv::grv_endpoint(&mut io, info)
+        crate::grv::grv_endpoint(&mut self.io(), info)
     }
 }
 
