@@ -1,7 +1,6 @@
 //! Disjoint, coalesced key ranges: read and write conflict ranges, known ranges.
 
 use alloc::collections::BTreeMap;
-use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::messages::types::KeyRange;
@@ -78,6 +77,7 @@ impl RangeSet {
 mod tests {
     use super::*;
     use alloc::vec;
+    use alloc::vec::Vec;
 
     fn b(s: &'static [u8]) -> Bytes {
         Bytes::from_static(s)
