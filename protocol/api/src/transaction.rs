@@ -76,6 +76,8 @@ struct Writes {
     /// cost a few allocations, not two each (a buffer and, when the core slices it, its
     /// shared header).
     arena: BytesMut,
+    /// The size of the arena's current chunk (its `capacity` is only what is left of it).
+    chunk: usize,
 }
 
 /// The first chunk of a transaction's set buffer; each further one doubles, up to
@@ -88,8 +90,8 @@ impl Writes {
     fn pack(&mut self, key: &[u8], value: &[u8]) -> Bytes {
         let need = key.len() + 1 + value.len();
         if self.arena.capacity() - self.arena.len() < need {
-            let next = (self.arena.capacity() * 2).clamp(FIRST_CHUNK, MAX_CHUNK);
-            self.arena = BytesMut::with_capacity(next.max(need));
+            self.chunk = (self.chunk * 2).clamp(FIRST_CHUNK, MAX_CHUNK).max(need);
+            self.arena = BytesMut::with_capacity(self.chunk);
         }
         self.arena.extend_from_slice(key);
         self.arena.extend_from_slice(&[0]);

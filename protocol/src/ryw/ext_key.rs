@@ -104,6 +104,8 @@ fn compare(a: &[u8], az: usize, b: &[u8], bz: usize) -> Ordering {
 #[derive(Debug, Default)]
 pub(crate) struct KeyArena {
     buf: BytesMut,
+    /// The size of the current chunk (`buf.capacity()` is only what is left of it).
+    chunk: usize,
 }
 
 impl KeyArena {
@@ -113,8 +115,10 @@ impl KeyArena {
     fn build(&mut self, k: ExtKey<'_>) -> Bytes {
         let n = k.len();
         if self.buf.capacity() - self.buf.len() < n {
-            let next = (self.buf.capacity() * 2).clamp(Self::FIRST_CHUNK, Self::MAX_CHUNK);
-            self.buf = BytesMut::with_capacity(next.max(n));
+            self.chunk = (self.chunk * 2)
+                .clamp(Self::FIRST_CHUNK, Self::MAX_CHUNK)
+                .max(n);
+            self.buf = BytesMut::with_capacity(self.chunk);
         }
         self.buf.extend_from_slice(k.base);
         self.buf.resize(self.buf.len() + k.zeros, 0);
