@@ -185,5 +185,11 @@ mod tests {
         for (x, xb) in &all {
             assert_eq!(&x.to_bytes_in(&mut arena), xb);
         }
+        // Chunks grow: many keys take a few chunks, each twice the last.
+        let long = Bytes::from(alloc::vec![7u8; 100]);
+        for _ in 0..100 {
+            assert_eq!(ExtKey::new(&long, 1).to_bytes_in(&mut arena).len(), 101);
+        }
+        assert!(arena.chunk >= 8 * KeyArena::FIRST_CHUNK, "{}", arena.chunk);
     }
 }
