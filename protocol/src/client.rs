@@ -529,6 +529,9 @@ impl Client {
         if key == crate::status::STATUS_JSON_KEY && self.txs.exists(tx) {
             return self.status_json(now);
         }
+        if crate::transaction::is_special_key(key) {
+            self.refresh_special();
+        }
         self.call(now, |txs, cx| txs.get(cx, tx, key, snapshot))
     }
 
@@ -553,9 +556,26 @@ impl Client {
         opts: RangeOptions,
         snapshot: bool,
     ) -> Call<RangeResult> {
+        if crate::transaction::is_special_key(&begin.key) {
+            self.refresh_special();
+        }
         self.call(now, |txs, cx| {
             txs.get_range(cx, tx, begin, end, opts, snapshot)
         })
+    }
+
+    /// The path of the cluster file the database was opened from, shown at
+    /// `\xff\xff/cluster_file_path` (`None`: opened from a connection string).
+    pub fn set_cluster_file_path(&mut self, path: Option<&str>) {
+        self.txs.special.cluster_file_path = path.map(|p| Bytes::copy_from_slice(p.as_bytes()));
+    }
+
+    /// The special keys show the connection string in use (it changes with forwards).
+    fn refresh_special(&mut self) {
+        let cs = alloc::string::ToString::to_string(self.monitor.cluster());
+        if self.txs.special.connection_string != cs.as_bytes() {
+            self.txs.special.connection_string = Bytes::from(cs);
+        }
     }
 
     /// Sets `key` to `value`.

@@ -60,6 +60,7 @@ pub use db_options::DatabaseOption;
 pub use options::{ConflictRangeType, TransactionOption};
 pub use range_option::{Prefix, RangeOption};
 pub use scan::{RangeCursor, RangeOptions, StreamingMode, REPLY_BYTE_LIMIT};
+pub(crate) use special::is_special_key;
 pub use special::CONFLICTING_KEYS_PREFIX;
 pub use state::check_conflict_range;
 pub use tenant::{tenant_prefix, TenantHandle};
@@ -166,6 +167,8 @@ pub const TRANSACTION_SIZE_LIMIT: usize = 10_000_000;
 /// cache and what is known of storage servers.
 #[derive(Debug)]
 pub(crate) struct Transactions {
+    /// What the special keys show of the client (kept current by the client).
+    pub(crate) special: special::SpecialContext,
     locations: LocationCache,
     /// Location lookups in flight: `(key, reverse)`.
     locating: BTreeSet<(Bytes, bool)>,
@@ -196,6 +199,7 @@ pub(crate) struct Transactions {
 impl Default for Transactions {
     fn default() -> Self {
         Transactions {
+            special: special::SpecialContext::default(),
             locations: LocationCache::default(),
             locating: BTreeSet::new(),
             location_backoff: LocationBackoff::default(),
