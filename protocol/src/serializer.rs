@@ -843,8 +843,17 @@ fn collect_root<T: Fb>() -> VTableSet {
 
 /// Encodes `value` as a complete ObjectSerializer message with this file identifier.
 pub fn encode_with<T: Fb>(value: &T, file_identifier: u32) -> Vec<u8> {
+    encode_with_size(value, file_identifier, 0)
+}
+
+/// [`encode_with`] into a buffer made `size` bytes at once (an estimate of the encoded size:
+/// too small only costs the doublings it would have cost anyway).
+fn encode_with_size<T: Fb>(value: &T, file_identifier: u32, size: usize) -> Vec<u8> {
     let set = collect_root::<T>();
     let mut w = Writer::new(&set);
+    if size > 0 {
+        w.buf = alloc::vec![0u8; size];
+    }
     let root = FakeRoot(value);
     let mut t = w.begin_table(&[T::LAYOUT]);
     let s = root.0.save(&mut w);
@@ -856,6 +865,11 @@ pub fn encode_with<T: Fb>(value: &T, file_identifier: u32) -> Vec<u8> {
 /// Encodes a message.
 pub fn encode<M: Message>(m: &M) -> Vec<u8> {
     encode_with(m, M::FILE_IDENTIFIER)
+}
+
+/// Encodes a message of about `size` bytes ([`encode`] for `0`).
+pub(crate) fn encode_sized<M: Message>(m: &M, size: usize) -> Vec<u8> {
+    encode_with_size(m, M::FILE_IDENTIFIER, size)
 }
 
 /// The file identifier in a message header.

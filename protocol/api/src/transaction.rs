@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::types::{KeySelector, KeyValue, Version};
 use fdb_protocol::{
@@ -55,7 +55,7 @@ impl TxCell {
 struct TxInner<D: Driver> {
     driver: D,
     cell: Arc<TxCell>,
-    pending: Mutex<Vec<PendingWrite>>,
+    pending: Mutex<Writes>,
     stamps: VersionstampWaiters,
     /// Keeps the tenant handle open while the transaction lives (dropped after it).
     _tenant: Option<Tenant<D>>,
@@ -63,7 +63,40 @@ struct TxInner<D: Driver> {
 
 impl<D: Driver> TxInner<D> {
     fn take_pending(&self) -> Vec<PendingWrite> {
-        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
+        let mut w = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut w.list)
+    }
+}
+
+/// The writes buffered since the last call, and the buffer the sets are packed into.
+#[derive(Default)]
+struct Writes {
+    list: Vec<PendingWrite>,
+    /// Sets are cut from shared chunks (each set a slice of one): a transaction's sets
+    /// cost a few allocations, not two each (a buffer and, when the core slices it, its
+    /// shared header).
+    arena: BytesMut,
+    /// The size of the arena's current chunk (its `capacity` is only what is left of it).
+    chunk: usize,
+}
+
+/// The first chunk of a transaction's set buffer; each further one doubles, up to
+/// [`MAX_CHUNK`] (a larger set gets a chunk of its own size).
+const FIRST_CHUNK: usize = 512;
+const MAX_CHUNK: usize = 64 * 1024;
+
+impl Writes {
+    /// `key | 0x00 | value`, cut from the arena.
+    fn pack(&mut self, key: &[u8], value: &[u8]) -> Bytes {
+        let need = key.len() + 1 + value.len();
+        if self.arena.capacity() - self.arena.len() < need {
+            self.chunk = (self.chunk * 2).clamp(FIRST_CHUNK, MAX_CHUNK).max(need);
+            self.arena = BytesMut::with_capacity(self.chunk);
+        }
+        self.arena.extend_from_slice(key);
+        self.arena.extend_from_slice(&[0]);
+        self.arena.extend_from_slice(value);
+        self.arena.split().freeze()
     }
 }
 
@@ -127,7 +160,7 @@ impl<D: Driver> Transaction<D> {
                     created,
                     tenant: tenant.as_ref().map(|t| t.inner.cell.clone()),
                 }),
-                pending: Mutex::new(Vec::new()),
+                pending: Mutex::new(Writes::default()),
                 stamps: VersionstampWaiters::default(),
                 _tenant: tenant,
             }),
@@ -165,6 +198,7 @@ impl<D: Driver> Transaction<D> {
             .pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .list
             .push(w);
     }
 
@@ -366,11 +400,9 @@ impl<D: Driver> Transaction<D> {
     /// Sets a key.
     pub fn set(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         let (key, value) = (key.as_ref(), value.as_ref());
-        let mut packed = Vec::with_capacity(key.len() + 1 + value.len());
-        packed.extend_from_slice(key);
-        packed.push(0);
-        packed.extend_from_slice(value);
-        self.push_write(PendingWrite::Set(Bytes::from(packed), key.len()));
+        let mut w = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let packed = w.pack(key, value);
+        w.list.push(PendingWrite::Set(packed, key.len()));
     }
 
     /// Removes a key.

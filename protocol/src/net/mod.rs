@@ -31,7 +31,7 @@ use crate::framing::ProtocolVersion;
 use crate::ids::ConnectionId;
 use crate::messages::{reply_error, EnsureTable, NetworkAddress};
 use crate::route::{Loss, Route};
-use crate::serializer::{decode_root, encode, Message};
+use crate::serializer::{decode_root, encode_sized, Message};
 use crate::time::{Instant, Rng};
 use crate::uid::{well_known, Uid};
 
@@ -67,15 +67,29 @@ impl Io<'_> {
         reply: Uid,
         route: Route,
     ) {
+        self.send_sized(addr, dest, msg, reply, route, 0);
+    }
+
+    /// [`Io::send`] of a message of about `size` encoded bytes (its buffer is made that
+    /// large at once, not doubled up to it; `0`: no estimate).
+    pub(crate) fn send_sized<M: Message>(
+        &mut self,
+        addr: &NetworkAddress,
+        dest: Uid,
+        msg: &M,
+        reply: Uid,
+        route: Route,
+        size: usize,
+    ) {
         self.net.send(
             self.now,
             self.rng,
             self.events,
-            addr,
-            dest,
+            (addr, dest),
             msg,
             reply,
             route,
+            size,
         );
     }
 
@@ -124,14 +138,14 @@ impl Network {
         now: Instant,
         rng: &mut Rng,
         events: &mut VecDeque<Event>,
-        addr: &NetworkAddress,
-        dest: Uid,
+        (addr, dest): (&NetworkAddress, Uid),
         msg: &M,
         reply: Uid,
         route: Route,
+        size_hint: usize,
     ) {
         let conn = self.peer_for(now, rng, events, addr);
-        let bytes = encode(msg);
+        let bytes = encode_sized(msg, size_hint);
         let p = self
             .peers
             .get_mut(&conn)

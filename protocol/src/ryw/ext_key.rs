@@ -2,7 +2,7 @@
 //! followed by some zero bytes. `k\0` is the end of the single-key segment `[k, k\0)`; keeping
 //! it as `(k, 1)` lets iterators walk row by row without building a new key for every row.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use core::cmp::Ordering;
 
 /// A key borrowed from the write map, the snapshot cache or a selector, plus trailing zeros.
@@ -68,6 +68,15 @@ impl<'a> ExtKey<'a> {
         Bytes::from(v)
     }
 
+    /// The key as bytes, a slice of `arena` where zeros must be appended (many keys, few
+    /// allocations).
+    pub(crate) fn to_bytes_in(self, arena: &mut KeyArena) -> Bytes {
+        if self.zeros == 0 {
+            return self.base.clone();
+        }
+        arena.build(self)
+    }
+
     /// Compares with a plain key.
     pub(crate) fn cmp_key(self, key: &[u8]) -> Ordering {
         compare(self.base, self.zeros, key, 0)
@@ -88,6 +97,33 @@ fn compare(a: &[u8], az: usize, b: &[u8], bz: usize) -> Ordering {
         return Ordering::Less;
     }
     (a.len() + az).cmp(&(b.len() + bz))
+}
+
+/// Chunks the keys with appended zeros are cut from ([`ExtKey::to_bytes_in`]): a walk that
+/// writes out a key's end `k\0` for each of many keys allocates once per chunk, not per key.
+#[derive(Debug, Default)]
+pub(crate) struct KeyArena {
+    buf: BytesMut,
+    /// The size of the current chunk (`buf.capacity()` is only what is left of it).
+    chunk: usize,
+}
+
+impl KeyArena {
+    const FIRST_CHUNK: usize = 1024;
+    const MAX_CHUNK: usize = 64 * 1024;
+
+    fn build(&mut self, k: ExtKey<'_>) -> Bytes {
+        let n = k.len();
+        if self.buf.capacity() - self.buf.len() < n {
+            self.chunk = (self.chunk * 2)
+                .clamp(Self::FIRST_CHUNK, Self::MAX_CHUNK)
+                .max(n);
+            self.buf = BytesMut::with_capacity(self.chunk);
+        }
+        self.buf.extend_from_slice(k.base);
+        self.buf.resize(self.buf.len() + k.zeros, 0);
+        self.buf.split().freeze()
+    }
 }
 
 impl PartialEq for ExtKey<'_> {
@@ -144,5 +180,16 @@ mod tests {
                 assert_eq!(x.is_key_after(*y), after, "{xb:?} after {yb:?}");
             }
         }
+        // Built in an arena, the same bytes.
+        let mut arena = KeyArena::default();
+        for (x, xb) in &all {
+            assert_eq!(&x.to_bytes_in(&mut arena), xb);
+        }
+        // Chunks grow: many keys take a few chunks, each twice the last.
+        let long = Bytes::from(alloc::vec![7u8; 100]);
+        for _ in 0..100 {
+            assert_eq!(ExtKey::new(&long, 1).to_bytes_in(&mut arena).len(), 101);
+        }
+        assert!(arena.chunk >= 8 * KeyArena::FIRST_CHUNK, "{}", arena.chunk);
     }
 }

@@ -222,13 +222,6 @@ impl<'a> RywIter<'a> {
         self.begin_cmp = self.cache.begin_key().cmp(&self.writes.begin_key());
     }
 
-    /// Moves to the segment holding `key`.
-    pub(crate) fn skip(&mut self, key: &[u8]) {
-        self.cache.skip(key);
-        self.writes.skip(key);
-        self.update_cmp();
-    }
-
     /// From a cached row in an unmodified range, moves to the last row before `key` that
     /// follows without a gap.
     pub(crate) fn skip_contiguous(&mut self, key: &Bytes) -> Result<(), Unreadable> {

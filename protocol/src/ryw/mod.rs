@@ -21,7 +21,7 @@ use bytes::Bytes;
 pub(crate) use iterator::{PointAnswer, PointView, Unreadable};
 pub(crate) use range_set::RangeSet;
 pub(crate) use snapshot_cache::SnapshotCache;
-pub(crate) use write_map::{Lookup, WriteMap, ALL_KEYS_END};
+pub(crate) use write_map::{Lookup, WriteMap, ALL_KEYS_END, MUTATION_OVERHEAD, RANGE_OVERHEAD};
 
 /// The smallest key after `key`.
 pub(crate) fn key_after(key: &[u8]) -> Bytes {

@@ -207,18 +207,19 @@ enum Flow {
 }
 
 /// `resolveKeySelectorFromCache`: moves `sel` over the known segments (counting rows) until
-/// it is resolved or reaches what is unknown; `it` ends at that segment.
-fn resolve_from_cache(
+/// it is resolved or reaches what is unknown; the iterator returned is at that segment.
+fn resolve_from_cache<'a>(
     sel: &mut KeySelector,
-    it: &mut RywIter<'_>,
+    cache: &'a SnapshotCache,
+    writes: &'a WriteMap,
     max_key: &Bytes,
     read_to_begin: &mut bool,
     read_through_end: &mut bool,
     actual_offset: &mut i32,
-) {
+) -> RywIter<'a> {
     remove_or_equal(sel);
     let exhausted = sel.offset == 1;
-    it.skip(&sel.key);
+    let mut it = RywIter::new(cache, writes, &sel.key);
     if sel.offset <= 0 && it.begin_key().cmp_key(&sel.key).is_eq() && !sel.key.is_empty() {
         it.retreat();
     }
@@ -247,12 +248,12 @@ fn resolve_from_cache(
     if it.is_known() && sel.offset < 1 {
         *read_to_begin = true;
         *sel = fge(Bytes::new());
-        return;
+        return it;
     }
     if it.is_known() && sel.offset > 1 {
         *read_through_end = true;
         *sel = fge(max_key.clone());
-        return;
+        return it;
     }
     while !it.is_unreadable()
         && it.is_empty_range() == Ok(true)
@@ -264,122 +265,115 @@ fn resolve_from_cache(
     if let Some(k) = moved {
         sel.key = k.to_bytes();
     }
+    it
 }
 
-/// `skipUncached`: from an unknown segment, forward past single-key empty ranges and rows to
-/// the last unknown segment before something known and wider; counts the single empty keys.
-fn skip_uncached(it: &mut RywIter<'_>, end: &RywIter<'_>, mut limit: i32) -> i32 {
-    let mut b = it.begin_key();
-    let mut e = it.end_key();
-    let mut single = 0;
-    while !it.same(end) && {
-        limit -= 1;
-        limit >= 0
-    } {
-        if it.is_unreadable() || it.is_empty_range() == Ok(true) {
-            if it.is_unreadable() || !e.is_key_after(b) {
-                back_to_unknown(it);
-                return single;
-            }
-            single += 1;
+/// A direction over the merged view: `FORWARD` walks with `advance` towards `max_key`, and
+/// the segment's end is its far side; backward walks with `retreat` towards `""`.
+struct Walk<const FORWARD: bool>;
+
+impl<const FORWARD: bool> Walk<FORWARD> {
+    fn step(it: &mut RywIter<'_>) {
+        if FORWARD {
+            it.advance()
         } else {
-            b = e;
+            it.retreat()
         }
-        it.advance();
-        e = it.end_key();
     }
-    back_to_unknown(it);
-    single
-}
 
-fn back_to_unknown(it: &mut RywIter<'_>) {
-    while it.is_unreadable() || it.is_unknown_range() != Ok(true) {
-        it.retreat();
-    }
-}
-
-fn forward_to_unknown(it: &mut RywIter<'_>) {
-    while it.is_unreadable() || it.is_unknown_range() != Ok(true) {
-        it.advance();
-    }
-}
-
-/// `skipUncachedBack`: the mirror of [`skip_uncached`].
-fn skip_uncached_back(it: &mut RywIter<'_>, end: &RywIter<'_>, mut limit: i32) -> i32 {
-    let mut b = it.begin_key();
-    let mut e = it.end_key();
-    let mut single = 0;
-    while !it.same(end) && {
-        limit -= 1;
-        limit >= 0
-    } {
-        if it.is_unreadable() || it.is_empty_range() == Ok(true) {
-            if it.is_unreadable() || !e.is_key_after(b) {
-                forward_to_unknown(it);
-                return single;
-            }
-            single += 1;
+    /// The side of the segment the walk goes on from.
+    fn far<'a>(it: &RywIter<'a>) -> ExtKey<'a> {
+        if FORWARD {
+            it.end_key()
         } else {
-            e = b;
+            it.begin_key()
         }
-        it.retreat();
-        b = it.begin_key();
     }
-    forward_to_unknown(it);
-    single
+
+    /// The side it came from.
+    fn near<'a>(it: &RywIter<'a>) -> ExtKey<'a> {
+        if FORWARD {
+            it.begin_key()
+        } else {
+            it.end_key()
+        }
+    }
+
+    /// Steps back (against the walk) to the nearest unknown segment.
+    fn back_to_unknown(it: &mut RywIter<'_>) {
+        while it.is_unreadable() || it.is_unknown_range() != Ok(true) {
+            if FORWARD {
+                it.retreat()
+            } else {
+                it.advance()
+            }
+        }
+    }
+
+    /// A single-key empty segment or an unreadable one stops the counting walks; this says
+    /// which of the two, for the span from `near` (where the last row ended) to `far`.
+    fn single_empty(it: &RywIter<'_>, near: ExtKey<'_>, far: ExtKey<'_>) -> Option<bool> {
+        if !(it.is_unreadable() || it.is_empty_range() == Ok(true)) {
+            return None;
+        }
+        let (b, e) = if FORWARD { (near, far) } else { (far, near) };
+        Some(!it.is_unreadable() && e.is_key_after(b))
+    }
+
+    /// `skipUncached` (forward) / `skipUncachedBack`: from an unknown segment, on past
+    /// single-key empty ranges and rows to the last unknown segment before something known
+    /// and wider; counts the single empty keys.
+    fn skip_uncached(it: &mut RywIter<'_>, end: &RywIter<'_>, mut limit: i32) -> i32 {
+        let (mut near, mut far) = (Self::near(it), Self::far(it));
+        let mut single = 0;
+        while !it.same(end) && {
+            limit -= 1;
+            limit >= 0
+        } {
+            match Self::single_empty(it, near, far) {
+                Some(false) => break,
+                Some(true) => single += 1,
+                None => near = far,
+            }
+            Self::step(it);
+            far = Self::far(it);
+        }
+        Self::back_to_unknown(it);
+        single
+    }
+
+    /// `countUncached` (forward, up to `max_key`) / `countUncachedBack` (down to `""`): the
+    /// single-key empty ranges that follow, up to `max` of them.
+    fn count_uncached(mut it: RywIter<'_>, max_key: &Bytes, max: i32) -> i32 {
+        if max <= 0 {
+            return 0;
+        }
+        let (mut near, mut far) = (Self::near(&it), Self::far(&it));
+        let mut single = 0;
+        while if FORWARD {
+            far.cmp_key(max_key).is_lt()
+        } else {
+            far.cmp_key(b"").is_gt()
+        } {
+            match Self::single_empty(&it, near, far) {
+                Some(false) => return single,
+                Some(true) => {
+                    single += 1;
+                    if single >= max {
+                        return max;
+                    }
+                }
+                None => near = far,
+            }
+            Self::step(&mut it);
+            far = Self::far(&it);
+        }
+        single
+    }
 }
 
-/// `countUncached`: the single-key empty ranges that follow, up to `max` of them.
-fn count_uncached(mut it: RywIter<'_>, max_key: &Bytes, max: i32) -> i32 {
-    if max <= 0 {
-        return 0;
-    }
-    let mut b = it.begin_key();
-    let mut e = it.end_key();
-    let mut single = 0;
-    while e.cmp_key(max_key).is_lt() {
-        if it.is_unreadable() || it.is_empty_range() == Ok(true) {
-            if it.is_unreadable() || !e.is_key_after(b) {
-                return single;
-            }
-            single += 1;
-            if single >= max {
-                return max;
-            }
-        } else {
-            b = e;
-        }
-        it.advance();
-        e = it.end_key();
-    }
-    single
-}
-
-/// `countUncachedBack`: the single-key empty ranges that precede, up to `max` of them.
-fn count_uncached_back(mut it: RywIter<'_>, max: i32) -> i32 {
-    if max <= 0 {
-        return 0;
-    }
-    let mut b = it.begin_key();
-    let mut e = it.end_key();
-    let mut single = 0;
-    while b.cmp_key(b"").is_gt() {
-        if it.is_unreadable() || it.is_empty_range() == Ok(true) {
-            if it.is_unreadable() || !e.is_key_after(b) {
-                return single;
-            }
-            single += 1;
-            if single >= max {
-                return max;
-            }
-        } else {
-            e = b;
-        }
-        it.retreat();
-        b = it.begin_key();
-    }
-    single
-}
+type Forward = Walk<true>;
+type Backward = Walk<false>;
 
 fn clamp_i32(v: i64) -> i32 {
     v.clamp(i32::MIN as i64, i32::MAX as i64) as i32
@@ -575,8 +569,6 @@ impl RangeRead {
     ) -> (RywIter<'a>, RywIter<'a>) {
         // Forward, `it` follows the begin selector and `it_end` the end one; in reverse the
         // other way round.
-        let mut a = RywIter::new(cache, writes, b"");
-        let mut b = a.clone();
         let (first, second, first_off, second_off) = if self.reverse {
             (
                 &mut self.end,
@@ -592,17 +584,19 @@ impl RangeRead {
                 &mut self.actual_end_offset,
             )
         };
-        resolve_from_cache(
+        let a = resolve_from_cache(
             first,
-            &mut a,
+            cache,
+            writes,
             &self.max_key,
             &mut self.read_to_begin,
             &mut self.read_through_end,
             first_off,
         );
-        resolve_from_cache(
+        let b = resolve_from_cache(
             second,
-            &mut b,
+            cache,
+            writes,
             &self.max_key,
             &mut self.read_to_begin,
             &mut self.read_through_end,
@@ -785,7 +779,8 @@ impl RangeRead {
             0
         };
         if it.begin_key() < it_end.begin_key() {
-            single = skip_uncached(&mut uc_end, it_end, clear_limit + 100).min(clear_limit);
+            single =
+                Forward::skip_uncached(&mut uc_end, it_end, clear_limit + 100).min(clear_limit);
         }
         let end = &self.end;
         let read_end = if !uc_end.same(it_end) {
@@ -799,7 +794,8 @@ impl RangeRead {
         } else {
             let mut r = end.clone();
             if end.offset > 1 {
-                single += count_uncached(uc_end.clone(), &self.max_key, clear_limit - single);
+                single +=
+                    Forward::count_uncached(uc_end.clone(), &self.max_key, clear_limit - single);
                 r.offset += single;
             }
             r
@@ -818,7 +814,7 @@ impl RangeRead {
             fge(self.begin.key.clone())
         } else {
             let mut r = self.begin.clone();
-            let s = count_uncached_back(it.clone(), clear_limit);
+            let s = Backward::count_uncached(it.clone(), &self.max_key, clear_limit);
             r.offset -= s;
             self.additional_rows += s as i64;
             r
@@ -921,7 +917,8 @@ impl RangeRead {
             0
         };
         if it.begin_key() > it_end.begin_key() {
-            single = skip_uncached_back(&mut uc_end, it_end, clear_limit + 100).min(clear_limit);
+            single =
+                Backward::skip_uncached(&mut uc_end, it_end, clear_limit + 100).min(clear_limit);
         }
         let begin = &self.begin;
         let read_begin = if !uc_end.same(it_end) {
@@ -935,7 +932,8 @@ impl RangeRead {
         } else {
             let mut r = begin.clone();
             if begin.offset < 1 {
-                single += count_uncached_back(uc_end.clone(), clear_limit - single);
+                single +=
+                    Backward::count_uncached(uc_end.clone(), &self.max_key, clear_limit - single);
                 r.offset -= single;
             }
             r
@@ -954,7 +952,7 @@ impl RangeRead {
             fge(self.end.key.clone())
         } else {
             let mut r = self.end.clone();
-            let s = count_uncached(it.clone(), &self.max_key, clear_limit);
+            let s = Forward::count_uncached(it.clone(), &self.max_key, clear_limit);
             r.offset += s;
             self.additional_rows += s as i64;
             r
@@ -1071,7 +1069,12 @@ impl KeyRead {
 
 /// `updateConflictMap`: the parts of `[begin, end)` the writes leave to storage (never
 /// written, or only by atomic ops) become read conflict ranges.
-pub(crate) fn update_conflict_map(writes: &WriteMap, begin: &[u8], end: &[u8], out: &mut RangeSet) {
+pub(crate) fn update_conflict_map(
+    writes: &WriteMap,
+    begin: &Bytes,
+    end: &Bytes,
+    out: &mut RangeSet,
+) {
     if begin >= end {
         return;
     }
@@ -1083,12 +1086,12 @@ pub(crate) fn update_conflict_map(writes: &WriteMap, begin: &[u8], end: &[u8], o
             let lo = if b.cmp_key(begin).is_gt() {
                 b.to_bytes()
             } else {
-                Bytes::copy_from_slice(begin)
+                begin.clone()
             };
             let hi = if e.cmp_key(end).is_lt() {
                 e.to_bytes()
             } else {
-                Bytes::copy_from_slice(end)
+                end.clone()
             };
             out.insert_owned(lo, hi);
         }
@@ -1406,7 +1409,12 @@ mod tests {
         w.mutate(b(b"c"), mt::ADD_VALUE, b(b"\x01"), true);
         w.clear(b"d", b"e", true);
         let mut out = RangeSet::new();
-        update_conflict_map(&w, b"a", b"z", &mut out);
+        update_conflict_map(
+            &w,
+            &Bytes::from_static(b"a"),
+            &Bytes::from_static(b"z"),
+            &mut out,
+        );
         let got: Vec<(Bytes, Bytes)> = out.ranges().map(|r| (r.begin, r.end)).collect();
         assert_eq!(
             got,

@@ -1,7 +1,6 @@
 //! Disjoint, coalesced key ranges: read and write conflict ranges, known ranges.
 
 use alloc::collections::BTreeMap;
-use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::messages::types::KeyRange;
@@ -41,7 +40,7 @@ impl RangeSet {
         let (begin, end) = (b.clone(), e.clone());
         let (begin, end): (&[u8], &[u8]) = (&begin, &end);
         // Ranges starting at or before `end` that reach `begin` merge with it.
-        let merge: Vec<Bytes> = self
+        let merge: smallvec::SmallVec<[Bytes; 4]> = self
             .map
             .range::<[u8], _>((core::ops::Bound::Unbounded, core::ops::Bound::Included(end)))
             .rev()
@@ -60,6 +59,11 @@ impl RangeSet {
         self.map.insert(b, e);
     }
 
+    /// Every range, in order, borrowed.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Bytes, &Bytes)> + '_ {
+        self.map.iter()
+    }
+
     /// Every range, in order.
     pub(crate) fn ranges(&self) -> impl Iterator<Item = KeyRange> + '_ {
         self.map.iter().map(|(b, e)| KeyRange {
@@ -73,6 +77,7 @@ impl RangeSet {
 mod tests {
     use super::*;
     use alloc::vec;
+    use alloc::vec::Vec;
 
     fn b(s: &'static [u8]) -> Bytes {
         Bytes::from_static(s)

@@ -168,21 +168,17 @@ impl<'a> CacheIter<'a> {
 
     /// Moves to the segment holding `key`.
     pub(crate) fn skip(&mut self, key: &[u8]) {
+        // The last entry at or before `key`, and the one before it, from one search.
+        let mut upto = self
+            .map
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)));
+        let (k, e) = upto.next_back().expect("the cache holds its sentinels");
+        let prev_end = upto.next_back().map_or(k, |(_, p)| &p.end);
         if key == ALL_KEYS_END {
-            let (k, e) = self
-                .map
-                .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
-                .next_back()
-                .expect("the cache holds its sentinels");
-            self.set_entry(k, e);
+            (self.key, self.entry, self.prev_end) = (k, e, prev_end);
             self.offset = 1;
             return;
         }
-        let (k, e) = self
-            .map
-            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
-            .next_back()
-            .expect("the cache holds its sentinels");
         if key >= e.end.as_ref() {
             match self.entry_after(k) {
                 Some((nk, ne)) => {
@@ -192,12 +188,12 @@ impl<'a> CacheIter<'a> {
                     self.offset = 0;
                 }
                 None => {
-                    self.set_entry(k, e);
+                    (self.key, self.entry, self.prev_end) = (k, e, prev_end);
                     self.offset = e.segments() - 1;
                 }
             }
         } else {
-            self.set_entry(k, e);
+            (self.key, self.entry, self.prev_end) = (k, e, prev_end);
             let idx = e.values.partition_point(|kv| kv.key.as_ref() < key);
             let exact = e.values.get(idx).is_some_and(|kv| kv.key.as_ref() == key);
             self.offset = idx * 2 + 1 + usize::from(exact);

@@ -10,13 +10,13 @@
 //! every cleared range first, in key order, then each key's operations and the write conflict
 //! ranges.
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{btree_map, BTreeMap};
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::ops::Bound;
 use smallvec::SmallVec;
 
-use super::ext_key::ExtKey;
+use super::ext_key::{ExtKey, KeyArena};
 use crate::atomic;
 use crate::messages::commit::{mutation_type as mt, MutationRef};
 use crate::messages::types::KeyRange;
@@ -196,6 +196,29 @@ impl WriteEntry {
     }
 }
 
+/// What a range segment says of its keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RangeKind {
+    cleared: bool,
+    conflict: bool,
+    unreadable: bool,
+}
+
+impl RangeKind {
+    /// A clear with its write conflict range.
+    const CLEARED: RangeKind = RangeKind {
+        cleared: true,
+        conflict: true,
+        unreadable: false,
+    };
+    /// Where a versionstamped key may land.
+    const UNREADABLE: RangeKind = RangeKind {
+        cleared: false,
+        conflict: false,
+        unreadable: true,
+    };
+}
+
 /// What a write segment is (`WriteMap::iterator::SEGMENT_TYPE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WriteSeg {
@@ -263,6 +286,9 @@ pub(crate) struct WriteIter<'a> {
     next: &'a WriteEntry,
     /// `false`: the operations at `key`; `true`: the keys after it.
     offset: bool,
+    /// The entries after `next_key`, where the search for `next` left them: walking forward
+    /// takes the next one without a new search (`None` after a step back).
+    ahead: Option<btree_map::Range<'a, Bytes, WriteEntry>>,
 }
 
 impl<'a> WriteIter<'a> {
@@ -273,10 +299,8 @@ impl<'a> WriteIter<'a> {
             .next_back()
             .or_else(|| map.iter().next())
             .expect("the map holds its sentinels");
-        let (nk, n) = map
-            .range::<[u8], _>((Bound::Excluded(key), Bound::Unbounded))
-            .next()
-            .unwrap_or((k, e));
+        let mut ahead = map.range::<[u8], _>((Bound::Excluded(key), Bound::Unbounded));
+        let (nk, n) = ahead.next().unwrap_or((k, e));
         WriteIter {
             map,
             key: k,
@@ -284,6 +308,7 @@ impl<'a> WriteIter<'a> {
             next_key: nk,
             next: n,
             offset: e.stack.is_empty() || k.as_ref() != key,
+            ahead: Some(ahead),
         }
     }
 
@@ -334,6 +359,21 @@ impl<'a> WriteIter<'a> {
         }
     }
 
+    /// A range segment of exactly `kind`.
+    fn is_range_of(&self, kind: RangeKind) -> bool {
+        self.offset && self.entry.following_cleared == kind.cleared && self.flags_match(kind)
+    }
+
+    /// The keys here go on as `kind` leaves them: an operation, or a range cleared alike,
+    /// with the same conflict and unreadable flags.
+    fn goes_on_as(&self, kind: RangeKind) -> bool {
+        (!self.offset || self.entry.following_cleared == kind.cleared) && self.flags_match(kind)
+    }
+
+    fn flags_match(&self, kind: RangeKind) -> bool {
+        self.is_conflict_range() == kind.conflict && self.is_unreadable() == kind.unreadable
+    }
+
     /// An operation segment whose result does not depend on the stored value.
     pub(crate) fn is_independent(&self) -> bool {
         self.entry.following_cleared || !self.entry.stack.is_dependent()
@@ -378,11 +418,11 @@ impl<'a> WriteIter<'a> {
             self.offset = true;
             return;
         }
-        let Some((nk, n)) = self
-            .map
-            .range::<[u8], _>((Bound::Excluded(self.next_key.as_ref()), Bound::Unbounded))
-            .next()
-        else {
+        let (map, after) = (self.map, self.next_key.as_ref());
+        let ahead = self.ahead.get_or_insert_with(|| {
+            map.range::<[u8], _>((Bound::Excluded(after), Bound::Unbounded))
+        });
+        let Some((nk, n)) = ahead.next() else {
             // Past the last sentinel: nothing follows (no reader goes there).
             self.offset = true;
             return;
@@ -406,6 +446,7 @@ impl<'a> WriteIter<'a> {
         else {
             return;
         };
+        self.ahead = None;
         self.next_key = self.key;
         self.next = self.entry;
         self.key = pk;
@@ -422,6 +463,11 @@ impl<'a> WriteIter<'a> {
 impl WriteMap {
     pub(crate) fn new() -> Self {
         Self::default()
+    }
+
+    /// How many entries the map holds (its sentinels included).
+    pub(crate) fn entry_count(&self) -> usize {
+        self.entries.len()
     }
 
     /// Nothing was written (`WriteMap::empty`).
@@ -527,19 +573,24 @@ impl WriteMap {
         if !add_conflict {
             return self.clear_no_conflict(begin, end);
         }
+        self.replace_range(begin, end, RangeKind::CLEARED);
+    }
+
+    /// Makes `[begin, end)` one range segment of `kind`, forgetting what was written there
+    /// (`clear` with a conflict range, `addUnmodifiedAndUnreadableRange`): the entries inside
+    /// go, an entry at `begin` starts the range unless the segment there is of that kind
+    /// already, and one at `end` keeps what follows unless it continues alike.
+    fn replace_range(&mut self, begin: &[u8], end: &[u8], kind: RangeKind) {
         let mut it = self.iter_at(begin);
-        let insert_begin = !it.is_cleared_range() || !it.is_conflict_range() || it.is_unreadable();
+        let insert_begin = !it.is_range_of(kind);
         match it.end_key().cmp_key(end) {
             core::cmp::Ordering::Equal => it.advance(),
             core::cmp::Ordering::Less => it.skip(end),
             core::cmp::Ordering::Greater => {}
         }
         let at_end = it.begin_key().cmp_key(end).is_eq();
-        let insert_end =
-            (it.is_unmodified_range() || !it.is_conflict_range() || it.is_unreadable())
-                && (!it.key_at_begin() || !at_end);
-        let end_coalesce =
-            it.is_cleared_range() && at_end && it.is_conflict_range() && !it.is_unreadable();
+        let insert_end = !it.goes_on_as(kind) && (!it.key_at_begin() || !at_end);
+        let end_coalesce = it.is_range_of(kind) && at_end;
         let end_entry = WriteEntry::range(
             it.is_cleared_range(),
             it.is_conflict_range(),
@@ -551,7 +602,9 @@ impl WriteMap {
             ExtKey::new(&e, usize::from(end_coalesce)),
         );
         if insert_begin {
-            self.entries.insert(b, WriteEntry::range(true, true, false));
+            let k = kind;
+            self.entries
+                .insert(b, WriteEntry::range(k.cleared, k.conflict, k.unreadable));
         }
         if insert_end {
             self.entries.insert(e, end_entry);
@@ -617,36 +670,7 @@ impl WriteMap {
         if begin >= end {
             return;
         }
-        let mut it = self.iter_at(begin);
-        let insert_begin =
-            !it.is_unmodified_range() || it.is_conflict_range() || !it.is_unreadable();
-        match it.end_key().cmp_key(end) {
-            core::cmp::Ordering::Equal => it.advance(),
-            core::cmp::Ordering::Less => it.skip(end),
-            core::cmp::Ordering::Greater => {}
-        }
-        let at_end = it.begin_key().cmp_key(end).is_eq();
-        let insert_end = (it.is_cleared_range() || it.is_conflict_range() || !it.is_unreadable())
-            && (!it.key_at_begin() || !at_end);
-        let end_coalesce =
-            it.is_unmodified_range() && at_end && !it.is_conflict_range() && it.is_unreadable();
-        let end_entry = WriteEntry::range(
-            it.is_cleared_range(),
-            it.is_conflict_range(),
-            it.is_unreadable(),
-        );
-        let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
-        self.remove_between(
-            ExtKey::new(&b, usize::from(!insert_begin)),
-            ExtKey::new(&e, usize::from(end_coalesce)),
-        );
-        if insert_begin {
-            self.entries
-                .insert(b, WriteEntry::range(false, false, true));
-        }
-        if insert_end {
-            self.entries.insert(e, end_entry);
-        }
+        self.replace_range(begin, end, RangeKind::UNREADABLE);
     }
 
     /// `WriteMap::addConflictRange`: a write conflict range without a write.
@@ -719,74 +743,140 @@ impl WriteMap {
     /// `[begin, end)` as NativeAPI receives them, appended to `mutations` and `conflicts`.
     pub(crate) fn write_to_native(
         &self,
-        begin: &[u8],
-        end: &[u8],
+        begin: &Bytes,
+        end: &Bytes,
         mutations: &mut Vec<MutationRef>,
         conflicts: &mut Vec<KeyRange>,
     ) {
-        let mut it = self.iter_at(begin);
-        let mut clear_begin: Option<Bytes> = None;
-        while it.begin_key().cmp_key(end).is_lt() {
-            if it.is_cleared_range() && clear_begin.is_none() {
-                clear_begin = Some(ext_max(it.begin_key(), begin));
-            } else if !it.is_cleared_range() {
-                if let Some(b) = clear_begin.take() {
-                    native_clear(mutations, b, it.begin_key().to_bytes());
+        let mut out = NativeLists {
+            mutations,
+            conflicts,
+            keys: KeyArena::default(),
+        };
+        self.walk_native(begin, end, &mut out);
+    }
+
+    /// The size of what [`WriteMap::write_to_native`] would append, as NativeAPI's `getSize`
+    /// counts it (see `Transactions::list_size`), without building any of it.
+    pub(crate) fn native_size(&self, begin: &Bytes, end: &Bytes) -> usize {
+        let mut size = NativeSize(0);
+        self.walk_native(begin, end, &mut size);
+        size.0
+    }
+
+    /// The walk of `writeRangeToNativeTransaction`: every cleared run first, in key order,
+    /// then each key's operations and the write conflict runs.
+    fn walk_native<'a, S: NativeSink<'a>>(&'a self, begin: &'a Bytes, end: &'a Bytes, out: &mut S) {
+        let clear = |out: &mut S, b: ExtKey<'a>, e: ExtKey<'a>| {
+            if b < e {
+                out.mutation(mt::CLEAR_RANGE, b, e);
+            }
+        };
+        self.runs(
+            begin,
+            end,
+            WriteIter::is_cleared_range,
+            out,
+            |_, _| {},
+            clear,
+        );
+        let ops = |out: &mut S, it: &WriteIter<'a>| {
+            let key = ExtKey::of(it.key);
+            for m in it.op().ops() {
+                match (m.kind, &m.value) {
+                    (mt::SET_VALUE, Some(v)) => out.mutation(mt::SET_VALUE, key, ExtKey::of(v)),
+                    (mt::SET_VALUE, None) => out.mutation(mt::CLEAR_RANGE, key, key.key_after()),
+                    (k, v) if is_atomic_kind(k) => {
+                        out.mutation(k, key, ExtKey::of(v.as_ref().unwrap_or(&EMPTY)))
+                    }
+                    _ => {}
                 }
             }
-            it.advance();
-        }
-        if let Some(b) = clear_begin {
-            native_clear(mutations, b, Bytes::copy_from_slice(end));
-        }
+        };
+        let conflict = |out: &mut S, b, e| out.conflict(b, e);
+        self.runs(begin, end, WriteIter::is_conflict_range, out, ops, conflict);
+    }
+
+    /// Walks the segments of `[begin, end)`: `each` sees every operation segment, `run` every
+    /// maximal run of segments where `pred` holds (cut to `[begin, end)`).
+    fn runs<'a, S>(
+        &'a self,
+        begin: &'a Bytes,
+        end: &'a Bytes,
+        pred: fn(&WriteIter<'a>) -> bool,
+        out: &mut S,
+        each: impl Fn(&mut S, &WriteIter<'a>),
+        run: impl Fn(&mut S, ExtKey<'a>, ExtKey<'a>),
+    ) {
         let mut it = self.iter_at(begin);
-        let mut conflict_begin: Option<Bytes> = None;
+        let mut run_begin: Option<ExtKey<'a>> = None;
         while it.begin_key().cmp_key(end).is_lt() {
-            if it.is_conflict_range() && conflict_begin.is_none() {
-                conflict_begin = Some(ext_max(it.begin_key(), begin));
-            } else if !it.is_conflict_range() {
-                if let Some(b) = conflict_begin.take() {
-                    conflicts.push(KeyRange::new(b, it.begin_key().to_bytes()));
-                }
+            if pred(&it) {
+                run_begin.get_or_insert_with(|| core::cmp::max(it.begin_key(), ExtKey::of(begin)));
+            } else if let Some(b) = run_begin.take() {
+                run(out, b, it.begin_key());
             }
             if it.is_operation() {
-                for m in it.op().ops() {
-                    let key = it.key.clone();
-                    match (m.kind, &m.value) {
-                        (mt::SET_VALUE, Some(v)) => {
-                            mutations.push(MutationRef::new(mt::SET_VALUE, key, v.clone()))
-                        }
-                        (mt::SET_VALUE, None) => {
-                            let end = super::key_after(&key);
-                            mutations.push(MutationRef::new(mt::CLEAR_RANGE, key, end));
-                        }
-                        (k, v) if is_atomic_kind(k) => {
-                            mutations.push(MutationRef::new(k, key, v.clone().unwrap_or_default()))
-                        }
-                        _ => {}
-                    }
-                }
+                each(out, &it);
             }
             it.advance();
         }
-        if let Some(b) = conflict_begin {
-            conflicts.push(KeyRange::new(b, Bytes::copy_from_slice(end)));
+        if let Some(b) = run_begin {
+            run(out, b, ExtKey::of(end));
         }
     }
 }
 
-fn ext_max(k: ExtKey<'_>, key: &[u8]) -> Bytes {
-    if k.cmp_key(key).is_lt() {
-        Bytes::copy_from_slice(key)
-    } else {
-        k.to_bytes()
+static EMPTY: Bytes = Bytes::new();
+
+/// Where the walk of `writeRangeToNativeTransaction` goes: the lists NativeAPI commits, or
+/// only their size.
+trait NativeSink<'a> {
+    fn mutation(&mut self, kind: u8, param1: ExtKey<'a>, param2: ExtKey<'a>);
+    fn conflict(&mut self, begin: ExtKey<'a>, end: ExtKey<'a>);
+}
+
+/// The lists themselves; keys with appended zeros come from one arena.
+struct NativeLists<'l> {
+    mutations: &'l mut Vec<MutationRef>,
+    conflicts: &'l mut Vec<KeyRange>,
+    keys: KeyArena,
+}
+
+impl<'a> NativeSink<'a> for NativeLists<'_> {
+    fn mutation(&mut self, kind: u8, param1: ExtKey<'a>, param2: ExtKey<'a>) {
+        let (p1, p2) = (
+            param1.to_bytes_in(&mut self.keys),
+            param2.to_bytes_in(&mut self.keys),
+        );
+        self.mutations.push(MutationRef::new(kind, p1, p2));
+    }
+
+    fn conflict(&mut self, begin: ExtKey<'a>, end: ExtKey<'a>) {
+        let (b, e) = (
+            begin.to_bytes_in(&mut self.keys),
+            end.to_bytes_in(&mut self.keys),
+        );
+        self.conflicts.push(KeyRange::new(b, e));
     }
 }
 
-/// NativeAPI's `clear(KeyRangeRef)` with keys already cut to the longest possible key.
-fn native_clear(mutations: &mut Vec<MutationRef>, begin: Bytes, end: Bytes) {
-    if begin < end {
-        mutations.push(MutationRef::new(mt::CLEAR_RANGE, begin, end));
+/// `getSize` of the lists: per mutation its parameters and `sizeof(MutationRef)`, per
+/// conflict range its keys and `sizeof(KeyRangeRef)`.
+struct NativeSize(usize);
+
+/// `sizeof(MutationRef)` in libfdb_c 7.3.77 (measured with `size_limit`).
+pub(crate) const MUTATION_OVERHEAD: usize = 44;
+/// `sizeof(KeyRangeRef)`.
+pub(crate) const RANGE_OVERHEAD: usize = 24;
+
+impl<'a> NativeSink<'a> for NativeSize {
+    fn mutation(&mut self, _: u8, param1: ExtKey<'a>, param2: ExtKey<'a>) {
+        self.0 += param1.len() + param2.len() + MUTATION_OVERHEAD;
+    }
+
+    fn conflict(&mut self, begin: ExtKey<'a>, end: ExtKey<'a>) {
+        self.0 += begin.len() + end.len() + RANGE_OVERHEAD;
     }
 }
 
@@ -825,7 +915,17 @@ mod tests {
 
     fn native(w: &WriteMap) -> Native {
         let (mut m, mut c) = (Vec::new(), Vec::new());
-        w.write_to_native(b"", ALL_KEYS_END, &mut m, &mut c);
+        let (all_b, all_e) = (Bytes::new(), Bytes::from_static(ALL_KEYS_END));
+        w.write_to_native(&all_b, &all_e, &mut m, &mut c);
+        // The size counted without building the lists is theirs.
+        let size: usize = m
+            .iter()
+            .map(|m| m.param1.len() + m.param2.len() + 44)
+            .sum::<usize>()
+            + c.iter()
+                .map(|r| r.begin.len() + r.end.len() + 24)
+                .sum::<usize>();
+        assert_eq!(w.native_size(&all_b, &all_e), size);
         (
             m.into_iter()
                 .map(|m| (m.kind, m.param1, m.param2))

@@ -108,6 +108,8 @@ impl Transactions {
             );
         }
         let size = Self::list_size(&mutations, &write_conflicts, &read_conflicts);
+        // `get_approximate_size` counts the same lists without building them.
+        debug_assert_eq!(size, Self::commit_size(t));
         if size > t.options.size_limit {
             return self.fail_commit(
                 cx,
@@ -133,6 +135,7 @@ impl Transactions {
         // The read conflict ranges of NativeAPI's own key and range reads come after the
         // size check (`extraConflictRanges`).
         read_conflicts.extend(t.native.extra_read_conflicts.iter().cloned());
+        let extra_size = Self::list_size(&[], &t.native.extra_read_conflicts, &[]);
         let report = t.options.report_conflicting_keys;
         let lock_aware = t.options.lock_aware;
         let mut flags = 0;
@@ -219,7 +222,17 @@ impl Transactions {
         }
         let ep = proxy.commit.endpoint;
         self.set_wait(req, Wait::Reply);
-        cx.send(ep.address(), ep.token, &msg, token, Route::Commit(req));
+        // `getSize` counts about what the message carries per mutation and range; the rest
+        // of the request is a few hundred bytes.
+        let estimate = size + extra_size + 512;
+        cx.send_sized(
+            ep.address(),
+            ep.token,
+            &msg,
+            token,
+            Route::Commit(req),
+            estimate,
+        );
     }
 
     pub(super) fn fail_commit(

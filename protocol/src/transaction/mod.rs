@@ -101,6 +101,20 @@ impl Ctx<'_> {
         self.io().send(addr, dest, msg, reply, route);
     }
 
+    /// [`Ctx::send`] of a message of about `size` encoded bytes (its buffer is made that
+    /// large at once, not doubled up to it).
+    pub(crate) fn send_sized<M: Message>(
+        &mut self,
+        addr: &NetworkAddress,
+        dest: Uid,
+        msg: &M,
+        reply: Uid,
+        route: Route,
+        size: usize,
+    ) {
+        self.io().send_sized(addr, dest, msg, reply, route, size);
+    }
+
     /// Finishes application request `req`.
     pub(crate) fn finish(&mut self, req: RequestId, result: Result<Reply, ClientError>) {
         self.events

@@ -18,7 +18,9 @@ use crate::ids::{RequestId, TransactionId};
 use crate::messages::commit::{mutation_type as mt, MutationRef};
 use crate::messages::types::{KeyRange, Version};
 use crate::ryw::range_read::update_conflict_map;
-use crate::ryw::{key_after, RangeSet, SnapshotCache, WriteMap, ALL_KEYS_END};
+use crate::ryw::{
+    key_after, RangeSet, SnapshotCache, WriteMap, ALL_KEYS_END, MUTATION_OVERHEAD, RANGE_OVERHEAD,
+};
 use crate::time::Instant;
 use crate::uid::Uid;
 
@@ -451,7 +453,8 @@ impl Transactions {
                 let mut hi = stem.to_vec();
                 hi[pos..pos + 10].fill(0xff);
                 hi.push(0);
-                let hi = core::cmp::min(&hi[..], t.max_read_key()).to_vec();
+                let hi = Bytes::copy_from_slice(core::cmp::min(&hi[..], t.max_read_key()));
+                let lo = Bytes::from(lo);
                 if lo > hi {
                     return fdb(ErrorCode::INVERTED_RANGE);
                 }
@@ -459,7 +462,7 @@ impl Transactions {
                     // RYW hands what it holds there to NativeAPI now, and from then on
                     // reads there fail (`addUnmodifiedAndUnreadableRange`).
                     let native = &mut t.native;
-                    Arc::make_mut(&mut t.writes).write_to_native(
+                    t.writes.write_to_native(
                         &lo,
                         &hi,
                         &mut native.mutations,
@@ -530,7 +533,8 @@ impl Transactions {
         match kind {
             // RYW's `updateConflictMap`: not over what the transaction's writes decide.
             ConflictRangeType::Read if !t.options.ryw_disabled => {
-                update_conflict_map(&t.writes, begin, end, &mut t.read_conflicts);
+                let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
+                update_conflict_map(&t.writes, &b, &e, &mut t.read_conflicts);
             }
             ConflictRangeType::Read => t.native.read_conflicts.push(range()),
             ConflictRangeType::Write if !t.options.ryw_disabled => {
@@ -663,8 +667,14 @@ impl Transactions {
         let mut writes = t.native.write_conflicts.clone();
         let mut reads = t.native.read_conflicts.clone();
         if !t.options.ryw_disabled {
+            // About one mutation and one conflict range per entry of the write map: room
+            // for them at once, not a doubling per power of two.
+            let entries = t.writes.entry_count();
+            mutations.reserve(entries);
+            writes.reserve(entries);
+            let (all_b, all_e) = (Bytes::new(), Bytes::from_static(ALL_KEYS_END));
             t.writes
-                .write_to_native(b"", ALL_KEYS_END, &mut mutations, &mut writes);
+                .write_to_native(&all_b, &all_e, &mut mutations, &mut writes);
             reads.extend(t.read_conflicts.ranges());
         }
         (mutations, writes, reads)
@@ -679,24 +689,34 @@ impl Transactions {
         writes: &[KeyRange],
         reads: &[KeyRange],
     ) -> usize {
-        const PER_MUTATION: usize = 44;
-        const PER_RANGE: usize = 24;
         let m: usize = mutations
             .iter()
-            .map(|m| m.param1.len() + m.param2.len() + PER_MUTATION)
+            .map(|m| m.param1.len() + m.param2.len() + MUTATION_OVERHEAD)
             .sum();
-        let c: usize = writes
-            .iter()
-            .chain(reads)
-            .map(|r| r.begin.len() + r.end.len() + PER_RANGE)
-            .sum();
-        m + c
+        m + Self::ranges_size(writes.iter().chain(reads))
     }
 
-    /// [`Transactions::list_size`] of what the transaction would commit now.
+    fn ranges_size<'r>(ranges: impl Iterator<Item = &'r KeyRange>) -> usize {
+        ranges
+            .map(|r| r.begin.len() + r.end.len() + RANGE_OVERHEAD)
+            .sum()
+    }
+
+    /// [`Transactions::list_size`] of what the transaction would commit now, counted
+    /// without building the lists (`get_approximate_size` may be called after every write).
     pub(super) fn commit_size(t: &Tx) -> usize {
-        let (m, w, r) = Self::commit_lists(t);
-        Self::list_size(&m, &w, &r)
+        let n = &t.native;
+        let mut size = Self::list_size(&n.mutations, &n.write_conflicts, &n.read_conflicts);
+        if !t.options.ryw_disabled {
+            let (all_b, all_e) = (Bytes::new(), Bytes::from_static(ALL_KEYS_END));
+            size += t.writes.native_size(&all_b, &all_e);
+            size += t
+                .read_conflicts
+                .iter()
+                .map(|(b, e)| b.len() + e.len() + RANGE_OVERHEAD)
+                .sum::<usize>();
+        }
+        size
     }
 
     // ----- helpers -----
