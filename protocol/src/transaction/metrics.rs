@@ -475,10 +475,15 @@ impl Transactions {
         msg: &Bytes,
     ) {
         let now = cx.now;
+        let prefix = self.metrics_op(req).and_then(|m| m.prefix.clone());
         let Some(p) = self.waiting_part(req, part, epoch) else {
             return;
         };
-        let (begin, end) = (p.begin.clone(), p.end.clone());
+        // In a tenant the points are the tenant's keys, as the part was asked for.
+        let (begin, end) = match &prefix {
+            Some(prefix) => relative_range(prefix, &p.begin, &p.end),
+            None => (p.begin.clone(), p.end.clone()),
+        };
         if let Some((id, sent)) = p.sent.take() {
             let s = self.servers.entry(id).or_default();
             let lat = now.saturating_since(sent);
