@@ -156,3 +156,37 @@ async fn scenario(t: &Target) {
         "{on}: split points in a deleted tenant"
     );
 }
+
+/// `api`, seed 14: `ON_ERROR` of `broken_promise` (1100) gave 1100 where libfdb_c gives
+/// `transaction_cancelled` (1025): RYW's `onError` turns a refused `broken_promise` into
+/// it. Other refused errors come back as they are; either way the transaction is then
+/// cancelled until reset.
+#[test]
+fn on_error_of_broken_promise_is_transaction_cancelled() {
+    dual::run(
+        "bindingtester-on-error",
+        Duration::from_secs(60),
+        |t: Target| async move {
+            let on = t.name;
+            let tx = t.db.create_transaction();
+            assert_eq!(
+                code(tx.on_error(ErrorCode::BROKEN_PROMISE).await),
+                Some(ErrorCode::TRANSACTION_CANCELLED),
+                "{on}"
+            );
+            assert_eq!(
+                code(tx.get(t.k("x")).await),
+                Some(ErrorCode::TRANSACTION_CANCELLED),
+                "{on}: cancelled after the refusal"
+            );
+            tx.reset();
+            tx.get(t.k("x")).await.expect("usable again after reset");
+            let tx = t.db.create_transaction();
+            assert_eq!(
+                code(tx.on_error(ErrorCode::INVERTED_RANGE).await),
+                Some(ErrorCode::INVERTED_RANGE),
+                "{on}: other refused errors come back unchanged"
+            );
+        },
+    );
+}
