@@ -403,6 +403,12 @@ impl Transaction {
         self.wait(self.inner.get_estimated_range_size_bytes(begin, end))
     }
 
+    /// The addresses of the storage servers holding `key` (see
+    /// [`fdb_api::Transaction::get_addresses_for_key`]).
+    pub fn get_addresses_for_key(&self, key: impl AsRef<[u8]>) -> Result<Vec<String>, Error> {
+        self.wait(self.inner.get_addresses_for_key(key))
+    }
+
     /// Keys cutting `[begin, end)` into chunks of about `chunk_size` bytes.
     pub fn get_range_split_points(
         &self,

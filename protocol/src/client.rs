@@ -66,6 +66,19 @@ use crate::event::{
 pub(crate) use crate::grv::{GrvWaiter, Priority};
 use crate::ids::{ConnectionId, RequestId};
 
+/// The [`Io`] the parts act with, borrowed field by field from a [`Client`] so that the part
+/// called (another field) can be borrowed beside it.
+macro_rules! io {
+    ($client:expr) => {
+        Io {
+            now: $client.now,
+            rng: &mut $client.rng,
+            net: &mut $client.net,
+            events: &mut $client.events,
+        }
+    };
+}
+
 /// Settings of a [`Client`].
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -135,13 +148,7 @@ impl Client {
     /// string itself stays; see [`Client::set_cluster`] to change it).
     pub fn set_coordinators(&mut self, now: Instant, coordinators: Vec<NetworkAddress>) {
         self.now = now;
-        let mut io = Io {
-            now,
-            rng: &mut self.rng,
-            net: &mut self.net,
-            events: &mut self.events,
-        };
-        self.monitor.set_coordinators(&mut io, coordinators);
+        self.monitor.set_coordinators(&mut io!(self), coordinators);
         self.drive(now);
     }
 
@@ -149,13 +156,7 @@ impl Client {
     /// request in flight is abandoned and the new coordinators are asked at once.
     pub fn set_cluster(&mut self, now: Instant, cluster: ClusterFile) {
         self.now = now;
-        let mut io = Io {
-            now,
-            rng: &mut self.rng,
-            net: &mut self.net,
-            events: &mut self.events,
-        };
-        self.monitor.set_cluster(&mut io, cluster);
+        self.monitor.set_cluster(&mut io!(self), cluster);
         self.drive(now);
     }
 
@@ -174,13 +175,8 @@ impl Client {
         addrs: &[core::net::IpAddr],
     ) {
         self.now = now;
-        let mut io = Io {
-            now,
-            rng: &mut self.rng,
-            net: &mut self.net,
-            events: &mut self.events,
-        };
-        self.monitor.handle_resolved(&mut io, host, port, addrs);
+        self.monitor
+            .handle_resolved(&mut io!(self), host, port, addrs);
         self.drive(now);
     }
 
@@ -277,21 +273,7 @@ impl Client {
     fn complete(&mut self, route: Route, message: &Bytes) {
         match route {
             Route::OpenDatabase => {
-                let Client {
-                    rng,
-                    now,
-                    net,
-                    events,
-                    monitor,
-                    ..
-                } = self;
-                let mut io = Io {
-                    now: *now,
-                    rng,
-                    net,
-                    events,
-                };
-                if let Some(update) = monitor.on_reply(&mut io, message) {
+                if let Some(update) = self.monitor.on_reply(&mut io!(self), message) {
                     if update.proxies_changed {
                         // The location cache stays: libfdb_c keeps it across proxy changes
                         // and relies on `wrong_shard_server` / failed endpoints to correct it.
@@ -332,23 +314,7 @@ impl Client {
                 self.with_txs(|txs, cx| txs.on_metrics_reply(cx, op, part, epoch, message))
             }
             Route::TenantId(h) => self.txs.on_tenant_id_reply(h, message),
-            Route::Status { op, part } => {
-                let Client {
-                    rng,
-                    now,
-                    net,
-                    events,
-                    status,
-                    ..
-                } = self;
-                let mut io = Io {
-                    now: *now,
-                    rng,
-                    net,
-                    events,
-                };
-                status.on_reply(&mut io, op, part, message)
-            }
+            Route::Status { op, part } => self.status.on_reply(&mut io!(self), op, part, message),
         }
     }
 
@@ -356,21 +322,7 @@ impl Client {
     fn lose(&mut self, route: Route, why: Loss) {
         match route {
             Route::OpenDatabase => {
-                let Client {
-                    rng,
-                    now,
-                    net,
-                    events,
-                    monitor,
-                    ..
-                } = self;
-                let mut io = Io {
-                    now: *now,
-                    rng,
-                    net,
-                    events,
-                };
-                monitor.on_lost(&mut io);
+                self.monitor.on_lost(&mut io!(self));
             }
             Route::Grv(batch) => {
                 tracing::debug!(?why, "read version lost");
@@ -401,23 +353,7 @@ impl Client {
                 tracing::debug!(?why, "re-sending tenant id lookup");
                 self.txs.on_tenant_id_lost(h)
             }
-            Route::Status { op, part } => {
-                let Client {
-                    rng,
-                    now,
-                    net,
-                    events,
-                    status,
-                    ..
-                } = self;
-                let mut io = Io {
-                    now: *now,
-                    rng,
-                    net,
-                    events,
-                };
-                status.on_lost(&mut io, op, part)
-            }
+            Route::Status { op, part } => self.status.on_lost(&mut io!(self), op, part),
         }
     }
 
@@ -464,41 +400,14 @@ impl Client {
     /// Sends whatever can be sent now.
     fn drive(&mut self, now: Instant) {
         self.now = now;
-        let Client {
-            rng,
-            net,
-            events,
-            monitor,
-            status,
-            ..
-        } = self;
-        let mut io = Io {
-            now,
-            rng,
-            net,
-            events,
-        };
-        monitor.poll(&mut io);
-        status.poll(&mut io, monitor);
+        let mut io = io!(self);
+        self.monitor.poll(&mut io);
+        self.status.poll(&mut io, &self.monitor);
         // Operations first: they may queue read versions to send right below.
         if self.monitor.info().is_some() {
             self.with_txs(|txs, cx| txs.run_ready_ops(cx));
         }
-        let Client {
-            rng,
-            net,
-            events,
-            monitor,
-            grv,
-            ..
-        } = self;
-        let mut io = Io {
-            now,
-            rng,
-            net,
-            events,
-        };
-        grv.flush(&mut io, monitor.info());
+        self.grv.flush(&mut io!(self), self.monitor.info());
     }
 }
 
@@ -620,6 +529,9 @@ impl Client {
         if key == crate::status::STATUS_JSON_KEY && self.txs.exists(tx) {
             return self.status_json(now);
         }
+        if crate::transaction::is_special_key(key) {
+            self.refresh_special();
+        }
         self.call(now, |txs, cx| txs.get(cx, tx, key, snapshot))
     }
 
@@ -644,9 +556,26 @@ impl Client {
         opts: RangeOptions,
         snapshot: bool,
     ) -> Call<RangeResult> {
+        if crate::transaction::is_special_key(&begin.key) {
+            self.refresh_special();
+        }
         self.call(now, |txs, cx| {
             txs.get_range(cx, tx, begin, end, opts, snapshot)
         })
+    }
+
+    /// The path of the cluster file the database was opened from, shown at
+    /// `\xff\xff/cluster_file_path` (`None`: opened from a connection string).
+    pub fn set_cluster_file_path(&mut self, path: Option<&str>) {
+        self.txs.special.cluster_file_path = path.map(|p| Bytes::copy_from_slice(p.as_bytes()));
+    }
+
+    /// The special keys show the connection string in use (it changes with forwards).
+    fn refresh_special(&mut self) {
+        let cs = alloc::string::ToString::to_string(self.monitor.cluster());
+        if self.txs.special.connection_string != cs.as_bytes() {
+            self.txs.special.connection_string = Bytes::from(cs);
+        }
     }
 
     /// Sets `key` to `value`.
@@ -785,6 +714,17 @@ impl Client {
         self.call(now, |txs, cx| {
             txs.get_estimated_range_size_bytes(cx, tx, begin, end)
         })
+    }
+
+    /// `get_addresses_for_key`: the addresses (`ip:port`, `:tls` for TLS) of the storage
+    /// servers holding `key`; empty for a key at or past `\xff\xff`.
+    pub fn get_addresses_for_key(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        key: &[u8],
+    ) -> Call<Vec<alloc::string::String>> {
+        self.call(now, |txs, cx| txs.get_addresses_for_key(cx, tx, key))
     }
 
     /// `get_range_split_points`: keys cutting `[begin, end)` into chunks of about

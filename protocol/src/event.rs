@@ -215,6 +215,7 @@ outcome!(RangeResult, Reply::Range(r) => r);
 outcome!(Committed, Reply::Committed { version, versionstamp } => Committed { version, versionstamp });
 outcome!((), Reply::Retry => ());
 outcome!(Vec<Bytes>, Reply::Keys(k) => k);
+outcome!(Vec<String>, Reply::Addresses(a) => a);
 
 /// What a commit returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,6 +250,8 @@ pub(crate) enum Reply {
     Size(i64),
     /// Keys ([`Client::get_range_split_points`](crate::Client::get_range_split_points)).
     Keys(Vec<Bytes>),
+    /// Storage server addresses ([`Client::get_addresses_for_key`](crate::Client::get_addresses_for_key)).
+    Addresses(Vec<String>),
 }
 
 /// One batch of a range read.

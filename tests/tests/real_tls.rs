@@ -1,6 +1,8 @@
 //! TLS against a real fdbserver 7.3.77 started here with TLS, with certificates made at test
 //! time (`rcgen`): both drivers read and write over TLS; a wrong CA, a plaintext client and a
 //! client without a certificate fail with a typed error, bounded by the transaction timeout.
+//! An encrypted client key (PKCS#8, `TLS_password`) works with its password and is refused
+//! at open without it or with a wrong one.
 //!
 //! Runs when `FDB_SHARED_DIR` names the team's FoundationDB build (`cluster.sh` and its
 //! tarball; CI sets it); skipped with a notice otherwise. The server is one process under
@@ -440,4 +442,118 @@ fn a_tls_cluster_file_without_usable_tls_is_refused_at_open() {
         Err(Error::Tls(TlsError::VerifyPeers { .. })) => {}
         other => panic!("expected a verify-peers error, got {:?}", other.err()),
     }
+}
+
+/// `pem` (an unencrypted PKCS#8 key, as rcgen writes it) encrypted under `password` as
+/// `openssl pkcs8 -topk8` does by default (PBES2: PBKDF2-HMAC-SHA256, AES-256-CBC).
+fn encrypt_key(pem: &str, password: &str) -> String {
+    let (_, doc) = pkcs8::SecretDocument::from_pem(pem).unwrap();
+    let info = pkcs8::PrivateKeyInfo::try_from(doc.as_bytes()).unwrap();
+    let params =
+        pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(2048, &[7; 16], &[9; 16]).unwrap();
+    let encrypted = info.encrypt_with_params(params, password).unwrap();
+    let pem = encrypted
+        .to_pem("ENCRYPTED PRIVATE KEY", pkcs8::LineEnding::LF)
+        .unwrap();
+    assert!(pem.starts_with("-----BEGIN ENCRYPTED PRIVATE KEY-----"));
+    pem.to_string()
+}
+
+#[test]
+fn an_encrypted_client_key_works_with_its_password() {
+    let Some(c) = cluster() else { return };
+    let k = key("encrypted");
+    let tls = TlsConfig::new()
+        .certificate_pem(c.pki.client.0.clone())
+        .key_pem(encrypt_key(&c.pki.client.1, "s3cret"))
+        .ca_pem(c.pki.ca.clone())
+        .password("s3cret");
+    let db = fdb_driver_mio::Database::from_cluster_file_with_tls(c.cluster_file(), 9, tls)
+        .expect("the key decrypts");
+    db.run(|tx| {
+        tx.set(&k, b"encrypted key");
+        Ok(())
+    })
+    .expect("a write with the decrypted key commits");
+    let v = db.run(|tx| tx.get(&k)).expect("the read completes");
+    assert_eq!(v.as_deref(), Some(&b"encrypted key"[..]));
+}
+
+/// No fdbserver needed: an encrypted key without its password, or with another, is refused
+/// when the database opens, with the reason.
+#[test]
+fn an_encrypted_key_without_its_password_is_refused_at_open() {
+    let cf = ClusterFile::parse("a:b@127.0.0.1:1:tls").unwrap();
+    let p = pki();
+    let encrypted = encrypt_key(&p.client.1, "right");
+    let base = TlsConfig::new()
+        .certificate_pem(p.client.0.clone())
+        .key_pem(encrypted)
+        .ca_pem(p.ca.clone());
+    for (tls, why) in [
+        (base.clone(), "no password"),
+        (base.clone().password("wrong"), "decrypt"),
+    ] {
+        match fdb_driver_mio::Database::from_cluster_file_with_tls(cf.clone(), 1, tls) {
+            Err(Error::Tls(TlsError::EncryptedKey(e))) => assert!(e.contains(why), "{e}"),
+            other => panic!(
+                "expected an encrypted-key error ({why}), got {:?}",
+                other.err()
+            ),
+        }
+    }
+    // The right password opens it (nothing is connected yet).
+    fdb_driver_mio::Database::from_cluster_file_with_tls(cf, 1, base.password("right"))
+        .expect("the right password decrypts the key");
+}
+
+/// No fdbserver needed: keys encrypted by OpenSSL itself (what libfdb_c reads) — its default
+/// `pkcs8 -topk8` form, AES-128 and scrypt — open with their password. Skipped with a notice
+/// where the `openssl` command is missing.
+#[test]
+fn keys_encrypted_by_openssl_open_with_their_password() {
+    let cf = ClusterFile::parse("a:b@127.0.0.1:1:tls").unwrap();
+    let p = pki();
+    let dir = std::env::temp_dir().join(format!("tls-openssl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plain = dir.join("key.pem");
+    std::fs::write(&plain, &p.client.1).unwrap();
+    for (name, extra) in [
+        ("default", &[][..]),
+        ("aes128", &["-v2", "aes-128-cbc"][..]),
+        ("scrypt", &["-scrypt"][..]),
+    ] {
+        let out = dir.join(format!("{name}.pem"));
+        let run = Command::new("openssl")
+            .args(["pkcs8", "-topk8", "-passout", "pass:pw"])
+            .args(extra)
+            .arg("-in")
+            .arg(&plain)
+            .arg("-out")
+            .arg(&out)
+            .status();
+        match run {
+            Ok(s) if s.success() => {}
+            Ok(s) => panic!("openssl pkcs8 {name}: {s}"),
+            Err(e) => {
+                println!("real_tls: no openssl command ({e}); skipping the OpenSSL key check");
+                break;
+            }
+        }
+        let tls = TlsConfig::new()
+            .certificate_pem(p.client.0.clone())
+            .key_file(&out)
+            .ca_pem(p.ca.clone());
+        fdb_driver_mio::Database::from_cluster_file_with_tls(
+            cf.clone(),
+            1,
+            tls.clone().password("pw"),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(matches!(
+            fdb_driver_mio::Database::from_cluster_file_with_tls(cf.clone(), 1, tls.password("no")),
+            Err(Error::Tls(TlsError::EncryptedKey(_)))
+        ));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -257,6 +257,15 @@ impl<D: Driver> Transaction<D> {
             .await
     }
 
+    /// The addresses of the storage servers holding `key` (`fdb_transaction_get_addresses_for_key`):
+    /// `ip:port`, with `:tls` for a TLS address; empty for a key at or past `\xff\xff`. Like
+    /// libfdb_c, it first gets the transaction its read version (and tenant).
+    pub async fn get_addresses_for_key(&self, key: impl AsRef<[u8]>) -> Result<Vec<String>, Error> {
+        let key = key.as_ref().to_vec();
+        self.call(move |c, now, id| c.get_addresses_for_key(now, id, &key))
+            .await
+    }
+
     /// Keys cutting `[begin, end)` into chunks of about `chunk_size` bytes.
     pub async fn get_range_split_points(
         &self,

@@ -15,6 +15,7 @@
 //! conflict ranges, the write conflict ranges and the mutations in read-your-writes order, plus
 //! a random `\xff/SC/` key when nothing read could conflict with what it writes.
 
+mod addresses;
 mod commit;
 mod db_options;
 mod log;
@@ -59,6 +60,7 @@ pub use db_options::DatabaseOption;
 pub use options::{ConflictRangeType, TransactionOption};
 pub use range_option::{Prefix, RangeOption};
 pub use scan::{RangeCursor, RangeOptions, StreamingMode, REPLY_BYTE_LIMIT};
+pub(crate) use special::is_special_key;
 pub use special::CONFLICTING_KEYS_PREFIX;
 pub use state::check_conflict_range;
 pub use tenant::{tenant_prefix, TenantHandle};
@@ -77,6 +79,16 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The network part of this context, reborrowed.
+    fn io(&mut self) -> Io<'_> {
+        Io {
+            now: self.now,
+            rng: self.rng,
+            net: self.net,
+            events: self.events,
+        }
+    }
+
     /// Sends `msg` to endpoint `dest` at `addr`; its reply (on token `reply`) takes `route`.
     pub(crate) fn send<M: Message>(
         &mut self,
@@ -86,16 +98,7 @@ impl Ctx<'_> {
         reply: Uid,
         route: Route,
     ) {
-        self.net.send(
-            self.now,
-            self.rng,
-            self.events,
-            addr,
-            dest,
-            msg,
-            reply,
-            route,
-        );
+        self.io().send(addr, dest, msg, reply, route);
     }
 
     /// Finishes application request `req`.
@@ -131,13 +134,7 @@ impl Ctx<'_> {
     /// A GRV proxy's read-version endpoint (see [`crate::grv::grv_endpoint`]).
     pub(crate) fn grv_endpoint(&mut self) -> Option<(NetworkAddress, Uid)> {
         let info = self.info?;
-        let mut io = Io {
-            now: self.now,
-            rng: self.rng,
-            net: self.net,
-            events: self.events,
-        };
-        crate::grv::grv_endpoint(&mut io, info)
+        crate::grv::grv_endpoint(&mut self.io(), info)
     }
 }
 
@@ -156,6 +153,8 @@ pub const TRANSACTION_SIZE_LIMIT: usize = 10_000_000;
 /// cache and what is known of storage servers.
 #[derive(Debug)]
 pub(crate) struct Transactions {
+    /// What the special keys show of the client (kept current by the client).
+    pub(crate) special: special::SpecialContext,
     locations: LocationCache,
     /// Location lookups in flight: `(key, reverse)`.
     locating: BTreeSet<(Bytes, bool)>,
@@ -186,6 +185,7 @@ pub(crate) struct Transactions {
 impl Default for Transactions {
     fn default() -> Self {
         Transactions {
+            special: special::SpecialContext::default(),
             locations: LocationCache::default(),
             locating: BTreeSet::new(),
             location_backoff: LocationBackoff::default(),

@@ -34,6 +34,12 @@ pub(super) enum OpKind {
         read: Read,
     },
     Commit,
+    /// `get_addresses_for_key`.
+    Addresses {
+        key: Bytes,
+        /// Its location lookup was sent (the answer must come from a fresh one).
+        asked: bool,
+    },
     Watch {
         key: Bytes,
         /// The value the watch compares against, once known.
@@ -330,6 +336,7 @@ impl Transactions {
             OpKind::Watch { .. } => self.advance_watch(cx, req, tx),
             OpKind::Backoff => self.set_wait(req, Wait::Timer),
             OpKind::Metrics(_) => self.advance_metrics(cx, req, tx),
+            OpKind::Addresses { .. } => self.advance_addresses(cx, req, tx),
             OpKind::Versionstamp => self.set_wait(req, Wait::Commit),
         }
     }

@@ -10,7 +10,6 @@ use bytes::Bytes;
 use super::native::{range_finished_conflict, NativeKey, NativeRange, NativeStep};
 use super::op::{OpKind, Wait};
 use super::scan::{range_limits, NativeOp, RangeOptions, Read, ReadKind, Sent, StreamingMode};
-use super::special::CONFLICTING_KEYS_PREFIX;
 use super::{fdb, storage_error, Ctx, Transactions};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, RangeResult, Reply};
@@ -120,12 +119,10 @@ impl Transactions {
             return req;
         }
         let (mut begin, mut end) = (begin, end);
-        // A special key range, readable even after the commit (RYW's special key space).
-        if begin.key.starts_with(CONFLICTING_KEYS_PREFIX) && self.txs.contains_key(&tx) {
-            remove_or_equal(&mut begin);
-            remove_or_equal(&mut end);
-            let r = self.conflicting_keys(tx, &begin.key, &end.key, opts);
-            cx.finish(req, Ok(Reply::Range(r)));
+        // The special key space, readable even after the commit.
+        if super::special::is_special_range(&begin.key, &end.key) && self.txs.contains_key(&tx) {
+            let r = self.special_range(tx, &self.special, begin, end, opts);
+            cx.finish(req, r.map(Reply::Range));
             return req;
         }
         if let Err(e) = self.check_usable(tx) {

@@ -124,6 +124,17 @@ impl Transactions {
         snapshot: bool,
     ) -> RequestId {
         let req = cx.new_request();
+        // RYW sends a special key to the special key space before any other check.
+        if super::special::is_special_key(key) {
+            if let Some(t) = self.txs.get(&tx) {
+                let r = match t.deferred.clone() {
+                    Some(e) => Err(e),
+                    None => self.special_get(tx, &self.special, key),
+                };
+                cx.finish(req, r.map(Reply::Value));
+                return req;
+            }
+        }
         if let Err(e) = self.check_read_key(tx, key) {
             cx.finish(req, Err(e));
             return req;

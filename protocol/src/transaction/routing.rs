@@ -294,7 +294,9 @@ impl Transactions {
     /// The key an op's storage request was about, for relocation.
     pub(super) fn op_key(&self, req: RequestId) -> Option<(Bytes, bool)> {
         match &self.ops.get(&req)?.kind {
-            OpKind::Get { key, .. } | OpKind::Watch { key, .. } => Some((key.clone(), false)),
+            OpKind::Get { key, .. } | OpKind::Watch { key, .. } | OpKind::Addresses { key, .. } => {
+                Some((key.clone(), false))
+            }
             OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => {
                 read.sent.as_ref().map(|s| (s.key.clone(), s.backward))
             }

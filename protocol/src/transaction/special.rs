@@ -1,51 +1,264 @@
-//! The special keys a transaction serves from its own state:
-//! `\xff\xff/transaction/conflicting_keys/`.
+//! The special key space (`\xff\xff` .. `\xff\xff\xff`), as libfdb_c 7.3 serves it from the
+//! client (`fdbclient/SpecialKeySpace.actor.cpp`, registered in `DatabaseContext`'s
+//! constructor).
+//!
+//! The space is cut into modules (`SpecialKeySpace::moduleToBoundary`); a range read must
+//! stay inside one (`special_keys_cross_module_read`, unless `special_key_space_relaxed`) and
+//! one that starts outside every module fails with `special_keys_no_module_found`. Key
+//! selectors are resolved over the module's rows and clamped to its bounds. A point read is a
+//! range read of `[key, keyAfter(key))`: absent inside a module, an error outside.
+//!
+//! Served here, from the transaction's own state and the client's: the transaction module's
+//! `conflicting_keys/`, `read_conflict_range/` and `write_conflict_range/`, and
+//! `\xff\xff/connection_string`, `\xff\xff/cluster_file_path` and `\xff\xff/error_message`
+//! (always empty: this client has no special-key writes to report on). `\xff\xff/status/json`
+//! is a point read of its own ([`crate::Client::status_json`]). The modules libfdb_c fills from
+//! the cluster (management, configuration, metrics, worker interfaces, global config, tracing,
+//! actor lineage, the profiler) are not served: a read that reaches one fails with
+//! `special_keys_no_module_found` rather than answer rows that would be wrong.
 
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::scan::RangeOptions;
+use super::scan::{range_limits, RangeOptions};
 use super::Transactions;
-use crate::event::RangeResult;
+use crate::error::ErrorCode;
+use crate::event::{ClientError, RangeResult};
 use crate::ids::TransactionId;
-use crate::messages::types::KeyValue;
+use crate::messages::types::{KeyRange, KeySelector, KeyValue};
+use crate::ryw::range_read::remove_or_equal;
 
 /// The special key range of the conflicting read ranges of a failed commit.
 pub const CONFLICTING_KEYS_PREFIX: &[u8] = b"\xff\xff/transaction/conflicting_keys/";
+const READ_CONFLICT_PREFIX: &[u8] = b"\xff\xff/transaction/read_conflict_range/";
+const WRITE_CONFLICT_PREFIX: &[u8] = b"\xff\xff/transaction/write_conflict_range/";
+const CONNECTION_STRING_KEY: &[u8] = b"\xff\xff/connection_string";
+const CLUSTER_FILE_PATH_KEY: &[u8] = b"\xff\xff/cluster_file_path";
 
-impl Transactions {
-    /// Reads `\xff\xff/transaction/conflicting_keys/...`: after a commit failed with
-    /// `report_conflicting_keys`, each conflicting read range `[b, e)` shows as
-    /// `prefix+b = "1"` and `prefix+e = "0"` (FDB's `ConflictingKeysImpl`).
-    pub(super) fn conflicting_keys(
-        &self,
-        tx: TransactionId,
-        begin: &[u8],
-        end: &[u8],
-        opts: RangeOptions,
-    ) -> RangeResult {
-        let mut rows = Vec::new();
-        if let Some(set) = self.txs.get(&tx).and_then(|t| t.conflicting.as_ref()) {
-            for r in set.ranges() {
-                for (k, v) in [(&r.begin, &b"1"[..]), (&r.end, &b"0"[..])] {
-                    let mut key = CONFLICTING_KEYS_PREFIX.to_vec();
-                    key.extend_from_slice(k);
-                    if begin <= key.as_slice() && key.as_slice() < end {
-                        rows.push(KeyValue {
-                            key: Bytes::from(key),
-                            value: Bytes::from_static(v),
-                        });
-                    }
+/// `specialKeys`: where the space begins and ends.
+const SPACE: (&[u8], &[u8]) = (b"\xff\xff", b"\xff\xff\xff");
+
+/// Whether this client answers a module's reads itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Served {
+    Here,
+    /// libfdb_c fills it from the cluster; this client does not.
+    NotHere,
+}
+
+/// The modules, by key order: `[begin, end)` each.
+#[rustfmt::skip]
+const MODULES: [(&[u8], &[u8], Served); 13] = [
+    (b"\xff\xff/actor_lineage/", b"\xff\xff/actor_lineage0", Served::NotHere),
+    (b"\xff\xff/actor_profiler_conf/", b"\xff\xff/actor_profiler_conf0", Served::NotHere),
+    (b"\xff\xff/cluster_file_path", b"\xff\xff/cluster_file_path\x00", Served::Here),
+    (b"\xff\xff/configuration/", b"\xff\xff/configuration0", Served::NotHere),
+    (b"\xff\xff/connection_string", b"\xff\xff/connection_string\x00", Served::Here),
+    (b"\xff\xff/error_message", b"\xff\xff/error_message\x00", Served::Here),
+    (b"\xff\xff/global_config/", b"\xff\xff/global_config0", Served::NotHere),
+    (b"\xff\xff/management/", b"\xff\xff/management0", Served::NotHere),
+    (b"\xff\xff/metrics/", b"\xff\xff/metrics0", Served::NotHere),
+    (b"\xff\xff/status/json", b"\xff\xff/status/json\x00", Served::NotHere),
+    (b"\xff\xff/tracing/", b"\xff\xff/tracing0", Served::NotHere),
+    (b"\xff\xff/transaction/", b"\xff\xff/transaction0", Served::Here),
+    (b"\xff\xff/worker_interfaces/", b"\xff\xff/worker_interfaces0", Served::NotHere),
+];
+
+/// What the client knows that the special keys show.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SpecialContext {
+    /// `\xff\xff/connection_string`.
+    pub(crate) connection_string: Bytes,
+    /// `\xff\xff/cluster_file_path`, when the database was opened from a file.
+    pub(crate) cluster_file_path: Option<Bytes>,
+}
+
+/// `specialKeys.contains(key)`: a point read goes to the special key space.
+pub(crate) fn is_special_key(key: &[u8]) -> bool {
+    SPACE.0 <= key && key < SPACE.1
+}
+
+/// RYW's test for a range read that goes to the special key space.
+pub(crate) fn is_special_range(begin: &[u8], end: &[u8]) -> bool {
+    is_special_key(begin) && SPACE.0 <= end && end <= SPACE.1
+}
+
+/// The module holding `key`, or the gap between modules (`None` as the third field).
+fn region_of(key: &[u8]) -> (&'static [u8], &'static [u8], Option<Served>) {
+    let mut gap_begin = SPACE.0;
+    for (b, e, served) in MODULES {
+        if key < b {
+            return (gap_begin, b, None);
+        }
+        if key < e {
+            return (b, e, Some(served));
+        }
+        gap_begin = e;
+    }
+    (gap_begin, SPACE.1, None)
+}
+
+/// `[begin, end)` of `ranges` as the coalesced map RYW keeps shows them under `prefix`: each
+/// range's begin as `"1"`, its end as `"0"` (`getReadConflictRangeIntersecting` and its write
+/// twin).
+fn boundary_rows(prefix: &[u8], ranges: &mut [KeyRange], out: &mut Vec<KeyValue>) {
+    ranges.sort_by(|a, b| a.begin.cmp(&b.begin));
+    let mut merged: Vec<(Bytes, Bytes)> = Vec::new();
+    for r in ranges.iter().filter(|r| r.begin < r.end) {
+        match merged.last_mut() {
+            Some((_, e)) if r.begin <= *e => {
+                if r.end > *e {
+                    *e = r.end.clone();
                 }
             }
+            _ => merged.push((r.begin.clone(), r.end.clone())),
         }
-        if opts.reverse {
-            rows.reverse();
+    }
+    for (b, e) in merged {
+        for (k, v) in [(b, &b"1"[..]), (e, &b"0"[..])] {
+            let mut key = prefix.to_vec();
+            key.extend_from_slice(&k);
+            out.push(KeyValue {
+                key: Bytes::from(key),
+                value: Bytes::from_static(v),
+            });
         }
-        let more = opts.limit > 0 && rows.len() > opts.limit;
-        if opts.limit > 0 {
-            rows.truncate(opts.limit);
+    }
+}
+
+/// Where a selector lands among `rows` (sorted, all inside `bound`), clamped to `bound`.
+fn resolve(sel: &KeySelector, rows: &[KeyValue], bound: (&[u8], &[u8])) -> Bytes {
+    let first = rows.partition_point(|kv| kv.key.as_ref() < sel.key.as_ref()) as i64;
+    let i = first + i64::from(sel.offset) - 1;
+    if i < 0 {
+        Bytes::copy_from_slice(bound.0)
+    } else if i as usize >= rows.len() {
+        Bytes::copy_from_slice(bound.1)
+    } else {
+        rows[i as usize].key.clone()
+    }
+}
+
+impl Transactions {
+    /// Every row the special key space holds for `tx` in `[a, b)` (modules served here only).
+    fn special_rows(
+        &self,
+        tx: TransactionId,
+        special: &SpecialContext,
+        a: &[u8],
+        b: &[u8],
+    ) -> Vec<KeyValue> {
+        let mut rows = Vec::new();
+        if let Some(t) = self.txs.get(&tx) {
+            if let Some(set) = t.conflicting.as_ref() {
+                let mut ranges: Vec<KeyRange> = set.ranges().collect();
+                boundary_rows(CONFLICTING_KEYS_PREFIX, &mut ranges, &mut rows);
+            }
+            let (_, mut writes, mut reads) = Self::commit_lists(t);
+            boundary_rows(READ_CONFLICT_PREFIX, &mut reads, &mut rows);
+            boundary_rows(WRITE_CONFLICT_PREFIX, &mut writes, &mut rows);
         }
-        RangeResult { rows, more }
+        let singles = [
+            (
+                CONNECTION_STRING_KEY,
+                Some(special.connection_string.clone()),
+            ),
+            (CLUSTER_FILE_PATH_KEY, special.cluster_file_path.clone()),
+        ];
+        for (key, value) in singles {
+            if let Some(value) = value {
+                rows.push(KeyValue {
+                    key: Bytes::from_static(key),
+                    value,
+                });
+            }
+        }
+        rows.sort_by(|x, y| x.key.cmp(&y.key));
+        rows.retain(|kv| a <= kv.key.as_ref() && kv.key.as_ref() < b);
+        rows
+    }
+
+    /// `SpecialKeySpace::getRange` for `tx`.
+    pub(super) fn special_range(
+        &self,
+        tx: TransactionId,
+        special: &SpecialContext,
+        mut begin: KeySelector,
+        mut end: KeySelector,
+        opts: RangeOptions,
+    ) -> Result<RangeResult, ClientError> {
+        let fdb = |e| Err(ClientError::Fdb(e));
+        let Some(t) = self.txs.get(&tx) else {
+            return fdb(ErrorCode::TRANSACTION_CANCELLED);
+        };
+        remove_or_equal(&mut begin);
+        remove_or_equal(&mut end);
+        if begin.offset >= end.offset && begin.key >= end.key {
+            return Ok(RangeResult::default());
+        }
+        let bound = if t.options.special_key_space_relaxed {
+            SPACE
+        } else {
+            let (b, e, served) = region_of(&begin.key);
+            if !(b <= end.key.as_ref() && end.key.as_ref() <= e) {
+                return fdb(ErrorCode::SPECIAL_KEYS_CROSS_MODULE_READ);
+            }
+            if served.is_none() {
+                return fdb(ErrorCode::SPECIAL_KEYS_NO_MODULE_FOUND);
+            }
+            (b, e)
+        };
+        let rows = self.special_rows(tx, special, bound.0, bound.1);
+        let (a, b) = (resolve(&begin, &rows, bound), resolve(&end, &rows, bound));
+        if a >= b || a.as_ref() == bound.1 || b.as_ref() == bound.0 {
+            return Ok(RangeResult::default());
+        }
+        // A module this client does not serve would answer rows here: refuse instead.
+        let unserved = MODULES.iter().any(|(mb, me, served)| {
+            *served == Served::NotHere && *mb < b.as_ref() && a.as_ref() < *me
+        });
+        if unserved {
+            return fdb(ErrorCode::SPECIAL_KEYS_NO_MODULE_FOUND);
+        }
+        let mut limits = range_limits(&opts);
+        let inside = rows.iter().filter(|kv| a <= kv.key && kv.key < b).cloned();
+        let ordered: Vec<KeyValue> = if opts.reverse {
+            inside.rev().collect()
+        } else {
+            inside.collect()
+        };
+        let mut out = Vec::new();
+        let total = ordered.len();
+        for kv in ordered {
+            limits.decrement(&kv);
+            out.push(kv);
+            if limits.is_reached() {
+                break;
+            }
+        }
+        let more = out.len() < total;
+        Ok(RangeResult { rows: out, more })
+    }
+
+    /// `SpecialKeySpace::get`: the row at `key` of `[key, keyAfter(key))`.
+    pub(super) fn special_get(
+        &self,
+        tx: TransactionId,
+        special: &SpecialContext,
+        key: &[u8],
+    ) -> Result<Option<Bytes>, ClientError> {
+        let mut after = key.to_vec();
+        after.push(0);
+        let r = self.special_range(
+            tx,
+            special,
+            KeySelector::first_greater_or_equal(Bytes::copy_from_slice(key)),
+            KeySelector::first_greater_or_equal(Bytes::from(after)),
+            RangeOptions::default(),
+        )?;
+        Ok(r.rows
+            .into_iter()
+            .find(|kv| kv.key.as_ref() == key)
+            .map(|kv| kv.value))
     }
 }

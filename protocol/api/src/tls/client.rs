@@ -54,24 +54,63 @@ pub(super) fn client_config(loaded: &LoadedTls) -> Result<Arc<ClientConfig>, Tls
                 return Err(TlsError::Certificate("no certificate in the file".into()));
             }
             builder
-                .with_client_auth_cert(chain, private_key(key)?)
+                .with_client_auth_cert(chain, private_key(key, &loaded.password)?)
                 .map_err(|e| TlsError::Key(e.to_string()))?
         }
     };
     Ok(Arc::new(config))
 }
 
-fn private_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, TlsError> {
+/// The key from its PEM file. An encrypted PKCS#8 key (`ENCRYPTED PRIVATE KEY`, what
+/// `openssl pkcs8 -topk8` and `genpkey -aes256` write) is decrypted with `password`, as
+/// libfdb_c hands `TLS_password` to OpenSSL's PEM reader.
+fn private_key(pem: &[u8], password: &str) -> Result<PrivateKeyDer<'static>, TlsError> {
+    if let Some(section) = pem_section(pem, "ENCRYPTED PRIVATE KEY") {
+        return decrypt_pkcs8(section, password);
+    }
     match PrivateKeyDer::from_pem_slice(pem) {
         Ok(key) => Ok(key),
-        // rustls reads only unencrypted keys; an encrypted one is skipped as unknown.
-        Err(_) if contains(pem, b"ENCRYPTED") => Err(TlsError::EncryptedKey),
+        // OpenSSL's legacy form: a traditional key with Proc-Type/DEK-Info headers.
+        Err(_) if contains(pem, b"Proc-Type: 4,ENCRYPTED") => Err(TlsError::EncryptedKey(
+            "legacy OpenSSL PEM encryption (Proc-Type: 4,ENCRYPTED) is not supported; \
+             convert the key to encrypted PKCS#8 (openssl pkcs8 -topk8)"
+                .into(),
+        )),
         Err(e) => Err(TlsError::Key(e.to_string())),
     }
 }
 
+fn decrypt_pkcs8(section: &[u8], password: &str) -> Result<PrivateKeyDer<'static>, TlsError> {
+    if password.is_empty() {
+        return Err(TlsError::EncryptedKey(
+            "the key is encrypted and no password is set (TLS_password, FDB_TLS_PASSWORD)".into(),
+        ));
+    }
+    let text = std::str::from_utf8(section).map_err(|e| TlsError::Key(e.to_string()))?;
+    let (_, doc) = pkcs8::Document::from_pem(text).map_err(|e| TlsError::Key(e.to_string()))?;
+    let info = pkcs8::EncryptedPrivateKeyInfo::try_from(doc.as_bytes())
+        .map_err(|e| TlsError::Key(e.to_string()))?;
+    let plain = info
+        .decrypt(password)
+        .map_err(|e| TlsError::EncryptedKey(format!("cannot decrypt it with the password: {e}")))?;
+    Ok(PrivateKeyDer::Pkcs8(plain.as_bytes().to_vec().into()))
+}
+
+/// The first `-----BEGIN label-----` … `-----END label-----` block of `pem`, whole.
+fn pem_section<'a>(pem: &'a [u8], label: &str) -> Option<&'a [u8]> {
+    let begin = format!("-----BEGIN {label}-----");
+    let end = format!("-----END {label}-----");
+    let start = find(pem, begin.as_bytes())?;
+    let stop = start + find(&pem[start..], end.as_bytes())? + end.len();
+    Some(&pem[start..stop])
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
+    find(haystack, needle).is_some()
 }
 
 /// The server name a TLS connection to `ip` presents: the IP itself (rustls sends no SNI for

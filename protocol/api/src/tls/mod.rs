@@ -285,8 +285,9 @@ pub enum TlsError {
     Certificate(String),
     /// The private key is missing, malformed, or does not match the certificate.
     Key(String),
-    /// The private key is encrypted (`FDB_TLS_PASSWORD`): not supported, decrypt it first.
-    EncryptedKey,
+    /// The private key is encrypted and cannot be decrypted: no password (`TLS_password`,
+    /// `FDB_TLS_PASSWORD`), a wrong one, or a form this client does not read.
+    EncryptedKey(String),
     /// The CA bundle is not PEM certificates rustls accepts.
     CertificateAuthority(String),
     /// Servers' certificates must be checked (`Check.Valid=1`) but no CA bundle is set.
@@ -314,10 +315,7 @@ impl fmt::Display for TlsError {
             }
             TlsError::Certificate(e) => write!(f, "bad TLS certificate chain: {e}"),
             TlsError::Key(e) => write!(f, "bad TLS private key: {e}"),
-            TlsError::EncryptedKey => f.write_str(
-                "the TLS private key is encrypted; encrypted keys (TLS_password) are not \
-                 supported",
-            ),
+            TlsError::EncryptedKey(e) => write!(f, "encrypted TLS private key: {e}"),
             TlsError::CertificateAuthority(e) => write!(f, "bad TLS CA bundle: {e}"),
             TlsError::NoCertificateAuthority => f.write_str(
                 "TLS peers must be verified (Check.Valid=1) but no CA bundle is configured \
@@ -434,6 +432,6 @@ mod tests {
             .certificate_pem(cert.to_vec())
             .key_pem(encrypted.to_vec());
         let err = Tls::prepare(&cfg, true, true).unwrap_err();
-        assert!(matches!(err, TlsError::EncryptedKey), "{err}");
+        assert!(matches!(err, TlsError::EncryptedKey(_)), "{err}");
     }
 }

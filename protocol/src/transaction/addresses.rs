@@ -1,0 +1,88 @@
+//! `get_addresses_for_key`: the addresses of the storage servers holding a key, as
+//! `getAddressesForKeyActor` (`fdbclient/NativeAPI.actor.cpp`, 7.3) answers it.
+//!
+//! NativeAPI starts the transaction (its tenant and read version), then reads the key's team
+//! from `\xff/keyServers/` and the servers' interfaces from `\xff/serverList/` at that
+//! version. The commit proxy's location answer names the same team (the shard's source
+//! servers, in the same order), so the key is looked up there — always afresh, never from the
+//! location cache, which may still hold a team the shard has since moved away from (libfdb_c's
+//! answer is as of the read version). Each address is the server's primary address with its port (`include_port_in_address`
+//! is on from API version 630) and `:tls` when it is a TLS one. A key at or past `\xff\xff`
+//! (after the tenant prefix) has no team: the list is empty.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use super::op::{OpKind, Wait};
+use super::{Ctx, Transactions};
+use crate::event::Reply;
+use crate::ids::{RequestId, TransactionId};
+
+/// `allKeys.end`: no shard holds keys from here on.
+const ALL_KEYS_END: &[u8] = b"\xff\xff";
+
+impl Transactions {
+    /// `fdb_transaction_get_addresses_for_key`. Finishes with [`Reply::Addresses`].
+    pub(crate) fn get_addresses_for_key(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        key: &[u8],
+    ) -> RequestId {
+        let req = cx.new_request();
+        // RYW's checks: not during the commit, not once reset or cancelled.
+        if let Err(e) = self.check_usable(tx) {
+            cx.finish(req, Err(e));
+            return req;
+        }
+        let key = Bytes::copy_from_slice(key);
+        self.insert_op(cx, req, tx, OpKind::Addresses { key, asked: false });
+        req
+    }
+
+    pub(super) fn advance_addresses(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+    ) {
+        let Some(OpKind::Addresses { key, asked }) = self.ops.get(&req).map(|o| &o.kind) else {
+            return;
+        };
+        let (key, asked) = (key.clone(), *asked);
+        match self.read_version_for(cx, req, tx, false) {
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return self.fail_op(cx, req, e),
+            None => return,
+        }
+        let absolute = Bytes::copy_from_slice(&self.absolute(tx, &key));
+        if absolute >= ALL_KEYS_END {
+            return self.succeed_op(cx, req, Reply::Addresses(Vec::new()));
+        }
+        if !asked {
+            // The lookup refreshes the cache; the op reads it once that lookup has answered.
+            self.locations.invalidate(&absolute);
+            if let Some(OpKind::Addresses { asked, .. }) =
+                self.ops.get_mut(&req).map(|o| &mut o.kind)
+            {
+                *asked = true;
+            }
+        } else if self.locating.contains(&(absolute, false)) {
+            return self.set_wait(req, Wait::Location);
+        }
+        let addresses: Option<Vec<String>> = self.shard_of(tx, &key, false).map(|sh| {
+            sh.servers
+                .iter()
+                .map(|s| s.get_value.endpoint.addresses.address.to_string())
+                .collect()
+        });
+        match addresses {
+            Some(a) => self.succeed_op(cx, req, Reply::Addresses(a)),
+            None => {
+                self.set_wait(req, Wait::Location);
+                self.request_location(cx, tx, &key, false);
+            }
+        }
+    }
+}
