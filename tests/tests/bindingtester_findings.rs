@@ -190,3 +190,42 @@ fn on_error_of_broken_promise_is_transaction_cancelled() {
         },
     );
 }
+
+/// `api`, seed 53: `GET_RANGE_SPLIT_POINTS` in a missing tenant, then `SET_READ_VERSION` and
+/// `COMMIT`: libfdb_c's commit failed with `read_version_already_set` (2010), ours with
+/// `tenant_not_found`. `startTransaction` asks for the read version before it waits for the
+/// tenant, so even a transaction whose tenant lookup failed has its read version asked for;
+/// setting one then is refused (deferred to the commit). Without an earlier read, the commit
+/// fails on the tenant. (The Python binding over libfdb_c gave exactly these three answers.)
+#[test]
+fn a_failed_tenant_lookup_leaves_the_read_version_asked_for() {
+    dual::run(
+        "bindingtester-rv",
+        Duration::from_secs(60),
+        |t: Target| async move {
+            let on = t.name;
+            let tenant = t.db.open_tenant(t.k("no-such-tenant"));
+            for first in ["get", "split points", "nothing"] {
+                let tx = tenant.create_transaction();
+                let r = match first {
+                    "get" => code(tx.get(b"a").await),
+                    "split points" => code(tx.get_range_split_points(b"a", b"b", 1000).await),
+                    _ => Some(ErrorCode::TENANT_NOT_FOUND),
+                };
+                assert_eq!(r, Some(ErrorCode::TENANT_NOT_FOUND), "{on}: {first}");
+                tx.set_read_version(1);
+                tx.set(b"x", b"y");
+                let want = if first == "nothing" {
+                    ErrorCode::TENANT_NOT_FOUND
+                } else {
+                    ErrorCode::READ_VERSION_ALREADY_SET
+                };
+                assert_eq!(
+                    code(tx.commit().await),
+                    Some(want),
+                    "{on}: commit after {first}"
+                );
+            }
+        },
+    );
+}
