@@ -244,9 +244,11 @@ impl Tenant {
 /// Tenant management, blocking (see [`fdb_api::tenant_management`]): the same calls, each
 /// waited for on the loop.
 pub mod tenant_management {
-    use bytes::Bytes;
+    use fdb_api::protocol::Uid;
     use fdb_api::tenant_management as tm;
     use fdb_api::Error;
+
+    pub use fdb_api::tenant_management::{TenantConfig, TenantEntry, TenantLockState, TenantRow};
 
     use super::{Database, Transaction, CALL_LIMIT};
 
@@ -263,14 +265,54 @@ pub mod tenant_management {
         db.wait(tm::delete_tenant(&db.inner, name))
     }
 
-    /// Tenants with names in `[begin, end)`, at most `limit`, as `(name, id)` in name order.
+    /// Creates a tenant with a configuration (a tenant group).
+    pub fn create_tenant_with(
+        db: &Database,
+        name: impl AsRef<[u8]>,
+        config: &TenantConfig,
+    ) -> Result<(), Error> {
+        db.wait(tm::create_tenant_with(&db.inner, name, config))
+    }
+
+    /// Sets a tenant's configuration: `tenant_not_found` (2131) if there is none of that
+    /// name, `invalid_tenant_group_name` (2139) for a group starting with `\xff`.
+    pub fn configure_tenant(
+        db: &Database,
+        name: impl AsRef<[u8]>,
+        config: &TenantConfig,
+    ) -> Result<(), Error> {
+        db.wait(tm::configure_tenant(&db.inner, name, config))
+    }
+
+    /// Locks a tenant under `lock_id` (`tenant_locked`, 2144, if another id holds it).
+    pub fn lock_tenant(
+        db: &Database,
+        name: impl AsRef<[u8]>,
+        state: TenantLockState,
+        lock_id: Uid,
+    ) -> Result<(), Error> {
+        db.wait(tm::lock_tenant(&db.inner, name, state, lock_id))
+    }
+
+    /// Unlocks a tenant locked under `lock_id`.
+    pub fn unlock_tenant(db: &Database, name: impl AsRef<[u8]>, lock_id: Uid) -> Result<(), Error> {
+        db.wait(tm::unlock_tenant(&db.inner, name, lock_id))
+    }
+
+    /// Tenants with names in `[begin, end)`, at most `limit` (0: all), in name order, as
+    /// libfdb_c's `\xff\xff/management/tenant/map/` rows (the value is the tenant's JSON).
     pub fn list_tenants(
         db: &Database,
         begin: impl AsRef<[u8]>,
         end: impl AsRef<[u8]>,
         limit: usize,
-    ) -> Result<Vec<(Bytes, i64)>, Error> {
+    ) -> Result<Vec<TenantRow>, Error> {
         db.wait(tm::list_tenants(&db.inner, begin, end, limit))
+    }
+
+    /// Tenant `name`, `None` if there is none.
+    pub fn get_tenant(db: &Database, name: impl AsRef<[u8]>) -> Result<Option<TenantEntry>, Error> {
+        db.wait(tm::get_tenant(&db.inner, name))
     }
 
     /// Creates a tenant in `tx`; `false` if the name is taken (nothing written).

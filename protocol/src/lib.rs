@@ -33,6 +33,7 @@ mod ryw;
 pub mod serializer;
 pub mod sim;
 mod status;
+pub mod tenant_map;
 pub mod time;
 mod transaction;
 pub mod tuple;

@@ -160,9 +160,19 @@ class Runner:
         commit_started = [False] * n
         outcomes = []
         stamps = {}
+        # Reads started and not yet waited for, by id: a function giving the outcome.
+        self.pending = {}
         for i, step in enumerate(program["steps"]):
             t = int(step["tx"])
             try:
+                if "pending" in step:
+                    self.pending[int(step["pending"])] = self.start(trs[t], step, prefix)
+                    outcomes.append(None)
+                    continue
+                if step["op"] == "wait":
+                    finish = self.pending.pop(int(step["id"]), None)
+                    outcomes.append({"err": -3} if finish is None else finish())
+                    continue
                 out, stamp = self.step(trs[t], step, prefix, commit_started, t)
                 if stamp is not None:
                     stamps[str(i)] = stamp.hex()
@@ -171,6 +181,48 @@ class Runner:
             outcomes.append(out)
         del trs
         return {"outcomes": outcomes, "final": self.final(prefix), "stamps": stamps}
+
+    def start(self, tr, s, prefix):
+        """Calls the read's C function now (a get, a get_key, one range batch) and returns
+        what waits for it later; steps run in between while it is pending."""
+        op = s["op"]
+        r = tr.snapshot if s.get("snapshot") else tr
+        if op == "get":
+            f = r.get(key_of(s["key"], prefix))
+            conv = lambda v: {"value": hx(v.value if v.present() else None)}  # noqa: E731
+            wait = f.wait
+        elif op == "get_key":
+            k, oe, off = sel_of(s["sel"], prefix)
+            f = r.get_key(fdb.KeySelector(k, oe, off))
+            conv = lambda k: {"key": k.hex()}  # noqa: E731
+            wait = f.wait
+        elif op == "get_range":
+            b, e = sel_of(s["begin"], prefix), sel_of(s["end"], prefix)
+            f = fdb.impl.FutureKeyValueArray(
+                tr.capi.fdb_transaction_get_range(
+                    tr.tpointer,
+                    b[0], len(b[0]), b[1], b[2],
+                    e[0], len(e[0]), e[1], e[2],
+                    int(s.get("limit", 0)), int(s.get("target_bytes", 0)), MODES[s.get("mode", "iterator")],
+                    int(s.get("iteration", 1)), bool(s.get("snapshot")), bool(s.get("reverse")),
+                )
+            )
+
+            def wait():
+                kvs, _count, more = f.wait()
+                return [(kv.key, kv.value) for kv in kvs], bool(more)
+
+            conv = lambda rm: batches_json([rm])  # noqa: E731
+        else:
+            raise ValueError("op %r cannot be pending" % op)
+
+        def finish():
+            try:
+                return conv(wait())
+            except fdb.FDBError as e:
+                return {"err": e.code}
+
+        return finish
 
     def step(self, tr, s, prefix, commit_started, t):
         op = s["op"]

@@ -48,15 +48,24 @@ fn masked_span(s: &SpanContext) -> SpanContext {
 
 fn mask_sc(ranges: &mut [KeyRange]) {
     for r in ranges {
-        if r.begin.starts_with(b"\xff/SC/") {
-            assert_eq!(
-                r.begin.len(),
-                5 + 16,
-                "self-conflict key is \\xff/SC/ + a UID"
-            );
-            r.begin = Bytes::from_static(b"\xff/SC/*");
-            r.end = Bytes::from_static(b"\xff/SC/*\0");
-        }
+        // In a tenant the self-conflict key sits under the tenant's 8-byte prefix.
+        let at = if r.begin.starts_with(b"\xff/SC/") {
+            0
+        } else if r.begin.get(8..).is_some_and(|k| k.starts_with(b"\xff/SC/")) {
+            8
+        } else {
+            continue;
+        };
+        assert_eq!(
+            r.begin.len(),
+            at + 5 + 16,
+            "self-conflict key is \\xff/SC/ + a UID"
+        );
+        let mut b = r.begin[..at].to_vec();
+        b.extend_from_slice(b"\xff/SC/*");
+        r.begin = Bytes::from(b.clone());
+        b.push(0);
+        r.end = Bytes::from(b);
     }
 }
 
@@ -69,6 +78,7 @@ pub fn mask(m: &AnyMessage) -> AnyMessage {
         AnyMessage::GetLeaderRequest(r) => r.reply = rp,
         AnyMessage::ProtocolInfoRequest(r) => r.reply = rp,
         AnyMessage::StatusRequest(r) => r.reply = rp,
+        AnyMessage::GetTenantIdRequest(r) => r.reply = rp,
         AnyMessage::GetReadVersionRequest(r) => {
             r.reply = rp;
             r.span_context = masked_span(&r.span_context);
@@ -101,7 +111,13 @@ pub fn mask(m: &AnyMessage) -> AnyMessage {
 }
 
 impl Replay {
+    /// A replay of a capture taken against the cluster `test:test@127.0.0.1:4500`.
     pub fn new(name: &str) -> Replay {
+        Replay::with_cluster(name, "test:test@127.0.0.1:4500")
+    }
+
+    /// A replay of a capture taken against the cluster whose connection string is `cluster`.
+    pub fn with_cluster(name: &str, cluster: &str) -> Replay {
         let cap = load_capture(&captures_dir().join(format!("{name}.frames.jsonl")));
         let mut frames = cap.frames.clone();
         frames.sort_by_key(|f| (f.dir == Dir::ServerToClient, f.seq));
@@ -110,7 +126,7 @@ impl Replay {
             .find(|f| f.dir == Dir::ServerToClient && f.is_connect)
             .expect("server connect packet")
             .wire_bytes();
-        let cluster = ClusterFile::parse("test:test@127.0.0.1:4500").unwrap();
+        let cluster = ClusterFile::parse(cluster).unwrap();
         let used = vec![false; frames.len()];
         let server = CapturedServer {
             name: name.to_string(),

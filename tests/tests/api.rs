@@ -434,7 +434,7 @@ fn mio_surface(db: &fdb_driver_mio::Database, prefix: &[u8]) {
     assert!(matches!(r, Err(AppError::Refused("second"))), "{r:?}");
     assert_eq!(attempts, 2);
     let e = tx
-        .set_option(TransactionOption::AuthorizationToken("t".into()))
+        .set_option(TransactionOption::Tag("t".into()))
         .unwrap_err();
     assert_eq!(code(&e), ErrorCode::UNSUPPORTED_OPERATION);
     let e = db

@@ -70,7 +70,10 @@ async fn scenario(t: &Target) {
         .await
         .expect("list");
     assert_eq!(listed.len(), 1, "{on}");
-    assert_eq!(listed[0].1, id, "{on}: get_id agrees with the tenant map");
+    assert_eq!(
+        listed[0].entry.id, id,
+        "{on}: get_id agrees with the tenant map"
+    );
 
     // Data in the tenant, and the same keys outside it (which the tenant must not count).
     let keys: Vec<Vec<u8>> = (0..PAIRS)

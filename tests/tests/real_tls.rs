@@ -2,7 +2,10 @@
 //! time (`rcgen`): both drivers read and write over TLS; a wrong CA, a plaintext client and a
 //! client without a certificate fail with a typed error, bounded by the transaction timeout.
 //! An encrypted client key (PKCS#8, `TLS_password`) works with its password and is refused
-//! at open without it or with a wrong one.
+//! at open without it or with a wrong one. The database server checks authorization tokens
+//! (`--authorization-public-key-file`, a key made here): a client without a certificate reads
+//! and writes its tenant with a token for it (`authorization_token`), and is refused without
+//! one or with a token for another tenant.
 //!
 //! Runs when `FDB_SHARED_DIR` names the team's FoundationDB build (`cluster.sh` and its
 //! tarball; CI sets it); skipped with a notice otherwise. The server is one process under
@@ -15,12 +18,67 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine as _;
 use fdb_driver_tokio::{Error, ErrorCode, TlsConfig, TlsError, TransactionOption};
 use fdb_protocol::cluster_file::ClusterFile;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
     KeyUsagePurpose, SanType,
 };
+
+use ring::signature::{EcdsaKeyPair, KeyPair as _, ECDSA_P256_SHA256_FIXED_SIGNING};
+
+/// The name the servers know the token key by (`kid`).
+const TOKEN_KEY_ID: &str = "fdb-rust-test-key";
+
+/// The public half of `pkcs8` as the JSON Web Key Set fdbserver reads (`JsonWebKeySet.cpp`:
+/// `kty` EC, `alg` ES256, `crv` P-256, `x` and `y` in base64url).
+fn public_jwks(pkcs8: &[u8]) -> String {
+    let pair = EcdsaKeyPair::from_pkcs8(
+        &ECDSA_P256_SHA256_FIXED_SIGNING,
+        pkcs8,
+        &ring::rand::SystemRandom::new(),
+    )
+    .unwrap();
+    let point = pair.public_key().as_ref(); // 0x04 | x | y
+    let (x, y) = (&point[1..33], &point[33..65]);
+    format!(
+        r#"{{"keys":[{{"kty":"EC","alg":"ES256","kid":"{TOKEN_KEY_ID}","crv":"P-256","x":"{}","y":"{}"}}]}}"#,
+        URL_SAFE_NO_PAD.encode(x),
+        URL_SAFE_NO_PAD.encode(y)
+    )
+}
+
+/// A token for `tenant_ids`, valid for an hour, signed with `pkcs8` (ES256: the JWS form of
+/// the signature, r then s). The `tenants` claim lists each id as base64 of its 8
+/// big-endian bytes, the tenant's key prefix (`TokenSign.cpp`).
+fn token(pkcs8: &[u8], tenant_ids: &[i64]) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let header = format!(r#"{{"alg":"ES256","kid":"{TOKEN_KEY_ID}","typ":"JWT"}}"#);
+    let tenants: Vec<String> = tenant_ids
+        .iter()
+        .map(|id| format!("\"{}\"", STANDARD.encode(id.to_be_bytes())))
+        .collect();
+    let payload = format!(
+        r#"{{"iss":"fdb-rust-test","sub":"tests","iat":{now},"nbf":{},"exp":{},"jti":"t{now}","tenants":[{}]}}"#,
+        now - 60,
+        now + 3600,
+        tenants.join(",")
+    );
+    let input = format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(header),
+        URL_SAFE_NO_PAD.encode(payload)
+    );
+    let rng = ring::rand::SystemRandom::new();
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, &rng).unwrap();
+    let sig = pair.sign(&rng, input.as_bytes()).unwrap();
+    format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
+}
 
 /// A CA and the certificates it signed (for the servers and for the client).
 struct Pki {
@@ -85,6 +143,8 @@ struct TlsCluster {
     pki: Pki,
     /// Another CA, which signed nothing the servers have.
     wrong_ca: String,
+    /// The key the database server checks authorization tokens with (PKCS#8, P-256).
+    token_key: Vec<u8>,
     /// The servers' watchdogs: they end by themselves with this process (never waited for).
     _watchdogs: [Child; 2],
 }
@@ -183,13 +243,27 @@ fn start(shared: &Path) -> TlsCluster {
     let client_cert = write("client.pem", &pki.client.0);
     let client_key = write("client.key", &pki.client.1);
     let (port, hostile_port) = (free_port(), free_port());
+    let rng = ring::rand::SystemRandom::new();
+    let token_key = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+        .unwrap()
+        .as_ref()
+        .to_vec();
+    let jwks = write("jwks.json", &public_jwks(&token_key));
     let server = |name: &str, port: u16| {
         let home = dir.join(name);
         std::fs::create_dir_all(home.join("data")).unwrap();
         std::fs::create_dir_all(home.join("logs")).unwrap();
         let cf = home.join("fdb.cluster");
         std::fs::write(&cf, format!("tls:test@127.0.0.1:{port}:tls\n")).unwrap();
-        let watchdog = spawn_fdbserver(&bin, &dir, &home, port, [&server_cert, &server_key, &ca]);
+        let authz = (name == "db").then_some(jwks.as_path());
+        let watchdog = spawn_fdbserver(
+            &bin,
+            &dir,
+            &home,
+            port,
+            [&server_cert, &server_key, &ca],
+            authz,
+        );
         (cf, watchdog)
     };
     let (cf, db_watchdog) = server("db", port);
@@ -220,7 +294,11 @@ fn start(shared: &Path) -> TlsCluster {
             }
             if configured {
                 let out = fdbcli(cf, "status minimal");
-                if String::from_utf8_lossy(&out.stdout).contains("The database is available") {
+                if String::from_utf8_lossy(&out.stdout).contains("The database is available")
+                    && fdbcli(cf, "configure tenant_mode=optional_experimental")
+                        .status
+                        .success()
+                {
                     break;
                 }
             }
@@ -239,6 +317,7 @@ fn start(shared: &Path) -> TlsCluster {
         hostile_port,
         pki,
         wrong_ca: self::ca("a stranger's CA").0.pem(),
+        token_key,
         _watchdogs: [db_watchdog, hostile_watchdog],
     }
 }
@@ -246,13 +325,23 @@ fn start(shared: &Path) -> TlsCluster {
 /// Starts fdbserver for `home/fdb.cluster` on `port` with TLS (`[certificate, key, CA]`),
 /// under a watchdog: it lives only as long as this test process, even a killed one, and `top`
 /// is removed after it.
-fn spawn_fdbserver(bin: &Path, top: &Path, home: &Path, port: u16, tls: [&Path; 3]) -> Child {
+fn spawn_fdbserver(
+    bin: &Path,
+    top: &Path,
+    home: &Path,
+    port: u16,
+    tls: [&Path; 3],
+    authz: Option<&Path>,
+) -> Child {
     let [cert, key, ca] = tls.map(|p| p.display().to_string());
+    let authz = authz.map_or(String::new(), |p| {
+        format!(" --authorization-public-key-file {}", p.display())
+    });
     let server = format!(
         "{bin}/fdbserver -p 127.0.0.1:{port}:tls -C {home}/fdb.cluster -d {home}/data \
          -L {home}/logs --listen-address public --locality-zoneid z{port} \
          --locality-machineid m{port} --tls-certificate-file {cert} --tls-key-file {key} \
-         --tls-ca-file {ca} > {home}/logs/stdout 2>&1 &",
+         --tls-ca-file {ca}{authz} > {home}/logs/stdout 2>&1 &",
         bin = bin.display(),
         home = home.display(),
     );
@@ -556,4 +645,90 @@ fn keys_encrypted_by_openssl_open_with_their_password() {
         ));
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The id a tenant got, read from the tenant name index (`\xff/tenant/nameIndex/`).
+fn tenant_id(db: &fdb_driver_mio::Database, name: &[u8]) -> i64 {
+    let key = [
+        &b"\xff/tenant/nameIndex/"[..],
+        &fdb_protocol::tuple::pack(&(name.to_vec(),)),
+    ]
+    .concat();
+    let v = db
+        .run(|tx| {
+            tx.set_option(TransactionOption::ReadSystemKeys)?;
+            tx.get(&key)
+        })
+        .expect("the name index reads")
+        .expect("the tenant exists");
+    fdb_protocol::tuple::unpack::<(i64,)>(&v).unwrap().0
+}
+
+#[test]
+fn an_untrusted_client_reaches_its_tenant_with_a_token() {
+    let Some(c) = cluster() else { return };
+    // A trusted client (its certificate is the CA's) makes two tenants.
+    let trusted = fdb_driver_mio::Database::from_cluster_file_with_tls(
+        c.cluster_file(),
+        10,
+        c.client_tls(&c.pki.ca),
+    )
+    .unwrap();
+    let nonce = std::process::id();
+    let (mine, other) = (
+        format!("authz-mine-{nonce}").into_bytes(),
+        format!("authz-other-{nonce}").into_bytes(),
+    );
+    for name in [&mine, &other] {
+        fdb_driver_mio::tenant_management::create_tenant(&trusted, name).expect("created");
+    }
+    let (mine_id, other_id) = (tenant_id(&trusted, &mine), tenant_id(&trusted, &other));
+
+    // The untrusted client: TLS with the CA only, no certificate of its own.
+    let untrusted = fdb_driver_mio::Database::from_cluster_file_with_tls(
+        c.cluster_file(),
+        11,
+        TlsConfig::new().ca_pem(c.pki.ca.clone()),
+    )
+    .unwrap();
+    let tenant = untrusted.open_tenant(&mine);
+    let attempt = |tok: Option<String>, write: bool| {
+        let tx = tenant.create_transaction();
+        tx.set_option(TransactionOption::Timeout(Duration::from_secs(10)))
+            .unwrap();
+        if let Some(t) = tok {
+            tx.set_option(TransactionOption::AuthorizationToken(t))
+                .unwrap();
+        }
+        if write {
+            tx.set(b"k", b"with a token");
+            tx.commit().map(|_| None)
+        } else {
+            tx.get(b"k")
+        }
+    };
+    let good = token(&c.token_key, &[mine_id]);
+    attempt(Some(good.clone()), true).expect("a write with a token for the tenant commits");
+    let v = attempt(Some(good), false).expect("a read with the token");
+    assert_eq!(v.as_deref(), Some(&b"with a token"[..]));
+    for (tok, why) in [
+        (None, "no token"),
+        (
+            Some(token(&c.token_key, &[other_id])),
+            "another tenant's token",
+        ),
+    ] {
+        let err = attempt(tok.clone(), false).expect_err(why);
+        assert_eq!(
+            err.code(),
+            Some(ErrorCode::PERMISSION_DENIED),
+            "{why}: {err:?}"
+        );
+        let err = attempt(tok, true).expect_err(why);
+        assert_eq!(
+            err.code(),
+            Some(ErrorCode::PERMISSION_DENIED),
+            "{why}: {err:?}"
+        );
+    }
 }

@@ -62,13 +62,13 @@ impl<D: Driver> Snapshot<D> {
     }
 
     /// One batch of rows between two selectors.
-    pub async fn get_range_batch(
+    pub fn get_range_batch(
         &self,
         begin: KeySelector,
         end: KeySelector,
         opts: RangeOptions,
-    ) -> Result<RangeResult, Error> {
-        self.tx.get_range_batch(begin, end, opts, true).await
+    ) -> Pending<D, RangeResult> {
+        self.tx.get_range_batch(begin, end, opts, true)
     }
 
     /// A range read as a stream of batches (see [`Transaction::get_ranges`]).

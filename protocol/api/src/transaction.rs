@@ -278,15 +278,18 @@ impl<D: Driver> Transaction<D> {
             .await
     }
 
-    /// One batch of rows between two selectors (`fdb_transaction_get_range`).
-    pub async fn get_range_batch(
+    /// One batch of rows between two selectors (`fdb_transaction_get_range`). Like every
+    /// read here the request is made when this is called, so it sees the writes made before
+    /// the call and none made while it is pending (libfdb_c reads a snapshot of its write map
+    /// taken when the read starts).
+    pub fn get_range_batch(
         &self,
         begin: KeySelector,
         end: KeySelector,
         opts: RangeOptions,
         snapshot: bool,
-    ) -> Result<RangeResult, Error> {
-        self.range_batch(begin, end, opts, snapshot).await
+    ) -> Pending<D, RangeResult> {
+        self.range_batch(begin, end, opts, snapshot)
     }
 
     pub(crate) fn range_batch(

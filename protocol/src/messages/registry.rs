@@ -1,5 +1,8 @@
 //! Every message type a client sends or receives, by file identifier: what a connection uses
-//! to turn a packet into a typed value, and what the capture tests and fuzzers drive.
+//! to turn a packet into a typed value, and what the capture tests and fuzzers drive. Besides
+//! the wire messages it holds the ObjectSerializer values a client reads from and writes to
+//! the database itself (the tenant metadata under `\xff/tenant/`, stored after an 8-byte
+//! protocol version: [`decode_any`] takes the message after it).
 
 use alloc::vec::Vec;
 use bytes::Bytes;
@@ -10,15 +13,17 @@ use super::coordination::*;
 use super::grv::*;
 use super::storage::*;
 use crate::serializer::{decode_root, encode_with, file_identifier, DecodeError, Message};
+use crate::tenant_map::TenantGroupEntry;
 
 macro_rules! registry {
-    (requests { $($req:ident),* $(,)? } replies { $($rep:ident),* $(,)? }) => {
+    (requests { $($req:ident),* $(,)? } replies { $($rep:ident),* $(,)? } values { $($val:ident),* $(,)? }) => {
         /// A decoded message of any known type. Replies carry FDB's `ErrorOr` envelope.
         #[derive(Clone, Debug, PartialEq)]
         #[allow(clippy::large_enum_variant)]
         pub enum AnyMessage {
             $( #[doc = concat!("A `", stringify!($req), "`.")] $req($req), )*
             $( #[doc = concat!("A `", stringify!($rep), "`, or the error sent instead.")] $rep(ErrorOr<$rep>), )*
+            $( #[doc = concat!("A stored `", stringify!($val), "` (a database value, not a wire message).")] $val($val), )*
             /// The reply to `GetLeaderRequest`: `ErrorOr<Optional<LeaderInfo>>`.
             Leader(ErrorOr<EnsureTable<Option<LeaderInfo>>>),
         }
@@ -34,6 +39,7 @@ macro_rules! registry {
                 match self {
                     $( AnyMessage::$req(_) => $req::FILE_IDENTIFIER, )*
                     $( AnyMessage::$rep(_) => fid::reply($rep::FILE_IDENTIFIER), )*
+                    $( AnyMessage::$val(_) => $val::FILE_IDENTIFIER, )*
                     AnyMessage::Leader(_) => LEADER_REPLY_FILE_IDENTIFIER,
                 }
             }
@@ -43,6 +49,7 @@ macro_rules! registry {
                 match self {
                     $( AnyMessage::$req(_) => stringify!($req), )*
                     $( AnyMessage::$rep(_) => concat!("ErrorOr<", stringify!($rep), ">"), )*
+                    $( AnyMessage::$val(_) => stringify!($val), )*
                     AnyMessage::Leader(_) => "ErrorOr<Optional<LeaderInfo>>",
                 }
             }
@@ -62,6 +69,7 @@ macro_rules! registry {
                 match self {
                     $( AnyMessage::$req(m) => encode_with(m, fid), )*
                     $( AnyMessage::$rep(m) => encode_with(m, fid), )*
+                    $( AnyMessage::$val(m) => encode_with(m, fid), )*
                     AnyMessage::Leader(m) => encode_with(m, fid),
                 }
             }
@@ -73,6 +81,7 @@ macro_rules! registry {
             let f = file_identifier(msg)?;
             $( if f == $req::FILE_IDENTIFIER { return Ok(AnyMessage::$req(decode_root(msg)?)); } )*
             $( if f == fid::reply($rep::FILE_IDENTIFIER) { return Ok(AnyMessage::$rep(decode_root(msg)?)); } )*
+            $( if f == $val::FILE_IDENTIFIER { return Ok(AnyMessage::$val(decode_root(msg)?)); } )*
             if f == LEADER_REPLY_FILE_IDENTIFIER {
                 return Ok(AnyMessage::Leader(decode_root(msg)?));
             }
@@ -116,6 +125,10 @@ registry! {
         StorageMetrics,
         SplitRangeReply,
         GetTenantIdReply,
+    }
+    values {
+        TenantMapEntry,
+        TenantGroupEntry,
     }
 }
 

@@ -502,13 +502,15 @@ impl Transactions {
             t.timed_out = timed_out;
         }
         // RYW's `resetRyow`: the options return to the database's defaults, except the
-        // persistent ones (fdb.options: timeout, retry_limit, max_retry_delay); size_limit,
+        // persistent ones (fdb.options: timeout, retry_limit, max_retry_delay,
+        // authorization_token); size_limit,
         // read_your_writes_disable, report_conflicting_keys, ... must be set again.
         self.apply_defaults(tx);
         if let Some(t) = self.txs.get_mut(&tx) {
             t.options.timeout = keep_opts.timeout;
             t.options.retry_limit = keep_opts.retry_limit;
             t.options.max_retry_delay = keep_opts.max_retry_delay;
+            t.options.auth_token = keep_opts.auth_token;
         }
         self.ops
             .insert(req, Op::new(tx, OpKind::Backoff, Wait::Timer, 0, true));

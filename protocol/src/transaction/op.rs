@@ -314,6 +314,15 @@ impl Transactions {
                         ClientError::Fdb(ErrorCode::TRANSACTION_TIMED_OUT),
                     )
                 }
+                // A read already started is not failed by a write that fails after it: libfdb_c
+                // checks the deferred error only as a read is called (`ThreadSafeTransaction`).
+                // What does fail it is what resets RYW (`resetPromise`): `used_during_commit`
+                // or a cancel, kept in `finished`.
+                Some(t) if is_read(&op.kind) => {
+                    if let Some(e) = t.finished {
+                        return self.fail_op(cx, req, ClientError::Fdb(e));
+                    }
+                }
                 Some(t) if t.deferred.is_some() => {
                     let e = t.deferred.clone().expect("checked");
                     if matches!(op.kind, OpKind::Commit) {
@@ -349,4 +358,12 @@ impl Transactions {
             }
         }
     }
+}
+
+/// The reads RYW runs against its snapshot of the writes (`readWithConflictRange`).
+fn is_read(kind: &OpKind) -> bool {
+    matches!(
+        kind,
+        OpKind::Get { .. } | OpKind::GetKey { .. } | OpKind::Range { .. }
+    )
 }

@@ -164,7 +164,8 @@ pub enum TransactionOption {
     UseGrvCache,
     /// `skip_grv_cache` (1102): accepted; there is no read version cache to skip.
     SkipGrvCache,
-    /// `authorization_token` (2000): refused (tenant authorization is not implemented).
+    /// `authorization_token` (2000): a JSON Web Token (its `tenants` claim names the tenant
+    /// ids it grants) sent with every tenant request, as an untrusted client needs it.
     AuthorizationToken(String),
 }
 
@@ -350,8 +351,7 @@ impl TransactionOption {
             | O::Tag(_)
             | O::AutoThrottleTag(_)
             | O::BypassUnreadable
-            | O::UseGrvCache
-            | O::AuthorizationToken(_) => fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            | O::UseGrvCache => fdb(ErrorCode::UNSUPPORTED_OPERATION),
             _ => Ok(()),
         }
     }
@@ -405,6 +405,8 @@ pub(super) struct TxOptions {
     pub(super) no_commit_protection: bool,
     pub(super) special_key_space_relaxed: bool,
     pub(super) special_key_space_writes: bool,
+    /// `authorization_token`, persistent.
+    pub(super) auth_token: Option<bytes::Bytes>,
     /// The read options sent to storage servers, once any option asked for them
     /// (NativeAPI's `readOptions`).
     pub(super) read_options: Option<ReadOptions>,
@@ -461,6 +463,7 @@ impl Default for TxOptions {
             no_commit_protection: false,
             special_key_space_relaxed: false,
             special_key_space_writes: false,
+            auth_token: None,
             read_options: None,
             server_request_tracing: false,
             span_parent: None,
@@ -589,6 +592,7 @@ impl Transactions {
             O::ReadSystemKeys => o.read_system_keys = true,
             O::RawAccess => o.raw_access = true,
             O::ReportConflictingKeys => o.report_conflicting_keys = true,
+            O::AuthorizationToken(token) => o.auth_token = Some(bytes::Bytes::from(token)),
             O::LockAware => {
                 o.lock_aware = true;
                 o.read_only = false;
@@ -642,8 +646,7 @@ impl Transactions {
             | O::Tag(_)
             | O::AutoThrottleTag(_)
             | O::BypassUnreadable
-            | O::UseGrvCache
-            | O::AuthorizationToken(_) => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            | O::UseGrvCache => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
         }
         if let (true, Some(d)) = (is_timeout, t.options.timeout) {
             let at = t.created + d;

@@ -169,9 +169,13 @@ impl Transactions {
         if self.location_backoff.holding(cx.now) {
             return; // woken when the backoff ends
         }
-        // Looked up by the prefixed key without a tenant: the reply names absolute shard
-        // bounds either way, and the cache holds those.
+        // In a tenant, libfdb_c 7.3 asks with the tenant's key and its `TenantInfo`
+        // (`getKeyLocation_internal`); the proxy prefixes it, checks the tenant
+        // (`tenant_not_found`) and answers absolute shard bounds clamped to the tenant
+        // (`clampRangeToTenant`). The cache holds absolute bounds, so lookups are tracked by
+        // the prefixed key.
         let k = (Bytes::copy_from_slice(&self.absolute(tx, key)), reverse);
+        let tenant = self.tenant_info(tx);
         if self.locating.contains(&k) {
             return;
         }
@@ -187,14 +191,19 @@ impl Transactions {
             _ => -1,
         };
         let token = cx.rng.uid();
+        let begin = if tenant.tenant_id == TenantInfo::INVALID_TENANT {
+            k.0.clone()
+        } else {
+            Bytes::copy_from_slice(key)
+        };
         let msg = GetKeyServerLocationsRequest {
-            begin: k.0.clone(),
+            begin,
             end: None,
             limit: LOCATION_LIMIT,
             reverse,
             reply: ReplyPromise { token },
             span_context: self.span(cx, tx),
-            tenant: TenantInfo::none(),
+            tenant,
             min_tenant_version: min_version,
         };
         self.locating.insert(k.clone());
@@ -254,10 +263,16 @@ impl Transactions {
             .map(|(id, _)| *id)
             .collect();
         for id in waiting {
-            if self
-                .op_key(id)
-                .is_some_and(|(k, r)| k == key && r == reverse)
-            {
+            // (An op's key is its tenant's; the lookup's is absolute.)
+            let same = self.op_key(id).is_some_and(|(k, r)| {
+                let tx = self.ops.get(&id).map(|o| o.tx);
+                let abs = match tx {
+                    Some(tx) => self.absolute(tx, &k).into_owned(),
+                    None => k.to_vec(),
+                };
+                abs == key && r == reverse
+            });
+            if same {
                 self.fail_op(cx, id, e.clone());
             } else {
                 self.set_wait(id, Wait::Ready);

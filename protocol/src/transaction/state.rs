@@ -298,6 +298,9 @@ impl Transactions {
         end: Option<Bytes>,
         value: Bytes,
     ) -> Result<(), ClientError> {
+        // RYW's `set` hands a special key to the special key space before anything else
+        // (before `next_write_no_write_conflict_range` is consumed, before the commit check).
+        self.check_special_write(tx, &key, &key_after(&key))?;
         let conflict = self.take_write_conflict(tx)?;
         self.check_write(tx, &key)?;
         check_write_size(&key, self.tx_ref(tx)?.options.raw_access())?;
@@ -325,6 +328,8 @@ impl Transactions {
 
     pub(super) fn clear_inner(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
         let conflict = self.take_write_conflict(tx)?;
+        Self::check_not_committing(self.tx_mut(tx)?)?;
+        self.check_special_write(tx, key, &key_after(key))?;
         self.check_write(tx, key)?;
         // No key that long exists: clearing it does nothing (RYW's `clear(key)`).
         if key.len() > max_key_size(key) {
@@ -367,8 +372,9 @@ impl Transactions {
             return fdb(ErrorCode::INVERTED_RANGE);
         }
         let conflict = self.take_write_conflict(tx)?;
+        Self::check_not_committing(self.tx_mut(tx)?)?;
+        self.check_special_write(tx, begin, end)?;
         let t = self.tx_mut(tx)?;
-        Self::check_not_committing(t)?;
         let max = t.max_write_key();
         if begin > max || end > max {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
@@ -616,6 +622,25 @@ impl Transactions {
         Self::check_not_committing(t)?;
         if let Some(e) = t.finished {
             return fdb(e);
+        }
+        Ok(())
+    }
+
+    /// A set or clear inside the special key space (`[\xff\xff, \xff\xff\xff)`, the whole
+    /// range within it) is the special key space's: without `special_key_space_enable_writes`
+    /// it fails with `special_keys_write_disabled` (`SpecialKeySpace::set` / `clear`); with
+    /// it, this client has no write module and the write goes on to the usual checks.
+    fn check_special_write(
+        &mut self,
+        tx: TransactionId,
+        begin: &[u8],
+        end: &[u8],
+    ) -> Result<(), ClientError> {
+        const SPECIAL: &[u8] = b"\xff\xff";
+        const SPECIAL_END: &[u8] = b"\xff\xff\xff";
+        let inside = begin >= SPECIAL && end <= SPECIAL_END;
+        if inside && !self.tx_ref(tx)?.options.special_key_space_writes {
+            return fdb(ErrorCode::SPECIAL_KEYS_WRITE_DISABLED);
         }
         Ok(())
     }

@@ -234,13 +234,18 @@ impl Transactions {
     }
 
     /// What storage requests of `tx` carry.
+    /// With `authorization_token` set it carries the token too (NativeAPI's `getTenantInfo`
+    /// sends it with or without a tenant), which an untrusted client (TLS without a trusted
+    /// certificate) needs for every data request of its tenant.
     pub(super) fn tenant_info(&self, tx: TransactionId) -> TenantInfo {
-        match self.tx_tenant(tx) {
-            Some(id) => TenantInfo {
-                tenant_id: id,
-                token: None,
-            },
-            None => TenantInfo::none(),
+        let token = self
+            .txs
+            .get(&tx)
+            .and_then(|t| t.options.auth_token.clone())
+            .map(|value| crate::messages::types::WipedString { value });
+        TenantInfo {
+            tenant_id: self.tx_tenant(tx).unwrap_or(TenantInfo::INVALID_TENANT),
+            token,
         }
     }
 

@@ -8,7 +8,10 @@
 //!   answered at once when the client's `known_client_info_id` differs from the current id and
 //!   held (long poll) otherwise; the id changes whenever the proxies are restarted.
 //! * **Proxies** (one port): the GRV proxy (read versions, global config) and the commit proxy
-//!   (key locations, commits). Read versions are the latest committed version; versions follow
+//!   (key locations, commits). The **master** runs in a process of its own ([`Role::Master`]),
+//!   which no client talks to: killing or stopping it makes a recovery (after failure
+//!   detection) in which the proxies end and come back, under new tokens, in their own
+//!   process. Read versions are the latest committed version; versions follow
 //!   the wall clock at about 1,000,000 per second and every commit gets a version above every
 //!   version handed out before.
 //! * **Storage servers** (one port each, default 3): `GetValue`, `GetKey`, `GetKeyValues` and
@@ -51,11 +54,16 @@
 //! `TenantInfo` need the tenant at their read version (`tenant_not_found`), get the prefix
 //! added to their keys, search only the tenant's range (`clampRangeToTenant`) and answer
 //! tenant-relative keys; a watch in a tenant watches the prefixed key, needs the tenant at
-//! the latest version and ends with `tenant_removed` when the tenant is deleted. The mode is
-//! published in the `ClientDBInfo` and stored at `\xff/conf/tenant_mode`. Not served:
-//! tenant locks (`tenant_locked`), tenant groups, `GetKeyServerLocations` with a tenant (the
-//! client never sends one), and, in required mode, fdbserver's splitting of raw clears at
-//! tenant bounds and its refusal of a tenant-map change mixed with normal writes (only raw
+//! the latest version and ends with `tenant_removed` when the tenant is deleted. Tenant locks
+//! are read from the stored map entry's `lock_state`: a read-only or locked tenant refuses
+//! commits without `lock_aware` (`tenant_locked`, the proxy's `lockedTenants`), a locked one
+//! also reads without `lock_aware` in their `ReadOptions`, and watches (never lock-aware).
+//! Tenant groups are plain metadata keys to the cluster, as to fdbserver. The mode is
+//! published in the `ClientDBInfo` and stored at `\xff/conf/tenant_mode`. A
+//! `GetKeyServerLocations` with a tenant (as libfdb_c 7.3 and this client send it) names an
+//! existing tenant (`tenant_not_found`), is looked up with the prefix added and answers shard
+//! bounds clamped to the tenant's range. Not served, in required mode: fdbserver's splitting
+//! of raw clears at tenant bounds and its refusal of a tenant-map change mixed with normal writes (only raw
 //! sets outside every tenant are refused). The proxy's tenant map never lags the commits
 //! (fdbserver's `minTenantVersion` wait and `future_version` do not arise).
 //!
@@ -85,8 +93,18 @@
 //!   sockets and answers nothing, pings included; what clients send waits in the sockets and
 //!   is served, late, when it continues, with the replies it owed. A stopped process holding
 //!   the proxies or a log (builder: `logs_on_storage`) stalls every commit and read version;
-//!   after the failure-detection delay the cluster recovers without it (the proxies move to
-//!   a new process). A continued storage server catches up first (`future_version` meanwhile).
+//!   the cluster recovers without it (the proxies move to a new process) after the
+//!   failure-detection delay *plus* the connection monitor's ping timeout
+//!   (`stop_noticed_after`, 2 s): the sockets of a stopped process stay open, so it is
+//!   noticed later than a killed one, and not at all if it continues before. Clients notice
+//!   it only by their own ping timeouts too. A continued storage server catches up first
+//!   (`future_version` meanwhile).
+//! * **Exclude** (a commit writing `\xff/conf/excluded/IP:PORT`, as `fdbcli exclude` does):
+//!   the shards of the storage servers at excluded addresses move at once to other servers
+//!   (fdbserver's data distribution took about 6 s for one storage process); the excluded
+//!   server answers `wrong_shard_server` for them and its watches on them fail so. Clearing
+//!   the key (`include`) moves nothing back. `\xff\xff/management/excluded/`, fdbcli 7.3's
+//!   special-key way to write it, is the client's (this client does not serve it).
 //! * **Coordinator change** ([`TestCluster::change_coordinators`]): new coordinator
 //!   processes, a connection string with the same description and a new id; the old
 //!   coordinators forward (`ClientDBInfo.forward`, held long polls included); a recovery
@@ -150,6 +168,7 @@ pub struct TestClusterBuilder {
     pub(crate) description: String,
     pub(crate) log_storage: Vec<usize>,
     pub(crate) failure_detection_delay: Duration,
+    pub(crate) stop_noticed_after: Duration,
     pub(crate) catch_up: Duration,
     pub(crate) recovery: Recovery,
     pub(crate) tenant_mode: u32,
@@ -168,6 +187,7 @@ impl Default for TestClusterBuilder {
             description: "test:cluster".into(),
             log_storage: Vec::new(),
             failure_detection_delay: Duration::from_secs(1),
+            stop_noticed_after: Duration::from_secs(13),
             catch_up: Duration::from_millis(1500),
             recovery: Recovery::default(),
             tenant_mode: 1,
@@ -235,6 +255,20 @@ impl TestClusterBuilder {
     /// as long, the whole recovery several seconds).
     pub fn failure_detection_delay(mut self, d: Duration) -> Self {
         self.failure_detection_delay = d;
+        self
+    }
+    /// How much later than a killed one a stopped process is noticed (default 13 s, what
+    /// fdbserver 7.3.77 took in `real_faults.rs`: commits stopped for 4.2 s when the master's
+    /// process was killed, for 17.6 s when a log and commit proxy's process was stopped). A
+    /// killed process refuses connections, and FlowTransport marks a peer failed once its
+    /// connection has stayed failed for `FAILURE_DETECTION_DELAY` (4 s). A `SIGSTOP`ped one
+    /// keeps its sockets and the kernel still completes connects to it: the connection
+    /// monitor drops a connection whose ping went unanswered for `CONNECTION_MONITOR_TIMEOUT`
+    /// (2 s), but each reconnect that succeeds resets that failure clock (and a client marks
+    /// the peer available again), so a stopped process is noticed much later, and never if
+    /// it continues before.
+    pub fn stop_noticed_after(mut self, d: Duration) -> Self {
+        self.stop_noticed_after = d;
         self
     }
     /// How long a storage server takes, once continued after [`TestCluster::sigstop`], to

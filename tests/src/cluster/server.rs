@@ -53,6 +53,30 @@ use super::TestClusterBuilder;
 const ALL_KEYS_END: &[u8] = b"\xff\xff";
 /// `\xff/metadataVersion`, whose value proxies report in read-version and commit replies.
 const METADATA_VERSION_KEY: &[u8] = b"\xff/metadataVersion";
+/// `excludedServersPrefix`: `fdbcli exclude` writes one key per excluded address under it.
+const EXCLUDED_PREFIX: &[u8] = b"\xff/conf/excluded/";
+
+/// Whether mutation `m` may change a key starting with `prefix`.
+fn touches(m: &MutationRef, prefix: &[u8]) -> bool {
+    if m.kind == mt::CLEAR_RANGE {
+        let end = key_after_prefix(prefix);
+        m.param1[..] < end[..] && &m.param2[..] > prefix
+    } else {
+        m.param1.starts_with(prefix)
+    }
+}
+
+/// The first key after every key starting with `prefix`.
+fn key_after_prefix(prefix: &[u8]) -> Vec<u8> {
+    let mut e = prefix.to_vec();
+    while e.last() == Some(&0xff) {
+        e.pop();
+    }
+    if let Some(l) = e.last_mut() {
+        *l += 1;
+    }
+    e
+}
 /// `UID::file_identifier`: the `ENDPOINT_NOT_FOUND` notice carries a bare UID.
 const UID_FILE_IDENTIFIER: u32 = 15597147;
 
@@ -61,8 +85,14 @@ const UID_FILE_IDENTIFIER: u32 = 15597147;
 pub enum Role {
     /// Coordinator `i` (its address is in the cluster file).
     Coordinator(usize),
-    /// The GRV proxy and the commit proxy (one process).
+    /// The GRV proxy and the commit proxy (one process; the cluster controller lives there too).
     Proxies,
+    /// The master, in a process of its own as fdbserver places it (the real 5-process
+    /// cluster had the cluster controller on one process and the master on another). No
+    /// client ever talks to it: killing or stopping it makes a recovery in which the proxies
+    /// end (`broken_promise` for what they owed) and come back with new tokens in their own,
+    /// still living, process; the master moves to a new process.
+    Master,
     /// Storage server `i`.
     Storage(usize),
 }
@@ -505,6 +535,12 @@ fn prefixed_range(prefix: Option<&[u8]>, keys: &KeyRange) -> KeyRange {
     )
 }
 
+/// The lock state of a stored tenant map entry (0 unlocked, 1 read-only, 2 locked); an
+/// entry that does not decode counts as unlocked.
+fn tenant_lock_state(value: &[u8]) -> u8 {
+    fdb_protocol::messages::commit::TenantMapEntry::decode_value(value).map_or(0, |e| e.lock_state)
+}
+
 /// `prefix` (if any) then `key`.
 fn with_prefix(prefix: Option<&[u8]>, key: &[u8]) -> Bytes {
     match prefix {
@@ -672,7 +708,7 @@ impl State {
     /// current generation) or a log.
     fn needed_by_the_transaction_system(&self, p: usize) -> bool {
         let proc = &self.procs[p];
-        !proc.retired && (proc.role == Role::Proxies || proc.log)
+        !proc.retired && (matches!(proc.role, Role::Proxies | Role::Master) || proc.log)
     }
 
     /// Sends `o` now, or when its process continues.
@@ -901,7 +937,7 @@ impl State {
                 Some(s) => Route::Storage(i, s),
                 None => Route::NotFound,
             },
-            Role::Coordinator(_) => Route::NotFound,
+            Role::Coordinator(_) | Role::Master => Route::NotFound,
         }
     }
 
@@ -1139,7 +1175,33 @@ impl State {
                 self.emit(out, conn, kind, reply, body);
             }
             AnyMessage::GetKeyServerLocationsRequest(r) => {
-                let body = ok(self.locations(&r));
+                // `doKeyServerLocationRequest`: a lookup in a tenant names an existing tenant
+                // (`tenant_not_found`), its keys get the prefix, and every shard is clamped to
+                // the tenant's range (`clampRangeToTenant`).
+                let body = if r.tenant.tenant_id == TenantInfo::INVALID_TENANT {
+                    ok(self.locations(&r))
+                } else if self
+                    .store
+                    .latest(&tenant_map_key(r.tenant.tenant_id))
+                    .is_none()
+                {
+                    error_reply(kind, ErrorCode::TENANT_NOT_FOUND)
+                } else {
+                    let prefix = r.tenant.tenant_id.to_be_bytes();
+                    let mut abs = r.clone();
+                    abs.begin = with_prefix(Some(&prefix), &r.begin);
+                    abs.end = r.end.as_ref().map(|e| with_prefix(Some(&prefix), e));
+                    let mut rep = self.locations(&abs);
+                    for loc in &mut rep.results {
+                        let (b, e) = clamp_to_tenant(
+                            Some(&prefix),
+                            loc.range.begin.clone(),
+                            loc.range.end.clone(),
+                        );
+                        loc.range = KeyRange::new(b, e);
+                    }
+                    ok(rep)
+                };
                 self.emit(out, conn, kind, reply, body);
             }
             AnyMessage::GetTenantIdRequest(r) => {
@@ -1306,8 +1368,15 @@ impl State {
             if !tenant_prefix_kept(id, &tr.mutations) {
                 return Err(ErrorCode::ILLEGAL_TENANT_ACCESS);
             }
-            if self.store.latest(&tenant_map_key(id)).is_none() {
+            let Some(entry) = self.store.latest(&tenant_map_key(id)) else {
                 return Err(ErrorCode::TENANT_NOT_FOUND);
+            };
+            // The proxy's `lockedTenants`: read-only and locked tenants refuse commits that
+            // are not lock-aware.
+            if req.flags & CommitTransactionRequest::FLAG_IS_LOCK_AWARE == 0
+                && tenant_lock_state(&entry) != 0
+            {
+                return Err(ErrorCode::TENANT_LOCKED);
             }
         } else if self.cfg.tenant_mode == 2 {
             // A raw commit on a cluster requiring tenants writes normal keys only inside
@@ -1363,6 +1432,9 @@ impl State {
         }
         self.last_version = version;
         self.apply(&tr.mutations, version, 0);
+        if tr.mutations.iter().any(|m| touches(m, EXCLUDED_PREFIX)) {
+            self.move_off_excluded(out);
+        }
         self.history
             .push_back((version, tr.write_conflict_ranges.clone()));
         while self.history.front().is_some_and(|(v, _)| *v < oldest) {
@@ -1375,6 +1447,78 @@ impl State {
             metadata_version: self.metadata_version.clone(),
             conflicting_kr_indices: None,
         })
+    }
+
+    /// Data distribution after `exclude`: every shard a storage server at an excluded
+    /// address (`\xff/conf/excluded/IP:PORT`, or `IP` for all its ports) holds moves to
+    /// servers that are not excluded, keeping the team's size where enough servers are left
+    /// (fdbserver's data distribution does the same, over seconds: 6 s for a storage
+    /// process of the 5-process cluster of `real_faults.rs`; here at once, at the commit).
+    /// The excluded server then answers `wrong_shard_server` for those shards, and its
+    /// watches on them fail so. `include` (clearing the key) moves nothing back: fdbserver
+    /// only rebalances onto it over time.
+    fn move_off_excluded(&mut self, out: &mut Vec<Outgoing>) {
+        let end = key_after_prefix(EXCLUDED_PREFIX);
+        let excluded: Vec<String> = self
+            .store
+            .live(EXCLUDED_PREFIX, &end, Version::MAX, false)
+            .map(|(k, _)| String::from_utf8_lossy(&k[EXCLUDED_PREFIX.len()..]).into_owned())
+            .collect();
+        let n = self.cfg.storage_servers;
+        let out_of_service: Vec<bool> = (0..n)
+            .map(|i| {
+                let addr = self.procs[self.proc_index(Role::Storage(i))].addr;
+                excluded
+                    .iter()
+                    .any(|e| *e == addr.to_string() || *e == addr.ip().to_string())
+            })
+            .collect();
+        let mut next = 0;
+        for t in 0..self.teams.len() {
+            if !self.teams[t].iter().any(|&s| out_of_service[s]) {
+                continue;
+            }
+            let want = self.teams[t].len();
+            let mut team: Vec<usize> = self.teams[t]
+                .iter()
+                .copied()
+                .filter(|&s| !out_of_service[s])
+                .collect();
+            for _ in 0..n {
+                if team.len() >= want {
+                    break;
+                }
+                let cand = next % n;
+                next += 1;
+                if !out_of_service[cand] && !team.contains(&cand) {
+                    team.push(cand);
+                }
+            }
+            // With no server left to take it, the shard stays (fdbserver's exclude would
+            // wait, or refuse unless forced).
+            if !team.is_empty() {
+                self.teams[t] = team;
+            }
+        }
+        self.fail_moved_watches(out);
+    }
+
+    /// Watches on servers that no longer serve their key end with `wrong_shard_server`.
+    fn fail_moved_watches(&mut self, out: &mut Vec<Outgoing>) {
+        let mut moved = Vec::new();
+        let mut j = 0;
+        while j < self.watches.len() {
+            let w = &self.watches[j];
+            if !self.serves(w.ss, &w.key) {
+                moved.push(self.watches.swap_remove(j));
+            } else {
+                j += 1;
+            }
+        }
+        for w in moved {
+            let body = error_reply(RequestKind::WatchValue, ErrorCode::WRONG_SHARD_SERVER);
+            self.emit(out, &w.conn, RequestKind::WatchValue, w.reply, body);
+        }
     }
 
     fn apply(&mut self, mutations: &[MutationRef], version: Version, batch_index: u16) {
@@ -1502,6 +1646,28 @@ impl State {
             let body = error_reply(kind, ErrorCode::TENANT_NOT_FOUND);
             self.emit(out, conn, kind, reply, body);
             return;
+        }
+        // ... and a locked tenant (not merely read-only) refuses reads that are not
+        // lock-aware (`tenant_locked`).
+        let lock_aware = match &msg {
+            AnyMessage::GetValueRequest(r) => r.options.as_ref().map(|o| o.lock_aware),
+            AnyMessage::GetKeyRequest(r) => r.options.as_ref().map(|o| o.lock_aware),
+            AnyMessage::GetKeyValuesRequest(r) => r.options.as_ref().map(|o| o.lock_aware),
+            // A watch is never lock-aware (`watchValueWaitForVersion`), and looks at the
+            // latest version.
+            _ => None,
+        };
+        if prefix.is_some() && !lock_aware.unwrap_or(false) {
+            let entry = match kind {
+                RequestKind::WatchValue => self.store.latest(&tenant_map_key(tenant)),
+                _ => self.store.get(&tenant_map_key(tenant), version),
+            };
+            let locked = entry.is_some_and(|v| tenant_lock_state(&v) == 2);
+            if locked {
+                let body = error_reply(kind, ErrorCode::TENANT_LOCKED);
+                self.emit(out, conn, kind, reply, body);
+                return;
+            }
         }
         let prefix = prefix.as_ref().map(|p| &p[..]);
         let body = match msg {
@@ -1769,11 +1935,14 @@ impl State {
             self.info_changed(out);
         }
         let delay = self.cfg.failure_detection_delay;
+        // A stopped process keeps its sockets open: it is noticed only once a ping to it went
+        // unanswered for the connection monitor's timeout, later than a killed one.
+        let stop_delay = delay + self.cfg.stop_noticed_after;
         let stopped = self.procs.iter().any(|p| {
             !p.retired
-                && (p.role == Role::Proxies || p.log)
+                && (matches!(p.role, Role::Proxies | Role::Master) || p.log)
                 && p.stopped
-                    .is_some_and(|s| !s.detected && now.duration_since(s.at) >= delay)
+                    .is_some_and(|s| !s.detected && now.duration_since(s.at) >= stop_delay)
         });
         // A killed process is noticed after the same delay; the recovery it makes waits
         // for a coordinator quorum.
@@ -1944,6 +2113,28 @@ impl State {
                 accept_thread: None,
             });
             spawn = Some((listener, self.procs.len() - 1));
+        }
+        // A master that failed is replaced by one in a new process (which serves nothing a
+        // client reaches: its address refuses connections).
+        let m = self.proc_index(Role::Master);
+        if !self.procs[m].alive || self.procs[m].stopped.is_some() {
+            self.procs[m].retired = true;
+            let addr = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("bind loopback");
+            self.procs.push(Process {
+                role: Role::Master,
+                addr,
+                alive: true,
+                silent: false,
+                stopped: None,
+                dead_since: None,
+                log: false,
+                retired: false,
+                forwards: Vec::new(),
+                generation: 0,
+                accept_thread: None,
+            });
         }
         // The new generation recruits logs on live processes only.
         for proc in &mut self.procs {
@@ -2196,6 +2387,7 @@ impl TestCluster {
     pub(crate) fn start_with(cfg: TestClusterBuilder) -> TestCluster {
         let mut roles: Vec<Role> = (0..cfg.coordinators).map(Role::Coordinator).collect();
         roles.push(Role::Proxies);
+        roles.push(Role::Master);
         roles.extend((0..cfg.storage_servers).map(Role::Storage));
         let listeners: Vec<TcpListener> = roles
             .iter()
@@ -2678,7 +2870,7 @@ impl TestCluster {
                 }
                 Role::Storage(i) => st.ss_tokens[i] = st.new_token(),
                 // A coordinator's endpoints are well known: it has no tokens to lose.
-                Role::Coordinator(_) => {}
+                Role::Coordinator(_) | Role::Master => {}
             }
         }
         flush(out);
@@ -2714,7 +2906,7 @@ impl TestCluster {
                 Role::Storage(i) => {
                     st.ss_tokens[i] = st.new_token();
                 }
-                Role::Coordinator(_) => {}
+                Role::Coordinator(_) | Role::Master => {}
             }
             st.procs[p].alive = true;
             st.procs[p].silent = false;
@@ -2754,20 +2946,7 @@ impl TestCluster {
             assert!(to < st.cfg.storage_servers, "no storage server {to}");
             let i = st.shard_containing(key);
             st.teams[i] = vec![to];
-            let mut moved = Vec::new();
-            let mut j = 0;
-            while j < st.watches.len() {
-                let w = &st.watches[j];
-                if !st.serves(w.ss, &w.key) {
-                    moved.push(st.watches.swap_remove(j));
-                } else {
-                    j += 1;
-                }
-            }
-            for w in moved {
-                let body = error_reply(RequestKind::WatchValue, ErrorCode::WRONG_SHARD_SERVER);
-                st.emit(&mut out, &w.conn, RequestKind::WatchValue, w.reply, body);
-            }
+            st.fail_moved_watches(&mut out);
         }
         flush(out);
     }

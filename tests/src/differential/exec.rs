@@ -3,6 +3,9 @@
 //! batch by batch through `get_range_batch` and the core's `RangeCursor`, so every batch and
 //! its `more` flag are seen), then read the prefix's final contents and clear it.
 
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -43,8 +46,59 @@ enum Call {
     Commit,
     OnError(ErrorCode),
     Reset,
+    /// A read started now and waited for at `Wait(id)`.
+    Start(u32, Box<Call>),
+    Wait(u32),
     /// What the Rust API cannot express (a negative limit, say): reported as such.
     Unrepresentable,
+}
+
+/// A read started and not yet waited for: its outcome, once it resolves.
+type Started = Pin<Box<dyn Future<Output = Outcome>>>;
+
+/// `Outcome::Err` of an API error (`-1`: not an FDB error).
+fn api_err(e: fdb_api::Error) -> Outcome {
+    Outcome::Err(e.code().map_or(-1, |c| c.0 as i32))
+}
+
+/// Starts a read on `t` (either driver's async transaction) and returns its outcome's future.
+/// The request is made here, before any later step runs: a write made while it is pending
+/// must not be seen by it, as libfdb_c's read works on the write map of the moment it started.
+fn start<D: fdb_api::Driver>(t: &fdb_api::Transaction<D>, call: Call) -> Started {
+    match call {
+        Call::Get(k, snap) => {
+            let p = if snap { t.snapshot_get(&k) } else { t.get(&k) };
+            Box::pin(async move {
+                p.await
+                    .map_or_else(api_err, |v| Outcome::Value(v.map(|b| b.to_vec())))
+            })
+        }
+        Call::GetKey(sel, snap) => {
+            let p = t.get_key(sel, snap);
+            Box::pin(async move { p.await.map_or_else(api_err, |k| Outcome::Key(k.to_vec())) })
+        }
+        Call::Range {
+            begin,
+            end,
+            opts,
+            snapshot,
+            ..
+        } => {
+            let cursor = RangeCursor::new(begin, end, opts);
+            let Some((b, e, mut o)) = cursor.next_request() else {
+                return Box::pin(async { Outcome::Batches(Vec::new()) });
+            };
+            o.iteration = opts.iteration;
+            let p = t.get_range_batch(b, e, o, snapshot);
+            Box::pin(async move {
+                p.await.map_or_else(api_err, |r| {
+                    Outcome::Batches(vec![(rows_of(&r.rows), r.more)])
+                })
+            })
+        }
+        Call::Unrepresentable => Box::pin(async { Outcome::Err(-2) }),
+        _ => unreachable!("only reads are started"),
+    }
 }
 
 fn selector(s: &Sel, prefix: &[u8]) -> KeySelector {
@@ -160,6 +214,8 @@ fn resolve(op: &Op, prefix: &[u8]) -> Call {
             Err(_) => Call::Unrepresentable,
         },
         Op::Reset => Call::Reset,
+        Op::Start { id, read } => Call::Start(*id, Box::new(resolve(read, prefix))),
+        Op::Wait { id } => Call::Wait(*id),
     }
 }
 
@@ -223,11 +279,20 @@ pub async fn run_tokio(
 
     let txs: Vec<Transaction> = (0..p.txs).map(|_| db.create_transaction()).collect();
     let mut out = RunResult::default();
+    let mut started: HashMap<u32, Started> = HashMap::new();
     for (i, Step { tx, op }) in p.steps.iter().enumerate() {
         let t = &txs[*tx];
         let call = resolve(op, prefix);
         let step = async {
             match call {
+                Call::Start(id, read) => {
+                    started.insert(id, start(t, *read));
+                    Outcome::Nothing
+                }
+                Call::Wait(id) => match started.remove(&id) {
+                    Some(f) => f.await,
+                    None => Outcome::Err(-3),
+                },
                 Call::Get(k, snap) => {
                     let r = if snap {
                         t.snapshot_get(&k).await
@@ -370,9 +435,22 @@ pub fn run_mio(
             .take(p.txs)
             .map(|d| d.create_transaction())
             .collect();
+        let mut started: HashMap<u32, Started> = HashMap::new();
         for (i, Step { tx, op }) in p.steps.iter().enumerate() {
             let t = &mut txs[*tx];
             let o = match resolve(op, prefix) {
+                Call::Start(id, read) => {
+                    started.insert(id, start(t.async_tx(), *read));
+                    Outcome::Nothing
+                }
+                Call::Wait(id) => match started.remove(&id) {
+                    Some(f) => t
+                        .async_tx()
+                        .driver()
+                        .block_on(f, STEP_LIMIT)
+                        .map_err(|_| format!("step {i} ({op:?}) hung"))?,
+                    None => Outcome::Err(-3),
+                },
                 Call::Get(k, snap) => {
                     let r = if snap { t.snapshot_get(&k) } else { t.get(&k) };
                     r.map_or_else(mio_err, |v| Outcome::Value(v.map(|b| b.to_vec())))

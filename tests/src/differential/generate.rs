@@ -167,8 +167,17 @@ impl Gen {
         init.sort_by(|a, b| a.0.cmp(&b.0));
 
         let mut steps = Vec::new();
+        let pending_pct = match self.profile {
+            Profile::ReadYourWrites | Profile::Selectors => 20,
+            Profile::Errors => 5,
+            _ => 8,
+        };
         for _ in 0..3 + self.rng.below(22) {
             let tx = self.rng.below(txs);
+            if self.rng.pct(pending_pct) {
+                self.pending_read(tx, &mut steps);
+                continue;
+            }
             let op = self.op();
             steps.push(Step { tx, op });
         }
@@ -189,6 +198,123 @@ impl Gen {
             }
         }
         Program { txs, init, steps }
+    }
+
+    /// A read started and left pending while its transaction writes, mostly to the keys it
+    /// reads (its key, or keys of the alphabet its selectors range over), then waited for;
+    /// sometimes read again after, to see the writes it did not.
+    fn pending_read(&mut self, tx: usize, steps: &mut Vec<Step>) {
+        let id = steps.len() as u32;
+        let read = match self.rng.below(3) {
+            0 => Op::Get {
+                key: self.plain_key(),
+                snapshot: self.rng.pct(30),
+            },
+            1 => Op::GetKey {
+                sel: match self.profile {
+                    Profile::Selectors => self.selector(-9, 10),
+                    _ => self.selector(-4, 5),
+                },
+                snapshot: self.rng.pct(30),
+            },
+            _ => match self.range() {
+                Op::GetRange {
+                    begin,
+                    end,
+                    limit,
+                    target_bytes,
+                    mode,
+                    reverse,
+                    snapshot,
+                    iteration,
+                } => Op::GetRange {
+                    begin,
+                    end,
+                    limit,
+                    target_bytes,
+                    mode,
+                    reverse,
+                    snapshot,
+                    iteration: Some(iteration.unwrap_or(1)),
+                },
+                o => o,
+            },
+        };
+        let target = match &read {
+            Op::Get { key, .. } => key.clone(),
+            Op::GetKey { sel, .. } => sel.key.clone(),
+            Op::GetRange { begin, .. } => begin.key.clone(),
+            _ => self.plain_key(),
+        };
+        steps.push(Step {
+            tx,
+            op: Op::Start {
+                id,
+                read: Box::new(read.clone()),
+            },
+        });
+        for _ in 0..1 + self.rng.below(3) {
+            let key = if self.rng.pct(60) {
+                target.clone()
+            } else {
+                self.plain_key()
+            };
+            let op = match self.rng.weighted(&[30, 15, 12, 20, 6, 8, 9]) {
+                0 => Op::Set {
+                    key,
+                    value: self.value(),
+                },
+                1 => Op::Clear { key },
+                2 => {
+                    let (a, b) = self.plain_range();
+                    if self.rng.pct(50) {
+                        // A clear that surely covers the read key.
+                        let mut end = key.clone();
+                        end.bytes.push(0);
+                        Op::ClearRange {
+                            begin: if a.bytes <= key.bytes {
+                                a
+                            } else {
+                                Key::rel(b"")
+                            },
+                            end,
+                        }
+                    } else {
+                        Op::ClearRange { begin: a, end: b }
+                    }
+                }
+                3 => match self.atomic() {
+                    Op::Atomic { code, param, .. } if !self.stamped.contains(&key.bytes) => {
+                        Op::Atomic { code, key, param }
+                    }
+                    o => o,
+                },
+                4 => {
+                    // Another read of the same transaction while the first is pending.
+                    Op::Get {
+                        key,
+                        snapshot: self.rng.pct(30),
+                    }
+                }
+                5 => {
+                    let (begin, end) = self.plain_range();
+                    Op::Conflict {
+                        read: self.rng.pct(50),
+                        begin,
+                        end,
+                    }
+                }
+                _ => Op::Option(Opt::NextWriteNoWriteConflictRange),
+            };
+            steps.push(Step { tx, op });
+        }
+        steps.push(Step {
+            tx,
+            op: Op::Wait { id },
+        });
+        if self.rng.pct(40) {
+            steps.push(Step { tx, op: read });
+        }
     }
 
     fn op(&mut self) -> Op {

@@ -14,6 +14,9 @@
 //! `+N`: padded with `x` to N bytes in all (prefix included), so size limits are hit exactly.
 //! Values are `HEX`, optionally `+N` (padded with `v` to N bytes). Init keys are bare hex
 //! under the prefix.
+//!
+//! A read step with `"pending": ID` is started and not waited for; `{"op": "wait", "id": ID}`
+//! later waits for it and has its outcome.
 
 use serde_json::{json, Map, Value};
 
@@ -264,6 +267,17 @@ pub enum Op {
     Commit,
     OnError(i32),
     Reset,
+    /// Starts a read (a get, a get_key or one raw range batch) without waiting for it: its
+    /// answer is the outcome of the later `Wait` with the same id. The steps in between run
+    /// while it is pending (writes into the range it reads, above all).
+    Start {
+        id: u32,
+        read: Box<Op>,
+    },
+    /// Waits for the read started as `id` (`-3` on every side if no such read is pending).
+    Wait {
+        id: u32,
+    },
 }
 
 /// A step: an operation on one of the program's transactions.
@@ -417,6 +431,24 @@ impl Step {
                 put("code", json!(code));
             }
             Op::Reset => put("op", json!("reset")),
+            Op::Start { id, read } => {
+                // The read's own fields, marked pending.
+                if let Value::Object(r) = (Step {
+                    tx: self.tx,
+                    op: (**read).clone(),
+                })
+                .to_json()
+                {
+                    for (k, v) in r {
+                        put(&k, v);
+                    }
+                }
+                put("pending", json!(id));
+            }
+            Op::Wait { id } => {
+                put("op", json!("wait"));
+                put("id", json!(id));
+            }
         }
         Value::Object(m)
     }
@@ -490,7 +522,34 @@ impl Step {
             "commit" => Op::Commit,
             "on_error" => Op::OnError(i("code")? as i32),
             "reset" => Op::Reset,
+            "wait" => Op::Wait {
+                id: u32::try_from(i("id")?).map_err(|e| e.to_string())?,
+            },
             o => return Err(format!("unknown op {o}")),
+        };
+        let op = match v.get("pending") {
+            None => op,
+            Some(id) => {
+                let id = id
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or("pending id")?;
+                match op {
+                    Op::Get { .. }
+                    | Op::GetKey { .. }
+                    | Op::GetRange {
+                        iteration: Some(_), ..
+                    } => Op::Start {
+                        id,
+                        read: Box::new(op),
+                    },
+                    o => {
+                        return Err(format!(
+                            "only a get, a get_key or one range batch may be pending, not {o:?}"
+                        ))
+                    }
+                }
+            }
         };
         Ok(Step { tx, op })
     }
