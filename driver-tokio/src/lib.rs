@@ -22,6 +22,68 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Layers
+//!
+//! The tuple encoding, subspaces and the directory layer are the other bindings' (Python's
+//! `fdb.tuple`, `fdb.Subspace`, `fdb.directory`), byte for byte, so data written through one
+//! is read through the others.
+//!
+//! Tuples ([`protocol::tuple`]) pack to keys that sort as the tuples do:
+//!
+//! ```
+//! use fdb_driver_tokio::protocol::tuple::{pack, unpack};
+//!
+//! let key = pack(&("users", 42i64, true));
+//! assert_eq!(key, b"\x02users\x00\x15\x2a\x27");
+//! let (table, id, active): (String, i64, bool) = unpack(&key).unwrap();
+//! assert_eq!((table.as_str(), id, active), ("users", 42, true));
+//! // Order is kept: (users, 42) sorts before (users, 43).
+//! assert!(pack(&("users", 42i64)) < pack(&("users", 43i64)));
+//! ```
+//!
+//! A [`Subspace`] is a prefix with the tuple encoding after it:
+//!
+//! ```
+//! use fdb_driver_tokio::Subspace;
+//!
+//! let app = Subspace::from_bytes(&b"app"[..]);
+//! let users = app.subspace(&("users",));
+//! let key = users.pack(&(7i64, "email"));
+//! assert!(users.contains(&key) && app.contains(&key));
+//! let (id, field): (i64, String) = users.unpack(&key).unwrap();
+//! assert_eq!((id, field.as_str()), (7, "email"));
+//! // Every key of the subspace, for a range read or a clear.
+//! let (begin, end) = users.range();
+//! assert!(begin.as_slice() < key.as_slice() && key.as_slice() < end.as_slice());
+//! ```
+//!
+//! The [`directory`] layer hands out short prefixes by path; the same directory opens the
+//! same prefix from any binding:
+//!
+//! ```no_run
+//! use fdb_driver_tokio::directory::{self, DirectoryLayer};
+//!
+//! # async fn demo() -> Result<(), directory::DirectoryError> {
+//! let db = fdb_driver_tokio::Database::open(None)?;
+//! let root = DirectoryLayer::default();
+//! let users = directory::run(&db, |tx| {
+//!     let root = root.clone();
+//!     async move { root.create_or_open(&tx, &["app", "users"], None).await }
+//! })
+//! .await?;
+//! let users = users.subspace()?.clone();
+//! db.run(|tx| {
+//!     let users = users.clone();
+//!     async move {
+//!         tx.set(&users.pack(&(7i64, "email")), b"ann@example.com");
+//!         Ok(())
+//!     }
+//! })
+//! .await?;
+//! # Ok(())
+//! # }
+//! ```
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]

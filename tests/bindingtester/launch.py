@@ -7,9 +7,11 @@ registered as a known tester.
 `bindingtester.py` gives a tester named only by its command line the most conservative
 capabilities (64-bit integers, no versionstamp tuple elements). This launcher declares what
 fdb-stacktester supports instead, the way FDB's `known_testers.py` declares it for the
-official bindings: integers up to 2040 bits, every tuple type including versionstamps, API
-version 730. Its testers are named `rust-mio` and `rust-tokio` (one per driver), usable as
-the tester or the `--compare` argument of bindingtester.py.
+official bindings: integers up to 2040 bits, every tuple type including versionstamps,
+tenants (so the api test generates TENANT_* instructions and _TENANT variants; the cluster
+needs tenant_mode=optional_experimental, which run.sh sets), API version 730. Its testers
+are named `rust-mio` and `rust-tokio` (one per driver), usable as the tester or the
+`--compare` argument of bindingtester.py.
 """
 
 import os
@@ -42,6 +44,7 @@ def main():
             min_api_version=730,
             max_api_version=MAX_API_VERSION,
             types=ALL_TYPES,
+            tenants_enabled=True,
         )
 
     from bindingtester import bindingtester

@@ -18,6 +18,9 @@
 #   STACKTESTER   a built fdb-stacktester (default: cargo builds the release one)
 #   FDB_SHARED_DIR  default ../shared/fdb beside the project
 #   LOG_DIR       keeps the logs there (default: a temporary directory, removed on success)
+#   FDBCLI        the fdbcli that sets tenant_mode=optional_experimental before the api tests
+#                 (default: fdbcli on PATH, else the one beside libfdb_c on LD_LIBRARY_PATH, as
+#                 ../shared/fdb/cluster.sh lays them out)
 # Exits nonzero if any run reports an incorrect result or an error, or fails to complete.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -64,6 +67,34 @@ args_of() {
     *) echo "bindingtester: unknown test $1" >&2; return 1 ;;
   esac
 }
+
+# The api tests create, use and delete tenants (TENANT_* instructions and the _TENANT
+# variants), which needs a cluster whose tenant_mode allows them. Setting the mode again is
+# harmless, and a cluster that allows tenants still serves every request made outside them.
+case " $tests " in
+  *" api "* | *" api_concurrent "*)
+    fdbcli=${FDBCLI:-$(command -v fdbcli || true)}
+    if [ -z "$fdbcli" ]; then
+      IFS=: read -r -a lib_dirs <<<"${LD_LIBRARY_PATH:-}"
+      for d in "${lib_dirs[@]}"; do
+        if [ -n "$d" ] && [ -x "$d/../fdbcli" ]; then
+          fdbcli="$d/../fdbcli"
+          break
+        fi
+      done
+    fi
+    if [ -z "$fdbcli" ]; then
+      echo "bindingtester: no fdbcli (FDBCLI, PATH or beside libfdb_c) to enable tenants" >&2
+      exit 2
+    fi
+    if ! "$fdbcli" -C "$cluster_file" --no-status --timeout 30 \
+        --exec "configure tenant_mode=optional_experimental" >"$logs/configure.log" 2>&1; then
+      echo "bindingtester: could not set tenant_mode=optional_experimental:" >&2
+      cat "$logs/configure.log" >&2
+      exit 2
+    fi
+    ;;
+esac
 
 runs=0
 failed=()

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use fdb_protocol::{Client, Instant, TenantHandle};
 
 use crate::database::Database;
-use crate::driver::{apply, Driver};
+use crate::driver::{apply, query, Driver};
 use crate::error::Error;
 use crate::transact::{MaybeCommitted, TransactError, TransactOption};
 use crate::transaction::Transaction;
@@ -77,6 +77,27 @@ impl<D: Driver> Tenant<D> {
     /// The tenant's name.
     pub fn name(&self) -> &[u8] {
         &self.inner.cell.name
+    }
+
+    /// The tenant's id (`fdb_tenant_get_id`): the outcome of the lookup made when this
+    /// handle was opened, kept for its life; `tenant_not_found` (2131) if no tenant had the
+    /// name then (even if one is created later), `invalid_tenant_name` (2134) for a name
+    /// starting with `\xff`.
+    pub async fn get_id(&self) -> Result<i64, Error> {
+        loop {
+            let cell = self.inner.cell.clone();
+            let known = query(&self.inner.driver, move |c, now| {
+                let h = cell.handle(c, now);
+                c.tenant_id(h)
+            })
+            .await?;
+            if let Some(id) = known {
+                return id.map_err(Error::from);
+            }
+            // Still looking: a read in the tenant waits for the lookup before anything else
+            // (its own outcome does not matter, the lookup's does).
+            let _ = self.create_transaction().snapshot_get(b"").await;
+        }
     }
 
     /// A new transaction in this tenant: the keys it reads and writes are the tenant's

@@ -475,6 +475,12 @@ impl Transactions {
         };
         if let Some(e) = refuse {
             t.finished = Some(ErrorCode::TRANSACTION_CANCELLED);
+            // RYW's `onError` turns a refused `broken_promise` into `transaction_cancelled`.
+            let e = if e == ErrorCode::BROKEN_PROMISE {
+                ErrorCode::TRANSACTION_CANCELLED
+            } else {
+                e
+            };
             cx.finish(req, fdb(e));
             return req;
         }

@@ -33,6 +33,7 @@ use super::op::{OpKind, Timer, Wait};
 use super::replicas::FAILED_SERVER_AVOIDANCE;
 use super::shards::{cover, Metric, MetricsOp, Part, PartState, TOO_MANY};
 use super::state::ReadVersion;
+use super::tenant::{relative_range, tenant_prefix, with_prefix};
 use super::{Ctx, Transactions};
 use crate::error::{knobs, ErrorCode};
 use crate::event::{ClientError, Reply};
@@ -98,6 +99,9 @@ impl Transactions {
             bytes: 0,
             seed: cx.rng.next_u64() as usize,
             timer: None,
+            started: false,
+            prefix: None,
+            version: LATEST_VERSION,
         };
         self.insert_op(cx, req, tx, OpKind::Metrics(Box::new(op)));
         req
@@ -134,6 +138,41 @@ impl Transactions {
         Ok(())
     }
 
+    /// In a tenant, both wait for the transaction to start (`startTransaction`: its tenant
+    /// id and read version; a failed tenant lookup fails them) and then work on the tenant's
+    /// keys. `false` while waiting or once failed.
+    fn start_in_tenant(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) -> bool {
+        let mut tenant = None;
+        if self.tx_tenants.contains_key(&tx) {
+            let version = match self.read_version_for(cx, req, tx, false) {
+                Some(Ok(v)) => v,
+                Some(Err(e)) => {
+                    self.fail_op(cx, req, e);
+                    return false;
+                }
+                None => return false,
+            };
+            let Some(id) = self.tx_tenant(tx) else {
+                self.fail_op(cx, req, ClientError::Fdb(ErrorCode::TENANT_NOT_FOUND));
+                return false;
+            };
+            tenant = Some((Bytes::copy_from_slice(&tenant_prefix(id)), version));
+        }
+        let Some(m) = self.metrics_op(req) else {
+            return false;
+        };
+        m.started = true;
+        if let Some((prefix, version)) = tenant {
+            for (a, b, _) in &mut m.todo {
+                *a = with_prefix(&prefix, a);
+                *b = with_prefix(&prefix, b);
+            }
+            m.prefix = Some(prefix);
+            m.version = version;
+        }
+        true
+    }
+
     pub(super) fn metrics_op(&mut self, req: RequestId) -> Option<&mut MetricsOp> {
         match &mut self.ops.get_mut(&req)?.kind {
             OpKind::Metrics(m) => Some(m),
@@ -143,6 +182,9 @@ impl Transactions {
 
     /// Locates what is due, sends what is unsent, finishes when all parts answered.
     pub(super) fn advance_metrics(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
+        if !self.metrics_op(req).is_some_and(|m| m.started) && !self.start_in_tenant(cx, req, tx) {
+            return;
+        }
         let now = cx.now;
         let engine = &mut *self;
         let Some(OpKind::Metrics(m)) = engine.ops.get_mut(&req).map(|o| &mut o.kind) else {
@@ -187,7 +229,11 @@ impl Transactions {
                     let mut keys = vec![m.begin.clone()];
                     for (i, p) in m.parts.iter().enumerate() {
                         if i > 0 {
-                            keys.push(p.begin.clone()); // the shard boundary
+                            // The shard boundary (the tenant's key, in a tenant).
+                            keys.push(match &m.prefix {
+                                Some(prefix) => relative_range(prefix, &p.begin, &p.end).0,
+                                None => p.begin.clone(),
+                            });
                         }
                         keys.extend(p.points.iter().cloned());
                     }
@@ -244,7 +290,17 @@ impl Transactions {
         else {
             return; // woken again when the cluster names proxies
         };
+        let tenant_version = self.ops.values().find_map(|o| match &o.kind {
+            OpKind::Metrics(m) if o.tx == tx && m.prefix.is_some() => Some(m.version),
+            _ => None,
+        });
         let (limit, span_context, min_version) = match metric {
+            // `getStorageMetricsLargeKeyRange` in a tenant: the transaction's read version.
+            Metric::Size if tenant_version.is_some() => (
+                i32::MAX,
+                self.span(cx, tx),
+                tenant_version.unwrap_or(LATEST_VERSION),
+            ),
             // `getStorageMetricsLargeKeyRange` without a transaction: a span of its own and
             // `latestVersion`.
             Metric::Size => {
@@ -324,17 +380,32 @@ impl Transactions {
 
     pub(super) fn send_part(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
         let now = cx.now;
+        let tenant = match self.ops.get(&req) {
+            Some(o) => self.tenant_info(o.tx),
+            None => return,
+        };
         let Some(m) = self.metrics_op(req) else {
             return;
         };
         let (metric, epoch, start) = (m.metric, m.epoch, m.seed.wrapping_add(i));
+        let version = m.version;
         let Some(p) = m.parts.get(i) else {
             return;
         };
         if p.servers.is_empty() {
             return;
         }
-        let keys = KeyRange::new(p.begin.clone(), p.end.clone());
+        // In a tenant the storage server gets the tenant's keys and adds the prefix itself.
+        let (keys, tenant_info) = match &m.prefix {
+            Some(prefix) => {
+                let (b, e) = relative_range(prefix, &p.begin, &p.end);
+                (KeyRange::new(b, e), tenant)
+            }
+            None => (
+                KeyRange::new(p.begin.clone(), p.end.clone()),
+                TenantInfo::none(),
+            ),
+        };
         let (servers, attempt) = (p.servers.clone(), p.attempt);
         let server = servers[self.part_replica(cx, &servers, start, attempt)].clone();
         let token = cx.rng.uid();
@@ -356,8 +427,8 @@ impl Transactions {
                         ..StorageMetrics::default()
                     },
                     reply,
-                    tenant_info: TenantInfo::none(),
-                    min_version: LATEST_VERSION,
+                    tenant_info,
+                    min_version: version,
                 };
                 let dest = server.stream(StorageServerInterface::WAIT_METRICS);
                 cx.send(&addr, dest, &msg, token, pending);
@@ -367,7 +438,7 @@ impl Transactions {
                     keys,
                     chunk_size,
                     reply,
-                    tenant_info: TenantInfo::none(),
+                    tenant_info,
                 };
                 let dest = server.stream(StorageServerInterface::GET_RANGE_SPLIT_POINTS);
                 cx.send(&addr, dest, &msg, token, pending);
@@ -404,10 +475,15 @@ impl Transactions {
         msg: &Bytes,
     ) {
         let now = cx.now;
+        let prefix = self.metrics_op(req).and_then(|m| m.prefix.clone());
         let Some(p) = self.waiting_part(req, part, epoch) else {
             return;
         };
-        let (begin, end) = (p.begin.clone(), p.end.clone());
+        // In a tenant the points are the tenant's keys, as the part was asked for.
+        let (begin, end) = match &prefix {
+            Some(prefix) => relative_range(prefix, &p.begin, &p.end),
+            None => (p.begin.clone(), p.end.clone()),
+        };
         if let Some((id, sent)) = p.sent.take() {
             let s = self.servers.entry(id).or_default();
             let lat = now.saturating_since(sent);

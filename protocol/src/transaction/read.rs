@@ -43,7 +43,12 @@ impl Transactions {
         tx: TransactionId,
         for_commit: bool,
     ) -> Option<Result<Version, ClientError>> {
-        // A tenant transaction starts once its tenant id is known (`startTransaction`).
+        // A tenant transaction starts once its tenant id is known (`startTransaction`), but
+        // asks for its read version first: a failed lookup leaves the read version asked
+        // for (so `set_read_version` then fails with `read_version_already_set`).
+        if self.tx_tenants.contains_key(&tx) {
+            self.start_read_version(cx, tx, for_commit);
+        }
         match self.tenant_ready(cx, req, tx)? {
             Ok(_) => {}
             Err(e) => return Some(Err(e)),
@@ -68,21 +73,32 @@ impl Transactions {
                 None
             }
             ReadVersion::None => {
-                t.read_version = ReadVersion::Pending;
-                let mut flags = t.options.priority.flags();
-                // A transaction that only writes asks for a causally risky read version at
-                // commit (`Transaction::commitMutations`), as the captures show.
-                if for_commit || t.options.causal_read_risky {
-                    flags |= GetReadVersionRequest::FLAG_CAUSAL_READ_RISKY;
-                }
-                if t.options.use_provisional_proxies {
-                    flags |= GetReadVersionRequest::FLAG_USE_PROVISIONAL_PROXIES;
-                }
-                cx.grv.queue(flags, GrvWaiter::Tx(tx));
+                self.start_read_version(cx, tx, for_commit);
                 self.set_wait(req, Wait::ReadVersion);
                 None
             }
         }
+    }
+
+    /// Asks for the transaction's read version if nobody has yet.
+    fn start_read_version(&mut self, cx: &mut Ctx<'_>, tx: TransactionId, for_commit: bool) {
+        let Some(t) = self.txs.get_mut(&tx) else {
+            return;
+        };
+        if t.read_version != ReadVersion::None {
+            return;
+        }
+        t.read_version = ReadVersion::Pending;
+        let mut flags = t.options.priority.flags();
+        // A transaction that only writes asks for a causally risky read version at commit
+        // (`Transaction::commitMutations`), as the captures show.
+        if for_commit || t.options.causal_read_risky {
+            flags |= GetReadVersionRequest::FLAG_CAUSAL_READ_RISKY;
+        }
+        if t.options.use_provisional_proxies {
+            flags |= GetReadVersionRequest::FLAG_USE_PROVISIONAL_PROXIES;
+        }
+        cx.grv.queue(flags, GrvWaiter::Tx(tx));
     }
 
     pub(crate) fn on_tx_read_version(

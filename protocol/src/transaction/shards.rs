@@ -65,6 +65,14 @@ pub(crate) struct MetricsOp {
     pub(super) seed: usize,
     /// The wake-up already armed.
     pub(super) timer: Option<Instant>,
+    /// Whether the transaction has started (in a tenant: its tenant id and read version
+    /// are known, and `todo` holds the prefixed ranges).
+    pub(super) started: bool,
+    /// The tenant's prefix, in a tenant: parts are located by their prefixed keys and asked
+    /// for with the tenant's keys and its `TenantInfo`.
+    pub(super) prefix: Option<Bytes>,
+    /// The read version the requests carry (`latestVersion` outside a tenant).
+    pub(super) version: i64,
 }
 
 /// Splits `[a, b)` by the cached shards, or `None` if some of it is not cached.

@@ -527,6 +527,14 @@ fn tenant_map_key(id: i64) -> Vec<u8> {
     [&b"\xff/tenant/map/"[..], &id.to_be_bytes()].concat()
 }
 
+/// A request's range in the database's key space (`prefix` on both ends).
+fn prefixed_range(prefix: Option<&[u8]>, keys: &KeyRange) -> KeyRange {
+    KeyRange::new(
+        with_prefix(prefix, &keys.begin),
+        with_prefix(prefix, &keys.end),
+    )
+}
+
 /// The lock state of a stored tenant map entry (0 unlocked, 1 read-only, 2 locked); an
 /// entry that does not decode counts as unlocked.
 fn tenant_lock_state(value: &[u8]) -> u8 {
@@ -1744,7 +1752,8 @@ impl State {
         ss: usize,
         r: &WaitMetricsRequest,
     ) -> Result<StorageMetrics, ErrorCode> {
-        let keys = &r.keys;
+        let prefix = self.metrics_tenant(&r.tenant_info)?;
+        let keys = &prefixed_range(prefix.as_ref().map(|p| &p[..]), &r.keys);
         if !self.serves_range(ss, &keys.begin, &keys.end) {
             return Err(ErrorCode::WRONG_SHARD_SERVER);
         }
@@ -1768,7 +1777,9 @@ impl State {
         ss: usize,
         r: &SplitRangeRequest,
     ) -> Result<SplitRangeReply, ErrorCode> {
-        let keys = &r.keys;
+        let prefix = self.metrics_tenant(&r.tenant_info)?;
+        let prefix = prefix.as_ref().map(|p| &p[..]);
+        let keys = &prefixed_range(prefix, &r.keys);
         if !self.serves_range(ss, &keys.begin, &keys.end) {
             return Err(ErrorCode::WRONG_SHARD_SERVER);
         }
@@ -1779,9 +1790,25 @@ impl State {
                 .byte_sample(&keys.begin, &super::store::key_after(&keys.end), v, |k| {
                     self.serves(ss, k)
                 });
+        let points = split_points(&sample, &keys.begin, &keys.end, r.chunk_size);
         Ok(SplitRangeReply {
-            split_points: split_points(&sample, &keys.begin, &keys.end, r.chunk_size),
+            split_points: points
+                .into_iter()
+                .map(|p| without_prefix(prefix, p))
+                .collect(),
         })
+    }
+
+    /// `checkTenantEntry` of a metrics request, at the latest version: the prefix of the
+    /// tenant it names (`None` for none), `tenant_not_found` if there is no such tenant.
+    fn metrics_tenant(&self, t: &TenantInfo) -> Result<Option<[u8; 8]>, ErrorCode> {
+        if t.tenant_id == TenantInfo::INVALID_TENANT {
+            return Ok(None);
+        }
+        if self.store.latest(&tenant_map_key(t.tenant_id)).is_none() {
+            return Err(ErrorCode::TENANT_NOT_FOUND);
+        }
+        Ok(Some(t.tenant_id.to_be_bytes()))
     }
 
     fn get_key(

@@ -161,6 +161,19 @@ impl<'a> At<'a> {
         p.extend_from_slice(path);
         p
     }
+
+    /// `path` below this directory, relative to the layer acting below it.
+    fn below(&self, path: &[impl AsRef<str>]) -> Vec<String> {
+        self.subpath(&owned_path(path), self.layer)
+    }
+
+    /// The layer for an operation on `path` (this directory itself included), and `path`
+    /// relative to it.
+    fn resolve(&self, path: &[impl AsRef<str>]) -> (&'a DirectoryLayer, Vec<String>) {
+        let path = owned_path(path);
+        let layer = self.layer_for(&path);
+        (layer, self.subpath(&path, layer))
+    }
 }
 
 /// The operations of a directory on the directories below it, paths relative to it.
@@ -176,9 +189,8 @@ macro_rules! directory_ops {
                 layer: Option<&[u8]>,
             ) -> Result<DirectoryOutput, DirectoryError> {
                 let at = self.at();
-                let sub = at.subpath(&owned_path(path), at.layer);
                 at.layer
-                    .create_or_open_in(Tr::new(tx), sub, layer, None, true, true)
+                    .create_or_open_in(Tr::new(tx), at.below(path), layer, None, true, true)
                     .await
             }
 
@@ -192,9 +204,8 @@ macro_rules! directory_ops {
                 prefix: Option<&[u8]>,
             ) -> Result<DirectoryOutput, DirectoryError> {
                 let at = self.at();
-                let sub = at.subpath(&owned_path(path), at.layer);
                 at.layer
-                    .create_or_open_in(Tr::new(tx), sub, layer, prefix, true, false)
+                    .create_or_open_in(Tr::new(tx), at.below(path), layer, prefix, true, false)
                     .await
             }
 
@@ -206,9 +217,8 @@ macro_rules! directory_ops {
                 layer: Option<&[u8]>,
             ) -> Result<DirectoryOutput, DirectoryError> {
                 let at = self.at();
-                let sub = at.subpath(&owned_path(path), at.layer);
                 at.layer
-                    .create_or_open_in(Tr::of(tr), sub, layer, None, false, true)
+                    .create_or_open_in(Tr::of(tr), at.below(path), layer, None, false, true)
                     .await
             }
 
@@ -218,10 +228,8 @@ macro_rules! directory_ops {
                 tr: &R,
                 path: &[impl AsRef<str>],
             ) -> Result<bool, DirectoryError> {
-                let at = self.at();
-                let path = owned_path(path);
-                let layer = at.layer_for(&path);
-                layer.exists_in(Tr::of(tr), at.subpath(&path, layer)).await
+                let (layer, sub) = self.at().resolve(path);
+                layer.exists_in(Tr::of(tr), sub).await
             }
 
             /// The subdirectories of the directory at `path` below this one (`[]`: this
@@ -232,8 +240,7 @@ macro_rules! directory_ops {
                 path: &[impl AsRef<str>],
             ) -> Result<Vec<String>, DirectoryError> {
                 let at = self.at();
-                let sub = at.subpath(&owned_path(path), at.layer);
-                at.layer.list_in(Tr::of(tr), sub).await
+                at.layer.list_in(Tr::of(tr), at.below(path)).await
             }
 
             /// Moves the directory at `old_path` below this one to `new_path` below it.
@@ -244,9 +251,9 @@ macro_rules! directory_ops {
                 new_path: &[impl AsRef<str>],
             ) -> Result<DirectoryOutput, DirectoryError> {
                 let at = self.at();
-                let old = at.subpath(&owned_path(old_path), at.layer);
-                let new = at.subpath(&owned_path(new_path), at.layer);
-                at.layer.move_in(Tr::new(tx), old, new).await
+                at.layer
+                    .move_in(Tr::new(tx), at.below(old_path), at.below(new_path))
+                    .await
             }
 
             /// Moves this directory to the absolute `new_path` (in the same partition).
@@ -275,13 +282,8 @@ macro_rules! directory_ops {
                 tx: &Transaction<D>,
                 path: &[impl AsRef<str>],
             ) -> Result<(), DirectoryError> {
-                let at = self.at();
-                let path = owned_path(path);
-                let layer = at.layer_for(&path);
-                layer
-                    .remove_in(Tr::new(tx), at.subpath(&path, layer), true)
-                    .await
-                    .map(|_| ())
+                let (layer, sub) = self.at().resolve(path);
+                layer.remove_in(Tr::new(tx), sub, true).await.map(|_| ())
             }
 
             /// [`Self::remove`] of a directory that may not exist: whether it did.
@@ -290,12 +292,8 @@ macro_rules! directory_ops {
                 tx: &Transaction<D>,
                 path: &[impl AsRef<str>],
             ) -> Result<bool, DirectoryError> {
-                let at = self.at();
-                let path = owned_path(path);
-                let layer = at.layer_for(&path);
-                layer
-                    .remove_in(Tr::new(tx), at.subpath(&path, layer), false)
-                    .await
+                let (layer, sub) = self.at().resolve(path);
+                layer.remove_in(Tr::new(tx), sub, false).await
             }
         }
     };

@@ -195,7 +195,7 @@ macro_rules! read_op {
                 let $tr = Snapshot(&tx);
                 $body
             }
-            Variant::Plain => {
+            Variant::Plain | Variant::Tenant => {
                 let $tr = $self.current_tx();
                 $body
             }

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use fdb_api::{
-    ConflictRangeType, Database, Driver, Error, ErrorCode, KeySelector, KeyValue, RangeOptions,
-    StreamingMode, Transaction, TransactionOption,
+    tenant_management, ConflictRangeType, Database, Driver, Error, ErrorCode, KeySelector,
+    KeyValue, RangeOptions, StreamingMode, Tenant, Transaction, TransactionOption,
 };
 use fdb_protocol::messages::commit::mutation_type as mt;
-use fdb_protocol::tuple::{pack_into_with_versionstamp_like_python, unpack, Element};
+use fdb_protocol::tuple::{pack_into_with_versionstamp_like_python, unpack, BigInt, Element};
 
 use crate::directory::DirectoryState;
 use crate::stack::{Item, Stack};
@@ -42,12 +42,32 @@ impl<D: Driver> Shared<D> {
     }
 }
 
-/// Where a read goes: the current transaction (optionally as a snapshot read) or the
-/// database, in a retry loop of its own (`_DATABASE`).
+/// Where a read goes: the current transaction (optionally as a snapshot read), or a retry
+/// loop of its own on the database (`_DATABASE`) or the active tenant (`_TENANT`).
 #[derive(Clone)]
 pub enum Target<D: Driver> {
     Tx(Transaction<D>, bool),
+    Loop(Looper<D>),
+}
+
+/// What a `_DATABASE` or `_TENANT` instruction runs its retry loop on.
+#[derive(Clone)]
+pub enum Looper<D: Driver> {
     Db(Database<D>),
+    Tenant(Tenant<D>),
+}
+
+impl<D: Driver> Looper<D> {
+    pub async fn run<T, F, Fut>(&self, f: F) -> Result<T, Error>
+    where
+        F: FnMut(Transaction<D>) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        match self {
+            Looper::Db(db) => db.run(f).await,
+            Looper::Tenant(t) => t.run(f).await,
+        }
+    }
 }
 
 /// The instruction's variant, from its name's suffix.
@@ -56,6 +76,8 @@ pub enum Variant {
     Plain,
     Database,
     Snapshot,
+    /// In a retry loop of the active tenant (of the database without one).
+    Tenant,
 }
 
 pub struct Machine<D: Driver> {
@@ -67,6 +89,9 @@ pub struct Machine<D: Driver> {
     /// The threads started (in a mutex only so that the machine is `Sync`).
     threads: Mutex<Vec<Run>>,
     pub dirs: DirectoryState,
+    /// The active tenant (`TENANT_SET_ACTIVE`): new transactions and `_TENANT` instructions
+    /// run in it.
+    tenant: Option<Tenant<D>>,
 }
 
 /// Starts `machine` through the shared spawner.
@@ -85,6 +110,7 @@ impl<D: Driver> Machine<D> {
             last_version: 0,
             threads: Mutex::new(Vec::new()),
             dirs: DirectoryState::default(),
+            tenant: None,
         }
     }
 
@@ -105,6 +131,8 @@ impl<D: Driver> Machine<D> {
                 (op, Variant::Database)
             } else if let Some(op) = name.strip_suffix("_SNAPSHOT") {
                 (op, Variant::Snapshot)
+            } else if let Some(op) = name.strip_suffix("_TENANT") {
+                (op, Variant::Tenant)
             } else {
                 (name, Variant::Plain)
             };
@@ -144,18 +172,41 @@ impl<D: Driver> Machine<D> {
             .map_err(|e| Fatal(format!("reading the instructions: {e}")))
     }
 
+    /// The current transaction; a name not used before gets a new one (in the active
+    /// tenant, if any).
     pub fn current_tx(&self) -> Transaction<D> {
         let mut map = self.shared.tr_map.lock().expect("transaction map");
         map.entry(self.tr_name.clone())
-            .or_insert_with(|| self.shared.db.create_transaction())
+            .or_insert_with(|| self.new_tx())
             .clone()
     }
 
+    /// A new transaction, in the active tenant if there is one.
+    fn new_tx(&self) -> Transaction<D> {
+        match &self.tenant {
+            Some(t) => t.create_transaction(),
+            None => self.shared.db.create_transaction(),
+        }
+    }
+
+    /// The retry loop of a `_DATABASE` or `_TENANT` instruction, `None` for the others.
+    fn looper(&self, variant: Variant) -> Option<Looper<D>> {
+        match (variant, &self.tenant) {
+            (Variant::Database, _) | (Variant::Tenant, None) => {
+                Some(Looper::Db(self.shared.db.clone()))
+            }
+            (Variant::Tenant, Some(t)) => Some(Looper::Tenant(t.clone())),
+            _ => None,
+        }
+    }
+
     fn target(&self, variant: Variant) -> Target<D> {
+        if let Some(l) = self.looper(variant) {
+            return Target::Loop(l);
+        }
         match variant {
-            Variant::Database => Target::Db(self.shared.db.clone()),
             Variant::Snapshot => Target::Tx(self.current_tx(), true),
-            Variant::Plain => Target::Tx(self.current_tx(), false),
+            _ => Target::Tx(self.current_tx(), false),
         }
     }
 
@@ -182,7 +233,7 @@ impl<D: Driver> Machine<D> {
         variant: Variant,
         arg: Option<&Element<'static>>,
     ) -> Result<(), Failure> {
-        let is_db = variant == Variant::Database;
+        let looper = self.looper(variant);
         match op {
             "PUSH" => {
                 let v = arg
@@ -225,7 +276,7 @@ impl<D: Driver> Machine<D> {
                 self.push(i, v);
             }
             "NEW_TRANSACTION" => {
-                let tx = self.shared.db.create_transaction();
+                let tx = self.new_tx();
                 self.shared
                     .tr_map
                     .lock()
@@ -257,7 +308,7 @@ impl<D: Driver> Machine<D> {
                             tx.get(&key).await
                         }
                     }
-                    Target::Db(db) => {
+                    Target::Loop(db) => {
                         db.run(|tx| {
                             let key = key.clone();
                             async move { tx.get(&key).await }
@@ -294,7 +345,7 @@ impl<D: Driver> Machine<D> {
                 let sel = KeySelector::new(Bytes::from(key), or_equal, offset);
                 let result = match self.target(variant) {
                     Target::Tx(tx, snapshot) => tx.get_key(sel, snapshot).await,
-                    Target::Db(db) => {
+                    Target::Loop(db) => {
                         db.run(|tx| {
                             let sel = sel.clone();
                             async move { tx.get_key(sel, false).await }
@@ -361,23 +412,23 @@ impl<D: Driver> Machine<D> {
             "SET" => {
                 let key = self.pop_bytes().await?;
                 let value = self.pop_bytes().await?;
-                self.write(idx, is_db, move |tx| tx.set(&key, &value))
+                self.write(idx, &looper, move |tx| tx.set(&key, &value))
                     .await?;
             }
             "CLEAR" => {
                 let key = self.pop_bytes().await?;
-                self.write(idx, is_db, move |tx| tx.clear(&key)).await?;
+                self.write(idx, &looper, move |tx| tx.clear(&key)).await?;
             }
             "CLEAR_RANGE" => {
                 let begin = self.pop_bytes().await?;
                 let end = self.pop_bytes().await?;
-                self.write(idx, is_db, move |tx| tx.clear_range(&begin, &end))
+                self.write(idx, &looper, move |tx| tx.clear_range(&begin, &end))
                     .await?;
             }
             "CLEAR_RANGE_STARTS_WITH" => {
                 let prefix = self.pop_bytes().await?;
                 let end = strinc(&prefix)?;
-                self.write(idx, is_db, move |tx| tx.clear_range(&prefix, &end))
+                self.write(idx, &looper, move |tx| tx.clear_range(&prefix, &end))
                     .await?;
             }
             "ATOMIC_OP" => {
@@ -394,8 +445,10 @@ impl<D: Driver> Machine<D> {
                 let kind = mutation_type(&name)?;
                 let key = self.pop_bytes().await?;
                 let param = self.pop_bytes().await?;
-                self.write(idx, is_db, move |tx| tx.atomic_op_code(&key, &param, kind))
-                    .await?;
+                self.write(idx, &looper, move |tx| {
+                    tx.atomic_op_code(&key, &param, kind)
+                })
+                .await?;
             }
             "SET_READ_VERSION" => self.current_tx().set_read_version(self.last_version),
             "READ_CONFLICT_RANGE" | "WRITE_CONFLICT_RANGE" => {
@@ -554,6 +607,41 @@ impl<D: Driver> Machine<D> {
                     .await?;
                 self.push_bytes(idx, b"WAITED_FOR_EMPTY");
             }
+            "TENANT_CREATE" => {
+                let name = self.pop_bytes().await?;
+                tenant_management::create_tenant(&self.shared.db, &name).await?;
+                self.push(idx, not_present());
+            }
+            "TENANT_DELETE" => {
+                let name = self.pop_bytes().await?;
+                tenant_management::delete_tenant(&self.shared.db, &name).await?;
+                self.push(idx, not_present());
+            }
+            "TENANT_SET_ACTIVE" => {
+                let name = self.pop_bytes().await?;
+                // The tenant is active even if its lookup fails (then its transactions fail
+                // with the lookup's error), as in the Python tester.
+                let tenant = self.shared.db.open_tenant(&name);
+                self.tenant = Some(tenant.clone());
+                tenant.get_id().await?;
+                self.push_bytes(idx, b"SET_ACTIVE_TENANT");
+            }
+            "TENANT_CLEAR_ACTIVE" => self.tenant = None,
+            "TENANT_LIST" => {
+                let begin = self.pop_bytes().await?;
+                let end = self.pop_bytes().await?;
+                let limit = as_bigint(&self.stack.pop().await?)?;
+                let names = list_tenant_names(&self.shared.db, begin, end, &limit).await?;
+                let names: Vec<_> = names.into_iter().map(bytes).collect();
+                self.push(idx, bytes(pack(&names)));
+            }
+            "TENANT_GET_ID" => match self.tenant.clone() {
+                Some(t) => {
+                    t.get_id().await?;
+                    self.push_bytes(idx, b"GOT_TENANT_ID");
+                }
+                None => self.push_bytes(idx, b"NO_ACTIVE_TENANT"),
+            },
             // Options, watches, cancellation, retry limits and timeouts have tests of their
             // own in this workspace.
             "UNIT_TESTS" => {}
@@ -568,15 +656,14 @@ impl<D: Driver> Machine<D> {
     async fn write(
         &mut self,
         idx: usize,
-        is_db: bool,
+        looper: &Option<Looper<D>>,
         f: impl Fn(&Transaction<D>),
     ) -> Result<(), Failure> {
-        if !is_db {
+        let Some(looper) = looper else {
             f(&self.current_tx());
             return Ok(());
-        }
-        self.shared
-            .db
+        };
+        looper
             .run(|tx| {
                 f(&tx);
                 async { Ok(()) }
@@ -659,7 +746,7 @@ impl<D: Driver> Machine<D> {
     ) -> Result<Vec<KeyValue>, Error> {
         match self.target(variant) {
             Target::Tx(tx, snapshot) => tx.get_range_with(begin, end, opts, snapshot).await,
-            Target::Db(db) => {
+            Target::Loop(db) => {
                 db.run(|tx| {
                     let (b, e) = (begin.clone(), end.clone());
                     async move { tx.get_range_with(b, e, opts, false).await }
@@ -679,6 +766,65 @@ impl<D: Driver> Machine<D> {
         }
         self.push(idx, bytes(pack(&items)));
     }
+}
+
+/// The row limit a tester's `TENANT_LIST` gets from the stack's integer `limit`, as the
+/// Python tester's `list_tenants` applies it: libfdb_c receives it as a C `int` (its low 32
+/// bits: ctypes masks), where 0 and -1 mean no limit and other negatives fail with
+/// `range_limits_invalid`; and the Python range iterator, having received that many rows,
+/// asks for the rest with the limit lowered by the count, so a limit beyond 32 bits ends up
+/// at a masked 0: no limit. `Ok(None)`: every tenant.
+pub fn tenant_list_limit(limit: &BigInt) -> Result<Option<usize>, ErrorCode> {
+    let m = limit.magnitude();
+    let mut low = [0u8; 4];
+    let n = m.len().min(4);
+    low[4 - n..].copy_from_slice(&m[m.len() - n..]);
+    let low = u32::from_be_bytes(low);
+    let masked = if limit.is_negative() {
+        low.wrapping_neg()
+    } else {
+        low
+    } as i32;
+    match masked {
+        0 | -1 => Ok(None),
+        i32::MIN..=-2 => Err(ErrorCode::RANGE_LIMITS_INVALID),
+        n if limit.to_i64() == Some(i64::from(n)) => Ok(Some(n as usize)),
+        _ => Ok(None),
+    }
+}
+
+/// The names of the tenants in `[begin, end)` (`fdb.tenant_management.list_tenants`), read
+/// from the tenant name index; `limit` as [`tenant_list_limit`] takes it.
+async fn list_tenant_names<D: Driver>(
+    db: &Database<D>,
+    begin: Vec<u8>,
+    end: Vec<u8>,
+    limit: &BigInt,
+) -> Result<Vec<Vec<u8>>, Failure> {
+    const NAME_INDEX: &[u8] = b"\xff/tenant/nameIndex/";
+    let limit = tenant_list_limit(limit)?.unwrap_or(0);
+    let key = |name: Vec<u8>| pack_with_prefix(NAME_INDEX, &[bytes(name)]);
+    let (b, e) = (key(begin), key(end));
+    if b >= e {
+        return Ok(Vec::new());
+    }
+    let rows = db
+        .run(|tx| {
+            let (b, e) = (b.clone(), e.clone());
+            async move {
+                tx.set_option(TransactionOption::ReadSystemKeys)?;
+                tx.get_range(&b, &e, limit).await
+            }
+        })
+        .await?;
+    let mut names = Vec::with_capacity(rows.len());
+    for kv in rows {
+        let packed = &kv.key[NAME_INDEX.len()..];
+        let (name,) = fdb_protocol::tuple::unpack::<(Vec<u8>,)>(packed)
+            .map_err(|e| Fatal(format!("TENANT_LIST: a name index key {packed:?}: {e}")))?;
+        names.push(name);
+    }
+    Ok(names)
 }
 
 fn not_present() -> Element<'static> {
@@ -724,4 +870,58 @@ fn mutation_type(name: &str) -> Result<u8, Fatal> {
         "COMPARE_AND_CLEAR" => mt::COMPARE_AND_CLEAR,
         _ => return Err(Fatal(format!("unknown atomic op {name}"))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn big(negative: bool, magnitude: &[u8]) -> BigInt {
+        BigInt::from_magnitude(negative, magnitude).expect("small enough")
+    }
+
+    fn pow2(n: usize) -> Vec<u8> {
+        let mut m = vec![0u8; n / 8 + 1];
+        m[0] = 1 << (n % 8);
+        m
+    }
+
+    /// What `fdb.tenant_management.list_tenants(db, b"", b"\xff", limit)` gave over three
+    /// tenants with the Python binding 7.3.77 (probe run by hand): `Some(n)` the first n,
+    /// `None` all three, `Err` range_limits_invalid (2012).
+    #[test]
+    fn tenant_list_limits_as_the_python_binding_applies_them() {
+        let all = Ok(None);
+        let invalid = Err(ErrorCode::RANGE_LIMITS_INVALID);
+        let plus = |m: Vec<u8>| big(false, &m);
+        let minus = |m: Vec<u8>| big(true, &m);
+        let add = |mut m: Vec<u8>, k: u8| {
+            *m.last_mut().unwrap() += k;
+            m
+        };
+        let cases: Vec<(BigInt, Result<Option<usize>, ErrorCode>)> = vec![
+            (BigInt::from(0i64), all),
+            (BigInt::from(1i64), Ok(Some(1))),
+            (BigInt::from(2i64), Ok(Some(2))),
+            (BigInt::from(-1i64), all),
+            (BigInt::from(-5i64), invalid),
+            (
+                BigInt::from(i64::from(i32::MAX)),
+                Ok(Some(i32::MAX as usize)),
+            ),
+            (BigInt::from(1i64 << 31), invalid),
+            (BigInt::from((1i64 << 32) + 1), all),
+            (BigInt::from((1i64 << 33) + 2), all),
+            (BigInt::from(-(1i64 << 31)), invalid),
+            (BigInt::from(-(1i64 << 31) - 1), all),
+            (BigInt::from(i64::MAX), all),
+            (plus(pow2(63)), all),
+            (plus(add(pow2(64), 1)), all),
+            (plus(pow2(100)), all),
+            (minus(pow2(100)), all),
+        ];
+        for (limit, want) in cases {
+            assert_eq!(tenant_list_limit(&limit), want, "limit {limit:?}");
+        }
+    }
 }
