@@ -6,6 +6,7 @@ pub mod bank;
 pub mod cluster;
 pub mod differential;
 pub mod dual;
+pub mod python;
 pub mod real;
 pub mod replay;
 pub mod testkit;

@@ -6,7 +6,6 @@
 //! (needs `foundationdb==7.3.77` and libfdb_c on the library path; without them that part
 //! prints a notice, unless `FDB_SHARED_DIR` is set, as in CI, where it is required).
 
-use std::process::Command;
 use std::time::Duration;
 
 use fdb_protocol::cluster_file::ClusterFile;
@@ -139,26 +138,9 @@ fn the_same_answer_as_libfdb_c_on_a_real_cluster() {
         .iter()
         .map(|k| k.iter().map(|b| format!("{b:02x}")).collect())
         .collect();
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(PYTHON)
-        .arg(&path)
-        .args(&hexes)
-        .output();
-    let out = match out {
-        Ok(o) if o.status.success() => String::from_utf8(o.stdout).unwrap(),
-        other => {
-            let why = match other {
-                Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
-                Err(e) => e.to_string(),
-            };
-            assert!(
-                std::env::var_os("FDB_SHARED_DIR").is_none(),
-                "the Python binding over libfdb_c is required here: {why}"
-            );
-            println!("addresses: no Python binding over libfdb_c ({why}); skipped");
-            return;
-        }
+    let args = std::iter::once(path.into_os_string()).chain(hexes.into_iter().map(Into::into));
+    let Some(out) = fdb_tests::python::libfdb_c_answers("addresses", PYTHON, args) else {
+        return;
     };
     let theirs: Vec<Vec<String>> = out
         .lines()

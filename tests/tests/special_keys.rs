@@ -9,8 +9,6 @@
 //! 7.3.77 and every answer must be byte for byte the same (needs `foundationdb==7.3.77`;
 //! without it that part prints a notice, unless `FDB_SHARED_DIR` is set, as in CI).
 
-use std::process::Command;
-
 use fdb_driver_mio::{ConflictRangeType, Database, KeySelector, MutationType, RangeOptions};
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::TransactionOption;
@@ -241,26 +239,9 @@ fn the_same_answers_as_libfdb_c_on_a_real_cluster() {
         return;
     };
     let prefix = fdb_tests::dual::random_prefix("rust-fdb-special");
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(PYTHON)
-        .arg(&path)
-        .arg(hex(&prefix))
-        .output();
-    let out = match out {
-        Ok(o) if o.status.success() => String::from_utf8(o.stdout).unwrap(),
-        other => {
-            let why = match other {
-                Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
-                Err(e) => e.to_string(),
-            };
-            assert!(
-                std::env::var_os("FDB_SHARED_DIR").is_none(),
-                "the Python binding over libfdb_c is required here: {why}"
-            );
-            println!("special_keys: no Python binding over libfdb_c ({why}); skipped");
-            return;
-        }
+    let args = [path.clone().into_os_string(), hex(&prefix).into()];
+    let Some(out) = fdb_tests::python::libfdb_c_answers("special_keys", PYTHON, args) else {
+        return;
     };
     let theirs: Vec<String> = out.lines().map(str::to_string).collect();
     let db = Database::open(Some(&path)).unwrap();
