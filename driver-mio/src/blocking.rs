@@ -17,8 +17,7 @@ use crate::event_loop::MioDriver;
 use crate::range_iter::{KeyValueIter, RangeIter};
 use crate::snapshot::Snapshot;
 
-/// How long a blocking call waits by default.
-pub const CALL_LIMIT: Duration = Duration::from_secs(30);
+pub use crate::event_loop::CALL_LIMIT;
 
 /// A database handle whose calls block.
 #[derive(Clone)]

@@ -19,6 +19,9 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::socket::{Arrived, ReadOutcome, Socket};
 
+/// How long a blocking call waits by default (the loop's `block_on` callers use it).
+pub const CALL_LIMIT: Duration = Duration::from_secs(30);
+
 /// The poll token of the loop's waker (connections use their id).
 const WAKE: Token = Token(usize::MAX);
 

@@ -4,8 +4,8 @@
 
 use fdb_api::{Error, KeyValue, RangeResult};
 
-use crate::blocking::CALL_LIMIT;
 use crate::event_loop::MioDriver;
+use crate::event_loop::CALL_LIMIT;
 
 /// The batches of a range read (see [`crate::Transaction::get_ranges`]).
 pub struct RangeIter {

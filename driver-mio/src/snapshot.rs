@@ -3,8 +3,8 @@
 use bytes::Bytes;
 use fdb_api::{Error, KeySelector, KeyValue, RangeOption, RangeOptions, RangeResult};
 
-use crate::blocking::CALL_LIMIT;
 use crate::event_loop::MioDriver;
+use crate::event_loop::CALL_LIMIT;
 use crate::range_iter::{KeyValueIter, RangeIter};
 
 /// Snapshot reads of a transaction (see [`crate::Transaction::snapshot`]).

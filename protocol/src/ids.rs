@@ -11,6 +11,10 @@ pub struct ConnectionId(pub u64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RequestId(pub u64);
 
+/// A tenant handle of the core (one per `open_tenant`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TenantHandle(pub u64);
+
 /// One transaction of a [`Client`](crate::Client).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TransactionId(pub u64);

@@ -31,7 +31,7 @@ pub(crate) enum Route {
     /// Part of a `\xff\xff/status/json` read.
     Status { op: RequestId, part: StatusPart },
     /// The id lookup of a tenant handle.
-    TenantId(crate::transaction::TenantHandle),
+    TenantId(crate::ids::TenantHandle),
 }
 
 /// Which part of a status read a reply belongs to.

@@ -12,7 +12,6 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::op::Timer;
-use super::state::ReadVersion;
 use super::{Transactions, TRANSACTION_SIZE_LIMIT};
 use crate::error::knobs;
 use crate::event::ClientError;
@@ -548,7 +547,7 @@ impl Transactions {
             O::RetryLimit(Some(n)) if *n > i32::MAX as u32 => {
                 return fdb(ErrorCode::INVALID_OPTION_VALUE);
             }
-            O::InitializeNewDatabase if t.read_version != ReadVersion::None => {
+            O::InitializeNewDatabase if t.has_read_version() => {
                 return fdb(ErrorCode::READ_VERSION_ALREADY_SET);
             }
             O::DebugTransactionIdentifier(id) | O::TransactionLoggingEnable(id) => {
@@ -573,7 +572,7 @@ impl Transactions {
             _ => {}
         }
         if let O::InitializeNewDatabase = opt {
-            t.read_version = ReadVersion::Ready(0);
+            t.start_at_version_zero();
         }
         let is_timeout = matches!(opt, O::Timeout(_));
         let o = &mut t.options;

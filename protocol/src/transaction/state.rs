@@ -81,6 +81,16 @@ pub(crate) struct Tx {
 }
 
 impl Tx {
+    /// Whether a read version was asked for or set.
+    pub(super) fn has_read_version(&self) -> bool {
+        self.read_version != ReadVersion::None
+    }
+
+    /// `initialize_new_database`: the transaction reads at version 0.
+    pub(super) fn start_at_version_zero(&mut self) {
+        self.read_version = ReadVersion::Ready(0);
+    }
+
     pub(super) fn new(trace_id: Uid, now: Instant) -> Tx {
         Tx {
             options: TxOptions::default(),

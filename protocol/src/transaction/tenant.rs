@@ -34,9 +34,7 @@ const TENANT_MODE_DISABLED: u32 = 0;
 /// `TenantMode::REQUIRED`.
 const TENANT_MODE_REQUIRED: u32 = 2;
 
-/// A tenant handle of the core (one per `open_tenant`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TenantHandle(pub u64);
+pub use crate::ids::TenantHandle;
 
 /// Where a handle's id lookup stands.
 #[derive(Clone, Debug)]
