@@ -27,6 +27,7 @@ use crate::event::{ClientError, RangeResult};
 use crate::ids::TransactionId;
 use crate::messages::types::{KeyRange, KeySelector, KeyValue};
 use crate::ryw::range_read::remove_or_equal;
+use crate::ryw::RangeSet;
 
 /// The special key range of the conflicting read ranges of a failed commit.
 pub const CONFLICTING_KEYS_PREFIX: &[u8] = b"\xff\xff/transaction/conflicting_keys/";
@@ -101,23 +102,19 @@ fn region_of(key: &[u8]) -> (&'static [u8], &'static [u8], Option<Served>) {
 /// `[begin, end)` of `ranges` as the coalesced map RYW keeps shows them under `prefix`: each
 /// range's begin as `"1"`, its end as `"0"` (`getReadConflictRangeIntersecting` and its write
 /// twin).
-fn boundary_rows(prefix: &[u8], ranges: &mut [KeyRange], out: &mut Vec<KeyValue>) {
-    ranges.sort_by(|a, b| a.begin.cmp(&b.begin));
-    let mut merged: Vec<(Bytes, Bytes)> = Vec::new();
-    for r in ranges.iter().filter(|r| r.begin < r.end) {
-        match merged.last_mut() {
-            Some((_, e)) if r.begin <= *e => {
-                if r.end > *e {
-                    *e = r.end.clone();
-                }
-            }
-            _ => merged.push((r.begin.clone(), r.end.clone())),
-        }
+fn boundary_rows(
+    prefix: &[u8],
+    ranges: impl IntoIterator<Item = KeyRange>,
+    out: &mut Vec<KeyValue>,
+) {
+    let mut set = RangeSet::new();
+    for r in ranges {
+        set.insert_owned(r.begin, r.end);
     }
-    for (b, e) in merged {
+    for (b, e) in set.iter() {
         for (k, v) in [(b, &b"1"[..]), (e, &b"0"[..])] {
             let mut key = prefix.to_vec();
-            key.extend_from_slice(&k);
+            key.extend_from_slice(k);
             out.push(KeyValue {
                 key: Bytes::from(key),
                 value: Bytes::from_static(v),
@@ -151,12 +148,11 @@ impl Transactions {
         let mut rows = Vec::new();
         if let Some(t) = self.txs.get(&tx) {
             if let Some(set) = t.conflicting.as_ref() {
-                let mut ranges: Vec<KeyRange> = set.ranges().collect();
-                boundary_rows(CONFLICTING_KEYS_PREFIX, &mut ranges, &mut rows);
+                boundary_rows(CONFLICTING_KEYS_PREFIX, set.ranges(), &mut rows);
             }
-            let (_, mut writes, mut reads) = Self::commit_lists(t);
-            boundary_rows(READ_CONFLICT_PREFIX, &mut reads, &mut rows);
-            boundary_rows(WRITE_CONFLICT_PREFIX, &mut writes, &mut rows);
+            let (_, writes, reads) = Self::commit_lists(t);
+            boundary_rows(READ_CONFLICT_PREFIX, reads, &mut rows);
+            boundary_rows(WRITE_CONFLICT_PREFIX, writes, &mut rows);
         }
         let singles = [
             (
