@@ -47,7 +47,7 @@ use crate::error::ErrorCode;
 use crate::grv::GrvBatcher;
 use crate::messages::coordination::ClientDBInfo;
 use crate::messages::grv::GetReadVersionReply;
-use crate::messages::types::{KeySelector, Version};
+use crate::messages::types::{KeySelector, KeyValue, Version};
 use crate::messages::{decode_reply, ErrorOr, NetworkAddress};
 use crate::monitor::ClusterMonitor;
 use crate::net::{Delivery, Io, Network};
@@ -55,8 +55,8 @@ use crate::route::{Loss, Route};
 use crate::status::StatusReads;
 use crate::time::{Instant, Rng};
 use crate::transaction::{
-    ConflictRangeType, Ctx, DatabaseOption, RangeOptions, TenantHandle, TransactionId,
-    TransactionOption, Transactions,
+    ConflictRangeType, Ctx, DatabaseOption, RangeOptions, SpecialRead, SpecialWrite,
+    TenantHandle, TransactionId, TransactionOption, Transactions,
 };
 
 pub(crate) use crate::event::Reply;
@@ -576,6 +576,57 @@ impl Client {
         if self.txs.special.connection_string != cs.as_bytes() {
             self.txs.special.connection_string = Bytes::from(cs);
         }
+    }
+
+    /// A special-key range read that reaches the tenant module
+    /// (`\xff\xff/management/tenant/`), answered with `tenants`: the module's rows as the
+    /// caller read them from the database (each `\xff\xff/management/tenant/map/<name>` and
+    /// the tenant's JSON, as libfdb_c's `TenantRangeImpl` builds them). Selectors, limits and
+    /// direction apply as to any special-key read.
+    pub fn get_range_with_tenants(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        begin: KeySelector,
+        end: KeySelector,
+        opts: RangeOptions,
+        tenants: Vec<KeyValue>,
+    ) -> Call<RangeResult> {
+        self.refresh_special();
+        let read = SpecialRead::Range(begin, end, opts);
+        self.call(now, |txs, cx| {
+            txs.special_read_with_tenants(cx, tx, read, &tenants)
+        })
+    }
+
+    /// A special-key point read answered with the tenant module's rows (see
+    /// [`Client::get_range_with_tenants`]).
+    pub fn get_with_tenants(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        key: &[u8],
+        tenants: Vec<KeyValue>,
+    ) -> Call<Option<Bytes>> {
+        self.refresh_special();
+        let read = SpecialRead::Get(Bytes::copy_from_slice(key));
+        self.call(now, |txs, cx| {
+            txs.special_read_with_tenants(cx, tx, read, &tenants)
+        })
+    }
+
+    /// The writes into the special key space's tenant module (with
+    /// `special_key_space_enable_writes`), taken out of the transaction: a driver carries them
+    /// out as ordinary writes before it commits, as libfdb_c's `SpecialKeySpace::commit`
+    /// does. A commit that still holds some fails with `unsupported_operation`.
+    pub fn take_special_writes(&mut self, tx: TransactionId) -> Result<Vec<SpecialWrite>, ClientError> {
+        self.txs.take_special_writes(tx)
+    }
+
+    /// Sets what `\xff\xff/error_message` reads until the transaction is reset: why a
+    /// special-key commit failed with `special_keys_api_failure`.
+    pub fn set_special_error_message(&mut self, tx: TransactionId, msg: Bytes) {
+        self.txs.set_special_error(tx, msg);
     }
 
     /// Sets `key` to `value`.

@@ -62,9 +62,10 @@ pub use status::{STATUS_JSON_KEY, STATUS_TIMEOUT};
 pub use time::Instant;
 pub use transaction::{
     check_conflict_range, tenant_prefix, ConflictRangeType, DatabaseOption, Prefix, RangeCursor,
-    RangeOption, RangeOptions, StreamingMode, TenantHandle, TransactionOption,
+    RangeOption, RangeOptions, SpecialWrite, StreamingMode, TenantHandle, TransactionOption,
     ABSOLUTE_MAX_WATCHES, CONFLICTING_KEYS_PREFIX, KEY_SIZE_LIMIT, MAX_OUTSTANDING_WATCHES,
-    REPLY_BYTE_LIMIT, SYSTEM_KEY_SIZE_LIMIT, TENANT_PREFIX_SIZE, TRANSACTION_SIZE_LIMIT,
+    REPLY_BYTE_LIMIT, SYSTEM_KEY_SIZE_LIMIT, TENANT_MANAGEMENT_RANGE, TENANT_PREFIX_SIZE,
+    TRANSACTION_SIZE_LIMIT,
     VALUE_SIZE_LIMIT,
 };
 pub use uid::Uid;

@@ -54,6 +54,7 @@ where
     Pending {
         rx,
         driver: sent.then(|| driver.clone()),
+        local: None,
         _t: std::marker::PhantomData,
     }
 }
@@ -64,7 +65,24 @@ pub struct Pending<D: Driver, T> {
     rx: oneshot::Receiver<Completion>,
     /// Set while the request may still be running, for cancelling it on drop.
     driver: Option<D>,
+    /// A request the API answers itself after reads of its own (the tenant special keys),
+    /// instead of one call into the core. Dropping it drops those reads.
+    local: Option<LocalFuture<T>>,
     _t: std::marker::PhantomData<fn() -> T>,
+}
+
+type LocalFuture<T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send>>;
+
+impl<D: Driver, T> Pending<D, T> {
+    /// A request answered by `fut`, run as this future is polled.
+    pub(crate) fn local(fut: impl Future<Output = Result<T, Error>> + Send + 'static) -> Self {
+        Pending {
+            rx: oneshot::channel().1,
+            driver: None,
+            local: Some(Box::pin(fut)),
+            _t: std::marker::PhantomData,
+        }
+    }
 }
 
 impl<D: Driver, T> Unpin for Pending<D, T> {}
@@ -73,6 +91,9 @@ impl<D: Driver, T: Outcome> Future for Pending<D, T> {
     type Output = Result<T, Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Some(fut) = self.local.as_mut() {
+            return fut.as_mut().poll(cx);
+        }
         match Pin::new(&mut self.rx).poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(r) => {

@@ -21,6 +21,7 @@ mod special_keys;
 mod stream;
 mod tenant;
 pub mod tenant_management;
+mod tenant_special_keys;
 mod tls;
 mod transact;
 mod transaction;

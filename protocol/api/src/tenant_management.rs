@@ -66,7 +66,7 @@ fn check_name(name: &[u8]) -> Result<(), Error> {
 }
 
 /// `checkTenantMode`: an absent or `0` tenant mode means tenants are disabled.
-async fn check_tenant_mode<D: Driver>(tx: &Transaction<D>) -> Result<(), Error> {
+pub(crate) async fn check_tenant_mode<D: Driver>(tx: &Transaction<D>) -> Result<(), Error> {
     match tx.get(TENANT_MODE).await? {
         None => Err(ErrorCode::TENANTS_DISABLED.into()),
         Some(v) if v.as_ref() == b"0" => Err(ErrorCode::TENANTS_DISABLED.into()),
@@ -257,7 +257,57 @@ pub async fn create_tenant_with_in<D: Driver>(
     }
     tx.atomic_op(COUNT, 1i64.to_le_bytes(), MutationType::Add);
     stamp_modification(tx);
+    // The count read back after the increment (so that several creations in one transaction
+    // add up), against `MAX_TENANTS_PER_CLUSTER`.
+    let count = tx.get(COUNT).await?.map_or(0, |v| decode_count(&v));
+    if count > MAX_TENANTS_PER_CLUSTER {
+        return Err(ErrorCode::CLUSTER_NO_CAPACITY.into());
+    }
     Ok(true)
+}
+
+/// `MAX_TENANTS_PER_CLUSTER` (client knob, 7.3): more tenants fail with `cluster_no_capacity`.
+pub const MAX_TENANTS_PER_CLUSTER: i64 = 1_000_000;
+
+/// `\xff/tenant/count`: a little-endian counter (shorter values are zero-extended, as the
+/// `add` atomic op reads them).
+fn decode_count(v: &[u8]) -> i64 {
+    let mut b = [0u8; 8];
+    let n = v.len().min(8);
+    b[..n].copy_from_slice(&v[..n]);
+    i64::from_le_bytes(b)
+}
+
+/// Renames tenant `old` to `new` in `tx` (`renameTenantTransaction`, what a write of `new`
+/// to `\xff\xff/management/tenant/rename/<old>` does in libfdb_c, and fdbcli's `tenant
+/// rename`): `tenant_not_found` (2131) if there is no tenant `old`, `tenant_already_exists`
+/// (2132) if `new` is taken. The tenant keeps its id, so its data and prefix stay.
+pub async fn rename_tenant_in<D: Driver>(
+    tx: &Transaction<D>,
+    old: &[u8],
+    new: &[u8],
+) -> Result<(), Error> {
+    tx.set_option(TransactionOption::AccessSystemKeys)?;
+    check_tenant_mode(tx).await?;
+    let Some(v) = tx.get(name_key(old)).await? else {
+        return Err(ErrorCode::TENANT_NOT_FOUND.into());
+    };
+    let id = decode_id(&v)?;
+    let mut entry = entry_by_id(tx, id)
+        .await?
+        .ok_or(Error::from(ErrorCode::TENANT_NOT_FOUND))?;
+    if entry.name.as_ref() != old {
+        return Err(ErrorCode::TENANT_NOT_FOUND.into());
+    }
+    if tx.get(name_key(new)).await?.is_some() {
+        return Err(ErrorCode::TENANT_ALREADY_EXISTS.into());
+    }
+    entry.name = Bytes::copy_from_slice(new);
+    tx.set(key(TENANT_MAP, &tenant_prefix(id)), entry.to_map_value());
+    tx.set(name_key(new), tuple::pack(&(id,)));
+    tx.clear(name_key(old));
+    stamp_modification(tx);
+    Ok(())
 }
 
 /// Deletes a tenant in transaction `tx` (`deleteTenantTransaction`): returns `false` if no
@@ -439,6 +489,58 @@ pub async fn delete_tenant<D: Driver>(
                 return Err(ErrorCode::TENANT_NOT_FOUND.into());
             }
             Ok(())
+        }
+    })
+    .await
+}
+
+/// Renames tenant `old` to `new` (`TenantAPI::renameTenant`, fdbcli's `tenant rename`):
+/// `tenant_not_found` (2131) if there is no tenant `old`, `tenant_already_exists` (2132) if
+/// `new` is taken. A retry after a commit that may have succeeded accepts a tenant already
+/// renamed: the tenant is followed by the id the first attempt found.
+pub async fn rename_tenant<D: Driver>(
+    db: &Database<D>,
+    old: impl AsRef<[u8]>,
+    new: impl AsRef<[u8]>,
+) -> Result<(), Error> {
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+    use std::sync::Arc;
+    let (old, new) = (old.as_ref().to_vec(), new.as_ref().to_vec());
+    // The id found by the first lookup (-1: none yet), and whether an attempt got past its
+    // checks (so that a later one may find the rename done).
+    let id = Arc::new(AtomicI64::new(-1));
+    let tried = Arc::new(AtomicBool::new(false));
+    db.run(|tx| {
+        let (old, new, id, tried) = (old.clone(), new.clone(), id.clone(), tried.clone());
+        async move {
+            tx.set_option(TransactionOption::AccessSystemKeys)?;
+            let tenant = match id.load(Ordering::Relaxed) {
+                -1 => {
+                    let Some(v) = tx.get(name_key(&old)).await? else {
+                        return Err(ErrorCode::TENANT_NOT_FOUND.into());
+                    };
+                    let found = decode_id(&v)?;
+                    id.store(found, Ordering::Relaxed);
+                    found
+                }
+                known => known,
+            };
+            let entry = entry_by_id(&tx, tenant)
+                .await?
+                .ok_or(Error::from(ErrorCode::TENANT_NOT_FOUND))?;
+            if tried.load(Ordering::Relaxed) && entry.name.as_ref() == new.as_slice() {
+                return Ok(());
+            }
+            if entry.name.as_ref() != old.as_slice() {
+                return Err(ErrorCode::TENANT_NOT_FOUND.into());
+            }
+            if let Some(v) = tx.get(name_key(&new)).await? {
+                if decode_id(&v)? != tenant {
+                    return Err(ErrorCode::TENANT_ALREADY_EXISTS.into());
+                }
+            }
+            tried.store(true, Ordering::Relaxed);
+            rename_tenant_in(&tx, &old, &new).await
         }
     })
     .await

@@ -3,6 +3,7 @@
 //! the core sees them in the same order).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::{Bytes, BytesMut};
@@ -18,6 +19,7 @@ use crate::error::Error;
 use crate::snapshot::Snapshot;
 use crate::stream::{KeyValueStream, RangeStream};
 use crate::tenant::{Tenant, TenantCell};
+use crate::tenant_special_keys as tenant_keys;
 use crate::versionstamp::{VersionstampFuture, VersionstampWaiters};
 
 /// A write other than a set: run on the loop with the transaction's id.
@@ -57,6 +59,9 @@ struct TxInner<D: Driver> {
     cell: Arc<TxCell>,
     pending: Mutex<Writes>,
     stamps: VersionstampWaiters,
+    /// A write went to the special key space: the commit first asks the core for the writes
+    /// its tenant module must carry out.
+    special: AtomicBool,
     /// Keeps the tenant handle open while the transaction lives (dropped after it).
     _tenant: Option<Tenant<D>>,
 }
@@ -162,6 +167,7 @@ impl<D: Driver> Transaction<D> {
                 }),
                 pending: Mutex::new(Writes::default()),
                 stamps: VersionstampWaiters::default(),
+                special: AtomicBool::new(false),
                 _tenant: tenant,
             }),
         }
@@ -184,6 +190,22 @@ impl<D: Driver> Transaction<D> {
             let id = flush(&cell, writes, c, now);
             f(c, now, id)
         })
+    }
+
+    /// A function for the loop that applies the buffered writes and yields the core's id.
+    pub(crate) fn flushed_id(
+        &self,
+    ) -> impl FnOnce(&mut Client, Instant) -> TransactionId + Send + 'static {
+        let cell = self.inner.cell.clone();
+        let writes = self.inner.take_pending();
+        move |c, now| flush(&cell, writes, c, now)
+    }
+
+    /// Notes a write into the special key space (see [`TxInner::special`]).
+    fn note_special(&self, key: &[u8]) {
+        if key.starts_with(b"\xff\xff") {
+            self.inner.special.store(true, Ordering::Relaxed);
+        }
     }
 
     fn write<F>(&self, f: F)
@@ -245,6 +267,14 @@ impl<D: Driver> Transaction<D> {
 
     pub(crate) fn get_with(&self, key: &[u8], snapshot: bool) -> Pending<D, Option<Bytes>> {
         let key = key.to_vec();
+        if tenant_keys::reads_tenants(&key) {
+            let tx = self.clone();
+            return Pending::local(async move {
+                let rows = tenant_keys::rows_for_key(&tx, &key).await?;
+                tx.call(move |c, now, id| c.get_with_tenants(now, id, &key, rows))
+                    .await
+            });
+        }
         self.call(move |c, now, id| c.get(now, id, &key, snapshot))
     }
 
@@ -333,6 +363,14 @@ impl<D: Driver> Transaction<D> {
         opts: RangeOptions,
         snapshot: bool,
     ) -> Pending<D, RangeResult> {
+        if tenant_keys::range_reads_tenants(&begin, &end) {
+            let tx = self.clone();
+            return Pending::local(async move {
+                let rows = tenant_keys::rows_for_range(&tx, &begin, &end, opts.limit).await?;
+                tx.call(move |c, now, id| c.get_range_with_tenants(now, id, begin, end, opts, rows))
+                    .await
+            });
+        }
         self.call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
     }
 
@@ -400,6 +438,7 @@ impl<D: Driver> Transaction<D> {
     /// Sets a key.
     pub fn set(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         let (key, value) = (key.as_ref(), value.as_ref());
+        self.note_special(key);
         let mut w = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
         let packed = w.pack(key, value);
         w.list.push(PendingWrite::Set(packed, key.len()));
@@ -408,6 +447,7 @@ impl<D: Driver> Transaction<D> {
     /// Removes a key.
     pub fn clear(&self, key: impl AsRef<[u8]>) {
         let k = key.as_ref().to_vec();
+        self.note_special(&k);
         self.write(move |c, _, id| {
             let _ = c.clear(id, &k);
         });
@@ -416,6 +456,7 @@ impl<D: Driver> Transaction<D> {
     /// Removes every key in `[begin, end)`.
     pub fn clear_range(&self, begin: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
         let (b, e) = (begin.as_ref().to_vec(), end.as_ref().to_vec());
+        self.note_special(&b);
         self.write(move |c, _, id| {
             let _ = c.clear_range(id, &b, &e);
         });
@@ -463,14 +504,29 @@ impl<D: Driver> Transaction<D> {
         async move { committed.await.map(|c| c.version) }
     }
 
-    /// Commits; returns the commit version and the versionstamp.
+    /// Commits; returns the commit version and the versionstamp. After writes into the
+    /// special key space's tenant module, the commit first carries them out in this
+    /// transaction (as libfdb_c's commit runs `SpecialKeySpace::commit` first), so it starts
+    /// once that is done.
     pub fn commit_with_versionstamp(
         &self,
     ) -> impl Future<Output = Result<Committed, Error>> + Send + 'static {
-        let pending = self.call(|c, now, id| c.commit(now, id));
+        let special = self.inner.special.load(Ordering::Relaxed);
+        let (pending, tx) = if special {
+            (None, Some(self.clone()))
+        } else {
+            (Some(self.call(|c, now, id| c.commit(now, id))), None)
+        };
         let inner = self.inner.clone();
         async move {
-            let r = pending.await;
+            let r = match (pending, tx) {
+                (Some(p), _) => p.await,
+                (None, Some(tx)) => match tenant_keys::commit_writes(&tx).await {
+                    Ok(()) => tx.call(|c, now, id| c.commit(now, id)).await,
+                    Err(e) => Err(e),
+                },
+                (None, None) => unreachable!("one of the two is set"),
+            };
             inner.stamps.commit_done(&r);
             r
         }

@@ -45,6 +45,12 @@ impl Transactions {
                 cx.finish(req, fdb(e));
                 return req;
             }
+            // Special-key writes the caller did not carry out ([`Client::take_special_writes`]
+            // is how a driver runs their module's commit first): refused, not dropped.
+            Some(t) if !t.special_writes.is_empty() => {
+                cx.finish(req, fdb(ErrorCode::UNSUPPORTED_OPERATION));
+                return req;
+            }
             Some(t) => {
                 t.committing = true;
                 if let Some(e) = t.read_failed.clone() {

@@ -145,7 +145,7 @@ impl Transactions {
             if let Some(t) = self.txs.get(&tx) {
                 let r = match t.deferred.clone() {
                     Some(e) => Err(e),
-                    None => self.special_get(tx, &self.special, key),
+                    None => self.special_get(tx, &self.special, key, None),
                 };
                 cx.finish(req, r.map(Reply::Value));
                 return req;

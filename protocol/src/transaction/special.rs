@@ -11,10 +11,12 @@
 //! Served here, from the transaction's own state and the client's: the transaction module's
 //! `conflicting_keys/`, `read_conflict_range/` and `write_conflict_range/`, and
 //! `\xff\xff/connection_string`, `\xff\xff/cluster_file_path` and `\xff\xff/error_message`
-//! (always empty: this client has no special-key writes to report on). `\xff\xff/status/json`
-//! is a point read of its own ([`crate::Client::status_json`]). The modules libfdb_c fills from
-//! the cluster (management, configuration, metrics, worker interfaces, global config, tracing,
-//! actor lineage, the profiler) are not served: a read that reaches one fails with
+//! (why the last special-key commit failed). `\xff\xff/status/json` is a point read of its own
+//! ([`crate::Client::status_json`]). The tenant module (`\xff\xff/management/tenant/`) is
+//! served from rows the caller reads from the database and hands in ([`crate::Client::
+//! get_range_with_tenants`]). The other modules libfdb_c fills from the cluster (the rest of
+//! management, configuration, metrics, worker interfaces, global config, tracing, actor
+//! lineage, the profiler) are not served: a read that reaches one fails with
 //! `special_keys_no_module_found` rather than answer rows that would be wrong.
 
 use alloc::vec::Vec;
@@ -23,11 +25,12 @@ use bytes::Bytes;
 use super::scan::{range_limits, RangeOptions};
 use super::Transactions;
 use crate::error::ErrorCode;
-use crate::event::{ClientError, RangeResult};
+use crate::event::{ClientError, RangeResult, Reply};
 use crate::ids::TransactionId;
 use crate::messages::types::{KeyRange, KeySelector, KeyValue};
 use crate::ryw::range_read::remove_or_equal;
 use crate::ryw::RangeSet;
+use super::special_writes::{SpecialWrite, TENANT_MANAGEMENT_RANGE};
 
 /// The special key range of the conflicting read ranges of a failed commit.
 pub const CONFLICTING_KEYS_PREFIX: &[u8] = b"\xff\xff/transaction/conflicting_keys/";
@@ -35,6 +38,7 @@ const READ_CONFLICT_PREFIX: &[u8] = b"\xff\xff/transaction/read_conflict_range/"
 const WRITE_CONFLICT_PREFIX: &[u8] = b"\xff\xff/transaction/write_conflict_range/";
 const CONNECTION_STRING_KEY: &[u8] = b"\xff\xff/connection_string";
 const CLUSTER_FILE_PATH_KEY: &[u8] = b"\xff\xff/cluster_file_path";
+const ERROR_MESSAGE_KEY: &[u8] = b"\xff\xff/error_message";
 
 /// `specialKeys`: where the space begins and ends.
 const SPACE: (&[u8], &[u8]) = (b"\xff\xff", b"\xff\xff\xff");
@@ -153,6 +157,12 @@ impl Transactions {
             let (_, writes, reads) = Self::commit_lists(t);
             boundary_rows(READ_CONFLICT_PREFIX, reads, &mut rows);
             boundary_rows(WRITE_CONFLICT_PREFIX, writes, &mut rows);
+            if let Some(msg) = &t.special_error {
+                rows.push(KeyValue {
+                    key: Bytes::from_static(ERROR_MESSAGE_KEY),
+                    value: msg.clone(),
+                });
+            }
         }
         let singles = [
             (
@@ -174,7 +184,10 @@ impl Transactions {
         rows
     }
 
-    /// `SpecialKeySpace::getRange` for `tx`.
+    /// `SpecialKeySpace::getRange` for `tx`. `tenants`: the tenant module's rows
+    /// (`\xff\xff/management/tenant/map/<name>` and its JSON), when the caller read them from
+    /// the database; without them a read reaching that module is refused like the rest of the
+    /// management module.
     pub(super) fn special_range(
         &self,
         tx: TransactionId,
@@ -182,6 +195,7 @@ impl Transactions {
         mut begin: KeySelector,
         mut end: KeySelector,
         opts: RangeOptions,
+        tenants: Option<&[KeyValue]>,
     ) -> Result<RangeResult, ClientError> {
         let fdb = |e| Err(ClientError::Fdb(e));
         let Some(t) = self.txs.get(&tx) else {
@@ -204,15 +218,30 @@ impl Transactions {
             }
             (b, e)
         };
-        let rows = self.special_rows(tx, special, bound.0, bound.1);
+        let mut rows = self.special_rows(tx, special, bound.0, bound.1);
+        let (tb, te) = TENANT_MANAGEMENT_RANGE;
+        if let Some(given) = tenants {
+            let inside = |kv: &&KeyValue| {
+                tb <= kv.key.as_ref() && kv.key.as_ref() < te && bound.0 <= kv.key.as_ref()
+            };
+            rows.extend(given.iter().filter(inside).cloned());
+            rows.sort_by(|x, y| x.key.cmp(&y.key));
+        }
         let (a, b) = (resolve(&begin, &rows, bound), resolve(&end, &rows, bound));
         if a >= b || a.as_ref() == bound.1 || b.as_ref() == bound.0 {
             return Ok(RangeResult::default());
         }
-        // A module this client does not serve would answer rows here: refuse instead.
-        let unserved = MODULES.iter().any(|(mb, me, served)| {
-            *served == Served::NotHere && *mb < b.as_ref() && a.as_ref() < *me
-        });
+        // A module this client does not serve would answer rows here: refuse instead (the
+        // tenant part of the management module is served when its rows were given). A
+        // `first_greater_or_equal` selector is a plain key to libfdb_c, which asks only the
+        // parts of the module between the two keys.
+        let lo = if begin.offset == 1 { (&a).max(&begin.key) } else { &a };
+        let hi = if end.offset == 1 { (&b).min(&end.key) } else { &b };
+        let in_tenants = tenants.is_some() && tb <= lo.as_ref() && hi.as_ref() <= te;
+        let unserved = !in_tenants
+            && MODULES.iter().any(|(mb, me, served)| {
+                *served == Served::NotHere && *mb < hi.as_ref() && lo.as_ref() < *me
+            });
         if unserved {
             return fdb(ErrorCode::SPECIAL_KEYS_NO_MODULE_FOUND);
         }
@@ -242,6 +271,7 @@ impl Transactions {
         tx: TransactionId,
         special: &SpecialContext,
         key: &[u8],
+        tenants: Option<&[KeyValue]>,
     ) -> Result<Option<Bytes>, ClientError> {
         let mut after = key.to_vec();
         after.push(0);
@@ -251,10 +281,65 @@ impl Transactions {
             KeySelector::first_greater_or_equal(Bytes::copy_from_slice(key)),
             KeySelector::first_greater_or_equal(Bytes::from(after)),
             RangeOptions::default(),
+            tenants,
         )?;
         Ok(r.rows
             .into_iter()
             .find(|kv| kv.key.as_ref() == key)
             .map(|kv| kv.value))
     }
+
+    /// A point read or range read in the special key space, with the tenant module's rows
+    /// the caller read (see [`Transactions::special_range`]).
+    pub(crate) fn special_read_with_tenants(
+        &mut self,
+        cx: &mut super::Ctx<'_>,
+        tx: TransactionId,
+        read: SpecialRead,
+        tenants: &[KeyValue],
+    ) -> crate::ids::RequestId {
+        let req = cx.new_request();
+        let r = match self.txs.get(&tx) {
+            None => Err(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED)),
+            Some(t) if t.deferred.is_some() => Err(t.deferred.clone().expect("checked")),
+            Some(_) => match read {
+                SpecialRead::Get(key) => self
+                    .special_get(tx, &self.special, &key, Some(tenants))
+                    .map(Reply::Value),
+                SpecialRead::Range(b, e, opts) => self
+                    .special_range(tx, &self.special, b, e, opts, Some(tenants))
+                    .map(Reply::Range),
+            },
+        };
+        cx.finish(req, r);
+        req
+    }
+
+    /// Takes the special-key writes out of `tx` for the caller to carry out before it
+    /// commits (RYW's commit runs `SpecialKeySpace::commit` first).
+    pub(crate) fn take_special_writes(
+        &mut self,
+        tx: TransactionId,
+    ) -> Result<Vec<SpecialWrite>, ClientError> {
+        if let Some(e) = self.txs.get(&tx).and_then(|t| t.deferred.clone()) {
+            return Err(e);
+        }
+        Ok(self.tx_mut(tx)?.special_writes.take())
+    }
+
+    /// Sets `\xff\xff/error_message` (`setSpecialKeySpaceErrorMsg`), until the reset.
+    pub(crate) fn set_special_error(&mut self, tx: TransactionId, msg: Bytes) {
+        if let Some(t) = self.txs.get_mut(&tx) {
+            t.special_error = Some(msg);
+        }
+    }
+}
+
+/// A read the special key space answers with rows the caller hands in.
+#[derive(Clone, Debug)]
+pub(crate) enum SpecialRead {
+    /// A point read of this key.
+    Get(Bytes),
+    /// A range read between two selectors.
+    Range(KeySelector, KeySelector, RangeOptions),
 }

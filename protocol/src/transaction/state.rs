@@ -10,6 +10,7 @@ use bytes::Bytes;
 use core::time::Duration;
 
 use super::options::{ConflictRangeType, TxOptions};
+use super::special_writes::{check_module, SpecialWriteMap};
 use super::{fdb, Transactions, KEY_SIZE_LIMIT, SYSTEM_KEY_SIZE_LIMIT, VALUE_SIZE_LIMIT};
 use crate::atomic;
 use crate::error::{knobs, ErrorCode};
@@ -78,6 +79,10 @@ pub(crate) struct Tx {
     /// With `report_conflicting_keys`, the read conflict ranges that made the last commit
     /// fail (`\xff\xff/transaction/conflicting_keys/`).
     pub(super) conflicting: Option<RangeSet>,
+    /// Writes into the special key space's write modules, for the commit to act on.
+    pub(super) special_writes: SpecialWriteMap,
+    /// `\xff\xff/error_message`: why the last special-key commit failed (a JSON document).
+    pub(super) special_error: Option<Bytes>,
 }
 
 impl Tx {
@@ -114,6 +119,8 @@ impl Tx {
             self_conflict: None,
             sent_read_conflicts: Vec::new(),
             conflicting: None,
+            special_writes: SpecialWriteMap::default(),
+            special_error: None,
         }
     }
 
@@ -312,7 +319,9 @@ impl Transactions {
     ) -> Result<(), ClientError> {
         // RYW's `set` hands a special key to the special key space before anything else
         // (before `next_write_no_write_conflict_range` is consumed, before the commit check).
-        self.check_special_write(tx, &key, &key_after(&key))?;
+        if self.check_special_write(tx, &key, &key_after(&key), Some(&value), true)? {
+            return Ok(());
+        }
         let conflict = self.take_write_conflict(tx)?;
         self.check_write(tx, &key)?;
         check_write_size(&key, self.tx_ref(tx)?.options.raw_access())?;
@@ -341,7 +350,9 @@ impl Transactions {
     pub(super) fn clear_inner(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
         let conflict = self.take_write_conflict(tx)?;
         Self::check_not_committing(self.tx_mut(tx)?)?;
-        self.check_special_write(tx, key, &key_after(key))?;
+        if self.check_special_write(tx, key, &key_after(key), None, true)? {
+            return Ok(());
+        }
         self.check_write(tx, key)?;
         // No key that long exists: clearing it does nothing (RYW's `clear(key)`).
         if key.len() > max_key_size(key) {
@@ -385,7 +396,9 @@ impl Transactions {
         }
         let conflict = self.take_write_conflict(tx)?;
         Self::check_not_committing(self.tx_mut(tx)?)?;
-        self.check_special_write(tx, begin, end)?;
+        if self.check_special_write(tx, begin, end, None, false)? {
+            return Ok(());
+        }
         let t = self.tx_mut(tx)?;
         let max = t.max_write_key();
         if begin > max || end > max {
@@ -641,22 +654,42 @@ impl Transactions {
     }
 
     /// A set or clear inside the special key space (`[\xff\xff, \xff\xff\xff)`, the whole
-    /// range within it) is the special key space's: without `special_key_space_enable_writes`
-    /// it fails with `special_keys_write_disabled` (`SpecialKeySpace::set` / `clear`); with
-    /// it, this client has no write module and the write goes on to the usual checks.
+    /// range within it) is the special key space's (`SpecialKeySpace::set` / `clear`): without
+    /// `special_key_space_enable_writes` it fails with `special_keys_write_disabled`; with it,
+    /// it goes to its write module (kept for the commit), or fails as the module table says.
+    /// `Ok(true)`: the special key space took the write.
     fn check_special_write(
         &mut self,
         tx: TransactionId,
         begin: &[u8],
         end: &[u8],
-    ) -> Result<(), ClientError> {
+        value: Option<&Bytes>,
+        single: bool,
+    ) -> Result<bool, ClientError> {
         const SPECIAL: &[u8] = b"\xff\xff";
         const SPECIAL_END: &[u8] = b"\xff\xff\xff";
         let inside = begin >= SPECIAL && end <= SPECIAL_END;
-        if inside && !self.tx_ref(tx)?.options.special_key_space_writes {
+        if !inside {
+            return Ok(false);
+        }
+        if !self.tx_ref(tx)?.options.special_key_space_writes {
             return fdb(ErrorCode::SPECIAL_KEYS_WRITE_DISABLED);
         }
-        Ok(())
+        if begin >= end {
+            return Ok(true);
+        }
+        check_module(begin, end, single).map_err(ClientError::Fdb)?;
+        // The tenant module is not for a transaction inside a tenant (`supportsTenants`).
+        if self.tx_tenants.contains_key(&tx) {
+            return fdb(ErrorCode::ILLEGAL_TENANT_ACCESS);
+        }
+        let t = self.tx_mut(tx)?;
+        t.special_writes.insert(
+            Bytes::copy_from_slice(begin),
+            Bytes::copy_from_slice(end),
+            value.cloned(),
+        );
+        Ok(true)
     }
 
     /// RYW's first checks of a write: not after commit, not beyond the legal range.

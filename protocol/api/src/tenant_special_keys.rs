@@ -1,0 +1,337 @@
+//! The tenant special keys, `\xff\xff/management/tenant/`: the module libfdb_c 7.3 runs in
+//! the client (`TenantRangeImpl`, `fdbclient/TenantSpecialKeys.actor.h`), through which the
+//! Python binding's `fdb.tenant_management` and fdbcli manage tenants.
+//!
+//! * Reading `map/<name>` gives each tenant's JSON. The rows are read from the tenant map
+//!   here (as `listTenantMetadataTransaction` reads them) and handed to the core, which
+//!   applies selectors, limits and direction as for any special key.
+//! * With `special_key_space_enable_writes`, writes are kept by the core until the commit,
+//!   which first carries them out as ordinary writes in the same transaction:
+//!   * a set of `map/<name>` creates the tenant (nothing if it exists), a clear deletes it (a
+//!     range clear deletes every tenant in the range);
+//!   * a set of `configure/<tuple(name, "tenant_group")>` configures it (a clear removes the
+//!     group); with a create in the same commit it configures the new tenant;
+//!   * a set of `rename/<old>` to `<new>` renames a tenant.
+//!
+//!   Overlapping renames, or a rename beside a create, delete or configure of either name,
+//!   fail the commit with `special_keys_api_failure`, and `\xff\xff/error_message` then says
+//!   why, in libfdb_c's JSON.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use fdb_protocol::error::ErrorCode;
+use fdb_protocol::{
+    tuple, KeySelector, KeyValue, SpecialWrite, TransactionOption, TENANT_MANAGEMENT_RANGE,
+};
+
+use crate::driver::{query, Driver};
+use crate::error::Error;
+use crate::tenant_management::{
+    check_tenant_mode,    configure_tenant_in, create_tenant_with_in, delete_tenant_in, get_tenant_in, list_tenants_in,
+    rename_tenant_in, TenantConfig,
+};
+use crate::transaction::Transaction;
+
+const MAP: (&[u8], &[u8]) = (b"map/", b"map0");
+const CONFIGURE: (&[u8], &[u8]) = (b"configure/", b"configure0");
+const RENAME: (&[u8], &[u8]) = (b"rename/", b"rename0");
+/// The end of every tenant name (no name starts with `\xff`).
+const NAMES_END: &[u8] = b"\xff";
+/// `CLIENT_KNOBS->TOO_MANY`: a range delete of this many tenants is refused.
+const TOO_MANY: usize = 1_000_000;
+
+fn in_module(key: &[u8]) -> bool {
+    TENANT_MANAGEMENT_RANGE.0 <= key && key < TENANT_MANAGEMENT_RANGE.1
+}
+
+/// Whether a point read is the tenant module's.
+pub(crate) fn reads_tenants(key: &[u8]) -> bool {
+    in_module(key)
+}
+
+/// Whether a range read between these selectors reaches the tenant module (its rows are then
+/// read first).
+pub(crate) fn range_reads_tenants(begin: &KeySelector, end: &KeySelector) -> bool {
+    let (b, e) = (begin.key.as_ref(), end.key.as_ref());
+    let special = |k: &[u8]| (&b"\xff\xff"[..]..=&b"\xff\xff\xff"[..]).contains(&k);
+    in_module(b)
+        || in_module(e)
+        || (special(b) && special(e) && b < TENANT_MANAGEMENT_RANGE.0 && e > TENANT_MANAGEMENT_RANGE.1)
+}
+
+/// The tenant name a special key stands for, within the map: keys before the map give the
+/// first name, keys after it the end of all names.
+fn name_at(key: &[u8]) -> &[u8] {
+    let prefix = [TENANT_MANAGEMENT_RANGE.0, MAP.0].concat();
+    if key <= prefix.as_slice() {
+        b""
+    } else if let Some(name) = key.strip_prefix(prefix.as_slice()) {
+        name
+    } else {
+        NAMES_END
+    }
+}
+
+/// The module's rows in the names `[begin, end)` (`getTenantList`).
+async fn rows<D: Driver>(
+    tx: &Transaction<D>,
+    begin: &[u8],
+    end: &[u8],
+    limit: usize,
+) -> Result<Vec<KeyValue>, Error> {
+    if begin >= end {
+        return Ok(Vec::new());
+    }
+    let list = list_tenants_in(tx, begin, end, limit).await?;
+    Ok(list
+        .into_iter()
+        .map(|r| KeyValue {
+            key: r.key,
+            value: r.value,
+        })
+        .collect())
+}
+
+/// The rows a range read between `begin` and `end` may land on: when both selectors are
+/// plain keys (offset 1), the first `limit` names between the two keys (0: all), as
+/// `getTenantList` lists them whatever the read's direction (so that a reverse read with a
+/// limit answers from the first tenants of the range, as libfdb_c 7.3.77 does); every tenant
+/// otherwise.
+pub(crate) async fn rows_for_range<D: Driver>(
+    tx: &Transaction<D>,
+    begin: &KeySelector,
+    end: &KeySelector,
+    limit: usize,
+) -> Result<Vec<KeyValue>, Error> {
+    if begin.offset == 1 && end.offset == 1 {
+        let mut last = name_at(&end.key).to_vec();
+        last.push(0);
+        rows(tx, name_at(&begin.key), &last, limit).await
+    } else {
+        rows(tx, b"", NAMES_END, 0).await
+    }
+}
+
+/// The row of a point read.
+pub(crate) async fn rows_for_key<D: Driver>(
+    tx: &Transaction<D>,
+    key: &[u8],
+) -> Result<Vec<KeyValue>, Error> {
+    let name = name_at(key);
+    let mut after = name.to_vec();
+    after.push(0);
+    rows(tx, name, &after, 1).await
+}
+
+/// `ManagementAPIError::toJsonString(false, command, message)`, as json_spirit writes it
+/// (keys sorted).
+fn api_error(command: &str, message: &str) -> String {
+    format!(r#"{{"command":"{command}","message":"{message}","retriable":false}}"#)
+}
+
+/// Fails the commit with `special_keys_api_failure`, leaving `message` in
+/// `\xff\xff/error_message`.
+async fn api_failure<D: Driver>(tx: &Transaction<D>, command: &str, message: &str) -> Error {
+    let msg = Bytes::from(api_error(command, message));
+    if let Err(e) = tx.set_special_error_message(msg).await {
+        return e;
+    }
+    ErrorCode::SPECIAL_KEYS_API_FAILURE.into()
+}
+
+/// What the writes ask for, sorted out as `commitImpl` sorts them.
+#[derive(Default)]
+struct Plan {
+    /// Name ranges set (`Some`, a create of the range's first name) or cleared.
+    map: Vec<(Bytes, Bytes, bool)>,
+    /// Configuration parameters by tenant, in the order written.
+    configure: BTreeMap<Bytes, Vec<(Bytes, Option<Bytes>)>>,
+    renames: Vec<(Bytes, Bytes)>,
+}
+
+/// Strips `sub`'s prefix from a write's key range (`[begin, end)` inside the tenant module);
+/// an end past `sub` becomes `past`.
+fn within(w: &SpecialWrite, sub: (&[u8], &[u8]), past: &[u8]) -> Option<(Bytes, Bytes)> {
+    let m = TENANT_MANAGEMENT_RANGE.0.len();
+    let (b, e) = (&w.begin[m..], w.end.get(m..).unwrap_or(b""));
+    let (b, e) = (b.max(sub.0), e.min(sub.1));
+    if b >= e {
+        return None;
+    }
+    let begin = b.strip_prefix(sub.0).unwrap_or(b"");
+    let end = e.strip_prefix(sub.0).unwrap_or(past);
+    Some((Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end)))
+}
+
+/// Whether `[begin, end)` is the single key `begin`.
+fn single(begin: &[u8], end: &[u8]) -> bool {
+    end.len() == begin.len() + 1 && end.starts_with(begin) && end.last() == Some(&0)
+}
+
+impl Plan {
+    async fn of<D: Driver>(tx: &Transaction<D>, writes: Vec<SpecialWrite>) -> Result<Plan, Error> {
+        let mut plan = Plan::default();
+        let mut renamed: Vec<Bytes> = Vec::new();
+        for w in &writes {
+            if let Some((b, e)) = within(w, MAP, NAMES_END) {
+                plan.map.push((b, e, w.value.is_some()));
+            } else if let Some((b, e)) = within(w, CONFIGURE, b"") {
+                if !single(&b, &e) {
+                    continue;
+                }
+                let Ok((name, param)) = tuple::unpack::<(Vec<u8>, Vec<u8>)>(&b) else {
+                    return Err(api_failure(tx, "configure tenant", "invalid tenant configuration key").await);
+                };
+                plan.configure
+                    .entry(Bytes::from(name))
+                    .or_default()
+                    .push((Bytes::from(param), w.value.clone()));
+            } else if let Some((old, _)) = within(w, RENAME, b"") {
+                // A rename is a set; a clear of one asks for nothing.
+                let Some(new) = w.value.clone() else { continue };
+                if renamed.contains(&old) || renamed.contains(&new) || old == new {
+                    return Err(api_failure(tx, "rename tenant", "tenant rename conflict").await);
+                }
+                renamed.push(old.clone());
+                renamed.push(new.clone());
+                plan.renames.push((old, new));
+            }
+        }
+        let renamed_in = |b: &[u8], e: &[u8]| renamed.iter().any(|n| b <= n.as_ref() && n.as_ref() < e);
+        for (b, e, _) in &plan.map {
+            if renamed_in(b, e) {
+                return Err(api_failure(tx, "rename tenant", "tenant rename conflict").await);
+            }
+        }
+        if plan.configure.keys().any(|n| renamed.contains(n)) {
+            return Err(api_failure(tx, "rename tenant", "tenant rename conflict").await);
+        }
+        Ok(plan)
+    }
+}
+
+/// The group a list of configuration parameters leaves (`TenantMapEntry::configure`: 7.3
+/// knows `tenant_group` alone).
+fn configured(mut group: Option<Bytes>, params: &[(Bytes, Option<Bytes>)]) -> Result<TenantConfig, Error> {
+    for (param, value) in params {
+        if param.as_ref() != b"tenant_group" {
+            return Err(ErrorCode::INVALID_TENANT_CONFIGURATION.into());
+        }
+        group = value.clone();
+    }
+    Ok(TenantConfig { tenant_group: group })
+}
+
+/// Carries out the tenant module's writes in `tx`, before its commit (`commitImpl`).
+pub(crate) async fn commit_writes<D: Driver>(tx: &Transaction<D>) -> Result<(), Error> {
+    let writes = tx.take_special_writes().await?;
+    if writes.is_empty() {
+        return Ok(());
+    }
+    // libfdb_c's module works on the native transaction under RYW, which reads and writes
+    // system keys without asking; here the same transaction does it.
+    tx.set_option(TransactionOption::AccessSystemKeys)?;
+    check_tenant_mode(tx).await?;
+    let Plan {
+        map,
+        mut configure,
+        renames,
+    } = Plan::of(tx, writes).await?;
+    let mut create: BTreeMap<Bytes, Vec<(Bytes, Option<Bytes>)>> = BTreeMap::new();
+    for (begin, end, set) in map {
+        if set {
+            let params = configure.remove(&begin).unwrap_or_default();
+            create.insert(begin, params);
+        } else if single(&begin, &end) {
+            delete_tenant_in(tx, &begin).await?;
+            configure.remove(&begin);
+        } else {
+            let tenants = list_tenants_in(tx, &begin, &end, TOO_MANY).await?;
+            if tenants.len() == TOO_MANY {
+                return Err(api_failure(tx, "delete tenants", "too many tenants to range delete").await);
+            }
+            for t in tenants {
+                delete_tenant_in(tx, t.name()).await?;
+            }
+            configure.retain(|n, _| !(begin <= *n && *n < end));
+        }
+    }
+    for (name, params) in create {
+        let config = configured(None, &params)?;
+        create_tenant_with_in(tx, &name, &config).await?;
+    }
+    for (name, params) in configure {
+        let Some(entry) = get_tenant_in(tx, &name).await? else {
+            return Err(ErrorCode::TENANT_NOT_FOUND.into());
+        };
+        let config = configured(entry.tenant_group.clone(), &params)?;
+        configure_tenant_in(tx, &name, &config).await?;
+    }
+    for (old, new) in renames {
+        rename_tenant_in(tx, &old, &new).await?;
+    }
+    Ok(())
+}
+
+impl<D: Driver> Transaction<D> {
+    async fn take_special_writes(&self) -> Result<Vec<SpecialWrite>, Error> {
+        let id = self.flushed_id();
+        query(self.driver(), move |c, now| {
+            let id = id(c, now);
+            c.take_special_writes(id)
+        })
+            .await?
+            .map_err(Error::Client)
+    }
+
+    async fn set_special_error_message(&self, msg: Bytes) -> Result<(), Error> {
+        let id = self.flushed_id();
+        query(self.driver(), move |c, now| {
+            let id = id(c, now);
+            c.set_special_error_message(id, msg)
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_are_libfdb_cs_json() {
+        assert_eq!(
+            api_error("rename tenant", "tenant rename conflict"),
+            r#"{"command":"rename tenant","message":"tenant rename conflict","retriable":false}"#
+        );
+    }
+
+    #[test]
+    fn keys_stand_for_names() {
+        assert_eq!(name_at(b"\xff\xff/management/tenant/map/abc"), b"abc");
+        assert_eq!(name_at(b"\xff\xff/management/tenant/"), b"");
+        assert_eq!(name_at(b"\xff\xff/management/tenant/map0"), NAMES_END);
+    }
+
+    #[test]
+    fn writes_are_cut_to_their_part() {
+        let w = |b: &[u8], e: &[u8]| SpecialWrite {
+            begin: Bytes::copy_from_slice(b),
+            end: Bytes::copy_from_slice(e),
+            value: None,
+        };
+        let all = w(TENANT_MANAGEMENT_RANGE.0, TENANT_MANAGEMENT_RANGE.1);
+        assert_eq!(
+            within(&all, MAP, NAMES_END),
+            Some((Bytes::new(), Bytes::from_static(NAMES_END)))
+        );
+        let one = w(
+            b"\xff\xff/management/tenant/map/a",
+            b"\xff\xff/management/tenant/map/a\x00",
+        );
+        let (b, e) = within(&one, MAP, NAMES_END).unwrap();
+        assert!(single(&b, &e));
+        assert_eq!(within(&one, RENAME, b""), None);
+    }
+}

@@ -1,0 +1,193 @@
+//! Writes into the special key space (`special_key_space_enable_writes`), as RYW keeps them
+//! apart from its write map (`specialKeySpaceWriteMap`): each set or clear lands in the
+//! write module that holds it, and is acted on only at commit, when the module turns the
+//! writes into ordinary mutations (`SpecialKeySpace::commit`).
+//!
+//! The one module this client acts on is the tenant module (`\xff\xff/management/tenant/`);
+//! its commit needs reads, so the API layer runs it (`fdb-api`), taking the writes out of the
+//! core with [`crate::Client::take_special_writes`]. A write into one of libfdb_c's other
+//! write modules (exclusions, locks, coordinators, ...) is refused with
+//! `unsupported_operation` rather than kept and never carried out.
+
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use crate::error::ErrorCode;
+
+/// `\xff\xff/management/tenant/`: the tenant map, configuration and renames.
+pub const TENANT_MANAGEMENT_RANGE: (&[u8], &[u8]) =
+    (b"\xff\xff/management/tenant/", b"\xff\xff/management/tenant0");
+
+/// libfdb_c 7.3's write modules (registered `READWRITE` in `DatabaseContext`), by key order,
+/// and whether this client carries their writes out.
+#[rustfmt::skip]
+const WRITE_MODULES: [(&[u8], &[u8], bool); 18] = [
+    (b"\xff\xff/actor_profiler_conf/", b"\xff\xff/actor_profiler_conf0", false),
+    (b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0", false),
+    (b"\xff\xff/configuration/process/class_type/", b"\xff\xff/configuration/process/class_type0", false),
+    (b"\xff\xff/global_config/", b"\xff\xff/global_config0", false),
+    (b"\xff\xff/management/consistency_check_suspended", b"\xff\xff/management/consistency_check_suspended\x00", false),
+    (b"\xff\xff/management/data_distribution/", b"\xff\xff/management/data_distribution0", false),
+    (b"\xff\xff/management/db_locked", b"\xff\xff/management/db_locked\x00", false),
+    (b"\xff\xff/management/excluded/", b"\xff\xff/management/excluded0", false),
+    (b"\xff\xff/management/excluded_locality/", b"\xff\xff/management/excluded_locality0", false),
+    (b"\xff\xff/management/failed/", b"\xff\xff/management/failed0", false),
+    (b"\xff\xff/management/failed_locality/", b"\xff\xff/management/failed_locality0", false),
+    (b"\xff\xff/management/maintenance/", b"\xff\xff/management/maintenance0", false),
+    (b"\xff\xff/management/min_required_commit_version", b"\xff\xff/management/min_required_commit_version\x00", false),
+    (b"\xff\xff/management/options/", b"\xff\xff/management/options0", false),
+    (b"\xff\xff/management/profiling/", b"\xff\xff/management/profiling0", false),
+    (TENANT_MANAGEMENT_RANGE.0, TENANT_MANAGEMENT_RANGE.1, true),
+    (b"\xff\xff/management/version_epoch", b"\xff\xff/management/version_epoch\x00", false),
+    (b"\xff\xff/tracing/", b"\xff\xff/tracing0", false),
+];
+
+/// The write module holding `key`: its index in [`WRITE_MODULES`].
+fn module_of(key: &[u8]) -> Option<usize> {
+    WRITE_MODULES
+        .iter()
+        .position(|(b, e, _)| *b <= key && key < *e)
+}
+
+/// Where a write of `[begin, end)` (`begin < end`) goes (`SpecialKeySpace::set` / `clear`):
+/// `Ok(())` when this client keeps it, or the error the write fails with.
+pub(crate) fn check_module(begin: &[u8], end: &[u8], single: bool) -> Result<(), ErrorCode> {
+    let first = module_of(begin);
+    if !single {
+        // The module of the range's last key (`rangeContainingKeyBefore(end)`).
+        let last = WRITE_MODULES
+            .iter()
+            .position(|(b, e, _)| *b < end && end <= *e);
+        if first != last {
+            return match (first, last) {
+                (None, None) => Err(ErrorCode::SPECIAL_KEYS_NO_WRITE_MODULE_FOUND),
+                _ => Err(ErrorCode::SPECIAL_KEYS_CROSS_MODULE_CLEAR),
+            };
+        }
+    }
+    match first {
+        None => Err(ErrorCode::SPECIAL_KEYS_NO_WRITE_MODULE_FOUND),
+        Some(i) if WRITE_MODULES[i].2 => Ok(()),
+        Some(_) => Err(ErrorCode::UNSUPPORTED_OPERATION),
+    }
+}
+
+/// One write: `[begin, end)` set to `value` (a set covers its key alone), or cleared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecialWrite {
+    /// Where the write begins.
+    pub begin: Bytes,
+    /// Where it ends (`key | 0x00` for a single key).
+    pub end: Bytes,
+    /// The value set, or `None` for a clear.
+    pub value: Option<Bytes>,
+}
+
+/// The writes, as a map of disjoint ranges in key order: a later write replaces whatever an
+/// earlier one left in its range (`KeyRangeMap::insert`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SpecialWriteMap {
+    ranges: Vec<SpecialWrite>,
+}
+
+impl SpecialWriteMap {
+    pub(crate) fn insert(&mut self, begin: Bytes, end: Bytes, value: Option<Bytes>) {
+        let mut kept = Vec::with_capacity(self.ranges.len() + 2);
+        for r in self.ranges.drain(..) {
+            if r.end <= begin || r.begin >= end {
+                kept.push(r);
+                continue;
+            }
+            if r.begin < begin {
+                kept.push(SpecialWrite {
+                    begin: r.begin.clone(),
+                    end: begin.clone(),
+                    value: r.value.clone(),
+                });
+            }
+            if r.end > end {
+                kept.push(SpecialWrite {
+                    begin: end.clone(),
+                    end: r.end,
+                    value: r.value,
+                });
+            }
+        }
+        let at = kept.partition_point(|r| r.begin < begin);
+        kept.insert(at, SpecialWrite { begin, end, value });
+        self.ranges = kept;
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    pub(crate) fn take(&mut self) -> Vec<SpecialWrite> {
+        core::mem::take(&mut self.ranges)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn later_writes_replace_earlier_ones_in_their_range() {
+        let mut m = SpecialWriteMap::default();
+        m.insert(b("a"), b("a\0"), Some(b("1")));
+        m.insert(b("c"), b("c\0"), Some(b("2")));
+        m.insert(b("b"), b("d"), None);
+        m.insert(b("a"), b("a\0"), Some(b("3")));
+        let got: Vec<_> = m
+            .take()
+            .into_iter()
+            .map(|w| (w.begin, w.end, w.value))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (b("a"), b("a\0"), Some(b("3"))),
+                (b("b"), b("d"), None),
+            ]
+        );
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn a_clear_inside_a_range_splits_it() {
+        let mut m = SpecialWriteMap::default();
+        m.insert(b("a"), b("z"), None);
+        m.insert(b("m"), b("m\0"), Some(b("v")));
+        let got: Vec<_> = m.take().into_iter().map(|w| (w.begin, w.end)).collect();
+        assert_eq!(
+            got,
+            [(b("a"), b("m")), (b("m"), b("m\0")), (b("m\0"), b("z"))]
+        );
+    }
+
+    #[test]
+    fn modules_decide_where_a_write_goes() {
+        let t = b"\xff\xff/management/tenant/map/x";
+        assert_eq!(check_module(t, b"\xff\xff/management/tenant/map/x\0", true), Ok(()));
+        assert_eq!(
+            check_module(b"\xff\xff/management/excluded/1.2.3.4:5", b"\xff\xff/management/excluded/1.2.3.4:5\0", true),
+            Err(ErrorCode::UNSUPPORTED_OPERATION)
+        );
+        assert_eq!(
+            check_module(b"\xff\xff/nothing", b"\xff\xff/nothing\0", true),
+            Err(ErrorCode::SPECIAL_KEYS_NO_WRITE_MODULE_FOUND)
+        );
+        assert_eq!(
+            check_module(b"\xff\xff/management/tenant/", b"\xff\xff/management/version_epoch", false),
+            Err(ErrorCode::SPECIAL_KEYS_CROSS_MODULE_CLEAR)
+        );
+        assert_eq!(
+            check_module(TENANT_MANAGEMENT_RANGE.0, TENANT_MANAGEMENT_RANGE.1, false),
+            Ok(())
+        );
+    }
+}
