@@ -55,8 +55,8 @@ use crate::route::{Loss, Route};
 use crate::status::StatusReads;
 use crate::time::{Instant, Rng};
 use crate::transaction::{
-    ConflictRangeType, Ctx, DatabaseOption, RangeOptions, SpecialRead, SpecialWrite,
-    TenantHandle, TransactionId, TransactionOption, Transactions,
+    ConflictRangeType, Ctx, DatabaseOption, RangeOptions, SpecialRead, SpecialWrite, TenantHandle,
+    TransactionId, TransactionOption, Transactions,
 };
 
 pub(crate) use crate::event::Reply;
@@ -619,7 +619,10 @@ impl Client {
     /// `special_key_space_enable_writes`), taken out of the transaction: a driver carries them
     /// out as ordinary writes before it commits, as libfdb_c's `SpecialKeySpace::commit`
     /// does. A commit that still holds some fails with `unsupported_operation`.
-    pub fn take_special_writes(&mut self, tx: TransactionId) -> Result<Vec<SpecialWrite>, ClientError> {
+    pub fn take_special_writes(
+        &mut self,
+        tx: TransactionId,
+    ) -> Result<Vec<SpecialWrite>, ClientError> {
         self.txs.take_special_writes(tx)
     }
 

@@ -348,7 +348,11 @@ fn tenant_special_keys_on_the_test_cluster() {
     );
     assert_eq!(got[12], "E2131", "configure a missing tenant");
     assert_eq!(got[13], "E2117", "a configure key that is no tuple");
-    assert!(got[14].contains("invalid tenant configuration key"), "{}", got[14]);
+    assert!(
+        got[14].contains("invalid tenant configuration key"),
+        "{}",
+        got[14]
+    );
     assert_eq!(got[15], "E2140", "an unknown parameter");
     assert_eq!(got[16], "E2114", "writes not enabled");
     assert_eq!(got[17], "E2115", "no write module");
@@ -380,13 +384,14 @@ fn base64_of(b: &[u8]) -> String {
 #[test]
 fn the_same_answers_as_libfdb_c_on_a_real_cluster() {
     let Some((path, _)) = fdb_tests::dual::real_cluster_file() else {
-        println!("tenant_special_keys: FDB_CLUSTER_FILE not set; the libfdb_c comparison is skipped");
+        println!(
+            "tenant_special_keys: FDB_CLUSTER_FILE not set; the libfdb_c comparison is skipped"
+        );
         return;
     };
     let theirs_prefix = fdb_tests::dual::random_prefix("rsk-py");
     let args = [path.clone().into_os_string(), hex(&theirs_prefix).into()];
-    let Some(out) = fdb_tests::python::libfdb_c_answers("tenant_special_keys", PYTHON, args)
-    else {
+    let Some(out) = fdb_tests::python::libfdb_c_answers("tenant_special_keys", PYTHON, args) else {
         return;
     };
     let db = Database::open(Some(&path)).unwrap();

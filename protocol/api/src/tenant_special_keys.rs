@@ -28,8 +28,8 @@ use fdb_protocol::{
 use crate::driver::{query, Driver};
 use crate::error::Error;
 use crate::tenant_management::{
-    check_tenant_mode,    configure_tenant_in, create_tenant_with_in, delete_tenant_in, get_tenant_in, list_tenants_in,
-    rename_tenant_in, TenantConfig,
+    check_tenant_mode, configure_tenant_in, create_tenant_with_in, delete_tenant_in, get_tenant_in,
+    list_tenants_in, rename_tenant_in, TenantConfig,
 };
 use crate::transaction::Transaction;
 
@@ -57,7 +57,10 @@ pub(crate) fn range_reads_tenants(begin: &KeySelector, end: &KeySelector) -> boo
     let special = |k: &[u8]| (&b"\xff\xff"[..]..=&b"\xff\xff\xff"[..]).contains(&k);
     in_module(b)
         || in_module(e)
-        || (special(b) && special(e) && b < TENANT_MANAGEMENT_RANGE.0 && e > TENANT_MANAGEMENT_RANGE.1)
+        || (special(b)
+            && special(e)
+            && b < TENANT_MANAGEMENT_RANGE.0
+            && e > TENANT_MANAGEMENT_RANGE.1)
 }
 
 /// The tenant name a special key stands for, within the map: keys before the map give the
@@ -153,8 +156,10 @@ struct Plan {
 /// Strips `sub`'s prefix from a write's key range (`[begin, end)` inside the tenant module);
 /// an end past `sub` becomes `past`.
 fn within(w: &SpecialWrite, sub: (&[u8], &[u8]), past: &[u8]) -> Option<(Bytes, Bytes)> {
-    let m = TENANT_MANAGEMENT_RANGE.0.len();
-    let (b, e) = (&w.begin[m..], w.end.get(m..).unwrap_or(b""));
+    let m = TENANT_MANAGEMENT_RANGE.0;
+    let b = w.begin.strip_prefix(m).unwrap_or(b"");
+    // An end at the module's end is past every part.
+    let e = w.end.strip_prefix(m).unwrap_or(b"\xff");
     let (b, e) = (b.max(sub.0), e.min(sub.1));
     if b >= e {
         return None;
@@ -181,7 +186,12 @@ impl Plan {
                     continue;
                 }
                 let Ok((name, param)) = tuple::unpack::<(Vec<u8>, Vec<u8>)>(&b) else {
-                    return Err(api_failure(tx, "configure tenant", "invalid tenant configuration key").await);
+                    return Err(api_failure(
+                        tx,
+                        "configure tenant",
+                        "invalid tenant configuration key",
+                    )
+                    .await);
                 };
                 plan.configure
                     .entry(Bytes::from(name))
@@ -198,7 +208,8 @@ impl Plan {
                 plan.renames.push((old, new));
             }
         }
-        let renamed_in = |b: &[u8], e: &[u8]| renamed.iter().any(|n| b <= n.as_ref() && n.as_ref() < e);
+        let renamed_in =
+            |b: &[u8], e: &[u8]| renamed.iter().any(|n| b <= n.as_ref() && n.as_ref() < e);
         for (b, e, _) in &plan.map {
             if renamed_in(b, e) {
                 return Err(api_failure(tx, "rename tenant", "tenant rename conflict").await);
@@ -213,14 +224,19 @@ impl Plan {
 
 /// The group a list of configuration parameters leaves (`TenantMapEntry::configure`: 7.3
 /// knows `tenant_group` alone).
-fn configured(mut group: Option<Bytes>, params: &[(Bytes, Option<Bytes>)]) -> Result<TenantConfig, Error> {
+fn configured(
+    mut group: Option<Bytes>,
+    params: &[(Bytes, Option<Bytes>)],
+) -> Result<TenantConfig, Error> {
     for (param, value) in params {
         if param.as_ref() != b"tenant_group" {
             return Err(ErrorCode::INVALID_TENANT_CONFIGURATION.into());
         }
         group = value.clone();
     }
-    Ok(TenantConfig { tenant_group: group })
+    Ok(TenantConfig {
+        tenant_group: group,
+    })
 }
 
 /// Carries out the tenant module's writes in `tx`, before its commit (`commitImpl`).
@@ -249,7 +265,9 @@ pub(crate) async fn commit_writes<D: Driver>(tx: &Transaction<D>) -> Result<(), 
         } else {
             let tenants = list_tenants_in(tx, &begin, &end, TOO_MANY).await?;
             if tenants.len() == TOO_MANY {
-                return Err(api_failure(tx, "delete tenants", "too many tenants to range delete").await);
+                return Err(
+                    api_failure(tx, "delete tenants", "too many tenants to range delete").await,
+                );
             }
             for t in tenants {
                 delete_tenant_in(tx, t.name()).await?;
@@ -281,8 +299,8 @@ impl<D: Driver> Transaction<D> {
             let id = id(c, now);
             c.take_special_writes(id)
         })
-            .await?
-            .map_err(Error::Client)
+        .await?
+        .map_err(Error::Client)
     }
 
     async fn set_special_error_message(&self, msg: Bytes) -> Result<(), Error> {

@@ -23,6 +23,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use super::scan::{range_limits, RangeOptions};
+use super::special_writes::{SpecialWrite, TENANT_MANAGEMENT_RANGE};
 use super::Transactions;
 use crate::error::ErrorCode;
 use crate::event::{ClientError, RangeResult, Reply};
@@ -30,7 +31,6 @@ use crate::ids::TransactionId;
 use crate::messages::types::{KeyRange, KeySelector, KeyValue};
 use crate::ryw::range_read::remove_or_equal;
 use crate::ryw::RangeSet;
-use super::special_writes::{SpecialWrite, TENANT_MANAGEMENT_RANGE};
 
 /// The special key range of the conflicting read ranges of a failed commit.
 pub const CONFLICTING_KEYS_PREFIX: &[u8] = b"\xff\xff/transaction/conflicting_keys/";
@@ -235,8 +235,16 @@ impl Transactions {
         // tenant part of the management module is served when its rows were given). A
         // `first_greater_or_equal` selector is a plain key to libfdb_c, which asks only the
         // parts of the module between the two keys.
-        let lo = if begin.offset == 1 { (&a).max(&begin.key) } else { &a };
-        let hi = if end.offset == 1 { (&b).min(&end.key) } else { &b };
+        let lo = if begin.offset == 1 {
+            (&a).max(&begin.key)
+        } else {
+            &a
+        };
+        let hi = if end.offset == 1 {
+            (&b).min(&end.key)
+        } else {
+            &b
+        };
         let in_tenants = tenants.is_some() && tb <= lo.as_ref() && hi.as_ref() <= te;
         let unserved = !in_tenants
             && MODULES.iter().any(|(mb, me, served)| {

@@ -15,8 +15,10 @@ use bytes::Bytes;
 use crate::error::ErrorCode;
 
 /// `\xff\xff/management/tenant/`: the tenant map, configuration and renames.
-pub const TENANT_MANAGEMENT_RANGE: (&[u8], &[u8]) =
-    (b"\xff\xff/management/tenant/", b"\xff\xff/management/tenant0");
+pub const TENANT_MANAGEMENT_RANGE: (&[u8], &[u8]) = (
+    b"\xff\xff/management/tenant/",
+    b"\xff\xff/management/tenant0",
+);
 
 /// libfdb_c 7.3's write modules (registered `READWRITE` in `DatabaseContext`), by key order,
 /// and whether this client carries their writes out.
@@ -149,10 +151,7 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            [
-                (b("a"), b("a\0"), Some(b("3"))),
-                (b("b"), b("d"), None),
-            ]
+            [(b("a"), b("a\0"), Some(b("3"))), (b("b"), b("d"), None),]
         );
         assert!(m.is_empty());
     }
@@ -172,9 +171,16 @@ mod tests {
     #[test]
     fn modules_decide_where_a_write_goes() {
         let t = b"\xff\xff/management/tenant/map/x";
-        assert_eq!(check_module(t, b"\xff\xff/management/tenant/map/x\0", true), Ok(()));
         assert_eq!(
-            check_module(b"\xff\xff/management/excluded/1.2.3.4:5", b"\xff\xff/management/excluded/1.2.3.4:5\0", true),
+            check_module(t, b"\xff\xff/management/tenant/map/x\0", true),
+            Ok(())
+        );
+        assert_eq!(
+            check_module(
+                b"\xff\xff/management/excluded/1.2.3.4:5",
+                b"\xff\xff/management/excluded/1.2.3.4:5\0",
+                true
+            ),
             Err(ErrorCode::UNSUPPORTED_OPERATION)
         );
         assert_eq!(
@@ -182,7 +188,11 @@ mod tests {
             Err(ErrorCode::SPECIAL_KEYS_NO_WRITE_MODULE_FOUND)
         );
         assert_eq!(
-            check_module(b"\xff\xff/management/tenant/", b"\xff\xff/management/version_epoch", false),
+            check_module(
+                b"\xff\xff/management/tenant/",
+                b"\xff\xff/management/version_epoch",
+                false
+            ),
             Err(ErrorCode::SPECIAL_KEYS_CROSS_MODULE_CLEAR)
         );
         assert_eq!(
