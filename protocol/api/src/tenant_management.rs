@@ -4,8 +4,10 @@
 //!
 //! libfdb_c does this through its `\xff\xff/management/tenant/map/<name>` special keys, a
 //! client-side module that turns the writes into `TenantAPI::createTenantTransaction` /
-//! `deleteTenantTransaction` (`fdbclient/TenantManagement.actor.h`, 7.3). This client writes
-//! the same system keys itself, in one transaction with `access_system_keys`:
+//! `deleteTenantTransaction` (`fdbclient/TenantManagement.actor.h`, 7.3). Those special keys
+//! work here too (through any transaction with `special_key_space_enable_writes`); these
+//! functions are what their commit runs. They write the same system keys libfdb_c does, in one
+//! transaction with `access_system_keys`:
 //! `\xff/tenant/map/<id as 8 big-endian bytes>` (the `TenantMapEntry`),
 //! `\xff/tenant/nameIndex/<tuple(name)>` = `tuple(id)`, `\xff/tenant/lastId` = `tuple(id)`,
 //! `\xff/tenant/count` (a little-endian counter, `add`), and `\xff/tenant/lastModification`
