@@ -13,8 +13,8 @@
 //! `\xff\xff/connection_string`, `\xff\xff/cluster_file_path` and `\xff\xff/error_message`
 //! (why the last special-key commit failed). `\xff\xff/status/json` is a point read of its own
 //! ([`crate::Client::status_json`]). The tenant module (`\xff\xff/management/tenant/`) is
-//! served from rows the caller reads from the database and hands in ([`crate::Client::
-//! get_range_with_tenants`]). The other modules libfdb_c fills from the cluster (the rest of
+//! served from rows the caller reads from the database and hands in
+//! ([`crate::Client::get_range_with_tenants`]). The other modules libfdb_c fills from the cluster (the rest of
 //! management, configuration, metrics, worker interfaces, global config, tracing, actor
 //! lineage, the profiler) are not served: a read that reaches one fails with
 //! `special_keys_no_module_found` rather than answer rows that would be wrong.
