@@ -132,6 +132,7 @@ impl SpecialWriteMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
 
     fn b(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
@@ -166,6 +167,36 @@ mod tests {
             got,
             [(b("a"), b("m")), (b("m"), b("m\0")), (b("m\0"), b("z"))]
         );
+    }
+
+    proptest::proptest! {
+        /// Against a model of one-byte keys: each key holds the last write covering it, and
+        /// the map stays sorted and disjoint.
+        #[test]
+        fn the_map_keeps_the_last_write_of_each_key(
+            writes in proptest::collection::vec((0u8..16, 1u8..6, proptest::option::of(0u8..4)), 0..24)
+        ) {
+            let mut m = SpecialWriteMap::default();
+            let mut model: [Option<Option<u8>>; 24] = [None; 24];
+            for (b, len, v) in writes {
+                let e = b + len;
+                m.insert(Bytes::from(vec![b]), Bytes::from(vec![e]), v.map(|x| Bytes::from(vec![x])));
+                for k in b..e {
+                    model[k as usize] = Some(v);
+                }
+            }
+            let ranges = m.take();
+            for w in ranges.windows(2) {
+                proptest::prop_assert!(w[0].end <= w[1].begin);
+            }
+            for k in 0u8..24 {
+                let got = ranges
+                    .iter()
+                    .find(|r| r.begin[0] <= k && k < r.end[0])
+                    .map(|r| r.value.as_ref().map(|v| v[0]));
+                proptest::prop_assert_eq!(got, model[k as usize]);
+            }
+        }
     }
 
     #[test]
