@@ -10,14 +10,12 @@ use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::types::{KeySelector, KeyValue, Version};
 use fdb_protocol::{
     check_conflict_range, Call, Client, Committed, ConflictRangeType, Instant, MutationType,
-    Outcome, RangeCursor, RangeOption, RangeOptions, RangeResult, TransactionId, TransactionOption,
+    Outcome, RangeCursor, RangeOptions, RangeResult, TransactionId, TransactionOption,
 };
 
 use crate::driver::{apply, query, submit, Driver, Pending};
 use crate::error::Error;
-use crate::snapshot::Snapshot;
-use crate::stream::{KeyValueStream, RangeStream};
-use crate::tenant::{Tenant, TenantCell};
+use crate::tenant_handle::{TenantCell, TenantInner};
 use crate::versionstamp::{VersionstampFuture, VersionstampWaiters};
 
 /// A write other than a set: run on the loop with the transaction's id.
@@ -58,7 +56,7 @@ struct TxInner<D: Driver> {
     pending: Mutex<Writes>,
     stamps: VersionstampWaiters,
     /// Keeps the tenant handle open while the transaction lives (dropped after it).
-    _tenant: Option<Tenant<D>>,
+    _tenant: Option<Arc<TenantInner<D>>>,
 }
 
 impl<D: Driver> TxInner<D> {
@@ -150,7 +148,7 @@ impl<D: Driver> Transaction<D> {
         Self::new_in(driver, None)
     }
 
-    pub(crate) fn new_in(driver: D, tenant: Option<Tenant<D>>) -> Self {
+    pub(crate) fn new_in(driver: D, tenant: Option<Arc<TenantInner<D>>>) -> Self {
         let created = driver.now();
         Transaction {
             inner: Arc::new(TxInner {
@@ -158,7 +156,7 @@ impl<D: Driver> Transaction<D> {
                 cell: Arc::new(TxCell {
                     id: OnceLock::new(),
                     created,
-                    tenant: tenant.as_ref().map(|t| t.inner.cell.clone()),
+                    tenant: tenant.as_ref().map(|t| t.cell.clone()),
                 }),
                 pending: Mutex::new(Writes::default()),
                 stamps: VersionstampWaiters::default(),
@@ -212,11 +210,6 @@ impl<D: Driver> Transaction<D> {
             let _ = c.set_option(now, id, opt);
         });
         Ok(())
-    }
-
-    /// A view of this transaction whose reads add no read conflict ranges (snapshot reads).
-    pub fn snapshot(&self) -> Snapshot<D> {
-        Snapshot::new(self.clone())
     }
 
     /// The transaction's read version. Like every read here, the request is made when this
@@ -334,31 +327,6 @@ impl<D: Driver> Transaction<D> {
         snapshot: bool,
     ) -> Pending<D, RangeResult> {
         self.call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
-    }
-
-    /// A range read as a stream of batches, each fetched only when the previous one was
-    /// taken (`fdb_transaction_get_range` called with increasing `iteration`, as the bindings'
-    /// iterators do). Dropping the stream cancels the batch in flight.
-    pub fn get_ranges(&self, range: impl Into<RangeOption>, snapshot: bool) -> RangeStream<D> {
-        RangeStream::new(self.clone(), range.into(), snapshot)
-    }
-
-    /// [`Transaction::get_ranges`] row by row.
-    pub fn get_ranges_keyvalues(
-        &self,
-        range: impl Into<RangeOption>,
-        snapshot: bool,
-    ) -> KeyValueStream<D> {
-        KeyValueStream::new(self.get_ranges(range, snapshot))
-    }
-
-    /// Every row of a range read, collected.
-    pub async fn get_range_all(
-        &self,
-        range: impl Into<RangeOption>,
-        snapshot: bool,
-    ) -> Result<Vec<KeyValue>, Error> {
-        self.get_ranges(range, snapshot).collect_rows().await
     }
 
     /// Every row in `[begin, end)` (at most `limit` if non-zero), fetched in batches as the
