@@ -20,6 +20,7 @@ mod snapshot;
 mod special_keys;
 mod stream;
 mod tenant;
+mod tenant_handle;
 pub mod tenant_management;
 mod tenant_special_keys;
 mod tls;

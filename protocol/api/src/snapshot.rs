@@ -10,6 +10,13 @@ use crate::error::Error;
 use crate::stream::{KeyValueStream, RangeStream};
 use crate::transaction::Transaction;
 
+impl<D: Driver> Transaction<D> {
+    /// A view of this transaction whose reads add no read conflict ranges (snapshot reads).
+    pub fn snapshot(&self) -> Snapshot<D> {
+        Snapshot::new(self.clone())
+    }
+}
+
 /// Snapshot reads of a transaction (see [`Transaction::snapshot`]). Cheap to clone.
 pub struct Snapshot<D: Driver> {
     tx: Transaction<D>,

@@ -15,6 +15,33 @@ use crate::driver::{Driver, Pending};
 use crate::error::Error;
 use crate::transaction::Transaction;
 
+impl<D: Driver> Transaction<D> {
+    /// A range read as a stream of batches, each fetched only when the previous one was
+    /// taken (`fdb_transaction_get_range` called with increasing `iteration`, as the bindings'
+    /// iterators do). Dropping the stream cancels the batch in flight.
+    pub fn get_ranges(&self, range: impl Into<RangeOption>, snapshot: bool) -> RangeStream<D> {
+        RangeStream::new(self.clone(), range.into(), snapshot)
+    }
+
+    /// [`Transaction::get_ranges`] row by row.
+    pub fn get_ranges_keyvalues(
+        &self,
+        range: impl Into<RangeOption>,
+        snapshot: bool,
+    ) -> KeyValueStream<D> {
+        KeyValueStream::new(self.get_ranges(range, snapshot))
+    }
+
+    /// Every row of a range read, collected.
+    pub async fn get_range_all(
+        &self,
+        range: impl Into<RangeOption>,
+        snapshot: bool,
+    ) -> Result<Vec<KeyValue>, Error> {
+        self.get_ranges(range, snapshot).collect_rows().await
+    }
+}
+
 /// The batches of a range read (see [`Transaction::get_ranges`]). Each item is one batch's
 /// rows, cut to the read's limit; `more` says whether another batch may follow. Empty
 /// batches are not yielded. Dropping the stream cancels the batch in flight.

@@ -6,41 +6,13 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use fdb_protocol::{Client, Instant, TenantHandle};
 
 use crate::database::Database;
 use crate::driver::{apply, query, Driver};
 use crate::error::Error;
+use crate::tenant_handle::{TenantCell, TenantInner};
 use crate::transact::{MaybeCommitted, TransactError, TransactOption};
 use crate::transaction::Transaction;
-
-/// The core's handle of a tenant, opened on the loop on first use.
-pub(crate) struct TenantCell {
-    name: Bytes,
-    handle: OnceLock<TenantHandle>,
-}
-
-impl TenantCell {
-    pub(crate) fn handle(&self, c: &mut Client, now: Instant) -> TenantHandle {
-        *self.handle.get_or_init(|| c.open_tenant(now, &self.name))
-    }
-}
-
-pub(crate) struct TenantInner<D: Driver> {
-    driver: D,
-    pub(crate) cell: Arc<TenantCell>,
-}
-
-impl<D: Driver> Drop for TenantInner<D> {
-    fn drop(&mut self) {
-        let cell = self.cell.clone();
-        apply(&self.driver, move |c, _| {
-            if let Some(h) = cell.handle.get() {
-                c.close_tenant(*h);
-            }
-        });
-    }
-}
 
 /// A tenant of the database (`fdb_database_open_tenant`). Cheap to clone. Its id is looked
 /// up once, when it is opened, and kept: if the tenant is deleted (even if a tenant of the
@@ -103,7 +75,7 @@ impl<D: Driver> Tenant<D> {
     /// A new transaction in this tenant: the keys it reads and writes are the tenant's
     /// (stored under its prefix, which the application never sees).
     pub fn create_transaction(&self) -> Transaction<D> {
-        Transaction::new_in(self.inner.driver.clone(), Some(self.clone()))
+        Transaction::new_in(self.inner.driver.clone(), Some(self.inner.clone()))
     }
 
     /// [`Database::run`] in this tenant.

@@ -22,10 +22,11 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::{
-    tuple, KeySelector, KeyValue, SpecialWrite, TransactionOption, TENANT_MANAGEMENT_RANGE,
+    tuple, Committed, KeySelector, KeyValue, RangeOptions, RangeResult, SpecialWrite,
+    TransactionOption, TENANT_MANAGEMENT_RANGE,
 };
 
-use crate::driver::{query, Driver};
+use crate::driver::{query, Driver, Pending};
 use crate::error::Error;
 use crate::tenant_management::{
     check_tenant_mode, configure_tenant_in, create_tenant_with_in, delete_tenant_in, get_tenant_in,
@@ -293,6 +294,47 @@ pub(crate) async fn commit_writes<D: Driver>(tx: &Transaction<D>) -> Result<(), 
 }
 
 impl<D: Driver> Transaction<D> {
+    /// A point read: the tenant module's keys are answered here, the rest by the core.
+    pub(crate) fn get_with(&self, key: &[u8], snapshot: bool) -> Pending<D, Option<Bytes>> {
+        let key = key.to_vec();
+        if reads_tenants(&key) {
+            let tx = self.clone();
+            return Pending::local(async move {
+                let rows = rows_for_key(&tx, &key).await?;
+                tx.call(move |c, now, id| c.get_with_tenants(now, id, &key, rows))
+                    .await
+            });
+        }
+        self.call(move |c, now, id| c.get(now, id, &key, snapshot))
+    }
+
+    /// A range read's batch: one reaching the tenant module is answered here, the rest by
+    /// the core.
+    pub(crate) fn range_batch(
+        &self,
+        begin: KeySelector,
+        end: KeySelector,
+        opts: RangeOptions,
+        snapshot: bool,
+    ) -> Pending<D, RangeResult> {
+        if range_reads_tenants(&begin, &end) {
+            let tx = self.clone();
+            return Pending::local(async move {
+                let rows = rows_for_range(&tx, &begin, &end, opts.limit).await?;
+                tx.call(move |c, now, id| c.get_range_with_tenants(now, id, begin, end, opts, rows))
+                    .await
+            });
+        }
+        self.call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
+    }
+
+    /// The commit after writes into the special key space: their module's writes first, then
+    /// the commit.
+    pub(crate) async fn commit_after_special_writes(&self) -> Result<Committed, Error> {
+        commit_writes(self).await?;
+        self.call(|c, now, id| c.commit(now, id)).await
+    }
+
     async fn take_special_writes(&self) -> Result<Vec<SpecialWrite>, Error> {
         let id = self.flushed_id();
         query(self.driver(), move |c, now| {

@@ -11,15 +11,12 @@ use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::types::{KeySelector, KeyValue, Version};
 use fdb_protocol::{
     check_conflict_range, Call, Client, Committed, ConflictRangeType, Instant, MutationType,
-    Outcome, RangeCursor, RangeOption, RangeOptions, RangeResult, TransactionId, TransactionOption,
+    Outcome, RangeCursor, RangeOptions, RangeResult, TransactionId, TransactionOption,
 };
 
 use crate::driver::{apply, query, submit, Driver, Pending};
 use crate::error::Error;
-use crate::snapshot::Snapshot;
-use crate::stream::{KeyValueStream, RangeStream};
-use crate::tenant::{Tenant, TenantCell};
-use crate::tenant_special_keys as tenant_keys;
+use crate::tenant_handle::{TenantCell, TenantInner};
 use crate::versionstamp::{VersionstampFuture, VersionstampWaiters};
 
 /// A write other than a set: run on the loop with the transaction's id.
@@ -63,7 +60,7 @@ struct TxInner<D: Driver> {
     /// its tenant module must carry out.
     special: AtomicBool,
     /// Keeps the tenant handle open while the transaction lives (dropped after it).
-    _tenant: Option<Tenant<D>>,
+    _tenant: Option<Arc<TenantInner<D>>>,
 }
 
 impl<D: Driver> TxInner<D> {
@@ -155,7 +152,7 @@ impl<D: Driver> Transaction<D> {
         Self::new_in(driver, None)
     }
 
-    pub(crate) fn new_in(driver: D, tenant: Option<Tenant<D>>) -> Self {
+    pub(crate) fn new_in(driver: D, tenant: Option<Arc<TenantInner<D>>>) -> Self {
         let created = driver.now();
         Transaction {
             inner: Arc::new(TxInner {
@@ -163,7 +160,7 @@ impl<D: Driver> Transaction<D> {
                 cell: Arc::new(TxCell {
                     id: OnceLock::new(),
                     created,
-                    tenant: tenant.as_ref().map(|t| t.inner.cell.clone()),
+                    tenant: tenant.as_ref().map(|t| t.cell.clone()),
                 }),
                 pending: Mutex::new(Writes::default()),
                 stamps: VersionstampWaiters::default(),
@@ -236,11 +233,6 @@ impl<D: Driver> Transaction<D> {
         Ok(())
     }
 
-    /// A view of this transaction whose reads add no read conflict ranges (snapshot reads).
-    pub fn snapshot(&self) -> Snapshot<D> {
-        Snapshot::new(self.clone())
-    }
-
     /// The transaction's read version. Like every read here, the request is made when this
     /// is called (as libfdb_c's calls are), not when the future is first polled.
     pub fn get_read_version(&self) -> Pending<D, Version> {
@@ -263,19 +255,6 @@ impl<D: Driver> Transaction<D> {
     /// Reads `key` without a read conflict range.
     pub fn snapshot_get(&self, key: impl AsRef<[u8]>) -> Pending<D, Option<Bytes>> {
         self.get_with(key.as_ref(), true)
-    }
-
-    pub(crate) fn get_with(&self, key: &[u8], snapshot: bool) -> Pending<D, Option<Bytes>> {
-        let key = key.to_vec();
-        if tenant_keys::reads_tenants(&key) {
-            let tx = self.clone();
-            return Pending::local(async move {
-                let rows = tenant_keys::rows_for_key(&tx, &key).await?;
-                tx.call(move |c, now, id| c.get_with_tenants(now, id, &key, rows))
-                    .await
-            });
-        }
-        self.call(move |c, now, id| c.get(now, id, &key, snapshot))
     }
 
     /// Resolves a key selector.
@@ -354,49 +333,6 @@ impl<D: Driver> Transaction<D> {
         snapshot: bool,
     ) -> Pending<D, RangeResult> {
         self.range_batch(begin, end, opts, snapshot)
-    }
-
-    pub(crate) fn range_batch(
-        &self,
-        begin: KeySelector,
-        end: KeySelector,
-        opts: RangeOptions,
-        snapshot: bool,
-    ) -> Pending<D, RangeResult> {
-        if tenant_keys::range_reads_tenants(&begin, &end) {
-            let tx = self.clone();
-            return Pending::local(async move {
-                let rows = tenant_keys::rows_for_range(&tx, &begin, &end, opts.limit).await?;
-                tx.call(move |c, now, id| c.get_range_with_tenants(now, id, begin, end, opts, rows))
-                    .await
-            });
-        }
-        self.call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
-    }
-
-    /// A range read as a stream of batches, each fetched only when the previous one was
-    /// taken (`fdb_transaction_get_range` called with increasing `iteration`, as the bindings'
-    /// iterators do). Dropping the stream cancels the batch in flight.
-    pub fn get_ranges(&self, range: impl Into<RangeOption>, snapshot: bool) -> RangeStream<D> {
-        RangeStream::new(self.clone(), range.into(), snapshot)
-    }
-
-    /// [`Transaction::get_ranges`] row by row.
-    pub fn get_ranges_keyvalues(
-        &self,
-        range: impl Into<RangeOption>,
-        snapshot: bool,
-    ) -> KeyValueStream<D> {
-        KeyValueStream::new(self.get_ranges(range, snapshot))
-    }
-
-    /// Every row of a range read, collected.
-    pub async fn get_range_all(
-        &self,
-        range: impl Into<RangeOption>,
-        snapshot: bool,
-    ) -> Result<Vec<KeyValue>, Error> {
-        self.get_ranges(range, snapshot).collect_rows().await
     }
 
     /// Every row in `[begin, end)` (at most `limit` if non-zero), fetched in batches as the
@@ -521,10 +457,7 @@ impl<D: Driver> Transaction<D> {
         async move {
             let r = match (pending, tx) {
                 (Some(p), _) => p.await,
-                (None, Some(tx)) => match tenant_keys::commit_writes(&tx).await {
-                    Ok(()) => tx.call(|c, now, id| c.commit(now, id)).await,
-                    Err(e) => Err(e),
-                },
+                (None, Some(tx)) => tx.commit_after_special_writes().await,
                 (None, None) => unreachable!("one of the two is set"),
             };
             inner.stamps.commit_done(&r);

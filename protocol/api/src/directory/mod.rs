@@ -51,6 +51,8 @@
 mod allocator;
 mod layer;
 mod output;
+mod relative;
+mod tree;
 
 use std::fmt;
 use std::future::Future;

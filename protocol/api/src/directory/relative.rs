@@ -1,0 +1,285 @@
+//! What a directory does to the directories below it, by paths relative to it: the
+//! operations of a [`DirectorySubspace`] or [`DirectoryPartition`], forwarded by a
+//! [`DirectoryOutput`] to whichever it is.
+
+use super::layer::DirectoryLayer;
+use super::output::{either, DirectoryOutput, DirectoryPartition, DirectorySubspace};
+use super::{owned_path, DirectoryError, ReadTransaction, Tr};
+use crate::driver::Driver;
+use crate::transaction::Transaction;
+
+impl DirectorySubspace {
+    fn at(&self) -> At<'_> {
+        At {
+            path: self.path(),
+            layer: self.directory_layer(),
+            parent: None,
+        }
+    }
+}
+
+impl DirectoryPartition {
+    fn at(&self) -> At<'_> {
+        At {
+            path: self.path(),
+            layer: self.inner_layer(),
+            parent: Some(self.parent_layer()),
+        }
+    }
+}
+
+/// A directory as the place relative paths start from: its path, the layer it acts
+/// through, and for a partition the layer it lives in (which acts on the partition itself).
+struct At<'a> {
+    path: &'a [String],
+    layer: &'a DirectoryLayer,
+    parent: Option<&'a DirectoryLayer>,
+}
+
+impl<'a> At<'a> {
+    /// The layer for an operation on `path`: a partition itself lives in its parent layer.
+    fn layer_for(&self, path: &[String]) -> &'a DirectoryLayer {
+        match self.parent {
+            Some(parent) if path.is_empty() => parent,
+            _ => self.layer,
+        }
+    }
+
+    /// `path` below this directory, relative to `layer`.
+    fn subpath(&self, path: &[String], layer: &DirectoryLayer) -> Vec<String> {
+        let mut p = self
+            .path
+            .get(layer.path().len()..)
+            .unwrap_or_default()
+            .to_vec();
+        p.extend_from_slice(path);
+        p
+    }
+
+    /// `path` below this directory, relative to the layer acting below it.
+    fn below(&self, path: &[impl AsRef<str>]) -> Vec<String> {
+        self.subpath(&owned_path(path), self.layer)
+    }
+
+    /// The layer for an operation on `path` (this directory itself included), and `path`
+    /// relative to it.
+    fn resolve(&self, path: &[impl AsRef<str>]) -> (&'a DirectoryLayer, Vec<String>) {
+        let path = owned_path(path);
+        let layer = self.layer_for(&path);
+        (layer, self.subpath(&path, layer))
+    }
+}
+
+/// The operations of a directory on the directories below it, paths relative to it.
+macro_rules! directory_ops {
+    ($t:ty) => {
+        impl $t {
+            /// Opens the directory at `path` below this one, creating it (and missing
+            /// parents) if needed; see [`DirectoryLayer::create_or_open`].
+            pub async fn create_or_open<D: Driver>(
+                &self,
+                tx: &Transaction<D>,
+                path: &[impl AsRef<str>],
+                layer: Option<&[u8]>,
+            ) -> Result<DirectoryOutput, DirectoryError> {
+                let at = self.at();
+                at.layer
+                    .create_or_open_in(Tr::new(tx), at.below(path), layer, None, true, true)
+                    .await
+            }
+
+            /// Creates the directory at `path` below this one; see
+            /// [`DirectoryLayer::create`].
+            pub async fn create<D: Driver>(
+                &self,
+                tx: &Transaction<D>,
+                path: &[impl AsRef<str>],
+                layer: Option<&[u8]>,
+                prefix: Option<&[u8]>,
+            ) -> Result<DirectoryOutput, DirectoryError> {
+                let at = self.at();
+                at.layer
+                    .create_or_open_in(Tr::new(tx), at.below(path), layer, prefix, true, false)
+                    .await
+            }
+
+            /// Opens the existing directory at `path` below this one.
+            pub async fn open<D: Driver, R: ReadTransaction<D> + Sync>(
+                &self,
+                tr: &R,
+                path: &[impl AsRef<str>],
+                layer: Option<&[u8]>,
+            ) -> Result<DirectoryOutput, DirectoryError> {
+                let at = self.at();
+                at.layer
+                    .create_or_open_in(Tr::of(tr), at.below(path), layer, None, false, true)
+                    .await
+            }
+
+            /// Whether the directory at `path` below this one (`[]`: this one) exists.
+            pub async fn exists<D: Driver, R: ReadTransaction<D> + Sync>(
+                &self,
+                tr: &R,
+                path: &[impl AsRef<str>],
+            ) -> Result<bool, DirectoryError> {
+                let (layer, sub) = self.at().resolve(path);
+                layer.exists_in(Tr::of(tr), sub).await
+            }
+
+            /// The subdirectories of the directory at `path` below this one (`[]`: this
+            /// one).
+            pub async fn list<D: Driver, R: ReadTransaction<D> + Sync>(
+                &self,
+                tr: &R,
+                path: &[impl AsRef<str>],
+            ) -> Result<Vec<String>, DirectoryError> {
+                let at = self.at();
+                at.layer.list_in(Tr::of(tr), at.below(path)).await
+            }
+
+            /// Moves the directory at `old_path` below this one to `new_path` below it.
+            pub async fn move_directory<D: Driver>(
+                &self,
+                tx: &Transaction<D>,
+                old_path: &[impl AsRef<str>],
+                new_path: &[impl AsRef<str>],
+            ) -> Result<DirectoryOutput, DirectoryError> {
+                let at = self.at();
+                at.layer
+                    .move_in(Tr::new(tx), at.below(old_path), at.below(new_path))
+                    .await
+            }
+
+            /// Moves this directory to the absolute `new_path` (in the same partition).
+            pub async fn move_to<D: Driver>(
+                &self,
+                tx: &Transaction<D>,
+                new_path: &[impl AsRef<str>],
+            ) -> Result<DirectoryOutput, DirectoryError> {
+                let at = self.at();
+                let layer = at.layer_for(&[]);
+                let new_path = owned_path(new_path);
+                let n = layer.path().len();
+                if new_path.get(..n) != Some(layer.path()) {
+                    return Err(DirectoryError::MoveBetweenPartitions);
+                }
+                let old = at.path.get(n..).unwrap_or_default().to_vec();
+                layer
+                    .move_in(Tr::new(tx), old, new_path[n..].to_vec())
+                    .await
+            }
+
+            /// Removes the directory at `path` below this one (`[]`: this one) with
+            /// everything in and below it; fails if it does not exist.
+            pub async fn remove<D: Driver>(
+                &self,
+                tx: &Transaction<D>,
+                path: &[impl AsRef<str>],
+            ) -> Result<(), DirectoryError> {
+                let (layer, sub) = self.at().resolve(path);
+                layer.remove_in(Tr::new(tx), sub, true).await.map(|_| ())
+            }
+
+            /// [`Self::remove`] of a directory that may not exist: whether it did.
+            pub async fn remove_if_exists<D: Driver>(
+                &self,
+                tx: &Transaction<D>,
+                path: &[impl AsRef<str>],
+            ) -> Result<bool, DirectoryError> {
+                let (layer, sub) = self.at().resolve(path);
+                layer.remove_in(Tr::new(tx), sub, false).await
+            }
+        }
+    };
+}
+
+directory_ops!(DirectorySubspace);
+directory_ops!(DirectoryPartition);
+
+impl DirectoryOutput {
+    /// See [`DirectorySubspace::create_or_open`].
+    pub async fn create_or_open<D: Driver>(
+        &self,
+        tx: &Transaction<D>,
+        path: &[impl AsRef<str>],
+        layer: Option<&[u8]>,
+    ) -> Result<DirectoryOutput, DirectoryError> {
+        either!(self, d => d.create_or_open(tx, path, layer).await)
+    }
+
+    /// See [`DirectorySubspace::create`].
+    pub async fn create<D: Driver>(
+        &self,
+        tx: &Transaction<D>,
+        path: &[impl AsRef<str>],
+        layer: Option<&[u8]>,
+        prefix: Option<&[u8]>,
+    ) -> Result<DirectoryOutput, DirectoryError> {
+        either!(self, d => d.create(tx, path, layer, prefix).await)
+    }
+
+    /// See [`DirectorySubspace::open`].
+    pub async fn open<D: Driver, R: ReadTransaction<D> + Sync>(
+        &self,
+        tr: &R,
+        path: &[impl AsRef<str>],
+        layer: Option<&[u8]>,
+    ) -> Result<DirectoryOutput, DirectoryError> {
+        either!(self, d => d.open(tr, path, layer).await)
+    }
+
+    /// See [`DirectorySubspace::exists`].
+    pub async fn exists<D: Driver, R: ReadTransaction<D> + Sync>(
+        &self,
+        tr: &R,
+        path: &[impl AsRef<str>],
+    ) -> Result<bool, DirectoryError> {
+        either!(self, d => d.exists(tr, path).await)
+    }
+
+    /// See [`DirectorySubspace::list`].
+    pub async fn list<D: Driver, R: ReadTransaction<D> + Sync>(
+        &self,
+        tr: &R,
+        path: &[impl AsRef<str>],
+    ) -> Result<Vec<String>, DirectoryError> {
+        either!(self, d => d.list(tr, path).await)
+    }
+
+    /// See [`DirectorySubspace::move_directory`].
+    pub async fn move_directory<D: Driver>(
+        &self,
+        tx: &Transaction<D>,
+        old_path: &[impl AsRef<str>],
+        new_path: &[impl AsRef<str>],
+    ) -> Result<DirectoryOutput, DirectoryError> {
+        either!(self, d => d.move_directory(tx, old_path, new_path).await)
+    }
+
+    /// See [`DirectorySubspace::move_to`].
+    pub async fn move_to<D: Driver>(
+        &self,
+        tx: &Transaction<D>,
+        new_path: &[impl AsRef<str>],
+    ) -> Result<DirectoryOutput, DirectoryError> {
+        either!(self, d => d.move_to(tx, new_path).await)
+    }
+
+    /// See [`DirectorySubspace::remove`].
+    pub async fn remove<D: Driver>(
+        &self,
+        tx: &Transaction<D>,
+        path: &[impl AsRef<str>],
+    ) -> Result<(), DirectoryError> {
+        either!(self, d => d.remove(tx, path).await)
+    }
+
+    /// See [`DirectorySubspace::remove_if_exists`].
+    pub async fn remove_if_exists<D: Driver>(
+        &self,
+        tx: &Transaction<D>,
+        path: &[impl AsRef<str>],
+    ) -> Result<bool, DirectoryError> {
+        either!(self, d => d.remove_if_exists(tx, path).await)
+    }
+}

@@ -1,0 +1,207 @@
+//! What RYW's range read asks NativeAPI for and what storage's answers prove
+//! (`GetRangeLimits`, `setRequestLimits`, `getKnownKeyRange`, `getKnownKeyRangeBack`).
+
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use crate::messages::types::{KeySelector, KeyValue};
+use crate::ryw::write_map::ALL_KEYS_END;
+
+/// `REPLY_BYTE_LIMIT`: the most a storage server returns per range request.
+pub const REPLY_BYTE_LIMIT: i32 = 80_000;
+
+/// `GetRangeLimits`: rows, bytes (`-1`: unlimited) and the rows a byte-limited read returns
+/// anyway.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RangeLimits {
+    pub(crate) rows: i32,
+    pub(crate) min_rows: i32,
+    pub(crate) bytes: i32,
+}
+
+impl RangeLimits {
+    pub(crate) const UNLIMITED: i32 = -1;
+
+    pub(crate) fn new(rows: i32, bytes: i32) -> Self {
+        RangeLimits {
+            rows,
+            min_rows: 1,
+            bytes,
+        }
+    }
+
+    /// One row read: `key + value + 8` bytes.
+    pub(crate) fn decrement(&mut self, kv: &KeyValue) {
+        self.min_rows = (self.min_rows - 1).max(0);
+        if self.rows != Self::UNLIMITED {
+            self.rows -= 1;
+        }
+        if self.bytes != Self::UNLIMITED {
+            let size = (kv.key.len() + kv.value.len() + 8).min(i32::MAX as usize) as i32;
+            self.bytes = self.bytes.saturating_sub(size).max(0);
+        }
+    }
+
+    pub(crate) fn decrement_all(&mut self, rows: &[KeyValue]) {
+        for kv in rows {
+            self.decrement(kv);
+        }
+    }
+
+    pub(crate) fn is_reached(&self) -> bool {
+        self.rows == 0 || (self.bytes == 0 && self.min_rows == 0)
+    }
+
+    pub(crate) fn has_byte_limit(&self) -> bool {
+        self.bytes != Self::UNLIMITED
+    }
+
+    pub(crate) fn has_row_limit(&self) -> bool {
+        self.rows != Self::UNLIMITED
+    }
+
+    pub(crate) fn has_satisfied_min_rows(&self) -> bool {
+        self.has_byte_limit() && self.min_rows == 0
+    }
+}
+
+/// A range NativeAPI read (`RangeResult`), rows in read order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct NativeResult {
+    pub(crate) rows: Vec<KeyValue>,
+    pub(crate) more: bool,
+    pub(crate) read_to_begin: bool,
+    pub(crate) read_through_end: bool,
+    /// Where a read cut at a shard boundary is known to have read through.
+    pub(crate) read_through: Option<Bytes>,
+}
+
+/// The storage read RYW asks NativeAPI for (always a snapshot read).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct NativeRead {
+    pub(crate) begin: KeySelector,
+    pub(crate) end: KeySelector,
+    pub(crate) limits: RangeLimits,
+    pub(crate) reverse: bool,
+}
+
+fn clamp_i32(v: i64) -> i32 {
+    v.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+}
+
+/// `setRequestLimits`: the limits of the storage read, with room for the rows the selectors
+/// still have to skip.
+pub(super) fn set_request_limits(
+    l: &mut RangeLimits,
+    additional: i64,
+    offset: i32,
+    request_count: i32,
+) {
+    let offset = offset as i64;
+    l.min_rows = clamp_i32((1 + additional).max(offset));
+    if l.has_row_limit() {
+        l.rows = clamp_i32((l.rows.max(1) as i64 + additional).max(offset));
+    }
+    if l.bytes == 0 {
+        l.bytes = RangeLimits::UNLIMITED;
+        if !l.has_row_limit() {
+            l.rows = clamp_i32((l.rows.max(1) as i64 + additional).max(offset));
+        }
+    } else if l.has_byte_limit() {
+        let shifted = (l.bytes as i64) << request_count.clamp(0, 20);
+        l.bytes = shifted.min(REPLY_BYTE_LIMIT as i64) as i32;
+    }
+}
+
+/// `getKnownKeyRange`: what a forward storage read proved about the keys it covered.
+pub(super) fn known_range(
+    d: &NativeResult,
+    begin: &KeySelector,
+    end: &KeySelector,
+) -> Option<(Bytes, Bytes)> {
+    let mut b = if begin.offset <= 1 {
+        begin.key.clone()
+    } else {
+        Bytes::from_static(ALL_KEYS_END)
+    };
+    let mut e = if !d.more && end.offset >= 1 {
+        end.key.clone()
+    } else {
+        Bytes::new()
+    };
+    if d.read_to_begin {
+        b = Bytes::new();
+    }
+    if d.read_through_end {
+        e = Bytes::from_static(ALL_KEYS_END);
+    }
+    if let (Some(first), Some(last)) = (d.rows.first(), d.rows.last()) {
+        b = b.min(first.key.clone());
+        e = match &d.read_through {
+            Some(rt) => e.max(rt.clone()),
+            None if !d.more && last.key < e => e,
+            None => crate::ryw::key_after(&last.key),
+        };
+    }
+    (b < e).then_some((b, e))
+}
+
+/// `getKnownKeyRangeBack`: the same for a reverse read (rows descending).
+pub(super) fn known_range_back(
+    d: &NativeResult,
+    begin: &KeySelector,
+    end: &KeySelector,
+) -> Option<(Bytes, Bytes)> {
+    let mut b = if !d.more && begin.offset <= 1 {
+        begin.key.clone()
+    } else {
+        Bytes::from_static(ALL_KEYS_END)
+    };
+    let mut e = if end.offset >= 1 {
+        end.key.clone()
+    } else {
+        Bytes::new()
+    };
+    if d.read_to_begin {
+        b = Bytes::new();
+    }
+    if d.read_through_end {
+        e = Bytes::from_static(ALL_KEYS_END);
+    }
+    if let (Some(first), Some(last)) = (d.rows.first(), d.rows.last()) {
+        b = match &d.read_through {
+            Some(rt) => rt.clone().min(b),
+            None if !d.more && last.key > b => b,
+            None => last.key.clone(),
+        };
+        e = if first.key < e {
+            e
+        } else {
+            crate::ryw::key_after(&first.key)
+        };
+    }
+    (b < e).then_some((b, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_limits_grow_with_the_requests() {
+        let mut l = RangeLimits::new(RangeLimits::UNLIMITED, 1000);
+        set_request_limits(&mut l, 2, 1, 3);
+        assert_eq!(
+            l,
+            RangeLimits {
+                rows: -1,
+                min_rows: 3,
+                bytes: 8000
+            }
+        );
+        let mut l = RangeLimits::new(5, 0);
+        l.min_rows = 1;
+        set_request_limits(&mut l, 0, 1, 0);
+        assert_eq!((l.rows, l.bytes), (5, RangeLimits::UNLIMITED));
+    }
+}

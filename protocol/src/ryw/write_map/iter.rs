@@ -1,0 +1,193 @@
+//! A position in the write map (`WriteMap::iterator`): segments, their kinds and flags, and
+//! the steps between them.
+
+use alloc::collections::{btree_map, BTreeMap};
+use bytes::Bytes;
+use core::ops::Bound;
+
+use super::{OpStack, RangeKind, WriteEntry, WriteSeg};
+use crate::ryw::ext_key::ExtKey;
+
+/// A position in the write map, between two entries (`WriteMap::iterator`).
+#[derive(Clone, Debug)]
+pub(crate) struct WriteIter<'a> {
+    map: &'a BTreeMap<Bytes, WriteEntry>,
+    pub(super) key: &'a Bytes,
+    pub(super) entry: &'a WriteEntry,
+    next_key: &'a Bytes,
+    next: &'a WriteEntry,
+    /// `false`: the operations at `key`; `true`: the keys after it.
+    offset: bool,
+    /// The entries after `next_key`, where the search for `next` left them: walking forward
+    /// takes the next one without a new search (`None` after a step back).
+    ahead: Option<btree_map::Range<'a, Bytes, WriteEntry>>,
+}
+
+impl<'a> WriteIter<'a> {
+    pub(super) fn at(map: &'a BTreeMap<Bytes, WriteEntry>, key: &[u8]) -> Self {
+        // The last entry at or before `key`, and the one after it.
+        let (k, e) = map
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
+            .next_back()
+            .or_else(|| map.iter().next())
+            .expect("the map holds its sentinels");
+        let mut ahead = map.range::<[u8], _>((Bound::Excluded(key), Bound::Unbounded));
+        let (nk, n) = ahead.next().unwrap_or((k, e));
+        WriteIter {
+            map,
+            key: k,
+            entry: e,
+            next_key: nk,
+            next: n,
+            offset: e.stack.is_empty() || k.as_ref() != key,
+            ahead: Some(ahead),
+        }
+    }
+
+    /// Moves to the segment holding `key`.
+    pub(crate) fn skip(&mut self, key: &[u8]) {
+        *self = WriteIter::at(self.map, key);
+    }
+
+    pub(crate) fn seg(&self) -> WriteSeg {
+        if self.offset {
+            if self.entry.following_cleared {
+                WriteSeg::Cleared
+            } else {
+                WriteSeg::Unmodified
+            }
+        } else if self.entry.stack.is_dependent() {
+            WriteSeg::Dependent
+        } else {
+            WriteSeg::Independent
+        }
+    }
+
+    pub(crate) fn is_cleared_range(&self) -> bool {
+        self.offset && self.entry.following_cleared
+    }
+
+    pub(crate) fn is_unmodified_range(&self) -> bool {
+        self.offset && !self.entry.following_cleared
+    }
+
+    pub(crate) fn is_operation(&self) -> bool {
+        !self.offset
+    }
+
+    pub(crate) fn is_conflict_range(&self) -> bool {
+        if self.offset {
+            self.entry.following_conflict
+        } else {
+            self.entry.is_conflict
+        }
+    }
+
+    pub(crate) fn is_unreadable(&self) -> bool {
+        if self.offset {
+            self.entry.following_unreadable
+        } else {
+            self.entry.is_unreadable
+        }
+    }
+
+    /// A range segment of exactly `kind`.
+    pub(super) fn is_range_of(&self, kind: RangeKind) -> bool {
+        self.offset && self.entry.following_cleared == kind.cleared && self.flags_match(kind)
+    }
+
+    /// The keys here go on as `kind` leaves them: an operation, or a range cleared alike,
+    /// with the same conflict and unreadable flags.
+    pub(super) fn goes_on_as(&self, kind: RangeKind) -> bool {
+        (!self.offset || self.entry.following_cleared == kind.cleared) && self.flags_match(kind)
+    }
+
+    fn flags_match(&self, kind: RangeKind) -> bool {
+        self.is_conflict_range() == kind.conflict && self.is_unreadable() == kind.unreadable
+    }
+
+    /// An operation segment whose result does not depend on the stored value.
+    pub(crate) fn is_independent(&self) -> bool {
+        self.entry.following_cleared || !self.entry.stack.is_dependent()
+    }
+
+    /// The operations of an operation segment.
+    pub(crate) fn op(&self) -> &'a OpStack {
+        &self.entry.stack
+    }
+
+    /// The key of the entry the segment belongs to.
+    pub(crate) fn entry_key(&self) -> &'a Bytes {
+        self.key
+    }
+
+    pub(crate) fn begin_key(&self) -> ExtKey<'a> {
+        ExtKey::new(
+            self.key,
+            usize::from(self.offset && !self.entry.stack.is_empty()),
+        )
+    }
+
+    pub(crate) fn end_key(&self) -> ExtKey<'a> {
+        if self.offset {
+            ExtKey::of(self.next_key)
+        } else {
+            ExtKey::new(self.key, 1)
+        }
+    }
+
+    /// `keyAtBegin`: the segment starts at its entry's key.
+    pub(super) fn key_at_begin(&self) -> bool {
+        !self.offset || self.entry.stack.is_empty()
+    }
+
+    fn next_follows_directly(&self) -> bool {
+        ExtKey::of(self.next_key).is_key_after(ExtKey::of(self.key))
+    }
+
+    pub(crate) fn advance(&mut self) {
+        if !self.offset && !self.next_follows_directly() {
+            self.offset = true;
+            return;
+        }
+        let (map, after) = (self.map, self.next_key.as_ref());
+        let ahead = self.ahead.get_or_insert_with(|| {
+            map.range::<[u8], _>((Bound::Excluded(after), Bound::Unbounded))
+        });
+        let Some((nk, n)) = ahead.next() else {
+            // Past the last sentinel: nothing follows (no reader goes there).
+            self.offset = true;
+            return;
+        };
+        self.key = self.next_key;
+        self.entry = self.next;
+        self.next_key = nk;
+        self.next = n;
+        self.offset = self.entry.stack.is_empty();
+    }
+
+    pub(crate) fn retreat(&mut self) {
+        if self.offset && !self.entry.stack.is_empty() {
+            self.offset = false;
+            return;
+        }
+        let Some((pk, p)) = self
+            .map
+            .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(self.key.as_ref())))
+            .next_back()
+        else {
+            return;
+        };
+        self.ahead = None;
+        self.next_key = self.key;
+        self.next = self.entry;
+        self.key = pk;
+        self.entry = p;
+        self.offset = self.entry.stack.is_empty() || !self.next_follows_directly();
+    }
+
+    /// The same segment of the same map.
+    pub(crate) fn same(&self, other: &WriteIter<'_>) -> bool {
+        self.offset == other.offset && self.key == other.key
+    }
+}
