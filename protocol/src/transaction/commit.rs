@@ -554,7 +554,11 @@ impl Transactions {
             .collect();
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
         for other in &others {
-            self.fail_op(cx, *other, ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED));
+            self.fail_op(
+                cx,
+                *other,
+                ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED),
+            );
         }
         let trace = cx.rng.uid();
         if let Some(t) = self.txs.get_mut(&tx) {

@@ -16,6 +16,8 @@
 //! a random `\xff/SC/` key when nothing read could conflict with what it writes.
 
 mod addresses;
+#[cfg(test)]
+mod backoff_tests;
 mod commit;
 mod db_options;
 mod log;
