@@ -746,7 +746,11 @@ impl Client {
     }
 
     /// `fdb_transaction_on_error`: finishes with `()` after the backoff (the transaction is
-    /// then reset and can run again), or with the error if it must not retry.
+    /// then reset and can run again), or with the error if it must not retry. As in
+    /// libfdb_c, only the read version and NativeAPI's mutations are dropped at once: during
+    /// the backoff the transaction still reads its own writes, a read already in flight
+    /// finishes normally, and what is still pending when the backoff ends fails with
+    /// `transaction_cancelled`.
     pub fn on_error(&mut self, now: Instant, tx: TransactionId, code: ErrorCode) -> Call<()> {
         self.call(now, |txs, cx| txs.on_error(cx, tx, code))
     }

@@ -842,6 +842,42 @@ async fn an_excluded_storage_server_loses_its_shards_and_nobody_notices() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_move_that_takes_time_serves_from_the_old_team_meanwhile() {
+    // fdbserver's move took about 6 s; here 3 s, long enough to look at it in flight.
+    let c = TestCluster::builder()
+        .storage_servers(3)
+        .replication(2)
+        .data_move_delay(Duration::from_secs(3))
+        .start();
+    let l = loaded(&c, 12, "slow-exclude", Duration::from_millis(200)).await;
+    let gone = c.servers_of(b"bank/")[0];
+    let before = c.shards();
+    let mut rc = RawClient::new();
+    let info = ok(rc.open_database(c.coordinator_addr(), Uid::default(), LIMIT));
+    set_excluded(&l.db, c.addr(Role::Storage(gone)), true).await;
+    // In flight: the teams are unchanged, and the excluded server still serves its shards.
+    assert_eq!(c.shards(), before);
+    let v = ok(rc.read_version(&info)).version;
+    let during = ok(rc.get_value(&c.storage_interface(gone), b"bank/", v));
+    assert_eq!(during.error, None);
+    l.commits("commits during the move", 5).await;
+    until("the move", || {
+        c.shards().iter().all(|s| !s.servers.contains(&gone))
+    })
+    .await;
+    assert!(c.shards().iter().all(|s| s.servers.len() == 2));
+    let v = ok(rc.read_version(&info)).version;
+    let after = ok(rc.get_value(&c.storage_interface(gone), b"bank/", v));
+    assert_eq!(after.error, Some(ErrorCode::WRONG_SHARD_SERVER));
+    l.commits("commits after the move", 10).await;
+    let retried = l.judge().await;
+    assert!(
+        !retried.contains(&ErrorCode::WRONG_SHARD_SERVER),
+        "wrong_shard_server is the client's to retry: {retried:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Coordinator change.
 

@@ -482,10 +482,11 @@ impl<D: Driver> Transaction<D> {
     }
 
     /// `on_error`: waits the backoff and resets the transaction if `code` is retryable;
-    /// otherwise fails with it.
-    pub async fn on_error(&self, code: ErrorCode) -> Result<(), Error> {
+    /// otherwise fails with it. It starts now (as `fdb_transaction_on_error`), not when
+    /// awaited: calls made meanwhile run during its backoff.
+    pub fn on_error(&self, code: ErrorCode) -> Pending<D, ()> {
         self.inner.stamps.abandon();
-        self.call(move |c, now, id| c.on_error(now, id, code)).await
+        self.call(move |c, now, id| c.on_error(now, id, code))
     }
 
     /// `fdb_transaction_cancel`: requests in flight fail with `transaction_cancelled`, and

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use core::time::Duration;
 
 use super::op::{Op, OpKind, Timer, Wait};
-use super::state::Tx;
+use super::state::{NativeTx, ReadVersion, Tx};
 use super::{fdb, Ctx, Transactions};
 use crate::error::{knobs, ErrorCode, OnErrorAction};
 use crate::event::{ClientError, Reply};
@@ -506,34 +506,109 @@ impl Transactions {
         };
         super::log::log_retry(t, code);
         t.retries += 1;
-        // Reset cx.now, keeping options, backoff, retry count and the timeout clock.
-        let keep_opts = t.options.clone();
-        let (backoff, retries, created, timed_out) = (t.backoff, t.retries, t.created, t.timed_out);
-        let conflicting = t.conflicting.take();
-        self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
-        let trace = cx.rng.uid();
-        if let Some(t) = self.txs.get_mut(&tx) {
-            *t = Tx::new(trace, created);
-            // As in `reset_transaction`: the conflicting keys survive the retry.
-            t.conflicting = conflicting;
-            t.backoff = backoff;
-            t.retries = retries;
-            t.timed_out = timed_out;
+        // NativeAPI's `Transaction::onError` resets the native transaction at once (its
+        // read version and mutations: `reset()` before `delay(backoff)`), while RYW's
+        // `onError` resets its own state (writes, cache, conflict ranges, options) and fails
+        // what is still pending only after the delay (`resetRyow`). A read in flight keeps
+        // the read version it had (NativeAPI's read actors hold the old `TransactionState`).
+        if let ReadVersion::Ready(v) = t.read_version {
+            for op in self.ops.values_mut() {
+                if op.tx == tx && !op.detached && op.version.is_none() && op.is_read() {
+                    op.version = Some(v);
+                }
+            }
         }
-        // RYW's `resetRyow`: the options return to the database's defaults, except the
-        // persistent ones (fdb.options: timeout, retry_limit, max_retry_delay,
-        // authorization_token); size_limit,
-        // read_your_writes_disable, report_conflicting_keys, ... must be set again.
-        self.apply_defaults(tx);
         if let Some(t) = self.txs.get_mut(&tx) {
-            t.options.timeout = keep_opts.timeout;
-            t.options.retry_limit = keep_opts.retry_limit;
-            t.options.max_retry_delay = keep_opts.max_retry_delay;
-            t.options.auth_token = keep_opts.auth_token;
+            t.read_version = ReadVersion::None;
+            t.native = NativeTx::default();
         }
         self.ops
             .insert(req, Op::new(tx, OpKind::Backoff, Wait::Timer, 0, true));
         self.add_timer(cx.now + delay, Timer::Op(req));
         req
+    }
+
+    /// The end of `on_error`'s backoff (`resetRyow`): what is still pending of the
+    /// transaction fails with `transaction_cancelled`, its RYW state and non-persistent
+    /// options are reset, and `on_error` finishes. Another `on_error` still sleeping fails
+    /// with `transaction_cancelled` and leaves the transaction cancelled until `reset` (the
+    /// catch of RYW's `onError` sets the new `resetPromise`).
+    pub(super) fn end_backoff(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
+        let Some(op) = self.ops.remove(&req) else {
+            return;
+        };
+        let tx = op.tx;
+        let Some(t) = self.txs.get(&tx) else {
+            cx.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
+            return;
+        };
+        // What set `resetPromise` meanwhile ends the wait with its error.
+        let ended = if t.timed_out {
+            Some(ErrorCode::TRANSACTION_TIMED_OUT)
+        } else {
+            t.finished
+        };
+        if let Some(e) = ended {
+            cx.finish(req, fdb(e));
+            return;
+        }
+        let others: Vec<RequestId> = self
+            .ops
+            .iter()
+            .filter(|(_, o)| o.tx == tx && matches!(o.kind, OpKind::Backoff))
+            .map(|(id, _)| *id)
+            .collect();
+        self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
+        for other in &others {
+            self.fail_op(
+                cx,
+                *other,
+                ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED),
+            );
+        }
+        let trace = cx.rng.uid();
+        if let Some(t) = self.txs.get_mut(&tx) {
+            let keep_opts = t.options.clone();
+            let mut fresh = Tx::new(trace, t.created);
+            // What is NativeAPI's survives `resetRyow`: the backoff, the read version and
+            // mutations it got during the delay, the conflicting keys (as in
+            // `reset_transaction`); RYW's retry count and timeout clock too.
+            fresh.backoff = t.backoff;
+            fresh.retries = t.retries;
+            fresh.timed_out = t.timed_out;
+            fresh.read_version = t.read_version;
+            fresh.native = core::mem::take(&mut t.native);
+            fresh.conflicting = t.conflicting.take();
+            *t = fresh;
+            // RYW's `resetRyow`: the options return to the database's defaults, except the
+            // persistent ones (fdb.options: timeout, retry_limit, max_retry_delay,
+            // authorization_token); size_limit, read_your_writes_disable,
+            // report_conflicting_keys, ... must be set again.
+            self.apply_defaults(tx);
+            if let Some(t) = self.txs.get_mut(&tx) {
+                t.options.timeout = keep_opts.timeout;
+                t.options.retry_limit = keep_opts.retry_limit;
+                t.options.max_retry_delay = keep_opts.max_retry_delay;
+                t.options.auth_token = keep_opts.auth_token;
+                if !others.is_empty() {
+                    t.finished = Some(ErrorCode::TRANSACTION_CANCELLED);
+                }
+            }
+        }
+        cx.finish(req, Ok(Reply::Retry));
+    }
+
+    /// Fails the `on_error` calls of `tx` still sleeping: what sets RYW's `resetPromise`
+    /// (a timeout, a cancel) ends their wait at once.
+    pub(super) fn fail_backoffs(&mut self, cx: &mut Ctx<'_>, tx: TransactionId, err: ErrorCode) {
+        let ids: Vec<RequestId> = self
+            .ops
+            .iter()
+            .filter(|(_, o)| o.tx == tx && matches!(o.kind, OpKind::Backoff))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.fail_op(cx, id, ClientError::Fdb(err));
+        }
     }
 }

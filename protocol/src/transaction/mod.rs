@@ -16,6 +16,8 @@
 //! a random `\xff/SC/` key when nothing read could conflict with what it writes.
 
 mod addresses;
+#[cfg(test)]
+mod backoff_tests;
 mod commit;
 mod db_options;
 mod log;
@@ -310,6 +312,7 @@ impl Transactions {
     /// and so does every call after, until the transaction is reset.
     pub(crate) fn cancel_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
+        self.fail_backoffs(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
         if let Some(t) = self.txs.get_mut(&tx) {
             t.finished = Some(ErrorCode::TRANSACTION_CANCELLED);
             // A commit in flight failed with the rest: later calls see the cancel.

@@ -96,6 +96,8 @@ pub(crate) struct Op {
     pub(super) relocations: u32,
     /// For the dummy commit after `commit_unknown_result`: the user's commit it stands for.
     pub(super) dummy_for: Option<RequestId>,
+    /// A read in flight when `on_error` reset the read version keeps the one it had.
+    pub(super) version: Option<Version>,
 }
 
 impl Op {
@@ -116,7 +118,12 @@ impl Op {
             server: None,
             relocations: 0,
             dummy_for: None,
+            version: None,
         }
+    }
+
+    pub(super) fn is_read(&self) -> bool {
+        is_read(&self.kind)
     }
 }
 
@@ -214,7 +221,7 @@ impl Transactions {
                         None => false,
                     };
                     if backoff {
-                        self.succeed_op(cx, req, Reply::Retry);
+                        self.end_backoff(cx, req);
                     }
                 }
                 Timer::Locations => self.wake(Wait::Location),
@@ -237,6 +244,7 @@ impl Transactions {
                             t.timed_out = true;
                         }
                         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_TIMED_OUT);
+                        self.fail_backoffs(cx, tx, ErrorCode::TRANSACTION_TIMED_OUT);
                     }
                 }
             }

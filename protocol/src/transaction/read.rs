@@ -43,6 +43,9 @@ impl Transactions {
         tx: TransactionId,
         for_commit: bool,
     ) -> Option<Result<Version, ClientError>> {
+        if let Some(v) = self.ops.get(&req).and_then(|o| o.version) {
+            return Some(Ok(v));
+        }
         // A tenant transaction starts once its tenant id is known (`startTransaction`), but
         // asks for its read version first: a failed lookup leaves the read version asked
         // for (so `set_read_version` then fails with `read_version_already_set`).

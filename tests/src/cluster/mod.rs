@@ -172,6 +172,7 @@ pub struct TestClusterBuilder {
     pub(crate) catch_up: Duration,
     pub(crate) recovery: Recovery,
     pub(crate) tenant_mode: u32,
+    pub(crate) data_move_delay: Duration,
 }
 
 impl Default for TestClusterBuilder {
@@ -191,6 +192,7 @@ impl Default for TestClusterBuilder {
             catch_up: Duration::from_millis(1500),
             recovery: Recovery::default(),
             tenant_mode: 1,
+            data_move_delay: Duration::ZERO,
         }
     }
 }
@@ -290,6 +292,15 @@ impl TestClusterBuilder {
     /// in the `ClientDBInfo` and stored at `\xff/conf/tenant_mode` (absent when disabled).
     pub fn tenant_mode(mut self, mode: u32) -> Self {
         self.tenant_mode = mode.min(2);
+        self
+    }
+    /// How long data distribution takes to move the shards off an excluded storage server
+    /// (default zero: at the exclude's commit). Until then the old teams serve reads and
+    /// take commits as before, as fdbserver's do while a move is in flight (about 6 s for a
+    /// storage process of the 5-process cluster of `real_faults.rs`); a new exclude meanwhile
+    /// starts the wait again.
+    pub fn data_move_delay(mut self, d: Duration) -> Self {
+        self.data_move_delay = d;
         self
     }
     /// Binds every port on loopback and starts serving.

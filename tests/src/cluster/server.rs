@@ -387,6 +387,8 @@ struct State {
     protocol: u64,
     rng: u64,
     last_gc: Instant,
+    /// When the shards of excluded servers move (`data_move_delay` after the exclude).
+    move_at: Option<Instant>,
 }
 
 struct Inner {
@@ -1433,7 +1435,11 @@ impl State {
         self.last_version = version;
         self.apply(&tr.mutations, version, 0);
         if tr.mutations.iter().any(|m| touches(m, EXCLUDED_PREFIX)) {
-            self.move_off_excluded(out);
+            if self.cfg.data_move_delay.is_zero() {
+                self.move_off_excluded(out);
+            } else {
+                self.move_at = Some(Instant::now() + self.cfg.data_move_delay);
+            }
         }
         self.history
             .push_back((version, tr.write_conflict_ranges.clone()));
@@ -1453,7 +1459,8 @@ impl State {
     /// address (`\xff/conf/excluded/IP:PORT`, or `IP` for all its ports) holds moves to
     /// servers that are not excluded, keeping the team's size where enough servers are left
     /// (fdbserver's data distribution does the same, over seconds: 6 s for a storage
-    /// process of the 5-process cluster of `real_faults.rs`; here at once, at the commit).
+    /// process of the 5-process cluster of `real_faults.rs`; here at the commit, or
+    /// `data_move_delay` after it).
     /// The excluded server then answers `wrong_shard_server` for those shards, and its
     /// watches on them fail so. `include` (clearing the key) moves nothing back: fdbserver
     /// only rebalances onto it over time.
@@ -1957,6 +1964,10 @@ impl State {
             }
         }
         let failed = (stopped || self.recovery_due) && self.coordinator_quorum();
+        if self.move_at.is_some_and(|t| t <= now) {
+            self.move_at = None;
+            self.move_off_excluded(out);
+        }
         let mut i = 0;
         while i < self.delayed.len() {
             if self.delayed[i].0 <= now {
@@ -2477,6 +2488,7 @@ impl TestCluster {
             protocol: ProtocolVersion::V7_3.with_object_serializer_flag().0,
             rng: seed,
             last_gc: Instant::now(),
+            move_at: None,
             cfg,
         };
         if st.cfg.tenant_mode != 0 {

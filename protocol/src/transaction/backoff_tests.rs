@@ -1,0 +1,211 @@
+//! `on_error`'s backoff against a scripted cluster on the simulated network
+//! ([`crate::sim`]), where time moves only when the test moves it: what is in flight when
+//! `on_error` is called, and what is asked during its delay (libfdb_c: NativeAPI resets at
+//! once, RYW's `resetRyow` runs after the delay).
+
+use alloc::vec;
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use crate::cluster_file::ClusterFile;
+use crate::error::ErrorCode;
+use crate::event::ClientError;
+use crate::messages::commit::{GetKeyServerLocationsReply, ShardLocation};
+use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxyInterface};
+use crate::messages::grv::GetReadVersionReply;
+use crate::messages::storage::{GetValueReply, StorageServerInterface};
+use crate::messages::types::KeyRange;
+use crate::messages::{
+    AnyMessage, Endpoint, ErrorOr, IpAddress, NetworkAddress, NetworkAddressList, RequestStream,
+};
+use crate::sim::{Request, Server, Sim, Wire};
+use crate::uid::Uid;
+use crate::ClientConfig;
+
+fn stream(port: u16, token: Uid) -> RequestStream {
+    RequestStream {
+        endpoint: Endpoint {
+            addresses: NetworkAddressList {
+                address: NetworkAddress {
+                    ip: IpAddress::V4(0x7f00_0001),
+                    port,
+                    flags: 0,
+                    from_hostname: false,
+                },
+                secondary_address: None,
+            },
+            token,
+        },
+    }
+}
+
+/// One proxy pair answering at once (read versions 100, 101, ...; one shard on one storage
+/// server); storage reads wait for the test.
+struct Cluster {
+    info: ClientDBInfo,
+    server: StorageServerInterface,
+    version: i64,
+}
+
+impl Server for Cluster {
+    fn serve(&mut self, wire: &mut Wire<'_>, req: Request) -> Option<Request> {
+        match &req.msg {
+            AnyMessage::OpenDatabaseCoordRequest(r) if r.known_client_info_id == Uid::default() => {
+                wire.reply(&req, ErrorOr::Ok(self.info.clone()));
+            }
+            AnyMessage::GetReadVersionRequest(_) => {
+                self.version += 1;
+                let reply = GetReadVersionReply {
+                    version: self.version,
+                    ..Default::default()
+                };
+                wire.reply(&req, ErrorOr::Ok(reply));
+            }
+            AnyMessage::GetKeyServerLocationsRequest(_) => {
+                let results = vec![ShardLocation {
+                    range: KeyRange::new(Bytes::new(), Bytes::from_static(b"\xff")),
+                    servers: vec![self.server.clone()],
+                }];
+                let reply = GetKeyServerLocationsReply {
+                    results,
+                    ..Default::default()
+                };
+                wire.reply(&req, ErrorOr::Ok(reply));
+            }
+            AnyMessage::GetValueRequest(_) => return Some(req),
+            _ => {}
+        }
+        None
+    }
+}
+
+fn sim() -> Sim<Cluster> {
+    let cluster_file = ClusterFile::parse("t:t@127.0.0.1:4500").unwrap();
+    let info = ClientDBInfo {
+        grv_proxies: vec![GrvProxyInterface {
+            get_consistent_read_version: stream(4500, Uid::new(1, 0x10)),
+            ..Default::default()
+        }],
+        commit_proxies: vec![CommitProxyInterface {
+            commit: stream(4500, Uid::new(2, 0x20)),
+            ..Default::default()
+        }],
+        id: Uid::new(3, 3),
+        ..Default::default()
+    };
+    let server = StorageServerInterface {
+        unique_id: Uid::new(100, 1),
+        get_value: stream(4501, Uid::new(200, 0x1000)),
+        accepting_requests: true,
+        ..Default::default()
+    };
+    let cluster = Cluster {
+        info,
+        server,
+        version: 99,
+    };
+    let mut s = Sim::with_server(ClientConfig::new(cluster_file, 7), cluster);
+    s.drive();
+    s
+}
+
+impl Sim<Cluster> {
+    /// Answers the held read of `key` with `value`; returns the version it was asked at.
+    fn answer(&mut self, key: &[u8], value: Option<&'static [u8]>) -> i64 {
+        let req = self
+            .take_request(|r| matches!(&r.msg, AnyMessage::GetValueRequest(g) if g.key == key))
+            .expect("a held read of that key");
+        let AnyMessage::GetValueRequest(g) = &req.msg else {
+            unreachable!()
+        };
+        let version = g.version;
+        let reply = GetValueReply {
+            value: value.map(Bytes::from_static),
+            ..Default::default()
+        };
+        self.reply(&req, ErrorOr::Ok(reply));
+        version
+    }
+
+    fn held_reads(&mut self) -> Vec<Bytes> {
+        self.drive();
+        self.requests()
+            .iter()
+            .filter_map(|r| match &r.msg {
+                AnyMessage::GetValueRequest(g) => Some(g.key.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+const CANCELLED: ClientError = ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED);
+
+#[test]
+fn a_read_in_flight_finishes_during_the_backoff_at_its_own_version() {
+    let mut s = sim();
+    let tx = s.client.create_transaction(s.now());
+    let read = s.client.get(s.now(), tx, b"k", false);
+    assert_eq!(s.held_reads(), vec![Bytes::from_static(b"k")]);
+    let retry = s.client.on_error(s.now(), tx, ErrorCode::NOT_COMMITTED);
+    s.drive();
+    // The delay has not passed: the read is still in flight, and answered normally.
+    assert_eq!(s.take(retry), None);
+    assert_eq!(s.answer(b"k", Some(b"old")), 100);
+    assert_eq!(s.take(read), Some(Ok(Some(Bytes::from_static(b"old")))));
+    // A read during the backoff asks a new read version (NativeAPI reset the old one).
+    let during = s.client.get(s.now(), tx, b"m", false);
+    assert_eq!(s.answer(b"m", None), 101);
+    assert_eq!(s.take(during), Some(Ok(None)));
+    assert_eq!(s.take(retry), None);
+    assert_eq!(s.run(retry), Some(Ok(())));
+    // After the reset the cache of the old attempt is gone: `k` is read again, at the read
+    // version NativeAPI got during the backoff (`resetRyow` does not touch it).
+    let again = s.client.get(s.now(), tx, b"k", false);
+    assert_eq!(s.answer(b"k", Some(b"new")), 101);
+    assert_eq!(s.take(again), Some(Ok(Some(Bytes::from_static(b"new")))));
+}
+
+#[test]
+fn what_is_pending_when_the_backoff_ends_fails_with_transaction_cancelled() {
+    let mut s = sim();
+    let tx = s.client.create_transaction(s.now());
+    s.client.set(tx, b"w", b"x").unwrap();
+    let read = s.client.get(s.now(), tx, b"k", false);
+    let retry = s.client.on_error(s.now(), tx, ErrorCode::NOT_COMMITTED);
+    // During the backoff the transaction still reads its own writes.
+    let own = s.client.get(s.now(), tx, b"w", false);
+    assert_eq!(s.take(own), Some(Ok(Some(Bytes::from_static(b"x")))));
+    let during = s.client.get(s.now(), tx, b"m", false);
+    assert_eq!(s.held_reads().len(), 2);
+    assert_eq!(s.run(retry), Some(Ok(())));
+    assert_eq!(s.take(read), Some(Err(CANCELLED)));
+    assert_eq!(s.take(during), Some(Err(CANCELLED)));
+    // The write is gone with the rest of RYW's state.
+    let after = s.client.get(s.now(), tx, b"w", false);
+    assert_eq!(s.answer(b"w", None), 101);
+    assert_eq!(s.take(after), Some(Ok(None)));
+}
+
+#[test]
+fn a_second_on_error_is_cancelled_by_the_first_ones_reset() {
+    let mut s = sim();
+    let tx = s.client.create_transaction(s.now());
+    let first = s.client.on_error(s.now(), tx, ErrorCode::NOT_COMMITTED);
+    let second = s
+        .client
+        .on_error(s.now(), tx, ErrorCode::TRANSACTION_TOO_OLD);
+    s.drive();
+    assert_eq!(s.take(first), None);
+    let (a, b) = (s.run(first), s.take(second));
+    // Whichever delay ends first resets; the other fails, and so does the transaction.
+    let outcomes = [a, b];
+    assert!(outcomes.contains(&Some(Ok(()))), "{outcomes:?}");
+    assert!(outcomes.contains(&Some(Err(CANCELLED))), "{outcomes:?}");
+    let read = s.client.get(s.now(), tx, b"k", false);
+    assert_eq!(s.take(read), Some(Err(CANCELLED)));
+    s.client.reset_transaction(s.now(), tx);
+    let read = s.client.get(s.now(), tx, b"k", false);
+    s.answer(b"k", None);
+    assert_eq!(s.take(read), Some(Ok(None)));
+}
