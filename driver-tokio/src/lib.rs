@@ -199,39 +199,28 @@ async fn run(
     let mut writers: HashMap<ConnectionId, mpsc::UnboundedSender<Bytes>> = HashMap::new();
     // The socket task of every connection the core has not closed.
     let mut sockets: HashMap<ConnectionId, AbortHandle> = HashMap::new();
+    // One timer for the loop's life, moved when the core's deadline moves: a fresh `Sleep`
+    // per wait registered and deregistered a timer entry every time.
+    let timer = tokio::time::sleep_until(tokio::time::Instant::now());
+    tokio::pin!(timer);
+    let mut armed: Option<std::time::Instant> = None;
     loop {
-        while let Some(io) = engine.poll_io() {
-            match io {
-                IoRequest::Connect { conn, addr, tls } => match Wrap::of(&engine, addr, tls) {
-                    Some(wrap) => {
-                        let task = tokio::spawn(connect(conn, addr, wrap, me.clone()));
-                        sockets.insert(conn, task.abort_handle());
-                    }
-                    None => engine.handle_connect_failed(conn),
-                },
-                IoRequest::Close { conn } => {
-                    // Also ends a connect still in progress (the core's connect timeout).
-                    writers.remove(&conn);
-                    if let Some(task) = sockets.remove(&conn) {
-                        task.abort();
-                    }
+        // Everything already queued is handled before anything is transmitted or waited
+        // for: one pass over the core's transmissions for a burst of ops and replies, not
+        // one per input.
+        let mut batch = 0;
+        loop {
+            serve_io(&mut engine, &me, &mut writers, &mut sockets);
+            if batch == BATCH {
+                break;
+            }
+            match rx.try_recv() {
+                Ok(input) => {
+                    handle(&mut engine, &mut writers, &mut sockets, input);
+                    batch += 1;
                 }
-                IoRequest::Resolve { host, port } => {
-                    let me = me.clone();
-                    tokio::spawn(async move {
-                        let ips = match tokio::net::lookup_host((host.as_str(), port)).await {
-                            Ok(addrs) => addrs.map(|a| a.ip()).collect(),
-                            Err(e) => {
-                                tracing::warn!(%host, port, error = %e, "host name lookup failed");
-                                Vec::new()
-                            }
-                        };
-                        send(&me, Input::Resolved(host, port, ips));
-                    });
-                }
-                IoRequest::WriteClusterFile { path, cluster } => {
-                    tokio::task::spawn_blocking(move || persist_cluster_file(&path, &cluster));
-                }
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => return,
             }
         }
         while let Some(t) = engine.poll_transmit() {
@@ -239,37 +228,114 @@ async fn run(
                 let _ = w.send(t.data);
             }
         }
+        if batch > 0 {
+            // More may have come meanwhile; look again before sleeping, but let a deadline
+            // that passed meanwhile not wait behind a steady stream of inputs.
+            if engine
+                .deadline()
+                .is_some_and(|d| d <= std::time::Instant::now())
+            {
+                engine.handle_timeout();
+            }
+            continue;
+        }
         let input = match engine.deadline() {
-            Some(d) => tokio::select! {
-                i = rx.recv() => i,
-                _ = tokio::time::sleep_until(d.into()) => { engine.handle_timeout(); continue; }
-            },
+            Some(d) => {
+                if armed != Some(d) {
+                    timer.as_mut().reset(d.into());
+                    armed = Some(d);
+                }
+                tokio::select! {
+                    i = rx.recv() => i,
+                    _ = timer.as_mut() => {
+                        armed = None;
+                        engine.handle_timeout();
+                        continue;
+                    }
+                }
+            }
             None => rx.recv().await,
         };
         let Some(input) = input else { return };
-        match input {
-            Input::Op(op) => op(&mut engine),
-            Input::Connected(conn, w) => {
-                // A connection the core already gave up on is dropped with `w`.
-                if sockets.contains_key(&conn) {
-                    writers.insert(conn, w);
-                    engine.handle_connected(conn);
+        handle(&mut engine, &mut writers, &mut sockets, input);
+    }
+}
+
+/// How many queued inputs the loop handles before it transmits.
+const BATCH: usize = 64;
+
+/// Carries out what the core asks of the IO side.
+fn serve_io(
+    engine: &mut Engine,
+    me: &mpsc::WeakUnboundedSender<Input>,
+    writers: &mut HashMap<ConnectionId, mpsc::UnboundedSender<Bytes>>,
+    sockets: &mut HashMap<ConnectionId, AbortHandle>,
+) {
+    while let Some(io) = engine.poll_io() {
+        match io {
+            IoRequest::Connect { conn, addr, tls } => match Wrap::of(engine, addr, tls) {
+                Some(wrap) => {
+                    let task = tokio::spawn(connect(conn, addr, wrap, me.clone()));
+                    sockets.insert(conn, task.abort_handle());
                 }
-            }
-            Input::ConnectFailed(conn) => {
-                if sockets.remove(&conn).is_some() {
-                    engine.handle_connect_failed(conn);
-                }
-            }
-            Input::Data(conn, data) => engine.handle_input(conn, &data),
-            Input::Closed(conn) => {
+                None => engine.handle_connect_failed(conn),
+            },
+            IoRequest::Close { conn } => {
+                // Also ends a connect still in progress (the core's connect timeout).
                 writers.remove(&conn);
-                if sockets.remove(&conn).is_some() {
-                    engine.handle_closed(conn);
+                if let Some(task) = sockets.remove(&conn) {
+                    task.abort();
                 }
             }
-            Input::Resolved(host, port, ips) => engine.handle_resolved(&host, port, &ips),
+            IoRequest::Resolve { host, port } => {
+                let me = me.clone();
+                tokio::spawn(async move {
+                    let ips = match tokio::net::lookup_host((host.as_str(), port)).await {
+                        Ok(addrs) => addrs.map(|a| a.ip()).collect(),
+                        Err(e) => {
+                            tracing::warn!(%host, port, error = %e, "host name lookup failed");
+                            Vec::new()
+                        }
+                    };
+                    send(&me, Input::Resolved(host, port, ips));
+                });
+            }
+            IoRequest::WriteClusterFile { path, cluster } => {
+                tokio::task::spawn_blocking(move || persist_cluster_file(&path, &cluster));
+            }
         }
+    }
+}
+
+/// Feeds one input to the core.
+fn handle(
+    engine: &mut Engine,
+    writers: &mut HashMap<ConnectionId, mpsc::UnboundedSender<Bytes>>,
+    sockets: &mut HashMap<ConnectionId, AbortHandle>,
+    input: Input,
+) {
+    match input {
+        Input::Op(op) => op(engine),
+        Input::Connected(conn, w) => {
+            // A connection the core already gave up on is dropped with `w`.
+            if sockets.contains_key(&conn) {
+                writers.insert(conn, w);
+                engine.handle_connected(conn);
+            }
+        }
+        Input::ConnectFailed(conn) => {
+            if sockets.remove(&conn).is_some() {
+                engine.handle_connect_failed(conn);
+            }
+        }
+        Input::Data(conn, data) => engine.handle_input(conn, &data),
+        Input::Closed(conn) => {
+            writers.remove(&conn);
+            if sockets.remove(&conn).is_some() {
+                engine.handle_closed(conn);
+            }
+        }
+        Input::Resolved(host, port, ips) => engine.handle_resolved(&host, port, &ips),
     }
 }
 
