@@ -205,12 +205,19 @@ async fn run(
     tokio::pin!(timer);
     let mut armed: Option<std::time::Instant> = None;
     loop {
-        // Everything already queued is handled before anything is transmitted or waited
-        // for: one pass over the core's transmissions for a burst of ops and replies, not
-        // one per input.
+        // What is already queued is taken without the select and its timer: one wait per
+        // burst of ops and replies, not one per input. The core's transmissions still go
+        // out after each input, so a request is not held back behind the rest of the burst.
+        // The wait below is the loop's only await, so it runs after every batch: tokio's
+        // budget can make it yield, and a deadline gets its turn.
         let mut batch = 0;
         loop {
             serve_io(&mut engine, &me, &mut writers, &mut sockets);
+            while let Some(t) = engine.poll_transmit() {
+                if let Some(w) = writers.get(&t.conn) {
+                    let _ = w.send(t.data);
+                }
+            }
             if batch == BATCH {
                 break;
             }
@@ -222,22 +229,6 @@ async fn run(
                 Err(mpsc::error::TryRecvError::Empty) => break,
                 Err(mpsc::error::TryRecvError::Disconnected) => return,
             }
-        }
-        while let Some(t) = engine.poll_transmit() {
-            if let Some(w) = writers.get(&t.conn) {
-                let _ = w.send(t.data);
-            }
-        }
-        if batch > 0 {
-            // More may have come meanwhile; look again before sleeping, but let a deadline
-            // that passed meanwhile not wait behind a steady stream of inputs.
-            if engine
-                .deadline()
-                .is_some_and(|d| d <= std::time::Instant::now())
-            {
-                engine.handle_timeout();
-            }
-            continue;
         }
         let input = match engine.deadline() {
             Some(d) => {
@@ -261,7 +252,7 @@ async fn run(
     }
 }
 
-/// How many queued inputs the loop handles before it transmits.
+/// How many queued inputs the loop takes before it looks at the timer again.
 const BATCH: usize = 64;
 
 /// Carries out what the core asks of the IO side.
