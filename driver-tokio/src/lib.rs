@@ -93,7 +93,12 @@ use std::net::{IpAddr, SocketAddr};
 
 use bytes::Bytes;
 use fdb_protocol::ConnectionId;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
+#[cfg(feature = "tls")]
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -117,7 +122,7 @@ pub type KeyValueStream = fdb_api::KeyValueStream<TokioDriver>;
 /// What the loop reacts to: the API's ops and the socket tasks' news.
 enum Input {
     Op(Op),
-    Connected(ConnectionId, mpsc::UnboundedSender<Bytes>),
+    Connected(ConnectionId, Writer),
     ConnectFailed(ConnectionId),
     Data(ConnectionId, Bytes),
     Closed(ConnectionId),
@@ -196,7 +201,7 @@ async fn run(
     me: mpsc::WeakUnboundedSender<Input>,
     mut rx: mpsc::UnboundedReceiver<Input>,
 ) {
-    let mut writers: HashMap<ConnectionId, mpsc::UnboundedSender<Bytes>> = HashMap::new();
+    let mut writers: HashMap<ConnectionId, Writer> = HashMap::new();
     // The socket task of every connection the core has not closed.
     let mut sockets: HashMap<ConnectionId, AbortHandle> = HashMap::new();
     // One timer for the loop's life, moved when the core's deadline moves: a fresh `Sleep`
@@ -215,7 +220,7 @@ async fn run(
             serve_io(&mut engine, &me, &mut writers, &mut sockets);
             while let Some(t) = engine.poll_transmit() {
                 if let Some(w) = writers.get(&t.conn) {
-                    let _ = w.send(t.data);
+                    w.write(t.data);
                 }
             }
             if batch == BATCH {
@@ -259,7 +264,7 @@ const BATCH: usize = 64;
 fn serve_io(
     engine: &mut Engine,
     me: &mpsc::WeakUnboundedSender<Input>,
-    writers: &mut HashMap<ConnectionId, mpsc::UnboundedSender<Bytes>>,
+    writers: &mut HashMap<ConnectionId, Writer>,
     sockets: &mut HashMap<ConnectionId, AbortHandle>,
 ) {
     while let Some(io) = engine.poll_io() {
@@ -301,7 +306,7 @@ fn serve_io(
 /// Feeds one input to the core.
 fn handle(
     engine: &mut Engine,
-    writers: &mut HashMap<ConnectionId, mpsc::UnboundedSender<Bytes>>,
+    writers: &mut HashMap<ConnectionId, Writer>,
     sockets: &mut HashMap<ConnectionId, AbortHandle>,
     input: Input,
 ) {
@@ -330,6 +335,43 @@ fn handle(
     }
 }
 
+/// Where the loop puts a connection's bytes: its writer task's queue, and for plain TCP the
+/// socket itself, written from the loop while nothing is queued (no hop to the writer task
+/// for a request that fits in the socket's buffer).
+struct Writer {
+    queue: mpsc::UnboundedSender<Bytes>,
+    direct: Option<Direct>,
+}
+
+/// A plain TCP socket shared by the loop and its writer task.
+struct Direct {
+    socket: Arc<OwnedWriteHalf>,
+    /// Chunks handed to the writer task and not yet written whole. Only the loop adds,
+    /// so when it reads 0 every queued byte is already in the socket and writing directly
+    /// keeps the order.
+    queued: Arc<AtomicUsize>,
+}
+
+impl Writer {
+    fn write(&self, mut data: Bytes) {
+        if let Some(d) = &self.direct {
+            if d.queued.load(Ordering::Acquire) == 0 {
+                match d.socket.try_write(&data) {
+                    Ok(n) if n == data.len() => return,
+                    Ok(n) => {
+                        let _ = data.split_to(n);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    // The reading side sees the connection end and reports it.
+                    Err(_) => return,
+                }
+            }
+            d.queued.fetch_add(1, Ordering::AcqRel);
+        }
+        let _ = self.queue.send(data);
+    }
+}
+
 /// Socket tasks hold only weak senders, so dropping every handle ends the main task.
 fn send(tx: &mpsc::WeakUnboundedSender<Input>, input: Input) -> bool {
     tx.upgrade().is_some_and(|tx| tx.send(input).is_ok())
@@ -352,7 +394,7 @@ async fn connect(
     };
     let _ = stream.set_nodelay(true);
     match wrap {
-        Wrap::Plain => serve(conn, stream, tx).await,
+        Wrap::Plain => serve_tcp(conn, stream, tx).await,
         #[cfg(feature = "tls")]
         Wrap::Tls(config) => {
             let connector = tokio_rustls::TlsConnector::from(config);
@@ -367,14 +409,55 @@ async fn connect(
     }
 }
 
+/// Serves a plain TCP connection: the loop writes to the socket directly while it can, the
+/// writer task takes what did not fit.
+async fn serve_tcp(conn: ConnectionId, stream: TcpStream, tx: mpsc::WeakUnboundedSender<Input>) {
+    let (rd, wr) = stream.into_split();
+    let socket = Arc::new(wr);
+    let queued = Arc::new(AtomicUsize::new(0));
+    let (wtx, mut wrx) = mpsc::unbounded_channel::<Bytes>();
+    let writer = Writer {
+        queue: wtx,
+        direct: Some(Direct {
+            socket: socket.clone(),
+            queued: queued.clone(),
+        }),
+    };
+    if !send(&tx, Input::Connected(conn, writer)) {
+        return;
+    }
+    tokio::spawn(async move {
+        while let Some(b) = wrx.recv().await {
+            let mut rest = &b[..];
+            while !rest.is_empty() {
+                if socket.writable().await.is_err() {
+                    return;
+                }
+                match socket.try_write(rest) {
+                    Ok(n) => rest = &rest[n..],
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => return,
+                }
+            }
+            queued.fetch_sub(1, Ordering::AcqRel);
+        }
+    });
+    read_loop(conn, rd, tx).await;
+}
+
 /// Moves bytes between a connected stream and the loop until either side ends.
+#[cfg(feature = "tls")]
 async fn serve<S>(conn: ConnectionId, stream: S, tx: mpsc::WeakUnboundedSender<Input>)
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
-    let (mut rd, mut wr) = tokio::io::split(stream);
+    let (rd, mut wr) = tokio::io::split(stream);
     let (wtx, mut wrx) = mpsc::unbounded_channel::<Bytes>();
-    if !send(&tx, Input::Connected(conn, wtx)) {
+    let writer = Writer {
+        queue: wtx,
+        direct: None,
+    };
+    if !send(&tx, Input::Connected(conn, writer)) {
         return;
     }
     tokio::spawn(async move {
@@ -393,6 +476,15 @@ where
             }
         }
     });
+    read_loop(conn, rd, tx).await;
+}
+
+/// Hands what arrives on `rd` to the loop until the stream ends.
+async fn read_loop<R: AsyncRead + Unpin>(
+    conn: ConnectionId,
+    mut rd: R,
+    tx: mpsc::WeakUnboundedSender<Input>,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match rd.read(&mut buf).await {
