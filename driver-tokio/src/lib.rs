@@ -124,7 +124,7 @@ enum Input {
     Op(Op),
     Connected(ConnectionId, Writer),
     ConnectFailed(ConnectionId),
-    Data(ConnectionId, Bytes),
+    Data(ConnectionId, Vec<u8>, Arc<Spares>),
     Closed(ConnectionId),
     Resolved(String, u16, Vec<IpAddr>),
 }
@@ -324,7 +324,10 @@ fn handle(
                 engine.handle_connect_failed(conn);
             }
         }
-        Input::Data(conn, data) => engine.handle_input(conn, &data),
+        Input::Data(conn, data, spares) => {
+            engine.handle_input(conn, &data);
+            spares.put(data);
+        }
         Input::Closed(conn) => {
             writers.remove(&conn);
             if sockets.remove(&conn).is_some() {
@@ -486,6 +489,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
     tx: mpsc::WeakUnboundedSender<Input>,
 ) {
     let mut buf = vec![0u8; 64 * 1024];
+    let spares = Arc::new(Spares::default());
     loop {
         match rd.read(&mut buf).await {
             Ok(0) | Err(_) => {
@@ -493,9 +497,38 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 return;
             }
             Ok(n) => {
-                if !send(&tx, Input::Data(conn, Bytes::copy_from_slice(&buf[..n]))) {
+                let mut chunk = spares.take();
+                chunk.extend_from_slice(&buf[..n]);
+                if !send(&tx, Input::Data(conn, chunk, spares.clone())) {
                     return;
                 }
+            }
+        }
+    }
+}
+
+/// The buffers a connection's reads were handed to the loop in, back from the loop once it
+/// fed them to the core: a read reuses one instead of allocating its own.
+#[derive(Default)]
+struct Spares(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl Spares {
+    /// At most this many wait for reuse; more are freed.
+    const KEEP: usize = 8;
+
+    fn take(&self) -> Vec<u8> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut v| v.pop())
+            .unwrap_or_default()
+    }
+
+    fn put(&self, mut chunk: Vec<u8>) {
+        chunk.clear();
+        if let Ok(mut v) = self.0.lock() {
+            if v.len() < Self::KEEP {
+                v.push(chunk);
             }
         }
     }
