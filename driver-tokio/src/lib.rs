@@ -93,11 +93,11 @@ use std::net::{IpAddr, SocketAddr};
 
 use bytes::Bytes;
 use fdb_protocol::ConnectionId;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt};
 #[cfg(feature = "tls")]
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
