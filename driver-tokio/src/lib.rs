@@ -93,7 +93,12 @@ use std::net::{IpAddr, SocketAddr};
 
 use bytes::Bytes;
 use fdb_protocol::ConnectionId;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncReadExt};
+#[cfg(feature = "tls")]
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -117,9 +122,9 @@ pub type KeyValueStream = fdb_api::KeyValueStream<TokioDriver>;
 /// What the loop reacts to: the API's ops and the socket tasks' news.
 enum Input {
     Op(Op),
-    Connected(ConnectionId, mpsc::UnboundedSender<Bytes>),
+    Connected(ConnectionId, Writer),
     ConnectFailed(ConnectionId),
-    Data(ConnectionId, Bytes),
+    Data(ConnectionId, Vec<u8>, Arc<Spares>),
     Closed(ConnectionId),
     Resolved(String, u16, Vec<IpAddr>),
 }
@@ -196,80 +201,177 @@ async fn run(
     me: mpsc::WeakUnboundedSender<Input>,
     mut rx: mpsc::UnboundedReceiver<Input>,
 ) {
-    let mut writers: HashMap<ConnectionId, mpsc::UnboundedSender<Bytes>> = HashMap::new();
+    let mut writers: HashMap<ConnectionId, Writer> = HashMap::new();
     // The socket task of every connection the core has not closed.
     let mut sockets: HashMap<ConnectionId, AbortHandle> = HashMap::new();
+    // One timer for the loop's life, moved when the core's deadline moves: a fresh `Sleep`
+    // per wait registered and deregistered a timer entry every time.
+    let timer = tokio::time::sleep_until(tokio::time::Instant::now());
+    tokio::pin!(timer);
+    let mut armed: Option<std::time::Instant> = None;
     loop {
-        while let Some(io) = engine.poll_io() {
-            match io {
-                IoRequest::Connect { conn, addr, tls } => match Wrap::of(&engine, addr, tls) {
-                    Some(wrap) => {
-                        let task = tokio::spawn(connect(conn, addr, wrap, me.clone()));
-                        sockets.insert(conn, task.abort_handle());
-                    }
-                    None => engine.handle_connect_failed(conn),
-                },
-                IoRequest::Close { conn } => {
-                    // Also ends a connect still in progress (the core's connect timeout).
-                    writers.remove(&conn);
-                    if let Some(task) = sockets.remove(&conn) {
-                        task.abort();
-                    }
-                }
-                IoRequest::Resolve { host, port } => {
-                    let me = me.clone();
-                    tokio::spawn(async move {
-                        let ips = match tokio::net::lookup_host((host.as_str(), port)).await {
-                            Ok(addrs) => addrs.map(|a| a.ip()).collect(),
-                            Err(e) => {
-                                tracing::warn!(%host, port, error = %e, "host name lookup failed");
-                                Vec::new()
-                            }
-                        };
-                        send(&me, Input::Resolved(host, port, ips));
-                    });
-                }
-                IoRequest::WriteClusterFile { path, cluster } => {
-                    tokio::task::spawn_blocking(move || persist_cluster_file(&path, &cluster));
+        // What is already queued is taken without the select and its timer: one wait per
+        // burst of ops and replies, not one per input. The core's transmissions still go
+        // out after each input, so a request is not held back behind the rest of the burst.
+        // The wait below is the loop's only await, so it runs after every batch: tokio's
+        // budget can make it yield, and a deadline gets its turn.
+        let mut batch = 0;
+        loop {
+            serve_io(&mut engine, &me, &mut writers, &mut sockets);
+            while let Some(t) = engine.poll_transmit() {
+                if let Some(w) = writers.get(&t.conn) {
+                    w.write(t.data);
                 }
             }
-        }
-        while let Some(t) = engine.poll_transmit() {
-            if let Some(w) = writers.get(&t.conn) {
-                let _ = w.send(t.data);
+            if batch == BATCH {
+                break;
+            }
+            match rx.try_recv() {
+                Ok(input) => {
+                    handle(&mut engine, &mut writers, &mut sockets, input);
+                    batch += 1;
+                }
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => return,
             }
         }
         let input = match engine.deadline() {
-            Some(d) => tokio::select! {
-                i = rx.recv() => i,
-                _ = tokio::time::sleep_until(d.into()) => { engine.handle_timeout(); continue; }
-            },
+            Some(d) => {
+                if armed != Some(d) {
+                    timer.as_mut().reset(d.into());
+                    armed = Some(d);
+                }
+                tokio::select! {
+                    i = rx.recv() => i,
+                    _ = timer.as_mut() => {
+                        armed = None;
+                        engine.handle_timeout();
+                        continue;
+                    }
+                }
+            }
             None => rx.recv().await,
         };
         let Some(input) = input else { return };
-        match input {
-            Input::Op(op) => op(&mut engine),
-            Input::Connected(conn, w) => {
-                // A connection the core already gave up on is dropped with `w`.
-                if sockets.contains_key(&conn) {
-                    writers.insert(conn, w);
-                    engine.handle_connected(conn);
+        handle(&mut engine, &mut writers, &mut sockets, input);
+    }
+}
+
+/// How many queued inputs the loop takes before it looks at the timer again.
+const BATCH: usize = 64;
+
+/// Carries out what the core asks of the IO side.
+fn serve_io(
+    engine: &mut Engine,
+    me: &mpsc::WeakUnboundedSender<Input>,
+    writers: &mut HashMap<ConnectionId, Writer>,
+    sockets: &mut HashMap<ConnectionId, AbortHandle>,
+) {
+    while let Some(io) = engine.poll_io() {
+        match io {
+            IoRequest::Connect { conn, addr, tls } => match Wrap::of(engine, addr, tls) {
+                Some(wrap) => {
+                    let task = tokio::spawn(connect(conn, addr, wrap, me.clone()));
+                    sockets.insert(conn, task.abort_handle());
                 }
-            }
-            Input::ConnectFailed(conn) => {
-                if sockets.remove(&conn).is_some() {
-                    engine.handle_connect_failed(conn);
-                }
-            }
-            Input::Data(conn, data) => engine.handle_input(conn, &data),
-            Input::Closed(conn) => {
+                None => engine.handle_connect_failed(conn),
+            },
+            IoRequest::Close { conn } => {
+                // Also ends a connect still in progress (the core's connect timeout).
                 writers.remove(&conn);
-                if sockets.remove(&conn).is_some() {
-                    engine.handle_closed(conn);
+                if let Some(task) = sockets.remove(&conn) {
+                    task.abort();
                 }
             }
-            Input::Resolved(host, port, ips) => engine.handle_resolved(&host, port, &ips),
+            IoRequest::Resolve { host, port } => {
+                let me = me.clone();
+                tokio::spawn(async move {
+                    let ips = match tokio::net::lookup_host((host.as_str(), port)).await {
+                        Ok(addrs) => addrs.map(|a| a.ip()).collect(),
+                        Err(e) => {
+                            tracing::warn!(%host, port, error = %e, "host name lookup failed");
+                            Vec::new()
+                        }
+                    };
+                    send(&me, Input::Resolved(host, port, ips));
+                });
+            }
+            IoRequest::WriteClusterFile { path, cluster } => {
+                tokio::task::spawn_blocking(move || persist_cluster_file(&path, &cluster));
+            }
         }
+    }
+}
+
+/// Feeds one input to the core.
+fn handle(
+    engine: &mut Engine,
+    writers: &mut HashMap<ConnectionId, Writer>,
+    sockets: &mut HashMap<ConnectionId, AbortHandle>,
+    input: Input,
+) {
+    match input {
+        Input::Op(op) => op(engine),
+        Input::Connected(conn, w) => {
+            // A connection the core already gave up on is dropped with `w`.
+            if sockets.contains_key(&conn) {
+                writers.insert(conn, w);
+                engine.handle_connected(conn);
+            }
+        }
+        Input::ConnectFailed(conn) => {
+            if sockets.remove(&conn).is_some() {
+                engine.handle_connect_failed(conn);
+            }
+        }
+        Input::Data(conn, data, spares) => {
+            engine.handle_input(conn, &data);
+            spares.put(data);
+        }
+        Input::Closed(conn) => {
+            writers.remove(&conn);
+            if sockets.remove(&conn).is_some() {
+                engine.handle_closed(conn);
+            }
+        }
+        Input::Resolved(host, port, ips) => engine.handle_resolved(&host, port, &ips),
+    }
+}
+
+/// Where the loop puts a connection's bytes: its writer task's queue, and for plain TCP the
+/// socket itself, written from the loop while nothing is queued (no hop to the writer task
+/// for a request that fits in the socket's buffer).
+struct Writer {
+    queue: mpsc::UnboundedSender<Bytes>,
+    direct: Option<Direct>,
+}
+
+/// A plain TCP socket shared by the loop and its writer task.
+struct Direct {
+    socket: Arc<OwnedWriteHalf>,
+    /// Chunks handed to the writer task and not yet written whole. Only the loop adds,
+    /// so when it reads 0 every queued byte is already in the socket and writing directly
+    /// keeps the order.
+    queued: Arc<AtomicUsize>,
+}
+
+impl Writer {
+    fn write(&self, mut data: Bytes) {
+        if let Some(d) = &self.direct {
+            if d.queued.load(Ordering::Acquire) == 0 {
+                match d.socket.try_write(&data) {
+                    Ok(n) if n == data.len() => return,
+                    Ok(n) => {
+                        let _ = data.split_to(n);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    // The reading side sees the connection end and reports it.
+                    Err(_) => return,
+                }
+            }
+            d.queued.fetch_add(1, Ordering::AcqRel);
+        }
+        let _ = self.queue.send(data);
     }
 }
 
@@ -295,7 +397,7 @@ async fn connect(
     };
     let _ = stream.set_nodelay(true);
     match wrap {
-        Wrap::Plain => serve(conn, stream, tx).await,
+        Wrap::Plain => serve_tcp(conn, stream, tx).await,
         #[cfg(feature = "tls")]
         Wrap::Tls(config) => {
             let connector = tokio_rustls::TlsConnector::from(config);
@@ -310,14 +412,55 @@ async fn connect(
     }
 }
 
+/// Serves a plain TCP connection: the loop writes to the socket directly while it can, the
+/// writer task takes what did not fit.
+async fn serve_tcp(conn: ConnectionId, stream: TcpStream, tx: mpsc::WeakUnboundedSender<Input>) {
+    let (rd, wr) = stream.into_split();
+    let socket = Arc::new(wr);
+    let queued = Arc::new(AtomicUsize::new(0));
+    let (wtx, mut wrx) = mpsc::unbounded_channel::<Bytes>();
+    let writer = Writer {
+        queue: wtx,
+        direct: Some(Direct {
+            socket: socket.clone(),
+            queued: queued.clone(),
+        }),
+    };
+    if !send(&tx, Input::Connected(conn, writer)) {
+        return;
+    }
+    tokio::spawn(async move {
+        while let Some(b) = wrx.recv().await {
+            let mut rest = &b[..];
+            while !rest.is_empty() {
+                if socket.writable().await.is_err() {
+                    return;
+                }
+                match socket.try_write(rest) {
+                    Ok(n) => rest = &rest[n..],
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => return,
+                }
+            }
+            queued.fetch_sub(1, Ordering::AcqRel);
+        }
+    });
+    read_loop(conn, rd, tx).await;
+}
+
 /// Moves bytes between a connected stream and the loop until either side ends.
+#[cfg(feature = "tls")]
 async fn serve<S>(conn: ConnectionId, stream: S, tx: mpsc::WeakUnboundedSender<Input>)
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
-    let (mut rd, mut wr) = tokio::io::split(stream);
+    let (rd, mut wr) = tokio::io::split(stream);
     let (wtx, mut wrx) = mpsc::unbounded_channel::<Bytes>();
-    if !send(&tx, Input::Connected(conn, wtx)) {
+    let writer = Writer {
+        queue: wtx,
+        direct: None,
+    };
+    if !send(&tx, Input::Connected(conn, writer)) {
         return;
     }
     tokio::spawn(async move {
@@ -336,7 +479,17 @@ where
             }
         }
     });
+    read_loop(conn, rd, tx).await;
+}
+
+/// Hands what arrives on `rd` to the loop until the stream ends.
+async fn read_loop<R: AsyncRead + Unpin>(
+    conn: ConnectionId,
+    mut rd: R,
+    tx: mpsc::WeakUnboundedSender<Input>,
+) {
     let mut buf = vec![0u8; 64 * 1024];
+    let spares = Arc::new(Spares::default());
     loop {
         match rd.read(&mut buf).await {
             Ok(0) | Err(_) => {
@@ -344,9 +497,38 @@ where
                 return;
             }
             Ok(n) => {
-                if !send(&tx, Input::Data(conn, Bytes::copy_from_slice(&buf[..n]))) {
+                let mut chunk = spares.take();
+                chunk.extend_from_slice(&buf[..n]);
+                if !send(&tx, Input::Data(conn, chunk, spares.clone())) {
                     return;
                 }
+            }
+        }
+    }
+}
+
+/// The buffers a connection's reads were handed to the loop in, back from the loop once it
+/// fed them to the core: a read reuses one instead of allocating its own.
+#[derive(Default)]
+struct Spares(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl Spares {
+    /// At most this many wait for reuse; more are freed.
+    const KEEP: usize = 8;
+
+    fn take(&self) -> Vec<u8> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut v| v.pop())
+            .unwrap_or_default()
+    }
+
+    fn put(&self, mut chunk: Vec<u8>) {
+        chunk.clear();
+        if let Ok(mut v) = self.0.lock() {
+            if v.len() < Self::KEEP {
+                v.push(chunk);
             }
         }
     }
