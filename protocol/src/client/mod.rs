@@ -1,0 +1,406 @@
+//! The client state machine: cluster bootstrap, connections, read versions and the routing of
+//! every request and reply, without IO. Transactions (`crate::transaction`) and the status
+//! read (`crate::status`) are operations of this same [`Client`].
+//!
+//! # Driving it
+//!
+//! A driver owns the sockets and the clock and does exactly this, in a loop:
+//!
+//! 1. `poll_event()` until `None`. On [`Event::Connect`] open a TCP connection to `addr` and
+//!    report [`Client::handle_connected`] or [`Client::handle_connect_failed`]; on
+//!    [`Event::Close`] drop that socket (also one still connecting: the core gives a connect
+//!    [`CONNECT_TIMEOUT`]). On [`Event::Resolve`] look the host name up (DNS, off the core)
+//!    and report every address with [`Client::handle_resolved`] (none when the lookup
+//!    failed). On [`Event::ClusterFileChanged`] a driver that read a cluster file writes
+//!    [`ClusterFile::file_contents`] back to it; on [`Event::CoordinatorsUnreachable`] it reads
+//!    the file again and hands a changed one to [`Client::set_cluster`].
+//!    [`Event::Complete`] finishes an application request (a transaction call, a read
+//!    version, a status read); the rest is information.
+//! 2. `poll_transmit()` until `None`, writing each [`Transmit`] to its connection's socket.
+//! 3. Wait for readable sockets, application calls, or the deadline `poll_timeout()`.
+//!    Feed socket bytes with [`Client::handle_input`] (a closed socket: `handle_closed`), call
+//!    [`Client::handle_timeout`] once the deadline passes, and go back to 1.
+//!
+//! Time is whatever monotonic clock the driver likes, passed in as [`Instant`]; randomness
+//! (reply tokens, coordinator order, jitter) comes from the seed in [`ClientConfig`]. The same
+//! inputs therefore always give the same outputs.
+//!
+//! # The parts
+//!
+//! [`Client`] is a thin composition; each part owns its state: the network (`net`: peers,
+//! backoff, failure monitor, reply routing), the cluster monitor (`monitor`: coordinators, the
+//! `ClientDBInfo` long poll, forwards), the read-version batcher (`grv`), the transactions, and
+//! status reads. Replies come back from the network with the route their request was sent
+//! with, and the client hands each to the part it names.
+//!
+//! New proxies in `ClientDBInfo` re-send read versions and location lookups in flight, and
+//! turn commits in flight into `commit_unknown_result`, as NativeAPI's `onProxiesChanged` does.
+
+mod calls;
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use bytes::Bytes;
+
+use crate::cluster_file::ClusterFile;
+use crate::grv::GrvBatcher;
+use crate::messages::coordination::ClientDBInfo;
+use crate::messages::grv::GetReadVersionReply;
+use crate::messages::types::Version;
+use crate::messages::{decode_reply, ErrorOr, NetworkAddress};
+use crate::monitor::ClusterMonitor;
+use crate::net::{Delivery, Io, Network};
+use crate::route::{Loss, Route};
+use crate::status::StatusReads;
+use crate::time::{Instant, Rng};
+use crate::transaction::{Ctx, Transactions};
+
+pub(crate) use crate::event::Reply;
+use crate::event::{Call, ClientError, Completion, Event, Transmit};
+pub(crate) use crate::grv::{GrvWaiter, Priority};
+use crate::ids::{ConnectionId, RequestId};
+
+/// The [`Io`] the parts act with, borrowed field by field from a [`Client`] so that the part
+/// called (another field) can be borrowed beside it.
+macro_rules! io {
+    ($client:expr) => {
+        Io {
+            now: $client.now,
+            rng: &mut $client.rng,
+            net: &mut $client.net,
+            events: &mut $client.events,
+        }
+    };
+}
+
+/// Settings of a [`Client`].
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// The cluster to connect to.
+    pub cluster: ClusterFile,
+    /// Seeds all randomness.
+    pub seed: u64,
+    /// Sent to coordinators for their client statistics.
+    pub trace_log_group: Bytes,
+    /// The client version announced to the cluster.
+    pub client_version: Bytes,
+}
+
+impl ClientConfig {
+    /// Settings for `cluster` with libfdb_c 7.3.77's defaults.
+    pub fn new(cluster: ClusterFile, seed: u64) -> Self {
+        ClientConfig {
+            cluster,
+            seed,
+            trace_log_group: Bytes::from_static(b"default"),
+            client_version: Bytes::from_static(b"7.3.77"),
+        }
+    }
+}
+
+/// The client protocol core. See the module docs for the driver contract.
+pub struct Client {
+    pub(crate) rng: Rng,
+    pub(crate) now: Instant,
+    pub(crate) next_req: u64,
+    pub(crate) events: VecDeque<Event>,
+    net: Network,
+    monitor: ClusterMonitor,
+    grv: GrvBatcher,
+    txs: Transactions,
+    status: StatusReads,
+}
+
+impl Client {
+    /// Creates the core and starts bootstrapping at once (the first event asks for a
+    /// connection to a coordinator).
+    pub fn new(cfg: ClientConfig, now: Instant) -> Self {
+        let mut rng = Rng::new(cfg.seed);
+        let monitor = ClusterMonitor::new(
+            cfg.cluster,
+            cfg.trace_log_group,
+            cfg.client_version,
+            now,
+            &mut rng,
+        );
+        let mut c = Client {
+            rng,
+            now,
+            next_req: 1,
+            events: VecDeque::new(),
+            net: Network::default(),
+            monitor,
+            grv: GrvBatcher::default(),
+            txs: Transactions::default(),
+            status: StatusReads::default(),
+        };
+        c.drive(now);
+        c
+    }
+
+    /// Replaces the coordinator list with these addresses, in this order (the connection
+    /// string itself stays; see [`Client::set_cluster`] to change it).
+    pub fn set_coordinators(&mut self, now: Instant, coordinators: Vec<NetworkAddress>) {
+        self.now = now;
+        self.monitor.set_coordinators(&mut io!(self), coordinators);
+        self.drive(now);
+    }
+
+    /// Switches to another connection string (a re-read cluster file, say): the coordinator
+    /// request in flight is abandoned and the new coordinators are asked at once.
+    pub fn set_cluster(&mut self, now: Instant, cluster: ClusterFile) {
+        self.now = now;
+        self.monitor.set_cluster(&mut io!(self), cluster);
+        self.drive(now);
+    }
+
+    /// The connection string in use (changes when a coordinator forwards us).
+    pub fn cluster(&self) -> &ClusterFile {
+        self.monitor.cluster()
+    }
+
+    /// The driver resolved `host:port` (asked by [`Event::Resolve`]); `addrs` is empty if the
+    /// lookup failed. Like `Hostname::resolve`, one of the addresses is picked at random.
+    pub fn handle_resolved(
+        &mut self,
+        now: Instant,
+        host: &str,
+        port: u16,
+        addrs: &[core::net::IpAddr],
+    ) {
+        self.now = now;
+        self.monitor
+            .handle_resolved(&mut io!(self), host, port, addrs);
+        self.drive(now);
+    }
+
+    /// The current cluster information, once known.
+    pub fn cluster_info(&self) -> Option<&ClientDBInfo> {
+        self.monitor.info()
+    }
+
+    /// The next event for the driver or application.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Bytes to write, for connections the driver has reported connected.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.net.poll_transmit()
+    }
+
+    /// The earliest time at which [`Client::handle_timeout`] must run.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        [
+            self.net.poll_timeout(),
+            self.monitor.poll_timeout(),
+            self.txs.next_timer(),
+            self.status.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Lets time pass.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
+        self.net
+            .handle_timeout(now, &mut self.rng, &mut self.events);
+        self.deliver();
+        self.with_txs(|txs, cx| txs.fire_timers(cx));
+        self.drive(now);
+    }
+
+    /// The driver connected `conn`.
+    pub fn handle_connected(&mut self, conn: ConnectionId, now: Instant) {
+        self.now = now;
+        self.net.handle_connected(conn);
+    }
+
+    /// The driver could not connect `conn`.
+    pub fn handle_connect_failed(&mut self, conn: ConnectionId, now: Instant) {
+        self.handle_closed(conn, now);
+    }
+
+    /// The driver saw `conn` close.
+    pub fn handle_closed(&mut self, conn: ConnectionId, now: Instant) {
+        self.now = now;
+        self.net.handle_closed(now, &mut self.events, conn);
+        self.deliver();
+        self.drive(now);
+    }
+
+    /// Bytes read from `conn`.
+    pub fn handle_input(&mut self, conn: ConnectionId, now: Instant, data: &[u8]) {
+        self.now = now;
+        self.net.handle_input(now, &mut self.events, conn, data);
+        self.deliver();
+        self.drive(now);
+    }
+
+    /// Asks for a read version.
+    pub fn get_read_version(&mut self, now: Instant, priority: Priority) -> Call<Version> {
+        self.now = now;
+        let id = self.new_request_id();
+        self.grv.queue(priority.flags(), GrvWaiter::Request(id));
+        self.drive(now);
+        Call::new(id)
+    }
+
+    pub(crate) fn new_request_id(&mut self) -> RequestId {
+        let id = RequestId(self.next_req);
+        self.next_req += 1;
+        id
+    }
+
+    /// Hands every reply and loss the network has to the part its route names.
+    fn deliver(&mut self) {
+        while let Some(d) = self.net.poll_delivery() {
+            match d {
+                Delivery::Reply(route, message) => self.complete(route, &message),
+                Delivery::Lost(route, why) => self.lose(route, why),
+            }
+        }
+    }
+
+    fn complete(&mut self, route: Route, message: &Bytes) {
+        match route {
+            Route::OpenDatabase => {
+                if let Some(update) = self.monitor.on_reply(&mut io!(self), message) {
+                    if update.proxies_changed {
+                        // The location cache stays: libfdb_c keeps it across proxy changes
+                        // and relies on `wrong_shard_server` / failed endpoints to correct it.
+                        self.fail_over_from_old_proxies();
+                    }
+                    self.with_txs(|txs, _| txs.wake_cluster_waiters());
+                }
+            }
+            Route::Grv(batch) => {
+                let Some(a) = self.grv.on_reply(batch, message) else {
+                    return;
+                };
+                for w in a.waiters {
+                    match w {
+                        GrvWaiter::Request(req) => self.events.push_back(Event::Complete(
+                            Completion::new(req, a.result.clone().map(Reply::Version)),
+                        )),
+                        GrvWaiter::Tx(tx) => {
+                            self.txs.on_tx_read_version(tx, a.result.clone(), a.locked)
+                        }
+                    }
+                }
+            }
+            Route::CommittedVersion(op) => {
+                let r = match decode_reply::<GetReadVersionReply>(message) {
+                    Ok(ErrorOr::Ok(r)) => Ok(r.version),
+                    Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
+                    Err(e) => Err(ClientError::Decode(e)),
+                };
+                self.with_txs(|txs, cx| txs.on_watch_committed(cx, op, r))
+            }
+            Route::Locations { key, reverse } => {
+                self.with_txs(|txs, cx| txs.on_locations(cx, key, reverse, message))
+            }
+            Route::Storage(op) => self.with_txs(|txs, cx| txs.on_storage_reply(cx, op, message)),
+            Route::Commit(op) => self.with_txs(|txs, cx| txs.on_commit_reply(cx, op, message)),
+            Route::Metrics { op, part, epoch } => {
+                self.with_txs(|txs, cx| txs.on_metrics_reply(cx, op, part, epoch, message))
+            }
+            Route::TenantId(h) => self.txs.on_tenant_id_reply(h, message),
+            Route::Status { op, part } => self.status.on_reply(&mut io!(self), op, part, message),
+        }
+    }
+
+    /// A request will get no reply: retry it, fail it over or fail it, as libfdb_c does.
+    fn lose(&mut self, route: Route, why: Loss) {
+        match route {
+            Route::OpenDatabase => {
+                self.monitor.on_lost(&mut io!(self));
+            }
+            Route::Grv(batch) => {
+                tracing::debug!(?why, "read version lost");
+                self.grv.on_lost(batch);
+            }
+            Route::CommittedVersion(op) => self.txs.on_watch_confirm_lost(op),
+            Route::Locations { key, reverse } => {
+                tracing::debug!(?why, "re-sending key location lookup");
+                // Whoever waited for it asks again (another proxy, or the same one once it
+                // is reachable).
+                self.txs.on_locations_lost(key, reverse);
+            }
+            Route::Storage(op) => {
+                tracing::debug!(?why, op = op.0, "storage request lost, failing over");
+                self.with_txs(|txs, cx| txs.on_storage_lost(cx, op))
+            }
+            Route::Commit(op) => {
+                // Even an endpoint-not-found commit surfaces as `commit_unknown_result`:
+                // `basicLoadBalance` with `AtMostOnce` turns it into
+                // `request_maybe_delivered`, which `tryCommit` reports that way.
+                tracing::info!(?why, op = op.0, "commit outcome unknown");
+                self.with_txs(|txs, cx| txs.on_commit_lost(cx, op))
+            }
+            Route::Metrics { op, part, epoch } => {
+                self.with_txs(|txs, cx| txs.on_metrics_lost(cx, op, part, epoch))
+            }
+            Route::TenantId(h) => {
+                tracing::debug!(?why, "re-sending tenant id lookup");
+                self.txs.on_tenant_id_lost(h)
+            }
+            Route::Status { op, part } => self.status.on_lost(&mut io!(self), op, part),
+        }
+    }
+
+    /// Lends the transactions a [`Ctx`] to act with.
+    fn with_txs<R>(&mut self, f: impl FnOnce(&mut Transactions, &mut Ctx<'_>) -> R) -> R {
+        let Client {
+            rng,
+            now,
+            next_req,
+            events,
+            net,
+            monitor,
+            grv,
+            txs,
+            ..
+        } = self;
+        let mut cx = Ctx {
+            now: *now,
+            rng,
+            net,
+            events,
+            grv,
+            info: monitor.info(),
+            next_req,
+        };
+        f(txs, &mut cx)
+    }
+
+    /// New proxies: what was sent to the old ones is re-sent (read versions, locations) or
+    /// may have been committed (`tryCommit` throws `request_maybe_delivered` on
+    /// `onProxiesChanged`).
+    fn fail_over_from_old_proxies(&mut self) {
+        let stale = self.net.forget_where(|r| {
+            matches!(
+                r,
+                Route::Grv(_) | Route::Locations { .. } | Route::Commit(_) | Route::TenantId(_)
+            )
+        });
+        for route in stale {
+            self.lose(route, Loss::ProxiesChanged);
+        }
+    }
+
+    /// Sends whatever can be sent now.
+    fn drive(&mut self, now: Instant) {
+        self.now = now;
+        let mut io = io!(self);
+        self.monitor.poll(&mut io);
+        self.status.poll(&mut io, &self.monitor);
+        // Operations first: they may queue read versions to send right below.
+        if self.monitor.info().is_some() {
+            self.with_txs(|txs, cx| txs.run_ready_ops(cx));
+        }
+        self.grv.flush(&mut io!(self), self.monitor.info());
+    }
+}
