@@ -51,17 +51,13 @@ pub(crate) fn reads_tenants(key: &[u8]) -> bool {
     in_module(key)
 }
 
-/// Whether a range read between these selectors reaches the tenant module (its rows are then
-/// read first).
+/// Whether a range read between these selectors is the tenant module's (both keys inside
+/// it; its rows are then read first). A read reaching past it touches parts this client does
+/// not serve, and the core refuses it without them.
 pub(crate) fn range_reads_tenants(begin: &KeySelector, end: &KeySelector) -> bool {
+    let (tb, te) = TENANT_MANAGEMENT_RANGE;
     let (b, e) = (begin.key.as_ref(), end.key.as_ref());
-    let special = |k: &[u8]| (&b"\xff\xff"[..]..=&b"\xff\xff\xff"[..]).contains(&k);
-    in_module(b)
-        || in_module(e)
-        || (special(b)
-            && special(e)
-            && b < TENANT_MANAGEMENT_RANGE.0
-            && e > TENANT_MANAGEMENT_RANGE.1)
+    tb <= b && b < te && tb <= e && e <= te
 }
 
 /// The tenant name a special key stands for, within the map: keys before the map give the
