@@ -76,6 +76,12 @@ impl Capture {
     }
 }
 
+/// Bytes as lowercase hex, two digits each (how the tests print keys and compare them with
+/// the Python binding's `bytes.hex()`).
+pub fn to_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 /// Where the captures live: `$FDB_CAPTURES_DIR`, else the copy vendored in `tests/data/`
 /// (recorded data, so a fresh clone tests against it with nothing beside the project).
 pub fn captures_dir() -> PathBuf {

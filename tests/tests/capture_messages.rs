@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use fdb_protocol::messages::{decode_any, AnyMessage};
+use fdb_tests::to_hex as hex;
 use fdb_tests::{load_captures, Dir};
 
 #[test]
@@ -74,10 +75,6 @@ fn every_packet_decodes_and_reencodes() {
         failures.join("\n")
     );
     assert!(total > 200);
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Spot checks of decoded values against what the scenarios printed (`*.result.json`).

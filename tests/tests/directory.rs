@@ -8,6 +8,7 @@
 //! On the real cluster every directory layer here lives under the scenario's random prefix
 //! (nodes at `prefix + \xfe`, contents under `prefix`), which is cleared afterwards.
 
+use fdb_tests::to_hex as hex;
 use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::Duration;
@@ -611,10 +612,6 @@ else:
     out['many'] = [dl.open(db, ('rs', 'many', str(i))).key().hex() for i in range(20)]
 print(json.dumps(out))
 "#;
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
 
 fn unhex(s: &str) -> Vec<u8> {
     (0..s.len() / 2)

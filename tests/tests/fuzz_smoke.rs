@@ -8,6 +8,7 @@
 //! `cargo test -p fdb-tests --test fuzz_smoke seed_fuzz_corpus -- --ignored` writes the
 //! captured inputs to `fuzz/corpus/NAME/` as a starting corpus for `cargo fuzz run NAME`.
 
+use fdb_tests::to_hex as hex;
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -46,10 +47,6 @@ fn run_all(what: &str, input: &[u8]) {
             );
         }
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Distinct captured messages (token stripped), with where they came from.

@@ -13,6 +13,7 @@ use fdb_driver_mio::{ConflictRangeType, Database, KeySelector, MutationType, Ran
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::TransactionOption;
 use fdb_tests::cluster::TestCluster;
+use fdb_tests::to_hex as hex;
 
 const READS: &[u8] = b"\xff\xff/transaction/read_conflict_range/";
 const READS_END: &[u8] = b"\xff\xff/transaction/read_conflict_range0";
@@ -21,10 +22,6 @@ const WRITES_END: &[u8] = b"\xff\xff/transaction/write_conflict_range0";
 
 fn cat(a: &[u8], b: &[u8]) -> Vec<u8> {
     [a, b].concat()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The answers of the script, one line each: rows as `key=value,...` in hex, a value, `-`

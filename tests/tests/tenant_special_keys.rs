@@ -14,6 +14,7 @@ use fdb_driver_mio::{Database, Error, KeyValue};
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::{tuple, TransactionOption};
 use fdb_tests::cluster::TestCluster;
+use fdb_tests::to_hex as hex;
 
 const MAP: &[u8] = b"\xff\xff/management/tenant/map/";
 const CONFIGURE: &[u8] = b"\xff\xff/management/tenant/configure/";
@@ -21,10 +22,6 @@ const RENAME: &[u8] = b"\xff\xff/management/tenant/rename/";
 
 fn cat(a: &[u8], b: &[u8]) -> Vec<u8> {
     [a, b].concat()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// A tenant's JSON without its id and prefix (which differ between the two runs), keys

@@ -11,6 +11,7 @@
 //! On the real cluster, when `python3 -c 'import fdb'` works, the Python binding also reads
 //! what this client wrote.
 
+use fdb_tests::to_hex as hexs;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -702,10 +703,6 @@ fn python_json(script: &str, args: &[String]) -> Option<serde_json::Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     Some(serde_json::from_slice(&out.stdout).expect("python printed JSON"))
-}
-
-fn hexs(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// libfdb_c's rows for tenant names `[begin, end)`, as `[key hex, value hex]`: its range read

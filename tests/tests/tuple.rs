@@ -5,6 +5,7 @@
 //! sort exactly as the tuples do (FDB's tuple order: type, then value; integers across the
 //! 64-bit boundary; floats in IEEE total order with NaNs and -0.0; nested tuples and nulls).
 
+use fdb_tests::to_hex as hex;
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
@@ -56,10 +57,6 @@ fn elements(v: Vec<Element<'static>>, packed: &[u8]) {
     assert_eq!(back, v, "unpacking {}", hex(packed));
     let as_element: Element = unpack(packed).unwrap();
     assert_eq!(as_element, Element::Tuple(v));
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 // ---------------------------------------------------------------------------------------------

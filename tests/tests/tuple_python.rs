@@ -8,6 +8,7 @@
 //! without libfdb_c; with libfdb_c on the library path the script also selects API version
 //! 730 first, as an application would.
 
+use fdb_tests::to_hex as hex;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -68,10 +69,6 @@ impl Rng {
     fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| self.next() as u8).collect()
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn random_element(r: &mut Rng, depth: usize) -> Element<'static> {
