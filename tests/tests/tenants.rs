@@ -1327,87 +1327,74 @@ fn location_lookup_of_a_deleted_tenant() {
 
 /// `rename_tenant` (fdbcli's `tenant rename`): the tenant keeps its id and its data under the
 /// new name; the old name is gone; renaming a missing tenant is `tenant_not_found`, onto a
-/// taken name `tenant_already_exists`. On both clusters (the real one when
-/// `FDB_CLUSTER_FILE` is set, where Python over libfdb_c then opens the renamed tenant).
+/// taken name `tenant_already_exists`. On both clusters; on the real one Python over
+/// libfdb_c then reads the renamed tenant's data.
 #[test]
 fn rename_tenant_scenario() {
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let c = TestCluster::start();
-    let real = dual::real_cluster_file();
-    if real.is_none() {
-        println!("rename_tenant_scenario: FDB_CLUSTER_FILE not set; the test cluster only");
-    }
-    let mut dbs = vec![("test cluster", None)];
-    if let Some((path, _)) = real {
-        dbs.push(("real cluster", Some(path)));
-    }
-    for (on, path) in dbs {
-        rt.block_on(async {
-            let db = match &path {
-                None => test_cluster_db(&c),
-                Some(path) => fdb_driver_tokio::Database::open(Some(path)).expect("open"),
-            };
-            let p = dual::random_prefix("rename");
-            let name = |s: &str| [&p[..], s.as_bytes()].concat();
-            tm::create_tenant(&db, name("a")).await.expect("create a");
-            tm::create_tenant(&db, name("b")).await.expect("create b");
-            let id = tm::get_tenant(&db, name("a")).await.unwrap().unwrap().id;
-            let t = db.open_tenant(name("a"));
-            t.run(|tx| async move {
-                tx.set(b"k", b"v");
-                Ok(())
-            })
-            .await
-            .expect("write in a");
+    dual::run(
+        "tenant-rename",
+        Duration::from_secs(120),
+        |t: Target| async move {
+            let db = &t.db;
+            let on = t.name;
+            let name = |s: &str| t.k(s);
+            tm::create_tenant(db, name("a")).await.expect("create a");
+            tm::create_tenant(db, name("b")).await.expect("create b");
+            let id = tm::get_tenant(db, name("a")).await.unwrap().unwrap().id;
+            db.open_tenant(name("a"))
+                .run(|tx| async move {
+                    tx.set(b"k", b"v");
+                    Ok(())
+                })
+                .await
+                .expect("write in a");
             assert_eq!(
-                code(tm::rename_tenant(&db, name("a"), name("b")).await),
+                code(tm::rename_tenant(db, name("a"), name("b")).await),
                 Some(ErrorCode::TENANT_ALREADY_EXISTS),
                 "{on}: onto a taken name"
             );
-            tm::rename_tenant(&db, name("a"), name("c"))
+            tm::rename_tenant(db, name("a"), name("c"))
                 .await
                 .expect("rename");
             assert!(
-                tm::get_tenant(&db, name("a")).await.unwrap().is_none(),
+                tm::get_tenant(db, name("a")).await.unwrap().is_none(),
                 "{on}"
             );
-            let entry = tm::get_tenant(&db, name("c")).await.unwrap().unwrap();
+            let entry = tm::get_tenant(db, name("c")).await.unwrap().unwrap();
             assert_eq!(entry.id, id, "{on}: the id stays");
-            let t = db.open_tenant(name("c"));
-            let v = t
+            let ten = db.open_tenant(name("c"));
+            let v = ten
                 .run(|tx| async move { tx.get(b"k").await })
                 .await
                 .expect("read in c");
             assert_eq!(v.as_deref(), Some(&b"v"[..]), "{on}: the data stays");
-            if let Some(path) = &path {
+            if !t.exact {
                 let script = r#"
-import sys, fdb
+import fdb, sys, json
 fdb.api_version(730)
-db = fdb.open(sys.argv[1])
-t = db.open_tenant(bytes.fromhex(sys.argv[2]))
-tr = t.create_transaction()
-print(bytes(tr.get(b"k").wait()).decode())
+db = fdb.open()
+tr = db.open_tenant(bytes.fromhex(sys.argv[1])).create_transaction()
+print(json.dumps({"k": bytes(tr[b"k"].wait()).decode()}))
 "#;
-                let args = [path.clone().into_os_string(), hexs(&name("c")).into()];
-                if let Some(out) = fdb_tests::python::libfdb_c_answers("rename", script, args) {
-                    assert_eq!(out.trim(), "v", "libfdb_c reads the renamed tenant");
+                if let Some(v) = python_json(script, &[hexs(&name("c"))]) {
+                    assert_eq!(v["k"], "v", "libfdb_c reads the renamed tenant");
                 }
             }
             assert_eq!(
-                code(tm::rename_tenant(&db, name("a"), name("d")).await),
+                code(tm::rename_tenant(db, name("a"), name("d")).await),
                 Some(ErrorCode::TENANT_NOT_FOUND),
                 "{on}: a missing tenant"
             );
-            t.run(|tx| async move {
+            ten.run(|tx| async move {
                 tx.clear(b"k");
                 Ok(())
             })
             .await
             .expect("clear");
-            tm::delete_tenant(&db, name("c")).await.expect("delete c");
-            tm::delete_tenant(&db, name("b")).await.expect("delete b");
-        });
-    }
+            tm::delete_tenant(db, name("c")).await.expect("delete c");
+            tm::delete_tenant(db, name("b")).await.expect("delete b");
+        },
+    );
 }
 
 /// `MAX_TENANTS_PER_CLUSTER`: a creation that would take the tenant count past 1,000,000
