@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use fdb_protocol::error::ErrorCode;
+use fdb_protocol::tenant_map::TENANT_MAP_SPECIAL_PREFIX;
 use fdb_protocol::{
     tuple, Committed, KeySelector, KeyValue, RangeOptions, RangeResult, SpecialWrite,
     TransactionOption, TENANT_MANAGEMENT_RANGE,
@@ -42,19 +43,15 @@ const NAMES_END: &[u8] = b"\xff";
 /// `CLIENT_KNOBS->TOO_MANY`: a range delete of this many tenants is refused.
 const TOO_MANY: usize = 1_000_000;
 
-fn in_module(key: &[u8]) -> bool {
-    TENANT_MANAGEMENT_RANGE.0 <= key && key < TENANT_MANAGEMENT_RANGE.1
-}
-
 /// Whether a point read is the tenant module's.
-pub(crate) fn reads_tenants(key: &[u8]) -> bool {
-    in_module(key)
+fn reads_tenants(key: &[u8]) -> bool {
+    TENANT_MANAGEMENT_RANGE.0 <= key && key < TENANT_MANAGEMENT_RANGE.1
 }
 
 /// Whether a range read between these selectors is the tenant module's (both keys inside
 /// it; its rows are then read first). A read reaching past it touches parts this client does
 /// not serve, and the core refuses it without them.
-pub(crate) fn range_reads_tenants(begin: &KeySelector, end: &KeySelector) -> bool {
+fn range_reads_tenants(begin: &KeySelector, end: &KeySelector) -> bool {
     let (tb, te) = TENANT_MANAGEMENT_RANGE;
     let (b, e) = (begin.key.as_ref(), end.key.as_ref());
     tb <= b && b < te && tb <= e && e <= te
@@ -63,10 +60,9 @@ pub(crate) fn range_reads_tenants(begin: &KeySelector, end: &KeySelector) -> boo
 /// The tenant name a special key stands for, within the map: keys before the map give the
 /// first name, keys after it the end of all names.
 fn name_at(key: &[u8]) -> &[u8] {
-    let prefix = [TENANT_MANAGEMENT_RANGE.0, MAP.0].concat();
-    if key <= prefix.as_slice() {
+    if key <= TENANT_MAP_SPECIAL_PREFIX {
         b""
-    } else if let Some(name) = key.strip_prefix(prefix.as_slice()) {
+    } else if let Some(name) = key.strip_prefix(TENANT_MAP_SPECIAL_PREFIX) {
         name
     } else {
         NAMES_END
@@ -98,7 +94,7 @@ async fn rows<D: Driver>(
 /// `getTenantList` lists them whatever the read's direction (so that a reverse read with a
 /// limit answers from the first tenants of the range, as libfdb_c 7.3.77 does); every tenant
 /// otherwise.
-pub(crate) async fn rows_for_range<D: Driver>(
+async fn rows_for_range<D: Driver>(
     tx: &Transaction<D>,
     begin: &KeySelector,
     end: &KeySelector,
@@ -114,10 +110,7 @@ pub(crate) async fn rows_for_range<D: Driver>(
 }
 
 /// The row of a point read.
-pub(crate) async fn rows_for_key<D: Driver>(
-    tx: &Transaction<D>,
-    key: &[u8],
-) -> Result<Vec<KeyValue>, Error> {
+async fn rows_for_key<D: Driver>(tx: &Transaction<D>, key: &[u8]) -> Result<Vec<KeyValue>, Error> {
     let name = name_at(key);
     let mut after = name.to_vec();
     after.push(0);
@@ -237,7 +230,7 @@ fn configured(
 }
 
 /// Carries out the tenant module's writes in `tx`, before its commit (`commitImpl`).
-pub(crate) async fn commit_writes<D: Driver>(tx: &Transaction<D>) -> Result<(), Error> {
+async fn commit_writes<D: Driver>(tx: &Transaction<D>) -> Result<(), Error> {
     let writes = tx.take_special_writes().await?;
     if writes.is_empty() {
         return Ok(());
