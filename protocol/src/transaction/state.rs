@@ -684,7 +684,7 @@ impl Transactions {
             return fdb(ErrorCode::ILLEGAL_TENANT_ACCESS);
         }
         let t = self.tx_mut(tx)?;
-        t.special_writes.insert(
+        t.special_writes.write(
             Bytes::copy_from_slice(begin),
             Bytes::copy_from_slice(end),
             value.cloned(),
