@@ -109,6 +109,15 @@ async fn rows_for_range<D: Driver>(
     }
 }
 
+/// The module's rows between two special keys (in the tenant module or around it).
+pub(crate) async fn rows_between<D: Driver>(
+    tx: &Transaction<D>,
+    begin: &[u8],
+    end: &[u8],
+) -> Result<Vec<KeyValue>, Error> {
+    rows(tx, name_at(begin), name_at(end), 0).await
+}
+
 /// The row of a point read.
 async fn rows_for_key<D: Driver>(tx: &Transaction<D>, key: &[u8]) -> Result<Vec<KeyValue>, Error> {
     let name = name_at(key);
@@ -231,7 +240,11 @@ fn configured(
 
 /// Carries out the tenant module's writes in `tx`, before its commit (`commitImpl`).
 async fn commit_writes<D: Driver>(tx: &Transaction<D>) -> Result<(), Error> {
-    let writes = tx.take_special_writes().await?;
+    let mut writes = tx.take_special_writes().await?;
+    // The management parts before the tenant module: `SpecialKeySpace::commit` runs the
+    // modules in key order.
+    crate::management_special_keys::commit_writes(tx, &writes).await?;
+    writes.retain(|w| reads_tenants(&w.begin));
     if writes.is_empty() {
         return Ok(());
     }
@@ -294,6 +307,9 @@ impl<D: Driver> Transaction<D> {
                     .await
             });
         }
+        if crate::management_special_keys::reads_key(&key) {
+            return self.management_get(&key);
+        }
         self.call(move |c, now, id| c.get(now, id, &key, snapshot))
     }
 
@@ -313,6 +329,9 @@ impl<D: Driver> Transaction<D> {
                 tx.call(move |c, now, id| c.get_range_with_tenants(now, id, begin, end, opts, rows))
                     .await
             });
+        }
+        if crate::management_special_keys::reads_range(&begin, &end) {
+            return self.management_range(begin, end, opts);
         }
         self.call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
     }
@@ -334,7 +353,7 @@ impl<D: Driver> Transaction<D> {
         .map_err(Error::Client)
     }
 
-    async fn set_special_error_message(&self, msg: Bytes) -> Result<(), Error> {
+    pub(crate) async fn set_special_error_message(&self, msg: Bytes) -> Result<(), Error> {
         let id = self.flushed_id();
         query(self.driver(), move |c, now| {
             let id = id(c, now);
