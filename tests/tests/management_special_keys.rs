@@ -133,6 +133,11 @@ fn our_answers(db: &Database) -> Vec<String> {
     out.push(value(tx.get(m("db_locked"))));
     out.push(value(tx.get(m("consistency_check_suspended"))));
     out.push(rows(tx.get_range(m("excluded/"), m("failed_locality0"), 0)));
+    out.push(rows(tx.get_range(
+        &b"\xff\xff/configuration/coordinators/"[..],
+        &b"\xff\xff/configuration/coordinators0"[..],
+        0,
+    )));
 
     // A transaction sees its own writes: the options it knows, exclusions with empty values.
     let w = writer(db);
@@ -358,6 +363,7 @@ for part in ["excluded/", "failed/", "excluded_locality/", "failed_locality/",
 out.append(value(lambda: tr.get(m("db_locked"))))
 out.append(value(lambda: tr.get(m("consistency_check_suspended"))))
 out.append(rows_of(lambda: list(tr.get_range(m("excluded/"), m("failed_locality0")))))
+out.append(rows_of(lambda: list(tr.get_range(b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0"))))
 w = writer()
 w[m("options/excluded/force")] = b"x"
 w[m("options/bogus")] = b"x"
@@ -545,6 +551,20 @@ fn management_special_keys_on_the_test_cluster() {
     assert_eq!(next(), "-", "not locked");
     assert_eq!(next(), "-", "not suspended");
     assert_eq!(next(), "", "several parts at once");
+    let cs = ClusterFile::parse(&text).unwrap().to_string();
+    let (key, coordinators) = cs.split_once('@').unwrap();
+    let conf = |s: &str| hex(&[&b"\xff\xff/configuration/coordinators/"[..], s.as_bytes()].concat());
+    assert_eq!(
+        next(),
+        format!(
+            "{}={},{}={}",
+            conf("cluster_description"),
+            hex(key.split(':').next().unwrap().as_bytes()),
+            conf("processes"),
+            hex(coordinators.as_bytes())
+        ),
+        "the coordinators"
+    );
     assert_eq!(next(), format!("{}=", h("options/excluded/force")), "own option");
     assert_eq!(next(), format!("{}=", h("excluded/127.0.0.2:4500")), "own exclusion");
     assert_eq!(next(), "", "a clear forgets the option");

@@ -15,10 +15,13 @@
 //! | `consistency_check_suspended` | present (empty) when suspended |
 //! | `maintenance/<zone>` | the seconds left, `0` for `IgnoreSSFailures` |
 //! | `data_distribution/mode`, `rebalance_ignored` | the mode (`-1` unset); present when set |
+//! | `\xff\xff/configuration/coordinators/` | `cluster_description` and `processes` (sorted) |
 //!
 //! A read reaching a part this client does not serve (`in_progress_exclusion/`,
 //! `auto_coordinators`, `min_required_commit_version`, `version_epoch`, the configuration
-//! module) fails with `special_keys_no_module_found`.
+//! module's `process/`) fails with `special_keys_no_module_found`. The coordinators are shown
+//! as the connection string names them: a hostname is not resolved, where libfdb_c shows the
+//! address it resolves to.
 //!
 //! Writes (with `special_key_space_enable_writes`) are carried out at commit, before the
 //! commit itself, each part in key order as `SpecialKeySpace::commit` runs them, into the
@@ -62,6 +65,9 @@ enum Part {
     ConsistencyCheck,
     Maintenance,
     DataDistribution,
+    /// `\xff\xff/configuration/coordinators/`: the connection string's description and
+    /// coordinators.
+    Coordinators,
     Tenant,
     /// Registered by libfdb_c, not served here.
     NotServed,
@@ -70,7 +76,7 @@ enum Part {
 /// The parts, by key order.
 #[rustfmt::skip]
 const PARTS: [(&[u8], &[u8], Part); 17] = [
-    (b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0", Part::NotServed),
+    (b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0", Part::Coordinators),
     (b"\xff\xff/configuration/process/class_source/", b"\xff\xff/configuration/process/class_source0", Part::NotServed),
     (b"\xff\xff/configuration/process/class_type/", b"\xff\xff/configuration/process/class_type0", Part::NotServed),
     (b"\xff\xff/management/auto_coordinators", b"\xff\xff/management/auto_coordinators\x00", Part::NotServed),
@@ -360,6 +366,33 @@ async fn part_rows<D: Driver>(
             }
             Ok(own(rows))
         }
+        Part::Coordinators => {
+            // `coordinatorsGetRangeActor`: the description, and the coordinators sorted as
+            // strings, from the connection string in use.
+            let cs = tx.get(b"\xff\xff/connection_string").await?.unwrap_or_default();
+            let cs = String::from_utf8_lossy(&cs);
+            let (description, addresses) = match cs.split_once('@') {
+                Some((key, addresses)) => (key.split(':').next().unwrap_or(""), addresses),
+                None => ("", ""),
+            };
+            let mut coordinators: Vec<&str> = addresses
+                .split(',')
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .collect();
+            coordinators.sort_unstable();
+            let mut rows = Vec::new();
+            for (name, v) in [
+                ("cluster_description", description.to_owned()),
+                ("processes", coordinators.join(",")),
+            ] {
+                let key = [pb, name.as_bytes()].concat();
+                if b <= key.as_slice() && key.as_slice() < e {
+                    rows.push(row(key, v));
+                }
+            }
+            Ok(own(rows))
+        }
         Part::Tenant => crate::tenant_special_keys::rows_between(tx, b, e).await,
         Part::NotServed => Ok(Vec::new()),
     }
@@ -568,7 +601,7 @@ pub(crate) async fn commit_writes<D: Driver>(
             Part::Maintenance => commit_maintenance(tx, writes, (pb, pe)).await?,
             Part::DataDistribution => commit_data_distribution(tx, writes, (pb, pe)),
             // The options are for the other parts; the tenant module commits on its own.
-            Part::Options | Part::Tenant | Part::NotServed => None,
+            Part::Options | Part::Tenant | Part::Coordinators | Part::NotServed => None,
         };
         if let Some(msg) = msg {
             return Err(api_failure(tx, msg).await);
@@ -1042,6 +1075,9 @@ mod tests {
         assert!(at(b"\xff\xff/management/tenant/map/x"));
         assert!(!at(b"\xff\xff/management/in_progress_exclusion/x"));
         assert!(!at(b"\xff\xff/management/version_epoch"));
-        assert!(covered(CONFIGURATION).iter().all(|r| !r.begin.starts_with(b"\xff\xff/configuration/coordinators/")));
+        let c = covered(CONFIGURATION);
+        let at = |k: &[u8]| c.iter().any(|r| r.begin.as_ref() <= k && k < r.end.as_ref());
+        assert!(at(b"\xff\xff/configuration/coordinators/processes"));
+        assert!(!at(b"\xff\xff/configuration/process/class_type/1.2.3.4:5"));
     }
 }
