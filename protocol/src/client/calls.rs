@@ -265,8 +265,9 @@ impl Client {
         self.get_with_rows(now, tx, key, tenants, covered)
     }
 
-    /// The writes into the special key space's tenant module (with
-    /// `special_key_space_enable_writes`), taken out of the transaction: a driver carries them
+    /// The writes into the special key space's write modules this client serves (the
+    /// tenant module and the management parts, with `special_key_space_enable_writes`), taken
+    /// out of the transaction: a driver carries them
     /// out as ordinary writes before it commits, as libfdb_c's `SpecialKeySpace::commit`
     /// does. A commit that still holds some fails with `unsupported_operation`.
     pub fn take_special_writes(

@@ -12,12 +12,14 @@
 //! `conflicting_keys/`, `read_conflict_range/` and `write_conflict_range/`, and
 //! `\xff\xff/connection_string`, `\xff\xff/cluster_file_path` and `\xff\xff/error_message`
 //! (why the last special-key commit failed). `\xff\xff/status/json` is a point read of its own
-//! ([`crate::Client::status_json`]). The tenant module (`\xff\xff/management/tenant/`) is
-//! served from rows the caller reads from the database and hands in
-//! ([`crate::Client::get_range_with_tenants`]). The other modules libfdb_c fills from the cluster (the rest of
-//! management, configuration, metrics, worker interfaces, global config, tracing, actor
-//! lineage, the profiler) are not served: a read that reaches one fails with
-//! `special_keys_no_module_found` rather than answer rows that would be wrong.
+//! ([`crate::Client::status_json`]). The management and configuration modules
+//! (`\xff\xff/management/`, `\xff\xff/configuration/`: tenants, exclusions, the lock, ...)
+//! are served from rows the caller reads from the database and hands in, with the ranges they
+//! cover ([`crate::Client::get_range_with_rows`]); a read reaching a part not covered fails
+//! with `special_keys_no_module_found`. The other modules libfdb_c fills from the cluster
+//! (metrics, worker interfaces, global config, tracing, actor lineage, the profiler) are not
+//! served: a read that reaches one fails with `special_keys_no_module_found` rather than
+//! answer rows that would be wrong.
 
 use alloc::vec::Vec;
 use bytes::Bytes;
