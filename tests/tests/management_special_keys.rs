@@ -301,6 +301,16 @@ fn our_answers(db: &Database) -> Vec<String> {
     w.clear(m("maintenance/zone_a"));
     out.push(commit(&w));
     out.push(range(&db.create_transaction(), "maintenance/"));
+
+    // Not for a transaction inside a tenant.
+    use fdb_driver_mio::tenant_management as tm;
+    let name = b"mgmt-special-keys";
+    let _ = tm::delete_tenant(db, name);
+    tm::create_tenant(db, name).unwrap();
+    let tx = db.open_tenant(name).create_transaction();
+    out.push(value(tx.get(m("db_locked"))));
+    out.push(rows(tx.get_range(m("excluded/"), m("excluded0"), 0)));
+    tm::delete_tenant(db, name).unwrap();
     out
 }
 
@@ -490,6 +500,17 @@ w = writer()
 w.clear(m("maintenance/zone_a"))
 out.append(commit(w))
 out.append(rng(db.create_transaction(), "maintenance/"))
+name = b"mgmt-special-keys"
+try:
+    fdb.tenant_management.delete_tenant(db, name)
+except fdb.FDBError:
+    pass
+fdb.tenant_management.create_tenant(db, name)
+t = db.open_tenant(name)
+tr = t.create_transaction()
+out.append(value(lambda: tr.get(m("db_locked"))))
+out.append(rng(tr, "excluded/"))
+fdb.tenant_management.delete_tenant(db, name)
 for line in out:
     print(line)
 "#;
@@ -642,6 +663,8 @@ fn management_special_keys_on_the_test_cluster() {
     assert!(next().contains("The specified maintenance time -5 is a negative value"));
     assert_eq!(next(), "ok", "maintenance off");
     assert_eq!(next(), "");
+    assert_eq!(next(), "E2138", "a point read inside a tenant");
+    assert_eq!(next(), "E2138", "a range read inside a tenant");
     assert_eq!(i, got.len(), "every answer checked");
 }
 

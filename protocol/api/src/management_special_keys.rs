@@ -425,6 +425,7 @@ impl<D: Driver> Transaction<D> {
         let key = key.to_vec();
         let tx = self.clone();
         Pending::local(async move {
+            tx.check_outside_tenants()?;
             let module = module_of(&key).expect("checked by reads_key");
             let after = [&key[..], b"\x00"].concat();
             let rows = rows_in(&tx, module, &key, &after).await?;
@@ -444,6 +445,7 @@ impl<D: Driver> Transaction<D> {
     ) -> Pending<D, RangeResult> {
         let tx = self.clone();
         Pending::local(async move {
+            tx.check_outside_tenants()?;
             let module = module_of(&begin.key).expect("checked by reads_range");
             let (b, e) = if begin.offset == 1 && end.offset == 1 {
                 (begin.key.to_vec(), end.key.to_vec())
@@ -457,6 +459,14 @@ impl<D: Driver> Transaction<D> {
             })
             .await
         })
+    }
+
+    /// The management parts are not for a transaction inside a tenant (`supportsTenants`).
+    fn check_outside_tenants(&self) -> Result<(), Error> {
+        if self.in_tenant() {
+            return Err(ErrorCode::ILLEGAL_TENANT_ACCESS.into());
+        }
+        Ok(())
     }
 
     async fn special_writes(&self) -> Result<(Vec<SpecialWrite>, bool), Error> {
