@@ -138,6 +138,12 @@ fn our_answers(db: &Database) -> Vec<String> {
         &b"\xff\xff/configuration/coordinators0"[..],
         0,
     )));
+    for part in ["class_type", "class_source"] {
+        let b = format!("\u{ff}\u{ff}/configuration/process/{part}/");
+        let e = format!("\u{ff}\u{ff}/configuration/process/{part}0");
+        let latin1 = |s: &str| s.chars().map(|c| c as u8).collect::<Vec<u8>>();
+        out.push(rows(tx.get_range(latin1(&b), latin1(&e), 0)));
+    }
 
     // A transaction sees its own writes: the options it knows, exclusions with empty values.
     let w = writer(db);
@@ -374,6 +380,9 @@ out.append(value(lambda: tr.get(m("db_locked"))))
 out.append(value(lambda: tr.get(m("consistency_check_suspended"))))
 out.append(rows_of(lambda: list(tr.get_range(m("excluded/"), m("failed_locality0")))))
 out.append(rows_of(lambda: list(tr.get_range(b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0"))))
+for part in [b"class_type", b"class_source"]:
+    b = b"\xff\xff/configuration/process/" + part
+    out.append(rows_of(lambda: list(tr.get_range(b + b"/", b + b"0"))))
 w = writer()
 w[m("options/excluded/force")] = b"x"
 w[m("options/bogus")] = b"x"
@@ -586,6 +595,8 @@ fn management_special_keys_on_the_test_cluster() {
         ),
         "the coordinators"
     );
+    assert_eq!(next(), "", "no worker list on the test cluster");
+    assert_eq!(next(), "", "no worker list on the test cluster");
     assert_eq!(next(), format!("{}=", h("options/excluded/force")), "own option");
     assert_eq!(next(), format!("{}=", h("excluded/127.0.0.2:4500")), "own exclusion");
     assert_eq!(next(), "", "a clear forgets the option");

@@ -16,12 +16,12 @@
 //! | `maintenance/<zone>` | the seconds left, `0` for `IgnoreSSFailures` |
 //! | `data_distribution/mode`, `rebalance_ignored` | the mode (`-1` unset); present when set |
 //! | `\xff\xff/configuration/coordinators/` | `cluster_description` and `processes` (sorted) |
+//! | `\xff\xff/configuration/process/class_type/<addr>`, `class_source/` | each worker's class, and where it was set |
 //!
 //! A read reaching a part this client does not serve (`in_progress_exclusion/`,
-//! `auto_coordinators`, `min_required_commit_version`, `version_epoch`, the configuration
-//! module's `process/`) fails with `special_keys_no_module_found`. The coordinators are shown
-//! as the connection string names them: a hostname is not resolved, where libfdb_c shows the
-//! address it resolves to.
+//! `auto_coordinators`, `min_required_commit_version`, `version_epoch`) fails with
+//! `special_keys_no_module_found`. The coordinators are shown as the connection string names
+//! them: a hostname is not resolved, where libfdb_c shows the address it resolves to.
 //!
 //! Writes (with `special_key_space_enable_writes`) are carried out at commit, before the
 //! commit itself, each part in key order as `SpecialKeySpace::commit` runs them, into the
@@ -31,7 +31,9 @@
 //! `options/excluded/force` first checks, over the status document, that the exclusion leaves
 //! enough space (`checkExclusion`); marking servers failed without `options/failed/force` also
 //! needs the commit proxies' safety check, which this client does not make: that commit fails
-//! with `unsupported_operation` (set the force option to mark them failed).
+//! with `unsupported_operation` (set the force option to mark them failed). The writes of the
+//! configuration module (`setclass`, coordinator changes) are refused with
+//! `unsupported_operation` when written.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -65,6 +67,11 @@ enum Part {
     ConsistencyCheck,
     Maintenance,
     DataDistribution,
+    /// `\xff\xff/configuration/process/class_type/` (`source` false) or `class_source/`:
+    /// each worker's process class, by address.
+    ProcessClass {
+        source: bool,
+    },
     /// `\xff\xff/configuration/coordinators/`: the connection string's description and
     /// coordinators.
     Coordinators,
@@ -77,8 +84,8 @@ enum Part {
 #[rustfmt::skip]
 const PARTS: [(&[u8], &[u8], Part); 17] = [
     (b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0", Part::Coordinators),
-    (b"\xff\xff/configuration/process/class_source/", b"\xff\xff/configuration/process/class_source0", Part::NotServed),
-    (b"\xff\xff/configuration/process/class_type/", b"\xff\xff/configuration/process/class_type0", Part::NotServed),
+    (b"\xff\xff/configuration/process/class_source/", b"\xff\xff/configuration/process/class_source0", Part::ProcessClass { source: true }),
+    (b"\xff\xff/configuration/process/class_type/", b"\xff\xff/configuration/process/class_type0", Part::ProcessClass { source: false }),
     (b"\xff\xff/management/auto_coordinators", b"\xff\xff/management/auto_coordinators\x00", Part::NotServed),
     (b"\xff\xff/management/consistency_check_suspended", b"\xff\xff/management/consistency_check_suspended\x00", Part::ConsistencyCheck),
     (b"\xff\xff/management/data_distribution/", b"\xff\xff/management/data_distribution0", Part::DataDistribution),
@@ -113,6 +120,169 @@ const HEALTHY_ZONE_VALUE_VERSION: u64 = 0x0FDB_00B0_6201_0001;
 const VERSIONS_PER_SECOND: i64 = 1_000_000;
 /// `LocalityData::ExcludeLocalityPrefix`.
 const LOCALITY_PREFIX: &str = "locality_";
+const WORKER_LIST: (&[u8], &[u8]) = (b"\xff/worker/", b"\xff/worker0");
+const PROCESS_CLASSES: (&[u8], &[u8]) = (b"\xff/processClass/", b"\xff/processClass0");
+/// `ProtocolVersion::withNetworkAddressHostnameFlag()`: from it on, an address ends in a flag.
+const HOSTNAME_FLAG_VERSION: u64 = 0x0FDB_00B0_7101_0000;
+
+/// `ProcessClass::toString` of each class by its number (`ClassType`).
+const CLASS_NAMES: [&str; 24] = [
+    "unset",
+    "storage",
+    "transaction",
+    "resolution",
+    "test",
+    "commit_proxy",
+    "master",
+    "stateless",
+    "log",
+    "cluster_controller",
+    "router",
+    "fast_restore",
+    "data_distributor",
+    "coordinator",
+    "ratekeeper",
+    "storage_cache",
+    "backup",
+    "grv_proxy",
+    "blob_manager",
+    "blob_worker",
+    "encrypt_key_proxy",
+    "consistency_scan",
+    "blob_migrator",
+    "sim_http_server",
+];
+/// `ProcessClass::TesterClass`, `UnsetClass`, `DBSource`.
+const TESTER_CLASS: i16 = 4;
+const UNSET_CLASS: i16 = 0;
+const DB_SOURCE: i16 = 2;
+
+/// A process's class and where it was set (`ProcessClass`: `_class`, `_source`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct ProcessClass {
+    class: i16,
+    source: i16,
+}
+
+impl ProcessClass {
+    fn class_name(&self) -> &'static str {
+        // `blob_migrator` has no name in `toString`.
+        match usize::try_from(self.class) {
+            Ok(22) | Err(_) => "invalid",
+            Ok(i) => CLASS_NAMES.get(i).copied().unwrap_or("invalid"),
+        }
+    }
+
+    fn source_name(&self) -> &'static str {
+        match self.source {
+            0 => "command_line",
+            1 => "configure_auto",
+            2 => "set_class",
+            _ => "invalid",
+        }
+    }
+}
+
+/// A little-endian reader of flow's binary serialization (`BinaryReader`).
+struct Binary<'a>(&'a [u8]);
+
+impl<'a> Binary<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = (self.0.get(..n)?, self.0.get(n..)?);
+        self.0 = rest;
+        Some(head)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        le_u64(self.take(8)?)
+    }
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+    fn class(&mut self) -> Option<ProcessClass> {
+        Some(ProcessClass {
+            class: self.u16()? as i16,
+            source: self.u16()? as i16,
+        })
+    }
+}
+
+/// `decodeWorkerListValue`: a worker's process id, class and address (`ip:port` as
+/// `formatIpPort` writes it).
+fn decode_worker(v: &[u8]) -> Option<(Option<Vec<u8>>, ProcessClass, String)> {
+    let mut r = Binary(v);
+    let version = r.u64()?;
+    let mut process_id = None;
+    for _ in 0..r.u64()? {
+        let key = r.bytes()?;
+        let value = if r.u8()? != 0 { Some(r.bytes()?) } else { None };
+        if key == b"processid" {
+            process_id = value.map(<[u8]>::to_vec);
+        }
+    }
+    let class = r.class()?;
+    let ip = if r.u8()? != 0 {
+        let b: [u8; 16] = r.take(16)?.try_into().ok()?;
+        IpAddr::from(b)
+    } else {
+        IpAddr::from(std::net::Ipv4Addr::from(r.u32()?))
+    };
+    let port = r.u16()?;
+    let _flags = r.u16()?;
+    if version >= HOSTNAME_FLAG_VERSION {
+        r.u8()?;
+    }
+    let addr = match ip {
+        IpAddr::V4(ip) => format!("{ip}:{port}"),
+        IpAddr::V6(ip) => format!("[{ip}]:{port}"),
+    };
+    Some((process_id, class, addr))
+}
+
+/// `getWorkers`: every worker but testers, with its class as the database sets it (when
+/// set with `setclass`, or when the worker's own is unset), sorted by address as strings,
+/// each address once.
+async fn workers<D: Driver>(tx: &Transaction<D>) -> Result<Vec<(String, ProcessClass)>, Error> {
+    let classes = tx.get_range(PROCESS_CLASSES.0, PROCESS_CLASSES.1, 0).await?;
+    let list = tx.get_range(WORKER_LIST.0, WORKER_LIST.1, 0).await?;
+    let class_of = |id: &Option<Vec<u8>>| {
+        let id = id.as_deref()?;
+        classes.iter().find_map(|kv| {
+            let mut k = Binary(&kv.key[PROCESS_CLASSES.0.len()..]);
+            if k.bytes()? != id {
+                return None;
+            }
+            let mut v = Binary(&kv.value);
+            v.u64()?;
+            v.class()
+        })
+    };
+    let mut out = Vec::new();
+    for kv in list {
+        let Some((id, mut class, addr)) = decode_worker(&kv.value) else {
+            continue;
+        };
+        let db_class = class_of(&id).unwrap_or_default();
+        if db_class.source == DB_SOURCE || class.class == UNSET_CLASS {
+            class = db_class;
+        }
+        if class.class != TESTER_CLASS {
+            out.push((addr, class));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.dedup_by(|a, b| a.0 == b.0);
+    Ok(out)
+}
 
 /// The module (management or configuration) holding `key`.
 fn module_of(key: &[u8]) -> Option<(&'static [u8], &'static [u8])> {
@@ -366,6 +536,23 @@ async fn part_rows<D: Driver>(
             }
             Ok(own(rows))
         }
+        Part::ProcessClass { source } => {
+            tx.set_option(TransactionOption::ReadSystemKeys)?;
+            let rows = workers(tx)
+                .await?
+                .into_iter()
+                .map(|(addr, class)| {
+                    let v = if source {
+                        class.source_name()
+                    } else {
+                        class.class_name()
+                    };
+                    row([pb, addr.as_bytes()].concat(), v)
+                })
+                .filter(|kv| b <= kv.key.as_ref() && kv.key.as_ref() < e)
+                .collect();
+            Ok(if source { rows } else { own(rows) })
+        }
         Part::Coordinators => {
             // `coordinatorsGetRangeActor`: the description, and the coordinators sorted as
             // strings, from the connection string in use.
@@ -611,7 +798,11 @@ pub(crate) async fn commit_writes<D: Driver>(
             Part::Maintenance => commit_maintenance(tx, writes, (pb, pe)).await?,
             Part::DataDistribution => commit_data_distribution(tx, writes, (pb, pe)),
             // The options are for the other parts; the tenant module commits on its own.
-            Part::Options | Part::Tenant | Part::Coordinators | Part::NotServed => None,
+            Part::Options
+            | Part::Tenant
+            | Part::Coordinators
+            | Part::ProcessClass { .. }
+            | Part::NotServed => None,
         };
         if let Some(msg) = msg {
             return Err(api_failure(tx, msg).await);
@@ -1071,6 +1262,22 @@ mod tests {
     }
 
     #[test]
+    fn worker_list_values_decode() {
+        // A worker of a one-process fdbserver 7.3: machineid, processid, zoneid; unset from
+        // the command line; 127.0.0.1:48991.
+        let v = b"\x01\x00\x01\x62\xb0\x00\xdb\x0f\x03\x00\x00\x00\x00\x00\x00\x00\
+            \x09\x00\x00\x00machineid\x01\x06\x00\x00\x00m48991\
+            \x09\x00\x00\x00processid\x01\x20\x00\x00\x00812c15f7c37601a52c67278f4f0fa0d6\
+            \x06\x00\x00\x00zoneid\x01\x06\x00\x00\x00z48991\
+            \x00\x00\x00\x00\x00\x01\x00\x00\x7f\x5f\xbf\x00\x00";
+        let (id, class, addr) = decode_worker(v).unwrap();
+        assert_eq!(id.as_deref(), Some(&b"812c15f7c37601a52c67278f4f0fa0d6"[..]));
+        assert_eq!((class.class_name(), class.source_name()), ("unset", "command_line"));
+        assert_eq!(addr, "127.0.0.1:48991");
+        assert_eq!(decode_worker(&v[..40]), None);
+    }
+
+    #[test]
     fn doubles_print_as_boost_prints_them() {
         assert_eq!(lexical_double(-5.0), "-5");
         assert_eq!(lexical_double(-1.5), "-1.5");
@@ -1088,6 +1295,6 @@ mod tests {
         let c = covered(CONFIGURATION);
         let at = |k: &[u8]| c.iter().any(|r| r.begin.as_ref() <= k && k < r.end.as_ref());
         assert!(at(b"\xff\xff/configuration/coordinators/processes"));
-        assert!(!at(b"\xff\xff/configuration/process/class_type/1.2.3.4:5"));
+        assert!(at(b"\xff\xff/configuration/process/class_type/1.2.3.4:5"));
     }
 }
