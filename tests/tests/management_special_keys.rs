@@ -132,6 +132,9 @@ fn our_answers(db: &Database) -> Vec<String> {
     }
     out.push(value(tx.get(m("db_locked"))));
     out.push(value(tx.get(m("consistency_check_suspended"))));
+    out.push(value(tx.get(m("min_required_commit_version"))));
+    out.push(value(tx.get(m("version_epoch"))));
+    out.push(range(&tx, "in_progress_exclusion/"));
     out.push(rows(tx.get_range(m("excluded/"), m("failed_locality0"), 0)));
     out.push(rows(tx.get_range(
         &b"\xff\xff/configuration/coordinators/"[..],
@@ -165,6 +168,7 @@ fn our_answers(db: &Database) -> Vec<String> {
     w.set(m("excluded/127.0.0.2:4500"), b"");
     out.push(commit(&w));
     out.push(range(&db.create_transaction(), "excluded/"));
+    out.push(range(&db.create_transaction(), "in_progress_exclusion/"));
     let w = writer(db);
     w.clear(m("excluded/127.0.0.2:4500"));
     out.push(commit(&w));
@@ -378,6 +382,9 @@ for part in ["excluded/", "failed/", "excluded_locality/", "failed_locality/",
     out.append(rng(tr, part))
 out.append(value(lambda: tr.get(m("db_locked"))))
 out.append(value(lambda: tr.get(m("consistency_check_suspended"))))
+out.append(value(lambda: tr.get(m("min_required_commit_version"))))
+out.append(value(lambda: tr.get(m("version_epoch"))))
+out.append(rng(tr, "in_progress_exclusion/"))
 out.append(rows_of(lambda: list(tr.get_range(m("excluded/"), m("failed_locality0")))))
 out.append(rows_of(lambda: list(tr.get_range(b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0"))))
 for part in [b"class_type", b"class_source"]:
@@ -399,6 +406,7 @@ w = writer()
 w[m("excluded/127.0.0.2:4500")] = b""
 out.append(commit(w))
 out.append(rng(db.create_transaction(), "excluded/"))
+out.append(rng(db.create_transaction(), "in_progress_exclusion/"))
 w = writer()
 w.clear(m("excluded/127.0.0.2:4500"))
 out.append(commit(w))
@@ -580,6 +588,9 @@ fn management_special_keys_on_the_test_cluster() {
     assert_eq!(next(), "", "no options");
     assert_eq!(next(), "-", "not locked");
     assert_eq!(next(), "-", "not suspended");
+    assert_eq!(next(), "-", "no minimum commit version");
+    assert_eq!(next(), "-", "no version epoch");
+    assert_eq!(next(), "", "no exclusion in progress");
     assert_eq!(next(), "", "several parts at once");
     let cs = ClusterFile::parse(&text).unwrap().to_string();
     let (key, coordinators) = cs.split_once('@').unwrap();
@@ -604,6 +615,7 @@ fn management_special_keys_on_the_test_cluster() {
     assert_eq!(next(), format!("{}={}", h("maintenance/zz"), hex(b"7")), "own zone");
     assert_eq!(next(), "ok", "exclude");
     assert_eq!(next(), format!("{}=", h("excluded/127.0.0.2:4500")));
+    assert_eq!(next(), "", "no process there: nothing in progress");
     assert_eq!(next(), "ok", "include");
     assert_eq!(next(), "");
     assert_eq!(next(), "E2117", "the only storage server");

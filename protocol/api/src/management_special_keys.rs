@@ -15,12 +15,13 @@
 //! | `consistency_check_suspended` | present (empty) when suspended |
 //! | `maintenance/<zone>` | the seconds left, `0` for `IgnoreSSFailures` |
 //! | `data_distribution/mode`, `rebalance_ignored` | the mode (`-1` unset); present when set |
+//! | `in_progress_exclusion/<addr>` | excluded storage servers and logs still in the cluster |
+//! | `min_required_commit_version`, `version_epoch` | the version, in decimal |
 //! | `\xff\xff/configuration/coordinators/` | `cluster_description` and `processes` (sorted) |
 //! | `\xff\xff/configuration/process/class_type/<addr>`, `class_source/` | each worker's class, and where it was set |
 //!
-//! A read reaching a part this client does not serve (`in_progress_exclusion/`,
-//! `auto_coordinators`, `min_required_commit_version`, `version_epoch`) fails with
-//! `special_keys_no_module_found`. The coordinators are shown as the connection string names
+//! A read reaching the one part this client does not serve, `auto_coordinators` (fdbcli's
+//! `coordinators auto` proposal), fails with `special_keys_no_module_found`. The coordinators are shown as the connection string names
 //! them: a hostname is not resolved, where libfdb_c shows the address it resolves to.
 //!
 //! Writes (with `special_key_space_enable_writes`) are carried out at commit, before the
@@ -41,6 +42,7 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 use fdb_protocol::error::ErrorCode;
+use fdb_protocol::messages::storage::StorageServerInterface;
 use fdb_protocol::messages::types::KeyRange;
 use fdb_protocol::{
     ConflictRangeType, KeySelector, KeyValue, MutationType, RangeOptions, RangeResult,
@@ -76,6 +78,11 @@ enum Part {
     /// coordinators.
     Coordinators,
     Tenant,
+    /// `in_progress_exclusion/`: the excluded servers and logs still holding data.
+    InProgress,
+    /// A version kept in a system key, shown in decimal (`min_required_commit_version`,
+    /// `version_epoch`).
+    VersionKey(&'static [u8]),
     /// Registered by libfdb_c, not served here.
     NotServed,
 }
@@ -94,12 +101,12 @@ const PARTS: [(&[u8], &[u8], Part); 17] = [
     (b"\xff\xff/management/excluded_locality/", b"\xff\xff/management/excluded_locality0", Part::Exclusion { failed: false, locality: true }),
     (b"\xff\xff/management/failed/", b"\xff\xff/management/failed0", Part::Exclusion { failed: true, locality: false }),
     (b"\xff\xff/management/failed_locality/", b"\xff\xff/management/failed_locality0", Part::Exclusion { failed: true, locality: true }),
-    (b"\xff\xff/management/in_progress_exclusion/", b"\xff\xff/management/in_progress_exclusion0", Part::NotServed),
+    (b"\xff\xff/management/in_progress_exclusion/", b"\xff\xff/management/in_progress_exclusion0", Part::InProgress),
     (b"\xff\xff/management/maintenance/", b"\xff\xff/management/maintenance0", Part::Maintenance),
-    (b"\xff\xff/management/min_required_commit_version", b"\xff\xff/management/min_required_commit_version\x00", Part::NotServed),
+    (b"\xff\xff/management/min_required_commit_version", b"\xff\xff/management/min_required_commit_version\x00", Part::VersionKey(b"\xff/minRequiredCommitVersion")),
     (b"\xff\xff/management/options/", b"\xff\xff/management/options0", Part::Options),
     (TENANT_MANAGEMENT_RANGE.0, TENANT_MANAGEMENT_RANGE.1, Part::Tenant),
-    (b"\xff\xff/management/version_epoch", b"\xff\xff/management/version_epoch\x00", Part::NotServed),
+    (b"\xff\xff/management/version_epoch", b"\xff\xff/management/version_epoch\x00", Part::VersionKey(b"\xff/versionEpoch")),
 ];
 
 // The system keys the parts stand for (`fdbclient/SystemData.cpp`).
@@ -120,6 +127,8 @@ const HEALTHY_ZONE_VALUE_VERSION: u64 = 0x0FDB_00B0_6201_0001;
 const VERSIONS_PER_SECOND: i64 = 1_000_000;
 /// `LocalityData::ExcludeLocalityPrefix`.
 const LOCALITY_PREFIX: &str = "locality_";
+const SERVER_LIST: (&[u8], &[u8]) = (b"\xff/serverList/", b"\xff/serverList0");
+const LOGS_KEY: &[u8] = b"\xff/logs";
 const WORKER_LIST: (&[u8], &[u8]) = (b"\xff/worker/", b"\xff/worker0");
 const PROCESS_CLASSES: (&[u8], &[u8]) = (b"\xff/processClass/", b"\xff/processClass0");
 /// `ProtocolVersion::withNetworkAddressHostnameFlag()`: from it on, an address ends in a flag.
@@ -208,6 +217,21 @@ impl<'a> Binary<'a> {
         let n = self.u32()? as usize;
         self.take(n)
     }
+    /// A `NetworkAddress` of a value written at protocol `version`: `ip:port`.
+    fn address(&mut self, version: u64) -> Option<(IpAddr, u16)> {
+        let ip = if self.u8()? != 0 {
+            let b: [u8; 16] = self.take(16)?.try_into().ok()?;
+            IpAddr::from(b)
+        } else {
+            IpAddr::from(std::net::Ipv4Addr::from(self.u32()?))
+        };
+        let port = self.u16()?;
+        let _flags = self.u16()?;
+        if version >= HOSTNAME_FLAG_VERSION {
+            self.u8()?;
+        }
+        Some((ip, port))
+    }
     fn class(&mut self) -> Option<ProcessClass> {
         Some(ProcessClass {
             class: self.u16()? as i16,
@@ -230,22 +254,104 @@ fn decode_worker(v: &[u8]) -> Option<(Option<Vec<u8>>, ProcessClass, String)> {
         }
     }
     let class = r.class()?;
-    let ip = if r.u8()? != 0 {
-        let b: [u8; 16] = r.take(16)?.try_into().ok()?;
-        IpAddr::from(b)
-    } else {
-        IpAddr::from(std::net::Ipv4Addr::from(r.u32()?))
-    };
-    let port = r.u16()?;
-    let _flags = r.u16()?;
-    if version >= HOSTNAME_FLAG_VERSION {
-        r.u8()?;
-    }
-    let addr = match ip {
+    let (ip, port) = r.address(version)?;
+    Some((process_id, class, ip_port(ip, port)))
+}
+
+/// `formatIpPort`.
+fn ip_port(ip: IpAddr, port: u16) -> String {
+    match ip {
         IpAddr::V4(ip) => format!("{ip}:{port}"),
         IpAddr::V6(ip) => format!("[{ip}]:{port}"),
+    }
+}
+
+/// `decodeLogsValue`: the addresses of the current and the old logs.
+fn decode_logs(v: &[u8]) -> Option<Vec<(IpAddr, u16)>> {
+    let mut r = Binary(v);
+    let version = r.u64()?;
+    let mut out = Vec::new();
+    for _ in 0..2 {
+        for _ in 0..r.u32()? {
+            r.take(16)?;
+            out.push(r.address(version)?);
+        }
+    }
+    Some(out)
+}
+
+/// `ExclusionInProgressActor`: the addresses of the storage servers and logs the exclusions
+/// (by address and by locality, failed or not) cover, or logs without an address, sorted.
+async fn in_progress<D: Driver>(tx: &Transaction<D>) -> Result<Vec<String>, Error> {
+    for o in [
+        TransactionOption::ReadSystemKeys,
+        TransactionOption::PrioritySystemImmediate,
+        TransactionOption::LockAware,
+    ] {
+        tx.set_option(o)?;
+    }
+    let list = |part: &str| {
+        let b = [CONF_PREFIX, part.as_bytes(), b"/"].concat();
+        let e = [CONF_PREFIX, part.as_bytes(), b"0"].concat();
+        let tx = tx.clone();
+        async move {
+            let rows = tx.get_range(&b, &e, 0).await?;
+            Ok::<_, Error>(
+                rows.into_iter()
+                    .map(|kv| kv.key[b.len()..].to_vec())
+                    .collect::<Vec<_>>(),
+            )
+        }
     };
-    Some((process_id, class, addr))
+    let mut addresses: Vec<AddressExclusion> = Vec::new();
+    for part in ["excluded", "failed"] {
+        addresses.extend(list(part).await?.iter().filter_map(|a| AddressExclusion::parse(a)));
+    }
+    let mut localities: Vec<(String, String)> = Vec::new();
+    for part in ["excluded_locality", "failed_locality"] {
+        for l in list(part).await? {
+            let l = String::from_utf8_lossy(&l).into_owned();
+            let l = l.strip_prefix(LOCALITY_PREFIX).unwrap_or(&l);
+            if let Some((k, v)) = l.split_once(':') {
+                localities.push((k.to_owned(), v.to_owned()));
+            }
+        }
+    }
+    let excluded = |ip: IpAddr, port: u16| addresses.iter().any(|a| a.excludes(ip, port));
+    let mut found: Vec<String> = Vec::new();
+    for kv in tx.get_range(SERVER_LIST.0, SERVER_LIST.1, 0).await? {
+        // The protocol version, then the interface as a flatbuffer.
+        let body = Bytes::copy_from_slice(kv.value.get(8..).unwrap_or_default());
+        let ssi = fdb_protocol::serializer::decode_root::<StorageServerInterface>(&body)
+            .map_err(|_| Error::from(ErrorCode::SERIALIZATION_FAILED))?;
+        let list = &ssi.get_value.endpoint.addresses;
+        let mut all = vec![&list.address];
+        all.extend(list.secondary_address.iter());
+        let by_locality = localities.iter().any(|(k, v)| {
+            ssi.locality
+                .data
+                .iter()
+                .any(|e| e.key.as_ref() == k.as_bytes() && e.value.as_deref() == Some(v.as_bytes()))
+        });
+        for a in all {
+            let ip = IpAddr::from(a.ip);
+            if by_locality || excluded(ip, a.port) {
+                found.push(ip_port(ip, a.port));
+            }
+        }
+    }
+    if let Some(v) = tx.get(LOGS_KEY).await? {
+        let logs = decode_logs(&v).ok_or(Error::from(ErrorCode::SERIALIZATION_FAILED))?;
+        for (ip, port) in logs {
+            let unset = ip == IpAddr::from([0, 0, 0, 0]) && port == 0;
+            if unset || excluded(ip, port) {
+                found.push(ip_port(ip, port));
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    Ok(found)
 }
 
 /// `getWorkers`: every worker but testers, with its class as the database sets it (when
@@ -266,11 +372,12 @@ async fn workers<D: Driver>(tx: &Transaction<D>) -> Result<Vec<(String, ProcessC
             v.class()
         })
     };
+    // (A value that does not decode fails the read, as `BinaryReader` throws
+    // `serialization_failed`.)
     let mut out = Vec::new();
     for kv in list {
-        let Some((id, mut class, addr)) = decode_worker(&kv.value) else {
-            continue;
-        };
+        let (id, mut class, addr) =
+            decode_worker(&kv.value).ok_or(Error::from(ErrorCode::SERIALIZATION_FAILED))?;
         let db_class = class_of(&id).unwrap_or_default();
         if db_class.source == DB_SOURCE || class.class == UNSET_CLASS {
             class = db_class;
@@ -535,6 +642,19 @@ async fn part_rows<D: Driver>(
                 rows.push(row(ignored_key, ""));
             }
             Ok(own(rows))
+        }
+        Part::InProgress => Ok(in_progress(tx)
+            .await?
+            .into_iter()
+            .map(|a| row([pb, a.as_bytes()].concat(), ""))
+            .filter(|kv| b <= kv.key.as_ref() && kv.key.as_ref() < e)
+            .collect()),
+        Part::VersionKey(key) => {
+            tx.set_option(TransactionOption::LockAware)?;
+            tx.set_option(TransactionOption::ReadSystemKeys)?;
+            let v = tx.get(key).await?;
+            let v = v.as_deref().and_then(le_u64).map(|v| (v as i64).to_string());
+            Ok(v.into_iter().map(|v| row(pb, v)).collect())
         }
         Part::ProcessClass { source } => {
             tx.set_option(TransactionOption::ReadSystemKeys)?;
@@ -802,6 +922,8 @@ pub(crate) async fn commit_writes<D: Driver>(
             | Part::Tenant
             | Part::Coordinators
             | Part::ProcessClass { .. }
+            | Part::InProgress
+            | Part::VersionKey(_)
             | Part::NotServed => None,
         };
         if let Some(msg) = msg {
@@ -1290,8 +1412,8 @@ mod tests {
         let at = |k: &[u8]| c.iter().any(|r| r.begin.as_ref() <= k && k < r.end.as_ref());
         assert!(at(b"\xff\xff/management/excluded/1.2.3.4"));
         assert!(at(b"\xff\xff/management/tenant/map/x"));
-        assert!(!at(b"\xff\xff/management/in_progress_exclusion/x"));
-        assert!(!at(b"\xff\xff/management/version_epoch"));
+        assert!(at(b"\xff\xff/management/in_progress_exclusion/x"));
+        assert!(!at(b"\xff\xff/management/auto_coordinators"));
         let c = covered(CONFIGURATION);
         let at = |k: &[u8]| c.iter().any(|r| r.begin.as_ref() <= k && k < r.end.as_ref());
         assert!(at(b"\xff\xff/configuration/coordinators/processes"));
