@@ -224,10 +224,11 @@ fn our_answers(db: &Database) -> Vec<String> {
     w.set(m("excluded_locality/zoneid"), b"");
     out.push(commit(&w));
     out.push(message(&w));
-    out.push(rows(
-        db.create_transaction()
-            .get_range(m("excluded/"), m("failed_locality0"), 0),
-    ));
+    out.push(rows(db.create_transaction().get_range(
+        m("excluded/"),
+        m("failed_locality0"),
+        0,
+    )));
 
     // The lock: taken, held by this UID, refused to another, released.
     let w = writer(db);
@@ -254,13 +255,15 @@ fn our_answers(db: &Database) -> Vec<String> {
     w.set(m("consistency_check_suspended"), b"");
     out.push(commit(&w));
     out.push(value(
-        db.create_transaction().get(m("consistency_check_suspended")),
+        db.create_transaction()
+            .get(m("consistency_check_suspended")),
     ));
     let w = writer(db);
     w.clear(m("consistency_check_suspended"));
     out.push(commit(&w));
     out.push(value(
-        db.create_transaction().get(m("consistency_check_suspended")),
+        db.create_transaction()
+            .get(m("consistency_check_suspended")),
     ));
 
     // Data distribution: values refused, the mode set and put back.
@@ -576,7 +579,12 @@ fn management_special_keys_on_the_test_cluster() {
         i += 1;
         got[i - 1].clone()
     };
-    for part in ["excluded/", "failed/", "excluded_locality/", "failed_locality/"] {
+    for part in [
+        "excluded/",
+        "failed/",
+        "excluded_locality/",
+        "failed_locality/",
+    ] {
         assert_eq!(next(), "", "{part} of an untouched cluster");
     }
     assert_eq!(
@@ -594,7 +602,8 @@ fn management_special_keys_on_the_test_cluster() {
     assert_eq!(next(), "", "several parts at once");
     let cs = ClusterFile::parse(&text).unwrap().to_string();
     let (key, coordinators) = cs.split_once('@').unwrap();
-    let conf = |s: &str| hex(&[&b"\xff\xff/configuration/coordinators/"[..], s.as_bytes()].concat());
+    let conf =
+        |s: &str| hex(&[&b"\xff\xff/configuration/coordinators/"[..], s.as_bytes()].concat());
     assert_eq!(
         next(),
         format!(
@@ -608,11 +617,23 @@ fn management_special_keys_on_the_test_cluster() {
     );
     assert_eq!(next(), "", "no worker list on the test cluster");
     assert_eq!(next(), "", "no worker list on the test cluster");
-    assert_eq!(next(), format!("{}=", h("options/excluded/force")), "own option");
-    assert_eq!(next(), format!("{}=", h("excluded/127.0.0.2:4500")), "own exclusion");
+    assert_eq!(
+        next(),
+        format!("{}=", h("options/excluded/force")),
+        "own option"
+    );
+    assert_eq!(
+        next(),
+        format!("{}=", h("excluded/127.0.0.2:4500")),
+        "own exclusion"
+    );
     assert_eq!(next(), "", "a clear forgets the option");
     assert_eq!(next(), hex(UID.as_bytes()), "own lock");
-    assert_eq!(next(), format!("{}={}", h("maintenance/zz"), hex(b"7")), "own zone");
+    assert_eq!(
+        next(),
+        format!("{}={}", h("maintenance/zz"), hex(b"7")),
+        "own zone"
+    );
     assert_eq!(next(), "ok", "exclude");
     assert_eq!(next(), format!("{}=", h("excluded/127.0.0.2:4500")));
     assert_eq!(next(), "", "no process there: nothing in progress");

@@ -305,7 +305,12 @@ async fn in_progress<D: Driver>(tx: &Transaction<D>) -> Result<Vec<String>, Erro
     };
     let mut addresses: Vec<AddressExclusion> = Vec::new();
     for part in ["excluded", "failed"] {
-        addresses.extend(list(part).await?.iter().filter_map(|a| AddressExclusion::parse(a)));
+        addresses.extend(
+            list(part)
+                .await?
+                .iter()
+                .filter_map(|a| AddressExclusion::parse(a)),
+        );
     }
     let mut localities: Vec<(String, String)> = Vec::new();
     for part in ["excluded_locality", "failed_locality"] {
@@ -358,7 +363,9 @@ async fn in_progress<D: Driver>(tx: &Transaction<D>) -> Result<Vec<String>, Erro
 /// set with `setclass`, or when the worker's own is unset), sorted by address as strings,
 /// each address once.
 async fn workers<D: Driver>(tx: &Transaction<D>) -> Result<Vec<(String, ProcessClass)>, Error> {
-    let classes = tx.get_range(PROCESS_CLASSES.0, PROCESS_CLASSES.1, 0).await?;
+    let classes = tx
+        .get_range(PROCESS_CLASSES.0, PROCESS_CLASSES.1, 0)
+        .await?;
     let list = tx.get_range(WORKER_LIST.0, WORKER_LIST.1, 0).await?;
     let class_of = |id: &Option<Vec<u8>>| {
         let id = id.as_deref()?;
@@ -595,8 +602,15 @@ async fn part_rows<D: Driver>(
             } else {
                 tx.set_option(TransactionOption::PrioritySystemImmediate)?;
                 let v = tx.get(CONSISTENCY_CHECK_SUSPENDED_KEY).await?;
-                let suspended = v.as_deref().and_then(|v| v.first()).is_some_and(|b| *b != 0);
-                Ok(if suspended { vec![row(pb, "")] } else { Vec::new() })
+                let suspended = v
+                    .as_deref()
+                    .and_then(|v| v.first())
+                    .is_some_and(|b| *b != 0);
+                Ok(if suspended {
+                    vec![row(pb, "")]
+                } else {
+                    Vec::new()
+                })
             }
         }
         Part::Maintenance => {
@@ -653,7 +667,10 @@ async fn part_rows<D: Driver>(
             tx.set_option(TransactionOption::LockAware)?;
             tx.set_option(TransactionOption::ReadSystemKeys)?;
             let v = tx.get(key).await?;
-            let v = v.as_deref().and_then(le_u64).map(|v| (v as i64).to_string());
+            let v = v
+                .as_deref()
+                .and_then(le_u64)
+                .map(|v| (v as i64).to_string());
             Ok(v.into_iter().map(|v| row(pb, v)).collect())
         }
         Part::ProcessClass { source } => {
@@ -676,7 +693,10 @@ async fn part_rows<D: Driver>(
         Part::Coordinators => {
             // `coordinatorsGetRangeActor`: the description, and the coordinators sorted as
             // strings, from the connection string in use.
-            let cs = tx.get(b"\xff\xff/connection_string").await?.unwrap_or_default();
+            let cs = tx
+                .get(b"\xff\xff/connection_string")
+                .await?
+                .unwrap_or_default();
             let cs = String::from_utf8_lossy(&cs);
             let (description, addresses) = match cs.split_once('@') {
                 Some((key, addresses)) => (key.split(':').next().unwrap_or(""), addresses),
@@ -962,7 +982,9 @@ async fn commit_exclusion<D: Driver>(
                     let mut msg =
                         format!("ERROR: '{shown}' is not a valid network endpoint address\n");
                     if shown.contains(":tls") {
-                        msg.push_str("        Do not include the `:tls' suffix when naming a process\n");
+                        msg.push_str(
+                            "        Do not include the `:tls' suffix when naming a process\n",
+                        );
                     }
                     return Ok(Some(api_error(command, &msg)));
                 }
@@ -1015,14 +1037,18 @@ async fn commit_exclusion<D: Driver>(
             if locality {
                 have == name
             } else {
-                AddressExclusion::parse(have).is_some() && AddressExclusion::parse(have) == AddressExclusion::parse(name)
+                AddressExclusion::parse(have).is_some()
+                    && AddressExclusion::parse(have) == AddressExclusion::parse(name)
             }
         })
     };
     let names: Vec<Vec<u8>> = if locality {
         localities.iter().map(|l| l.clone().into_bytes()).collect()
     } else {
-        addresses.iter().map(|a| a.to_string().into_bytes()).collect()
+        addresses
+            .iter()
+            .map(|a| a.to_string().into_bytes())
+            .collect()
     };
     let mut new = false;
     for name in names.iter().filter(|n| !known(n)) {
@@ -1110,13 +1136,16 @@ async fn check_exclusion<D: Driver>(
             };
             excluded = addresses.iter().any(|a| a.excludes(ip, port));
             if let (false, Some(loc)) = (excluded, locality) {
-                excluded = parsed.iter().any(|(k, v)| {
-                    loc.get(*k).and_then(|x| x.as_str()) == Some(*v)
-                });
+                excluded = parsed
+                    .iter()
+                    .any(|(k, v)| loc.get(*k).and_then(|x| x.as_str()) == Some(*v));
             }
         }
         let disk = match locality {
-            Some(_) => process.get("disk_id").and_then(|d| d.as_str()).unwrap_or(""),
+            Some(_) => process
+                .get("disk_id")
+                .and_then(|d| d.as_str())
+                .unwrap_or(""),
             None => "",
         };
         let Some(roles) = process.get("roles").and_then(|r| r.as_array()) else {
@@ -1393,8 +1422,14 @@ mod tests {
             \x06\x00\x00\x00zoneid\x01\x06\x00\x00\x00z48991\
             \x00\x00\x00\x00\x00\x01\x00\x00\x7f\x5f\xbf\x00\x00";
         let (id, class, addr) = decode_worker(v).unwrap();
-        assert_eq!(id.as_deref(), Some(&b"812c15f7c37601a52c67278f4f0fa0d6"[..]));
-        assert_eq!((class.class_name(), class.source_name()), ("unset", "command_line"));
+        assert_eq!(
+            id.as_deref(),
+            Some(&b"812c15f7c37601a52c67278f4f0fa0d6"[..])
+        );
+        assert_eq!(
+            (class.class_name(), class.source_name()),
+            ("unset", "command_line")
+        );
         assert_eq!(addr, "127.0.0.1:48991");
         assert_eq!(decode_worker(&v[..40]), None);
     }
@@ -1409,13 +1444,19 @@ mod tests {
     #[test]
     fn the_parts_not_served_are_holes() {
         let c = covered(MANAGEMENT);
-        let at = |k: &[u8]| c.iter().any(|r| r.begin.as_ref() <= k && k < r.end.as_ref());
+        let at = |k: &[u8]| {
+            c.iter()
+                .any(|r| r.begin.as_ref() <= k && k < r.end.as_ref())
+        };
         assert!(at(b"\xff\xff/management/excluded/1.2.3.4"));
         assert!(at(b"\xff\xff/management/tenant/map/x"));
         assert!(at(b"\xff\xff/management/in_progress_exclusion/x"));
         assert!(!at(b"\xff\xff/management/auto_coordinators"));
         let c = covered(CONFIGURATION);
-        let at = |k: &[u8]| c.iter().any(|r| r.begin.as_ref() <= k && k < r.end.as_ref());
+        let at = |k: &[u8]| {
+            c.iter()
+                .any(|r| r.begin.as_ref() <= k && k < r.end.as_ref())
+        };
         assert!(at(b"\xff\xff/configuration/coordinators/processes"));
         assert!(at(b"\xff\xff/configuration/process/class_type/1.2.3.4:5"));
     }
