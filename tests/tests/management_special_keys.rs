@@ -315,6 +315,56 @@ fn our_answers(db: &Database) -> Vec<String> {
     out.push(commit(&w));
     out.push(range(&db.create_transaction(), "maintenance/"));
 
+    // Process classes (`setclass`): an address no worker has, addresses and classes that
+    // are none, clears refused as they are made; the storage server set to the class it has
+    // (unset) by `setclass`, then back to its command line's.
+    let class_type = |a: &str| {
+        let mut k = b"\xff\xff/configuration/process/class_type/".to_vec();
+        k.extend_from_slice(a.as_bytes());
+        k
+    };
+    let class_source = |a: &str| {
+        let mut k = b"\xff\xff/configuration/process/class_source/".to_vec();
+        k.extend_from_slice(a.as_bytes());
+        k
+    };
+    for (addr, class) in [
+        ("127.0.0.2:4500", "storage"),
+        ("nonsense", "storage"),
+        ("127.0.0.2:4500", "bogus"),
+    ] {
+        let w = writer(db);
+        w.set(class_type(addr), class.as_bytes());
+        out.push(commit(&w));
+        out.push(message(&w));
+    }
+    let w = writer(db);
+    w.clear(class_type("127.0.0.2:4500"));
+    out.push(commit(&w));
+    out.push(message(&w));
+    let w = writer(db);
+    w.clear_range(
+        class_type(""),
+        b"\xff\xff/configuration/process/class_type0",
+    );
+    out.push(commit(&w));
+    out.push(message(&w));
+    let tx = db.create_transaction();
+    let unset = value(tx.get(class_type(&storage))) == hex(b"unset")
+        && value(tx.get(class_source(&storage))) == hex(b"command_line");
+    if unset {
+        for class in ["unset", "default"] {
+            let w = writer(db);
+            w.set(class_type(&storage), class.as_bytes());
+            out.push(commit(&w));
+            let tx = db.create_transaction();
+            out.push(value(tx.get(class_type(&storage))));
+            out.push(value(tx.get(class_source(&storage))));
+        }
+    } else {
+        out.push("the storage server has a class of its own: not changed".into());
+    }
+
     // Not for a transaction inside a tenant.
     use fdb_driver_mio::tenant_management as tm;
     let name = b"mgmt-special-keys";
@@ -360,8 +410,11 @@ def commit(tr):
     except fdb.FDBError as e:
         return err(e)
 def message(tr):
-    v = tr.get(b"\xff\xff/error_message").wait()
-    return "-" if not v.present() else bytes(v).decode()
+    try:
+        v = tr.get(b"\xff\xff/error_message").wait()
+        return "-" if not v.present() else bytes(v).decode()
+    except fdb.FDBError as e:
+        return err(e)
 def writer():
     tr = db.create_transaction()
     tr.options.set_special_key_space_enable_writes()
@@ -520,6 +573,37 @@ w = writer()
 w.clear(m("maintenance/zone_a"))
 out.append(commit(w))
 out.append(rng(db.create_transaction(), "maintenance/"))
+def class_type(a): return b"\xff\xff/configuration/process/class_type/" + a.encode()
+def class_source(a): return b"\xff\xff/configuration/process/class_source/" + a.encode()
+for addr, cls in [("127.0.0.2:4500", b"storage"), ("nonsense", b"storage"), ("127.0.0.2:4500", b"bogus")]:
+    w = writer()
+    w[class_type(addr)] = cls
+    out.append(commit(w))
+    out.append(message(w))
+w = writer()
+try:
+    w.clear(class_type("127.0.0.2:4500"))
+    out.append(commit(w))
+except fdb.FDBError as e:
+    out.append(err(e))
+out.append(message(w))
+w = writer()
+try:
+    w.clear_range(class_type(""), b"\xff\xff/configuration/process/class_type0")
+    out.append(commit(w))
+except fdb.FDBError as e:
+    out.append(err(e))
+out.append(message(w))
+unset = fresh(class_type(storage)) == b"unset".hex() and fresh(class_source(storage)) == b"command_line".hex()
+if unset:
+    for cls in [b"unset", b"default"]:
+        w = writer()
+        w[class_type(storage)] = cls
+        out.append(commit(w))
+        out.append(fresh(class_type(storage)))
+        out.append(fresh(class_source(storage)))
+else:
+    out.append("the storage server has a class of its own: not changed")
 name = b"mgmt-special-keys"
 try:
     fdb.tenant_management.delete_tenant(db, name)
@@ -707,6 +791,29 @@ fn management_special_keys_on_the_test_cluster() {
     assert!(next().contains("The specified maintenance time -5 is a negative value"));
     assert_eq!(next(), "ok", "maintenance off");
     assert_eq!(next(), "");
+    for what in ["no worker there", "no address", "no class"] {
+        let c = next();
+        let msg = next();
+        match what {
+            "no worker there" => assert_eq!((c.as_str(), msg.as_str()), ("ok", "-")),
+            _ => {
+                assert_eq!(c, "E2117", "{what}");
+                assert!(msg.contains("setclass"), "{what}: {msg}");
+            }
+        }
+    }
+    assert_eq!(next(), "E2117", "a clear of a class");
+    assert_eq!(
+        next(),
+        "E2117",
+        "the error is the transaction's from then on"
+    );
+    assert_eq!(next(), "E2117", "a range clear of classes");
+    assert_eq!(next(), "E2117");
+    assert_eq!(
+        next(),
+        "the storage server has a class of its own: not changed"
+    );
     assert_eq!(next(), "E2138", "a point read inside a tenant");
     assert_eq!(next(), "E2138", "a range read inside a tenant");
     assert_eq!(i, got.len(), "every answer checked");

@@ -32,9 +32,11 @@
 //! `options/excluded/force` first checks, over the status document, that the exclusion leaves
 //! enough space (`checkExclusion`); marking servers failed without `options/failed/force` also
 //! needs the commit proxies' safety check, which this client does not make: that commit fails
-//! with `unsupported_operation` (set the force option to mark them failed). The writes of the
-//! configuration module (`setclass`, coordinator changes) are refused with
-//! `unsupported_operation` when written.
+//! with `unsupported_operation` (set the force option to mark them failed). A set of
+//! `\xff\xff/configuration/process/class_type/<addr>` to a class (`default`: the class the
+//! process was started with) is fdbcli's `setclass`; a clear there is refused as it is made.
+//! Coordinator changes and the version keys are refused with `unsupported_operation` when
+//! written.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -131,6 +133,10 @@ const SERVER_LIST: (&[u8], &[u8]) = (b"\xff/serverList/", b"\xff/serverList0");
 const LOGS_KEY: &[u8] = b"\xff/logs";
 const WORKER_LIST: (&[u8], &[u8]) = (b"\xff/worker/", b"\xff/worker0");
 const PROCESS_CLASSES: (&[u8], &[u8]) = (b"\xff/processClass/", b"\xff/processClass0");
+/// `processClassChangeKey`: changed with every `setclass`.
+const PROCESS_CLASS_CHANGE_KEY: &[u8] = b"\xff/processClassChanges";
+/// `ProtocolVersion::withProcessClassValue()`, the version a process class value starts with.
+const PROCESS_CLASS_VALUE_VERSION: u64 = 0x0FDB_00B0_6201_0001;
 /// `ProtocolVersion::withNetworkAddressHostnameFlag()`: from it on, an address ends in a flag.
 const HOSTNAME_FLAG_VERSION: u64 = 0x0FDB_00B0_7101_0000;
 
@@ -936,12 +942,15 @@ pub(crate) async fn commit_writes<D: Driver>(
                 None
             }
             Part::Maintenance => commit_maintenance(tx, writes, (pb, pe)).await?,
+            Part::ProcessClass { source: false } => {
+                commit_process_class(tx, writes, (pb, pe)).await?
+            }
             Part::DataDistribution => commit_data_distribution(tx, writes, (pb, pe)),
             // The options are for the other parts; the tenant module commits on its own.
             Part::Options
             | Part::Tenant
             | Part::Coordinators
-            | Part::ProcessClass { .. }
+            | Part::ProcessClass { source: true }
             | Part::InProgress
             | Part::VersionKey(_)
             | Part::NotServed => None,
@@ -1228,6 +1237,96 @@ async fn commit_lock<D: Driver>(
         }
         (None, Some(_)) => tx.clear(DB_LOCKED_KEY),
         (None, None) => {}
+    }
+    Ok(None)
+}
+
+/// `ProcessClass(name, DBSource)`: the class a name stands for (`None`: none, as
+/// `InvalidClass`).
+fn class_named(name: &[u8]) -> Option<i16> {
+    if name == b"proxy" {
+        return Some(5);
+    }
+    // `blob_migrator` has a number but no name.
+    CLASS_NAMES
+        .iter()
+        .position(|n| n.as_bytes() == name && *n != "blob_migrator")
+        .map(|i| i as i16)
+}
+
+/// `ProcessClassRangeImpl::commit`: each address set to a class (`default`: the one the
+/// process was started with), for every worker the address covers.
+async fn commit_process_class<D: Driver>(
+    tx: &Transaction<D>,
+    writes: &[SpecialWrite],
+    (pb, pe): (&[u8], &[u8]),
+) -> Result<Option<String>, Error> {
+    let mut sets = Vec::new();
+    for w in writes_in(writes, pb, pe) {
+        let Some(v) = &w.value else { continue };
+        let name = &w.begin[pb.len()..];
+        let Some(addr) = AddressExclusion::parse(name) else {
+            let shown = String::from_utf8_lossy(name);
+            let mut msg = format!("ERROR: '{shown}' is not a valid network endpoint address\n");
+            if shown.contains(":tls") {
+                msg.push_str("        Do not include the `:tls' suffix when naming a process\n");
+            }
+            return Ok(Some(api_error("setclass", &msg)));
+        };
+        let class = class_named(v);
+        if class.is_none() && v.as_ref() != b"default" {
+            let msg = format!(
+                "ERROR: '{}' is not a valid process class\n",
+                String::from_utf8_lossy(v)
+            );
+            return Ok(Some(api_error("setclass", &msg)));
+        }
+        sets.push((addr, class));
+    }
+    for o in [
+        TransactionOption::PrioritySystemImmediate,
+        TransactionOption::LockAware,
+        TransactionOption::UseProvisionalProxies,
+        TransactionOption::RawAccess,
+        TransactionOption::AccessSystemKeys,
+    ] {
+        tx.set_option(o)?;
+    }
+    let list = tx.get_range(WORKER_LIST.0, WORKER_LIST.1, 0).await?;
+    let mut workers = Vec::new();
+    for kv in &list {
+        let (id, _, addr) =
+            decode_worker(&kv.value).ok_or(Error::from(ErrorCode::SERIALIZATION_FAILED))?;
+        workers.push((id, parse_network_address(&addr)));
+    }
+    for (addr, class) in sets {
+        let mut changed = false;
+        for (id, at) in &workers {
+            let (Some(id), Some((ip, port))) = (id, at) else {
+                continue;
+            };
+            if !addr.excludes(*ip, *port) {
+                continue;
+            }
+            // `processClassKeyFor`: the process id as a length-prefixed string.
+            let mut key = PROCESS_CLASSES.0.to_vec();
+            key.extend_from_slice(&(id.len() as u32).to_le_bytes());
+            key.extend_from_slice(id);
+            match class {
+                Some(c) => {
+                    let mut v = PROCESS_CLASS_VALUE_VERSION.to_le_bytes().to_vec();
+                    v.extend_from_slice(&c.to_le_bytes());
+                    v.extend_from_slice(&DB_SOURCE.to_le_bytes());
+                    tx.set(key, v);
+                }
+                None => tx.clear(key),
+            }
+            changed = true;
+        }
+        if changed {
+            let (a, b) = random_uid();
+            tx.set(PROCESS_CLASS_CHANGE_KEY, uid_hex(a, b));
+        }
     }
     Ok(None)
 }

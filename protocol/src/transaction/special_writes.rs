@@ -5,10 +5,11 @@
 //!
 //! The modules this client acts on are the tenant module (`\xff\xff/management/tenant/`) and
 //! the management commands fdbcli drives (exclusions by address and locality, their options,
-//! the database lock, consistency-check suspension, data distribution, maintenance); their
+//! the database lock, consistency-check suspension, data distribution, maintenance, process
+//! classes); their
 //! commits need reads, so the API layer runs them (`fdb-api`), taking the writes out of the
 //! core with [`crate::Client::take_special_writes`]. A write into one of libfdb_c's other
-//! write modules (coordinators, process classes, global config, ...) is refused with
+//! write modules (coordinators, global config, ...) is refused with
 //! `unsupported_operation` rather than kept and never carried out.
 //!
 //! As in libfdb_c, some modules keep their writes their own way: a set in an exclusion module
@@ -32,7 +33,7 @@ pub const TENANT_MANAGEMENT_RANGE: (&[u8], &[u8]) = (
 const WRITE_MODULES: [(&[u8], &[u8], bool); 18] = [
     (b"\xff\xff/actor_profiler_conf/", b"\xff\xff/actor_profiler_conf0", false),
     (b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0", false),
-    (b"\xff\xff/configuration/process/class_type/", b"\xff\xff/configuration/process/class_type0", false),
+    (CLASS_TYPE_PREFIX, b"\xff\xff/configuration/process/class_type0", true),
     (b"\xff\xff/global_config/", b"\xff\xff/global_config0", false),
     (b"\xff\xff/management/consistency_check_suspended", b"\xff\xff/management/consistency_check_suspended\x00", true),
     (b"\xff\xff/management/data_distribution/", b"\xff\xff/management/data_distribution0", true),
@@ -69,6 +70,27 @@ const EXCLUSION_MODULES: [&[u8]; 4] = [
     b"\xff\xff/management/failed/",
     b"\xff\xff/management/failed_locality/",
 ];
+
+/// `\xff\xff/configuration/process/class_type/`: fdbcli's `setclass`.
+const CLASS_TYPE_PREFIX: &[u8] = b"\xff\xff/configuration/process/class_type/";
+
+/// A write its module refuses as it is made, with why (`\xff\xff/error_message`, in
+/// libfdb_c's JSON): a clear of a process class (`ProcessClassRangeImpl::clear`, whose two
+/// overloads carry each other's message in libfdb_c 7.3).
+pub(crate) fn refused_write(
+    begin: &[u8],
+    value: Option<&Bytes>,
+    single: bool,
+) -> Option<&'static str> {
+    if value.is_some() || !begin.starts_with(CLASS_TYPE_PREFIX) {
+        return None;
+    }
+    Some(if single {
+        r#"{"command":"setclass","message":"Clear range operation is meaningless thus forbidden for setclass","retriable":false}"#
+    } else {
+        r#"{"command":"setclass","message":"Clear operation is meaningless thus forbidden for setclass","retriable":false}"#
+    })
+}
 
 /// The write module holding `key`: its index in [`WRITE_MODULES`].
 fn module_of(key: &[u8]) -> Option<usize> {
