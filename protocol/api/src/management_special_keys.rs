@@ -1295,9 +1295,12 @@ async fn commit_process_class<D: Driver>(
     let list = tx.get_range(WORKER_LIST.0, WORKER_LIST.1, 0).await?;
     let mut workers = Vec::new();
     for kv in &list {
-        let (id, _, addr) =
+        let (id, class, addr) =
             decode_worker(&kv.value).ok_or(Error::from(ErrorCode::SERIALIZATION_FAILED))?;
-        workers.push((id, parse_network_address(&addr)));
+        // `getWorkers` leaves the testers out.
+        if class.class != TESTER_CLASS {
+            workers.push((id, parse_network_address(&addr)));
+        }
     }
     for (addr, class) in sets {
         let mut changed = false;
@@ -1509,6 +1512,41 @@ mod tests {
         let v = healthy_zone_value(b"zone", 42);
         assert_eq!(decode_healthy_zone(&v), Some((b"zone".to_vec(), 42)));
         assert_eq!(decode_healthy_zone(&v[..10]), None);
+    }
+
+    #[test]
+    fn own_writes_hide_and_add_rows_as_ryw_get_range_does() {
+        let kv = |k: &str, v: &str| row(k, v);
+        let w = |b: &str, e: &str, v: Option<&str>| SpecialWrite {
+            begin: Bytes::copy_from_slice(b.as_bytes()),
+            end: Bytes::copy_from_slice(e.as_bytes()),
+            value: v.map(|v| Bytes::copy_from_slice(v.as_bytes())),
+        };
+        let read = vec![kv("a", "1"), kv("c", "3"), kv("e", "5")];
+        let writes = [
+            w("b", "b\0", Some("2")),
+            w("c", "d", None),
+            w("e", "e\0", Some("new")),
+            w("x", "x\0", Some("outside")),
+        ];
+        let got = with_writes(read, &writes, b"a", b"f");
+        assert_eq!(got, [kv("a", "1"), kv("b", "2"), kv("e", "new")]);
+    }
+
+    #[test]
+    fn process_class_names_parse_as_libfdb_c_parses_them() {
+        assert_eq!(class_named(b"storage"), Some(1));
+        assert_eq!(class_named(b"proxy"), class_named(b"commit_proxy"));
+        assert_eq!(class_named(b"blob_migrator"), None);
+        assert_eq!(class_named(b"default"), None);
+        let c = ProcessClass {
+            class: 17,
+            source: 2,
+        };
+        assert_eq!(
+            (c.class_name(), c.source_name()),
+            ("grv_proxy", "set_class")
+        );
     }
 
     #[test]
