@@ -136,6 +136,13 @@ fn our_answers(db: &Database) -> Vec<String> {
     out.push(value(tx.get(m("version_epoch"))));
     out.push(range(&tx, "in_progress_exclusion/"));
     out.push(rows(tx.get_range(m("excluded/"), m("failed_locality0"), 0)));
+    // A selector walking out of the tenant module into the parts before it.
+    out.push(rows(tx.get_range_with(
+        fdb_driver_mio::KeySelector::last_less_than(m("tenant/map/")),
+        fdb_driver_mio::KeySelector::first_greater_or_equal(m("tenant/map0")),
+        fdb_driver_mio::RangeOptions::default(),
+        false,
+    )));
     out.push(rows(tx.get_range(
         &b"\xff\xff/configuration/coordinators/"[..],
         &b"\xff\xff/configuration/coordinators0"[..],
@@ -442,6 +449,7 @@ out.append(value(lambda: tr.get(m("min_required_commit_version"))))
 out.append(value(lambda: tr.get(m("version_epoch"))))
 out.append(rng(tr, "in_progress_exclusion/"))
 out.append(rows_of(lambda: list(tr.get_range(m("excluded/"), m("failed_locality0")))))
+out.append(rows_of(lambda: list(tr.get_range(fdb.KeySelector.last_less_than(m("tenant/map/")), fdb.KeySelector.first_greater_or_equal(m("tenant/map0"))))))
 out.append(rows_of(lambda: list(tr.get_range(b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0"))))
 for part in [b"class_type", b"class_source"]:
     b = b"\xff\xff/configuration/process/" + part
@@ -684,6 +692,11 @@ fn management_special_keys_on_the_test_cluster() {
     assert_eq!(next(), "-", "no version epoch");
     assert_eq!(next(), "", "no exclusion in progress");
     assert_eq!(next(), "", "several parts at once");
+    assert_eq!(
+        next(),
+        format!("{}={}", h("data_distribution/mode"), hex(b"-1")),
+        "walked back to the last row before the tenant map"
+    );
     let cs = ClusterFile::parse(&text).unwrap().to_string();
     let (key, coordinators) = cs.split_once('@').unwrap();
     let conf =
