@@ -248,21 +248,18 @@ impl Transactions {
             rows.sort_by(|x, y| x.key.cmp(&y.key));
         }
         let (a, b) = (resolve(&begin, &rows, bound), resolve(&end, &rows, bound));
-        if a >= b || a.as_ref() == bound.1 || b.as_ref() == bound.0 {
-            return Ok(RangeResult::default());
-        }
         // A module this client does not serve would answer rows here: refuse instead (the
         // parts of the management and configuration modules whose rows were given are
-        // served). A `first_greater_or_equal` selector is a plain key to libfdb_c, which asks
-        // only the parts of the module between the two keys; another one walks the rows
-        // from its key to where it lands.
+        // served), even where it would answer none. A `first_greater_or_equal` selector is a
+        // plain key to libfdb_c, which asks the parts of the module between the two keys;
+        // another one walks the rows from its key to where it lands.
         let lo = if begin.offset == 1 {
-            (&a).max(&begin.key)
+            &begin.key
         } else {
             (&a).min(&begin.key)
         };
         let hi = if end.offset == 1 {
-            (&b).min(&end.key)
+            &end.key
         } else {
             (&b).max(&end.key)
         };
@@ -272,6 +269,9 @@ impl Transactions {
         });
         if unserved {
             return fdb(ErrorCode::SPECIAL_KEYS_NO_MODULE_FOUND);
+        }
+        if a >= b || a.as_ref() == bound.1 || b.as_ref() == bound.0 {
+            return Ok(RangeResult::default());
         }
         let mut limits = range_limits(&opts);
         let inside = rows.iter().filter(|kv| a <= kv.key && kv.key < b).cloned();
