@@ -372,6 +372,12 @@ fn our_answers(db: &Database) -> Vec<String> {
         out.push("the storage server has a class of its own: not changed".into());
     }
 
+    // `profiling/` is no module from API version 720 on: no write module, no rows.
+    let w = writer(db);
+    w.set(m("profiling/client_txn_sample_rate"), b"1");
+    out.push(commit(&w));
+    out.push(range(&db.create_transaction(), "profiling/"));
+
     // Not for a transaction inside a tenant.
     use fdb_driver_mio::tenant_management as tm;
     let name = b"mgmt-special-keys";
@@ -612,6 +618,13 @@ if unset:
         out.append(fresh(class_source(storage)))
 else:
     out.append("the storage server has a class of its own: not changed")
+w = writer()
+try:
+    w[m("profiling/client_txn_sample_rate")] = b"1"
+    out.append(commit(w))
+except fdb.FDBError as e:
+    out.append(err(e))
+out.append(rng(db.create_transaction(), "profiling/"))
 name = b"mgmt-special-keys"
 try:
     fdb.tenant_management.delete_tenant(db, name)
@@ -649,7 +662,7 @@ fn put_back(db: &Database) {
     ] {
         tx.clear(key);
     }
-    tx.set(b"\xff\x02/ConsistencyCheck/Suspend", [0u8]);
+    tx.clear(b"\xff\x02/ConsistencyCheck/Suspend");
     tx.commit().unwrap();
 }
 
@@ -827,6 +840,8 @@ fn management_special_keys_on_the_test_cluster() {
         next(),
         "the storage server has a class of its own: not changed"
     );
+    assert_eq!(next(), "E2115", "profiling/ is no write module");
+    assert_eq!(next(), "", "nor any rows");
     assert_eq!(next(), "E2138", "a point read inside a tenant");
     assert_eq!(next(), "E2138", "a range read inside a tenant");
     assert_eq!(i, got.len(), "every answer checked");

@@ -27,10 +27,11 @@ pub const TENANT_MANAGEMENT_RANGE: (&[u8], &[u8]) = (
     b"\xff\xff/management/tenant0",
 );
 
-/// libfdb_c 7.3's write modules (registered `READWRITE` in `DatabaseContext`), by key order,
-/// and whether this client carries their writes out.
+/// libfdb_c 7.3's write modules (registered `READWRITE` in `DatabaseContext` at API version
+/// 730: `profiling/` is gone from 720 on), by key order, and whether this client carries
+/// their writes out.
 #[rustfmt::skip]
-const WRITE_MODULES: [(&[u8], &[u8], bool); 18] = [
+const WRITE_MODULES: [(&[u8], &[u8], bool); 17] = [
     (b"\xff\xff/actor_profiler_conf/", b"\xff\xff/actor_profiler_conf0", false),
     (b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0", false),
     (CLASS_TYPE_PREFIX, b"\xff\xff/configuration/process/class_type0", true),
@@ -45,7 +46,6 @@ const WRITE_MODULES: [(&[u8], &[u8], bool); 18] = [
     (b"\xff\xff/management/maintenance/", b"\xff\xff/management/maintenance0", true),
     (b"\xff\xff/management/min_required_commit_version", b"\xff\xff/management/min_required_commit_version\x00", false),
     (b"\xff\xff/management/options/", b"\xff\xff/management/options0", true),
-    (b"\xff\xff/management/profiling/", b"\xff\xff/management/profiling0", false),
     (TENANT_MANAGEMENT_RANGE.0, TENANT_MANAGEMENT_RANGE.1, true),
     (b"\xff\xff/management/version_epoch", b"\xff\xff/management/version_epoch\x00", false),
     (b"\xff\xff/tracing/", b"\xff\xff/tracing0", false),
