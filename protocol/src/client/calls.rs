@@ -331,6 +331,12 @@ impl Client {
         self.call(now, |txs, cx| txs.commit(cx, tx))
     }
 
+    /// Whether a commit or an `on_error` backoff of `tx` is still running: a write made now
+    /// may change how it ends (a driver that buffers writes sends them at once meanwhile).
+    pub fn commit_or_backoff_pending(&self, tx: TransactionId) -> bool {
+        self.txs.commit_or_backoff_pending(tx)
+    }
+
     /// The versionstamp of a committed transaction.
     pub fn versionstamp(&self, tx: TransactionId) -> Option<[u8; 10]> {
         self.txs.versionstamp(tx)

@@ -599,6 +599,15 @@ impl Transactions {
         cx.finish(req, Ok(Reply::Retry));
     }
 
+    /// Whether a commit of `tx` is in flight or an `on_error` of it sleeps.
+    pub(crate) fn commit_or_backoff_pending(&self, tx: TransactionId) -> bool {
+        self.ops.values().any(|o| {
+            o.tx == tx
+                && (matches!(o.kind, OpKind::Backoff)
+                    || (matches!(o.kind, OpKind::Commit) && o.dummy_for.is_none()))
+        })
+    }
+
     /// Fails the `on_error` calls of `tx` still sleeping: what sets RYW's `resetPromise`
     /// (a timeout, a cancel) ends their wait at once.
     pub(super) fn fail_backoffs(&mut self, cx: &mut Ctx<'_>, tx: TransactionId, err: ErrorCode) {
