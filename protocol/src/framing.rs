@@ -277,10 +277,51 @@ impl FrameDecoder {
     }
 
     /// Adds received bytes.
+    ///
+    /// Frames are handed out as slices of this buffer (their rows and values live on in the
+    /// caller), so a buffer is given up, not reused, once a frame is cut from it. When it must
+    /// grow, the new one is sized for the packet being received (read from its length
+    /// field), at most twice what has arrived plus 64 KiB: one allocation per large reply
+    /// instead of a doubling series whose unused tail the frames would keep alive.
     pub fn feed(&mut self, data: &[u8]) {
-        if self.failed.is_none() {
-            self.buf.extend_from_slice(data);
+        if self.failed.is_some() {
+            return;
         }
+        let need = self.buf.len() + data.len();
+        if need > self.buf.capacity() && !self.buf.try_reclaim(data.len()) {
+            let mut fresh = BytesMut::with_capacity(self.grown_capacity(need, data));
+            fresh.extend_from_slice(&self.buf);
+            self.buf = fresh;
+        }
+        self.buf.extend_from_slice(data);
+    }
+
+    /// The capacity to grow to for `need` bytes, the buffered ones followed by `data`.
+    fn grown_capacity(&self, need: usize, data: &[u8]) -> usize {
+        if self.expect_connect {
+            return need;
+        }
+        let mut len = [0u8; 4];
+        let held = self.buf.len().min(4);
+        len[..held].copy_from_slice(&self.buf[..held]);
+        let from_data = (4 - held).min(data.len());
+        len[held..held + from_data].copy_from_slice(&data[..from_data]);
+        if held + from_data < 4 {
+            return need;
+        }
+        let header = PACKET_LEN_WIDTH
+            + if self.with_checksum {
+                CHECKSUM_WIDTH
+            } else {
+                0
+            };
+        let len = u32::from_le_bytes(len);
+        if len > self.limit {
+            // Refused by `next_frame`; nothing to make room for.
+            return need;
+        }
+        let total = header + len as usize;
+        total.min(need + need.max(64 * 1024)).max(need)
     }
 
     /// Bytes held but not yet framed.
@@ -341,8 +382,8 @@ impl FrameDecoder {
         }
         let total = header + len as usize;
         if self.buf.len() < total {
-            // Grow towards the announced length in steps: a hostile length costs nothing.
-            self.buf.reserve((total - self.buf.len()).min(64 * 1024));
+            // `feed` grows the buffer towards the announced length as bytes arrive: a hostile
+            // length costs nothing.
             return Ok(None);
         }
         let mut frame = self.buf.split_to(total).freeze();
