@@ -61,6 +61,10 @@ const CONNECT_PACKET_V0_SIZE: usize = 14;
 pub const PACKET_LEN_WIDTH: usize = 4;
 /// Bytes of the XXH3-64 checksum after a packet's length (absent on TLS connections).
 pub const CHECKSUM_WIDTH: usize = 8;
+/// Packets at least this large get a buffer of their own (see `FrameDecoder::feed`); smaller
+/// ones share one, as many small replies arrive in one read.
+const SPILL_AFTER: usize = 16 * 1024;
+
 /// `FLOW_KNOBS->PACKET_LIMIT` (`flow/Knobs.cpp`): FDB drops the connection above this.
 pub const PACKET_LIMIT: u32 = 100 << 20;
 /// The smallest packet: it must at least hold a destination token.
@@ -252,6 +256,9 @@ pub fn encode_packet(dst: &mut BytesMut, token: Uid, message: &[u8], with_checks
 #[derive(Debug)]
 pub struct FrameDecoder {
     buf: BytesMut,
+    /// Bytes after a large packet that `buf` holds whole (see `feed`); they move to `buf`
+    /// once that packet is taken.
+    spill: BytesMut,
     expect_connect: bool,
     with_checksum: bool,
     limit: u32,
@@ -263,6 +270,7 @@ impl FrameDecoder {
     pub fn new(expect_connect: bool, with_checksum: bool) -> Self {
         FrameDecoder {
             buf: BytesMut::new(),
+            spill: BytesMut::new(),
             expect_connect,
             with_checksum,
             limit: PACKET_LIMIT,
@@ -278,36 +286,76 @@ impl FrameDecoder {
 
     /// Adds received bytes.
     ///
-    /// Frames are handed out as slices of this buffer (their rows and values live on in the
-    /// caller), so a buffer is given up, not reused, once a frame is cut from it. When it must
-    /// grow, the new one is sized for the packet being received (read from its length
-    /// field), at most twice what has arrived plus 64 KiB: one allocation per large reply
-    /// instead of a doubling series whose unused tail the frames would keep alive.
+    /// Frames are handed out as slices of the buffer they arrived in (their rows and values
+    /// live on in the caller), so a buffer is given up, not reused, once a frame is cut from
+    /// it. A buffer that must grow is sized for the packet being received (from its length
+    /// field; at most twice what has arrived plus 64 KiB, so a hostile length costs
+    /// nothing), and bytes that follow a large packet they complete go to a buffer of their
+    /// own: a large reply costs one allocation of its own size, not a doubling series whose
+    /// unused tail its rows would keep alive, nor a copy into a buffer shared with the next.
     pub fn feed(&mut self, data: &[u8]) {
         if self.failed.is_some() {
             return;
         }
-        let need = self.buf.len() + data.len();
-        if need > self.buf.capacity() && !self.buf.try_reclaim(data.len()) {
-            let mut fresh = BytesMut::with_capacity(self.grown_capacity(need, data));
-            fresh.extend_from_slice(&self.buf);
-            self.buf = fresh;
+        if !self.spill.is_empty() {
+            self.append_to(true, data);
+            return;
         }
-        self.buf.extend_from_slice(data);
+        if let Some(total) = self.packet_total(&self.buf, &[]) {
+            let held = self.buf.len();
+            if total >= SPILL_AFTER && held < total && total - held < data.len() {
+                let (this, rest) = data.split_at(total - held);
+                self.append_to(false, this);
+                self.append_to(true, rest);
+                return;
+            }
+        }
+        self.append_to(false, data);
     }
 
-    /// The capacity to grow to for `need` bytes, the buffered ones followed by `data`.
-    fn grown_capacity(&self, need: usize, data: &[u8]) -> usize {
+    /// Appends to the buffer (`spill`: the one after it), growing it as `feed` says.
+    fn append_to(&mut self, spill: bool, data: &[u8]) {
+        let held = if spill { &self.spill } else { &self.buf };
+        let need = held.len() + data.len();
+        let grown = if need > held.capacity() {
+            // The capacity for `need` bytes: the packet's size if known, within bounds.
+            let cap = match self.packet_total(held, data) {
+                Some(total) => total.min(need + need.max(64 * 1024)).max(need),
+                None => need,
+            };
+            Some(cap)
+        } else {
+            None
+        };
+        let b = if spill { &mut self.spill } else { &mut self.buf };
+        if let Some(cap) = grown {
+            if !b.try_reclaim(data.len()) {
+                let mut fresh = BytesMut::with_capacity(cap);
+                fresh.extend_from_slice(b);
+                *b = fresh;
+            }
+        }
+        b.extend_from_slice(data);
+    }
+
+    /// The whole size (header included) of the packet starting `held`, whose length field
+    /// is in `held` followed by `more`; `None` before the connect packet, when the field is
+    /// not all there yet, or when it is one `next_frame` refuses.
+    fn packet_total(&self, held: &[u8], more: &[u8]) -> Option<usize> {
         if self.expect_connect {
-            return need;
+            return None;
         }
         let mut len = [0u8; 4];
-        let held = self.buf.len().min(4);
-        len[..held].copy_from_slice(&self.buf[..held]);
-        let from_data = (4 - held).min(data.len());
-        len[held..held + from_data].copy_from_slice(&data[..from_data]);
-        if held + from_data < 4 {
-            return need;
+        let from_held = held.len().min(4);
+        len[..from_held].copy_from_slice(&held[..from_held]);
+        let from_more = (4 - from_held).min(more.len());
+        len[from_held..from_held + from_more].copy_from_slice(&more[..from_more]);
+        if from_held + from_more < 4 {
+            return None;
+        }
+        let len = u32::from_le_bytes(len);
+        if len > self.limit || len < MIN_PACKET_LEN {
+            return None;
         }
         let header = PACKET_LEN_WIDTH
             + if self.with_checksum {
@@ -315,18 +363,12 @@ impl FrameDecoder {
             } else {
                 0
             };
-        let len = u32::from_le_bytes(len);
-        if len > self.limit {
-            // Refused by `next_frame`; nothing to make room for.
-            return need;
-        }
-        let total = header + len as usize;
-        total.min(need + need.max(64 * 1024)).max(need)
+        Some(header + len as usize)
     }
 
     /// Bytes held but not yet framed.
     pub fn buffered(&self) -> usize {
-        self.buf.len()
+        self.buf.len() + self.spill.len()
     }
 
     /// The next whole frame, `Ok(None)` if more bytes are needed. After an error the stream is
@@ -335,10 +377,14 @@ impl FrameDecoder {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
+        if self.buf.is_empty() && !self.spill.is_empty() {
+            self.buf = core::mem::take(&mut self.spill);
+        }
         let r = self.next_inner();
         if let Err(e) = &r {
             self.failed = Some(e.clone());
             self.buf = BytesMut::new();
+            self.spill = BytesMut::new();
         }
         r
     }
