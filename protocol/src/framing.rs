@@ -301,16 +301,36 @@ impl FrameDecoder {
             self.append_to(true, data);
             return;
         }
-        if let Some(total) = self.packet_total(&self.buf, &[]) {
-            let held = self.buf.len();
-            if total >= SPILL_AFTER && held < total && total - held < data.len() {
-                let (this, rest) = data.split_at(total - held);
-                self.append_to(false, this);
-                self.append_to(true, rest);
-                return;
+        match self.large_tail(data) {
+            Some(cut) => {
+                self.append_to(false, &data[..cut]);
+                self.append_to(true, &data[cut..]);
             }
+            None => self.append_to(false, data),
         }
-        self.append_to(false, data);
+    }
+
+    /// Where to cut `data` so that a large packet has a buffer of its own: before one that
+    /// starts in `data` after other bytes, or after one that started in `buf` (which holds at
+    /// most the start of one packet, at its front) when more bytes follow it.
+    fn large_tail(&self, data: &[u8]) -> Option<usize> {
+        let (held, end) = (self.buf.len(), self.buf.len() + data.len());
+        let mut pos = 0;
+        loop {
+            let total = self.packet_total_at(&self.buf, data, pos)?;
+            if total >= SPILL_AFTER {
+                if pos > 0 && pos >= held {
+                    return Some(pos - held);
+                }
+                if pos + total < end && pos + total > held {
+                    return Some(pos + total - held);
+                }
+            }
+            if pos + total >= end {
+                return None;
+            }
+            pos += total;
+        }
     }
 
     /// Appends to the buffer (`spill`: the one after it), growing it as `feed` says.
@@ -327,7 +347,11 @@ impl FrameDecoder {
         } else {
             None
         };
-        let b = if spill { &mut self.spill } else { &mut self.buf };
+        let b = if spill {
+            &mut self.spill
+        } else {
+            &mut self.buf
+        };
         if let Some(cap) = grown {
             if !b.try_reclaim(data.len()) {
                 let mut fresh = BytesMut::with_capacity(cap);
@@ -339,19 +363,25 @@ impl FrameDecoder {
     }
 
     /// The whole size (header included) of the packet starting `held`, whose length field
-    /// is in `held` followed by `more`; `None` before the connect packet, when the field is
-    /// not all there yet, or when it is one `next_frame` refuses.
+    /// is in `held` followed by `more`.
     fn packet_total(&self, held: &[u8], more: &[u8]) -> Option<usize> {
+        self.packet_total_at(held, more, 0)
+    }
+
+    /// The whole size of the packet at `pos` of `held` followed by `more`; `None` before the
+    /// connect packet, when its length field is not all there yet, or when it is one
+    /// `next_frame` refuses.
+    fn packet_total_at(&self, held: &[u8], more: &[u8], pos: usize) -> Option<usize> {
         if self.expect_connect {
             return None;
         }
         let mut len = [0u8; 4];
-        let from_held = held.len().min(4);
-        len[..from_held].copy_from_slice(&held[..from_held]);
-        let from_more = (4 - from_held).min(more.len());
-        len[from_held..from_held + from_more].copy_from_slice(&more[..from_more]);
-        if from_held + from_more < 4 {
-            return None;
+        for (i, b) in len.iter_mut().enumerate() {
+            let at = pos + i;
+            *b = match held.get(at) {
+                Some(b) => *b,
+                None => *more.get(at - held.len())?,
+            };
         }
         let len = u32::from_le_bytes(len);
         if len > self.limit || len < MIN_PACKET_LEN {
@@ -454,6 +484,7 @@ impl FrameDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
     use alloc::vec::Vec;
 
     #[test]
@@ -478,6 +509,43 @@ mod tests {
         assert!(v.accepts(ProtocolVersion(0x1FDB_00B0_7300_0001))); // low bits free
         assert!(!v.accepts(ProtocolVersion(0x1FDB_00B0_7200_0000))); // 7.2
         assert!(!v.accepts(ProtocolVersion(0x1FDB_00B0_7400_0000))); // 7.4
+    }
+
+    #[test]
+    fn large_packets_between_small_ones_survive_any_read_size() {
+        let big = |n: usize, seed: u8| -> Vec<u8> { (0..n).map(|i| (i as u8) ^ seed).collect() };
+        let msgs: Vec<Vec<u8>> = vec![
+            b"small".to_vec(),
+            big(80_000, 1),
+            big(50_000, 2),
+            b"x".to_vec(),
+            big(20_000, 3),
+            Vec::new(),
+            big(16 * 1024, 4),
+        ];
+        let mut b = BytesMut::new();
+        for (i, m) in msgs.iter().enumerate() {
+            encode_packet(&mut b, Uid::new(i as u64, 0), m, true);
+        }
+        for read in [1usize, 7, 1000, 16 * 1024, 65_536, 200_000] {
+            let mut d = FrameDecoder::new(false, true);
+            let mut got = Vec::new();
+            for chunk in b.chunks(read) {
+                d.feed(chunk);
+                while let Some(f) = d.next_frame().unwrap() {
+                    got.push(f);
+                }
+            }
+            assert_eq!(d.buffered(), 0, "reads of {read}");
+            assert_eq!(got.len(), msgs.len(), "reads of {read}");
+            for (i, (f, m)) in got.iter().zip(&msgs).enumerate() {
+                let Incoming::Packet(p) = f else {
+                    panic!("not a packet")
+                };
+                assert_eq!(p.token, Uid::new(i as u64, 0));
+                assert_eq!(&p.message[..], &m[..], "packet {i}, reads of {read}");
+            }
+        }
     }
 
     #[test]

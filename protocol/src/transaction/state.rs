@@ -669,10 +669,7 @@ impl Transactions {
         const SPECIAL_END: &[u8] = b"\xff\xff\xff";
         // `begin >= \xff\xff` is `begin` starting with it; two byte tests, not a `memcmp`
         // call on every set and clear.
-        let inside = begin.len() >= 2
-            && begin[0] == 0xff
-            && begin[1] == 0xff
-            && end <= SPECIAL_END;
+        let inside = begin.len() >= 2 && begin[0] == 0xff && begin[1] == 0xff && end <= SPECIAL_END;
         if !inside {
             return Ok(false);
         }
