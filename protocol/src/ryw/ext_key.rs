@@ -185,6 +185,31 @@ mod tests {
     use super::*;
     use alloc::vec::Vec;
 
+    /// `cmp_bytes` orders as slices do, at every length around its 8-byte steps and its
+    /// 64-byte cut-over.
+    #[test]
+    fn cmp_bytes_orders_as_slices_do() {
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for len in [0usize, 1, 7, 8, 9, 15, 16, 17, 22, 63, 64, 65, 80] {
+            let base: Vec<u8> = (0..len).map(|i| b'a' + (i % 7) as u8).collect();
+            keys.push(base.clone());
+            for at in [0, len / 2, len.saturating_sub(1)] {
+                if at < len {
+                    for d in [0u8, 0xff] {
+                        let mut k = base.clone();
+                        k[at] = d;
+                        keys.push(k);
+                    }
+                }
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(cmp_bytes(a, b), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
+    }
+
     /// Every pair of short keys with up to two zeros compares as the bytes they stand for.
     #[test]
     fn compares_like_the_keys_it_stands_for() {
