@@ -32,6 +32,8 @@ pub(crate) enum Route {
     Status { op: RequestId, part: StatusPart },
     /// The id lookup of a tenant handle.
     TenantId(crate::ids::TenantHandle),
+    /// Part `part` of a special-key read of a module filled from the cluster (metrics).
+    ClusterModule { op: RequestId, part: usize },
 }
 
 /// Which part of a status read a reply belongs to.

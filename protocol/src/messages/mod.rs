@@ -9,6 +9,7 @@ pub use network::{Endpoint, IpAddress, NetworkAddress, NetworkAddressList, Reque
 pub mod commit;
 pub mod coordination;
 pub mod grv;
+pub mod metrics;
 pub mod registry;
 pub mod storage;
 pub mod types;

@@ -11,6 +11,7 @@ use super::commit::*;
 use super::common::{fid, EnsureTable, ErrorOr, Void};
 use super::coordination::*;
 use super::grv::*;
+use super::metrics::*;
 use super::storage::*;
 use crate::serializer::{decode_root, encode_with, file_identifier, DecodeError, Message};
 use crate::tenant_map::TenantGroupEntry;
@@ -108,6 +109,8 @@ registry! {
         WaitMetricsRequest,
         SplitRangeRequest,
         GetTenantIdRequest,
+        GetDDMetricsRequest,
+        GetHealthMetricsRequest,
     }
     replies {
         ClientDBInfo,
@@ -125,6 +128,8 @@ registry! {
         StorageMetrics,
         SplitRangeReply,
         GetTenantIdReply,
+        GetDDMetricsReply,
+        GetHealthMetricsReply,
     }
     values {
         TenantMapEntry,

@@ -53,10 +53,11 @@ enum Served {
 
 /// The modules, by key order: `[begin, end)` each.
 #[rustfmt::skip]
-const MODULES: [(&[u8], &[u8], Served); 13] = [
+const MODULES: [(&[u8], &[u8], Served); 14] = [
     (b"\xff\xff/actor_lineage/", b"\xff\xff/actor_lineage0", Served::NotHere),
     (b"\xff\xff/actor_profiler_conf/", b"\xff\xff/actor_profiler_conf0", Served::NotHere),
     (b"\xff\xff/cluster_file_path", b"\xff\xff/cluster_file_path\x00", Served::Here),
+    (b"\xff\xff/cluster_id", b"\xff\xff/cluster_id\x00", Served::NotHere),
     (b"\xff\xff/configuration/", b"\xff\xff/configuration0", Served::NotHere),
     (b"\xff\xff/connection_string", b"\xff\xff/connection_string\x00", Served::Here),
     (b"\xff\xff/error_message", b"\xff\xff/error_message\x00", Served::Here),
@@ -184,10 +185,10 @@ impl Transactions {
         rows
     }
 
-    /// `SpecialKeySpace::getRange` for `tx`. `tenants`: the tenant module's rows
-    /// (`\xff\xff/management/tenant/map/<name>` and its JSON), when the caller read them from
-    /// the database; without them a read reaching that module is refused like the rest of the
-    /// management module.
+    /// `SpecialKeySpace::getRange` for `tx`. `given`: rows of a module not served here that
+    /// the caller read (the tenant module's `\xff\xff/management/tenant/map/<name>` and its
+    /// JSON, from the database; the metrics or the cluster id, from the cluster); without
+    /// them a read reaching such a module is refused.
     pub(super) fn special_range(
         &self,
         tx: TransactionId,
@@ -195,7 +196,7 @@ impl Transactions {
         mut begin: KeySelector,
         mut end: KeySelector,
         opts: RangeOptions,
-        tenants: Option<&[KeyValue]>,
+        given: Option<Given<'_>>,
     ) -> Result<RangeResult, ClientError> {
         let fdb = |e| Err(ClientError::Fdb(e));
         let Some(t) = self.txs.get(&tx) else {
@@ -219,12 +220,12 @@ impl Transactions {
             (b, e)
         };
         let mut rows = self.special_rows(tx, special, bound.0, bound.1);
-        let (tb, te) = TENANT_MANAGEMENT_RANGE;
-        if let Some(given) = tenants {
+        let (tb, te) = given.map_or(TENANT_MANAGEMENT_RANGE, |g| g.range);
+        if let Some(given) = given {
             let inside = |kv: &&KeyValue| {
                 tb <= kv.key.as_ref() && kv.key.as_ref() < te && bound.0 <= kv.key.as_ref()
             };
-            rows.extend(given.iter().filter(inside).cloned());
+            rows.extend(given.rows.iter().filter(inside).cloned());
             rows.sort_by(|x, y| x.key.cmp(&y.key));
         }
         let (a, b) = (resolve(&begin, &rows, bound), resolve(&end, &rows, bound));
@@ -232,7 +233,7 @@ impl Transactions {
             return Ok(RangeResult::default());
         }
         // A module this client does not serve would answer rows here: refuse instead (the
-        // tenant part of the management module is served when its rows were given). A
+        // part whose rows were given is served). A
         // `first_greater_or_equal` selector is a plain key to libfdb_c, which asks only the
         // parts of the module between the two keys.
         let lo = if begin.offset == 1 {
@@ -245,8 +246,8 @@ impl Transactions {
         } else {
             &b
         };
-        let in_tenants = tenants.is_some() && tb <= lo.as_ref() && hi.as_ref() <= te;
-        let unserved = !in_tenants
+        let in_given = given.is_some() && tb <= lo.as_ref() && hi.as_ref() <= te;
+        let unserved = !in_given
             && MODULES.iter().any(|(mb, me, served)| {
                 *served == Served::NotHere && *mb < hi.as_ref() && lo.as_ref() < *me
             });
@@ -279,7 +280,7 @@ impl Transactions {
         tx: TransactionId,
         special: &SpecialContext,
         key: &[u8],
-        tenants: Option<&[KeyValue]>,
+        given: Option<Given<'_>>,
     ) -> Result<Option<Bytes>, ClientError> {
         let mut after = key.to_vec();
         after.push(0);
@@ -289,7 +290,7 @@ impl Transactions {
             KeySelector::first_greater_or_equal(Bytes::copy_from_slice(key)),
             KeySelector::first_greater_or_equal(Bytes::from(after)),
             RangeOptions::default(),
-            tenants,
+            given,
         )?;
         Ok(r.rows
             .into_iter()
@@ -307,20 +308,37 @@ impl Transactions {
         tenants: &[KeyValue],
     ) -> crate::ids::RequestId {
         let req = cx.new_request();
+        let given = Given {
+            rows: tenants,
+            range: TENANT_MANAGEMENT_RANGE,
+        };
+        self.special_read_given(cx, req, tx, read, given);
+        req
+    }
+
+    /// Finishes request `req`, a point read or range read in the special key space, with the
+    /// rows `given` of a module the caller read.
+    pub(crate) fn special_read_given(
+        &self,
+        cx: &mut super::Ctx<'_>,
+        req: crate::ids::RequestId,
+        tx: TransactionId,
+        read: SpecialRead,
+        given: Given<'_>,
+    ) {
         let r = match self.txs.get(&tx) {
             None => Err(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED)),
             Some(t) if t.deferred.is_some() => Err(t.deferred.clone().expect("checked")),
             Some(_) => match read {
                 SpecialRead::Get(key) => self
-                    .special_get(tx, &self.special, &key, Some(tenants))
+                    .special_get(tx, &self.special, &key, Some(given))
                     .map(Reply::Value),
                 SpecialRead::Range(b, e, opts) => self
-                    .special_range(tx, &self.special, b, e, opts, Some(tenants))
+                    .special_range(tx, &self.special, b, e, opts, Some(given))
                     .map(Reply::Range),
             },
         };
         cx.finish(req, r);
-        req
     }
 
     /// Takes the special-key writes out of `tx` for the caller to carry out before it
@@ -341,6 +359,14 @@ impl Transactions {
             t.special_error = Some(msg);
         }
     }
+}
+
+/// Rows of a module not served here, read by the caller, and the part of the space they
+/// cover (every row of it there is).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Given<'a> {
+    pub(crate) rows: &'a [KeyValue],
+    pub(crate) range: (&'a [u8], &'a [u8]),
 }
 
 /// A read the special key space answers with rows the caller hands in.
