@@ -228,13 +228,28 @@ impl Transactions {
             rows.extend(given.rows.iter().filter(inside).cloned());
             rows.sort_by(|x, y| x.key.cmp(&y.key));
         }
+        // A module this client does not serve would answer rows here: refuse instead (the
+        // part whose rows were given is served).
+        let unserved = |lo: &[u8], hi: &[u8]| {
+            let in_given = given.is_some() && tb <= lo && hi <= te;
+            !in_given
+                && MODULES
+                    .iter()
+                    .any(|(mb, me, served)| *served == Served::NotHere && *mb < hi && lo < *me)
+        };
+        // Between two plain keys libfdb_c asks every part of the module there, rows or none.
+        if begin.offset == 1
+            && end.offset == 1
+            && begin.key < end.key
+            && unserved(&begin.key, &end.key)
+        {
+            return fdb(ErrorCode::SPECIAL_KEYS_NO_MODULE_FOUND);
+        }
         let (a, b) = (resolve(&begin, &rows, bound), resolve(&end, &rows, bound));
         if a >= b || a.as_ref() == bound.1 || b.as_ref() == bound.0 {
             return Ok(RangeResult::default());
         }
-        // A module this client does not serve would answer rows here: refuse instead (the
-        // part whose rows were given is served). A
-        // `first_greater_or_equal` selector is a plain key to libfdb_c, which asks only the
+        // A `first_greater_or_equal` selector is a plain key to libfdb_c, which asks only the
         // parts of the module between the two keys.
         let lo = if begin.offset == 1 {
             (&a).max(&begin.key)
@@ -246,12 +261,7 @@ impl Transactions {
         } else {
             &b
         };
-        let in_given = given.is_some() && tb <= lo.as_ref() && hi.as_ref() <= te;
-        let unserved = !in_given
-            && MODULES.iter().any(|(mb, me, served)| {
-                *served == Served::NotHere && *mb < hi.as_ref() && lo.as_ref() < *me
-            });
-        if unserved {
+        if unserved(lo, hi) {
             return fdb(ErrorCode::SPECIAL_KEYS_NO_MODULE_FOUND);
         }
         let mut limits = range_limits(&opts);
