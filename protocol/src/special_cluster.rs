@@ -14,6 +14,11 @@
 //!   `GetHealthMetricsRequest` to a GRV proxy, detailed when the read reaches `log/` or
 //!   `storage/`. libfdb_c keeps the last answer for 0.5 s (5 s for the detailed part) and
 //!   answers from it; this client asks each time.
+//! * `\xff\xff/worker_interfaces/<address>`: each worker's `ClientWorkerInterface` in the
+//!   binary format (`WorkerInterfacesSpecialKeyImpl`), from a `GetClientWorkersRequest` to
+//!   the cluster controller, found through the coordinators' leader info as
+//!   `getWorkerInterfaces` finds it (the `verify` option of fdbcli's `kill` is not served:
+//!   every worker is listed).
 //!
 //! A read whose selectors are both plain keys (`first_greater_or_equal`) asks each part of
 //! the module for the keys between them only; any other selector makes libfdb_c resolve it
@@ -30,14 +35,22 @@ use core::time::Duration;
 
 use crate::error::ErrorCode;
 use crate::event::ClientError;
+use crate::framing::ProtocolVersion;
 use crate::ids::{RequestId, TransactionId};
-use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxyInterface};
+use crate::messages::coordination::{
+    ClientDBInfo, ClusterControllerClientInterface, CommitProxyInterface, GetLeaderRequest,
+    GrvProxyInterface,
+};
 use crate::messages::metrics::{
     GetDDMetricsReply, GetDDMetricsRequest, GetHealthMetricsReply, GetHealthMetricsRequest,
     HealthMetrics,
 };
 use crate::messages::types::{KeyRange, KeySelector, KeyValue};
-use crate::messages::{decode_reply, ErrorOr, NetworkAddress, ReplyPromise};
+use crate::messages::workers::{decode_client_workers, GetClientWorkersRequest};
+use crate::messages::{
+    decode_any, decode_reply, AnyMessage, EnsureTable, ErrorOr, NetworkAddress, ReplyPromise,
+};
+use crate::monitor::ClusterMonitor;
 use crate::net::Io;
 use crate::route::Route;
 use crate::ryw::range_read::remove_or_equal;
@@ -67,6 +80,11 @@ const HEALTH_STORAGE: (&[u8], &[u8]) = (
     b"\xff\xff/metrics/health/storage/",
     b"\xff\xff/metrics/health/storage0",
 );
+/// The worker interfaces module.
+const WORKERS_MODULE: (&[u8], &[u8]) = (
+    b"\xff\xff/worker_interfaces/",
+    b"\xff\xff/worker_interfaces0",
+);
 /// `CLIENT_KNOBS->TOO_MANY`: the shard limit libfdb_c asks with.
 const TOO_MANY: i32 = 1_000_000;
 /// `FLOW_KNOBS->PREVENT_FAST_SPIN_DELAY`: before asking again after `dd_not_found` or a
@@ -80,6 +98,7 @@ enum Ask {
     ClusterId,
     DdStats(KeyRange),
     Health(KeyRange),
+    Workers(KeyRange),
 }
 
 #[derive(Clone, Debug)]
@@ -88,6 +107,10 @@ enum PartState {
     Waiting {
         at: Option<Instant>,
         sent: bool,
+    },
+    /// The leader info asked of the coordinators, `pending` of them yet to answer.
+    Leader {
+        pending: usize,
     },
     Done(Vec<KeyValue>),
 }
@@ -125,7 +148,7 @@ impl Finished {
 
 /// The module filled from the cluster that holds both keys, if any.
 fn module_of(begin: &[u8], end: &[u8]) -> Option<(&'static [u8], &'static [u8])> {
-    [CLUSTER_ID_MODULE, METRICS_MODULE]
+    [CLUSTER_ID_MODULE, METRICS_MODULE, WORKERS_MODULE]
         .into_iter()
         .find(|(b, e)| *b <= begin && begin < *e && *b <= end && end <= *e)
 }
@@ -143,6 +166,12 @@ fn asks(module: (&[u8], &[u8]), begin: &[u8], end: &[u8], whole: bool) -> Vec<As
         return alloc::vec![Ask::ClusterId];
     }
     let (begin, end) = if whole { module } else { (begin, end) };
+    if module == WORKERS_MODULE {
+        return clip(begin, end, module)
+            .map(Ask::Workers)
+            .into_iter()
+            .collect();
+    }
     let mut out = Vec::new();
     if let Some(kr) = clip(begin, end, DD_STATS) {
         out.push(Ask::DdStats(kr));
@@ -345,8 +374,8 @@ impl ClusterReads {
     }
 
     /// Sends what is due (once the cluster is known) and takes out the reads that are done.
-    pub(crate) fn poll(&mut self, io: &mut Io<'_>, info: Option<&ClientDBInfo>) -> Vec<Finished> {
-        if let Some(info) = info {
+    pub(crate) fn poll(&mut self, io: &mut Io<'_>, monitor: &ClusterMonitor) -> Vec<Finished> {
+        if let Some(info) = monitor.info() {
             for (req, r) in self.reads.iter_mut() {
                 for (i, (ask, st)) in r.parts.iter_mut().enumerate() {
                     let PartState::Waiting { at, sent: false } = st else {
@@ -355,7 +384,7 @@ impl ClusterReads {
                     if at.is_some_and(|t| io.now < t) {
                         continue;
                     }
-                    if let Some(next) = send(io, info, *req, i, ask) {
+                    if let Some(next) = send(io, monitor, info, *req, i, ask) {
                         *st = next;
                     }
                 }
@@ -380,7 +409,7 @@ impl ClusterReads {
                             .into_iter()
                             .flat_map(|(_, s)| match s {
                                 PartState::Done(rows) => rows,
-                                PartState::Waiting { .. } => Vec::new(),
+                                PartState::Waiting { .. } | PartState::Leader { .. } => Vec::new(),
                             })
                             .collect();
                         rows.sort_by(|a, b| a.key.cmp(&b.key));
@@ -397,15 +426,73 @@ impl ClusterReads {
             .collect()
     }
 
-    fn part(&mut self, req: RequestId, part: usize) -> Option<(&Ask, &mut PartState)> {
+    /// Part `part` of read `req`, when it waits for the answer a reply (`leader`: to the
+    /// leader info request) would be.
+    fn part(
+        &mut self,
+        req: RequestId,
+        part: usize,
+        leader: bool,
+    ) -> Option<(&Ask, &mut PartState)> {
         let r = self.reads.get_mut(&req)?;
         let (ask, st) = r.parts.get_mut(part)?;
-        matches!(st, PartState::Waiting { sent: true, .. }).then_some((&*ask, st))
+        let waits = match st {
+            PartState::Leader { .. } => leader,
+            PartState::Waiting { sent: true, .. } => !leader,
+            _ => false,
+        };
+        waits.then_some((&*ask, st))
     }
 
-    /// A proxy answered part `part` of read `req`.
-    pub(crate) fn on_reply(&mut self, now: Instant, req: RequestId, part: usize, message: &Bytes) {
-        let Some((ask, st)) = self.part(req, part) else {
+    /// A proxy, a coordinator (`leader`) or the cluster controller answered part `part` of
+    /// read `req`.
+    pub(crate) fn on_reply(
+        &mut self,
+        io: &mut Io<'_>,
+        req: RequestId,
+        part: usize,
+        leader: bool,
+        message: &Bytes,
+    ) {
+        let now = io.now;
+        let Some((_, st)) = self.part(req, part, leader) else {
+            return;
+        };
+        if let PartState::Leader { pending } = st {
+            *pending = pending.saturating_sub(1);
+            let left = *pending;
+            let cc = match decode_any(message) {
+                Ok(AnyMessage::Leader(ErrorOr::Ok(EnsureTable(Some(info))))) if !info.forward => {
+                    ClusterControllerClientInterface::from_serialized_info(&info.serialized_info)
+                        .ok()
+                }
+                _ => None,
+            };
+            if let Some((_, cc)) = cc {
+                let ep = cc.client_interface.get_client_workers.endpoint;
+                let token = io.token();
+                let msg = GetClientWorkersRequest {
+                    reply: ReplyPromise { token },
+                };
+                let route = Route::ClusterModule {
+                    op: req,
+                    part,
+                    leader: false,
+                };
+                io.send(ep.address(), ep.token, &msg, token, route);
+                *st = PartState::Waiting {
+                    at: None,
+                    sent: true,
+                };
+            } else if left == 0 {
+                *st = PartState::Waiting {
+                    at: Some(now + RETRY_DELAY),
+                    sent: false,
+                };
+            }
+            return;
+        }
+        let Some((ask, st)) = self.part(req, part, leader) else {
             return;
         };
         let outcome = match ask {
@@ -444,6 +531,35 @@ impl ClusterReads {
                 Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
                 Err(e) => Err(ClientError::Decode(e)),
             },
+            Ask::Workers(kr) => match decode_client_workers(message) {
+                Ok(ErrorOr::Ok(workers)) => {
+                    let version = ProtocolVersion::V7_3.version();
+                    let mut rows: Vec<KeyValue> = workers
+                        .iter()
+                        .map(|w| {
+                            let mut k = WORKERS_MODULE.0.to_vec();
+                            k.extend_from_slice(alloc::format!("{}", w.address()).as_bytes());
+                            KeyValue {
+                                key: Bytes::from(k),
+                                value: Bytes::from(w.binary_value(version)),
+                            }
+                        })
+                        .filter(|kv| within(&kv.key, kr))
+                        .collect();
+                    rows.sort_by(|a, b| a.key.cmp(&b.key));
+                    Ok(rows)
+                }
+                // `brokenPromiseToNever`: the next cluster controller answers.
+                Ok(ErrorOr::Err(ErrorCode::BROKEN_PROMISE)) => {
+                    *st = PartState::Waiting {
+                        at: Some(now + RETRY_DELAY),
+                        sent: false,
+                    };
+                    return;
+                }
+                Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
+                Err(e) => Err(ClientError::Decode(e)),
+            },
             Ask::ClusterId => return,
         };
         match outcome {
@@ -458,13 +574,20 @@ impl ClusterReads {
 
     /// Part `part` of read `req` will get no answer: asked again shortly (the load balancer
     /// tries another proxy; new proxies restart it, `onProxiesChanged`).
-    pub(crate) fn on_lost(&mut self, now: Instant, req: RequestId, part: usize) {
-        if let Some((_, st)) = self.part(req, part) {
-            *st = PartState::Waiting {
-                at: Some(now + RETRY_DELAY),
-                sent: false,
-            };
+    pub(crate) fn on_lost(&mut self, now: Instant, req: RequestId, part: usize, leader: bool) {
+        let Some((_, st)) = self.part(req, part, leader) else {
+            return;
+        };
+        if let PartState::Leader { pending } = st {
+            *pending = pending.saturating_sub(1);
+            if *pending > 0 {
+                return;
+            }
         }
+        *st = PartState::Waiting {
+            at: Some(now + RETRY_DELAY),
+            sent: false,
+        };
     }
 }
 
@@ -481,13 +604,45 @@ fn pick(
 /// valid cluster id yet).
 fn send(
     io: &mut Io<'_>,
+    monitor: &ClusterMonitor,
     info: &ClientDBInfo,
     req: RequestId,
     part: usize,
     ask: &Ask,
 ) -> Option<PartState> {
-    let route = Route::ClusterModule { op: req, part };
+    let route = Route::ClusterModule {
+        op: req,
+        part,
+        leader: false,
+    };
     match ask {
+        Ask::Workers(_) => {
+            let key = Bytes::from(monitor.cluster().cluster_key());
+            let mut pending = 0;
+            for (_, addr) in monitor.coordinator_targets() {
+                let Some(addr) = addr else { continue };
+                let token = io.token();
+                let msg = GetLeaderRequest {
+                    key: key.clone(),
+                    known_leader: Uid::default(),
+                    reply: ReplyPromise { token },
+                };
+                let route = Route::ClusterModule {
+                    op: req,
+                    part,
+                    leader: true,
+                };
+                io.send(
+                    &addr,
+                    crate::uid::well_known::CLIENT_LEADER_REG_GET_LEADER,
+                    &msg,
+                    token,
+                    route,
+                );
+                pending += 1;
+            }
+            (pending > 0).then_some(PartState::Leader { pending })
+        }
         Ask::ClusterId => {
             let id = info.cluster_id;
             (id != Uid::default()).then(|| {

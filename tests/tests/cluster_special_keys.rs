@@ -1,15 +1,17 @@
 //! The read-only special keys libfdb_c fills from the cluster: `\xff\xff/cluster_id`, and the
 //! metrics module, `\xff\xff/metrics/data_distribution_stats/` (a commit proxy's
 //! `GetDDMetricsRequest`) and `\xff\xff/metrics/health/` (a GRV proxy's
-//! `GetHealthMetricsRequest`): point reads, plain and selector range reads, limits, reverse
+//! `GetHealthMetricsRequest`), and `\xff\xff/worker_interfaces/` (the cluster controller's
+//! `GetClientWorkersRequest`): point reads, plain and selector range reads, limits, reverse
 //! reads, and the module boundaries.
 //!
 //! On the test cluster the rows are checked against what the cluster holds (its cluster id,
 //! its shards and their bytes, its health figures), through both drivers. On a real cluster
 //! (`FDB_CLUSTER_FILE`) each read also runs through the Python binding over libfdb_c 7.3.77,
 //! one process per read (libfdb_c answers a health read from the previous one's figures for
-//! up to 5 s), and the answers must be the same: the cluster id byte for byte, the rows'
-//! keys, and each JSON value's fields and their types (byte counts and queues move).
+//! up to 5 s), and the answers must be the same: the cluster id and the worker interfaces
+//! byte for byte, the rows' keys, and each JSON value's fields and their types (byte counts
+//! and queues move).
 
 use bytes::Bytes;
 use fdb_protocol::cluster_file::ClusterFile;
@@ -27,6 +29,8 @@ const DD_END: &[u8] = b"\xff\xff/metrics/data_distribution_stats0";
 const HEALTH: &[u8] = b"\xff\xff/metrics/health/";
 const HEALTH_END: &[u8] = b"\xff\xff/metrics/health0";
 const AGGREGATE: &[u8] = b"\xff\xff/metrics/health/aggregate";
+const WORKERS: &[u8] = b"\xff\xff/worker_interfaces/";
+const WORKERS_END: &[u8] = b"\xff\xff/worker_interfaces0";
 
 fn cat(a: &[u8], b: &[u8]) -> Vec<u8> {
     [a, b].concat()
@@ -86,12 +90,11 @@ fn script() -> Vec<Read> {
             limit: 2,
             reverse: true,
         },
+        // Every worker, by address.
+        range(fge(WORKERS), fge(WORKERS_END)),
         // Reads that leave the module, or start outside every module.
         range(fge(METRICS), fge(b"\xff\xff/metrics1")),
-        range(
-            fge(b"\xff\xff/worker_interfaces/"),
-            fge(b"\xff\xff/worker_interfaces0"),
-        ),
+        range(fge(b"\xff\xff/nomodule/"), fge(b"\xff\xff/nomodule0")),
     ]
 }
 
@@ -342,12 +345,20 @@ fn check_shapes(lines: &[String]) {
     assert_eq!(lines[12], all[1..].join(";"));
     let last_two: Vec<&str> = all.iter().rev().take(2).copied().collect();
     assert_eq!(lines[13], last_two.join(";"));
+    // Each worker's interface in the binary format: the protocol version, three streams of
+    // an IPv4 address without a secondary one and a token each.
+    for row in lines[14].split(';') {
+        let (k, v) = row.split_once('=').unwrap();
+        assert!(k.starts_with(&hex(WORKERS)), "{row}");
+        assert!(v.starts_with("raw:00000073b000db0f"), "{row}");
+        assert_eq!(v.len(), 4 + 2 * (8 + 3 * 27), "{row}");
+    }
     assert_eq!(
-        lines[14],
+        lines[15],
         code_line(Some(ErrorCode::SPECIAL_KEYS_CROSS_MODULE_READ))
     );
     assert_eq!(
-        lines[15],
+        lines[16],
         code_line(Some(ErrorCode::SPECIAL_KEYS_NO_MODULE_FOUND))
     );
 }
@@ -415,6 +426,15 @@ fn cluster_special_keys_on_the_test_cluster() {
             String::from_utf8_lossy(&kv.value),
             format!("{{\"cpu_usage\":1.25,\"disk_usage\":0.5,\"storage_durability_lag\":5000000,\"storage_queue\":{q}}}")
         );
+    }
+
+    // One worker per process, keyed by its address.
+    let workers = &answers[14].1;
+    assert!(!workers.is_empty());
+    for kv in workers {
+        let addr = std::str::from_utf8(&kv.key[WORKERS.len()..]).unwrap();
+        let addr: std::net::SocketAddr = addr.parse().expect("an address");
+        assert_eq!(&kv.value[13..15], &addr.port().to_le_bytes());
     }
 
     // The tokio driver answers the same.

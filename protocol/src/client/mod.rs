@@ -313,8 +313,9 @@ impl Client {
             }
             Route::TenantId(h) => self.txs.on_tenant_id_reply(h, message),
             Route::Status { op, part } => self.status.on_reply(&mut io!(self), op, part, message),
-            Route::ClusterModule { op, part } => {
-                self.cluster_reads.on_reply(self.now, op, part, message)
+            Route::ClusterModule { op, part, leader } => {
+                self.cluster_reads
+                    .on_reply(&mut io!(self), op, part, leader, message)
             }
         }
     }
@@ -355,9 +356,9 @@ impl Client {
                 self.txs.on_tenant_id_lost(h)
             }
             Route::Status { op, part } => self.status.on_lost(&mut io!(self), op, part),
-            Route::ClusterModule { op, part } => {
-                tracing::debug!(?why, "re-sending a metrics request");
-                self.cluster_reads.on_lost(self.now, op, part)
+            Route::ClusterModule { op, part, leader } => {
+                tracing::debug!(?why, "re-sending a special-key module request");
+                self.cluster_reads.on_lost(self.now, op, part, leader)
             }
         }
     }
@@ -412,7 +413,7 @@ impl Client {
         let mut io = io!(self);
         self.monitor.poll(&mut io);
         self.status.poll(&mut io, &self.monitor);
-        let finished = self.cluster_reads.poll(&mut io, self.monitor.info());
+        let finished = self.cluster_reads.poll(&mut io, &self.monitor);
         for f in finished {
             self.with_txs(|txs, cx| match (&f.result, f.given()) {
                 (_, Some(given)) => txs.special_read_given(cx, f.req, f.tx, f.read.clone(), given),

@@ -13,5 +13,6 @@ pub mod metrics;
 pub mod registry;
 pub mod storage;
 pub mod types;
+pub mod workers;
 
 pub use registry::{decode_any, decode_reply, encode_reply, AnyMessage};

@@ -13,6 +13,7 @@ use super::coordination::*;
 use super::grv::*;
 use super::metrics::*;
 use super::storage::*;
+use super::workers::GetClientWorkersRequest;
 use crate::serializer::{decode_root, encode_with, file_identifier, DecodeError, Message};
 use crate::tenant_map::TenantGroupEntry;
 
@@ -111,6 +112,7 @@ registry! {
         GetTenantIdRequest,
         GetDDMetricsRequest,
         GetHealthMetricsRequest,
+        GetClientWorkersRequest,
     }
     replies {
         ClientDBInfo,

@@ -40,6 +40,7 @@ use fdb_protocol::messages::storage::{
 use fdb_protocol::messages::types::{
     KeyRange, KeySelector, Tag, TenantInfo, Version, VersionVector, LATEST_VERSION,
 };
+use fdb_protocol::messages::workers::{encode_client_workers, ClientWorkerInterface};
 use fdb_protocol::messages::EnsureTable;
 use fdb_protocol::messages::{
     decode_any, encode_reply, AnyMessage, ErrorOr, IpAddress, NetworkAddress, NetworkAddressList,
@@ -127,6 +128,8 @@ pub enum RequestKind {
     GetDDMetrics,
     /// `GetHealthMetricsRequest` (a GRV proxy's `getHealthMetrics` stream).
     GetHealthMetrics,
+    /// `GetClientWorkersRequest` (the cluster controller's `getClientWorkers` stream).
+    GetClientWorkers,
 }
 
 impl RequestKind {
@@ -150,6 +153,7 @@ impl RequestKind {
             AnyMessage::GetTenantIdRequest(_) => RequestKind::GetTenantId,
             AnyMessage::GetDDMetricsRequest(_) => RequestKind::GetDDMetrics,
             AnyMessage::GetHealthMetricsRequest(_) => RequestKind::GetHealthMetrics,
+            AnyMessage::GetClientWorkersRequest(_) => RequestKind::GetClientWorkers,
             _ => return None,
         })
     }
@@ -493,6 +497,7 @@ fn error_reply(kind: RequestKind, e: ErrorCode) -> Vec<u8> {
         RequestKind::GetTenantId => encode_reply::<GetTenantIdReply>(&ErrorOr::Err(e)),
         RequestKind::GetDDMetrics => encode_reply::<GetDDMetricsReply>(&ErrorOr::Err(e)),
         RequestKind::GetHealthMetrics => encode_reply::<GetHealthMetricsReply>(&ErrorOr::Err(e)),
+        RequestKind::GetClientWorkers => encode_client_workers(&ErrorOr::Err(e)),
         RequestKind::GetValue => ok(GetValueReply {
             penalty: 1.0,
             error: Some(e),
@@ -639,6 +644,7 @@ fn reply_token(msg: &AnyMessage) -> Option<Uid> {
         AnyMessage::GetTenantIdRequest(r) => r.reply.token,
         AnyMessage::GetDDMetricsRequest(r) => r.reply.token,
         AnyMessage::GetHealthMetricsRequest(r) => r.reply.token,
+        AnyMessage::GetClientWorkersRequest(r) => r.reply.token,
         _ => return None,
     })
 }
@@ -1056,6 +1062,7 @@ impl State {
                     && matches!(role, Role::Coordinator(_))
             }
             (Route::ClusterController(s), RequestKind::Status) => *s == 2,
+            (Route::ClusterController(s), RequestKind::GetClientWorkers) => *s == 4,
             (Route::Grv(s), RequestKind::GetReadVersion) => {
                 *s == GrvProxyInterface::GET_CONSISTENT_READ_VERSION
             }
@@ -1234,6 +1241,10 @@ impl State {
                 };
                 self.emit(out, conn, kind, reply, body);
             }
+            AnyMessage::GetClientWorkersRequest(_) => {
+                let body = encode_client_workers(&ErrorOr::Ok(self.client_workers()));
+                self.emit(out, conn, kind, reply, body);
+            }
             AnyMessage::GetDDMetricsRequest(r) => {
                 let body = ok(self.dd_metrics(&r));
                 self.emit(out, conn, kind, reply, body);
@@ -1323,6 +1334,24 @@ impl State {
             .map(|&i| self.procs[i].addr.to_string())
             .collect();
         format!("{}@{}", self.connection, coords.join(","))
+    }
+
+    /// The cluster controller's list of workers: every live process, its client interface's
+    /// streams at tokens of its own.
+    fn client_workers(&self) -> Vec<ClientWorkerInterface> {
+        self.procs
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.alive && !p.retired)
+            .map(|(i, p)| {
+                let token = |s: u64| Uid::new(self.cluster_id.first ^ (i as u64) << 8 ^ s, 0x776b);
+                ClientWorkerInterface {
+                    reboot: endpoint(p.addr, token(1)),
+                    profiler: endpoint(p.addr, token(2)),
+                    set_failure_injection: endpoint(p.addr, token(3)),
+                }
+            })
+            .collect()
     }
 
     // --- commit proxy ---------------------------------------------------------------------------
