@@ -14,9 +14,11 @@
 //! (why the last special-key commit failed). `\xff\xff/status/json` is a point read of its own
 //! ([`crate::Client::status_json`]). The tenant module (`\xff\xff/management/tenant/`) is
 //! served from rows the caller reads from the database and hands in
-//! ([`crate::Client::get_range_with_tenants`]). The other modules libfdb_c fills from the cluster (the rest of
-//! management, configuration, metrics, worker interfaces, global config, tracing, actor
-//! lineage, the profiler) are not served: a read that reaches one fails with
+//! ([`crate::Client::get_range_with_tenants`]). `\xff\xff/cluster_id`, the metrics module and
+//! `\xff\xff/worker_interfaces/` are served from rows the client asks the cluster for
+//! (`crate::special_cluster`), handed in the same way ([`Given`]). The other modules libfdb_c
+//! fills from the cluster (the rest of management, configuration, global config, tracing,
+//! actor lineage, the profiler) are not served: a read that reaches one fails with
 //! `special_keys_no_module_found` rather than answer rows that would be wrong.
 
 use alloc::vec::Vec;
