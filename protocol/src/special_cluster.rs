@@ -58,6 +58,9 @@ use crate::time::Instant;
 use crate::transaction::{Given, SpecialRead};
 use crate::uid::Uid;
 
+/// A module's `[begin, end)`.
+type Module = (&'static [u8], &'static [u8]);
+
 /// `\xff\xff/cluster_id`.
 pub const CLUSTER_ID_KEY: &[u8] = b"\xff\xff/cluster_id";
 const CLUSTER_ID_MODULE: (&[u8], &[u8]) = (b"\xff\xff/cluster_id", b"\xff\xff/cluster_id\x00");
@@ -119,7 +122,7 @@ enum PartState {
 struct ModuleRead {
     tx: TransactionId,
     read: SpecialRead,
-    module: (&'static [u8], &'static [u8]),
+    module: Module,
     parts: Vec<(Ask, PartState)>,
     failed: Option<ClientError>,
 }
@@ -130,7 +133,7 @@ pub(crate) struct Finished {
     pub(crate) req: RequestId,
     pub(crate) tx: TransactionId,
     pub(crate) read: SpecialRead,
-    pub(crate) result: Result<(Vec<KeyValue>, (&'static [u8], &'static [u8])), ClientError>,
+    pub(crate) result: Result<(Vec<KeyValue>, Module), ClientError>,
 }
 
 impl Finished {
@@ -147,7 +150,7 @@ impl Finished {
 }
 
 /// The module filled from the cluster that holds both keys, if any.
-fn module_of(begin: &[u8], end: &[u8]) -> Option<(&'static [u8], &'static [u8])> {
+fn module_of(begin: &[u8], end: &[u8]) -> Option<Module> {
     [CLUSTER_ID_MODULE, METRICS_MODULE, WORKERS_MODULE]
         .into_iter()
         .find(|(b, e)| *b <= begin && begin < *e && *b <= end && end <= *e)
@@ -184,7 +187,7 @@ fn asks(module: (&[u8], &[u8]), begin: &[u8], end: &[u8], whole: bool) -> Vec<As
 
 /// The module and parts a special-key read asks for, when it reads a module filled from
 /// the cluster (both its keys inside one).
-pub(crate) fn cluster_read(read: &SpecialRead) -> Option<((&'static [u8], &'static [u8]), bool)> {
+pub(crate) fn cluster_read(read: &SpecialRead) -> Option<(Module, bool)> {
     match read {
         SpecialRead::Get(key) => {
             let mut after = key.to_vec();
@@ -720,7 +723,7 @@ mod tests {
     fn doubles_as_json_spirit_writes_them() {
         // Values libfdb_c 7.3.77 printed for a real cluster.
         assert_eq!(g17(507561.17099314946), "507561.17099314946");
-        assert_eq!(g17(0.55998571432317079), "0.55998571432317079");
+        assert_eq!(g17(0.559_985_714_323_170_8), "0.55998571432317079");
         assert_eq!(g17(2.2116835782091884), "2.2116835782091884");
         assert_eq!(g17(8271694.2228510985), "8271694.2228510985");
         // `%.17g`: 17 significant digits, trailing zeros dropped, exponent below 1e-4 and
@@ -790,7 +793,7 @@ mod tests {
                 StorageStats {
                     storage_queue: 2020,
                     storage_durability_lag: 5_000_000,
-                    disk_usage: 0.55998571432317079,
+                    disk_usage: 0.559_985_714_323_170_8,
                     cpu_usage: 2.2116835782091884,
                 },
             )],

@@ -339,7 +339,7 @@ fn check_shapes(lines: &[String]) {
         lines[10],
         logs.iter().map(|s| **s).collect::<Vec<_>>().join(";")
     );
-    let last_shard = lines[2].split(';').last().unwrap();
+    let last_shard = lines[2].split(';').next_back().unwrap();
     assert_eq!(lines[11], format!("{last_shard};{}", health[0]));
     let all: Vec<&str> = lines[6].split(';').collect();
     assert_eq!(lines[12], all[1..].join(";"));

@@ -168,7 +168,7 @@ impl Client {
     ) -> Call<RangeResult> {
         if crate::transaction::is_special_key(&begin.key) {
             self.refresh_special();
-            let read = SpecialRead::Range(begin.clone(), end.clone(), opts.clone());
+            let read = SpecialRead::Range(begin.clone(), end.clone(), opts);
             if let Some(call) = self.cluster_module_read(now, tx, read) {
                 return call;
             }

@@ -265,7 +265,7 @@ mod tests {
                 StorageStats {
                     storage_queue: 2020,
                     storage_durability_lag: 5_000_000,
-                    disk_usage: 0.55998571432317079,
+                    disk_usage: 0.559_985_714_323_170_8,
                     cpu_usage: 2.2116835782091884,
                 },
             )],
