@@ -3,7 +3,7 @@
 //! the core sees them in the same order).
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::{Bytes, BytesMut};
@@ -37,6 +37,12 @@ struct TxCell {
     created: Instant,
     /// The tenant the transaction belongs to.
     tenant: Option<Arc<TenantCell>>,
+    /// Non-zero while an `on_error` or a commit of this transaction may still be running in
+    /// the core (the number of the call that started it): writes then go to the loop at
+    /// once instead of waiting for the next call (see [`Transaction::push_write`]).
+    unbuffered: AtomicU64,
+    /// The last number handed to such a call.
+    calls: AtomicU64,
 }
 
 impl TxCell {
@@ -161,6 +167,8 @@ impl<D: Driver> Transaction<D> {
                     id: OnceLock::new(),
                     created,
                     tenant: tenant.as_ref().map(|t| t.cell.clone()),
+                    unbuffered: AtomicU64::new(0),
+                    calls: AtomicU64::new(0),
                 }),
                 pending: Mutex::new(Writes::default()),
                 stamps: VersionstampWaiters::default(),
@@ -212,13 +220,39 @@ impl<D: Driver> Transaction<D> {
         self.push_write(PendingWrite::Other(Box::new(f)));
     }
 
+    /// Buffers a write for the next call. While an `on_error` or a commit may be running,
+    /// it goes to the loop at once instead, with what is buffered before it: libfdb_c puts
+    /// a write into RYW's write map when it is made, so one made while `on_error` sleeps is
+    /// dropped by the reset that ends the sleep, and one made while the commit is in flight
+    /// (or after a failed one, while `on_error` sleeps) fails them at once with
+    /// `used_during_commit`, with no later call needed. Once the core has neither running,
+    /// writes are buffered again.
     fn push_write(&self, w: PendingWrite) {
-        self.inner
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .list
-            .push(w);
+        let mut pending = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending.list.push(w);
+        let call = self.inner.cell.unbuffered.load(Ordering::Acquire);
+        if call == 0 {
+            return;
+        }
+        let writes = std::mem::take(&mut pending.list);
+        let cell = self.inner.cell.clone();
+        // Sent with the lock held: writes reach the loop in the order they were made.
+        apply(&self.inner.driver, move |c, now| {
+            let id = flush(&cell, writes, c, now);
+            if !c.commit_or_backoff_pending(id) {
+                let _ =
+                    cell.unbuffered
+                        .compare_exchange(call, 0, Ordering::AcqRel, Ordering::Relaxed);
+            }
+        });
+        drop(pending);
+    }
+
+    /// Notes that an `on_error` or a commit starts (see [`Transaction::push_write`]).
+    fn unbuffer_writes(&self) {
+        let cell = &self.inner.cell;
+        let call = cell.calls.fetch_add(1, Ordering::AcqRel) + 1;
+        cell.unbuffered.store(call, Ordering::Release);
     }
 
     /// Sets a transaction option. An option this client does not implement fails here with
@@ -377,7 +411,12 @@ impl<D: Driver> Transaction<D> {
         self.note_special(key);
         let mut w = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
         let packed = w.pack(key, value);
-        w.list.push(PendingWrite::Set(packed, key.len()));
+        if self.inner.cell.unbuffered.load(Ordering::Acquire) == 0 {
+            w.list.push(PendingWrite::Set(packed, key.len()));
+        } else {
+            drop(w);
+            self.push_write(PendingWrite::Set(packed, key.len()));
+        }
     }
 
     /// Removes a key.
@@ -448,6 +487,7 @@ impl<D: Driver> Transaction<D> {
         &self,
     ) -> impl Future<Output = Result<Committed, Error>> + Send + 'static {
         let special = self.inner.special.load(Ordering::Relaxed);
+        self.unbuffer_writes();
         let (pending, tx) = if special {
             (None, Some(self.clone()))
         } else {
@@ -486,6 +526,7 @@ impl<D: Driver> Transaction<D> {
     /// awaited: calls made meanwhile run during its backoff.
     pub fn on_error(&self, code: ErrorCode) -> Pending<D, ()> {
         self.inner.stamps.abandon();
+        self.unbuffer_writes();
         self.call(move |c, now, id| c.on_error(now, id, code))
     }
 

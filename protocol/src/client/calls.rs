@@ -106,7 +106,8 @@ impl Client {
         opt: TransactionOption,
     ) -> Result<(), ClientError> {
         self.now = now;
-        self.txs.set_option(tx, opt)
+        let r = self.txs.set_option(tx, opt);
+        self.written(r)
     }
 
     /// Uses `version` instead of asking a GRV proxy.
@@ -115,7 +116,8 @@ impl Client {
         tx: TransactionId,
         version: Version,
     ) -> Result<(), ClientError> {
-        self.txs.set_read_version(tx, version)
+        let r = self.txs.set_read_version(tx, version);
+        self.written(r)
     }
 
     /// The transaction's read version.
@@ -248,7 +250,8 @@ impl Client {
 
     /// Sets `key` to `value`.
     pub fn set(&mut self, tx: TransactionId, key: &[u8], value: &[u8]) -> Result<(), ClientError> {
-        self.txs.set(tx, key, value)
+        let r = self.txs.set(tx, key, value);
+        self.written(r)
     }
 
     /// [`Client::set`] with buffers the caller already owns: nothing is copied.
@@ -258,7 +261,8 @@ impl Client {
         key: Bytes,
         value: Bytes,
     ) -> Result<(), ClientError> {
-        self.txs.set_bytes(tx, key, value)
+        let r = self.txs.set_bytes(tx, key, value);
+        self.written(r)
     }
 
     /// [`Client::set_bytes`] with the key and value in one buffer, `key | 0x00 | value`
@@ -271,12 +275,14 @@ impl Client {
         packed: Bytes,
         key_len: usize,
     ) -> Result<(), ClientError> {
-        self.txs.set_packed(tx, packed, key_len)
+        let r = self.txs.set_packed(tx, packed, key_len);
+        self.written(r)
     }
 
     /// Removes `key`.
     pub fn clear(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
-        self.txs.clear(tx, key)
+        let r = self.txs.clear(tx, key);
+        self.written(r)
     }
 
     /// Removes every key in `[begin, end)`.
@@ -286,7 +292,8 @@ impl Client {
         begin: &[u8],
         end: &[u8],
     ) -> Result<(), ClientError> {
-        self.txs.clear_range(tx, begin, end)
+        let r = self.txs.clear_range(tx, begin, end);
+        self.written(r)
     }
 
     /// An atomic operation on `key` with operand `param`.
@@ -297,7 +304,8 @@ impl Client {
         param: &[u8],
         op: MutationType,
     ) -> Result<(), ClientError> {
-        self.txs.atomic_op(tx, key, param, op.code())
+        let r = self.txs.atomic_op(tx, key, param, op.code());
+        self.written(r)
     }
 
     /// An atomic operation by its raw API code, as `fdb_transaction_atomic_op` takes it (for
@@ -310,7 +318,8 @@ impl Client {
         param: &[u8],
         code: u8,
     ) -> Result<(), ClientError> {
-        self.txs.atomic_op(tx, key, param, code)
+        let r = self.txs.atomic_op(tx, key, param, code);
+        self.written(r)
     }
 
     /// Adds a read or write conflict range by hand.
@@ -321,12 +330,19 @@ impl Client {
         end: &[u8],
         kind: ConflictRangeType,
     ) -> Result<(), ClientError> {
-        self.txs.add_conflict_range(tx, begin, end, kind)
+        let r = self.txs.add_conflict_range(tx, begin, end, kind);
+        self.written(r)
     }
 
     /// Commits.
     pub fn commit(&mut self, now: Instant, tx: TransactionId) -> Call<Committed> {
         self.call(now, |txs, cx| txs.commit(cx, tx))
+    }
+
+    /// Whether a commit or an `on_error` backoff of `tx` is still running: a write made now
+    /// may change how it ends (a driver that buffers writes sends them at once meanwhile).
+    pub fn commit_or_backoff_pending(&self, tx: TransactionId) -> bool {
+        self.txs.commit_or_backoff_pending(tx)
     }
 
     /// The versionstamp of a committed transaction.
@@ -459,6 +475,12 @@ impl Client {
         self.cluster_reads.start(req, tx, &read);
         self.drive(now);
         Some(Call::new(req))
+    }
+
+    /// After a write or option: what a use during the commit finished fails now.
+    fn written(&mut self, r: Result<(), ClientError>) -> Result<(), ClientError> {
+        self.deliver_trips();
+        r
     }
 
     /// A transaction call that starts a request: run it, then send what it made ready.

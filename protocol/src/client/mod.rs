@@ -388,6 +388,15 @@ impl Client {
         f(txs, &mut cx)
     }
 
+    /// Fails what waits on a transaction that a use during its commit just finished (see
+    /// `Transactions::check_not_committing`); the calls without a time (writes) run this too,
+    /// at the last time the core saw.
+    pub(crate) fn deliver_trips(&mut self) {
+        if self.txs.has_trips() {
+            self.with_txs(|txs, cx| txs.deliver_trips(cx));
+        }
+    }
+
     /// New proxies: what was sent to the old ones is re-sent (read versions, locations) or
     /// may have been committed (`tryCommit` throws `request_maybe_delivered` on
     /// `onProxiesChanged`).
@@ -410,6 +419,7 @@ impl Client {
     /// Sends whatever can be sent now.
     fn drive(&mut self, now: Instant) {
         self.now = now;
+        self.deliver_trips();
         let mut io = io!(self);
         self.monitor.poll(&mut io);
         self.status.poll(&mut io, &self.monitor);

@@ -10,7 +10,8 @@ use bytes::Bytes;
 use crate::cluster_file::ClusterFile;
 use crate::error::ErrorCode;
 use crate::event::ClientError;
-use crate::messages::commit::{GetKeyServerLocationsReply, ShardLocation};
+use crate::ids::TransactionId;
+use crate::messages::commit::{CommitID, GetKeyServerLocationsReply, ShardLocation};
 use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxyInterface};
 use crate::messages::grv::GetReadVersionReply;
 use crate::messages::storage::{GetValueReply, StorageServerInterface};
@@ -20,7 +21,7 @@ use crate::messages::{
 };
 use crate::sim::{Request, Server, Sim, Wire};
 use crate::uid::Uid;
-use crate::ClientConfig;
+use crate::{Call, ClientConfig};
 
 fn stream(port: u16, token: Uid) -> RequestStream {
     RequestStream {
@@ -40,11 +41,13 @@ fn stream(port: u16, token: Uid) -> RequestStream {
 }
 
 /// One proxy pair answering at once (read versions 100, 101, ...; one shard on one storage
-/// server); storage reads wait for the test.
+/// server); storage reads wait for the test, and so do commits unless `commit_error` says
+/// what to answer them.
 struct Cluster {
     info: ClientDBInfo,
     server: StorageServerInterface,
     version: i64,
+    commit_error: Option<ErrorCode>,
 }
 
 impl Server for Cluster {
@@ -73,6 +76,10 @@ impl Server for Cluster {
                 wire.reply(&req, ErrorOr::Ok(reply));
             }
             AnyMessage::GetValueRequest(_) => return Some(req),
+            AnyMessage::CommitTransactionRequest(_) => match self.commit_error {
+                Some(e) => wire.reply(&req, ErrorOr::<CommitID>::Err(e)),
+                None => return Some(req),
+            },
             _ => {}
         }
         None
@@ -103,6 +110,7 @@ fn sim() -> Sim<Cluster> {
         info,
         server,
         version: 99,
+        commit_error: None,
     };
     let mut s = Sim::with_server(ClientConfig::new(cluster_file, 7), cluster);
     s.drive();
@@ -208,4 +216,99 @@ fn a_second_on_error_is_cancelled_by_the_first_ones_reset() {
     let read = s.client.get(s.now(), tx, b"k", false);
     s.answer(b"k", None);
     assert_eq!(s.take(read), Some(Ok(None)));
+}
+
+const USED_DURING_COMMIT: ClientError = ClientError::Fdb(ErrorCode::USED_DURING_COMMIT);
+
+/// A transaction whose commit failed with `transaction_too_old`, sleeping in `on_error`.
+fn failed_and_sleeping(s: &mut Sim<Cluster>) -> (TransactionId, Call<()>) {
+    s.server.commit_error = Some(ErrorCode::TRANSACTION_TOO_OLD);
+    let tx = s.client.create_transaction(s.now());
+    s.client.set(tx, b"w", b"x").unwrap();
+    let commit = s.client.commit(s.now(), tx);
+    assert_eq!(
+        s.take(commit).map(|r| r.map(|_| ())),
+        Some(Err(ClientError::Fdb(ErrorCode::TRANSACTION_TOO_OLD)))
+    );
+    let retry = s
+        .client
+        .on_error(s.now(), tx, ErrorCode::TRANSACTION_TOO_OLD);
+    s.drive();
+    assert_eq!(s.take(retry), None, "the backoff has not passed");
+    (tx, retry)
+}
+
+#[test]
+fn a_read_during_the_backoff_of_a_failed_commit_fails_on_error_at_once() {
+    // RYW's `commitStarted` stays set after a failed commit until the backoff's
+    // `resetRyow`: a read meanwhile is a use during the commit, and its `resetPromise`
+    // error ends `on_error`'s wait at once, not when the delay is over.
+    let mut s = sim();
+    let (tx, retry) = failed_and_sleeping(&mut s);
+    let read = s.client.get(s.now(), tx, b"k", false);
+    assert_eq!(s.take(read), Some(Err(USED_DURING_COMMIT)));
+    assert_eq!(s.take(retry), Some(Err(USED_DURING_COMMIT)), "at once");
+    // The transaction stays finished until it is reset.
+    let again = s.client.get(s.now(), tx, b"k", false);
+    assert_eq!(s.take(again), Some(Err(USED_DURING_COMMIT)));
+    s.client.reset_transaction(s.now(), tx);
+    let read = s.client.get(s.now(), tx, b"k", false);
+    s.answer(b"k", None);
+    assert_eq!(s.take(read), Some(Ok(None)));
+}
+
+#[test]
+fn a_write_during_the_backoff_of_a_failed_commit_fails_on_error_at_once() {
+    let mut s = sim();
+    let (tx, retry) = failed_and_sleeping(&mut s);
+    assert_eq!(s.client.set(tx, b"v", b"y"), Err(USED_DURING_COMMIT));
+    assert_eq!(s.take(retry), Some(Err(USED_DURING_COMMIT)), "at once");
+}
+
+#[test]
+fn a_read_version_during_the_backoff_of_a_failed_commit_is_no_use_during_the_commit() {
+    // RYW's `getReadVersion` looks only at `resetPromise`: the backoff goes on.
+    let mut s = sim();
+    let (tx, retry) = failed_and_sleeping(&mut s);
+    let v = s.client.tx_read_version(s.now(), tx);
+    assert!(matches!(s.take(v), Some(Ok(_))));
+    assert_eq!(s.take(retry), None);
+    assert_eq!(s.run(retry), Some(Ok(())));
+}
+
+#[test]
+fn a_use_during_a_commit_in_flight_fails_the_commit_at_once() {
+    // The commit waits on `resetPromise` too (`resetPromise || tr.commit()`).
+    for write in [false, true] {
+        let mut s = sim();
+        let tx = s.client.create_transaction(s.now());
+        s.client.set(tx, b"w", b"x").unwrap();
+        let stamp = s.client.get_versionstamp(s.now(), tx);
+        let commit = s.client.commit(s.now(), tx);
+        s.drive();
+        assert!(
+            s.requests()
+                .iter()
+                .any(|r| matches!(r.msg, AnyMessage::CommitTransactionRequest(_))),
+            "the commit is held by the proxy"
+        );
+        assert_eq!(s.take(commit).map(|r| r.map(|_| ())), None);
+        if write {
+            assert_eq!(s.client.clear(tx, b"w"), Err(USED_DURING_COMMIT));
+        } else {
+            let read = s.client.get(s.now(), tx, b"k", false);
+            assert_eq!(s.take(read), Some(Err(USED_DURING_COMMIT)));
+        }
+        assert_eq!(
+            s.take(commit).map(|r| r.map(|_| ())),
+            Some(Err(USED_DURING_COMMIT)),
+            "write: {write}"
+        );
+        assert_eq!(s.take(stamp), Some(Err(USED_DURING_COMMIT)));
+        // Not retryable: `on_error` refuses it.
+        let retry = s
+            .client
+            .on_error(s.now(), tx, ErrorCode::USED_DURING_COMMIT);
+        assert_eq!(s.take(retry), Some(Err(USED_DURING_COMMIT)));
+    }
 }

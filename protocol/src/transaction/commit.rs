@@ -36,7 +36,7 @@ impl Transactions {
                 return req;
             }
             Some(t) if t.committing => {
-                let e = Self::check_not_committing(t);
+                let e = self.check_not_committing(tx);
                 cx.finish(req, e.map(|_| Reply::Retry));
                 return req;
             }
@@ -269,16 +269,17 @@ impl Transactions {
     /// of NativeAPI's `versionstampPromise` or of the reset).
     pub(crate) fn get_versionstamp(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) -> RequestId {
         let req = cx.new_request();
-        let refused = match self.txs.get_mut(&tx) {
+        // `ThreadSafeTransaction` checks the deferred error first, then RYW whether the
+        // commit started (which finishes the transaction), then the reset future.
+        let refused = match self.txs.get(&tx).map(|t| t.deferred.clone()) {
             None => Some(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED)),
-            // `ThreadSafeTransaction` checks the deferred error first, then RYW whether the
-            // commit started (which finishes the transaction), then the reset future.
-            Some(t) => match &t.deferred {
-                Some(e) => Some(e.clone()),
-                None => match Self::check_not_committing(t) {
-                    Err(e) => Some(e),
-                    Ok(()) => t.finished.map(ClientError::Fdb),
-                },
+            Some(Some(e)) => Some(e),
+            Some(None) => match self.check_not_committing(tx) {
+                Err(e) => Some(e),
+                Ok(()) => self
+                    .txs
+                    .get(&tx)
+                    .and_then(|t| t.finished.map(ClientError::Fdb)),
             },
         };
         match refused {
@@ -596,6 +597,15 @@ impl Transactions {
             }
         }
         cx.finish(req, Ok(Reply::Retry));
+    }
+
+    /// Whether a commit of `tx` is in flight or an `on_error` of it sleeps.
+    pub(crate) fn commit_or_backoff_pending(&self, tx: TransactionId) -> bool {
+        self.ops.values().any(|o| {
+            o.tx == tx
+                && (matches!(o.kind, OpKind::Backoff)
+                    || (matches!(o.kind, OpKind::Commit) && o.dummy_for.is_none()))
+        })
     }
 
     /// Fails the `on_error` calls of `tx` still sleeping: what sets RYW's `resetPromise`

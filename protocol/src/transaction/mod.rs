@@ -199,6 +199,8 @@ pub(crate) struct Transactions {
     next_tenant: u64,
     /// The tenant each tenant transaction belongs to (kept across resets).
     tx_tenants: BTreeMap<TransactionId, TenantHandle>,
+    /// Transactions a use during their commit just finished ([`Transactions::deliver_trips`]).
+    trips: Vec<TransactionId>,
 }
 
 impl Default for Transactions {
@@ -222,6 +224,7 @@ impl Default for Transactions {
             tenants: BTreeMap::new(),
             next_tenant: 0,
             tx_tenants: BTreeMap::new(),
+            trips: Vec::new(),
         }
     }
 }

@@ -11,7 +11,7 @@ use core::time::Duration;
 
 use super::options::{ConflictRangeType, TxOptions};
 use super::special_writes::{check_module, SpecialWriteMap};
-use super::{fdb, Transactions, KEY_SIZE_LIMIT, SYSTEM_KEY_SIZE_LIMIT, VALUE_SIZE_LIMIT};
+use super::{fdb, Ctx, Transactions, KEY_SIZE_LIMIT, SYSTEM_KEY_SIZE_LIMIT, VALUE_SIZE_LIMIT};
 use crate::atomic;
 use crate::error::{knobs, ErrorCode};
 use crate::event::ClientError;
@@ -349,7 +349,7 @@ impl Transactions {
 
     pub(super) fn clear_inner(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
         let conflict = self.take_write_conflict(tx)?;
-        Self::check_not_committing(self.tx_mut(tx)?)?;
+        self.check_not_committing(tx)?;
         if self.check_special_write(tx, key, &key_after(key), None, true)? {
             return Ok(());
         }
@@ -395,7 +395,7 @@ impl Transactions {
             return fdb(ErrorCode::INVERTED_RANGE);
         }
         let conflict = self.take_write_conflict(tx)?;
-        Self::check_not_committing(self.tx_mut(tx)?)?;
+        self.check_not_committing(tx)?;
         if self.check_special_write(tx, begin, end, None, false)? {
             return Ok(());
         }
@@ -539,8 +539,8 @@ impl Transactions {
         end: &[u8],
         kind: ConflictRangeType,
     ) -> Result<(), ClientError> {
+        self.check_not_committing(tx)?;
         let t = self.tx_mut(tx)?;
-        Self::check_not_committing(t)?;
         let max = match kind {
             ConflictRangeType::Read => t.max_read_key(),
             ConflictRangeType::Write => t.max_write_key(),
@@ -642,12 +642,11 @@ impl Transactions {
     /// (`ThreadSafeTransaction` checks the deferred error first); a transaction whose commit
     /// has started is done until it is reset.
     pub(super) fn check_usable(&mut self, tx: TransactionId) -> Result<(), ClientError> {
-        let t = self.tx_mut(tx)?;
-        if let Some(e) = &t.deferred {
+        if let Some(e) = &self.tx_ref(tx)?.deferred {
             return Err(e.clone());
         }
-        Self::check_not_committing(t)?;
-        if let Some(e) = t.finished {
+        self.check_not_committing(tx)?;
+        if let Some(e) = self.tx_ref(tx)?.finished {
             return fdb(e);
         }
         Ok(())
@@ -694,8 +693,8 @@ impl Transactions {
 
     /// RYW's first checks of a write: not after commit, not beyond the legal range.
     pub(super) fn check_write(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
+        self.check_not_committing(tx)?;
         let t = self.tx_mut(tx)?;
-        Self::check_not_committing(t)?;
         if key >= t.max_write_key() {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
         }
@@ -774,15 +773,36 @@ impl Transactions {
 
     /// RYW's `checkUsedDuringCommit`: once the commit started, any use fails, and the first
     /// one finishes the transaction with `used_during_commit` (if nothing else did before).
-    pub(super) fn check_not_committing(t: &mut Tx) -> Result<(), ClientError> {
-        if t.committing {
-            // `used_during_commit_protection_disable`: only the offending call fails.
-            if !t.options.no_commit_protection {
-                t.finished.get_or_insert(ErrorCode::USED_DURING_COMMIT);
-            }
-            return fdb(ErrorCode::USED_DURING_COMMIT);
+    /// That sets RYW's `resetPromise`, which fails at once what waits on it: the commit in
+    /// flight, reads, watches, versionstamps, an `on_error` still sleeping (a commit that
+    /// failed leaves `commitStarted` set until the backoff's `resetRyow`). The caller has no
+    /// `Ctx`: the transaction is noted, and [`Transactions::deliver_trips`] fails them.
+    pub(super) fn check_not_committing(&mut self, tx: TransactionId) -> Result<(), ClientError> {
+        let t = self.tx_mut(tx)?;
+        if !t.committing {
+            return Ok(());
         }
-        Ok(())
+        // `used_during_commit_protection_disable`: only the offending call fails.
+        if !t.options.no_commit_protection && t.finished.is_none() {
+            t.finished = Some(ErrorCode::USED_DURING_COMMIT);
+            self.trips.push(tx);
+        }
+        fdb(ErrorCode::USED_DURING_COMMIT)
+    }
+
+    /// Whether a use during the commit finished a transaction whose waiting requests have
+    /// not been failed yet (see [`Transactions::check_not_committing`]).
+    pub(crate) fn has_trips(&self) -> bool {
+        !self.trips.is_empty()
+    }
+
+    /// Fails, with `used_during_commit`, what the transactions noted by
+    /// [`Transactions::check_not_committing`] still wait for.
+    pub(crate) fn deliver_trips(&mut self, cx: &mut Ctx<'_>) {
+        for tx in core::mem::take(&mut self.trips) {
+            self.cancel_tx_ops(cx, tx, ErrorCode::USED_DURING_COMMIT);
+            self.fail_backoffs(cx, tx, ErrorCode::USED_DURING_COMMIT);
+        }
     }
 
     /// Whether the write about to be made adds its write conflict range: RYW consumes

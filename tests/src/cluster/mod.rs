@@ -100,9 +100,11 @@
 //!   it only by their own ping timeouts too. A continued storage server catches up first
 //!   (`future_version` meanwhile).
 //! * **Exclude** (a commit writing `\xff/conf/excluded/IP:PORT`, as `fdbcli exclude` does):
-//!   the shards of the storage servers at excluded addresses move at once to other servers
-//!   (fdbserver's data distribution took about 6 s for one storage process); the excluded
-//!   server answers `wrong_shard_server` for them and its watches on them fail so. Clearing
+//!   the shards of the storage servers at excluded addresses move to other servers, at once
+//!   or (builder: `data_move_delay`, `data_move_step`) shard by shard in key order, as
+//!   fdbserver's data distribution moves them (it took about 6 s for one storage process);
+//!   the excluded server answers `wrong_shard_server` for each shard once it moved, and its
+//!   watches on it fail so, while the shards not moved yet still answer from it. Clearing
 //!   the key (`include`) moves nothing back. `\xff\xff/management/excluded/`, fdbcli 7.3's
 //!   special-key way to write it, is the client's (this client does not serve it).
 //! * **Coordinator change** ([`TestCluster::change_coordinators`]): new coordinator
@@ -173,6 +175,7 @@ pub struct TestClusterBuilder {
     pub(crate) recovery: Recovery,
     pub(crate) tenant_mode: u32,
     pub(crate) data_move_delay: Duration,
+    pub(crate) data_move_step: Duration,
 }
 
 impl Default for TestClusterBuilder {
@@ -193,6 +196,7 @@ impl Default for TestClusterBuilder {
             recovery: Recovery::default(),
             tenant_mode: 1,
             data_move_delay: Duration::ZERO,
+            data_move_step: Duration::from_millis(100),
         }
     }
 }
@@ -294,13 +298,23 @@ impl TestClusterBuilder {
         self.tenant_mode = mode.min(2);
         self
     }
-    /// How long data distribution takes to move the shards off an excluded storage server
-    /// (default zero: at the exclude's commit). Until then the old teams serve reads and
-    /// take commits as before, as fdbserver's do while a move is in flight (about 6 s for a
-    /// storage process of the 5-process cluster of `real_faults.rs`); a new exclude meanwhile
-    /// starts the wait again.
+    /// How long data distribution waits before it moves the first shard off an excluded
+    /// storage server (default zero: every shard moves at the exclude's commit). Until a
+    /// shard moves its old team serves its reads and takes its commits as before, as
+    /// fdbserver's do while a move is in flight (about 6 s for a storage process of the
+    /// 5-process cluster of `real_faults.rs`); a new exclude meanwhile starts the wait
+    /// again. After it the shards move one at a time, in key order, one every
+    /// [`TestClusterBuilder::data_move_step`], as fdbserver's data distribution moves shard
+    /// by shard: meanwhile some shards answer from their new team and the others still from
+    /// the old one. [`TestCluster::move_next_shard`] moves the next one at once.
     pub fn data_move_delay(mut self, d: Duration) -> Self {
         self.data_move_delay = d;
+        self
+    }
+    /// The time between two shard moves off an excluded server once they started (default
+    /// 100 ms; see [`TestClusterBuilder::data_move_delay`]).
+    pub fn data_move_step(mut self, d: Duration) -> Self {
+        self.data_move_step = d;
         self
     }
     /// Binds every port on loopback and starts serving.

@@ -401,8 +401,14 @@ struct State {
     protocol: u64,
     rng: u64,
     last_gc: Instant,
-    /// When the shards of excluded servers move (`data_move_delay` after the exclude).
+    /// When the next shard of an excluded server moves (`data_move_delay` after the
+    /// exclude, then every `data_move_step`).
     move_at: Option<Instant>,
+    /// Where the search for a server to take a moving shard goes on (round robin over
+    /// the storage servers, from 0 at each exclude).
+    move_candidate: usize,
+    /// `wrong_shard_server` answers the storage servers sent.
+    wrong_shard: u64,
 }
 
 struct Inner {
@@ -1567,8 +1573,10 @@ impl State {
         self.last_version = version;
         self.apply(&tr.mutations, version, 0);
         if tr.mutations.iter().any(|m| touches(m, EXCLUDED_PREFIX)) {
+            self.move_candidate = 0;
             if self.cfg.data_move_delay.is_zero() {
-                self.move_off_excluded(out);
+                while self.move_one_off_excluded(out) {}
+                self.move_at = None;
             } else {
                 self.move_at = Some(Instant::now() + self.cfg.data_move_delay);
             }
@@ -1587,16 +1595,17 @@ impl State {
         })
     }
 
-    /// Data distribution after `exclude`: every shard a storage server at an excluded
-    /// address (`\xff/conf/excluded/IP:PORT`, or `IP` for all its ports) holds moves to
-    /// servers that are not excluded, keeping the team's size where enough servers are left
-    /// (fdbserver's data distribution does the same, over seconds: 6 s for a storage
-    /// process of the 5-process cluster of `real_faults.rs`; here at the commit, or
-    /// `data_move_delay` after it).
-    /// The excluded server then answers `wrong_shard_server` for those shards, and its
-    /// watches on them fail so. `include` (clearing the key) moves nothing back: fdbserver
-    /// only rebalances onto it over time.
-    fn move_off_excluded(&mut self, out: &mut Vec<Outgoing>) {
+    /// Data distribution after `exclude`, one shard: the first shard (in key order) that a
+    /// storage server at an excluded address (`\xff/conf/excluded/IP:PORT`, or `IP` for all
+    /// its ports) holds moves to servers that are not excluded, keeping the team's size
+    /// where enough servers are left (fdbserver's data distribution moves them so, shard
+    /// by shard over seconds: 6 s for a storage process of the 5-process cluster of
+    /// `real_faults.rs`; here all at the commit, or one every `data_move_step` from
+    /// `data_move_delay` after it). The excluded server then answers `wrong_shard_server`
+    /// for that shard, and its watches on it fail so. `include` (clearing the key) moves
+    /// nothing back: fdbserver only rebalances onto it over time. Returns whether a shard
+    /// moved.
+    fn move_one_off_excluded(&mut self, out: &mut Vec<Outgoing>) -> bool {
         let end = key_after_prefix(EXCLUDED_PREFIX);
         let excluded: Vec<String> = self
             .store
@@ -1612,7 +1621,6 @@ impl State {
                     .any(|e| *e == addr.to_string() || *e == addr.ip().to_string())
             })
             .collect();
-        let mut next = 0;
         for t in 0..self.teams.len() {
             if !self.teams[t].iter().any(|&s| out_of_service[s]) {
                 continue;
@@ -1623,6 +1631,7 @@ impl State {
                 .copied()
                 .filter(|&s| !out_of_service[s])
                 .collect();
+            let mut next = self.move_candidate;
             for _ in 0..n {
                 if team.len() >= want {
                     break;
@@ -1636,10 +1645,21 @@ impl State {
             // With no server left to take it, the shard stays (fdbserver's exclude would
             // wait, or refuse unless forced).
             if !team.is_empty() {
+                self.move_candidate = next;
                 self.teams[t] = team;
+                self.fail_moved_watches(out);
+                return true;
             }
         }
-        self.fail_moved_watches(out);
+        false
+    }
+
+    /// A storage server's error answer to a read or watch (`wrong_shard_server` counted).
+    fn storage_refusal(&mut self, kind: RequestKind, e: ErrorCode) -> Vec<u8> {
+        if e == ErrorCode::WRONG_SHARD_SERVER {
+            self.wrong_shard += 1;
+        }
+        error_reply(kind, e)
     }
 
     /// Watches on servers that no longer serve their key end with `wrong_shard_server`.
@@ -1655,7 +1675,7 @@ impl State {
             }
         }
         for w in moved {
-            let body = error_reply(RequestKind::WatchValue, ErrorCode::WRONG_SHARD_SERVER);
+            let body = self.storage_refusal(RequestKind::WatchValue, ErrorCode::WRONG_SHARD_SERVER);
             self.emit(out, &w.conn, RequestKind::WatchValue, w.reply, body);
         }
     }
@@ -1813,7 +1833,7 @@ impl State {
             AnyMessage::GetValueRequest(r) => {
                 let key = with_prefix(prefix, &r.key);
                 if !self.serves(ss, &key) {
-                    error_reply(kind, ErrorCode::WRONG_SHARD_SERVER)
+                    self.storage_refusal(kind, ErrorCode::WRONG_SHARD_SERVER)
                 } else {
                     ok(GetValueReply {
                         penalty: 1.0,
@@ -1830,18 +1850,18 @@ impl State {
                     sel,
                     cached: false,
                 }),
-                Err(e) => error_reply(kind, e),
+                Err(e) => self.storage_refusal(kind, e),
             },
             AnyMessage::GetKeyValuesRequest(r) => {
                 match self.get_key_values(ss, &r, version, prefix) {
                     Ok(rep) => ok(rep),
-                    Err(e) => error_reply(kind, e),
+                    Err(e) => self.storage_refusal(kind, e),
                 }
             }
             AnyMessage::WatchValueRequest(r) => {
                 let key = with_prefix(prefix, &r.key);
                 if !self.serves(ss, &key) {
-                    error_reply(kind, ErrorCode::WRONG_SHARD_SERVER)
+                    self.storage_refusal(kind, ErrorCode::WRONG_SHARD_SERVER)
                 } else if self.store.latest(&key) != r.value {
                     ok(WatchValueReply {
                         version: current,
@@ -2098,7 +2118,14 @@ impl State {
         let failed = (stopped || self.recovery_due) && self.coordinator_quorum();
         if self.move_at.is_some_and(|t| t <= now) {
             self.move_at = None;
-            self.move_off_excluded(out);
+            let step = self.cfg.data_move_step;
+            let mut moved = self.move_one_off_excluded(out);
+            while moved && step.is_zero() {
+                moved = self.move_one_off_excluded(out);
+            }
+            if moved {
+                self.move_at = Some(now + step);
+            }
         }
         let mut i = 0;
         while i < self.delayed.len() {
@@ -2621,6 +2648,8 @@ impl TestCluster {
             rng: seed,
             last_gc: Instant::now(),
             move_at: None,
+            move_candidate: 0,
+            wrong_shard: 0,
             cfg,
         };
         if st.cfg.tenant_mode != 0 {
@@ -3093,6 +3122,23 @@ impl TestCluster {
             st.fail_moved_watches(&mut out);
         }
         flush(out);
+    }
+
+    /// Faults: moves the next shard off an excluded storage server now, as the next step
+    /// of data distribution after an `exclude` would (see
+    /// [`crate::cluster::TestClusterBuilder::data_move_delay`]); `false` when no shard is
+    /// left to move.
+    pub fn move_next_shard(&self) -> bool {
+        let mut out = Vec::new();
+        let moved = self.lock().move_one_off_excluded(&mut out);
+        flush(out);
+        moved
+    }
+
+    /// How many `wrong_shard_server` answers the storage servers sent (reads and watches
+    /// for keys of shards they do not hold).
+    pub fn wrong_shard_replies(&self) -> u64 {
+        self.lock().wrong_shard
     }
 
     /// Faults: jumps the version forward by `versions` (as a recovery does), so that reads
