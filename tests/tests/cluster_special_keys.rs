@@ -367,6 +367,59 @@ fn json(v: &[u8]) -> serde_json::Value {
     serde_json::from_slice(v).expect("JSON")
 }
 
+/// Reads inside a tenant (which need not exist: the module refuses first): only
+/// `\xff\xff/cluster_id` supports tenants, the others fail with `illegal_tenant_access`.
+fn tenant_answers(db: &fdb_driver_mio::Database) -> Vec<String> {
+    let tenant = db.open_tenant(b"cluster_special_keys/no-such-tenant");
+    let mut out = Vec::new();
+    for key in [CLUSTER_ID, AGGREGATE, &cat(WORKERS, b"x")[..]] {
+        let tx = tenant.create_transaction();
+        out.push(match tx.get(key) {
+            Ok(v) => value_line(v.as_deref()),
+            Err(e) => code_line(e.code()),
+        });
+        let tx = tenant.create_transaction();
+        let end = cat(key, b"\x00");
+        out.push(
+            match tx.get_range_batch(
+                selector(&fge(key)),
+                selector(&fge(&end)),
+                options(0, false),
+                false,
+            ) {
+                Ok(r) => rows_line(&r.rows),
+                Err(e) => code_line(e.code()),
+            },
+        );
+    }
+    out
+}
+
+const PY_TENANT: &str = r#"
+import fdb, sys
+fdb.api_version(730)
+t = fdb.open().open_tenant(b'cluster_special_keys/no-such-tenant')
+for k in [bytes.fromhex(a) for a in sys.argv[1:]]:
+    for rng in (False, True):
+        tr = t.create_transaction()
+        try:
+            if rng:
+                print(';'.join('%s=raw:%s' % (bytes(a).hex(), bytes(b).hex()) for a, b in tr.get_range(k, k + b'\x00')))
+            else:
+                v = tr.get(k).wait()
+                print('-' if not v.present() else 'raw:' + bytes(v).hex())
+        except fdb.FDBError as e:
+            print('E%d' % e.code)
+"#;
+
+fn check_tenant_answers(lines: &[String], cluster_id: &str) {
+    let illegal = code_line(Some(ErrorCode::ILLEGAL_TENANT_ACCESS));
+    assert_eq!(lines[0], cluster_id);
+    assert_eq!(lines[1], format!("{}={cluster_id}", hex(CLUSTER_ID)));
+    assert!(lines[2..].iter().all(|l| *l == illegal), "{lines:?}");
+    assert_eq!(lines.len(), 6);
+}
+
 #[test]
 fn cluster_special_keys_on_the_test_cluster() {
     let cluster = TestCluster::start();
@@ -437,6 +490,8 @@ fn cluster_special_keys_on_the_test_cluster() {
         assert_eq!(&kv.value[13..15], &addr.port().to_le_bytes());
     }
 
+    check_tenant_answers(&tenant_answers(&mio), &lines[0]);
+
     // The tokio driver answers the same.
     let tokio_lines = tokio_answers(|| fdb_driver_tokio::Database::from_cluster_file(cf, 12));
     assert_eq!(tokio_lines, lines);
@@ -460,5 +515,12 @@ fn cluster_special_keys_match_libfdb_c() {
             return;
         };
         assert_eq!(ours[i], theirs, "read {i}: {read:?}");
+    }
+    let tenant = tenant_answers(&mio);
+    check_tenant_answers(&tenant, &ours[0]);
+    let keys = [CLUSTER_ID, AGGREGATE, &cat(WORKERS, b"x")[..]].map(hex);
+    if let Some(theirs) = libfdb_c_answers("cluster_special_keys", PY_TENANT, keys) {
+        let theirs: Vec<&str> = theirs.lines().collect();
+        assert_eq!(tenant, theirs, "inside a tenant");
     }
 }

@@ -459,7 +459,7 @@ impl Client {
     }
 
     /// A special-key read of a module filled from the cluster (`\xff\xff/cluster_id`, the
-    /// metrics): asks the cluster, then answers from the transaction's special key space
+    /// metrics, the worker interfaces): asks the cluster, then answers from the transaction's special key space
     /// (see `special_cluster`). `None`: not such a read.
     fn cluster_module_read<T: Outcome>(
         &mut self,
@@ -467,8 +467,17 @@ impl Client {
         tx: TransactionId,
         read: SpecialRead,
     ) -> Option<Call<T>> {
-        if !self.txs.exists(tx) || crate::special_cluster::cluster_read(&read).is_none() {
+        let (module, _) = crate::special_cluster::cluster_read(&read)?;
+        if !self.txs.exists(tx) {
             return None;
+        }
+        // Only `\xff\xff/cluster_id` supports tenants (`supportsTenants`).
+        if self.txs.in_tenant(tx) && module.0 != crate::special_cluster::CLUSTER_ID_KEY {
+            return Some(self.call(now, |_, cx| {
+                let req = cx.new_request();
+                cx.finish(req, Err(ClientError::Fdb(ErrorCode::ILLEGAL_TENANT_ACCESS)));
+                req
+            }));
         }
         self.now = now;
         let req = self.new_request_id();

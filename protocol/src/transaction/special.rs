@@ -365,6 +365,12 @@ impl Transactions {
         Ok(self.tx_mut(tx)?.special_writes.take())
     }
 
+    /// Whether `tx` runs inside a tenant (a module that does not support tenants refuses its
+    /// reads with `illegal_tenant_access`).
+    pub(crate) fn in_tenant(&self, tx: TransactionId) -> bool {
+        self.tx_tenants.contains_key(&tx)
+    }
+
     /// Sets `\xff\xff/error_message` (`setSpecialKeySpaceErrorMsg`), until the reset.
     pub(crate) fn set_special_error(&mut self, tx: TransactionId, msg: Bytes) {
         if let Some(t) = self.txs.get_mut(&tx) {
