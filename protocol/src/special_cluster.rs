@@ -12,8 +12,11 @@
 //! * `\xff\xff/metrics/health/`: `aggregate` (only once the worst durability lag is not 0),
 //!   `log/<id>` and `storage/<id>` (`HealthMetricsRangeImpl`), from a
 //!   `GetHealthMetricsRequest` to a GRV proxy, detailed when the read reaches `log/` or
-//!   `storage/`. libfdb_c keeps the last answer for 0.5 s (5 s for the detailed part) and
-//!   answers from it; this client asks each time.
+//!   `storage/`. As libfdb_c (`DatabaseContext::getHealthMetrics`), the last answer is kept
+//!   and read again for 0.5 s (`AGGREGATE_HEALTH_METRICS_MAX_STALENESS`); a detailed request
+//!   is sent only when the last one is 5 s old (`DETAILED_HEALTH_METRICS_MAX_STALENESS`),
+//!   and a detailed read takes the per-process figures of whatever came back, so within those
+//!   5 s it shows no `log/` or `storage/` rows, as libfdb_c 7.3.77 does.
 //! * `\xff\xff/worker_interfaces/<address>`: each worker's `ClientWorkerInterface` in the
 //!   binary format (`WorkerInterfacesSpecialKeyImpl`), from a `GetClientWorkersRequest` to
 //!   the cluster controller, found through the coordinators' leader info as
@@ -319,6 +322,61 @@ fn meets(kr: &KeyRange, part: (&[u8], &[u8])) -> bool {
 #[derive(Debug, Default)]
 pub(crate) struct ClusterReads {
     reads: BTreeMap<RequestId, ModuleRead>,
+    health: HealthCache,
+}
+
+/// `AGGREGATE_HEALTH_METRICS_MAX_STALENESS`.
+const AGGREGATE_STALENESS: Duration = Duration::from_millis(500);
+/// `DETAILED_HEALTH_METRICS_MAX_STALENESS`.
+const DETAILED_STALENESS: Duration = Duration::from_secs(5);
+
+/// The database's last health metrics (`DatabaseContext::healthMetrics` and its times).
+#[derive(Debug, Default)]
+struct HealthCache {
+    metrics: HealthMetrics,
+    at: Option<Instant>,
+    detailed_at: Option<Instant>,
+}
+
+/// Whether `t` is less than `d` before `now`.
+fn fresh(t: Option<Instant>, now: Instant, d: Duration) -> bool {
+    t.is_some_and(|t| now.saturating_since(t) < d)
+}
+
+impl HealthCache {
+    /// The metrics as a read sees them: the per-process figures only for a detailed one.
+    fn view(&self, detailed: bool) -> HealthMetrics {
+        let mut m = self.metrics.clone();
+        if !detailed {
+            m.storage_stats.clear();
+            m.tlog_queue.clear();
+        }
+        m
+    }
+
+    /// `healthMetrics.update(reply, detailed, true)`: the per-process figures are taken from
+    /// the reply (empty unless the request was detailed) by a detailed read only.
+    fn update(&mut self, now: Instant, reply: HealthMetrics, detailed: bool) {
+        let keep = core::mem::take(&mut self.metrics);
+        self.metrics = if detailed {
+            reply
+        } else {
+            HealthMetrics {
+                storage_stats: keep.storage_stats,
+                tlog_queue: keep.tlog_queue,
+                ..reply
+            }
+        };
+        self.at = Some(now);
+        if detailed {
+            self.detailed_at = Some(now);
+        }
+    }
+}
+
+/// Whether a health read of `kr` is a detailed one (it reaches `log/` or `storage/`).
+fn detailed_read(kr: &KeyRange) -> bool {
+    meets(kr, HEALTH_LOG) || meets(kr, HEALTH_STORAGE)
 }
 
 impl ClusterReads {
@@ -379,6 +437,7 @@ impl ClusterReads {
     /// Sends what is due (once the cluster is known) and takes out the reads that are done.
     pub(crate) fn poll(&mut self, io: &mut Io<'_>, monitor: &ClusterMonitor) -> Vec<Finished> {
         if let Some(info) = monitor.info() {
+            let health = &self.health;
             for (req, r) in self.reads.iter_mut() {
                 for (i, (ask, st)) in r.parts.iter_mut().enumerate() {
                     let PartState::Waiting { at, sent: false } = st else {
@@ -387,7 +446,7 @@ impl ClusterReads {
                     if at.is_some_and(|t| io.now < t) {
                         continue;
                     }
-                    if let Some(next) = send(io, monitor, info, *req, i, ask) {
+                    if let Some(next) = send(io, monitor, info, health, *req, i, ask) {
                         *st = next;
                     }
                 }
@@ -528,9 +587,19 @@ impl ClusterReads {
                 Err(e) => Err(ClientError::Decode(e)),
             },
             Ask::Health(kr) => match decode_reply::<GetHealthMetricsReply>(message) {
-                Ok(ErrorOr::Ok(r)) => HealthMetrics::decode(&r.serialized)
-                    .map(|m| health_rows(&m, kr))
-                    .map_err(ClientError::Decode),
+                Ok(ErrorOr::Ok(r)) => match HealthMetrics::decode(&r.serialized) {
+                    Ok(m) => {
+                        let kr = kr.clone();
+                        let detailed = detailed_read(&kr);
+                        self.health.update(now, m, detailed);
+                        let rows = health_rows(&self.health.view(detailed), &kr);
+                        if let Some((_, st)) = self.part(req, part, leader) {
+                            *st = PartState::Done(rows);
+                        }
+                        return;
+                    }
+                    Err(e) => Err(ClientError::Decode(e)),
+                },
                 Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
                 Err(e) => Err(ClientError::Decode(e)),
             },
@@ -609,6 +678,7 @@ fn send(
     io: &mut Io<'_>,
     monitor: &ClusterMonitor,
     info: &ClientDBInfo,
+    health: &HealthCache,
     req: RequestId,
     part: usize,
     ask: &Ask,
@@ -682,6 +752,10 @@ fn send(
             })
         }
         Ask::Health(kr) => {
+            let detailed = detailed_read(kr);
+            if fresh(health.at, io.now, AGGREGATE_STALENESS) {
+                return Some(PartState::Done(health_rows(&health.view(detailed), kr)));
+            }
             let proxies = info
                 .grv_proxies
                 .iter()
@@ -697,7 +771,7 @@ fn send(
             let token = io.token();
             let msg = GetHealthMetricsRequest {
                 reply: ReplyPromise { token },
-                detailed: meets(kr, HEALTH_LOG) || meets(kr, HEALTH_STORAGE),
+                detailed: detailed && !fresh(health.detailed_at, io.now, DETAILED_STALENESS),
             };
             io.send(&addr, dest, &msg, token, route);
             Some(PartState::Waiting {
@@ -1080,6 +1154,60 @@ mod tests {
             s.drive();
             let v = s.take(call).expect("finished").expect("a value");
             assert_eq!(v.as_deref(), Some(&b"0000000000000abc0000000000000def"[..]));
+        }
+
+        #[test]
+        fn health_metrics_are_kept_as_libfdb_c_keeps_them() {
+            let mut s = sim();
+            let detailed = |r: &Request| match &r.msg {
+                AnyMessage::GetHealthMetricsRequest(m) => m.detailed,
+                _ => unreachable!(),
+            };
+            let full = HealthMetrics {
+                worst_storage_durability_lag: 3,
+                storage_stats: alloc::vec![(Uid::new(1, 1), Default::default())],
+                tlog_queue: alloc::vec![(Uid::new(2, 2), 5)],
+                ..HealthMetrics::default()
+            };
+            let answer = |s: &mut Sim<Cluster>, req: &Request, m: &HealthMetrics| {
+                s.reply(
+                    req,
+                    ErrorOr::Ok(GetHealthMetricsReply {
+                        serialized: Bytes::from(m.encode(0x0FDB_00B0_7300_0000)),
+                    }),
+                )
+            };
+            let count = |r: &RangeResult| r.rows.len();
+            // A detailed read: aggregate, log and storage rows.
+            let call = read(&mut s, HEALTH.0, HEALTH.1);
+            let req = take(&mut s, is_health);
+            assert!(detailed(&req));
+            answer(&mut s, &req, &full);
+            assert_eq!(count(&s.take(call).unwrap().unwrap()), 3);
+            // Within 0.5 s: the same rows, no request.
+            let call = read(&mut s, HEALTH.0, HEALTH.1);
+            assert!(s.requests().iter().all(|r| !is_health(r)));
+            assert_eq!(count(&s.take(call).unwrap().unwrap()), 3);
+            // Later, within 5 s of the detailed answer: a request that is not detailed, whose
+            // empty per-process figures the detailed read takes (the aggregate alone).
+            s.advance_by(Duration::from_millis(600));
+            let call = read(&mut s, HEALTH.0, HEALTH.1);
+            let req = take(&mut s, is_health);
+            assert!(!detailed(&req));
+            let aggregate = HealthMetrics {
+                storage_stats: Vec::new(),
+                tlog_queue: Vec::new(),
+                ..full.clone()
+            };
+            answer(&mut s, &req, &aggregate);
+            assert_eq!(count(&s.take(call).unwrap().unwrap()), 1);
+            // After 5 s: detailed again.
+            s.advance_by(Duration::from_secs(5));
+            let call = read(&mut s, HEALTH.0, HEALTH.1);
+            let req = take(&mut s, is_health);
+            assert!(detailed(&req));
+            answer(&mut s, &req, &full);
+            assert_eq!(count(&s.take(call).unwrap().unwrap()), 3);
         }
 
         #[test]
