@@ -42,6 +42,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("leader_info", leader_info),
     ("tuple_decoder", tuple_decoder),
     ("tenant_map_entry", tenant_map_entry),
+    ("cluster_module_replies", cluster_module_replies),
 ];
 
 /// `x == x`: false only for values holding a NaN, whose equality cannot be asserted.
@@ -489,6 +490,38 @@ pub fn tenant_map_entry(data: &[u8]) {
     if let Ok(g) = TenantGroupEntry::decode_value(data) {
         let enc = g.encode_value();
         assert_eq!(TenantGroupEntry::decode_value(&enc), Ok(g));
+    }
+}
+
+/// The replies behind the special keys filled from the cluster: `GetDDMetricsReply` and
+/// `GetHealthMetricsReply` as any reply; the health blob inside (and `data` itself as a blob),
+/// which re-encodes under its own version to a blob that decodes the same; and the cluster
+/// controller's worker list, which re-encodes to bytes that decode the same.
+pub fn cluster_module_replies(data: &[u8]) {
+    use crate::messages::metrics::{GetDDMetricsReply, GetHealthMetricsReply, HealthMetrics};
+    use crate::messages::workers::{decode_client_workers, encode_client_workers};
+    reply_target::<GetDDMetricsReply>(data);
+    reply_target::<GetHealthMetricsReply>(data);
+    let bytes = Bytes::copy_from_slice(data);
+    let mut blobs = alloc::vec![bytes.clone()];
+    if let Ok(ErrorOr::Ok(r)) = decode_reply::<GetHealthMetricsReply>(&bytes) {
+        blobs.push(r.serialized);
+    }
+    for blob in blobs {
+        if let Ok(m) = HealthMetrics::decode(&blob) {
+            let version = u64::from_le_bytes(blob[..8].try_into().expect("8 bytes"));
+            let enc = m.encode(version);
+            let back = HealthMetrics::decode(&enc).expect("our encoding decodes");
+            if reflexive(&m) {
+                assert_eq!(back, m, "health metrics round trip");
+            }
+            assert_eq!(back.encode(version), enc, "re-encoding is not stable");
+        }
+    }
+    if let Ok(w) = decode_client_workers(&bytes) {
+        let enc = encode_client_workers(&w);
+        let back = decode_client_workers(&Bytes::from(enc)).expect("our encoding decodes");
+        assert_eq!(back, w, "worker list round trip");
     }
 }
 

@@ -32,6 +32,7 @@ mod route;
 mod ryw;
 pub mod serializer;
 pub mod sim;
+mod special_cluster;
 mod status;
 pub mod tenant_map;
 pub mod time;
@@ -58,6 +59,7 @@ pub use net::{
     CONNECT_TIMEOUT, INITIAL_RECONNECTION_TIME, MAX_RECONNECTION_TIME, RECONNECTION_RESET_TIME,
     RECONNECTION_TIME_GROWTH_RATE,
 };
+pub use special_cluster::{CLUSTER_ID_KEY, DD_STATS_PREFIX, HEALTH_AGGREGATE_KEY};
 pub use status::{STATUS_JSON_KEY, STATUS_TIMEOUT};
 pub use time::Instant;
 pub use transaction::{

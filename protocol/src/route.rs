@@ -32,6 +32,13 @@ pub(crate) enum Route {
     Status { op: RequestId, part: StatusPart },
     /// The id lookup of a tenant handle.
     TenantId(crate::ids::TenantHandle),
+    /// Part `part` of a special-key read of a module filled from the cluster (the metrics,
+    /// the worker interfaces); `leader`: the coordinators' leader info it asked first.
+    ClusterModule {
+        op: RequestId,
+        part: usize,
+        leader: bool,
+    },
 }
 
 /// Which part of a status read a reply belongs to.

@@ -79,6 +79,9 @@ pub fn mask(m: &AnyMessage) -> AnyMessage {
         AnyMessage::ProtocolInfoRequest(r) => r.reply = rp,
         AnyMessage::StatusRequest(r) => r.reply = rp,
         AnyMessage::GetTenantIdRequest(r) => r.reply = rp,
+        AnyMessage::GetDDMetricsRequest(r) => r.reply = rp,
+        AnyMessage::GetHealthMetricsRequest(r) => r.reply = rp,
+        AnyMessage::GetClientWorkersRequest(r) => r.reply = rp,
         AnyMessage::GetReadVersionRequest(r) => {
             r.reply = rp;
             r.span_context = masked_span(&r.span_context);

@@ -139,6 +139,10 @@ impl Client {
         }
         if crate::transaction::is_special_key(key) {
             self.refresh_special();
+            let read = SpecialRead::Get(Bytes::copy_from_slice(key));
+            if let Some(call) = self.cluster_module_read(now, tx, read) {
+                return call;
+            }
         }
         self.call(now, |txs, cx| txs.get(cx, tx, key, snapshot))
     }
@@ -166,6 +170,10 @@ impl Client {
     ) -> Call<RangeResult> {
         if crate::transaction::is_special_key(&begin.key) {
             self.refresh_special();
+            let read = SpecialRead::Range(begin.clone(), end.clone(), opts);
+            if let Some(call) = self.cluster_module_read(now, tx, read) {
+                return call;
+            }
         }
         self.call(now, |txs, cx| {
             txs.get_range(cx, tx, begin, end, opts, snapshot)
@@ -483,16 +491,44 @@ impl Client {
             transactions,
             requests,
             watches,
-            status_reads: self.status.len(),
+            status_reads: self.status.len() + self.cluster_reads.len(),
         }
     }
 
     /// Gives up on a request: no event will come for it.
     pub fn cancel(&mut self, now: Instant, req: RequestId) {
         self.now = now;
-        if !self.status.cancel(req) {
+        if !self.status.cancel(req) && !self.cluster_reads.cancel(req) {
             self.txs.cancel(req);
         }
+    }
+
+    /// A special-key read of a module filled from the cluster (`\xff\xff/cluster_id`, the
+    /// metrics, the worker interfaces): asks the cluster, then answers from the transaction's special key space
+    /// (see `special_cluster`). `None`: not such a read.
+    fn cluster_module_read<T: Outcome>(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        read: SpecialRead,
+    ) -> Option<Call<T>> {
+        let (module, _) = crate::special_cluster::cluster_read(&read)?;
+        if !self.txs.exists(tx) {
+            return None;
+        }
+        // Only `\xff\xff/cluster_id` supports tenants (`supportsTenants`).
+        if self.txs.in_tenant(tx) && module.0 != crate::special_cluster::CLUSTER_ID_KEY {
+            return Some(self.call(now, |_, cx| {
+                let req = cx.new_request();
+                cx.finish(req, Err(ClientError::Fdb(ErrorCode::ILLEGAL_TENANT_ACCESS)));
+                req
+            }));
+        }
+        self.now = now;
+        let req = self.new_request_id();
+        self.cluster_reads.start(req, tx, &read);
+        self.drive(now);
+        Some(Call::new(req))
     }
 
     /// After a write or option: what a use during the commit finished fails now.

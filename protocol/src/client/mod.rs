@@ -51,6 +51,7 @@ use crate::messages::{decode_reply, ErrorOr, NetworkAddress};
 use crate::monitor::ClusterMonitor;
 use crate::net::{Delivery, Io, Network};
 use crate::route::{Loss, Route};
+use crate::special_cluster::ClusterReads;
 use crate::status::StatusReads;
 use crate::time::{Instant, Rng};
 use crate::transaction::{Ctx, Transactions};
@@ -109,6 +110,7 @@ pub struct Client {
     grv: GrvBatcher,
     txs: Transactions,
     status: StatusReads,
+    cluster_reads: ClusterReads,
 }
 
 impl Client {
@@ -133,6 +135,7 @@ impl Client {
             grv: GrvBatcher::default(),
             txs: Transactions::default(),
             status: StatusReads::default(),
+            cluster_reads: ClusterReads::default(),
         };
         c.drive(now);
         c
@@ -196,6 +199,7 @@ impl Client {
             self.monitor.poll_timeout(),
             self.txs.next_timer(),
             self.status.poll_timeout(),
+            self.cluster_reads.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -309,6 +313,10 @@ impl Client {
             }
             Route::TenantId(h) => self.txs.on_tenant_id_reply(h, message),
             Route::Status { op, part } => self.status.on_reply(&mut io!(self), op, part, message),
+            Route::ClusterModule { op, part, leader } => {
+                self.cluster_reads
+                    .on_reply(&mut io!(self), op, part, leader, message)
+            }
         }
     }
 
@@ -348,6 +356,10 @@ impl Client {
                 self.txs.on_tenant_id_lost(h)
             }
             Route::Status { op, part } => self.status.on_lost(&mut io!(self), op, part),
+            Route::ClusterModule { op, part, leader } => {
+                tracing::debug!(?why, "re-sending a special-key module request");
+                self.cluster_reads.on_lost(self.now, op, part, leader)
+            }
         }
     }
 
@@ -392,7 +404,11 @@ impl Client {
         let stale = self.net.forget_where(|r| {
             matches!(
                 r,
-                Route::Grv(_) | Route::Locations { .. } | Route::Commit(_) | Route::TenantId(_)
+                Route::Grv(_)
+                    | Route::Locations { .. }
+                    | Route::Commit(_)
+                    | Route::TenantId(_)
+                    | Route::ClusterModule { .. }
             )
         });
         for route in stale {
@@ -407,6 +423,14 @@ impl Client {
         let mut io = io!(self);
         self.monitor.poll(&mut io);
         self.status.poll(&mut io, &self.monitor);
+        let finished = self.cluster_reads.poll(&mut io, &self.monitor);
+        for f in finished {
+            self.with_txs(|txs, cx| match (&f.result, f.given()) {
+                (_, Some(given)) => txs.special_read_given(cx, f.req, f.tx, f.read.clone(), given),
+                (Err(e), None) => cx.finish(f.req, Err(e.clone())),
+                (Ok(_), None) => {}
+            });
+        }
         // Operations first: they may queue read versions to send right below.
         if self.monitor.info().is_some() {
             self.with_txs(|txs, cx| txs.run_ready_ops(cx));

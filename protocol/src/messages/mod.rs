@@ -9,8 +9,10 @@ pub use network::{Endpoint, IpAddress, NetworkAddress, NetworkAddressList, Reque
 pub mod commit;
 pub mod coordination;
 pub mod grv;
+pub mod metrics;
 pub mod registry;
 pub mod storage;
 pub mod types;
+pub mod workers;
 
 pub use registry::{decode_any, decode_reply, encode_reply, AnyMessage};

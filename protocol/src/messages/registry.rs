@@ -11,7 +11,11 @@ use super::commit::*;
 use super::common::{fid, EnsureTable, ErrorOr, Void};
 use super::coordination::*;
 use super::grv::*;
+use super::metrics::*;
 use super::storage::*;
+use super::workers::{
+    ClientWorkerInterface, GetClientWorkersRequest, CLIENT_WORKERS_REPLY_FILE_IDENTIFIER,
+};
 use crate::serializer::{decode_root, encode_with, file_identifier, DecodeError, Message};
 use crate::tenant_map::TenantGroupEntry;
 
@@ -26,6 +30,9 @@ macro_rules! registry {
             $( #[doc = concat!("A stored `", stringify!($val), "` (a database value, not a wire message).")] $val($val), )*
             /// The reply to `GetLeaderRequest`: `ErrorOr<Optional<LeaderInfo>>`.
             Leader(ErrorOr<EnsureTable<Option<LeaderInfo>>>),
+            /// The reply to `GetClientWorkersRequest`:
+            /// `ErrorOr<std::vector<ClientWorkerInterface>>`.
+            ClientWorkers(ErrorOr<EnsureTable<Vec<ClientWorkerInterface>>>),
         }
 
         /// File identifier of the reply to `GetLeaderRequest` (wrapped twice, so the
@@ -41,6 +48,7 @@ macro_rules! registry {
                     $( AnyMessage::$rep(_) => fid::reply($rep::FILE_IDENTIFIER), )*
                     $( AnyMessage::$val(_) => $val::FILE_IDENTIFIER, )*
                     AnyMessage::Leader(_) => LEADER_REPLY_FILE_IDENTIFIER,
+                    AnyMessage::ClientWorkers(_) => CLIENT_WORKERS_REPLY_FILE_IDENTIFIER,
                 }
             }
 
@@ -51,6 +59,7 @@ macro_rules! registry {
                     $( AnyMessage::$rep(_) => concat!("ErrorOr<", stringify!($rep), ">"), )*
                     $( AnyMessage::$val(_) => stringify!($val), )*
                     AnyMessage::Leader(_) => "ErrorOr<Optional<LeaderInfo>>",
+                    AnyMessage::ClientWorkers(_) => "ErrorOr<std::vector<ClientWorkerInterface>>",
                 }
             }
 
@@ -71,6 +80,7 @@ macro_rules! registry {
                     $( AnyMessage::$rep(m) => encode_with(m, fid), )*
                     $( AnyMessage::$val(m) => encode_with(m, fid), )*
                     AnyMessage::Leader(m) => encode_with(m, fid),
+                    AnyMessage::ClientWorkers(m) => encode_with(m, fid),
                 }
             }
         }
@@ -84,6 +94,9 @@ macro_rules! registry {
             $( if f == $val::FILE_IDENTIFIER { return Ok(AnyMessage::$val(decode_root(msg)?)); } )*
             if f == LEADER_REPLY_FILE_IDENTIFIER {
                 return Ok(AnyMessage::Leader(decode_root(msg)?));
+            }
+            if f == CLIENT_WORKERS_REPLY_FILE_IDENTIFIER {
+                return Ok(AnyMessage::ClientWorkers(decode_root(msg)?));
             }
             Err(DecodeError::FileIdentifier { expected: 0, found: f })
         }
@@ -108,6 +121,9 @@ registry! {
         WaitMetricsRequest,
         SplitRangeRequest,
         GetTenantIdRequest,
+        GetDDMetricsRequest,
+        GetHealthMetricsRequest,
+        GetClientWorkersRequest,
     }
     replies {
         ClientDBInfo,
@@ -125,6 +141,8 @@ registry! {
         StorageMetrics,
         SplitRangeReply,
         GetTenantIdReply,
+        GetDDMetricsReply,
+        GetHealthMetricsReply,
     }
     values {
         TenantMapEntry,

@@ -16,8 +16,10 @@
 //! (`\xff\xff/management/`, `\xff\xff/configuration/`: tenants, exclusions, the lock, ...)
 //! are served from rows the caller reads from the database and hands in, with the ranges they
 //! cover ([`crate::Client::get_range_with_rows`]); a read reaching a part not covered fails
-//! with `special_keys_no_module_found`. The other modules libfdb_c fills from the cluster
-//! (metrics, worker interfaces, global config, tracing, actor lineage, the profiler) are not
+//! with `special_keys_no_module_found`. `\xff\xff/cluster_id`, the metrics module and
+//! `\xff\xff/worker_interfaces/` are served from rows the client asks the cluster for
+//! (`crate::special_cluster`), handed in the same way ([`Given`]). The other modules libfdb_c
+//! fills from the cluster (global config, tracing, actor lineage, the profiler) are not
 //! served: a read that reaches one fails with `special_keys_no_module_found` rather than
 //! answer rows that would be wrong.
 
@@ -55,10 +57,11 @@ enum Served {
 
 /// The modules, by key order: `[begin, end)` each.
 #[rustfmt::skip]
-const MODULES: [(&[u8], &[u8], Served); 13] = [
+const MODULES: [(&[u8], &[u8], Served); 14] = [
     (b"\xff\xff/actor_lineage/", b"\xff\xff/actor_lineage0", Served::NotHere),
     (b"\xff\xff/actor_profiler_conf/", b"\xff\xff/actor_profiler_conf0", Served::NotHere),
     (b"\xff\xff/cluster_file_path", b"\xff\xff/cluster_file_path\x00", Served::Here),
+    (b"\xff\xff/cluster_id", b"\xff\xff/cluster_id\x00", Served::NotHere),
     (b"\xff\xff/configuration/", b"\xff\xff/configuration0", Served::NotHere),
     (b"\xff\xff/connection_string", b"\xff\xff/connection_string\x00", Served::Here),
     (b"\xff\xff/error_message", b"\xff\xff/error_message\x00", Served::Here),
@@ -214,7 +217,7 @@ impl Transactions {
         mut begin: KeySelector,
         mut end: KeySelector,
         opts: RangeOptions,
-        given: Option<(&[KeyValue], &[KeyRange])>,
+        given: Option<Given<'_>>,
     ) -> Result<RangeResult, ClientError> {
         let fdb = |e| Err(ClientError::Fdb(e));
         let Some(t) = self.txs.get(&tx) else {
@@ -238,13 +241,13 @@ impl Transactions {
             (b, e)
         };
         let mut rows = self.special_rows(tx, special, bound.0, bound.1);
-        let covered: &[KeyRange] = given.map_or(&[], |g| g.1);
-        if let Some((given, _)) = given {
+        let covered: &[KeyRange] = given.map_or(&[], |g| g.covered);
+        if let Some(given) = given {
             let inside = |kv: &&KeyValue| {
                 let k = kv.key.as_ref();
                 bound.0 <= k && k < bound.1 && covers(covered, k, &[k, b"\x00"].concat())
             };
-            rows.extend(given.iter().filter(inside).cloned());
+            rows.extend(given.rows.iter().filter(inside).cloned());
             rows.sort_by(|x, y| x.key.cmp(&y.key));
         }
         let (a, b) = (resolve(&begin, &rows, bound), resolve(&end, &rows, bound));
@@ -299,7 +302,7 @@ impl Transactions {
         tx: TransactionId,
         special: &SpecialContext,
         key: &[u8],
-        given: Option<(&[KeyValue], &[KeyRange])>,
+        given: Option<Given<'_>>,
     ) -> Result<Option<Bytes>, ClientError> {
         let mut after = key.to_vec();
         after.push(0);
@@ -329,20 +332,33 @@ impl Transactions {
         covered: &[KeyRange],
     ) -> crate::ids::RequestId {
         let req = cx.new_request();
+        self.special_read_given(cx, req, tx, read, Given { rows, covered });
+        req
+    }
+
+    /// Finishes request `req`, a point read or range read in the special key space, with the
+    /// rows `given` of a module the caller read.
+    pub(crate) fn special_read_given(
+        &self,
+        cx: &mut super::Ctx<'_>,
+        req: crate::ids::RequestId,
+        tx: TransactionId,
+        read: SpecialRead,
+        given: Given<'_>,
+    ) {
         let r = match self.txs.get(&tx) {
             None => Err(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED)),
             Some(t) if t.deferred.is_some() => Err(t.deferred.clone().expect("checked")),
             Some(_) => match read {
                 SpecialRead::Get(key) => self
-                    .special_get(tx, &self.special, &key, Some((rows, covered)))
+                    .special_get(tx, &self.special, &key, Some(given))
                     .map(Reply::Value),
                 SpecialRead::Range(b, e, opts) => self
-                    .special_range(tx, &self.special, b, e, opts, Some((rows, covered)))
+                    .special_range(tx, &self.special, b, e, opts, Some(given))
                     .map(Reply::Range),
             },
         };
         cx.finish(req, r);
-        req
     }
 
     /// Takes the special-key writes out of `tx` for the caller to carry out before it
@@ -367,12 +383,26 @@ impl Transactions {
         Ok((t.special_writes.writes().to_vec(), !t.options.ryw_disabled))
     }
 
+    /// Whether `tx` runs inside a tenant (a module that does not support tenants refuses its
+    /// reads with `illegal_tenant_access`).
+    pub(crate) fn in_tenant(&self, tx: TransactionId) -> bool {
+        self.tx_tenants.contains_key(&tx)
+    }
+
     /// Sets `\xff\xff/error_message` (`setSpecialKeySpaceErrorMsg`), until the reset.
     pub(crate) fn set_special_error(&mut self, tx: TransactionId, msg: Bytes) {
         if let Some(t) = self.txs.get_mut(&tx) {
             t.special_error = Some(msg);
         }
     }
+}
+
+/// Rows of a module not served here, read by the caller, and the parts of the space they
+/// cover in full (every row there is).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Given<'a> {
+    pub(crate) rows: &'a [KeyValue],
+    pub(crate) covered: &'a [KeyRange],
 }
 
 /// A read the special key space answers with rows the caller hands in.

@@ -27,6 +27,10 @@ use fdb_protocol::messages::coordination::{
     TenantMode,
 };
 use fdb_protocol::messages::grv::{GetReadVersionReply, GlobalConfigRefreshReply};
+use fdb_protocol::messages::metrics::{
+    DDMetricsRef, GetDDMetricsReply, GetDDMetricsRequest, GetHealthMetricsReply, HealthMetrics,
+    StorageStats,
+};
 use fdb_protocol::messages::network::Endpoint;
 use fdb_protocol::messages::storage::{
     GetKeyReply, GetKeyRequest, GetKeyValuesReply, GetKeyValuesRequest, GetValueReply,
@@ -36,6 +40,7 @@ use fdb_protocol::messages::storage::{
 use fdb_protocol::messages::types::{
     KeyRange, KeySelector, Tag, TenantInfo, Version, VersionVector, LATEST_VERSION,
 };
+use fdb_protocol::messages::workers::{encode_client_workers, ClientWorkerInterface};
 use fdb_protocol::messages::EnsureTable;
 use fdb_protocol::messages::{
     decode_any, encode_reply, AnyMessage, ErrorOr, IpAddress, NetworkAddress, NetworkAddressList,
@@ -119,6 +124,12 @@ pub enum RequestKind {
     GetRangeSplitPoints,
     /// `GetTenantIdRequest` (a commit proxy's `getTenantId` stream).
     GetTenantId,
+    /// `GetDDMetricsRequest` (a commit proxy's `getDDMetrics` stream).
+    GetDDMetrics,
+    /// `GetHealthMetricsRequest` (a GRV proxy's `getHealthMetrics` stream).
+    GetHealthMetrics,
+    /// `GetClientWorkersRequest` (the cluster controller's `getClientWorkers` stream).
+    GetClientWorkers,
 }
 
 impl RequestKind {
@@ -140,6 +151,9 @@ impl RequestKind {
             AnyMessage::WaitMetricsRequest(_) => RequestKind::WaitMetrics,
             AnyMessage::SplitRangeRequest(_) => RequestKind::GetRangeSplitPoints,
             AnyMessage::GetTenantIdRequest(_) => RequestKind::GetTenantId,
+            AnyMessage::GetDDMetricsRequest(_) => RequestKind::GetDDMetrics,
+            AnyMessage::GetHealthMetricsRequest(_) => RequestKind::GetHealthMetrics,
+            AnyMessage::GetClientWorkersRequest(_) => RequestKind::GetClientWorkers,
             _ => return None,
         })
     }
@@ -487,6 +501,9 @@ fn error_reply(kind: RequestKind, e: ErrorCode) -> Vec<u8> {
         RequestKind::WaitMetrics => encode_reply::<StorageMetrics>(&ErrorOr::Err(e)),
         RequestKind::GetRangeSplitPoints => encode_reply::<SplitRangeReply>(&ErrorOr::Err(e)),
         RequestKind::GetTenantId => encode_reply::<GetTenantIdReply>(&ErrorOr::Err(e)),
+        RequestKind::GetDDMetrics => encode_reply::<GetDDMetricsReply>(&ErrorOr::Err(e)),
+        RequestKind::GetHealthMetrics => encode_reply::<GetHealthMetricsReply>(&ErrorOr::Err(e)),
+        RequestKind::GetClientWorkers => encode_client_workers(&ErrorOr::Err(e)),
         RequestKind::GetValue => ok(GetValueReply {
             penalty: 1.0,
             error: Some(e),
@@ -631,6 +648,9 @@ fn reply_token(msg: &AnyMessage) -> Option<Uid> {
         AnyMessage::WaitMetricsRequest(r) => r.reply.token,
         AnyMessage::SplitRangeRequest(r) => r.reply.token,
         AnyMessage::GetTenantIdRequest(r) => r.reply.token,
+        AnyMessage::GetDDMetricsRequest(r) => r.reply.token,
+        AnyMessage::GetHealthMetricsRequest(r) => r.reply.token,
+        AnyMessage::GetClientWorkersRequest(r) => r.reply.token,
         _ => return None,
     })
 }
@@ -1061,6 +1081,7 @@ impl State {
                     && matches!(role, Role::Coordinator(_))
             }
             (Route::ClusterController(s), RequestKind::Status) => *s == 2,
+            (Route::ClusterController(s), RequestKind::GetClientWorkers) => *s == 4,
             (Route::Grv(s), RequestKind::GetReadVersion) => {
                 *s == GrvProxyInterface::GET_CONSISTENT_READ_VERSION
             }
@@ -1073,6 +1094,12 @@ impl State {
             }
             (Route::Commit(s), RequestKind::GetTenantId) => {
                 *s == CommitProxyInterface::GET_TENANT_ID
+            }
+            (Route::Commit(s), RequestKind::GetDDMetrics) => {
+                *s == CommitProxyInterface::GET_DD_METRICS
+            }
+            (Route::Grv(s), RequestKind::GetHealthMetrics) => {
+                *s == GrvProxyInterface::GET_HEALTH_METRICS
             }
             (Route::Storage(_, s), RequestKind::GetValue) => {
                 *s == StorageServerInterface::GET_VALUE
@@ -1233,6 +1260,22 @@ impl State {
                 };
                 self.emit(out, conn, kind, reply, body);
             }
+            AnyMessage::GetClientWorkersRequest(_) => {
+                let body = encode_client_workers(&ErrorOr::Ok(self.client_workers()));
+                self.emit(out, conn, kind, reply, body);
+            }
+            AnyMessage::GetDDMetricsRequest(r) => {
+                let body = ok(self.dd_metrics(&r));
+                self.emit(out, conn, kind, reply, body);
+            }
+            AnyMessage::GetHealthMetricsRequest(r) => {
+                let metrics = self.health_metrics(r.detailed);
+                let body = ok(GetHealthMetricsReply {
+                    // `IncludeVersion` writes the version without the object-serializer flag.
+                    serialized: Bytes::from(metrics.encode(self.protocol & 0x0FFF_FFFF_FFFF_FFFF)),
+                });
+                self.emit(out, conn, kind, reply, body);
+            }
             AnyMessage::CommitTransactionRequest(r) => {
                 let body = match self.commit(&r, out) {
                     Ok(id) => ok(id),
@@ -1312,7 +1355,96 @@ impl State {
         format!("{}@{}", self.connection, coords.join(","))
     }
 
+    /// The cluster controller's list of workers: every live process, its client interface's
+    /// streams at tokens of its own.
+    fn client_workers(&self) -> Vec<ClientWorkerInterface> {
+        self.procs
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.alive && !p.retired)
+            .map(|(i, p)| {
+                let token = |s: u64| Uid::new(self.cluster_id.first ^ (i as u64) << 8 ^ s, 0x776b);
+                ClientWorkerInterface {
+                    reboot: endpoint(p.addr, token(1)),
+                    profiler: endpoint(p.addr, token(2)),
+                    set_failure_injection: endpoint(p.addr, token(3)),
+                }
+            })
+            .collect()
+    }
+
     // --- commit proxy ---------------------------------------------------------------------------
+
+    /// `fetchShardMetricsList`, through the commit proxy to the data distributor: each shard
+    /// whose begin key is in `r.keys` (at most `shard_limit`), its bytes by the byte sample;
+    /// this cluster measures no write rate.
+    fn dd_metrics(&mut self, r: &GetDDMetricsRequest) -> GetDDMetricsReply {
+        let v = self.current_version();
+        let limit = usize::try_from(r.shard_limit).unwrap_or(0);
+        let list = (0..self.boundaries.len())
+            .filter(|&i| r.keys.begin <= self.boundaries[i] && self.boundaries[i] < r.keys.end)
+            .take(limit)
+            .map(|i| {
+                let end = self.shard_end(i);
+                let shard_bytes = self
+                    .store
+                    .byte_sample(&self.boundaries[i], &end, v, |_| true)
+                    .iter()
+                    .map(|(_, size)| size)
+                    .sum();
+                DDMetricsRef {
+                    shard_bytes,
+                    begin_key: self.boundaries[i].clone(),
+                    shard_bytes_per_ksecond: 0,
+                }
+            })
+            .collect();
+        GetDDMetricsReply {
+            storage_metrics_list: list,
+        }
+    }
+
+    /// The ratekeeper's health metrics, as an idle cluster shows them: every storage server
+    /// `MAX_READ_TRANSACTION_LIFE_VERSIONS` (5,000,000) behind its durable version, queues of
+    /// the bytes stored, no throttling; `detailed` adds each storage server and the one log.
+    fn health_metrics(&mut self, detailed: bool) -> HealthMetrics {
+        const LAG: i64 = 5_000_000;
+        let v = self.current_version();
+        let queue: i64 = self
+            .store
+            .byte_sample(b"", ALL_KEYS_END, v, |_| true)
+            .iter()
+            .map(|(_, size)| size)
+            .sum();
+        let mut m = HealthMetrics {
+            worst_storage_queue: queue,
+            limiting_storage_queue: queue,
+            worst_storage_durability_lag: LAG,
+            limiting_storage_durability_lag: LAG,
+            worst_tlog_queue: queue,
+            tps_limit: 1e6 / 3.0,
+            batch_limited: false,
+            ..HealthMetrics::default()
+        };
+        if detailed {
+            let mut ids = self.ss_ids.clone();
+            ids.sort_by_key(|u| (u.first, u.second));
+            m.storage_stats = ids
+                .into_iter()
+                .map(|id| {
+                    let stats = StorageStats {
+                        storage_queue: queue,
+                        storage_durability_lag: LAG,
+                        disk_usage: 0.5,
+                        cpu_usage: 1.25,
+                    };
+                    (id, stats)
+                })
+                .collect();
+            m.tlog_queue = vec![(Uid::new(self.cluster_id.first, 0x6c6f67), queue)];
+        }
+        m
+    }
 
     /// The id the name index `\xff/tenant/nameIndex/<tuple(name)>` gives `name`, as of the
     /// last commit.
