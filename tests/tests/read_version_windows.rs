@@ -12,6 +12,16 @@
 //! unless `causal_write_risky` is set. A fresh database's versions are already above
 //! 100,000,000 (its first recovery jumps `MAX_VERSIONS_IN_FLIGHT`), so read version 1 is
 //! far outside every window from the start.
+//!
+//! The test cluster used to start its versions at 1,000,000, so for its first four seconds
+//! read version 1 was inside its window: reads and commits there succeeded where fdbserver
+//! answers `transaction_too_old`.
+//!
+//! libfdb_c adds a rule of its own that this client does not follow: it refuses, without
+//! asking a storage server, a read below the smallest read version its `Database` got from a
+//! GRV proxy (NativeAPI's `minAcceptableReadVersion`; every read before its first one). The
+//! reads here at versions below this client's first read version (1, two windows back)
+//! are refused by the storage servers either way.
 
 use std::time::Duration;
 
