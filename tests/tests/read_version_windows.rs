@@ -20,8 +20,9 @@
 //! libfdb_c adds a rule of its own that this client does not follow: it refuses, without
 //! asking a storage server, a read below the smallest read version its `Database` got from a
 //! GRV proxy (NativeAPI's `minAcceptableReadVersion`; every read before its first one). The
-//! reads here at versions below this client's first read version (1, two windows back)
-//! are refused by the storage servers either way.
+//! reads here at 1 and two windows back are refused by the storage servers either way; those
+//! a fifth of the window back may lie below this client's first read version, where
+//! libfdb_c would refuse them (a real cluster served them to this client).
 
 use std::time::Duration;
 
