@@ -52,6 +52,8 @@ fn packet() -> impl Strategy<Value = Packet> {
     let message = prop_oneof![
         1 => Just(Bytes::new()),
         4 => vec(any::<u8>(), 0..2000).prop_map(Bytes::from),
+        // Large enough for the decoder to give it a buffer of its own.
+        1 => vec(any::<u8>(), 16_000..40_000).prop_map(Bytes::from),
     ];
     (uid(), message).prop_map(|(token, message)| Packet { token, message })
 }

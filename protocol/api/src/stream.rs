@@ -74,9 +74,17 @@ impl<D: Driver> RangeStream<D> {
 
     /// Every remaining row, collected.
     pub async fn collect_rows(mut self) -> Result<Vec<KeyValue>, Error> {
-        let mut rows = Vec::new();
+        // Batches kept and joined once: no doubling series of ever larger copies.
+        let mut batches = Vec::new();
         while let Some(batch) = self.next().await {
-            rows.extend(batch?.rows);
+            batches.push(batch?.rows);
+        }
+        if batches.len() <= 1 {
+            return Ok(batches.pop().unwrap_or_default());
+        }
+        let mut rows = Vec::with_capacity(batches.iter().map(Vec::len).sum());
+        for batch in batches {
+            rows.extend(batch);
         }
         Ok(rows)
     }

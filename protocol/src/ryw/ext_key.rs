@@ -83,9 +83,43 @@ impl<'a> ExtKey<'a> {
     }
 }
 
+/// `a.cmp(b)` for keys, without calling `memcmp` for short ones: the keys RYW compares are
+/// mostly a few dozen bytes, where the call costs more than the comparison, and glibc's
+/// AVX-512 `memcmp` (Debian 12's 2.36) takes ~200 ns instead of ~2 ns when a short input ends
+/// within 32 bytes of an unmapped page (its masked load faults in the microcode), which the
+/// newest allocation of a thread's heap often does.
+pub(crate) fn cmp_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    let common = a.len().min(b.len());
+    if common > 64 {
+        return a.cmp(b);
+    }
+    let (mut x, mut y) = (&a[..common], &b[..common]);
+    while x.len() >= 8 {
+        let (xa, xr) = x.split_at(8);
+        let (ya, yr) = y.split_at(8);
+        let (u, v) = (be_u64(xa), be_u64(ya));
+        if u != v {
+            return u.cmp(&v);
+        }
+        (x, y) = (xr, yr);
+    }
+    for (p, q) in x.iter().zip(y) {
+        if p != q {
+            return p.cmp(q);
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+fn be_u64(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(b);
+    u64::from_be_bytes(w)
+}
+
 fn compare(a: &[u8], az: usize, b: &[u8], bz: usize) -> Ordering {
     let common = a.len().min(b.len());
-    match a[..common].cmp(&b[..common]) {
+    match cmp_bytes(&a[..common], &b[..common]) {
         Ordering::Equal => {}
         o => return o,
     }
@@ -150,6 +184,31 @@ impl Ord for ExtKey<'_> {
 mod tests {
     use super::*;
     use alloc::vec::Vec;
+
+    /// `cmp_bytes` orders as slices do, at every length around its 8-byte steps and its
+    /// 64-byte cut-over.
+    #[test]
+    fn cmp_bytes_orders_as_slices_do() {
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for len in [0usize, 1, 7, 8, 9, 15, 16, 17, 22, 63, 64, 65, 80] {
+            let base: Vec<u8> = (0..len).map(|i| b'a' + (i % 7) as u8).collect();
+            keys.push(base.clone());
+            for at in [0, len / 2, len.saturating_sub(1)] {
+                if at < len {
+                    for d in [0u8, 0xff] {
+                        let mut k = base.clone();
+                        k[at] = d;
+                        keys.push(k);
+                    }
+                }
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(cmp_bytes(a, b), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
+    }
 
     /// Every pair of short keys with up to two zeros compares as the bytes they stand for.
     #[test]

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::ops::Bound;
 
-use super::ext_key::ExtKey;
+use super::ext_key::{cmp_bytes, ExtKey};
 use super::write_map::ALL_KEYS_END;
 use crate::messages::types::KeyValue;
 
@@ -174,12 +174,12 @@ impl<'a> CacheIter<'a> {
             .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)));
         let (k, e) = upto.next_back().expect("the cache holds its sentinels");
         let prev_end = upto.next_back().map_or(k, |(_, p)| &p.end);
-        if key == ALL_KEYS_END {
+        if cmp_bytes(key, ALL_KEYS_END).is_eq() {
             (self.key, self.entry, self.prev_end) = (k, e, prev_end);
             self.offset = 1;
             return;
         }
-        if key >= e.end.as_ref() {
+        if cmp_bytes(key, &e.end).is_ge() {
             match self.entry_after(k) {
                 Some((nk, ne)) => {
                     self.key = nk;
@@ -194,8 +194,13 @@ impl<'a> CacheIter<'a> {
             }
         } else {
             (self.key, self.entry, self.prev_end) = (k, e, prev_end);
-            let idx = e.values.partition_point(|kv| kv.key.as_ref() < key);
-            let exact = e.values.get(idx).is_some_and(|kv| kv.key.as_ref() == key);
+            let idx = e
+                .values
+                .partition_point(|kv| cmp_bytes(&kv.key, key).is_lt());
+            let exact = e
+                .values
+                .get(idx)
+                .is_some_and(|kv| cmp_bytes(&kv.key, key).is_eq());
             self.offset = idx * 2 + 1 + usize::from(exact);
         }
     }

@@ -128,11 +128,19 @@ pub struct VTableSet {
     pub(super) packed_len: u32,
 }
 
+/// Whether two vtables are the same, element by element. Vtables are a handful of `u16`s
+/// that mostly differ in their first two (the vtable's and the table's sizes); comparing them
+/// as slices calls `memcmp` for every pair, which is most of the cost of a lookup here (and
+/// glibc's AVX-512 `memcmp` is very slow on short inputs near an unmapped page).
+fn same_vtable(a: &[u16], b: &[u16]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 impl VTableSet {
     pub(super) fn offset_of(&self, vt: &[u16]) -> u32 {
         self.tables
             .iter()
-            .position(|t| t.as_slice() == vt)
+            .position(|t| same_vtable(t, vt))
             .map(|i| self.offsets[i])
             .expect("every table's vtable is collected from its type")
     }
@@ -153,7 +161,7 @@ impl VtCollector {
     /// Adds the vtable of a table with these member layouts (once).
     pub fn add(&mut self, layouts: &[Layout]) {
         let vt = generate_vtable(layouts);
-        if !self.tables.contains(&vt) {
+        if !self.tables.iter().any(|t| same_vtable(t, &vt)) {
             self.tables.push(vt);
         }
     }
@@ -169,10 +177,15 @@ impl VtCollector {
         let rank = |vt: &VTable| {
             CLIENT_VTABLE_ORDER
                 .iter()
-                .position(|k| *k == vt.as_slice())
+                .position(|k| same_vtable(k, vt))
                 .unwrap_or(usize::MAX)
         };
-        self.tables.sort_by_key(rank);
+        // Each table's rank once, not once per comparison of the sort (stable: unknown shapes
+        // keep the order the walk met them).
+        let mut ranked: SmallVec<[(usize, VTable); 16]> =
+            self.tables.drain(..).map(|vt| (rank(&vt), vt)).collect();
+        ranked.sort_by_key(|(r, _)| *r);
+        self.tables.extend(ranked.into_iter().map(|(_, vt)| vt));
         let mut offsets = Vec::with_capacity(self.tables.len());
         let mut at = 0u32;
         for t in &self.tables {

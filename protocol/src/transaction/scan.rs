@@ -94,7 +94,9 @@ pub struct RangeCursor {
     pub(super) opts: RangeOptions,
     /// The caller's limit on all rows (0: none).
     pub(super) total: usize,
-    pub(super) rows: Vec<KeyValue>,
+    /// The batches kept, in order; joined once by [`RangeCursor::into_rows`] (growing one
+    /// `Vec` batch by batch would copy every row about twice and ask for twice its size).
+    pub(super) batches: Vec<Vec<KeyValue>>,
     /// Rows handed out so far (kept or streamed).
     pub(super) taken: usize,
     pub(super) done: bool,
@@ -109,7 +111,7 @@ impl RangeCursor {
             end,
             total: opts.limit,
             opts,
-            rows: Vec::new(),
+            batches: Vec::new(),
             taken: 0,
             done: false,
         }
@@ -123,7 +125,9 @@ impl RangeCursor {
     /// Takes one batch's result.
     pub fn feed(&mut self, batch: RangeResult) {
         let rows = self.advance(batch);
-        self.rows.extend(rows);
+        if !rows.is_empty() {
+            self.batches.push(rows);
+        }
     }
 
     /// Takes one batch's result and hands its rows back (cut to the caller's limit) instead
@@ -160,8 +164,15 @@ impl RangeCursor {
     }
 
     /// Every row read.
-    pub fn into_rows(self) -> Vec<KeyValue> {
-        self.rows
+    pub fn into_rows(mut self) -> Vec<KeyValue> {
+        if self.batches.len() <= 1 {
+            return self.batches.pop().unwrap_or_default();
+        }
+        let mut rows = Vec::with_capacity(self.batches.iter().map(Vec::len).sum());
+        for batch in self.batches {
+            rows.extend(batch);
+        }
+        rows
     }
 }
 

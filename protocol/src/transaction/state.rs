@@ -665,9 +665,10 @@ impl Transactions {
         value: Option<&Bytes>,
         single: bool,
     ) -> Result<bool, ClientError> {
-        const SPECIAL: &[u8] = b"\xff\xff";
         const SPECIAL_END: &[u8] = b"\xff\xff\xff";
-        let inside = begin >= SPECIAL && end <= SPECIAL_END;
+        // `begin >= \xff\xff` is `begin` starting with it; two byte tests, not a `memcmp`
+        // call on every set and clear.
+        let inside = begin.len() >= 2 && begin[0] == 0xff && begin[1] == 0xff && end <= SPECIAL_END;
         if !inside {
             return Ok(false);
         }
