@@ -295,9 +295,9 @@ fn a_recovery_lists_no_proxies_then_new_ones_then_the_same_again() {
         ..Default::default()
     };
     assert!(matches!(rc.commit(&new, blind), Ok(ErrorOr::Ok(_))));
-    // The storage server still reads at that version: its MVCC window runs in time, not
-    // over the jump (fdbserver served such reads about five seconds after the version was
-    // handed out) ...
+    // The storage server still reads at that version: it stretches its MVCC window over the
+    // jump until a window of versions has passed after the recovery (fdbserver's
+    // `recoveryVersionSkips`; it served such reads for about five seconds) ...
     let r = ok(rc.get(&new, b"k", before));
     assert_eq!(r.error, None);
     assert_eq!(r.value.as_deref(), Some(&b"v"[..]));
@@ -334,7 +334,8 @@ async fn an_idempotent_retry_loop_rides_out_recoveries() {
         "{} long polls after {polls}",
         c.requests(RequestKind::OpenDatabase)
     );
-    // The old read version has left the storage server's window (in time): too old, and
+    // The old read version has left the storage server's window (a window of versions
+    // has passed since the last recovery, the jumps no longer stretch it): too old, and
     // retried at a read version past the three jumps.
     let e = within(old.get(bank.account_key(0))).await.unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::TRANSACTION_TOO_OLD), "{e}");

@@ -11,9 +11,11 @@
 //!   (key locations, commits). The **master** runs in a process of its own ([`Role::Master`]),
 //!   which no client talks to: killing or stopping it makes a recovery (after failure
 //!   detection) in which the proxies end and come back, under new tokens, in their own
-//!   process. Read versions are the latest committed version; versions follow
-//!   the wall clock at about 1,000,000 per second and every commit gets a version above every
-//!   version handed out before.
+//!   process. Read versions are the latest committed version; versions start at
+//!   [`INITIAL_VERSION`] (above 100,000,000, like a fresh fdbserver database past its first
+//!   recovery), follow the wall clock at about 1,000,000 per second and every commit gets a
+//!   version above every version handed out before. The MVCC windows are counted in versions
+//!   (5,000,000 by default), as fdbserver's are.
 //! * **Storage servers** (one port each, default 3): `GetValue`, `GetKey`, `GetKeyValues` and
 //!   `WatchValue` at a version over a multi-version store, with FDB's key-selector rules
 //!   (`findKey`), range limits (`limit`, `limit_bytes`, `more`) and errors
@@ -156,6 +158,15 @@ pub const DEFAULT_SPLIT_POINTS: &[&[u8]] =
 /// FDB's `MAX_READ_TRANSACTION_LIFE_VERSIONS`: reads and commits older than this many versions
 /// behind the newest are `transaction_too_old`.
 pub const DEFAULT_MVCC_WINDOW: i64 = 5_000_000;
+
+/// Where the cluster's versions start (they then follow the clock at 1,000,000 per second).
+/// A fresh fdbserver 7.3.77 database is already past a recovery: `configure new` commits at
+/// version 1 in a first generation, which ends after about 120,000 versions, and the next
+/// generation starts `MAX_VERSIONS_IN_FLIGHT` (100,000,000) versions later; a real cluster
+/// answered 100,289,084 for its first read version. So read version 1 is older than every
+/// window from the start, as on fdbserver (where the storage servers and the resolver count
+/// their windows in versions).
+pub const INITIAL_VERSION: i64 = 100_000_000;
 
 /// Configures a [`TestCluster`] before it starts.
 #[derive(Clone, Debug)]

@@ -52,7 +52,7 @@ use fdb_protocol::uid::well_known;
 use fdb_protocol::Uid;
 
 use super::store::{split_points, Store};
-use super::TestClusterBuilder;
+use super::{TestClusterBuilder, INITIAL_VERSION};
 
 /// The end of the key space a storage server can hold (`allKeys.end`).
 const ALL_KEYS_END: &[u8] = b"\xff\xff";
@@ -373,11 +373,12 @@ struct State {
     recovery_due: bool,
     /// The resolver knows no writes before this version (a recovery starts it empty).
     resolver_floor: Version,
-    /// Recent recoveries' version jumps, with when they happened. A storage server keeps
-    /// serving the versions of its MVCC window *in time*: fdbserver 7.3.77 answered reads at
-    /// a read version from before a recovery for about five seconds after that version was
-    /// handed out, although the version had jumped by 100,000,000.
-    recent_jumps: VecDeque<(Instant, i64)>,
+    /// Recent recoveries' version jumps: the last version before the jump, and the jump. A
+    /// storage server stretches its MVCC window by the jumps its window still reaches back
+    /// over (fdbserver's `recoveryVersionSkips`), so a read version from before a recovery
+    /// stays readable until a window of versions has passed after the recovery (about five
+    /// seconds), although the version jumped by 100,000,000.
+    recent_jumps: VecDeque<(Version, i64)>,
     /// Replies a stopped process would have sent: they go out when it continues.
     frozen: Vec<Outgoing>,
     stalled: Vec<Stalled>,
@@ -669,7 +670,7 @@ impl State {
     // --- versions -----------------------------------------------------------------------------
 
     fn clock(&self) -> Version {
-        1_000_000 + self.started.elapsed().as_micros() as i64 + self.version_bump
+        INITIAL_VERSION + self.started.elapsed().as_micros() as i64 + self.version_bump
     }
 
     /// The newest committed version (and the version every read version is at most).
@@ -680,19 +681,20 @@ impl State {
     }
 
     /// The oldest version a storage server still reads at: the window behind the newest,
-    /// stretched by the recovery jumps younger than the window (see `recent_jumps`).
+    /// stretched by the recovery jumps the window still reaches back over (see
+    /// `recent_jumps`). Counted in versions, as fdbserver's `proposedOldestVersion` is.
     fn oldest_version(&mut self) -> Version {
-        let window = Duration::from_micros(self.cfg.mvcc_window as u64);
-        let now = Instant::now();
-        while self
-            .recent_jumps
-            .front()
-            .is_some_and(|(at, _)| now.duration_since(*at) >= window)
-        {
-            self.recent_jumps.pop_front();
+        let current = self.current_version();
+        loop {
+            let stretch: i64 = self.recent_jumps.iter().map(|(_, j)| j).sum();
+            let oldest = current - self.cfg.mvcc_window - stretch;
+            match self.recent_jumps.front() {
+                Some(&(before, _)) if oldest > before => {
+                    self.recent_jumps.pop_front();
+                }
+                _ => return oldest,
+            }
         }
-        let young: i64 = self.recent_jumps.iter().map(|(_, j)| j).sum();
-        self.current_version() - self.cfg.mvcc_window - young
     }
 
     fn new_token(&mut self) -> Uid {
@@ -2332,9 +2334,10 @@ impl State {
         self.grv_token = self.new_token();
         self.commit_token = self.new_token();
         self.cc_token = self.new_token();
+        let before = self.current_version();
         self.version_bump += shape.version_jump.max(0);
         self.recent_jumps
-            .push_back((Instant::now(), shape.version_jump.max(0)));
+            .push_back((before, shape.version_jump.max(0)));
         self.resolver_floor = self.current_version();
         self.history.clear();
         self.recoveries += 1;

@@ -1,0 +1,201 @@
+//! What the cluster answers for a read version set by hand (`set_read_version`): too old,
+//! inside the MVCC window, or in the future, for reads and for commits, compared between
+//! the test cluster and a real fdbserver 7.3.77 (`dual::run`).
+//!
+//! fdbserver's windows are counted in versions, not in time: a storage server refuses a read
+//! below `version - MAX_READ_TRANSACTION_LIFE_VERSIONS` (5,000,000) or at a version `<= 0`
+//! (`waitForVersion`), and waits `FUTURE_VERSION_DELAY` (1 s) for a version it does not
+//! have yet before `future_version`; the resolver refuses a commit with read conflict ranges
+//! whose read snapshot is below `commit version - MAX_WRITE_TRANSACTION_LIFE_VERSIONS`
+//! (5,000,000; `ConflictBatch::addTransaction`). A write-only transaction is made
+//! self-conflicting by the client (NativeAPI's `makeSelfConflicting`), so it is refused too,
+//! unless `causal_write_risky` is set. A fresh database's versions are already above
+//! 100,000,000 (its first recovery jumps `MAX_VERSIONS_IN_FLIGHT`), so read version 1 is
+//! far outside every window from the start.
+//!
+//! The test cluster used to start its versions at 1,000,000, so for its first four seconds
+//! read version 1 was inside its window: reads and commits there succeeded where fdbserver
+//! answers `transaction_too_old`.
+//!
+//! libfdb_c adds a rule of its own that this client does not follow: it refuses, without
+//! asking a storage server, a read below the smallest read version its `Database` got from a
+//! GRV proxy (NativeAPI's `minAcceptableReadVersion`; every read before its first one). The
+//! reads here at 1 and two windows back are refused by the storage servers either way; those
+//! a fifth of the window back may lie below this client's first read version, where
+//! libfdb_c would refuse them (a real cluster served them to this client).
+
+use std::time::Duration;
+
+use fdb_driver_tokio::{ConflictRangeType, Error, KeySelector, TransactionOption};
+use fdb_protocol::error::ErrorCode;
+use fdb_tests::dual::{self, Target};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The MVCC windows (`MAX_READ_TRANSACTION_LIFE_VERSIONS`, `MAX_WRITE_TRANSACTION_LIFE_VERSIONS`).
+const WINDOW: i64 = 5_000_000;
+
+fn outcome<T>(r: Result<T, Error>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => match e.code() {
+            Some(c) => format!("error:{}", c.0),
+            None => format!("not an FDB error: {e}"),
+        },
+    }
+}
+
+fn err(c: ErrorCode) -> String {
+    format!("error:{}", c.0)
+}
+
+async fn grv(t: &Target) -> i64 {
+    t.db.create_transaction().get_read_version().await.unwrap()
+}
+
+/// Each kind of request, in a fresh transaction at read version `rv`: a get, a range read,
+/// a key selector, a commit with a read conflict range, a write-only commit, and a
+/// write-only commit with `causal_write_risky`.
+async fn answers(t: &Target, rv: i64) -> [(&'static str, String); 6] {
+    let k = t.k("k");
+    let tx = t.db.create_transaction();
+    tx.set_read_version(rv);
+    let get = outcome(tx.get(&k).await);
+    let tx = t.db.create_transaction();
+    tx.set_read_version(rv);
+    let range = outcome(tx.get_range(t.k(""), t.end(), 0).await);
+    let tx = t.db.create_transaction();
+    tx.set_read_version(rv);
+    let key = outcome(
+        tx.get_key(KeySelector::first_greater_or_equal(&k), false)
+            .await,
+    );
+    let tx = t.db.create_transaction();
+    tx.set_read_version(rv);
+    tx.add_conflict_range(t.k("r"), t.k("r\x00"), ConflictRangeType::Read)
+        .unwrap();
+    tx.set(t.k("w1"), b"1");
+    let commit_read = outcome(tx.commit().await);
+    let tx = t.db.create_transaction();
+    tx.set_read_version(rv);
+    tx.set(t.k("w2"), b"1");
+    let commit_blind = outcome(tx.commit().await);
+    let tx = t.db.create_transaction();
+    tx.set_option(TransactionOption::CausalWriteRisky).unwrap();
+    tx.set_read_version(rv);
+    tx.set(t.k("w3"), b"1");
+    let commit_risky = outcome(tx.commit().await);
+    [
+        ("get", get),
+        ("get_range", range),
+        ("get_key", key),
+        ("commit with a read conflict range", commit_read),
+        ("write-only commit", commit_blind),
+        ("write-only commit, causal_write_risky", commit_risky),
+    ]
+}
+
+fn check(t: &Target, case: &str, got: [(&'static str, String); 6], want: [&str; 6]) {
+    for ((what, got), want) in got.iter().zip(want) {
+        assert_eq!(got, want, "{}: {what} at {case}", t.name);
+    }
+}
+
+#[test]
+fn read_versions_outside_the_windows() {
+    dual::run("read-version-windows", LIMIT, |t: Target| async move {
+        let too_old = err(ErrorCode::TRANSACTION_TOO_OLD);
+        let future = err(ErrorCode::FUTURE_VERSION);
+        let tx = t.db.create_transaction();
+        tx.set(t.k("k"), b"v");
+        let written = tx.commit().await.unwrap();
+        // Inside the window a read sees the database as of its version.
+        for (rv, want) in [(written, Some(&b"v"[..])), (written - 1, None)] {
+            let tx = t.db.create_transaction();
+            tx.set_read_version(rv);
+            assert_eq!(
+                tx.get(t.k("k")).await.unwrap().as_deref(),
+                want,
+                "{}",
+                t.name
+            );
+        }
+
+        // Already past a recovery's jump, on a fresh test cluster too.
+        let g = grv(&t).await;
+        assert!(g > 100_000_000, "{}: first read version {g}", t.name);
+
+        // Version 1: older than every window.
+        let got = answers(&t, 1).await;
+        check(
+            &t,
+            "version 1",
+            got,
+            [&too_old, &too_old, &too_old, &too_old, &too_old, "ok"],
+        );
+
+        // Twice the window behind the newest version: the storage servers refuse reads.
+        let g = grv(&t).await;
+        let got = answers(&t, g - 2 * WINDOW).await;
+        check(
+            &t,
+            "two windows back",
+            got,
+            [&too_old, &too_old, &too_old, &too_old, &too_old, "ok"],
+        );
+
+        // 5.5 s of versions behind: a commit's version is above `g`, so the resolver's window
+        // (counted from the commit version) no longer covers the snapshot.
+        for what in ["read conflict", "write-only"] {
+            let g = grv(&t).await;
+            let tx = t.db.create_transaction();
+            tx.set_read_version(g - WINDOW - WINDOW / 10);
+            if what == "read conflict" {
+                tx.add_conflict_range(t.k("r"), t.k("r\x00"), ConflictRangeType::Read)
+                    .unwrap();
+            }
+            tx.set(t.k("w"), b"1");
+            assert_eq!(
+                outcome(tx.commit().await),
+                too_old,
+                "{}: {what} commit 5.5 s of versions behind",
+                t.name
+            );
+        }
+
+        // Well inside the window: everything works.
+        let g = grv(&t).await;
+        let got = answers(&t, g - WINDOW / 5).await;
+        check(
+            &t,
+            "a fifth of the window back",
+            got,
+            ["ok", "ok", "ok", "ok", "ok", "ok"],
+        );
+
+        // Ten seconds of versions ahead: reads wait for the version, then `future_version`;
+        // commits do not wait for it and get a commit version below their read version.
+        let g = grv(&t).await;
+        let ahead = g + 2 * WINDOW;
+        let got = answers(&t, ahead).await;
+        check(
+            &t,
+            "two windows ahead",
+            got,
+            [&future, &future, &future, "ok", "ok", "ok"],
+        );
+        let tx = t.db.create_transaction();
+        tx.set_read_version(ahead);
+        tx.add_conflict_range(t.k("r"), t.k("r\x00"), ConflictRangeType::Read)
+            .unwrap();
+        tx.set(t.k("f"), b"1");
+        let cv = tx.commit().await.unwrap();
+        assert!(
+            g < cv && cv < ahead,
+            "{}: commit version {cv} at read version {ahead} (newest was {g})",
+            t.name
+        );
+        let tx = t.db.create_transaction();
+        assert_eq!(tx.get(t.k("f")).await.unwrap().as_deref(), Some(&b"1"[..]));
+    });
+}
