@@ -8,6 +8,7 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 use bytes::Bytes;
 
+use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::coordination::ClientDBInfo;
@@ -69,6 +70,9 @@ pub(crate) struct GrvBatcher {
     /// Sent and not answered, by batch id: the flags and the waiters.
     in_flight: BTreeMap<u64, (u32, Vec<GrvWaiter>)>,
     next_batch: u64,
+    /// The smallest read version a GRV proxy of this cluster has given this database
+    /// (`DatabaseContext::minAcceptableReadVersion`); `None` before the first one.
+    floor: Option<Version>,
 }
 
 impl GrvBatcher {
@@ -129,6 +133,7 @@ impl GrvBatcher {
         let result = match decode_reply::<GetReadVersionReply>(message) {
             Ok(ErrorOr::Ok(r)) => {
                 locked = r.locked;
+                self.served(r.version);
                 Ok(r.version)
             }
             Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
@@ -139,6 +144,28 @@ impl GrvBatcher {
             result,
             locked,
         })
+    }
+
+    /// A GRV proxy gave this database read version `version` (a batch's reply, or the
+    /// committed version asked after an unknown commit result).
+    pub(crate) fn served(&mut self, version: Version) {
+        self.floor = Some(self.floor.map_or(version, |f| f.min(version)));
+    }
+
+    /// Whether a read at `version` may be sent: libfdb_c refuses, with `transaction_too_old`,
+    /// a read below the smallest read version the database has got from a GRV proxy, and
+    /// every read before its first one (`DatabaseContext::validateVersion`).
+    pub(crate) fn check_read_version(&self, version: Version) -> Result<(), ClientError> {
+        match self.floor {
+            Some(f) if version >= f => Ok(()),
+            _ => Err(ClientError::Fdb(ErrorCode::TRANSACTION_TOO_OLD)),
+        }
+    }
+
+    /// The database now talks to another cluster: no read version seen so far counts
+    /// (`switchConnectionRecordImpl`).
+    pub(crate) fn forget_floor(&mut self) {
+        self.floor = None;
     }
 
     /// Batch `batch` got no answer. Asking for a read version is idempotent: its waiters go

@@ -150,9 +150,14 @@ impl Client {
     }
 
     /// Switches to another connection string (a re-read cluster file, say): the coordinator
-    /// request in flight is abandoned and the new coordinators are asked at once.
+    /// request in flight is abandoned and the new coordinators are asked at once. A
+    /// connection string of another cluster (another `description:id`) also forgets the read
+    /// versions seen, under which reads at a set read version are refused.
     pub fn set_cluster(&mut self, now: Instant, cluster: ClusterFile) {
         self.now = now;
+        if cluster.cluster_key() != self.monitor.cluster().cluster_key() {
+            self.grv.forget_floor();
+        }
         self.monitor.set_cluster(&mut io!(self), cluster);
         self.drive(now);
     }
@@ -297,7 +302,10 @@ impl Client {
             }
             Route::CommittedVersion(op) => {
                 let r = match decode_reply::<GetReadVersionReply>(message) {
-                    Ok(ErrorOr::Ok(r)) => Ok(r.version),
+                    Ok(ErrorOr::Ok(r)) => {
+                        self.grv.served(r.version);
+                        Ok(r.version)
+                    }
                     Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
                     Err(e) => Err(ClientError::Decode(e)),
                 };

@@ -228,7 +228,7 @@ impl Transactions {
         loop {
             if let Some(native) = &mut read.native {
                 // NativeAPI's reads start by waiting for the read version.
-                let version = match self.read_version_for(cx, req, tx, false) {
+                let version = match self.read_version_to_read(cx, req, tx) {
                     Some(Ok(v)) => v,
                     Some(Err(e)) => return Progress::Failed(e),
                     None => return Progress::Wait,

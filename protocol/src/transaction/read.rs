@@ -59,6 +59,19 @@ impl Transactions {
         self.read_version_only(cx, req, tx, for_commit)
     }
 
+    /// The read version of a read sent to a storage server (a get, a range read, a key
+    /// selector, a watch's first read): libfdb_c checks it against the database's floor
+    /// first (`validateVersion`), which only a read version set by hand can fail.
+    pub(super) fn read_version_to_read(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+    ) -> Option<Result<Version, ClientError>> {
+        let r = self.read_version_for(cx, req, tx, false)?;
+        Some(r.and_then(|v| cx.grv.check_read_version(v).map(|()| v)))
+    }
+
     /// The read version alone (`getReadVersion` does not wait for the tenant).
     pub(super) fn read_version_only(
         &mut self,
@@ -214,7 +227,7 @@ impl Transactions {
     }
 
     fn read_stored(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId, key: Bytes) {
-        let version = match self.read_version_for(cx, req, tx, false) {
+        let version = match self.read_version_to_read(cx, req, tx) {
             Some(Ok(v)) => v,
             Some(Err(e)) => return self.fail_op(cx, req, e),
             None => return,

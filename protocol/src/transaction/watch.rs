@@ -118,7 +118,7 @@ impl Transactions {
             // commit version once committed.
             let at = match version {
                 Some(v) => v,
-                None => match self.read_version_for(cx, req, tx, false) {
+                None => match self.read_version_to_read(cx, req, tx) {
                     Some(Ok(v)) => v,
                     Some(Err(e)) => return self.fail_op(cx, req, e),
                     None => return,
