@@ -41,12 +41,12 @@ fn stream(port: u16, token: Uid) -> RequestStream {
 }
 
 /// One proxy pair answering at once (read versions 100, 101, ...; one shard on one storage
-/// server); storage reads wait for the test, and so do commits unless `commit_error` says
+/// server); storage reads (gets, key selectors, range reads) wait for the test, and so do commits unless `commit_error` says
 /// what to answer them.
-struct Cluster {
+pub(super) struct Cluster {
     info: ClientDBInfo,
     server: StorageServerInterface,
-    version: i64,
+    pub(super) version: i64,
     commit_error: Option<ErrorCode>,
 }
 
@@ -75,7 +75,9 @@ impl Server for Cluster {
                 };
                 wire.reply(&req, ErrorOr::Ok(reply));
             }
-            AnyMessage::GetValueRequest(_) => return Some(req),
+            AnyMessage::GetValueRequest(_)
+            | AnyMessage::GetKeyRequest(_)
+            | AnyMessage::GetKeyValuesRequest(_) => return Some(req),
             AnyMessage::CommitTransactionRequest(_) => match self.commit_error {
                 Some(e) => wire.reply(&req, ErrorOr::<CommitID>::Err(e)),
                 None => return Some(req),
@@ -86,7 +88,7 @@ impl Server for Cluster {
     }
 }
 
-fn sim() -> Sim<Cluster> {
+pub(super) fn sim() -> Sim<Cluster> {
     let cluster_file = ClusterFile::parse("t:t@127.0.0.1:4500").unwrap();
     let info = ClientDBInfo {
         grv_proxies: vec![GrvProxyInterface {
@@ -119,7 +121,7 @@ fn sim() -> Sim<Cluster> {
 
 impl Sim<Cluster> {
     /// Answers the held read of `key` with `value`; returns the version it was asked at.
-    fn answer(&mut self, key: &[u8], value: Option<&'static [u8]>) -> i64 {
+    pub(super) fn answer(&mut self, key: &[u8], value: Option<&'static [u8]>) -> i64 {
         let req = self
             .take_request(|r| matches!(&r.msg, AnyMessage::GetValueRequest(g) if g.key == key))
             .expect("a held read of that key");
@@ -135,7 +137,7 @@ impl Sim<Cluster> {
         version
     }
 
-    fn held_reads(&mut self) -> Vec<Bytes> {
+    pub(super) fn held_reads(&mut self) -> Vec<Bytes> {
         self.drive();
         self.requests()
             .iter()

@@ -20,6 +20,8 @@ mod addresses;
 mod backoff_tests;
 mod commit;
 mod db_options;
+#[cfg(test)]
+mod floor_tests;
 mod log;
 mod metrics;
 mod native;
