@@ -22,6 +22,8 @@ pub struct Target {
     pub prefix: Vec<u8>,
     /// The test cluster (exact byte samples, faults available); `false` on a real cluster.
     pub exact: bool,
+    /// The connection string of the cluster, to open more databases on it.
+    pub cluster: ClusterFile,
 }
 
 impl Target {
@@ -30,6 +32,11 @@ impl Target {
         let mut v = self.prefix.clone();
         v.extend_from_slice(key.as_bytes());
         v
+    }
+    /// Another database on the same cluster, with state of its own (its locations, the read
+    /// versions it has been served).
+    pub fn another_database(&self, seed: u64) -> Database {
+        Database::from_cluster_file(self.cluster.clone(), seed).expect("the driver starts")
     }
     /// [`Target::k`] as `Bytes`.
     pub fn kb(&self, key: &str) -> Bytes {
@@ -160,9 +167,10 @@ where
         let cf = ClusterFile::parse(&cluster.cluster_file_string()).expect("cluster file");
         let t = Target {
             name: "test cluster",
-            db: Database::from_cluster_file(cf, 7).expect("the driver starts"),
+            db: Database::from_cluster_file(cf.clone(), 7).expect("the driver starts"),
             prefix: Vec::new(),
             exact: true,
+            cluster: cf,
         };
         tokio::time::timeout(limit, scenario(t))
             .await
@@ -173,7 +181,7 @@ where
         return;
     };
     let prefix = random_prefix(tag);
-    let _clean = ClearOnDrop::prefix(cf, &prefix);
+    let _clean = ClearOnDrop::prefix(cf.clone(), &prefix);
     rt.block_on(async {
         let db = Database::open(Some(&path)).expect("open the real cluster");
         let t = Target {
@@ -181,6 +189,7 @@ where
             db,
             prefix,
             exact: false,
+            cluster: cf,
         };
         tokio::time::timeout(limit, scenario(t))
             .await

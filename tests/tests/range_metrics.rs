@@ -357,9 +357,10 @@ fn wrong_shard_server_relocates_and_other_errors_fail() {
         let cf = ClusterFile::parse(&cluster.cluster_file_string()).unwrap();
         let t = Target {
             name: "test cluster",
-            db: Database::from_cluster_file(cf, 11).expect("the driver starts"),
+            db: Database::from_cluster_file(cf.clone(), 11).expect("the driver starts"),
             prefix: Vec::new(),
             exact: true,
+            cluster: cf,
         };
         let keys = fill(&t).await;
         let (begin, end) = (t.k("a"), t.k("{"));

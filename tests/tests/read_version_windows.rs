@@ -17,14 +17,17 @@
 //! read version 1 was inside its window: reads and commits there succeeded where fdbserver
 //! answers `transaction_too_old`.
 //!
-//! libfdb_c adds a rule of its own that this client does not follow: it refuses, without
-//! asking a storage server, a read below the smallest read version its `Database` got from a
-//! GRV proxy (NativeAPI's `minAcceptableReadVersion`; every read before its first one). The
-//! reads here at 1 and two windows back are refused by the storage servers either way; those
-//! a fifth of the window back may lie below this client's first read version, where
-//! libfdb_c would refuse them (a real cluster served them to this client).
+//! libfdb_c adds a rule of its own, which this client follows: it refuses, without asking a
+//! storage server, a read (get, range read, key selector) below the smallest read version its
+//! `Database` got from a GRV proxy, and every such read before its first one (NativeAPI's
+//! `validateVersion` against `minAcceptableReadVersion`, on for every database
+//! `fdb_create_database` opens); commits are not checked. The reads at 1 and two windows back
+//! are refused either way; those a fifth of the window back are taken above the database's
+//! first read version, where the storage servers answer them.
 
 use std::time::Duration;
+
+use fdb_driver_tokio::Database;
 
 use fdb_driver_tokio::{ConflictRangeType, Error, KeySelector, TransactionOption};
 use fdb_protocol::error::ErrorCode;
@@ -107,6 +110,8 @@ fn read_versions_outside_the_windows() {
         let too_old = err(ErrorCode::TRANSACTION_TOO_OLD);
         let future = err(ErrorCode::FUTURE_VERSION);
         let tx = t.db.create_transaction();
+        // The database's first read version: the floor under its reads at a set version.
+        let floor = tx.get_read_version().await.unwrap();
         tx.set(t.k("k"), b"v");
         let written = tx.commit().await.unwrap();
         // Inside the window a read sees the database as of its version.
@@ -163,8 +168,13 @@ fn read_versions_outside_the_windows() {
             );
         }
 
-        // Well inside the window: everything works.
-        let g = grv(&t).await;
+        // Well inside the window, and above the floor: everything works. (Versions advance
+        // about 1,000,000 a second, so the wait is a second at most.)
+        let mut g = grv(&t).await;
+        while g - WINDOW / 5 < floor {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            g = grv(&t).await;
+        }
         let got = answers(&t, g - WINDOW / 5).await;
         check(
             &t,
@@ -198,4 +208,68 @@ fn read_versions_outside_the_windows() {
         let tx = t.db.create_transaction();
         assert_eq!(tx.get(t.k("f")).await.unwrap().as_deref(), Some(&b"1"[..]));
     });
+}
+
+/// A get, a range read and a key selector at read version `rv` in `db`, each in a fresh
+/// transaction.
+async fn reads(t: &Target, db: &Database, rv: i64) -> [String; 3] {
+    let k = t.k("k");
+    let tx = db.create_transaction();
+    tx.set_read_version(rv);
+    let get = outcome(tx.get(&k).await);
+    let tx = db.create_transaction();
+    tx.set_read_version(rv);
+    let range = outcome(tx.get_range(t.k(""), t.end(), 0).await);
+    let tx = db.create_transaction();
+    tx.set_read_version(rv);
+    let key = outcome(
+        tx.get_key(KeySelector::first_greater_or_equal(&k), false)
+            .await,
+    );
+    [get, range, key]
+}
+
+/// The client's floor (see the module docs), as libfdb_c 7.3.77 behaves through the Python
+/// binding: a fresh database refuses reads at a version another database was served, until
+/// its own first read version; then it refuses reads below that one only.
+#[test]
+fn reads_below_the_databases_smallest_read_version_are_refused() {
+    dual::run("read-version-floor", LIMIT, |t: Target| async move {
+        let too_old = err(ErrorCode::TRANSACTION_TOO_OLD);
+        let refused = [too_old.clone(), too_old.clone(), too_old.clone()];
+        let served = ["ok".to_string(), "ok".into(), "ok".into()];
+        let other = t.another_database(8);
+        let tx = other.create_transaction();
+        let theirs = tx.get_read_version().await.unwrap();
+        // A fresh database has no floor yet: a read at any set version is refused.
+        let db = t.another_database(9);
+        assert_eq!(reads(&t, &db, theirs).await, refused, "{}: before the first", t.name);
+        // A commit elsewhere moves the versions past `theirs`; then this database's first.
+        let tx = other.create_transaction();
+        tx.set(t.k("moved"), b"1");
+        let written = tx.commit().await.unwrap();
+        let tx = db.create_transaction();
+        let first = tx.get_read_version().await.unwrap();
+        assert!(theirs < written && written <= first, "{}", t.name);
+        assert_eq!(reads(&t, &db, first).await, served, "{}: at the first", t.name);
+        assert_eq!(reads(&t, &db, first - 1).await, refused, "{}: one below", t.name);
+        assert_eq!(reads(&t, &db, theirs).await, refused, "{}: another's", t.name);
+        // The other database, whose floor is `theirs`, is served there.
+        assert_eq!(reads(&t, &other, theirs).await, served, "{}: its own", t.name);
+        // Later read versions do not raise the floor.
+        let later = grv_of(&db).await;
+        assert!(later >= first);
+        assert_eq!(reads(&t, &db, first).await, served, "{}: after another", t.name);
+        // Commits are not checked: one at `theirs` with a read conflict range is committed.
+        let tx = db.create_transaction();
+        tx.set_read_version(theirs);
+        tx.add_conflict_range(t.k("r"), t.k("r\x00"), ConflictRangeType::Read)
+            .unwrap();
+        tx.set(t.k("w"), b"1");
+        assert_eq!(outcome(tx.commit().await), "ok", "{}: commit", t.name);
+    });
+}
+
+async fn grv_of(db: &Database) -> i64 {
+    db.create_transaction().get_read_version().await.unwrap()
 }
