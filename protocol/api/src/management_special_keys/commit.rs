@@ -2,6 +2,9 @@
 //! order before the commit, with the small parts (consistency check, lock, data
 //! distribution) here and the larger ones in files of their own.
 
+use fdb_protocol::error::ErrorCode;
+use fdb_protocol::{ConflictRangeType, MutationType, SpecialWrite, TransactionOption};
+
 use super::errors::{api_error, api_failure};
 use super::exclusion::commit_exclusion;
 use super::maintenance::commit_maintenance;
@@ -15,8 +18,6 @@ use super::values::{parse_uid, random_uid, uid_bytes};
 use crate::driver::Driver;
 use crate::error::Error;
 use crate::transaction::Transaction;
-use fdb_protocol::error::ErrorCode;
-use fdb_protocol::{ConflictRangeType, MutationType, SpecialWrite, TransactionOption};
 
 /// Carries out the writes into the management parts (all but the tenant module's), in key
 /// order, before the commit (`SpecialKeySpace::commit`).

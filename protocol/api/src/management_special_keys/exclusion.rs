@@ -2,6 +2,9 @@
 //! set under `\xff/conf/`, the cleared ones included again, after the space check unless
 //! forced.
 
+use fdb_protocol::error::ErrorCode;
+use fdb_protocol::{ConflictRangeType, SpecialWrite, TransactionOption};
+
 use super::address::AddressExclusion;
 use super::errors::api_error;
 use super::parts::{swap_prefix, write_at, writes_in, CONF_PREFIX, LOCALITY_PREFIX, MANAGEMENT};
@@ -10,8 +13,6 @@ use super::values::{random_uid, uid_hex};
 use crate::driver::Driver;
 use crate::error::Error;
 use crate::transaction::Transaction;
-use fdb_protocol::error::ErrorCode;
-use fdb_protocol::{ConflictRangeType, SpecialWrite, TransactionOption};
 
 /// `excludeCommitActor` / `excludeLocalityCommitActor`, then `includeServers` /
 /// `includeLocalities`.

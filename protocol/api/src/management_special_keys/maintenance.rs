@@ -1,14 +1,15 @@
 //! The maintenance commit (`maintenance/<zone>`): one zone's healthy-zone value for the
 //! seconds written, or its clear; with boost's printing of the seconds in its messages.
 
+use fdb_protocol::error::ErrorCode;
+use fdb_protocol::{SpecialWrite, TransactionOption};
+
 use super::errors::api_error;
 use super::parts::{writes_in, HEALTHY_ZONE_KEY, IGNORE_SS_FAILURES_ZONE, VERSIONS_PER_SECOND};
 use super::values::{decode_healthy_zone, healthy_zone_value};
 use crate::driver::Driver;
 use crate::error::Error;
 use crate::transaction::Transaction;
-use fdb_protocol::error::ErrorCode;
-use fdb_protocol::{SpecialWrite, TransactionOption};
 
 /// `maintenanceCommitActor`: one zone in maintenance for the seconds written, or a clear of
 /// the zone in maintenance.

@@ -58,4 +58,5 @@ mod space_check;
 mod values;
 
 pub(crate) use commit::commit_writes;
+pub(crate) use errors::{api_error, api_failure};
 pub(crate) use read::{reads_key, reads_range};

@@ -5,8 +5,8 @@
 use bytes::Bytes;
 use fdb_protocol::{KeyValue, SpecialWrite, TENANT_MANAGEMENT_RANGE};
 
-pub(crate) const MANAGEMENT: (&[u8], &[u8]) = (b"\xff\xff/management/", b"\xff\xff/management0");
-pub(crate) const CONFIGURATION: (&[u8], &[u8]) =
+pub(super) const MANAGEMENT: (&[u8], &[u8]) = (b"\xff\xff/management/", b"\xff\xff/management0");
+pub(super) const CONFIGURATION: (&[u8], &[u8]) =
     (b"\xff\xff/configuration/", b"\xff\xff/configuration0");
 
 /// The parts of the two modules libfdb_c 7.3 registers (API version 730).

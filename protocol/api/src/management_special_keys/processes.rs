@@ -4,6 +4,11 @@
 
 use std::net::IpAddr;
 
+use bytes::Bytes;
+use fdb_protocol::error::ErrorCode;
+use fdb_protocol::messages::storage::StorageServerInterface;
+use fdb_protocol::TransactionOption;
+
 use super::address::AddressExclusion;
 use super::parts::{
     CONF_PREFIX, LOCALITY_PREFIX, LOGS_KEY, PROCESS_CLASSES, SERVER_LIST, WORKER_LIST,
@@ -14,10 +19,6 @@ use super::values::{
 use crate::driver::Driver;
 use crate::error::Error;
 use crate::transaction::Transaction;
-use bytes::Bytes;
-use fdb_protocol::error::ErrorCode;
-use fdb_protocol::messages::storage::StorageServerInterface;
-use fdb_protocol::TransactionOption;
 
 /// `ExclusionInProgressActor`: the addresses of the storage servers and logs the exclusions
 /// (by address and by locality, failed or not) cover, or logs without an address, sorted.

@@ -2,6 +2,13 @@
 //! (with the transaction's own writes merged in), and the point and range reads handed to
 //! the core with the ranges they cover.
 
+use bytes::Bytes;
+use fdb_protocol::error::ErrorCode;
+use fdb_protocol::messages::types::KeyRange;
+use fdb_protocol::{
+    KeySelector, KeyValue, RangeOptions, RangeResult, SpecialWrite, TransactionOption,
+};
+
 use super::parts::{
     row, swap_prefix, write_at, Part, CONFIGURATION, CONF_PREFIX, CONSISTENCY_CHECK_SUSPENDED_KEY,
     DATA_DISTRIBUTION_MODE_KEY, DB_LOCKED_KEY, HEALTHY_ZONE_KEY, IGNORE_SS_FAILURES_ZONE,
@@ -12,12 +19,6 @@ use super::values::{decode_healthy_zone, le_u64, uid_hex};
 use crate::driver::{query, Driver, Pending};
 use crate::error::Error;
 use crate::transaction::Transaction;
-use bytes::Bytes;
-use fdb_protocol::error::ErrorCode;
-use fdb_protocol::messages::types::KeyRange;
-use fdb_protocol::{
-    KeySelector, KeyValue, RangeOptions, RangeResult, SpecialWrite, TransactionOption,
-};
 
 /// The module (management or configuration) holding `key`.
 fn module_of(key: &[u8]) -> Option<(&'static [u8], &'static [u8])> {

@@ -1,18 +1,18 @@
 //! fdbcli's `setclass` (`\xff\xff/configuration/process/class_type/<addr>`): the class set
 //! in `\xff/processClass/` for every worker the address covers.
 
+use fdb_protocol::error::ErrorCode;
+use fdb_protocol::{SpecialWrite, TransactionOption};
+
 use super::address::{parse_network_address, AddressExclusion};
 use super::errors::api_error;
 use super::parts::{
     writes_in, PROCESS_CLASSES, PROCESS_CLASS_CHANGE_KEY, PROCESS_CLASS_VALUE_VERSION, WORKER_LIST,
 };
+use super::values::{class_named, decode_worker, random_uid, uid_hex, DB_SOURCE, TESTER_CLASS};
 use crate::driver::Driver;
 use crate::error::Error;
 use crate::transaction::Transaction;
-use fdb_protocol::error::ErrorCode;
-use fdb_protocol::{SpecialWrite, TransactionOption};
-
-use super::values::{class_named, decode_worker, random_uid, uid_hex, DB_SOURCE, TESTER_CLASS};
 
 /// `ProcessClassRangeImpl::commit`: each address set to a class (`default`: the one the
 /// process was started with), for every worker the address covers.
