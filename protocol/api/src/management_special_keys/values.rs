@@ -3,8 +3,6 @@
 //! from the random UIDs; kept apart so the read and commit paths share one codec.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 
 /// `ProtocolVersion::withHealthyZoneValue()`, the version a healthy zone value starts with.
 const HEALTHY_ZONE_VALUE_VERSION: u64 = 0x0FDB_00B0_6201_0001;
@@ -196,20 +194,9 @@ pub(super) fn parse_uid(s: &[u8]) -> Option<(u64, u64)> {
     ))
 }
 
-/// A fresh random UID (`deterministicRandom()->randomUniqueID()`): splitmix64 over a
-/// process-wide counter seeded from the process's entropy.
+/// A fresh random UID (`deterministicRandom()->randomUniqueID()`).
 pub(super) fn random_uid() -> (u64, u64) {
-    static STATE: OnceLock<AtomicU64> = OnceLock::new();
-    let next = || {
-        let s = STATE
-            .get_or_init(|| AtomicU64::new(crate::engine::entropy_seed()))
-            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
-        let mut z = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
-    (next(), next())
+    (crate::engine::random_u64(), crate::engine::random_u64())
 }
 
 /// `decodeHealthyZoneValue`: the zone and the version its maintenance lasts until.
