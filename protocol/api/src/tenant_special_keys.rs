@@ -51,7 +51,7 @@ fn reads_tenants(key: &[u8]) -> bool {
 
 /// Whether a range read between these selectors is the tenant module's (both keys inside
 /// it; its rows are then read first). A read reaching past it is the management module's
-/// (`management_special_keys.rs`), which reads the rows of every part it may reach.
+/// (`management_special_keys/`), which reads the rows of every part it may reach.
 fn range_reads_tenants(begin: &KeySelector, end: &KeySelector) -> bool {
     let (tb, te) = TENANT_MANAGEMENT_RANGE;
     let (b, e) = (begin.key.as_ref(), end.key.as_ref());
