@@ -49,8 +49,8 @@ fn reads_tenants(key: &[u8]) -> bool {
 }
 
 /// Whether a range read between these selectors is the tenant module's (both keys inside
-/// it; its rows are then read first). A read reaching past it touches parts this client does
-/// not serve, and the core refuses it without them.
+/// it; its rows are then read first). A read reaching past it is the management module's
+/// (`management_special_keys.rs`), which reads the rows of every part it may reach.
 fn range_reads_tenants(begin: &KeySelector, end: &KeySelector) -> bool {
     let (tb, te) = TENANT_MANAGEMENT_RANGE;
     let (b, e) = (begin.key.as_ref(), end.key.as_ref());
@@ -89,24 +89,28 @@ async fn rows<D: Driver>(
         .collect())
 }
 
-/// The rows a range read between `begin` and `end` may land on: when both selectors are
-/// plain keys (offset 1), the first `limit` names between the two keys (0: all), as
-/// `getTenantList` lists them whatever the read's direction (so that a reverse read with a
-/// limit answers from the first tenants of the range, as libfdb_c 7.3.77 does); every tenant
-/// otherwise.
+/// The rows a range read between two plain keys (offset 1) may land on: the first `limit`
+/// names between the two keys (0: all), as `getTenantList` lists them whatever the read's
+/// direction (so that a reverse read with a limit answers from the first tenants of the
+/// range, as libfdb_c 7.3.77 does).
 async fn rows_for_range<D: Driver>(
     tx: &Transaction<D>,
     begin: &KeySelector,
     end: &KeySelector,
     limit: usize,
 ) -> Result<Vec<KeyValue>, Error> {
-    if begin.offset == 1 && end.offset == 1 {
-        let mut last = name_at(&end.key).to_vec();
-        last.push(0);
-        rows(tx, name_at(&begin.key), &last, limit).await
-    } else {
-        rows(tx, b"", NAMES_END, 0).await
-    }
+    let mut last = name_at(&end.key).to_vec();
+    last.push(0);
+    rows(tx, name_at(&begin.key), &last, limit).await
+}
+
+/// The module's rows between two special keys (in the tenant module or around it).
+pub(crate) async fn rows_between<D: Driver>(
+    tx: &Transaction<D>,
+    begin: &[u8],
+    end: &[u8],
+) -> Result<Vec<KeyValue>, Error> {
+    rows(tx, name_at(begin), name_at(end), 0).await
 }
 
 /// The row of a point read.
@@ -231,7 +235,11 @@ fn configured(
 
 /// Carries out the tenant module's writes in `tx`, before its commit (`commitImpl`).
 async fn commit_writes<D: Driver>(tx: &Transaction<D>) -> Result<(), Error> {
-    let writes = tx.take_special_writes().await?;
+    let mut writes = tx.take_special_writes().await?;
+    // The management parts before the tenant module: `SpecialKeySpace::commit` runs the
+    // modules in key order.
+    crate::management_special_keys::commit_writes(tx, &writes).await?;
+    writes.retain(|w| reads_tenants(&w.begin));
     if writes.is_empty() {
         return Ok(());
     }
@@ -294,6 +302,9 @@ impl<D: Driver> Transaction<D> {
                     .await
             });
         }
+        if crate::management_special_keys::reads_key(&key) {
+            return self.management_get(&key);
+        }
         self.call(move |c, now, id| c.get(now, id, &key, snapshot))
     }
 
@@ -306,13 +317,19 @@ impl<D: Driver> Transaction<D> {
         opts: RangeOptions,
         snapshot: bool,
     ) -> Pending<D, RangeResult> {
-        if range_reads_tenants(&begin, &end) {
+        // A selector that is no plain key may walk out of the tenant module into the rest of
+        // the management module: those reads take the whole module's rows.
+        let plain = begin.offset == 1 && end.offset == 1;
+        if plain && range_reads_tenants(&begin, &end) {
             let tx = self.clone();
             return Pending::local(async move {
                 let rows = rows_for_range(&tx, &begin, &end, opts.limit).await?;
                 tx.call(move |c, now, id| c.get_range_with_tenants(now, id, begin, end, opts, rows))
                     .await
             });
+        }
+        if crate::management_special_keys::reads_range(&begin, &end) {
+            return self.management_range(begin, end, opts);
         }
         self.call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
     }
@@ -334,7 +351,7 @@ impl<D: Driver> Transaction<D> {
         .map_err(Error::Client)
     }
 
-    async fn set_special_error_message(&self, msg: Bytes) -> Result<(), Error> {
+    pub(crate) async fn set_special_error_message(&self, msg: Bytes) -> Result<(), Error> {
         let id = self.flushed_id();
         query(self.driver(), move |c, now| {
             let id = id(c, now);

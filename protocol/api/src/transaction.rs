@@ -197,6 +197,11 @@ impl<D: Driver> Transaction<D> {
         })
     }
 
+    /// Whether the transaction belongs to a tenant.
+    pub(crate) fn in_tenant(&self) -> bool {
+        self.inner.cell.tenant.is_some()
+    }
+
     /// A function for the loop that applies the buffered writes and yields the core's id.
     pub(crate) fn flushed_id(
         &self,

@@ -10,7 +10,7 @@ use crate::census::Census;
 use crate::error::ErrorCode;
 use crate::event::{Call, ClientError, Committed, Outcome, RangeResult};
 use crate::ids::RequestId;
-use crate::messages::types::{KeySelector, KeyValue, Version};
+use crate::messages::types::{KeyRange, KeySelector, KeyValue, Version};
 use crate::time::Instant;
 use crate::transaction::{
     ConflictRangeType, Ctx, DatabaseOption, RangeOptions, SpecialRead, SpecialWrite, TenantHandle,
@@ -200,11 +200,58 @@ impl Client {
         opts: RangeOptions,
         tenants: Vec<KeyValue>,
     ) -> Call<RangeResult> {
+        let covered = alloc::vec![tenant_module()];
+        self.get_range_with_rows(now, tx, begin, end, opts, tenants, covered)
+    }
+
+    /// A special-key range read in the management or configuration module
+    /// (`\xff\xff/management/`, `\xff\xff/configuration/`) answered with `rows`: the
+    /// module's rows in `covered` as the caller read them from the database (each part as
+    /// libfdb_c's module for it builds them). A read reaching a part of those modules outside
+    /// `covered` fails with `special_keys_no_module_found`; selectors, limits and direction
+    /// apply as to any special-key read.
+    #[allow(clippy::too_many_arguments)]
+    pub fn get_range_with_rows(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        begin: KeySelector,
+        end: KeySelector,
+        opts: RangeOptions,
+        rows: Vec<KeyValue>,
+        covered: Vec<KeyRange>,
+    ) -> Call<RangeResult> {
         self.refresh_special();
         let read = SpecialRead::Range(begin, end, opts);
         self.call(now, |txs, cx| {
-            txs.special_read_with_tenants(cx, tx, read, &tenants)
+            txs.special_read_with_rows(cx, tx, read, &rows, &covered)
         })
+    }
+
+    /// A special-key point read answered with rows of the management or configuration module
+    /// (see [`Client::get_range_with_rows`]).
+    pub fn get_with_rows(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        key: &[u8],
+        rows: Vec<KeyValue>,
+        covered: Vec<KeyRange>,
+    ) -> Call<Option<Bytes>> {
+        self.refresh_special();
+        let read = SpecialRead::Get(Bytes::copy_from_slice(key));
+        self.call(now, |txs, cx| {
+            txs.special_read_with_rows(cx, tx, read, &rows, &covered)
+        })
+    }
+
+    /// The special-key writes `tx` holds (left in place), and whether the transaction reads
+    /// its own writes: the management modules show them in their reads.
+    pub fn special_writes(
+        &self,
+        tx: TransactionId,
+    ) -> Result<(Vec<SpecialWrite>, bool), ClientError> {
+        self.txs.special_writes(tx)
     }
 
     /// A special-key point read answered with the tenant module's rows (see
@@ -216,15 +263,13 @@ impl Client {
         key: &[u8],
         tenants: Vec<KeyValue>,
     ) -> Call<Option<Bytes>> {
-        self.refresh_special();
-        let read = SpecialRead::Get(Bytes::copy_from_slice(key));
-        self.call(now, |txs, cx| {
-            txs.special_read_with_tenants(cx, tx, read, &tenants)
-        })
+        let covered = alloc::vec![tenant_module()];
+        self.get_with_rows(now, tx, key, tenants, covered)
     }
 
-    /// The writes into the special key space's tenant module (with
-    /// `special_key_space_enable_writes`), taken out of the transaction: a driver carries them
+    /// The writes into the special key space's write modules this client serves (the
+    /// tenant module and the management parts, with `special_key_space_enable_writes`), taken
+    /// out of the transaction: a driver carries them
     /// out as ordinary writes before it commits, as libfdb_c's `SpecialKeySpace::commit`
     /// does. A commit that still holds some fails with `unsupported_operation`.
     pub fn take_special_writes(
@@ -466,5 +511,14 @@ impl Client {
         let req = self.with_txs(f);
         self.drive(now);
         Call::new(req)
+    }
+}
+
+/// `\xff\xff/management/tenant/`, as a range.
+fn tenant_module() -> KeyRange {
+    let (b, e) = crate::transaction::TENANT_MANAGEMENT_RANGE;
+    KeyRange {
+        begin: Bytes::from_static(b),
+        end: Bytes::from_static(e),
     }
 }

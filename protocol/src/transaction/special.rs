@@ -12,18 +12,20 @@
 //! `conflicting_keys/`, `read_conflict_range/` and `write_conflict_range/`, and
 //! `\xff\xff/connection_string`, `\xff\xff/cluster_file_path` and `\xff\xff/error_message`
 //! (why the last special-key commit failed). `\xff\xff/status/json` is a point read of its own
-//! ([`crate::Client::status_json`]). The tenant module (`\xff\xff/management/tenant/`) is
-//! served from rows the caller reads from the database and hands in
-//! ([`crate::Client::get_range_with_tenants`]). The other modules libfdb_c fills from the cluster (the rest of
-//! management, configuration, metrics, worker interfaces, global config, tracing, actor
-//! lineage, the profiler) are not served: a read that reaches one fails with
-//! `special_keys_no_module_found` rather than answer rows that would be wrong.
+//! ([`crate::Client::status_json`]). The management and configuration modules
+//! (`\xff\xff/management/`, `\xff\xff/configuration/`: tenants, exclusions, the lock, ...)
+//! are served from rows the caller reads from the database and hands in, with the ranges they
+//! cover ([`crate::Client::get_range_with_rows`]); a read reaching a part not covered fails
+//! with `special_keys_no_module_found`. The other modules libfdb_c fills from the cluster
+//! (metrics, worker interfaces, global config, tracing, actor lineage, the profiler) are not
+//! served: a read that reaches one fails with `special_keys_no_module_found` rather than
+//! answer rows that would be wrong.
 
 use alloc::vec::Vec;
 use bytes::Bytes;
 
 use super::scan::{range_limits, RangeOptions};
-use super::special_writes::{SpecialWrite, TENANT_MANAGEMENT_RANGE};
+use super::special_writes::SpecialWrite;
 use super::Transactions;
 use crate::error::ErrorCode;
 use crate::event::{ClientError, RangeResult, Reply};
@@ -127,6 +129,23 @@ fn boundary_rows(
     }
 }
 
+/// Whether the ranges `covered` (in any order) hold all of `[x, y)`.
+fn covers(covered: &[KeyRange], x: &[u8], y: &[u8]) -> bool {
+    let mut at = x.to_vec();
+    while at.as_slice() < y {
+        let next = covered
+            .iter()
+            .filter(|r| r.begin.as_ref() <= at.as_slice() && at.as_slice() < r.end.as_ref())
+            .map(|r| r.end.as_ref())
+            .max();
+        match next {
+            Some(end) => at = end.to_vec(),
+            None => return false,
+        }
+    }
+    true
+}
+
 /// Where a selector lands among `rows` (sorted, all inside `bound`), clamped to `bound`.
 fn resolve(sel: &KeySelector, rows: &[KeyValue], bound: (&[u8], &[u8])) -> Bytes {
     let first = rows.partition_point(|kv| kv.key.as_ref() < sel.key.as_ref()) as i64;
@@ -184,10 +203,10 @@ impl Transactions {
         rows
     }
 
-    /// `SpecialKeySpace::getRange` for `tx`. `tenants`: the tenant module's rows
-    /// (`\xff\xff/management/tenant/map/<name>` and its JSON), when the caller read them from
-    /// the database; without them a read reaching that module is refused like the rest of the
-    /// management module.
+    /// `SpecialKeySpace::getRange` for `tx`. `given`: rows of the management or
+    /// configuration module the caller read from the database (the tenant map's JSON, the
+    /// exclusions, ...), and the ranges they cover in full; a read reaching a part of those
+    /// modules not covered is refused.
     pub(super) fn special_range(
         &self,
         tx: TransactionId,
@@ -195,7 +214,7 @@ impl Transactions {
         mut begin: KeySelector,
         mut end: KeySelector,
         opts: RangeOptions,
-        tenants: Option<&[KeyValue]>,
+        given: Option<(&[KeyValue], &[KeyRange])>,
     ) -> Result<RangeResult, ClientError> {
         let fdb = |e| Err(ClientError::Fdb(e));
         let Some(t) = self.txs.get(&tx) else {
@@ -219,39 +238,40 @@ impl Transactions {
             (b, e)
         };
         let mut rows = self.special_rows(tx, special, bound.0, bound.1);
-        let (tb, te) = TENANT_MANAGEMENT_RANGE;
-        if let Some(given) = tenants {
+        let covered: &[KeyRange] = given.map_or(&[], |g| g.1);
+        if let Some((given, _)) = given {
             let inside = |kv: &&KeyValue| {
-                tb <= kv.key.as_ref() && kv.key.as_ref() < te && bound.0 <= kv.key.as_ref()
+                let k = kv.key.as_ref();
+                bound.0 <= k && k < bound.1 && covers(covered, k, &[k, b"\x00"].concat())
             };
             rows.extend(given.iter().filter(inside).cloned());
             rows.sort_by(|x, y| x.key.cmp(&y.key));
         }
         let (a, b) = (resolve(&begin, &rows, bound), resolve(&end, &rows, bound));
-        if a >= b || a.as_ref() == bound.1 || b.as_ref() == bound.0 {
-            return Ok(RangeResult::default());
-        }
         // A module this client does not serve would answer rows here: refuse instead (the
-        // tenant part of the management module is served when its rows were given). A
-        // `first_greater_or_equal` selector is a plain key to libfdb_c, which asks only the
-        // parts of the module between the two keys.
+        // parts of the management and configuration modules whose rows were given are
+        // served), even where it would answer none. A `first_greater_or_equal` selector is a
+        // plain key to libfdb_c, which asks the parts of the module between the two keys;
+        // another one walks the rows from its key to where it lands.
         let lo = if begin.offset == 1 {
-            (&a).max(&begin.key)
+            &begin.key
         } else {
-            &a
+            (&a).min(&begin.key)
         };
         let hi = if end.offset == 1 {
-            (&b).min(&end.key)
+            &end.key
         } else {
-            &b
+            (&b).max(&end.key)
         };
-        let in_tenants = tenants.is_some() && tb <= lo.as_ref() && hi.as_ref() <= te;
-        let unserved = !in_tenants
-            && MODULES.iter().any(|(mb, me, served)| {
-                *served == Served::NotHere && *mb < hi.as_ref() && lo.as_ref() < *me
-            });
+        let unserved = MODULES.iter().any(|(mb, me, served)| {
+            let (x, y) = (lo.as_ref().max(*mb), hi.as_ref().min(*me));
+            *served == Served::NotHere && x < y && !covers(covered, x, y)
+        });
         if unserved {
             return fdb(ErrorCode::SPECIAL_KEYS_NO_MODULE_FOUND);
+        }
+        if a >= b || a.as_ref() == bound.1 || b.as_ref() == bound.0 {
+            return Ok(RangeResult::default());
         }
         let mut limits = range_limits(&opts);
         let inside = rows.iter().filter(|kv| a <= kv.key && kv.key < b).cloned();
@@ -279,7 +299,7 @@ impl Transactions {
         tx: TransactionId,
         special: &SpecialContext,
         key: &[u8],
-        tenants: Option<&[KeyValue]>,
+        given: Option<(&[KeyValue], &[KeyRange])>,
     ) -> Result<Option<Bytes>, ClientError> {
         let mut after = key.to_vec();
         after.push(0);
@@ -289,7 +309,7 @@ impl Transactions {
             KeySelector::first_greater_or_equal(Bytes::copy_from_slice(key)),
             KeySelector::first_greater_or_equal(Bytes::from(after)),
             RangeOptions::default(),
-            tenants,
+            given,
         )?;
         Ok(r.rows
             .into_iter()
@@ -297,14 +317,16 @@ impl Transactions {
             .map(|kv| kv.value))
     }
 
-    /// A point read or range read in the special key space, with the tenant module's rows
-    /// the caller read (see [`Transactions::special_range`]).
-    pub(crate) fn special_read_with_tenants(
+    /// A point read or range read in the special key space, with rows of the management or
+    /// configuration modules the caller read and the ranges they cover (see
+    /// [`Transactions::special_range`]).
+    pub(crate) fn special_read_with_rows(
         &mut self,
         cx: &mut super::Ctx<'_>,
         tx: TransactionId,
         read: SpecialRead,
-        tenants: &[KeyValue],
+        rows: &[KeyValue],
+        covered: &[KeyRange],
     ) -> crate::ids::RequestId {
         let req = cx.new_request();
         let r = match self.txs.get(&tx) {
@@ -312,10 +334,10 @@ impl Transactions {
             Some(t) if t.deferred.is_some() => Err(t.deferred.clone().expect("checked")),
             Some(_) => match read {
                 SpecialRead::Get(key) => self
-                    .special_get(tx, &self.special, &key, Some(tenants))
+                    .special_get(tx, &self.special, &key, Some((rows, covered)))
                     .map(Reply::Value),
                 SpecialRead::Range(b, e, opts) => self
-                    .special_range(tx, &self.special, b, e, opts, Some(tenants))
+                    .special_range(tx, &self.special, b, e, opts, Some((rows, covered)))
                     .map(Reply::Range),
             },
         };
@@ -333,6 +355,16 @@ impl Transactions {
             return Err(e);
         }
         Ok(self.tx_mut(tx)?.special_writes.take())
+    }
+
+    /// The special-key writes `tx` holds, left in place, and whether it reads its own writes
+    /// (the management modules show them in their reads, as `rywGetRange` does).
+    pub(crate) fn special_writes(
+        &self,
+        tx: TransactionId,
+    ) -> Result<(Vec<SpecialWrite>, bool), ClientError> {
+        let t = self.tx_ref(tx)?;
+        Ok((t.special_writes.writes().to_vec(), !t.options.ryw_disabled))
     }
 
     /// Sets `\xff\xff/error_message` (`setSpecialKeySpaceErrorMsg`), until the reset.

@@ -3,11 +3,18 @@
 //! write module that holds it, and is acted on only at commit, when the module turns the
 //! writes into ordinary mutations (`SpecialKeySpace::commit`).
 //!
-//! The one module this client acts on is the tenant module (`\xff\xff/management/tenant/`);
-//! its commit needs reads, so the API layer runs it (`fdb-api`), taking the writes out of the
+//! The modules this client acts on are the tenant module (`\xff\xff/management/tenant/`) and
+//! the management commands fdbcli drives (exclusions by address and locality, their options,
+//! the database lock, consistency-check suspension, data distribution, maintenance, process
+//! classes); their
+//! commits need reads, so the API layer runs them (`fdb-api`), taking the writes out of the
 //! core with [`crate::Client::take_special_writes`]. A write into one of libfdb_c's other
-//! write modules (exclusions, locks, coordinators, ...) is refused with
+//! write modules (coordinators, global config, ...) is refused with
 //! `unsupported_operation` rather than kept and never carried out.
+//!
+//! As in libfdb_c, some modules keep their writes their own way: a set in an exclusion module
+//! keeps an empty value whatever was written, and the options module keeps a set only of an
+//! option it knows and forgets what a clear covers.
 
 use alloc::vec::Vec;
 use bytes::Bytes;
@@ -20,29 +27,70 @@ pub const TENANT_MANAGEMENT_RANGE: (&[u8], &[u8]) = (
     b"\xff\xff/management/tenant0",
 );
 
-/// libfdb_c 7.3's write modules (registered `READWRITE` in `DatabaseContext`), by key order,
-/// and whether this client carries their writes out.
+/// libfdb_c 7.3's write modules (registered `READWRITE` in `DatabaseContext` at API version
+/// 730: `profiling/` is gone from 720 on), by key order, and whether this client carries
+/// their writes out.
 #[rustfmt::skip]
-const WRITE_MODULES: [(&[u8], &[u8], bool); 18] = [
+const WRITE_MODULES: [(&[u8], &[u8], bool); 17] = [
     (b"\xff\xff/actor_profiler_conf/", b"\xff\xff/actor_profiler_conf0", false),
     (b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0", false),
-    (b"\xff\xff/configuration/process/class_type/", b"\xff\xff/configuration/process/class_type0", false),
+    (CLASS_TYPE_PREFIX, b"\xff\xff/configuration/process/class_type0", true),
     (b"\xff\xff/global_config/", b"\xff\xff/global_config0", false),
-    (b"\xff\xff/management/consistency_check_suspended", b"\xff\xff/management/consistency_check_suspended\x00", false),
-    (b"\xff\xff/management/data_distribution/", b"\xff\xff/management/data_distribution0", false),
-    (b"\xff\xff/management/db_locked", b"\xff\xff/management/db_locked\x00", false),
-    (b"\xff\xff/management/excluded/", b"\xff\xff/management/excluded0", false),
-    (b"\xff\xff/management/excluded_locality/", b"\xff\xff/management/excluded_locality0", false),
-    (b"\xff\xff/management/failed/", b"\xff\xff/management/failed0", false),
-    (b"\xff\xff/management/failed_locality/", b"\xff\xff/management/failed_locality0", false),
-    (b"\xff\xff/management/maintenance/", b"\xff\xff/management/maintenance0", false),
+    (b"\xff\xff/management/consistency_check_suspended", b"\xff\xff/management/consistency_check_suspended\x00", true),
+    (b"\xff\xff/management/data_distribution/", b"\xff\xff/management/data_distribution0", true),
+    (b"\xff\xff/management/db_locked", b"\xff\xff/management/db_locked\x00", true),
+    (b"\xff\xff/management/excluded/", b"\xff\xff/management/excluded0", true),
+    (b"\xff\xff/management/excluded_locality/", b"\xff\xff/management/excluded_locality0", true),
+    (b"\xff\xff/management/failed/", b"\xff\xff/management/failed0", true),
+    (b"\xff\xff/management/failed_locality/", b"\xff\xff/management/failed_locality0", true),
+    (b"\xff\xff/management/maintenance/", b"\xff\xff/management/maintenance0", true),
     (b"\xff\xff/management/min_required_commit_version", b"\xff\xff/management/min_required_commit_version\x00", false),
-    (b"\xff\xff/management/options/", b"\xff\xff/management/options0", false),
-    (b"\xff\xff/management/profiling/", b"\xff\xff/management/profiling0", false),
+    (b"\xff\xff/management/options/", b"\xff\xff/management/options0", true),
     (TENANT_MANAGEMENT_RANGE.0, TENANT_MANAGEMENT_RANGE.1, true),
     (b"\xff\xff/management/version_epoch", b"\xff\xff/management/version_epoch\x00", false),
     (b"\xff\xff/tracing/", b"\xff\xff/tracing0", false),
 ];
+
+/// `\xff\xff/management/options/`: what the management commands are told (`force`, ...).
+const MANAGEMENT_OPTIONS_PREFIX: &[u8] = b"\xff\xff/management/options/";
+
+/// The options the options module keeps (`SpecialKeySpace::options`).
+const MANAGEMENT_OPTIONS: [&[u8]; 5] = [
+    b"excluded/force",
+    b"failed/force",
+    b"excluded_locality/force",
+    b"failed_locality/force",
+    b"worker_interfaces/verify",
+];
+
+/// The exclusion modules, whose sets keep an empty value.
+const EXCLUSION_MODULES: [&[u8]; 4] = [
+    b"\xff\xff/management/excluded/",
+    b"\xff\xff/management/excluded_locality/",
+    b"\xff\xff/management/failed/",
+    b"\xff\xff/management/failed_locality/",
+];
+
+/// `\xff\xff/configuration/process/class_type/`: fdbcli's `setclass`.
+const CLASS_TYPE_PREFIX: &[u8] = b"\xff\xff/configuration/process/class_type/";
+
+/// A write its module refuses as it is made, with why (`\xff\xff/error_message`, in
+/// libfdb_c's JSON): a clear of a process class (`ProcessClassRangeImpl::clear`, whose two
+/// overloads carry each other's message in libfdb_c 7.3).
+pub(crate) fn refused_write(
+    begin: &[u8],
+    value: Option<&Bytes>,
+    single: bool,
+) -> Option<&'static str> {
+    if value.is_some() || !begin.starts_with(CLASS_TYPE_PREFIX) {
+        return None;
+    }
+    Some(if single {
+        r#"{"command":"setclass","message":"Clear range operation is meaningless thus forbidden for setclass","retriable":false}"#
+    } else {
+        r#"{"command":"setclass","message":"Clear operation is meaningless thus forbidden for setclass","retriable":false}"#
+    })
+}
 
 /// The write module holding `key`: its index in [`WRITE_MODULES`].
 fn module_of(key: &[u8]) -> Option<usize> {
@@ -120,6 +168,46 @@ impl SpecialWriteMap {
         self.ranges = kept;
     }
 
+    /// Forgets whatever was written in `[begin, end)` (`KeyRangeMap::rawErase`).
+    pub(crate) fn erase(&mut self, begin: &[u8], end: &[u8]) {
+        self.insert(
+            Bytes::copy_from_slice(begin),
+            Bytes::copy_from_slice(end),
+            None,
+        );
+        self.ranges.retain(|r| !(r.begin == begin && r.end == end));
+    }
+
+    /// A write as its module keeps it (each module's `set` / `clear`): a set in an exclusion
+    /// module keeps an empty value; the options module keeps a set of a known option only,
+    /// and a clear there forgets the writes it covers (a single-key clear only of a known
+    /// option).
+    pub(crate) fn write(&mut self, begin: Bytes, end: Bytes, value: Option<Bytes>) {
+        let single = end.len() == begin.len() + 1 && end.starts_with(&begin);
+        if let Some(option) = begin.strip_prefix(MANAGEMENT_OPTIONS_PREFIX) {
+            let option = if single { option } else { b"" };
+            let known = MANAGEMENT_OPTIONS.contains(&option);
+            match value {
+                Some(v) if single && known => self.insert(begin, end, Some(v)),
+                Some(_) => {}
+                None if !single || known => self.erase(&begin, &end),
+                None => {}
+            }
+            return;
+        }
+        let exclusion = EXCLUSION_MODULES.iter().any(|m| begin.starts_with(m));
+        let value = match value {
+            Some(_) if exclusion => Some(Bytes::new()),
+            v => v,
+        };
+        self.insert(begin, end, value);
+    }
+
+    /// The writes, kept.
+    pub(crate) fn writes(&self) -> &[SpecialWrite] {
+        &self.ranges
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.ranges.is_empty()
     }
@@ -155,6 +243,32 @@ mod tests {
             [(b("a"), b("a\0"), Some(b("3"))), (b("b"), b("d"), None),]
         );
         assert!(m.is_empty());
+    }
+
+    #[test]
+    fn modules_keep_their_writes_their_own_way() {
+        let mut m = SpecialWriteMap::default();
+        let force = Bytes::from_static(b"\xff\xff/management/options/excluded/force");
+        let force_end = Bytes::from_static(b"\xff\xff/management/options/excluded/force\0");
+        m.write(force, force_end, Some(b("x")));
+        m.write(
+            Bytes::from_static(b"\xff\xff/management/options/nonsense"),
+            Bytes::from_static(b"\xff\xff/management/options/nonsense\0"),
+            Some(b("x")),
+        );
+        m.write(
+            Bytes::from_static(b"\xff\xff/management/excluded/1.2.3.4"),
+            Bytes::from_static(b"\xff\xff/management/excluded/1.2.3.4\0"),
+            Some(b("ignored")),
+        );
+        let got: Vec<_> = m.writes().iter().map(|w| w.value.clone()).collect();
+        assert_eq!(got, [Some(Bytes::new()), Some(b("x"))]);
+        m.write(
+            Bytes::from_static(b"\xff\xff/management/options/"),
+            Bytes::from_static(b"\xff\xff/management/options0"),
+            None,
+        );
+        assert_eq!(m.writes().len(), 1, "the clear forgot the option");
     }
 
     #[test]
@@ -208,8 +322,8 @@ mod tests {
         );
         assert_eq!(
             check_module(
-                b"\xff\xff/management/excluded/1.2.3.4:5",
-                b"\xff\xff/management/excluded/1.2.3.4:5\0",
+                b"\xff\xff/configuration/coordinators/processes",
+                b"\xff\xff/configuration/coordinators/processes\0",
                 true
             ),
             Err(ErrorCode::UNSUPPORTED_OPERATION)

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use core::time::Duration;
 
 use super::options::{ConflictRangeType, TxOptions};
-use super::special_writes::{check_module, SpecialWriteMap};
+use super::special_writes::{check_module, refused_write, SpecialWriteMap};
 use super::{fdb, Ctx, Transactions, KEY_SIZE_LIMIT, SYSTEM_KEY_SIZE_LIMIT, VALUE_SIZE_LIMIT};
 use crate::atomic;
 use crate::error::{knobs, ErrorCode};
@@ -684,7 +684,11 @@ impl Transactions {
             return fdb(ErrorCode::ILLEGAL_TENANT_ACCESS);
         }
         let t = self.tx_mut(tx)?;
-        t.special_writes.insert(
+        if let Some(msg) = refused_write(begin, value, single) {
+            t.special_error = Some(Bytes::from_static(msg.as_bytes()));
+            return fdb(ErrorCode::SPECIAL_KEYS_API_FAILURE);
+        }
+        t.special_writes.write(
             Bytes::copy_from_slice(begin),
             Bytes::copy_from_slice(end),
             value.cloned(),

@@ -894,9 +894,22 @@ impl State {
             .procs
             .iter()
             .map(|p| {
+                // A storage server's role with its space (`checkExclusion` reads it): the
+                // store's bytes used, and a gigabyte free.
+                let roles = match p.role {
+                    Role::Storage(_) => format!(
+                        concat!(
+                            "{{\"role\":\"storage\",\"kvstore_used_bytes\":{},",
+                            "\"kvstore_free_bytes\":1000000000,",
+                            "\"kvstore_available_bytes\":1000000000}}"
+                        ),
+                        bytes
+                    ),
+                    _ => String::new(),
+                };
                 format!(
-                    "\"{:?}\":{{\"address\":\"{}\",\"excluded\":false,\"role\":\"{:?}\",\"up\":{}}}",
-                    p.role, p.addr, p.role, p.alive
+                    "\"{:?}\":{{\"address\":\"{}\",\"excluded\":false,\"role\":\"{:?}\",\"roles\":[{}],\"up\":{}}}",
+                    p.role, p.addr, p.role, roles, p.alive
                 )
             })
             .collect();
