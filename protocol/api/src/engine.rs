@@ -273,3 +273,18 @@ pub fn entropy_seed() -> u64 {
     );
     h.finish()
 }
+
+/// A fresh value for what only needs to be spread out, not secret (directory prefixes,
+/// random UIDs): splitmix64 over one process-wide counter seeded by [`entropy_seed`].
+pub(crate) fn random_u64() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+    static STATE: OnceLock<AtomicU64> = OnceLock::new();
+    let s = STATE
+        .get_or_init(|| AtomicU64::new(entropy_seed()))
+        .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+    let mut z = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

@@ -29,6 +29,7 @@ use fdb_protocol::{
 
 use crate::driver::{query, Driver, Pending};
 use crate::error::Error;
+use crate::management_special_keys::{api_error, api_failure};
 use crate::tenant_management::{
     check_tenant_mode, configure_tenant_in, create_tenant_with_in, delete_tenant_in, get_tenant_in,
     list_tenants_in, rename_tenant_in, TenantConfig,
@@ -50,7 +51,7 @@ fn reads_tenants(key: &[u8]) -> bool {
 
 /// Whether a range read between these selectors is the tenant module's (both keys inside
 /// it; its rows are then read first). A read reaching past it is the management module's
-/// (`management_special_keys.rs`), which reads the rows of every part it may reach.
+/// (`management_special_keys/`), which reads the rows of every part it may reach.
 fn range_reads_tenants(begin: &KeySelector, end: &KeySelector) -> bool {
     let (tb, te) = TENANT_MANAGEMENT_RANGE;
     let (b, e) = (begin.key.as_ref(), end.key.as_ref());
@@ -121,22 +122,6 @@ async fn rows_for_key<D: Driver>(tx: &Transaction<D>, key: &[u8]) -> Result<Vec<
     rows(tx, name, &after, 1).await
 }
 
-/// `ManagementAPIError::toJsonString(false, command, message)`, as json_spirit writes it
-/// (keys sorted).
-fn api_error(command: &str, message: &str) -> String {
-    format!(r#"{{"command":"{command}","message":"{message}","retriable":false}}"#)
-}
-
-/// Fails the commit with `special_keys_api_failure`, leaving `message` in
-/// `\xff\xff/error_message`.
-async fn api_failure<D: Driver>(tx: &Transaction<D>, command: &str, message: &str) -> Error {
-    let msg = Bytes::from(api_error(command, message));
-    if let Err(e) = tx.set_special_error_message(msg).await {
-        return e;
-    }
-    ErrorCode::SPECIAL_KEYS_API_FAILURE.into()
-}
-
 /// What the writes ask for, sorted out as `commitImpl` sorts them.
 #[derive(Default)]
 struct Plan {
@@ -182,8 +167,7 @@ impl Plan {
                 let Ok((name, param)) = tuple::unpack::<(Vec<u8>, Vec<u8>)>(&b) else {
                     return Err(api_failure(
                         tx,
-                        "configure tenant",
-                        "invalid tenant configuration key",
+                        api_error("configure tenant", "invalid tenant configuration key"),
                     )
                     .await);
                 };
@@ -195,7 +179,11 @@ impl Plan {
                 // A rename is a set; a clear of one asks for nothing.
                 let Some(new) = w.value.clone() else { continue };
                 if renamed.contains(&old) || renamed.contains(&new) || old == new {
-                    return Err(api_failure(tx, "rename tenant", "tenant rename conflict").await);
+                    return Err(api_failure(
+                        tx,
+                        api_error("rename tenant", "tenant rename conflict"),
+                    )
+                    .await);
                 }
                 renamed.push(old.clone());
                 renamed.push(new.clone());
@@ -206,11 +194,15 @@ impl Plan {
             |b: &[u8], e: &[u8]| renamed.iter().any(|n| b <= n.as_ref() && n.as_ref() < e);
         for (b, e, _) in &plan.map {
             if renamed_in(b, e) {
-                return Err(api_failure(tx, "rename tenant", "tenant rename conflict").await);
+                return Err(
+                    api_failure(tx, api_error("rename tenant", "tenant rename conflict")).await,
+                );
             }
         }
         if plan.configure.keys().any(|n| renamed.contains(n)) {
-            return Err(api_failure(tx, "rename tenant", "tenant rename conflict").await);
+            return Err(
+                api_failure(tx, api_error("rename tenant", "tenant rename conflict")).await,
+            );
         }
         Ok(plan)
     }
@@ -263,9 +255,11 @@ async fn commit_writes<D: Driver>(tx: &Transaction<D>) -> Result<(), Error> {
         } else {
             let tenants = list_tenants_in(tx, &begin, &end, TOO_MANY).await?;
             if tenants.len() == TOO_MANY {
-                return Err(
-                    api_failure(tx, "delete tenants", "too many tenants to range delete").await,
-                );
+                return Err(api_failure(
+                    tx,
+                    api_error("delete tenants", "too many tenants to range delete"),
+                )
+                .await);
             }
             for t in tenants {
                 delete_tenant_in(tx, t.name()).await?;

@@ -9,8 +9,7 @@
 //! while few exist. Only the chosen candidate's key conflicts: everything else is read at
 //! snapshot isolation or written without a write conflict range.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use fdb_protocol::tuple::{pack, Subspace};
 use fdb_protocol::{ConflictRangeType, MutationType, TransactionOption};
@@ -180,16 +179,8 @@ fn key_after(key: &[u8]) -> Vec<u8> {
     k
 }
 
-/// A uniform-enough value in `[0, n)` (n ≤ 8192): splitmix64 over a process-wide counter
-/// seeded from the process's entropy. Candidates need only be spread out, not secret.
+/// A uniform-enough value in `[0, n)` (n ≤ 8192). Candidates need only be spread out, not
+/// secret.
 fn random_below(n: i64) -> i64 {
-    static STATE: OnceLock<AtomicU64> = OnceLock::new();
-    let s = STATE
-        .get_or_init(|| AtomicU64::new(crate::engine::entropy_seed()))
-        .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
-    let mut z = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^= z >> 31;
-    (z % n as u64) as i64
+    (crate::engine::random_u64() % n as u64) as i64
 }

@@ -162,7 +162,12 @@ pub(super) fn known_range_back(
     } else {
         Bytes::new()
     };
-    if d.read_to_begin {
+    // NativeAPI's `getRange` sets `readToBegin` for any begin selector before the first key,
+    // before it reads anything; a reverse read that stops early (`more`) has not read down to
+    // the beginning. libfdb_c 7.3.77 takes the flag as is, and with a `readThrough` (a read
+    // cut at a shard boundary after a byte limit's rows) `min(readThrough, "")` then marks
+    // everything below the rows known and empty: a later read misses the keys there.
+    if d.read_to_begin && !d.more {
         b = Bytes::new();
     }
     if d.read_through_end {
@@ -203,5 +208,42 @@ mod tests {
         l.min_rows = 1;
         set_request_limits(&mut l, 0, 1, 0);
         assert_eq!((l.rows, l.bytes), (5, RangeLimits::UNLIMITED));
+    }
+
+    fn kv(k: &[u8]) -> KeyValue {
+        KeyValue {
+            key: Bytes::copy_from_slice(k),
+            value: Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn a_reverse_read_cut_short_does_not_know_the_keys_below_it() {
+        // `[last_less_than(""), first_greater_or_equal("h"))` backward, stopped after the
+        // shard `[a, h)` with `more`: NativeAPI's `read_to_begin` is set, but only `[a, h)`
+        // was read.
+        let d = NativeResult {
+            rows: alloc::vec![kv(b"b")],
+            more: true,
+            read_to_begin: true,
+            read_through_end: false,
+            read_through: Some(Bytes::from_static(b"a")),
+        };
+        let begin = KeySelector::new(Bytes::new(), false, 0);
+        let end = KeySelector::new(Bytes::from_static(b"h"), false, 1);
+        assert_eq!(
+            known_range_back(&d, &begin, &end),
+            Some((Bytes::from_static(b"a"), Bytes::from_static(b"h")))
+        );
+        // Read to the end (no `more`): down to "" is known.
+        let d = NativeResult {
+            more: false,
+            read_through: None,
+            ..d
+        };
+        assert_eq!(
+            known_range_back(&d, &begin, &end),
+            Some((Bytes::new(), Bytes::from_static(b"h")))
+        );
     }
 }

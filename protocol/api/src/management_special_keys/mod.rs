@@ -1,0 +1,62 @@
+//! The management and configuration special keys (`\xff\xff/management/`,
+//! `\xff\xff/configuration/`) beyond the tenant module: the parts libfdb_c 7.3 runs in the
+//! client (`fdbclient/SpecialKeySpace.actor.cpp`) and fdbcli drives.
+//!
+//! Reads: each part's rows are read here from the system keys they stand for and handed to
+//! the core, which applies selectors, limits and direction as for any special key; the
+//! transaction's own writes into a part show in its reads (`rywGetRange`) unless it has
+//! `read_your_writes_disable`.
+//!
+//! | part | rows |
+//! |---|---|
+//! | `excluded/`, `failed/`, `excluded_locality/`, `failed_locality/` | `\xff/conf/<part>/...`, empty values |
+//! | `options/` | the options this transaction set (`excluded/force`, ...) |
+//! | `db_locked` | the lock's UID, as 32 hex digits |
+//! | `consistency_check_suspended` | present (empty) when suspended |
+//! | `maintenance/<zone>` | the seconds left, `0` for `IgnoreSSFailures` |
+//! | `data_distribution/mode`, `rebalance_ignored` | the mode (`-1` unset); present when set |
+//! | `in_progress_exclusion/<addr>` | excluded storage servers and logs still in the cluster |
+//! | `min_required_commit_version`, `version_epoch` | the version, in decimal |
+//! | `\xff\xff/configuration/coordinators/` | `cluster_description` and `processes` (sorted) |
+//! | `\xff\xff/configuration/process/class_type/<addr>`, `class_source/` | each worker's class, and where it was set |
+//!
+//! A read reaching the one part this client does not serve, `auto_coordinators` (fdbcli's
+//! `coordinators auto` proposal), fails with `special_keys_no_module_found`. The coordinators are shown as the connection string names
+//! them: a hostname is not resolved, where libfdb_c shows the address it resolves to.
+//!
+//! Writes (with `special_key_space_enable_writes`) are carried out at commit, before the
+//! commit itself, each part in key order as `SpecialKeySpace::commit` runs them, into the
+//! same system keys libfdb_c writes. A part that refuses its writes fails the commit with
+//! `special_keys_api_failure` and leaves libfdb_c's JSON in `\xff\xff/error_message`; a lock
+//! held by another UID fails it with `database_locked`. Excluding servers without
+//! `options/excluded/force` first checks, over the status document, that the exclusion leaves
+//! enough space (`checkExclusion`); marking servers failed without `options/failed/force` also
+//! needs the commit proxies' safety check, which this client does not make: that commit fails
+//! with `unsupported_operation` (set the force option to mark them failed). A set of
+//! `\xff\xff/configuration/process/class_type/<addr>` to a class (`default`: the class the
+//! process was started with) is fdbcli's `setclass`; a clear there is refused as it is made.
+//! Coordinator changes and the version keys are refused with `unsupported_operation` when
+//! written.
+//!
+//! The files, each on one concern, import one way (none imports this one): `parts.rs` (the
+//! table of parts, the system keys, helpers over keys and writes), `values.rs` (the system
+//! values' binary encoding), `address.rs` (process addresses) and `errors.rs` (the JSON
+//! error messages) are leaves; `processes.rs` reads the workers and the exclusions in
+//! progress; `read.rs` is the read path; `space_check.rs`, `exclusion.rs`, `setclass.rs` and
+//! `maintenance.rs` are the larger parts' commits, which `commit.rs` runs in key order.
+
+mod address;
+mod commit;
+mod errors;
+mod exclusion;
+mod maintenance;
+mod parts;
+mod processes;
+mod read;
+mod setclass;
+mod space_check;
+mod values;
+
+pub(crate) use commit::commit_writes;
+pub(crate) use errors::{api_error, api_failure};
+pub(crate) use read::{reads_key, reads_range};
