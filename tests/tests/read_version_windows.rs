@@ -243,7 +243,7 @@ fn reads_below_the_databases_smallest_read_version_are_refused() {
         let theirs = tx.get_read_version().await.unwrap();
         // A fresh database has no floor yet: a read at any set version is refused.
         let db = t.another_database(9);
-        assert_eq!(reads(&t, &db, theirs).await, refused, "{}: before the first", t.name);
+        expect_reads(&t, &db, theirs, &refused, "before the first").await;
         // A commit elsewhere moves the versions past `theirs`; then this database's first.
         let tx = other.create_transaction();
         tx.set(t.k("moved"), b"1");
@@ -251,15 +251,15 @@ fn reads_below_the_databases_smallest_read_version_are_refused() {
         let tx = db.create_transaction();
         let first = tx.get_read_version().await.unwrap();
         assert!(theirs < written && written <= first, "{}", t.name);
-        assert_eq!(reads(&t, &db, first).await, served, "{}: at the first", t.name);
-        assert_eq!(reads(&t, &db, first - 1).await, refused, "{}: one below", t.name);
-        assert_eq!(reads(&t, &db, theirs).await, refused, "{}: another's", t.name);
+        expect_reads(&t, &db, first, &served, "at the first").await;
+        expect_reads(&t, &db, first - 1, &refused, "one below").await;
+        expect_reads(&t, &db, theirs, &refused, "another's").await;
         // The other database, whose floor is `theirs`, is served there.
-        assert_eq!(reads(&t, &other, theirs).await, served, "{}: its own", t.name);
+        expect_reads(&t, &other, theirs, &served, "its own").await;
         // Later read versions do not raise the floor.
         let later = grv_of(&db).await;
         assert!(later >= first);
-        assert_eq!(reads(&t, &db, first).await, served, "{}: after another", t.name);
+        expect_reads(&t, &db, first, &served, "after another").await;
         // Commits are not checked: one at `theirs` with a read conflict range is committed.
         let tx = db.create_transaction();
         tx.set_read_version(theirs);
@@ -268,6 +268,11 @@ fn reads_below_the_databases_smallest_read_version_are_refused() {
         tx.set(t.k("w"), b"1");
         assert_eq!(outcome(tx.commit().await), "ok", "{}: commit", t.name);
     });
+}
+
+/// [`reads`] at `rv` in `db` answer `want`.
+async fn expect_reads(t: &Target, db: &Database, rv: i64, want: &[String; 3], case: &str) {
+    assert_eq!(&reads(t, db, rv).await, want, "{}: {case}", t.name);
 }
 
 async fn grv_of(db: &Database) -> i64 {
