@@ -278,3 +278,72 @@ async fn expect_reads(t: &Target, db: &Database, rv: i64, want: &[String; 3], ca
 async fn grv_of(db: &Database) -> i64 {
     db.create_transaction().get_read_version().await.unwrap()
 }
+
+/// The floor scenario above through the Python binding (libfdb_c 7.3.77), its read version
+/// "theirs" from another process; it writes nothing (the commit that moves the versions is a
+/// clear of a key under a fresh prefix).
+const PY_FLOOR: &str = r#"
+import sys, subprocess
+import fdb
+fdb.api_version(730)
+path, key = sys.argv[1], bytes.fromhex(sys.argv[2])
+def other(script):
+    return subprocess.check_output([sys.executable, "-c",
+        "import sys, fdb\nfdb.api_version(730)\nd = fdb.open(sys.argv[1])\nt = d.create_transaction()\n" + script,
+        path, key.hex()]).decode().strip()
+theirs = int(other("print(t.get_read_version().wait())"))
+def out(f):
+    try:
+        f()
+        return "ok"
+    except fdb.FDBError as e:
+        return "error:%d" % e.code
+def reads(db, v):
+    ops = [lambda t: t.get(key).wait(),
+           lambda t: list(t.get_range(key, key + b"\xff")),
+           lambda t: t.get_key(fdb.KeySelector.first_greater_or_equal(key)).wait()]
+    r = []
+    for op in ops:
+        t = db.create_transaction()
+        t.set_read_version(v)
+        r.append(out(lambda: op(t)))
+    return " ".join(r)
+db = fdb.open(path)
+print("before-the-first", reads(db, theirs))
+other("t.clear(bytes.fromhex(sys.argv[2])); t.commit().wait()")
+t0 = db.create_transaction()
+first = t0.get_read_version().wait()
+print("at-the-first", reads(db, first))
+print("one-below", reads(db, first - 1))
+print("another's", reads(db, theirs))
+t1 = db.create_transaction()
+t1.get_read_version().wait()
+print("after-another", reads(db, first))
+"#;
+
+/// libfdb_c answers the floor scenario as this client does on both clusters.
+#[test]
+fn libfdb_c_has_the_same_floor() {
+    let Some((path, _)) = dual::real_cluster_file() else {
+        println!(
+            "read-version-floor: FDB_CLUSTER_FILE not set; the libfdb_c comparison is skipped"
+        );
+        return;
+    };
+    let key: String = dual::random_prefix("read-version-floor")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let args = [path.into_os_string(), key.into()];
+    let Some(out) = fdb_tests::python::libfdb_c_answers("read-version-floor", PY_FLOOR, args)
+    else {
+        return;
+    };
+    let refused = "error:1007 error:1007 error:1007";
+    let served = "ok ok ok";
+    let want = format!(
+        "before-the-first {refused}\nat-the-first {served}\none-below {refused}\n\
+         another's {refused}\nafter-another {served}\n"
+    );
+    assert_eq!(out, want);
+}
