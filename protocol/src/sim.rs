@@ -535,6 +535,27 @@ impl<S: Server> Sim<S> {
     }
 }
 
+/// A request stream at `127.0.0.1:port` with `token`: the interfaces the core's scripted
+/// clusters hand out in their tests.
+#[cfg(test)]
+pub(crate) fn loopback_stream(port: u16, token: Uid) -> crate::messages::RequestStream {
+    use crate::messages::{Endpoint, IpAddress, NetworkAddressList, RequestStream};
+    RequestStream {
+        endpoint: Endpoint {
+            addresses: NetworkAddressList {
+                address: NetworkAddress {
+                    ip: IpAddress::V4(0x7f00_0001),
+                    port,
+                    flags: 0,
+                    from_hostname: false,
+                },
+                secondary_address: None,
+            },
+            token,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -133,30 +133,15 @@ mod on_a_scripted_cluster {
     use crate::cluster_file::ClusterFile;
     use crate::event::RangeResult;
     use crate::messages::coordination::LeaderInfo;
+    use crate::messages::encode_reply;
     use crate::messages::metrics::DDMetricsRef;
     use crate::messages::workers::{encode_client_workers, ClientWorkerInterface};
-    use crate::messages::{encode_reply, Endpoint, IpAddress, NetworkAddressList, RequestStream};
     use crate::serializer::DecodeError;
     use crate::sim::{Request, Server, Sim, Wire};
     use crate::transaction::RangeOptions;
     use crate::ClientConfig;
 
-    fn stream(port: u16, token: Uid) -> RequestStream {
-        RequestStream {
-            endpoint: Endpoint {
-                addresses: NetworkAddressList {
-                    address: NetworkAddress {
-                        ip: IpAddress::V4(0x7f00_0001),
-                        port,
-                        flags: 0,
-                        from_hostname: false,
-                    },
-                    secondary_address: None,
-                },
-                token,
-            },
-        }
-    }
+    use crate::sim::loopback_stream as stream;
 
     struct Cluster {
         info: ClientDBInfo,

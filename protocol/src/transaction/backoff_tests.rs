@@ -16,29 +16,12 @@ use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxy
 use crate::messages::grv::GetReadVersionReply;
 use crate::messages::storage::{GetValueReply, StorageServerInterface};
 use crate::messages::types::KeyRange;
-use crate::messages::{
-    AnyMessage, Endpoint, ErrorOr, IpAddress, NetworkAddress, NetworkAddressList, RequestStream,
-};
+use crate::messages::{AnyMessage, ErrorOr};
 use crate::sim::{Request, Server, Sim, Wire};
 use crate::uid::Uid;
 use crate::{Call, ClientConfig};
 
-fn stream(port: u16, token: Uid) -> RequestStream {
-    RequestStream {
-        endpoint: Endpoint {
-            addresses: NetworkAddressList {
-                address: NetworkAddress {
-                    ip: IpAddress::V4(0x7f00_0001),
-                    port,
-                    flags: 0,
-                    from_hostname: false,
-                },
-                secondary_address: None,
-            },
-            token,
-        },
-    }
-}
+use crate::sim::loopback_stream as stream;
 
 /// One proxy pair answering at once (read versions 100, 101, ...; one shard on one storage
 /// server); storage reads (gets, key selectors, range reads) wait for the test, and so do commits unless `commit_error` says

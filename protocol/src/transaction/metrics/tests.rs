@@ -7,30 +7,12 @@ use super::*;
 use crate::cluster_file::ClusterFile;
 use crate::messages::commit::{GetKeyServerLocationsReply, ShardLocation};
 use crate::messages::coordination::{ClientDBInfo, GrvProxyInterface};
-use crate::messages::{
-    encode_reply, AnyMessage, Endpoint, IpAddress, NetworkAddress, NetworkAddressList,
-    RequestStream,
-};
+use crate::messages::{encode_reply, AnyMessage};
 use crate::sim::{Request, Server, Sim, Wire};
 use crate::uid::Uid;
 use crate::ClientConfig;
 
-fn stream(port: u16, token: Uid) -> RequestStream {
-    RequestStream {
-        endpoint: Endpoint {
-            addresses: NetworkAddressList {
-                address: NetworkAddress {
-                    ip: IpAddress::V4(0x7f00_0001),
-                    port,
-                    flags: 0,
-                    from_hostname: false,
-                },
-                secondary_address: None,
-            },
-            token,
-        },
-    }
-}
+use crate::sim::loopback_stream as stream;
 
 /// The keys a storage request asks about.
 fn keys_of(r: &Request) -> (&[u8], &[u8]) {
