@@ -192,22 +192,12 @@ async fn the_backoff_behaves_as_libfdb_c_on_the_test_cluster() {
 
 #[tokio::test]
 async fn the_backoff_behaves_as_libfdb_c_on_a_real_cluster() {
-    let Some((path, cf)) = fdb_tests::dual::real_cluster_file() else {
-        return eprintln!("FDB_CLUSTER_FILE not set: skipped");
-    };
-    let prefix = fdb_tests::dual::random_prefix("rust-on-error");
-    let _clean = fdb_tests::dual::ClearOnDrop::prefix(cf, &prefix);
-    let hex: String = prefix.iter().map(|b| format!("{b:02x}")).collect();
-    let Some(theirs) = fdb_tests::python::libfdb_c_answers(
-        "on_error_backoff",
-        PYTHON,
-        [path.clone().into_os_string(), hex.into()],
-    ) else {
+    let Some((db, prefix, _clean)) =
+        libfdb_c_agrees("rust-on-error", "on_error_backoff", PYTHON, LIBFDB_C)
+    else {
         return;
     };
-    assert_eq!(theirs, LIBFDB_C, "libfdb_c changed its mind");
-    let db = Database::open(Some(&path)).expect("open the real cluster");
-    assert_eq!(within(scenario(&db, &prefix)).await, theirs);
+    assert_eq!(within(scenario(&db, &prefix)).await, LIBFDB_C);
 }
 
 /// Uses of a transaction while `on_error` sleeps or while its commit is in flight, as
@@ -432,20 +422,42 @@ async fn uses_during_a_backoff_or_a_commit_behave_as_libfdb_c_on_the_test_cluste
 
 #[tokio::test]
 async fn uses_during_a_backoff_or_a_commit_behave_as_libfdb_c_on_a_real_cluster() {
-    let Some((path, cf)) = fdb_tests::dual::real_cluster_file() else {
-        return eprintln!("FDB_CLUSTER_FILE not set: skipped");
-    };
-    let prefix = fdb_tests::dual::random_prefix("rust-on-error-uses");
-    let _clean = fdb_tests::dual::ClearOnDrop::prefix(cf, &prefix);
-    let hex: String = prefix.iter().map(|b| format!("{b:02x}")).collect();
-    let Some(theirs) = fdb_tests::python::libfdb_c_answers(
+    let Some((db, prefix, _clean)) = libfdb_c_agrees(
+        "rust-on-error-uses",
         "on_error_backoff_uses",
         PYTHON_USES,
-        [path.clone().into_os_string(), hex.into()],
+        LIBFDB_C_USES,
     ) else {
         return;
     };
-    assert_eq!(theirs, LIBFDB_C_USES, "libfdb_c changed its mind");
+    assert_eq!(within(uses(&db, &prefix)).await, LIBFDB_C_USES);
+}
+
+/// The libfdb_c half of a real-cluster comparison: `script` runs through the Python binding
+/// on a fresh prefix (cleared when the guard drops) and must print `expected`. Gives the
+/// database and prefix for this client's run, or `None` (with a printed notice) where there
+/// is no real cluster or no Python binding.
+fn libfdb_c_agrees(
+    tag: &str,
+    name: &str,
+    script: &str,
+    expected: &str,
+) -> Option<(Database, Vec<u8>, fdb_tests::dual::ClearOnDrop)> {
+    let Some((path, cf)) = fdb_tests::dual::real_cluster_file() else {
+        eprintln!("FDB_CLUSTER_FILE not set: skipped");
+        return None;
+    };
+    let prefix = fdb_tests::dual::random_prefix(tag);
+    let clean = fdb_tests::dual::ClearOnDrop::prefix(cf, &prefix);
+    let theirs = fdb_tests::python::libfdb_c_answers(
+        name,
+        script,
+        [
+            path.clone().into_os_string(),
+            fdb_tests::to_hex(&prefix).into(),
+        ],
+    )?;
+    assert_eq!(theirs, expected, "libfdb_c changed its mind");
     let db = Database::open(Some(&path)).expect("open the real cluster");
-    assert_eq!(within(uses(&db, &prefix)).await, theirs);
+    Some((db, prefix, clean))
 }
