@@ -91,7 +91,9 @@ pub fn captures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/fdb-captures")
 }
 
-fn hex(s: &str) -> Vec<u8> {
+/// The inverse of [`to_hex`], for hex the tests themselves hold (captures, recorded values):
+/// panics on anything that is not hex, which in a test is a broken fixture.
+pub fn from_hex(s: &str) -> Vec<u8> {
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
@@ -138,7 +140,7 @@ pub fn load_capture(path: &std::path::Path) -> Capture {
                 checksum: v["checksum"]
                     .as_str()
                     .map(|c| u64::from_str_radix(c, 16).unwrap()),
-                payload: Bytes::from(hex(v["payload_hex"].as_str().unwrap())),
+                payload: Bytes::from(from_hex(v["payload_hex"].as_str().unwrap())),
             }
         })
         .collect();

@@ -134,10 +134,7 @@ fn the_same_answer_as_libfdb_c_on_a_real_cluster() {
         b"\xff/conf/",
         b"\xff\xff/status/json",
     ];
-    let hexes: Vec<String> = keys
-        .iter()
-        .map(|k| k.iter().map(|b| format!("{b:02x}")).collect())
-        .collect();
+    let hexes: Vec<String> = keys.iter().map(|k| fdb_tests::to_hex(k)).collect();
     let args = std::iter::once(path.into_os_string()).chain(hexes.into_iter().map(Into::into));
     let Some(out) = fdb_tests::python::libfdb_c_answers("addresses", PYTHON, args) else {
         return;

@@ -166,8 +166,10 @@ fn mutations_in_ryw_order() {
     let want = result_json("mutations");
     assert_eq!(v, want["committed_version"].as_i64().unwrap());
     let stamp = r.sim.client.versionstamp(tx).unwrap();
-    let hex: String = stamp.iter().map(|b| format!("{b:02x}")).collect();
-    assert_eq!(hex, want["versionstamp"].as_str().unwrap());
+    assert_eq!(
+        fdb_tests::to_hex(&stamp),
+        want["versionstamp"].as_str().unwrap()
+    );
     r.all_used(TXN_REQUESTS);
 }
 
@@ -239,8 +241,10 @@ fn versionstamped_value_reads_back() {
     r.commit(t1).unwrap();
     let stamp = r.sim.client.versionstamp(t1).unwrap();
     let want = result_json("versionstamp_value");
-    let hex: String = stamp.iter().map(|b| format!("{b:02x}")).collect();
-    assert_eq!(hex, want["versionstamp"].as_str().unwrap());
+    assert_eq!(
+        fdb_tests::to_hex(&stamp),
+        want["versionstamp"].as_str().unwrap()
+    );
     let t2 = r.tx();
     let v = r.get(t2, b"cap/vsv/k", false).unwrap().unwrap();
     let mut expect = b"vsv:".to_vec();

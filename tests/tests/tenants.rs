@@ -617,9 +617,8 @@ t = db.open_tenant(name)
 def r(tr): return [(kv.key.hex(), kv.value.hex()) for kv in tr.get_range(b"", b"\xff")]
 print(json.dumps({"id": meta["id"], "rows": r(t)}))
 "#;
-    let hex: String = name.iter().map(|b| format!("{b:02x}")).collect();
     let out = std::process::Command::new("python3")
-        .args(["-c", script, &hex])
+        .args(["-c", script, &hexs(name)])
         .output()
         .expect("python3 runs");
     assert!(
@@ -644,12 +643,7 @@ print(json.dumps({"id": meta["id"], "rows": r(t)}))
 #[test]
 fn group_and_lock_entries_encode_as_fdbserver_stores_them() {
     use fdb_protocol::tenant_map::{TenantEntry, TenantGroupEntry, TenantLockState};
-    let hex = |s: &str| -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-            .collect()
-    };
+    let hex = fdb_tests::from_hex;
     let g1 = hex("00000073b000db0f2400000035a46b000000060008000400140023000400140020002100180022001c000c001a000000040000001c000000040000000000000000000000000000001800000000000000080000000000010004000000677270430200000067310000");
     let e = TenantEntry::from_map_value(&g1).expect("g1 decodes");
     assert_eq!(

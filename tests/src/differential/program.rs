@@ -562,9 +562,7 @@ fn split_pad(s: &str) -> Result<(&str, Option<usize>), String> {
     }
 }
 
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+pub use crate::to_hex as hex;
 
 pub fn unhex(s: &str) -> Result<Vec<u8>, String> {
     if !s.len().is_multiple_of(2) {
