@@ -10,8 +10,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::arms::{self, Arm, Ctx};
 use crate::cli::Config;
-use crate::harness::{Counts, Metric, RunStats, Summary};
+use crate::harness::{Counts, Metric, Probes, RunStats, Summary};
 use crate::server::Servers;
+use crate::server_cpu::ServerCpu;
 use crate::stats::{bootstrap, Estimate};
 use crate::workload::{KeySet, Workload};
 
@@ -81,6 +82,8 @@ pub struct Results {
     pub target: String,
     pub cluster: String,
     pub cores: usize,
+    /// How many cluster processes' CPU time was read (0: none could be).
+    pub server_processes: usize,
     pub started_unix: u64,
     pub elapsed: Duration,
     pub skipped: Vec<Skip>,
@@ -241,7 +244,13 @@ pub fn run(config: Config) -> Result<Results, String> {
         data_ready: false,
         data_missing: None,
         rt,
-        requests: servers.request_probe(),
+        probes: Probes {
+            requests: servers.request_probe(),
+            server: match &config.cluster_file {
+                Some(path) => ServerCpu::for_cluster_file(path),
+                None => ServerCpu::for_pid(servers.pid()),
+            },
+        },
     };
 
     let mut arm_objs: Vec<Box<dyn Arm>> = Vec::new();
@@ -374,6 +383,7 @@ pub fn run(config: Config) -> Result<Results, String> {
         cores: std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(0),
+        server_processes: ctx.probes.server.as_ref().map_or(0, ServerCpu::processes),
         started_unix,
         elapsed: started.elapsed(),
         skipped,

@@ -18,6 +18,7 @@ use hdrhistogram::Histogram;
 use crate::alloc::{self, AllocCounts};
 use crate::cpu::process_cpu;
 use crate::server::RequestProbe;
+use crate::server_cpu::{ServerCpu, ServerSpent, ThreadTimes};
 
 /// Highest latency the histograms hold (longer ones saturate): 60 s.
 const MAX_NS: u64 = 60_000_000_000;
@@ -37,6 +38,17 @@ pub struct RunStats {
     pub txns: u64,
     /// Requests the cluster served in the window, by kind (in-process cluster only).
     pub requests: Option<BTreeMap<String, u64>>,
+    /// The cluster's own CPU time in the window, where its processes can be read.
+    pub server: Option<ServerSpent>,
+}
+
+/// What is read around every measured window besides the client's own counters.
+#[derive(Default)]
+pub struct Probes {
+    /// The in-process cluster's request counters.
+    pub requests: Option<Arc<RequestProbe>>,
+    /// The cluster processes' CPU time.
+    pub server: Option<ServerCpu>,
 }
 
 impl RunStats {
@@ -48,6 +60,7 @@ impl RunStats {
             alloc: AllocCounts::default(),
             txns: 0,
             requests: None,
+            server: None,
         }
     }
 
@@ -67,6 +80,11 @@ impl RunStats {
         self.alloc.allocs += o.alloc.allocs;
         self.alloc.bytes += o.alloc.bytes;
         self.txns += o.txns;
+        if let Some(theirs) = o.server {
+            self.server
+                .get_or_insert_with(ServerSpent::default)
+                .add(theirs);
+        }
         if let Some(theirs) = &o.requests {
             let mine = self.requests.get_or_insert_with(BTreeMap::new);
             for (k, v) in theirs {
@@ -92,6 +110,11 @@ impl RunStats {
             cpu_us_per_txn: self.cpu.as_secs_f64() * 1e6 / n,
             allocs_per_txn: self.alloc.allocs as f64 / n,
             bytes_per_txn: self.alloc.bytes as f64 / n,
+            server_cpu_us_per_txn: self.server.map(|sv| sv.total_ns as f64 / 1000.0 / n),
+            server_busiest_us_per_txn: self.server.map(|sv| sv.busiest_ns as f64 / 1000.0 / n),
+            server_busy: self.server.and_then(|sv| {
+                (!self.wall.is_zero()).then(|| sv.busiest_ns as f64 / 1e9 / self.wall.as_secs_f64())
+            }),
         }
     }
 }
@@ -108,6 +131,12 @@ pub struct Summary {
     pub cpu_us_per_txn: f64,
     pub allocs_per_txn: f64,
     pub bytes_per_txn: f64,
+    /// The cluster processes' CPU per transaction, all threads.
+    pub server_cpu_us_per_txn: Option<f64>,
+    /// The busiest cluster thread's CPU per transaction: the serial part of the server's work.
+    pub server_busiest_us_per_txn: Option<f64>,
+    /// The busiest cluster thread's share of the window's wall time (1.0 = always on a core).
+    pub server_busy: Option<f64>,
 }
 
 impl Summary {
@@ -209,6 +238,7 @@ pub(crate) struct Mark {
     cpu: Duration,
     alloc: AllocCounts,
     requests: Option<BTreeMap<String, u64>>,
+    server: Option<ThreadTimes>,
 }
 
 impl Mark {
@@ -220,20 +250,24 @@ impl Mark {
             cpu: process_cpu(),
             alloc,
             requests: None,
+            server: None,
         }
     }
     /// The start of a window: the cluster's counters, then ours.
-    pub(crate) fn start(probe: Option<&RequestProbe>) -> Mark {
-        let requests = probe.and_then(RequestProbe::read);
+    pub(crate) fn start(probes: &Probes) -> Mark {
+        let requests = probes.requests.as_deref().and_then(RequestProbe::read);
+        let server = probes.server.as_ref().map(ServerCpu::read);
         Mark {
             requests,
+            server,
             ..Mark::counters()
         }
     }
     /// The end of a window: ours, then the cluster's.
-    pub(crate) fn end(probe: Option<&RequestProbe>) -> Mark {
+    pub(crate) fn end(probes: &Probes) -> Mark {
         let mut m = Mark::counters();
-        m.requests = probe.and_then(RequestProbe::read);
+        m.server = probes.server.as_ref().map(ServerCpu::read);
+        m.requests = probes.requests.as_deref().and_then(RequestProbe::read);
         m
     }
 }
@@ -266,16 +300,16 @@ pub(crate) fn finish(start: Mark, end: Mark, hists: Vec<Histogram<u64>>) -> RunS
         cpu: end.cpu.saturating_sub(start.cpu),
         alloc: end.alloc - start.alloc,
         requests: requests_between(start.requests, end.requests),
+        server: match (&start.server, &end.server) {
+            (Some(a), Some(b)) => Some(ServerSpent::between(a, b)),
+            _ => None,
+        },
     }
 }
 
 /// One worker thread per worker. `make` builds a worker's transaction closure on its own
 /// thread (so the closure need not be `Send`); its cost is outside the measured window.
-pub fn run_threads<W, F>(
-    counts: Counts,
-    probe: Option<&RequestProbe>,
-    make: F,
-) -> Result<RunStats, String>
+pub fn run_threads<W, F>(counts: Counts, probes: &Probes, make: F) -> Result<RunStats, String>
 where
     F: Fn(usize) -> Result<W, String> + Sync,
     W: FnMut() -> Result<(), String>,
@@ -328,10 +362,10 @@ where
             })
             .collect();
         barrier.wait();
-        let start = Mark::start(probe);
+        let start = Mark::start(probes);
         barrier.wait();
         barrier.wait();
-        let end = Mark::end(probe);
+        let end = Mark::end(probes);
         let hists: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().expect("worker thread panicked"))
@@ -352,7 +386,7 @@ pub trait AsyncWorker: Send + 'static {
 pub fn run_tokio<W: AsyncWorker>(
     rt: &tokio::runtime::Runtime,
     counts: Counts,
-    probe: Option<&RequestProbe>,
+    probes: &Probes,
     workers: Vec<W>,
 ) -> Result<RunStats, String> {
     let shared = Arc::new(Shared::new());
@@ -391,10 +425,10 @@ pub fn run_tokio<W: AsyncWorker>(
             })
             .collect();
         barrier.wait().await;
-        let start = Mark::start(probe);
+        let start = Mark::start(probes);
         barrier.wait().await;
         barrier.wait().await;
-        let end = Mark::end(probe);
+        let end = Mark::end(probes);
         let mut hists = Vec::new();
         for t in tasks {
             hists.push(t.await.map_err(|e| format!("worker task failed: {e}"))?);
@@ -417,7 +451,7 @@ pub trait LocalWorker: 'static {
 pub fn run_local<W: LocalWorker>(
     driver: &fdb_driver_mio::MioDriver,
     counts: Counts,
-    probe: Option<&RequestProbe>,
+    probes: &Probes,
     workers: Vec<W>,
 ) -> Result<RunStats, String> {
     let shared = Rc::new(Shared::new());
@@ -463,9 +497,9 @@ pub fn run_local<W: LocalWorker>(
             })
         })
         .collect();
-    let start = Mark::start(probe);
+    let start = Mark::start(probes);
     let ran = ex.run();
-    let end = Mark::end(probe);
+    let end = Mark::end(probes);
     ran.map_err(|e| format!("executor: {e}"))?;
     let hists = tasks
         .iter()
@@ -491,7 +525,7 @@ mod tests {
             measured: 40,
         };
         let calls = AtomicU64::new(0);
-        let stats = run_threads(counts, None, |_| {
+        let stats = run_threads(counts, &Probes::default(), |_| {
             Ok(|| {
                 calls.fetch_add(1, Ordering::Relaxed);
                 Ok(())
@@ -510,11 +544,11 @@ mod tests {
             warmup: 0,
             measured: 10,
         };
-        let r = run_threads(counts, None, |i| {
+        let r = run_threads(counts, &Probes::default(), |i| {
             Ok(move || if i == 1 { Err("boom".into()) } else { Ok(()) })
         });
         assert!(r.unwrap_err().contains("boom"));
-        let r = run_threads(counts, None, |i| {
+        let r = run_threads(counts, &Probes::default(), |i| {
             if i == 0 {
                 Err("no connection".to_string())
             } else {
@@ -544,7 +578,13 @@ mod tests {
             warmup: 4,
             measured: 100,
         };
-        let a = run_tokio(&rt, counts, None, (0..4).map(|_| Sleepy).collect()).unwrap();
+        let a = run_tokio(
+            &rt,
+            counts,
+            &Probes::default(),
+            (0..4).map(|_| Sleepy).collect(),
+        )
+        .unwrap();
         assert_eq!(a.txns, 100);
         let mut b = a.clone();
         b.merge(&a);

@@ -8,6 +8,7 @@ mod cpu;
 mod harness;
 mod report;
 mod server;
+mod server_cpu;
 mod stats;
 mod workload;
 

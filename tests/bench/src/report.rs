@@ -22,7 +22,95 @@ fn summary_json(s: &Summary) -> Value {
         "cpu_us_per_txn": s.cpu_us_per_txn,
         "allocs_per_txn": s.allocs_per_txn,
         "heap_bytes_per_txn": s.bytes_per_txn,
+        "server_cpu_us_per_txn": s.server_cpu_us_per_txn,
+        "server_busiest_thread_us_per_txn": s.server_busiest_us_per_txn,
+        "server_busiest_thread_busy": s.server_busy,
     })
+}
+
+/// The least mean latency `ours` could reach in a cell if it spent no CPU at all, from what
+/// was measured around its runs, in µs, and how it was found. Two lower bounds, whichever is
+/// higher:
+/// * with N closed-loop workers, every transaction needs the cluster's busiest thread for S
+///   µs on average, so throughput is at most 1/S and (Little's law) latency at least N × S;
+/// * with one worker nothing overlaps: the time the transaction was not on the client's CPU
+///   (latency minus the client's whole CPU per transaction) is spent waiting for the cluster
+///   and the kernel, and no client change removes it.
+pub fn latency_bound(ours: &Summary, workers: usize) -> Option<(f64, &'static str)> {
+    let serial = ours.server_busiest_us_per_txn? * workers as f64;
+    let waiting = if workers == 1 {
+        (ours.mean_us - ours.cpu_us_per_txn).max(0.0)
+    } else {
+        0.0
+    };
+    Some(if waiting > serial {
+        (waiting, "latency minus all client CPU (one worker)")
+    } else {
+        (
+            serial,
+            "workers × the busiest fdbserver thread's CPU per transaction",
+        )
+    })
+}
+
+/// Where the mean-latency target is missed against libfdb_c, whether any client doing this
+/// arm's requests could meet it on this cluster ([`latency_bound`]).
+fn latency_misses(s: &mut String, r: &Results) {
+    let pooled = |arm: &str, cell| {
+        r.cells
+            .iter()
+            .find(|c| c.arm == arm && c.cell == cell)
+            .and_then(|c| c.pooled)
+    };
+    let mut lines = Vec::new();
+    for (ci, comp) in r.comparisons.iter().enumerate() {
+        if !comp.has_targets() {
+            continue;
+        }
+        for x in r
+            .ratios
+            .iter()
+            .filter(|x| x.comparison == ci && x.metric == Metric::Mean)
+        {
+            if verdict(x, comp) == Some("met") {
+                continue;
+            }
+            let (Some(o), Some(b)) = (pooled(&comp.ours, x.cell), pooled(&comp.baseline, x.cell))
+            else {
+                continue;
+            };
+            let Some((bound, how)) = latency_bound(&o, x.cell.workers) else {
+                continue;
+            };
+            let target = 0.6 * b.mean_us;
+            let why = if bound > target {
+                "unreachable on this cluster: the cluster's own time is above the target"
+            } else {
+                "reachable: the gap is the client's (or the machine's scheduling)"
+            };
+            lines.push(format!(
+                "| {} | {} | {} | {} | {} | {} | {:.2} | {} | {why} |",
+                comp.ours,
+                x.cell.workload.name(),
+                x.cell.workers,
+                f(o.mean_us),
+                f(b.mean_us),
+                f(bound),
+                bound / b.mean_us,
+                how,
+            ));
+        }
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n## Why mean-latency cells miss\n");
+    let _ = writeln!(s, "For each cell where the mean target (≤ 0.6 × libfdb_c) is not met: the least mean latency this arm could reach on this cluster if it spent no CPU at all (the higher of two lower bounds measured around its own runs: workers × the busiest fdbserver thread's CPU per transaction, by Little's law; and, with one worker, latency minus the client's whole CPU per transaction). Where that bound is above 0.6 × libfdb_c's mean, no client sending these requests can meet the target here.\n");
+    let _ = writeln!(s, "| arm | workload | workers | mean µs | libfdb_c mean µs | bound µs | bound / libfdb_c | bound from | verdict |");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---|---|");
+    for l in lines {
+        let _ = writeln!(s, "{l}");
+    }
 }
 
 /// The verdict against a target, judged on the interval's upper end.
@@ -110,6 +198,7 @@ pub fn to_json(r: &Results) -> Value {
         "version": env!("CARGO_PKG_VERSION"),
         "started_unix": r.started_unix,
         "elapsed_s": r.elapsed.as_secs_f64(),
+        "server_processes_read": r.server_processes,
         "machine": { "cores": r.cores, "os": std::env::consts::OS, "arch": std::env::consts::ARCH },
         "target": { "description": r.target, "cluster": r.cluster },
         "config": {
@@ -193,20 +282,29 @@ pub fn to_markdown(r: &Results) -> String {
     let _ = writeln!(s, "## Per arm (pooled over blocks)\n");
     let _ = writeln!(
         s,
-        "Allocations are counted at {}; CPU is the client process's user + system time.\n",
-        crate::alloc::COUNTED_AT
+        "Allocations are counted at {}; CPU is the client process's user + system time. Server CPU is the cluster's ({} process(es) read from /proc; all threads, and in brackets its busiest thread), and \"server busy\" that thread's share of the wall time.\n",
+        crate::alloc::COUNTED_AT,
+        r.server_processes
     );
     let _ = writeln!(
         s,
-        "| workload | workers | arm | mean µs | p50 µs | p99 µs | txn/s | CPU µs/txn | allocs/txn | heap B/txn |"
+        "| workload | workers | arm | mean µs | p50 µs | p99 µs | txn/s | CPU µs/txn | allocs/txn | heap B/txn | server CPU µs/txn | server busy |"
     );
-    let _ = writeln!(s, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        s,
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for ca in &r.cells {
         match &ca.pooled {
             Some(p) => {
+                let server = match (p.server_cpu_us_per_txn, p.server_busiest_us_per_txn) {
+                    (Some(t), Some(b)) => format!("{} ({})", f(t), f(b)),
+                    _ => "n/a".into(),
+                };
+                let busy = p.server_busy.map_or("n/a".into(), |b| format!("{b:.2}"));
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.0} |",
+                    "| {} | {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.0} | {server} | {busy} |",
                     ca.cell.workload.name(),
                     ca.cell.workers,
                     ca.arm,
@@ -222,7 +320,7 @@ pub fn to_markdown(r: &Results) -> String {
             None => {
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | failed | | | | | | |",
+                    "| {} | {} | {} | failed | | | | | | | | |",
                     ca.cell.workload.name(),
                     ca.cell.workers,
                     ca.arm
@@ -284,6 +382,7 @@ pub fn to_markdown(r: &Results) -> String {
             let _ = writeln!(s, "{line}");
         }
     }
+    latency_misses(&mut s, r);
     requests_table(&mut s, r);
     if !r.skipped.is_empty() {
         let _ = writeln!(s, "\n## Skipped (no numbers reported)\n");
@@ -574,4 +673,36 @@ pub fn write_all(r: &Results, dir: &Path) -> Result<Vec<PathBuf>, String> {
         .map_err(|e| format!("writing {}: {e}", md_path.display()))?;
     write_svg(r, &svg_path)?;
     Ok(vec![json_path, md_path, svg_path])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::latency_bound;
+    use crate::harness::Summary;
+
+    fn summary(mean: f64, cpu: f64, busiest: Option<f64>) -> Summary {
+        Summary {
+            mean_us: mean,
+            cpu_us_per_txn: cpu,
+            server_busiest_us_per_txn: busiest,
+            ..Summary::default()
+        }
+    }
+
+    #[test]
+    fn the_bound_is_the_higher_of_the_serial_server_time_and_the_wait() {
+        // One worker: 1000 µs of latency of which 200 on the client's CPU leaves 800 waited,
+        // more than the server thread's 100 µs.
+        let (b, how) = latency_bound(&summary(1000.0, 200.0, Some(100.0)), 1).unwrap();
+        assert_eq!(b, 800.0);
+        assert!(how.contains("one worker"));
+        // Eight workers share the server thread: at least 8 × 100 µs, whatever the client does.
+        let (b, how) = latency_bound(&summary(1000.0, 200.0, Some(100.0)), 8).unwrap();
+        assert_eq!(b, 800.0);
+        assert!(how.contains("busiest"));
+        let (b, _) = latency_bound(&summary(1000.0, 200.0, Some(150.0)), 8).unwrap();
+        assert_eq!(b, 1200.0);
+        // Without the server's numbers there is no bound.
+        assert!(latency_bound(&summary(1000.0, 200.0, None), 8).is_none());
+    }
 }

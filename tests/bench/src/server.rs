@@ -316,6 +316,11 @@ impl Servers {
 }
 
 impl Servers {
+    /// The child's process id: its CPU time is the in-process cluster's (and the floor's).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The in-process cluster's request counters, when the child hosts it.
     pub fn request_probe(&self) -> Option<Arc<RequestProbe>> {
         self.cluster.as_ref().map(|_| {

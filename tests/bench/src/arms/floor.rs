@@ -15,7 +15,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
 use super::{Arm, Ctx, FLOOR};
-use crate::harness::{finish, new_histogram, Counts, Mark, RunStats};
+use crate::harness::{finish, new_histogram, Counts, Mark, Probes, RunStats};
 use crate::workload::{wire_exchanges, Exchange, Workload};
 
 #[derive(Default)]
@@ -210,7 +210,7 @@ pub fn run_floor(
         }
         if start.is_none() && warming == 0 {
             // Every connection is idle and warm: open the measured window.
-            start = Some(Mark::start(None));
+            start = Some(Mark::start(&Probes::default()));
             for (i, c) in conns.iter_mut().enumerate() {
                 if issued < counts.measured {
                     issued += 1;
@@ -235,7 +235,7 @@ pub fn run_floor(
             ready.push(ev.token().0);
         }
     }
-    let end = Mark::end(None);
+    let end = Mark::end(&Probes::default());
     Ok(finish(
         start.expect("measured window opened"),
         end,

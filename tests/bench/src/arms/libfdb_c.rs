@@ -54,7 +54,7 @@ impl Arm for FdbCArm {
                 seq: 0,
             })
             .collect();
-        run_tokio(&ctx.rt, counts, ctx.requests.as_deref(), workers)
+        run_tokio(&ctx.rt, counts, &ctx.probes, workers)
     }
 }
 

@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use fdb_protocol::cluster_file::ClusterFile;
 
-use crate::harness::{Counts, RunStats};
-use crate::server::RequestProbe;
+use crate::harness::{Counts, Probes, RunStats};
 use crate::workload::{KeySet, Workload};
 
 pub mod floor;
@@ -41,8 +40,9 @@ pub struct Ctx {
     /// Why `data_ready` is false.
     pub data_missing: Option<String>,
     pub rt: Arc<tokio::runtime::Runtime>,
-    /// The in-process cluster's request counters (none on a real cluster).
-    pub requests: Option<Arc<RequestProbe>>,
+    /// What is read around each window: the in-process cluster's request counters (none on
+    /// a real cluster) and the cluster processes' CPU time.
+    pub probes: Probes,
 }
 
 impl Ctx {

@@ -34,7 +34,7 @@ impl Arm for MioArm {
                 shape: Shape::new(ctx, w, seed, i),
             })
             .collect();
-        run_local(db.driver(), counts, ctx.requests.as_deref(), workers)
+        run_local(db.driver(), counts, &ctx.probes, workers)
     }
 }
 

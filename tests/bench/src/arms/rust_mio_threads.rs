@@ -32,7 +32,7 @@ impl Arm for MioThreadsArm {
         let begin =
             KeySelector::first_greater_or_equal(Bytes::copy_from_slice(&ctx.keys.range_begin));
         let end = KeySelector::first_greater_or_equal(Bytes::copy_from_slice(&ctx.keys.range_end));
-        run_threads(counts, ctx.requests.as_deref(), |worker| {
+        run_threads(counts, &ctx.probes, |worker| {
             let db =
                 Database::from_cluster_file(ctx.cluster.clone(), seed.wrapping_add(worker as u64))
                     .map_err(|e| e.to_string())?;

@@ -40,7 +40,7 @@ impl Arm for TokioArm {
             })
             .collect();
         drop(db);
-        run_tokio(&ctx.rt, counts, ctx.requests.as_deref(), workers)
+        run_tokio(&ctx.rt, counts, &ctx.probes, workers)
     }
 }
 

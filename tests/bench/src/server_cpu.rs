@@ -1,0 +1,183 @@
+//! The cluster's own CPU time, read from `/proc` around each measured window. It is what
+//! separates the server's share of a transaction's latency from the client's: when fdbserver's
+//! busiest thread is already on a core for most of the window, no client can be much faster
+//! on the same cluster, whatever it spends itself (see "Why cells miss" in the report).
+//!
+//! Per thread, from `/proc/PID/task/TID/schedstat` (time on a CPU in nanoseconds, unlike
+//! `stat`'s 10 ms ticks). Linux only; elsewhere, or without permission, there is no probe.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The server processes whose threads are read.
+#[derive(Clone, Debug)]
+pub struct ServerCpu {
+    pids: Vec<u32>,
+}
+
+/// Nanoseconds on a CPU so far, per `(pid, tid)`.
+pub type ThreadTimes = BTreeMap<(u32, u32), u64>;
+
+impl ServerCpu {
+    /// The process with this pid (the child that hosts the in-process test cluster).
+    pub fn for_pid(pid: u32) -> Option<ServerCpu> {
+        let s = ServerCpu { pids: vec![pid] };
+        (!s.read().is_empty()).then_some(s)
+    }
+
+    /// Every `fdbserver` on this machine started with `-C` naming this cluster file (how
+    /// `cluster.sh` starts them); none when the cluster runs elsewhere.
+    pub fn for_cluster_file(path: &Path) -> Option<ServerCpu> {
+        let want = std::fs::canonicalize(path).ok()?;
+        let mut pids = Vec::new();
+        for e in std::fs::read_dir("/proc").ok()?.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+                continue;
+            };
+            let args: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
+            let is_server = args.first().is_some_and(|a| a.ends_with(b"fdbserver"));
+            if is_server && names_cluster_file(&args, &want) {
+                pids.push(pid);
+            }
+        }
+        (!pids.is_empty()).then_some(ServerCpu { pids })
+    }
+
+    /// How many server processes are read.
+    pub fn processes(&self) -> usize {
+        self.pids.len()
+    }
+
+    /// Every thread's CPU time now. A process or thread that is gone is left out.
+    pub fn read(&self) -> ThreadTimes {
+        let mut out = ThreadTimes::new();
+        for &pid in &self.pids {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for t in tasks.flatten() {
+                let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                    continue;
+                };
+                if let Some(ns) = std::fs::read_to_string(t.path().join("schedstat"))
+                    .ok()
+                    .and_then(|s| parse_schedstat(&s))
+                {
+                    out.insert((pid, tid), ns);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Whether the arguments hold `-C F` / `--cluster-file F` / `--cluster_file F` (or `=F`)
+/// with F the same file as `want`.
+fn names_cluster_file(args: &[&[u8]], want: &PathBuf) -> bool {
+    let same = |p: &[u8]| {
+        std::str::from_utf8(p)
+            .ok()
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .is_some_and(|p| &p == want)
+    };
+    args.iter().enumerate().any(|(i, a)| {
+        let flag = |f: &[u8]| a == &f;
+        if flag(b"-C") || flag(b"--cluster-file") || flag(b"--cluster_file") {
+            return args.get(i + 1).is_some_and(|p| same(p));
+        }
+        [&b"--cluster-file="[..], b"--cluster_file="]
+            .iter()
+            .any(|f| a.strip_prefix(*f).is_some_and(same))
+    })
+}
+
+/// The first field of a `schedstat` line: nanoseconds spent on a CPU.
+fn parse_schedstat(s: &str) -> Option<u64> {
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// What the server spent between two readings: in all, and on its busiest thread (fdbserver
+/// does its work on one network thread, so that thread's time is the serial part that bounds
+/// throughput).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ServerSpent {
+    pub total_ns: u64,
+    pub busiest_ns: u64,
+}
+
+impl ServerSpent {
+    pub fn between(start: &ThreadTimes, end: &ThreadTimes) -> ServerSpent {
+        let mut s = ServerSpent::default();
+        for (k, &e) in end {
+            let d = e.saturating_sub(start.get(k).copied().unwrap_or(0));
+            s.total_ns += d;
+            s.busiest_ns = s.busiest_ns.max(d);
+        }
+        s
+    }
+
+    pub fn add(&mut self, o: ServerSpent) {
+        self.total_ns += o.total_ns;
+        self.busiest_ns += o.busiest_ns;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedstat_first_field_is_nanoseconds() {
+        assert_eq!(parse_schedstat("123456789 2000 17\n"), Some(123456789));
+        assert_eq!(parse_schedstat(""), None);
+        assert_eq!(parse_schedstat("x 1 2"), None);
+    }
+
+    #[test]
+    fn spent_counts_new_threads_and_takes_the_busiest() {
+        let start: ThreadTimes = [((1, 1), 100), ((1, 2), 50)].into();
+        let end: ThreadTimes = [((1, 1), 400), ((1, 2), 60), ((1, 3), 20)].into();
+        assert_eq!(
+            ServerSpent::between(&start, &end),
+            ServerSpent {
+                total_ns: 300 + 10 + 20,
+                busiest_ns: 300
+            }
+        );
+    }
+
+    #[test]
+    fn finds_a_process_by_its_cluster_file_argument() {
+        let dir = std::env::temp_dir().join(format!("server-cpu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("fdb.cluster");
+        std::fs::write(&f, "a:b@127.0.0.1:1\n").unwrap();
+        let want = std::fs::canonicalize(&f).unwrap();
+        let path = f.to_str().unwrap().as_bytes().to_vec();
+        let eq = [b"--cluster_file=".to_vec(), path.clone()].concat();
+        assert!(names_cluster_file(&[b"fdbserver", b"-C", &path], &want));
+        assert!(names_cluster_file(&[b"fdbserver", &eq], &want));
+        assert!(!names_cluster_file(
+            &[b"fdbserver", b"-C", b"/nonexistent"],
+            &want
+        ));
+        assert!(!names_cluster_file(&[b"fdbserver", &path], &want));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn this_process_is_readable_and_advances() {
+        let me = ServerCpu::for_pid(std::process::id()).expect("own /proc entry");
+        let a = me.read();
+        let mut x = 0u64;
+        for i in 0..3_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let b = me.read();
+        assert!(ServerSpent::between(&a, &b).total_ns > 0);
+    }
+}
