@@ -216,6 +216,7 @@ outcome!(Committed, Reply::Committed { version, versionstamp } => Committed { ve
 outcome!((), Reply::Retry => ());
 outcome!(Vec<Bytes>, Reply::Keys(k) => k);
 outcome!(Vec<String>, Reply::Addresses(a) => a);
+outcome!(bool, Reply::Reachable(r) => r);
 
 /// What a commit returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -252,6 +253,8 @@ pub(crate) enum Reply {
     Keys(Vec<Bytes>),
     /// Storage server addresses ([`Client::get_addresses_for_key`](crate::Client::get_addresses_for_key)).
     Addresses(Vec<String>),
+    /// Whether every new coordinator answered ([`Client::check_coordinators`](crate::Client::check_coordinators)).
+    Reachable(bool),
 }
 
 /// One batch of a range read.

@@ -28,6 +28,7 @@ mod location;
 pub mod messages;
 mod monitor;
 mod net;
+mod quorum_check;
 mod route;
 mod ryw;
 pub mod serializer;

@@ -59,7 +59,7 @@ impl CoordinatorSlot {
     }
 }
 
-fn wire_address(a: &crate::cluster_file::NetworkAddress) -> NetworkAddress {
+pub(crate) fn wire_address(a: &crate::cluster_file::NetworkAddress) -> NetworkAddress {
     NetworkAddress {
         ip: IpAddress::from(a.ip),
         port: a.port,

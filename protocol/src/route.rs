@@ -30,6 +30,8 @@ pub(crate) enum Route {
     },
     /// Part of a `\xff\xff/status/json` read.
     Status { op: RequestId, part: StatusPart },
+    /// Coordinator `part` of a coordinators change's reachability check.
+    QuorumCheck { op: RequestId, part: usize },
     /// The id lookup of a tenant handle.
     TenantId(crate::ids::TenantHandle),
     /// Part `part` of a special-key read of a module filled from the cluster (the metrics,

@@ -896,8 +896,7 @@ fn what_this_client_refuses_on_the_test_cluster() {
         ""
     );
     for key in [
-        &b"\xff\xff/configuration/coordinators/processes"[..],
-        b"\xff\xff/management/version_epoch",
+        &b"\xff\xff/management/version_epoch"[..],
         b"\xff\xff/management/min_required_commit_version",
     ] {
         let w = writer(&db);

@@ -484,6 +484,27 @@ impl Client {
         Call::new(req)
     }
 
+    /// Asks each of `coordinators` who leads cluster `key` (a coordinators change's
+    /// reachability check, see `quorum_check`): `true` once all answered, `false` if one did
+    /// not within 5 s.
+    pub fn check_coordinators(
+        &mut self,
+        now: Instant,
+        key: &str,
+        coordinators: &[crate::cluster_file::NetworkAddress],
+    ) -> Call<bool> {
+        self.now = now;
+        let req = self.new_request_id();
+        let wire = coordinators
+            .iter()
+            .map(crate::monitor::wire_address)
+            .collect();
+        self.quorum_checks
+            .start(req, Bytes::copy_from_slice(key.as_bytes()), wire);
+        self.drive(now);
+        Call::new(req)
+    }
+
     /// What the core holds for the application right now (see [`Census`]).
     pub fn census(&self) -> Census {
         let (transactions, requests, watches) = self.txs.census();
@@ -491,14 +512,17 @@ impl Client {
             transactions,
             requests,
             watches,
-            status_reads: self.status.len() + self.cluster_reads.len(),
+            status_reads: self.status.len() + self.cluster_reads.len() + self.quorum_checks.len(),
         }
     }
 
     /// Gives up on a request: no event will come for it.
     pub fn cancel(&mut self, now: Instant, req: RequestId) {
         self.now = now;
-        if !self.status.cancel(req) && !self.cluster_reads.cancel(req) {
+        if !self.status.cancel(req)
+            && !self.cluster_reads.cancel(req)
+            && !self.quorum_checks.cancel(req)
+        {
             self.txs.cancel(req);
         }
     }

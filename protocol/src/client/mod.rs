@@ -50,6 +50,7 @@ use crate::messages::types::Version;
 use crate::messages::{decode_reply, ErrorOr, NetworkAddress};
 use crate::monitor::ClusterMonitor;
 use crate::net::{Delivery, Io, Network};
+use crate::quorum_check::QuorumChecks;
 use crate::route::{Loss, Route};
 use crate::special_cluster::ClusterReads;
 use crate::status::StatusReads;
@@ -110,6 +111,7 @@ pub struct Client {
     grv: GrvBatcher,
     txs: Transactions,
     status: StatusReads,
+    quorum_checks: QuorumChecks,
     cluster_reads: ClusterReads,
 }
 
@@ -135,6 +137,7 @@ impl Client {
             grv: GrvBatcher::default(),
             txs: Transactions::default(),
             status: StatusReads::default(),
+            quorum_checks: QuorumChecks::default(),
             cluster_reads: ClusterReads::default(),
         };
         c.drive(now);
@@ -204,6 +207,7 @@ impl Client {
             self.monitor.poll_timeout(),
             self.txs.next_timer(),
             self.status.poll_timeout(),
+            self.quorum_checks.poll_timeout(),
             self.cluster_reads.poll_timeout(),
         ]
         .into_iter()
@@ -321,6 +325,10 @@ impl Client {
             }
             Route::TenantId(h) => self.txs.on_tenant_id_reply(h, message),
             Route::Status { op, part } => self.status.on_reply(&mut io!(self), op, part, message),
+            Route::QuorumCheck { op, part } => {
+                self.quorum_checks
+                    .on_reply(&mut io!(self), op, part, message)
+            }
             Route::ClusterModule { op, part, leader } => {
                 self.cluster_reads
                     .on_reply(&mut io!(self), op, part, leader, message)
@@ -364,6 +372,7 @@ impl Client {
                 self.txs.on_tenant_id_lost(h)
             }
             Route::Status { op, part } => self.status.on_lost(&mut io!(self), op, part),
+            Route::QuorumCheck { op, part } => self.quorum_checks.on_lost(self.now, op, part),
             Route::ClusterModule { op, part, leader } => {
                 tracing::debug!(?why, "re-sending a special-key module request");
                 self.cluster_reads.on_lost(self.now, op, part, leader)
@@ -431,6 +440,7 @@ impl Client {
         let mut io = io!(self);
         self.monitor.poll(&mut io);
         self.status.poll(&mut io, &self.monitor);
+        self.quorum_checks.poll(&mut io);
         let finished = self.cluster_reads.poll(&mut io, &self.monitor);
         for f in finished {
             self.with_txs(|txs, cx| match (&f.result, f.given()) {

@@ -6,10 +6,10 @@
 //! The modules this client acts on are the tenant module (`\xff\xff/management/tenant/`) and
 //! the management commands fdbcli drives (exclusions by address and locality, their options,
 //! the database lock, consistency-check suspension, data distribution, maintenance, process
-//! classes); their
+//! classes, the coordinators); their
 //! commits need reads, so the API layer runs them (`fdb-api`), taking the writes out of the
 //! core with [`crate::Client::take_special_writes`]. A write into one of libfdb_c's other
-//! write modules (coordinators, global config, ...) is refused with
+//! write modules (global config, the version keys, ...) is refused with
 //! `unsupported_operation` rather than kept and never carried out.
 //!
 //! As in libfdb_c, some modules keep their writes their own way: a set in an exclusion module
@@ -33,7 +33,7 @@ pub const TENANT_MANAGEMENT_RANGE: (&[u8], &[u8]) = (
 #[rustfmt::skip]
 const WRITE_MODULES: [(&[u8], &[u8], bool); 17] = [
     (b"\xff\xff/actor_profiler_conf/", b"\xff\xff/actor_profiler_conf0", false),
-    (b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0", false),
+    (COORDINATORS_PREFIX, b"\xff\xff/configuration/coordinators0", true),
     (CLASS_TYPE_PREFIX, b"\xff\xff/configuration/process/class_type0", true),
     (b"\xff\xff/global_config/", b"\xff\xff/global_config0", false),
     (b"\xff\xff/management/consistency_check_suspended", b"\xff\xff/management/consistency_check_suspended\x00", true),
@@ -71,18 +71,32 @@ const EXCLUSION_MODULES: [&[u8]; 4] = [
     b"\xff\xff/management/failed_locality/",
 ];
 
+/// `\xff\xff/configuration/coordinators/`: fdbcli's `coordinators`.
+const COORDINATORS_PREFIX: &[u8] = b"\xff\xff/configuration/coordinators/";
+
 /// `\xff\xff/configuration/process/class_type/`: fdbcli's `setclass`.
 const CLASS_TYPE_PREFIX: &[u8] = b"\xff\xff/configuration/process/class_type/";
 
 /// A write its module refuses as it is made, with why (`\xff\xff/error_message`, in
 /// libfdb_c's JSON): a clear of a process class (`ProcessClassRangeImpl::clear`, whose two
-/// overloads carry each other's message in libfdb_c 7.3).
+/// overloads carry each other's message in libfdb_c 7.3), or of the coordinators
+/// (`CoordinatorsImpl::clear`).
 pub(crate) fn refused_write(
     begin: &[u8],
     value: Option<&Bytes>,
     single: bool,
 ) -> Option<&'static str> {
-    if value.is_some() || !begin.starts_with(CLASS_TYPE_PREFIX) {
+    if value.is_some() {
+        return None;
+    }
+    if begin.starts_with(COORDINATORS_PREFIX) {
+        return Some(if single {
+            r#"{"command":"coordinators","message":"Clear operation is meaningless thus forbidden for coordinators","retriable":false}"#
+        } else {
+            r#"{"command":"coordinators","message":"Clear range is meaningless thus forbidden for coordinators","retriable":false}"#
+        });
+    }
+    if !begin.starts_with(CLASS_TYPE_PREFIX) {
         return None;
     }
     Some(if single {
@@ -322,8 +336,8 @@ mod tests {
         );
         assert_eq!(
             check_module(
-                b"\xff\xff/configuration/coordinators/processes",
-                b"\xff\xff/configuration/coordinators/processes\0",
+                b"\xff\xff/management/version_epoch",
+                b"\xff\xff/management/version_epoch\0",
                 true
             ),
             Err(ErrorCode::UNSUPPORTED_OPERATION)

@@ -5,6 +5,7 @@
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::{ConflictRangeType, MutationType, SpecialWrite, TransactionOption};
 
+use super::coordinators::commit_coordinators;
 use super::errors::{api_error, api_failure};
 use super::exclusion::commit_exclusion;
 use super::maintenance::commit_maintenance;
@@ -51,10 +52,10 @@ pub(crate) async fn commit_writes<D: Driver>(
                 commit_process_class(tx, writes, (pb, pe)).await?
             }
             Part::DataDistribution => commit_data_distribution(tx, writes, (pb, pe)),
+            Part::Coordinators => commit_coordinators(tx, writes, pb).await?,
             // The options are for the other parts; the tenant module commits on its own.
             Part::Options
             | Part::Tenant
-            | Part::Coordinators
             | Part::ProcessClass { source: true }
             | Part::InProgress
             | Part::VersionKey(_)

@@ -11,6 +11,11 @@ use crate::transaction::Transaction;
 /// `ManagementAPIError::toJsonString(false, command, message)`, as json_spirit writes it
 /// (keys sorted, `raw_utf8`).
 pub(crate) fn api_error(command: &str, message: &str) -> String {
+    management_error(false, command, message)
+}
+
+/// `ManagementAPIError::toJsonString(retriable, command, message)`.
+pub(crate) fn management_error(retriable: bool, command: &str, message: &str) -> String {
     fn esc(s: &str) -> String {
         let mut out = String::with_capacity(s.len());
         for c in s.chars() {
@@ -28,7 +33,7 @@ pub(crate) fn api_error(command: &str, message: &str) -> String {
         out
     }
     format!(
-        r#"{{"command":"{}","message":"{}","retriable":false}}"#,
+        r#"{{"command":"{}","message":"{}","retriable":{retriable}}}"#,
         esc(command),
         esc(message)
     )

@@ -35,18 +35,24 @@
 //! with `unsupported_operation` (set the force option to mark them failed). A set of
 //! `\xff\xff/configuration/process/class_type/<addr>` to a class (`default`: the class the
 //! process was started with) is fdbcli's `setclass`; a clear there is refused as it is made.
-//! Coordinator changes and the version keys are refused with `unsupported_operation` when
-//! written.
+//! A set of `\xff\xff/configuration/coordinators/processes` (and `cluster_description`)
+//! changes the coordinators as `changeQuorumChecker` does (`coordinators.rs`): checked
+//! against `\xff/coordinators`, the new ones asked to answer within 5 s (the core's
+//! `quorum_check`), then `\xff/coordinators` written; the commit then ends as libfdb_c's does
+//! (`commit_unknown_result` while the cluster moves, and the retry's "No change" message),
+//! and the core's monitor follows the old coordinators' forward. A clear there is refused as
+//! it is made. The version keys are refused with `unsupported_operation` when written.
 //!
 //! The files, each on one concern, import one way (none imports this one): `parts.rs` (the
 //! table of parts, the system keys, helpers over keys and writes), `values.rs` (the system
 //! values' binary encoding), `address.rs` (process addresses) and `errors.rs` (the JSON
 //! error messages) are leaves; `processes.rs` reads the workers and the exclusions in
-//! progress; `read.rs` is the read path; `space_check.rs`, `exclusion.rs`, `setclass.rs` and
-//! `maintenance.rs` are the larger parts' commits, which `commit.rs` runs in key order.
+//! progress; `read.rs` is the read path; `space_check.rs`, `exclusion.rs`, `setclass.rs`,
+//! `maintenance.rs` and `coordinators.rs` are the larger parts' commits, which `commit.rs` runs in key order.
 
 mod address;
 mod commit;
+mod coordinators;
 mod errors;
 mod exclusion;
 mod maintenance;
