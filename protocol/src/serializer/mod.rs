@@ -22,6 +22,7 @@ use core::cell::Cell;
 use core::fmt;
 
 mod fb;
+mod memo;
 mod reader;
 mod vtable;
 mod writer;
@@ -98,8 +99,9 @@ impl fmt::Display for DecodeError {
 /// A decode result.
 pub type Result<T> = core::result::Result<T, DecodeError>;
 
-/// A serialized message type: a table with a file identifier.
-pub trait Message: Fb {
+/// A serialized message type: a table with a file identifier (`'static`: its vtables are
+/// worked out once per type, see `memo`).
+pub trait Message: Fb + 'static {
     /// FDB's `file_identifier` of the type (the root's identifier on the wire).
     const FILE_IDENTIFIER: u32;
 }
@@ -107,23 +109,23 @@ pub trait Message: Fb {
 /// The root of every message is a table with one member (FDB's `FakeRoot`).
 struct FakeRoot<'a, T>(&'a T);
 
-fn collect_root<T: Fb>() -> VTableSet {
-    let mut c = VtCollector::default();
-    c.add(&[T::LAYOUT]);
-    T::collect_vtables(&mut c);
-    c.finish()
-}
-
 /// Encodes `value` as a complete ObjectSerializer message with this file identifier.
-pub fn encode_with<T: Fb>(value: &T, file_identifier: u32) -> Vec<u8> {
+pub fn encode_with<T: Fb + 'static>(value: &T, file_identifier: u32) -> Vec<u8> {
     encode_with_size(value, file_identifier, 0)
 }
 
 /// [`encode_with`] into a buffer made `size` bytes at once (an estimate of the encoded size:
 /// too small only costs the doublings it would have cost anyway).
-fn encode_with_size<T: Fb>(value: &T, file_identifier: u32, size: usize) -> Vec<u8> {
-    let set = collect_root::<T>();
-    let mut w = Writer::new(&set);
+fn encode_with_size<T: Fb + 'static>(value: &T, file_identifier: u32, size: usize) -> Vec<u8> {
+    let computed;
+    let set = match memo::vtables_of::<T>() {
+        Some(s) => s,
+        None => {
+            computed = memo::collect_root::<T>();
+            &computed
+        }
+    };
+    let mut w = Writer::new(set);
     if size > 0 {
         w.buf = alloc::vec![0u8; size];
     }

@@ -126,6 +126,9 @@ pub struct VTableSet {
     pub(super) tables: Vec<VTable>,
     offsets: Vec<u32>,
     pub(super) packed_len: u32,
+    /// Each table shape met in the type walk and its vtable's index in `tables`, so that
+    /// writing a table needs no [`generate_vtable`].
+    shapes: Vec<(SmallVec<[Layout; 12]>, usize)>,
 }
 
 /// Whether two vtables are the same, element by element. Vtables are a handful of `u16`s
@@ -144,6 +147,13 @@ impl VTableSet {
             .map(|i| self.offsets[i])
             .expect("every table's vtable is collected from its type")
     }
+    /// The vtable of a table with these member layouts and its offset in the packed vtables,
+    /// if the type walk met that shape.
+    pub(super) fn shape(&self, layouts: &[Layout]) -> Option<(&VTable, u32)> {
+        let &(_, i) = self.shapes.iter().find(|(l, _)| l.as_slice() == layouts)?;
+        Some((&self.tables[i], self.offsets[i]))
+    }
+
     /// The vtables, in packing order.
     pub fn tables(&self) -> &[VTable] {
         &self.tables
@@ -155,15 +165,21 @@ impl VTableSet {
 #[derive(Default)]
 pub struct VtCollector {
     tables: Vec<VTable>,
+    /// Each shape added, with its vtable (the shape's index in `tables` is found at the end).
+    shapes: Vec<(SmallVec<[Layout; 12]>, VTable)>,
 }
 
 impl VtCollector {
     /// Adds the vtable of a table with these member layouts (once).
     pub fn add(&mut self, layouts: &[Layout]) {
+        if self.shapes.iter().any(|(l, _)| l.as_slice() == layouts) {
+            return;
+        }
         let vt = generate_vtable(layouts);
         if !self.tables.iter().any(|t| same_vtable(t, &vt)) {
-            self.tables.push(vt);
+            self.tables.push(vt.clone());
         }
+        self.shapes.push((SmallVec::from_slice(layouts), vt));
     }
 
     /// Orders the vtables as libfdb_c packs them and computes their offsets.
@@ -192,10 +208,23 @@ impl VtCollector {
             offsets.push(at);
             at += 2 * t.len() as u32;
         }
+        let tables = self.tables;
+        let shapes = self
+            .shapes
+            .into_iter()
+            .map(|(l, vt)| {
+                let i = tables
+                    .iter()
+                    .position(|t| same_vtable(t, &vt))
+                    .expect("every shape's vtable was added");
+                (l, i)
+            })
+            .collect();
         VTableSet {
-            tables: self.tables,
+            tables,
             offsets,
             packed_len: at,
+            shapes,
         }
     }
 }

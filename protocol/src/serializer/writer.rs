@@ -13,6 +13,8 @@ pub struct TableBuilder {
     bytes: SmallVec<[u8; 64]>,
     offsets: SmallVec<[(u16, u32); 16]>,
     slot: usize,
+    /// Where `vt` sits in the packed vtables, when the set knew the shape.
+    vt_off: Option<u32>,
 }
 
 impl TableBuilder {
@@ -91,7 +93,10 @@ impl<'v> Writer<'v> {
 
     /// Starts a table whose members have these layouts.
     pub fn begin_table(&self, layouts: &[Layout]) -> TableBuilder {
-        let vt = generate_vtable(layouts);
+        let (vt, vt_off) = match self.vtables.shape(layouts) {
+            Some((vt, off)) => (vt.clone(), Some(off)),
+            None => (generate_vtable(layouts), None),
+        };
         let align = layouts.iter().map(|l| l.align()).fold(4, usize::max);
         let len = vt[1] as usize;
         TableBuilder {
@@ -100,6 +105,7 @@ impl<'v> Writer<'v> {
             bytes: SmallVec::from_elem(0, len),
             offsets: SmallVec::new(),
             slot: 0,
+            vt_off,
         }
     }
 
@@ -112,7 +118,7 @@ impl<'v> Writer<'v> {
             let field = start - slot as usize;
             self.put_u32(field, (field - target as usize) as u32);
         }
-        let vt_off = self.vtables.offset_of(&t.vt);
+        let vt_off = t.vt_off.unwrap_or_else(|| self.vtables.offset_of(&t.vt));
         self.soffset_fixups.push((start as u32, vt_off));
         start as u32
     }
