@@ -31,7 +31,7 @@ use crate::driver::{query, Driver, Pending};
 use crate::error::Error;
 use crate::management_special_keys::{api_error, api_failure};
 use crate::tenant_management::{
-    check_tenant_mode, configure_tenant_in, create_tenant_with_in, delete_tenant_in, get_tenant_in,
+    check_tenant_mode, configure_tenant_by_in, create_tenant_with_in, delete_tenant_in,
     list_tenants_in, rename_tenant_in, TenantConfig,
 };
 use crate::transaction::Transaction;
@@ -277,11 +277,7 @@ async fn commit_writes<D: Driver>(tx: &Transaction<D>) -> Result<(), Error> {
         create_tenant_with_in(tx, &name, &config).await?;
     }
     for (name, params) in configure {
-        let Some(entry) = get_tenant_in(tx, &name).await? else {
-            return Err(ErrorCode::TENANT_NOT_FOUND.into());
-        };
-        let config = configured(entry.tenant_group.clone(), &params)?;
-        configure_tenant_in(tx, &name, &config).await?;
+        configure_tenant_by_in(tx, &name, |group| configured(group, &params)).await?;
     }
     for (old, new) in renames {
         rename_tenant_in(tx, &old, &new).await?;
