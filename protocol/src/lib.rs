@@ -22,6 +22,7 @@ mod event;
 pub mod framing;
 #[doc(hidden)]
 pub mod fuzzing;
+mod global_config;
 mod grv;
 mod ids;
 mod location;
@@ -49,6 +50,10 @@ pub use connection::{
     CONNECTION_MONITOR_TIMEOUT,
 };
 pub use event::{Call, ClientError, Committed, Completion, Event, Outcome, RangeResult, Transmit};
+pub use global_config::{
+    history_value, GLOBAL_CONFIG_HISTORY_PREFIX, GLOBAL_CONFIG_KEYS_PREFIX, GLOBAL_CONFIG_MODULE,
+    GLOBAL_CONFIG_VERSION_KEY,
+};
 pub use grv::{Priority, MAX_GRV_BATCH};
 pub use ids::{ConnectionId, RequestId, TransactionId};
 pub use location::LOCATION_CACHE_CAPACITY;
@@ -68,7 +73,7 @@ pub use transaction::{
     RangeOption, RangeOptions, SpecialWrite, StreamingMode, TenantHandle, TransactionOption,
     ABSOLUTE_MAX_WATCHES, CONFLICTING_KEYS_PREFIX, KEY_SIZE_LIMIT, MAX_OUTSTANDING_WATCHES,
     REPLY_BYTE_LIMIT, SYSTEM_KEY_SIZE_LIMIT, TENANT_MANAGEMENT_RANGE, TENANT_PREFIX_SIZE,
-    TRANSACTION_SIZE_LIMIT, VALUE_SIZE_LIMIT,
+    TRACING_MODULE, TRANSACTION_SIZE_LIMIT, VALUE_SIZE_LIMIT,
 };
 pub use uid::Uid;
 

@@ -41,6 +41,8 @@ pub(crate) enum Route {
         part: usize,
         leader: bool,
     },
+    /// The refresh of the global configuration view.
+    GlobalConfig,
 }
 
 /// Which part of a status read a reply belongs to.

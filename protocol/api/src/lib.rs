@@ -16,6 +16,7 @@ pub mod directory;
 mod driver;
 mod engine;
 mod error;
+mod global_config;
 mod management_special_keys;
 mod snapshot;
 mod special_keys;

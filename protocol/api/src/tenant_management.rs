@@ -370,11 +370,23 @@ pub async fn configure_tenant_in<D: Driver>(
     name: &[u8],
     config: &TenantConfig,
 ) -> Result<(), Error> {
+    configure_tenant_by_in(tx, name, |_| Ok(config.clone())).await
+}
+
+/// [`configure_tenant_in`] with the configuration made from the tenant's current group (the
+/// tenant module's `configure/` writes name parameters, not a whole configuration): the
+/// entry is read once.
+pub(crate) async fn configure_tenant_by_in<D: Driver>(
+    tx: &Transaction<D>,
+    name: &[u8],
+    config_of: impl FnOnce(Option<Bytes>) -> Result<TenantConfig, Error>,
+) -> Result<(), Error> {
     tx.set_option(TransactionOption::AccessSystemKeys)?;
     check_tenant_mode(tx).await?;
     let Some(original) = entry_by_name(tx, name).await? else {
         return Err(ErrorCode::TENANT_NOT_FOUND.into());
     };
+    let config = &config_of(original.tenant_group.clone())?;
     check_group(config)?;
     let mut updated = original.clone();
     updated.tenant_group = config.tenant_group.clone();

@@ -24,14 +24,14 @@ use fdb_protocol::error::ErrorCode;
 use fdb_protocol::tenant_map::TENANT_MAP_SPECIAL_PREFIX;
 use fdb_protocol::{
     tuple, Committed, KeySelector, KeyValue, RangeOptions, RangeResult, SpecialWrite,
-    TransactionOption, TENANT_MANAGEMENT_RANGE,
+    TransactionOption, TENANT_MANAGEMENT_RANGE, TRACING_MODULE,
 };
 
 use crate::driver::{query, Driver, Pending};
 use crate::error::Error;
 use crate::management_special_keys::{api_error, api_failure};
 use crate::tenant_management::{
-    check_tenant_mode, configure_tenant_in, create_tenant_with_in, delete_tenant_in, get_tenant_in,
+    check_tenant_mode, configure_tenant_by_in, create_tenant_with_in, delete_tenant_in,
     list_tenants_in, rename_tenant_in, TenantConfig,
 };
 use crate::transaction::Transaction;
@@ -229,11 +229,16 @@ fn configured(
 async fn commit_writes<D: Driver>(tx: &Transaction<D>) -> Result<(), Error> {
     let mut writes = tx.take_special_writes().await?;
     // The management parts before the tenant module: `SpecialKeySpace::commit` runs the
-    // modules in key order.
+    // modules in key order (the global configuration first here, before the
+    // configuration module too: only which failure wins could tell).
+    crate::global_config::commit_global_config(tx, &writes).await?;
     crate::management_special_keys::commit_writes(tx, &writes).await?;
+    // A tracing write made too late is kept only for its module's commit (after the
+    // management module's) to refuse; `\xff\xff/error_message` says why already.
+    let tracing_refused = writes.iter().any(|w| w.begin.starts_with(TRACING_MODULE.0));
     writes.retain(|w| reads_tenants(&w.begin));
     if writes.is_empty() {
-        return Ok(());
+        return refuse_tracing(tracing_refused);
     }
     // libfdb_c's module works on the native transaction under RYW, which reads and writes
     // system keys without asking; here the same transaction does it.
@@ -272,14 +277,18 @@ async fn commit_writes<D: Driver>(tx: &Transaction<D>) -> Result<(), Error> {
         create_tenant_with_in(tx, &name, &config).await?;
     }
     for (name, params) in configure {
-        let Some(entry) = get_tenant_in(tx, &name).await? else {
-            return Err(ErrorCode::TENANT_NOT_FOUND.into());
-        };
-        let config = configured(entry.tenant_group.clone(), &params)?;
-        configure_tenant_in(tx, &name, &config).await?;
+        configure_tenant_by_in(tx, &name, |group| configured(group, &params)).await?;
     }
     for (old, new) in renames {
         rename_tenant_in(tx, &old, &new).await?;
+    }
+    refuse_tracing(tracing_refused)
+}
+
+/// `TracingOptionsImpl::commit`: any write it kept fails the commit.
+fn refuse_tracing(refused: bool) -> Result<(), Error> {
+    if refused {
+        return Err(ErrorCode::SPECIAL_KEYS_API_FAILURE.into());
     }
     Ok(())
 }

@@ -512,7 +512,10 @@ impl Client {
             transactions,
             requests,
             watches,
-            status_reads: self.status.len() + self.cluster_reads.len() + self.quorum_checks.len(),
+            status_reads: self.status.len()
+                + self.cluster_reads.len()
+                + self.quorum_checks.len()
+                + self.global_config.len(),
         }
     }
 
@@ -522,6 +525,7 @@ impl Client {
         if !self.status.cancel(req)
             && !self.cluster_reads.cancel(req)
             && !self.quorum_checks.cancel(req)
+            && !self.global_config.cancel(req)
         {
             self.txs.cancel(req);
         }
@@ -536,6 +540,9 @@ impl Client {
         tx: TransactionId,
         read: SpecialRead,
     ) -> Option<Call<T>> {
+        if crate::global_config::is_module_read(&read) {
+            return self.global_config_read(now, tx, read);
+        }
         let (module, _) = crate::special_cluster::cluster_read(&read)?;
         if !self.txs.exists(tx) {
             return None;
@@ -551,6 +558,31 @@ impl Client {
         self.now = now;
         let req = self.new_request_id();
         self.cluster_reads.start(req, tx, &read);
+        self.drive(now);
+        Some(Call::new(req))
+    }
+
+    /// A read inside `\xff\xff/global_config/`: answered from the global configuration view
+    /// once it has been read (see `global_config`); not inside a tenant (`supportsTenants`).
+    fn global_config_read<T: Outcome>(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        read: SpecialRead,
+    ) -> Option<Call<T>> {
+        if !self.txs.exists(tx) {
+            return None;
+        }
+        if self.txs.in_tenant(tx) {
+            return Some(self.call(now, |_, cx| {
+                let req = cx.new_request();
+                cx.finish(req, Err(ClientError::Fdb(ErrorCode::ILLEGAL_TENANT_ACCESS)));
+                req
+            }));
+        }
+        self.now = now;
+        let req = self.new_request_id();
+        self.global_config.start(req, tx, read);
         self.drive(now);
         Some(Call::new(req))
     }

@@ -43,6 +43,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::cluster_file::ClusterFile;
+use crate::global_config::GlobalConfig;
 use crate::grv::GrvBatcher;
 use crate::messages::coordination::ClientDBInfo;
 use crate::messages::grv::GetReadVersionReply;
@@ -55,6 +56,7 @@ use crate::route::{Loss, Route};
 use crate::special_cluster::ClusterReads;
 use crate::status::StatusReads;
 use crate::time::{Instant, Rng};
+use crate::transaction::Given;
 use crate::transaction::{Ctx, Transactions};
 
 pub(crate) use crate::event::Reply;
@@ -113,6 +115,7 @@ pub struct Client {
     status: StatusReads,
     quorum_checks: QuorumChecks,
     cluster_reads: ClusterReads,
+    global_config: GlobalConfig,
 }
 
 impl Client {
@@ -139,6 +142,7 @@ impl Client {
             status: StatusReads::default(),
             quorum_checks: QuorumChecks::default(),
             cluster_reads: ClusterReads::default(),
+            global_config: GlobalConfig::default(),
         };
         c.drive(now);
         c
@@ -209,6 +213,7 @@ impl Client {
             self.status.poll_timeout(),
             self.quorum_checks.poll_timeout(),
             self.cluster_reads.poll_timeout(),
+            self.global_config.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -333,6 +338,7 @@ impl Client {
                 self.cluster_reads
                     .on_reply(&mut io!(self), op, part, leader, message)
             }
+            Route::GlobalConfig => self.global_config.on_reply(self.now, message),
         }
     }
 
@@ -377,6 +383,7 @@ impl Client {
                 tracing::debug!(?why, "re-sending a special-key module request");
                 self.cluster_reads.on_lost(self.now, op, part, leader)
             }
+            Route::GlobalConfig => self.global_config.on_lost(self.now),
         }
     }
 
@@ -426,6 +433,7 @@ impl Client {
                     | Route::Commit(_)
                     | Route::TenantId(_)
                     | Route::ClusterModule { .. }
+                    | Route::GlobalConfig
             )
         });
         for route in stale {
@@ -447,6 +455,28 @@ impl Client {
                 (_, Some(given)) => txs.special_read_given(cx, f.req, f.tx, f.read.clone(), given),
                 (Err(e), None) => cx.finish(f.req, Err(e.clone())),
                 (Ok(_), None) => {}
+            });
+        }
+        let ready = self.global_config.poll(&mut io!(self), self.monitor.info());
+        if !ready.is_empty() {
+            let rows = self.global_config.rows();
+            let covered = [GlobalConfig::covered()];
+            self.with_txs(|txs, cx| {
+                for w in ready {
+                    match &rows {
+                        Ok(rows) => txs.special_read_given(
+                            cx,
+                            w.req,
+                            w.tx,
+                            w.read,
+                            Given {
+                                rows,
+                                covered: &covered,
+                            },
+                        ),
+                        Err(e) => cx.finish(w.req, Err(e.clone())),
+                    }
+                }
             });
         }
         // Operations first: they may queue read versions to send right below.

@@ -567,10 +567,12 @@ impl Transactions {
                 ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED),
             );
         }
-        let trace = cx.rng.uid();
         if let Some(t) = self.txs.get_mut(&tx) {
             let keep_opts = t.options.clone();
-            let mut fresh = Tx::new(trace, t.created);
+            // NativeAPI's `reset` keeps the span context (`\xff\xff/tracing/`).
+            let mut fresh = Tx::new(t.trace_id, t.created);
+            fresh.span_token = t.span_token;
+            fresh.token_rng = t.token_rng.clone();
             // What is NativeAPI's survives `resetRyow`: the backoff, the read version and
             // mutations it got during the delay, the conflicting keys (as in
             // `reset_transaction`); RYW's retry count and timeout clock too.

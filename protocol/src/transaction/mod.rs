@@ -15,6 +15,7 @@
 //! conflict ranges, the write conflict ranges and the mutations in read-your-writes order, plus
 //! a random `\xff/SC/` key when nothing read could conflict with what it writes.
 
+mod actor_lineage;
 mod addresses;
 #[cfg(test)]
 mod backoff_tests;
@@ -38,6 +39,7 @@ mod special;
 mod special_writes;
 mod state;
 mod tenant;
+mod tracing;
 mod watch;
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -71,6 +73,7 @@ pub(crate) use special::{Given, SpecialRead};
 pub use special_writes::{SpecialWrite, TENANT_MANAGEMENT_RANGE};
 pub use state::check_conflict_range;
 pub use tenant::{tenant_prefix, TenantHandle};
+pub use tracing::TRACING_MODULE;
 pub use watch::{ABSOLUTE_MAX_WATCHES, MAX_OUTSTANDING_WATCHES};
 
 /// What the transactions act with: the time, the client's randomness, the network, the event
@@ -274,7 +277,9 @@ impl Transactions {
         self.next_tx += 1;
         let id = TransactionId(self.next_tx);
         let trace = cx.rng.uid();
-        self.txs.insert(id, Tx::new(trace, cx.now));
+        let mut t = Tx::new(trace, cx.now);
+        t.new_span(cx.rng);
+        self.txs.insert(id, t);
         self.apply_defaults(id);
         id
     }
@@ -335,6 +340,7 @@ impl Transactions {
             // conflicts again.
             let conflicting = t.conflicting.take();
             *t = Tx::new(trace, cx.now);
+            t.new_span(cx.rng);
             t.conflicting = conflicting;
         }
         self.apply_defaults(tx);

@@ -13,7 +13,7 @@ use crate::grv::GrvWaiter;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::grv::GetReadVersionRequest;
 use crate::messages::storage::{GetValueRequest, StorageServerInterface};
-use crate::messages::types::KeyRange;
+use crate::messages::types::{KeyRange, KeySelector};
 use crate::messages::types::{Version, VersionVector};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
@@ -161,7 +161,14 @@ impl Transactions {
             if let Some(t) = self.txs.get(&tx) {
                 let r = match t.deferred.clone() {
                     Some(e) => Err(e),
-                    None => self.special_get(tx, &self.special, key, None),
+                    None => {
+                        let b = KeySelector::first_greater_or_equal(key);
+                        let e = KeySelector::first_greater_or_equal([key, b"\x00"].concat());
+                        match self.special_read_refused(tx, &b, &e) {
+                            Some(e) => Err(e),
+                            None => self.special_get(tx, &self.special, key, None),
+                        }
+                    }
                 };
                 cx.finish(req, r.map(Reply::Value));
                 return req;

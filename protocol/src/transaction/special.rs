@@ -18,10 +18,12 @@
 //! cover ([`crate::Client::get_range_with_rows`]); a read reaching a part not covered fails
 //! with `special_keys_no_module_found`. `\xff\xff/cluster_id`, the metrics module and
 //! `\xff\xff/worker_interfaces/` are served from rows the client asks the cluster for
-//! (`crate::special_cluster`), handed in the same way ([`Given`]). The other modules libfdb_c
-//! fills from the cluster (global config, tracing, actor lineage, the profiler) are not
-//! served: a read that reaches one fails with `special_keys_no_module_found` rather than
-//! answer rows that would be wrong.
+//! (`crate::special_cluster`), handed in the same way ([`Given`]); `\xff\xff/global_config/`
+//! from the client's global configuration view (`crate::global_config`), and
+//! `\xff\xff/tracing/` from the transaction's span context (`tracing`). A malformed
+//! `\xff\xff/actor_lineage/` read is refused as libfdb_c refuses it (`actor_lineage`); the
+//! modules still not served (a well-formed actor lineage read, `actor_profiler_conf/`) fail
+//! with `special_keys_no_module_found` rather than answer rows that would be wrong.
 
 use alloc::vec::Vec;
 use bytes::Bytes;
@@ -69,7 +71,7 @@ const MODULES: [(&[u8], &[u8], Served); 14] = [
     (b"\xff\xff/management/", b"\xff\xff/management0", Served::NotHere),
     (b"\xff\xff/metrics/", b"\xff\xff/metrics0", Served::NotHere),
     (b"\xff\xff/status/json", b"\xff\xff/status/json\x00", Served::NotHere),
-    (b"\xff\xff/tracing/", b"\xff\xff/tracing0", Served::NotHere),
+    (b"\xff\xff/tracing/", b"\xff\xff/tracing0", Served::Here),
     (b"\xff\xff/transaction/", b"\xff\xff/transaction0", Served::Here),
     (b"\xff\xff/worker_interfaces/", b"\xff\xff/worker_interfaces0", Served::NotHere),
 ];
@@ -179,6 +181,7 @@ impl Transactions {
             let (_, writes, reads) = Self::commit_lists(t);
             boundary_rows(READ_CONFLICT_PREFIX, reads, &mut rows);
             boundary_rows(WRITE_CONFLICT_PREFIX, writes, &mut rows);
+            self.tracing_rows(tx, &mut rows);
             if let Some(msg) = &t.special_error {
                 rows.push(KeyValue {
                     key: Bytes::from_static(ERROR_MESSAGE_KEY),
@@ -294,6 +297,27 @@ impl Transactions {
         }
         let more = out.len() < total;
         Ok(RangeResult { rows: out, more })
+    }
+
+    /// A read libfdb_c refuses before it reaches a module's rows (a malformed
+    /// `\xff\xff/actor_lineage/` read): its error, with `\xff\xff/error_message` set.
+    pub(super) fn special_read_refused(
+        &mut self,
+        tx: TransactionId,
+        begin: &KeySelector,
+        end: &KeySelector,
+    ) -> Option<ClientError> {
+        let (mut b, mut e) = (begin.clone(), end.clone());
+        remove_or_equal(&mut b);
+        remove_or_equal(&mut e);
+        let (mb, me) = super::actor_lineage::ACTOR_LINEAGE_MODULE;
+        let (lo, hi) = (b.key.as_ref().max(mb), e.key.as_ref().min(me));
+        if !(mb <= b.key.as_ref() && b.key.as_ref() < me) || lo >= hi {
+            return None;
+        }
+        let msg = super::actor_lineage::refusal(lo, hi)?;
+        self.set_special_error(tx, Bytes::from_static(msg.as_bytes()));
+        Some(ClientError::Fdb(ErrorCode::SPECIAL_KEYS_API_FAILURE))
     }
 
     /// `SpecialKeySpace::get`: the row at `key` of `[key, keyAfter(key))`.

@@ -8,8 +8,9 @@
 //! the database lock, consistency-check suspension, data distribution, maintenance, process
 //! classes, the coordinators); their
 //! commits need reads, so the API layer runs them (`fdb-api`), taking the writes out of the
-//! core with [`crate::Client::take_special_writes`]. A write into one of libfdb_c's other
-//! write modules (global config, the version keys, ...) is refused with
+//! core with [`crate::Client::take_special_writes`]; so does the global configuration module.
+//! The tracing module acts on its writes at once (`tracing`). A write into one of libfdb_c's
+//! other write modules (the version keys, the actor profiler, ...) is refused with
 //! `unsupported_operation` rather than kept and never carried out.
 //!
 //! As in libfdb_c, some modules keep their writes their own way: a set in an exclusion module
@@ -35,7 +36,7 @@ const WRITE_MODULES: [(&[u8], &[u8], bool); 17] = [
     (b"\xff\xff/actor_profiler_conf/", b"\xff\xff/actor_profiler_conf0", false),
     (COORDINATORS_PREFIX, b"\xff\xff/configuration/coordinators0", true),
     (CLASS_TYPE_PREFIX, b"\xff\xff/configuration/process/class_type0", true),
-    (b"\xff\xff/global_config/", b"\xff\xff/global_config0", false),
+    (b"\xff\xff/global_config/", b"\xff\xff/global_config0", true),
     (b"\xff\xff/management/consistency_check_suspended", b"\xff\xff/management/consistency_check_suspended\x00", true),
     (b"\xff\xff/management/data_distribution/", b"\xff\xff/management/data_distribution0", true),
     (b"\xff\xff/management/db_locked", b"\xff\xff/management/db_locked\x00", true),
@@ -48,7 +49,7 @@ const WRITE_MODULES: [(&[u8], &[u8], bool); 17] = [
     (b"\xff\xff/management/options/", b"\xff\xff/management/options0", true),
     (TENANT_MANAGEMENT_RANGE.0, TENANT_MANAGEMENT_RANGE.1, true),
     (b"\xff\xff/management/version_epoch", b"\xff\xff/management/version_epoch\x00", false),
-    (b"\xff\xff/tracing/", b"\xff\xff/tracing0", false),
+    (b"\xff\xff/tracing/", b"\xff\xff/tracing0", true),
 ];
 
 /// `\xff\xff/management/options/`: what the management commands are told (`force`, ...).

@@ -47,6 +47,10 @@ pub(crate) struct Tx {
     /// What NativeAPI's transaction holds already.
     pub(super) native: NativeTx,
     pub(super) trace_id: Uid,
+    /// The span id of the transaction's span context (`\xff\xff/tracing/token`).
+    pub(super) span_token: u64,
+    /// Draws a new token when `\xff\xff/tracing/token` is set to `true`.
+    pub(super) token_rng: crate::time::Rng,
     pub(super) backoff: Duration,
     pub(super) retries: u32,
     pub(super) created: Instant,
@@ -86,6 +90,12 @@ pub(crate) struct Tx {
 }
 
 impl Tx {
+    /// A fresh span id for the span context (`fullReset`), and the generator of later ones.
+    pub(super) fn new_span(&mut self, rng: &mut crate::time::Rng) {
+        self.span_token = rng.next_u64();
+        self.token_rng = crate::time::Rng::new(rng.next_u64());
+    }
+
     /// Whether a read version was asked for or set.
     pub(super) fn has_read_version(&self) -> bool {
         self.read_version != ReadVersion::None
@@ -104,6 +114,8 @@ impl Tx {
             read_conflicts: RangeSet::new(),
             native: NativeTx::default(),
             trace_id,
+            span_token: 0,
+            token_rng: crate::time::Rng::new(0),
             backoff: knobs::DEFAULT_BACKOFF,
             retries: 0,
             created: now,
@@ -682,6 +694,9 @@ impl Transactions {
         // The tenant module is not for a transaction inside a tenant (`supportsTenants`).
         if self.tx_tenants.contains_key(&tx) {
             return fdb(ErrorCode::ILLEGAL_TENANT_ACCESS);
+        }
+        if begin.starts_with(super::tracing::TRACING_MODULE.0) {
+            return self.tracing_special_write(tx, begin, end, value, single);
         }
         let t = self.tx_mut(tx)?;
         if let Some(msg) = refused_write(begin, value, single) {
