@@ -118,10 +118,11 @@ pub enum TransactionOption {
     IdempotencyId(Vec<u8>),
     /// `automatic_idempotency` (505): refused, as `idempotency_id`.
     AutomaticIdempotency,
-    /// `snapshot_ryw_enable` (600): accepted; snapshot reads see the transaction's writes,
-    /// always, in this client.
+    /// `snapshot_ryw_enable` (600): adds one to the transaction's snapshot-RYW counter
+    /// (which starts at the database's, 1 by default).
     SnapshotRywEnable,
-    /// `snapshot_ryw_disable` (601): refused (snapshot reads always see the writes here).
+    /// `snapshot_ryw_disable` (601): takes one from it; at zero or less, snapshot reads do not
+    /// see the transaction's own writes (they read through RYW's snapshot cache alone).
     SnapshotRywDisable,
     /// `lock_aware` (700): reads and commits work on a locked database.
     LockAware,
@@ -156,8 +157,10 @@ pub enum TransactionOption {
     /// `expensive_clear_cost_estimation_enable` (1000): accepted; it only refines the commit
     /// cost of tagged transactions, and tags are refused.
     ExpensiveClearCostEstimationEnable,
-    /// `bypass_unreadable` (1100): refused (reads of keys a versionstamp operation made
-    /// unreadable always fail with `accessed_unreadable` here).
+    /// `bypass_unreadable` (1100): a point read of a key a versionstamped operation made
+    /// unreadable does not fail with `accessed_unreadable`: it gets the operation's
+    /// parameter (a versionstamped value) or storage's value (a versionstamped key's range).
+    /// Range reads and selectors still fail, as in RYW.
     BypassUnreadable,
     /// `use_grv_cache` (1101): refused (no read version cache).
     UseGrvCache,
@@ -346,10 +349,8 @@ impl TransactionOption {
             O::CheckWritesEnable
             | O::IdempotencyId(_)
             | O::AutomaticIdempotency
-            | O::SnapshotRywDisable
             | O::Tag(_)
             | O::AutoThrottleTag(_)
-            | O::BypassUnreadable
             | O::UseGrvCache => fdb(ErrorCode::UNSUPPORTED_OPERATION),
             _ => Ok(()),
         }
@@ -418,6 +419,9 @@ pub(super) struct TxOptions {
     pub(super) max_field_length: i32,
     /// `debug_retry_logging`'s transaction name.
     pub(super) retry_logging: Option<String>,
+    /// RYW's `snapshotRywEnabled` counter: snapshot reads see the writes while it is above 0.
+    pub(super) snapshot_ryw: i32,
+    pub(super) bypass_unreadable: bool,
 }
 
 impl TxOptions {
@@ -471,6 +475,8 @@ impl Default for TxOptions {
             log_transaction: false,
             max_field_length: 0,
             retry_logging: None,
+            snapshot_ryw: 1,
+            bypass_unreadable: false,
         }
     }
 }
@@ -492,6 +498,9 @@ impl Transactions {
     }
 
     pub(super) fn apply_defaults(&mut self, tx: TransactionId) {
+        if let Some(t) = self.txs.get_mut(&tx) {
+            t.options.snapshot_ryw = self.snapshot_ryw;
+        }
         for opt in self.defaults.clone() {
             let _ = self.set_option(tx, opt);
         }
@@ -626,6 +635,9 @@ impl Transactions {
                 o.log_transaction = true;
             }
             O::LogTransaction => o.log_transaction = true,
+            O::SnapshotRywEnable => o.snapshot_ryw = o.snapshot_ryw.saturating_add(1),
+            O::SnapshotRywDisable => o.snapshot_ryw = o.snapshot_ryw.saturating_sub(1),
+            O::BypassUnreadable => o.bypass_unreadable = true,
             O::TransactionLoggingMaxFieldLength(n) => o.max_field_length = n,
             // No effect, as in libfdb_c 7.3.77 (or nothing here to change).
             O::CausalReadDisable
@@ -635,16 +647,13 @@ impl Transactions {
             | O::DurabilityRisky
             | O::DurabilityDevNullIsWebScale
             | O::ExpensiveClearCostEstimationEnable
-            | O::SnapshotRywEnable
             | O::SkipGrvCache => {}
             // Refused by `check_supported` before getting here.
             O::CheckWritesEnable
             | O::IdempotencyId(_)
             | O::AutomaticIdempotency
-            | O::SnapshotRywDisable
             | O::Tag(_)
             | O::AutoThrottleTag(_)
-            | O::BypassUnreadable
             | O::UseGrvCache => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
         }
         if let (true, Some(d)) = (is_timeout, t.options.timeout) {

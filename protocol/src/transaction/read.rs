@@ -189,7 +189,9 @@ impl Transactions {
             } else {
                 // The writes as they are now decide the read, not as they will be when it
                 // completes.
-                view = Some(PointView::of(&t.cache, &t.writes, &key));
+                let bypass = t.options.bypass_unreadable;
+                let writes = t.writes_seen(snapshot).unwrap_or_default();
+                view = Some(PointView::reading(&t.cache, &writes, &key, bypass));
             }
         }
         self.insert_op(
