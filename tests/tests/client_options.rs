@@ -1,6 +1,6 @@
 //! Options with a client-side effect that 7.3's libfdb_c implements in RYW and NativeAPI:
 //! `snapshot_ryw_disable` / `snapshot_ryw_enable` (transaction and database: a counter),
-//! `bypass_unreadable`.
+//! `bypass_unreadable`, `tag` / `auto_throttle_tag`.
 //!
 //! Each scenario runs on the test cluster and, with `FDB_CLUSTER_FILE` set, on a real cluster,
 //! where the same steps also run through the Python binding over libfdb_c 7.3.77 and every
@@ -286,6 +286,82 @@ fn bypass_unreadable_lets_point_reads_through_versionstamped_writes() {
         if !t.exact {
             let script = [PY_PRELUDE, PY_BYPASS].concat();
             if let Some(theirs) = libfdb_c(&t, "bypass_unreadable", &script) {
+                assert_eq!(ours, theirs, "libfdb_c");
+            }
+        }
+    });
+}
+
+/// Tagged transactions read and commit; a tag too long or one tag too many fails the next
+/// read.
+async fn tag_answers(t: &Target) -> Vec<String> {
+    let k = t.k("t/k");
+    let mut out = Vec::new();
+    let tx = t.db.create_transaction();
+    tx.set_option(TransactionOption::Tag(b"opts_a".to_vec()))
+        .unwrap();
+    tx.set_option(TransactionOption::AutoThrottleTag(b"opts_b".to_vec()))
+        .unwrap();
+    out.push(value(tx.get(&k).await));
+    tx.set(&k, b"tagged");
+    out.push(match tx.commit().await {
+        Ok(_) => "committed".into(),
+        Err(e) => format!("E{}", e.code().map_or(0, |c| c.0)),
+    });
+    let tx = t.db.create_transaction();
+    let _ = tx.set_option(TransactionOption::Tag(vec![b'x'; 256]));
+    out.push(value(tx.get(&k).await));
+    let tx = t.db.create_transaction();
+    for i in 0..5 {
+        tx.set_option(TransactionOption::Tag(format!("opts_{i}").into_bytes()))
+            .unwrap();
+    }
+    let _ = tx.set_option(TransactionOption::Tag(b"opts_0".to_vec()));
+    out.push(value(tx.get(&k).await));
+    out
+}
+
+const PY_TAGS: &str = r#"
+k = p + b't/py'  # a key of its own: ours committed t/k
+out = []
+tr = db.create_transaction()
+tr.options.set_tag(b'opts_a')
+tr.options.set_auto_throttle_tag(b'opts_b')
+out.append(val(tr.get(k)))
+tr.set(k, b'tagged')
+try:
+    tr.commit().wait(); out.append('committed')
+except fdb.FDBError as e:
+    out.append('E%d' % e.code)
+def refused(tr, f):
+    try:
+        f()
+    except fdb.FDBError as e:
+        pass
+    return val(tr.get(k))
+tr2 = db.create_transaction()
+out.append(refused(tr2, lambda: tr2.options.set_tag(b'x' * 256)))
+tr3 = db.create_transaction()
+for i in range(5):
+    tr3.options.set_tag(b'opts_%d' % i)
+out.append(refused(tr3, lambda: tr3.options.set_tag(b'opts_0')))
+print('\n'.join(out))
+"#;
+
+#[test]
+fn tagged_transactions_commit_and_tag_limits_fail_the_next_read() {
+    fdb_tests::dual::run("rust-client-options", LIMIT, |t| async move {
+        let ours = tag_answers(&t).await;
+        let expected = vec![
+            "-".to_string(),
+            "committed".into(),
+            "E2110".into(),
+            "E2109".into(),
+        ];
+        assert_eq!(ours, expected, "{}", t.name);
+        if !t.exact {
+            let script = [PY_PRELUDE, PY_TAGS].concat();
+            if let Some(theirs) = libfdb_c(&t, "tags", &script) {
                 assert_eq!(ours, theirs, "libfdb_c");
             }
         }

@@ -37,6 +37,8 @@ mod shards;
 mod special;
 mod special_writes;
 mod state;
+#[cfg(test)]
+mod tag_tests;
 mod tenant;
 mod watch;
 

@@ -3,7 +3,8 @@
 //!
 //! Each option is implemented, accepted as the no-op it also is in libfdb_c 7.3.77
 //! (`Transaction::setOption` ignores it), or refused with `unsupported_operation` when this
-//! client lacks the machinery behind it (see [`TransactionOption::check_supported`]).
+//! client lacks the machinery behind it (see [`TransactionOption::check_supported`]: today
+//! `check_writes_enable`, `idempotency_id`, `automatic_idempotency` and `use_grv_cache`).
 
 use super::fdb;
 use crate::error::ErrorCode;
@@ -27,6 +28,11 @@ pub(super) mod read_type {
     pub(crate) const NORMAL: i32 = 3;
     pub(crate) const HIGH: i32 = 4;
 }
+
+/// `MAX_TAGS_PER_TRANSACTION`.
+pub(super) const MAX_TAGS_PER_TRANSACTION: usize = 5;
+/// `MAX_TRANSACTION_TAG_LENGTH`.
+pub(super) const MAX_TRANSACTION_TAG_LENGTH: usize = 255;
 
 /// The longest `debug_transaction_identifier` (`Transaction::setOption`).
 const MAX_DEBUG_IDENTIFIER: usize = 100;
@@ -146,10 +152,12 @@ pub enum TransactionOption {
     /// client has no write module: they fail with `special_keys_no_write_module_found`, or
     /// `unsupported_operation` inside one of FDB's management modules).
     SpecialKeySpaceEnableWrites,
-    /// `tag` (800): refused (transaction tags and their client-side throttling are not
-    /// implemented).
+    /// `tag` (800): a transaction tag (at most 255 bytes, at most 5 tags a transaction:
+    /// `tag_too_long`, `too_many_tags`), sent with the read version request and the commit; a
+    /// GRV reply that throttles it fails the transaction with `tag_throttled`.
     Tag(Vec<u8>),
-    /// `auto_throttle_tag` (801): refused, as `tag`.
+    /// `auto_throttle_tag` (801): as `tag`, and also one of the read tags storage servers may
+    /// throttle on (libfdb_c sends those with 1% of its reads; this client sends none).
     AutoThrottleTag(Vec<u8>),
     /// `span_parent` (900): the 33-byte serialized span context the transaction's spans
     /// continue (8-byte protocol version, 16-byte trace id, 8-byte span id, 1 flag byte).
@@ -349,8 +357,6 @@ impl TransactionOption {
             O::CheckWritesEnable
             | O::IdempotencyId(_)
             | O::AutomaticIdempotency
-            | O::Tag(_)
-            | O::AutoThrottleTag(_)
             | O::UseGrvCache => fdb(ErrorCode::UNSUPPORTED_OPERATION),
             _ => Ok(()),
         }
@@ -422,12 +428,37 @@ pub(super) struct TxOptions {
     /// RYW's `snapshotRywEnabled` counter: snapshot reads see the writes while it is above 0.
     pub(super) snapshot_ryw: i32,
     pub(super) bypass_unreadable: bool,
+    /// `tags`: sent with the read version request and the commit.
+    pub(super) tags: Vec<bytes::Bytes>,
+    /// `readTags` (`auto_throttle_tag`), kept for the read requests' `tags`.
+    pub(super) read_tags: Vec<bytes::Bytes>,
 }
 
 impl TxOptions {
     /// NativeAPI's `rawAccess`: system key access implies it.
     pub(super) fn raw_access(&self) -> bool {
         self.read_system_keys || self.access_system_keys
+    }
+
+    /// `TagSet::addTag`: the length is checked first, then the count (before a repeated tag
+    /// is recognised, so a sixth tag fails even when it repeats one).
+    fn add_tag(&mut self, tag: Vec<u8>, read_too: bool) -> Result<(), ClientError> {
+        if tag.len() > MAX_TRANSACTION_TAG_LENGTH {
+            return fdb(ErrorCode::TAG_TOO_LONG);
+        }
+        if self.tags.len() >= MAX_TAGS_PER_TRANSACTION
+            || (read_too && self.read_tags.len() >= MAX_TAGS_PER_TRANSACTION)
+        {
+            return fdb(ErrorCode::TOO_MANY_TAGS);
+        }
+        let tag = bytes::Bytes::from(tag);
+        if read_too && !self.read_tags.contains(&tag) {
+            self.read_tags.push(tag.clone());
+        }
+        if !self.tags.contains(&tag) {
+            self.tags.push(tag);
+        }
+        Ok(())
     }
 
     fn read_options_mut(&mut self) -> &mut ReadOptions {
@@ -477,6 +508,8 @@ impl Default for TxOptions {
             retry_logging: None,
             snapshot_ryw: 1,
             bypass_unreadable: false,
+            tags: Vec::new(),
+            read_tags: Vec::new(),
         }
     }
 }
@@ -635,6 +668,8 @@ impl Transactions {
                 o.log_transaction = true;
             }
             O::LogTransaction => o.log_transaction = true,
+            O::Tag(tag) => o.add_tag(tag, false)?,
+            O::AutoThrottleTag(tag) => o.add_tag(tag, true)?,
             O::SnapshotRywEnable => o.snapshot_ryw = o.snapshot_ryw.saturating_add(1),
             O::SnapshotRywDisable => o.snapshot_ryw = o.snapshot_ryw.saturating_sub(1),
             O::BypassUnreadable => o.bypass_unreadable = true,
@@ -652,8 +687,6 @@ impl Transactions {
             O::CheckWritesEnable
             | O::IdempotencyId(_)
             | O::AutomaticIdempotency
-            | O::Tag(_)
-            | O::AutoThrottleTag(_)
             | O::UseGrvCache => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
         }
         if let (true, Some(d)) = (is_timeout, t.options.timeout) {
