@@ -12,7 +12,7 @@ use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::coordination::ClientDBInfo;
-use crate::messages::grv::{GetReadVersionReply, GetReadVersionRequest};
+use crate::messages::grv::{GetReadVersionReply, GetReadVersionRequest, TagCount};
 use crate::messages::types::{SpanContext, Version, INVALID_VERSION};
 use crate::messages::{decode_reply, ErrorOr, NetworkAddress, ReplyPromise};
 use crate::net::Io;
@@ -60,15 +60,54 @@ pub(crate) struct Answered {
     pub(crate) waiters: Vec<GrvWaiter>,
     pub(crate) result: Result<Version, ClientError>,
     pub(crate) locked: bool,
+    /// The batch's tags the reply says are throttled hard enough that a transaction carrying
+    /// one fails with `tag_throttled` (see [`throttled_tags`]).
+    pub(crate) throttled: Vec<Bytes>,
+}
+
+/// `TAG_THROTTLE_SMOOTHING_WINDOW` (seconds).
+const TAG_THROTTLE_SMOOTHING_WINDOW: f64 = 2.0;
+
+/// The tags of `asked` the reply's `tagThrottleInfo` throttles. libfdb_c keeps a
+/// `ClientTagThrottleData` a tag (smoothed rate, released count, expiration) and fails a
+/// transaction whose tag's `throttleDuration()` is positive; for a throttle just learnt,
+/// with nothing released yet, that is a rate below one transaction per smoothing window.
+/// (The throttle is not remembered for later transactions: its expiration is a time on the
+/// proxy's clock, which this core cannot compare with its own.)
+fn throttled_tags(reply: &GetReadVersionReply, asked: &[TagCount]) -> Vec<Bytes> {
+    reply
+        .tag_throttle_info
+        .iter()
+        .filter(|e| asked.iter().any(|a| a.tag == e.tag))
+        .filter(|e| e.limits.tps_rate * TAG_THROTTLE_SMOOTHING_WINDOW < 1.0)
+        .map(|e| e.tag.clone())
+        .collect()
+}
+
+/// A waiter and the transaction tags it asks with (`TransactionOptions::tags`).
+type Queued = (GrvWaiter, Vec<Bytes>);
+
+/// `readVersionBatcher`'s tag map: how many transactions of the batch carry each tag.
+fn count_tags(waiters: &[Queued]) -> Vec<TagCount> {
+    let mut counts: BTreeMap<Bytes, u32> = BTreeMap::new();
+    for (_, tags) in waiters {
+        for t in tags {
+            *counts.entry(t.clone()).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(tag, count)| TagCount { tag, count })
+        .collect()
 }
 
 /// The batcher's state.
 #[derive(Debug, Default)]
 pub(crate) struct GrvBatcher {
     /// Waiting to be sent, by request flags.
-    queue: BTreeMap<u32, VecDeque<GrvWaiter>>,
-    /// Sent and not answered, by batch id: the flags and the waiters.
-    in_flight: BTreeMap<u64, (u32, Vec<GrvWaiter>)>,
+    queue: BTreeMap<u32, VecDeque<Queued>>,
+    /// Sent and not answered, by batch id: the flags, the waiters and the tags sent.
+    in_flight: BTreeMap<u64, (u32, Vec<Queued>, Vec<TagCount>)>,
     next_batch: u64,
     /// The smallest read version a GRV proxy of this cluster has given this database
     /// (`DatabaseContext::minAcceptableReadVersion`); `None` before the first one.
@@ -78,11 +117,19 @@ pub(crate) struct GrvBatcher {
 impl GrvBatcher {
     /// `waiter` wants a read version with these request flags.
     pub(crate) fn queue(&mut self, flags: u32, waiter: GrvWaiter) {
-        self.queue.entry(flags).or_default().push_back(waiter);
+        self.queue_tagged(flags, waiter, Vec::new());
+    }
+
+    /// As [`GrvBatcher::queue`], for a transaction with tags.
+    pub(crate) fn queue_tagged(&mut self, flags: u32, waiter: GrvWaiter, tags: Vec<Bytes>) {
+        self.queue
+            .entry(flags)
+            .or_default()
+            .push_back((waiter, tags));
     }
 
     fn flags_in_flight(&self, flags: u32) -> bool {
-        self.in_flight.values().any(|(f, _)| *f == flags)
+        self.in_flight.values().any(|(f, _, _)| *f == flags)
     }
 
     /// Sends a batch for every flag set with waiters and none in flight.
@@ -103,12 +150,13 @@ impl GrvBatcher {
             };
             let queue = self.queue.entry(f).or_default();
             let n = queue.len().min(MAX_GRV_BATCH);
-            let waiters: Vec<GrvWaiter> = queue.drain(..n).collect();
+            let waiters: Vec<Queued> = queue.drain(..n).collect();
             let token = io.token();
+            let tags = count_tags(&waiters);
             let req = GetReadVersionRequest {
                 transaction_count: waiters.len() as u32,
                 flags: f,
-                tags: Vec::new(),
+                tags: tags.clone(),
                 debug_id: None,
                 reply: ReplyPromise { token },
                 // libfdb_c always sends a fresh span id, with a zero trace id when unsampled.
@@ -121,18 +169,20 @@ impl GrvBatcher {
             };
             self.next_batch += 1;
             let batch = self.next_batch;
-            self.in_flight.insert(batch, (f, waiters));
+            self.in_flight.insert(batch, (f, waiters, tags));
             io.send(&addr, dest, &req, token, Route::Grv(batch));
         }
     }
 
     /// A GRV proxy answered batch `batch`.
     pub(crate) fn on_reply(&mut self, batch: u64, message: &Bytes) -> Option<Answered> {
-        let (_, waiters) = self.in_flight.remove(&batch)?;
+        let (_, waiters, tags) = self.in_flight.remove(&batch)?;
         let mut locked = false;
+        let mut throttled = Vec::new();
         let result = match decode_reply::<GetReadVersionReply>(message) {
             Ok(ErrorOr::Ok(r)) => {
                 locked = r.locked;
+                throttled = throttled_tags(&r, &tags);
                 self.served(r.version);
                 Ok(r.version)
             }
@@ -140,9 +190,10 @@ impl GrvBatcher {
             Err(e) => Err(ClientError::Decode(e)),
         };
         Some(Answered {
-            waiters,
+            waiters: waiters.into_iter().map(|(w, _)| w).collect(),
             result,
             locked,
+            throttled,
         })
     }
 
@@ -171,7 +222,7 @@ impl GrvBatcher {
     /// Batch `batch` got no answer. Asking for a read version is idempotent: its waiters go
     /// back to the front of their queue for another proxy, as the load balancer would.
     pub(crate) fn on_lost(&mut self, batch: u64) {
-        let Some((flags, waiters)) = self.in_flight.remove(&batch) else {
+        let Some((flags, waiters, _)) = self.in_flight.remove(&batch) else {
             return;
         };
         tracing::debug!(transactions = waiters.len(), "re-sending read version");

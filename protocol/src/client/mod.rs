@@ -304,7 +304,8 @@ impl Client {
                             Completion::new(req, a.result.clone().map(Reply::Version)),
                         )),
                         GrvWaiter::Tx(tx) => {
-                            self.txs.on_tx_read_version(tx, a.result.clone(), a.locked)
+                            let r = a.result.clone();
+                            self.txs.on_tx_read_version(tx, r, a.locked, &a.throttled)
                         }
                     }
                 }

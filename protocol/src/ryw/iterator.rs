@@ -69,8 +69,21 @@ pub(crate) enum PointAnswer {
 }
 
 impl PointView {
+    #[cfg(test)]
     pub(crate) fn of(cache: &SnapshotCache, writes: &WriteMap, key: &[u8]) -> PointView {
-        let it = RywIter::new(cache, writes, key);
+        PointView::reading(cache, writes, key, false)
+    }
+
+    /// As [`PointView::of`]; with `bypass_unreadable` (the transaction option, which RYW
+    /// honours in point reads alone) a versionstamped write reads as what it holds now.
+    pub(crate) fn reading(
+        cache: &SnapshotCache,
+        writes: &WriteMap,
+        key: &[u8],
+        bypass_unreadable: bool,
+    ) -> PointView {
+        let mut it = RywIter::new(cache, writes, key);
+        it.bypass_unreadable = bypass_unreadable;
         let w = &it.writes;
         let conflicts = w.is_unmodified_range() || (w.is_operation() && !w.is_independent());
         let answer = match it.seg() {
@@ -101,6 +114,8 @@ pub(crate) struct RywIter<'a> {
     begin_cmp: Ordering,
     /// `cache.end_key()` against `writes.end_key()`.
     end_cmp: Ordering,
+    /// `bypassUnreadableProtection`: unreadable segments read as the others.
+    bypass_unreadable: bool,
 }
 
 impl<'a> RywIter<'a> {
@@ -111,6 +126,7 @@ impl<'a> RywIter<'a> {
             writes: writes.iter_at(key),
             begin_cmp: Ordering::Equal,
             end_cmp: Ordering::Equal,
+            bypass_unreadable: false,
         };
         it.update_cmp();
         it
@@ -127,7 +143,7 @@ impl<'a> RywIter<'a> {
 
     /// The segment's kind; reading an unreadable one fails.
     pub(crate) fn seg(&self) -> Result<Seg, Unreadable> {
-        if self.is_unreadable() {
+        if self.is_unreadable() && !self.bypass_unreadable {
             return Err(Unreadable);
         }
         Ok(TYPE_MAP[self.writes.seg() as usize * 3 + self.cache.seg() as usize])
@@ -173,7 +189,7 @@ impl<'a> RywIter<'a> {
 
     /// The row of a row segment; `None` when the transaction's op removed the key.
     pub(crate) fn kv(&self) -> Result<Option<KeyValue>, Unreadable> {
-        if self.is_unreadable() {
+        if self.is_unreadable() && !self.bypass_unreadable {
             return Err(Unreadable);
         }
         if self.writes.is_unmodified_range() {
@@ -359,5 +375,33 @@ mod tests {
         let it = RywIter::new(&cache, &writes, b"m");
         assert_eq!(it.seg(), Ok(Seg::Unknown));
         assert!(it.is_dependent());
+    }
+
+    #[test]
+    fn bypass_unreadable_reads_a_versionstamped_value_as_its_parameter() {
+        let cache = SnapshotCache::default();
+        let mut writes = WriteMap::new();
+        writes.mutate(b(b"apple"), mt::SET_VALUE, b(b"red"), true);
+        writes.mutate(
+            b(b"apple"),
+            mt::SET_VERSIONSTAMPED_VALUE,
+            b(b"vs\0\0\0\0"),
+            true,
+        );
+        let guarded = PointView::of(&cache, &writes, b"apple");
+        assert_eq!(guarded.answer, PointAnswer::Unreadable);
+        let bypassed = PointView::reading(&cache, &writes, b"apple", true);
+        assert_eq!(bypassed.answer, PointAnswer::Known(Some(b(b"vs\0\0\0\0"))));
+        // A versionstamped key's possible range is left to storage.
+        let mut writes = WriteMap::new();
+        writes.add_unmodified_and_unreadable_range(b"k", b"l");
+        assert_eq!(
+            PointView::of(&cache, &writes, b"k1").answer,
+            PointAnswer::Unreadable
+        );
+        assert_eq!(
+            PointView::reading(&cache, &writes, b"k1", true).answer,
+            PointAnswer::Stored(None)
+        );
     }
 }

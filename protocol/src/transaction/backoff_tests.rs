@@ -13,7 +13,7 @@ use crate::event::ClientError;
 use crate::ids::TransactionId;
 use crate::messages::commit::{CommitID, GetKeyServerLocationsReply, ShardLocation};
 use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxyInterface};
-use crate::messages::grv::GetReadVersionReply;
+use crate::messages::grv::{GetReadVersionReply, TagCount, TagThrottleEntry};
 use crate::messages::storage::{GetValueReply, StorageServerInterface};
 use crate::messages::types::KeyRange;
 use crate::messages::{AnyMessage, ErrorOr};
@@ -31,6 +31,10 @@ pub(super) struct Cluster {
     server: StorageServerInterface,
     pub(super) version: i64,
     commit_error: Option<ErrorCode>,
+    /// The tags of each read version request, in order.
+    pub(super) grv_tags: Vec<Vec<TagCount>>,
+    /// What the read version replies say of tag throttles.
+    pub(super) throttles: Vec<TagThrottleEntry>,
 }
 
 impl Server for Cluster {
@@ -39,10 +43,12 @@ impl Server for Cluster {
             AnyMessage::OpenDatabaseCoordRequest(r) if r.known_client_info_id == Uid::default() => {
                 wire.reply(&req, ErrorOr::Ok(self.info.clone()));
             }
-            AnyMessage::GetReadVersionRequest(_) => {
+            AnyMessage::GetReadVersionRequest(r) => {
                 self.version += 1;
+                self.grv_tags.push(r.tags.clone());
                 let reply = GetReadVersionReply {
                     version: self.version,
+                    tag_throttle_info: self.throttles.clone(),
                     ..Default::default()
                 };
                 wire.reply(&req, ErrorOr::Ok(reply));
@@ -96,6 +102,8 @@ pub(super) fn sim() -> Sim<Cluster> {
         server,
         version: 99,
         commit_error: None,
+        grv_tags: Vec::new(),
+        throttles: Vec::new(),
     };
     let mut s = Sim::with_server(ClientConfig::new(cluster_file, 7), cluster);
     s.drive();

@@ -14,7 +14,7 @@ use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::commit::{CommitID, CommitTransactionRef, CommitTransactionRequest};
 use crate::messages::coordination::CommitProxyInterface;
-use crate::messages::types::KeyRange;
+use crate::messages::types::{KeyRange, TagSet};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
 use crate::ryw::{key_after, RangeSet};
@@ -218,7 +218,11 @@ impl Transactions {
             flags,
             debug_id: self.read_options(cx.rng, tx).and_then(|o| o.debug_id),
             commit_cost_estimation: None,
-            tag_set: None,
+            // `tr.tagSet` when the transaction has tags.
+            tag_set: self.txs.get(&tx).and_then(|t| {
+                let tags = &t.options.tags;
+                (!tags.is_empty()).then(|| TagSet(tags.clone()))
+            }),
             span_context: span,
             tenant_info,
             idempotency_id: Bytes::new(),

@@ -21,9 +21,11 @@ pub enum DatabaseOption {
     MachineId(String),
     /// `datacenter_id` (22): refused, as `machine_id`.
     DatacenterId(String),
-    /// `snapshot_ryw_enable` (26): accepted; snapshot reads always see the writes here.
+    /// `snapshot_ryw_enable` (26): adds one to the database's snapshot-RYW counter (1 to
+    /// start with), which new transactions start their own from.
     SnapshotRywEnable,
-    /// `snapshot_ryw_disable` (27): refused, as the transaction option.
+    /// `snapshot_ryw_disable` (27): takes one from it; at zero or less, snapshot reads of the
+    /// transactions created afterwards do not see their own writes.
     SnapshotRywDisable,
     /// `transaction_logging_max_field_length` (405): default of the transaction option.
     TransactionLoggingMaxFieldLength(i32),
@@ -41,7 +43,7 @@ pub enum DatabaseOption {
     TransactionIncludePortInAddress,
     /// `transaction_automatic_idempotency` (506): refused, as `automatic_idempotency`.
     TransactionAutomaticIdempotency,
-    /// `transaction_bypass_unreadable` (700): refused, as `bypass_unreadable`.
+    /// `transaction_bypass_unreadable` (700): default `bypass_unreadable`.
     TransactionBypassUnreadable,
     /// `transaction_used_during_commit_protection_disable` (701): default of the
     /// transaction option.
@@ -120,7 +122,6 @@ impl DatabaseOption {
             D::MaxWatches(n) if *n > ABSOLUTE_MAX_WATCHES => fdb(ErrorCode::INVALID_OPTION_VALUE),
             D::MachineId(_)
             | D::DatacenterId(_)
-            | D::SnapshotRywDisable
             | D::UseConfigDatabase
             | D::TestCausalReadRisky(_) => fdb(ErrorCode::UNSUPPORTED_OPERATION),
             _ => Ok(()),
@@ -188,6 +189,8 @@ impl Transactions {
         match opt {
             D::LocationCacheSize(n) => self.locations.set_capacity(n),
             D::MaxWatches(n) => self.max_watches = n,
+            D::SnapshotRywEnable => self.snapshot_ryw = self.snapshot_ryw.saturating_add(1),
+            D::SnapshotRywDisable => self.snapshot_ryw = self.snapshot_ryw.saturating_sub(1),
             // Accepted with nothing to change, or refused by `check`.
             _ => {}
         }

@@ -38,6 +38,8 @@ mod shards;
 mod special;
 mod special_writes;
 mod state;
+#[cfg(test)]
+mod tag_tests;
 mod tenant;
 mod tracing;
 mod watch;
@@ -199,6 +201,9 @@ pub(crate) struct Transactions {
     defaults: Vec<TransactionOption>,
     /// The most watches outstanding at once (`max_watches`).
     max_watches: usize,
+    /// `snapshot_ryw_enable` / `_disable` on the database: a counter (1 at API 300 and
+    /// later) each new or reset transaction starts its own from.
+    snapshot_ryw: i32,
     /// Tenant handles and their id lookups.
     tenants: BTreeMap<TenantHandle, tenant::TenantSlot>,
     next_tenant: u64,
@@ -226,6 +231,7 @@ impl Default for Transactions {
             scratch: Vec::new(),
             defaults: Vec::new(),
             max_watches: MAX_OUTSTANDING_WATCHES,
+            snapshot_ryw: 1,
             tenants: BTreeMap::new(),
             next_tenant: 0,
             tx_tenants: BTreeMap::new(),

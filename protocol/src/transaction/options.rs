@@ -3,7 +3,8 @@
 //!
 //! Each option is implemented, accepted as the no-op it also is in libfdb_c 7.3.77
 //! (`Transaction::setOption` ignores it), or refused with `unsupported_operation` when this
-//! client lacks the machinery behind it (see [`TransactionOption::check_supported`]).
+//! client lacks the machinery behind it (see [`TransactionOption::check_supported`]: today
+//! `check_writes_enable`, `idempotency_id`, `automatic_idempotency` and `use_grv_cache`).
 
 use super::fdb;
 use crate::error::ErrorCode;
@@ -27,6 +28,11 @@ pub(super) mod read_type {
     pub(crate) const NORMAL: i32 = 3;
     pub(crate) const HIGH: i32 = 4;
 }
+
+/// `MAX_TAGS_PER_TRANSACTION`.
+pub(super) const MAX_TAGS_PER_TRANSACTION: usize = 5;
+/// `MAX_TRANSACTION_TAG_LENGTH`.
+pub(super) const MAX_TRANSACTION_TAG_LENGTH: usize = 255;
 
 /// The longest `debug_transaction_identifier` (`Transaction::setOption`).
 const MAX_DEBUG_IDENTIFIER: usize = 100;
@@ -118,10 +124,11 @@ pub enum TransactionOption {
     IdempotencyId(Vec<u8>),
     /// `automatic_idempotency` (505): refused, as `idempotency_id`.
     AutomaticIdempotency,
-    /// `snapshot_ryw_enable` (600): accepted; snapshot reads see the transaction's writes,
-    /// always, in this client.
+    /// `snapshot_ryw_enable` (600): adds one to the transaction's snapshot-RYW counter
+    /// (which starts at the database's, 1 by default).
     SnapshotRywEnable,
-    /// `snapshot_ryw_disable` (601): refused (snapshot reads always see the writes here).
+    /// `snapshot_ryw_disable` (601): takes one from it; at zero or less, snapshot reads do not
+    /// see the transaction's own writes (they read through RYW's snapshot cache alone).
     SnapshotRywDisable,
     /// `lock_aware` (700): reads and commits work on a locked database.
     LockAware,
@@ -145,10 +152,12 @@ pub enum TransactionOption {
     /// client has no write module: they fail with `special_keys_no_write_module_found`, or
     /// `unsupported_operation` inside one of FDB's management modules).
     SpecialKeySpaceEnableWrites,
-    /// `tag` (800): refused (transaction tags and their client-side throttling are not
-    /// implemented).
+    /// `tag` (800): a transaction tag (at most 255 bytes, at most 5 tags a transaction:
+    /// `tag_too_long`, `too_many_tags`), sent with the read version request and the commit; a
+    /// GRV reply that throttles it fails the transaction with `tag_throttled`.
     Tag(Vec<u8>),
-    /// `auto_throttle_tag` (801): refused, as `tag`.
+    /// `auto_throttle_tag` (801): as `tag`, and also one of the read tags storage servers may
+    /// throttle on (libfdb_c sends those with 1% of its reads; this client sends none).
     AutoThrottleTag(Vec<u8>),
     /// `span_parent` (900): the 33-byte serialized span context the transaction's spans
     /// continue (8-byte protocol version, 16-byte trace id, 8-byte span id, 1 flag byte).
@@ -156,8 +165,10 @@ pub enum TransactionOption {
     /// `expensive_clear_cost_estimation_enable` (1000): accepted; it only refines the commit
     /// cost of tagged transactions, and tags are refused.
     ExpensiveClearCostEstimationEnable,
-    /// `bypass_unreadable` (1100): refused (reads of keys a versionstamp operation made
-    /// unreadable always fail with `accessed_unreadable` here).
+    /// `bypass_unreadable` (1100): a point read of a key a versionstamped operation made
+    /// unreadable does not fail with `accessed_unreadable`: it gets the operation's
+    /// parameter (a versionstamped value) or storage's value (a versionstamped key's range).
+    /// Range reads and selectors still fail, as in RYW.
     BypassUnreadable,
     /// `use_grv_cache` (1101): refused (no read version cache).
     UseGrvCache,
@@ -346,10 +357,6 @@ impl TransactionOption {
             O::CheckWritesEnable
             | O::IdempotencyId(_)
             | O::AutomaticIdempotency
-            | O::SnapshotRywDisable
-            | O::Tag(_)
-            | O::AutoThrottleTag(_)
-            | O::BypassUnreadable
             | O::UseGrvCache => fdb(ErrorCode::UNSUPPORTED_OPERATION),
             _ => Ok(()),
         }
@@ -418,12 +425,40 @@ pub(super) struct TxOptions {
     pub(super) max_field_length: i32,
     /// `debug_retry_logging`'s transaction name.
     pub(super) retry_logging: Option<String>,
+    /// RYW's `snapshotRywEnabled` counter: snapshot reads see the writes while it is above 0.
+    pub(super) snapshot_ryw: i32,
+    pub(super) bypass_unreadable: bool,
+    /// `tags`: sent with the read version request and the commit.
+    pub(super) tags: Vec<bytes::Bytes>,
+    /// `readTags` (`auto_throttle_tag`), kept for the read requests' `tags`.
+    pub(super) read_tags: Vec<bytes::Bytes>,
 }
 
 impl TxOptions {
     /// NativeAPI's `rawAccess`: system key access implies it.
     pub(super) fn raw_access(&self) -> bool {
         self.read_system_keys || self.access_system_keys
+    }
+
+    /// `TagSet::addTag`: the length is checked first, then the count (before a repeated tag
+    /// is recognised, so a sixth tag fails even when it repeats one).
+    fn add_tag(&mut self, tag: Vec<u8>, read_too: bool) -> Result<(), ClientError> {
+        if tag.len() > MAX_TRANSACTION_TAG_LENGTH {
+            return fdb(ErrorCode::TAG_TOO_LONG);
+        }
+        if self.tags.len() >= MAX_TAGS_PER_TRANSACTION
+            || (read_too && self.read_tags.len() >= MAX_TAGS_PER_TRANSACTION)
+        {
+            return fdb(ErrorCode::TOO_MANY_TAGS);
+        }
+        let tag = bytes::Bytes::from(tag);
+        if read_too && !self.read_tags.contains(&tag) {
+            self.read_tags.push(tag.clone());
+        }
+        if !self.tags.contains(&tag) {
+            self.tags.push(tag);
+        }
+        Ok(())
     }
 
     fn read_options_mut(&mut self) -> &mut ReadOptions {
@@ -471,6 +506,10 @@ impl Default for TxOptions {
             log_transaction: false,
             max_field_length: 0,
             retry_logging: None,
+            snapshot_ryw: 1,
+            bypass_unreadable: false,
+            tags: Vec::new(),
+            read_tags: Vec::new(),
         }
     }
 }
@@ -492,6 +531,9 @@ impl Transactions {
     }
 
     pub(super) fn apply_defaults(&mut self, tx: TransactionId) {
+        if let Some(t) = self.txs.get_mut(&tx) {
+            t.options.snapshot_ryw = self.snapshot_ryw;
+        }
         for opt in self.defaults.clone() {
             let _ = self.set_option(tx, opt);
         }
@@ -626,6 +668,11 @@ impl Transactions {
                 o.log_transaction = true;
             }
             O::LogTransaction => o.log_transaction = true,
+            O::Tag(tag) => o.add_tag(tag, false)?,
+            O::AutoThrottleTag(tag) => o.add_tag(tag, true)?,
+            O::SnapshotRywEnable => o.snapshot_ryw = o.snapshot_ryw.saturating_add(1),
+            O::SnapshotRywDisable => o.snapshot_ryw = o.snapshot_ryw.saturating_sub(1),
+            O::BypassUnreadable => o.bypass_unreadable = true,
             O::TransactionLoggingMaxFieldLength(n) => o.max_field_length = n,
             // No effect, as in libfdb_c 7.3.77 (or nothing here to change).
             O::CausalReadDisable
@@ -635,16 +682,11 @@ impl Transactions {
             | O::DurabilityRisky
             | O::DurabilityDevNullIsWebScale
             | O::ExpensiveClearCostEstimationEnable
-            | O::SnapshotRywEnable
             | O::SkipGrvCache => {}
             // Refused by `check_supported` before getting here.
             O::CheckWritesEnable
             | O::IdempotencyId(_)
             | O::AutomaticIdempotency
-            | O::SnapshotRywDisable
-            | O::Tag(_)
-            | O::AutoThrottleTag(_)
-            | O::BypassUnreadable
             | O::UseGrvCache => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
         }
         if let (true, Some(d)) = (is_timeout, t.options.timeout) {

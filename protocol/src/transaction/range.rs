@@ -58,7 +58,7 @@ impl Transactions {
         let (max, writes) = match self.txs.get(&tx) {
             Some(t) => (
                 Bytes::from_static(t.max_read_key()),
-                (!t.options.ryw_disabled).then(|| t.writes.clone()),
+                t.writes_seen(snapshot),
             ),
             None => {
                 cx.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
@@ -134,10 +134,7 @@ impl Transactions {
             return req;
         }
         let (max, writes) = match self.txs.get(&tx) {
-            Some(t) => (
-                t.max_read_key(),
-                (!t.options.ryw_disabled).then(|| t.writes.clone()),
-            ),
+            Some(t) => (t.max_read_key(), t.writes_seen(snapshot)),
             None => (&b""[..], Some(alloc::sync::Arc::new(WriteMap::new()))),
         };
         if begin.key.as_ref() > max || end.key.as_ref() > max {

@@ -114,7 +114,8 @@ impl Transactions {
         if t.options.use_provisional_proxies {
             flags |= GetReadVersionRequest::FLAG_USE_PROVISIONAL_PROXIES;
         }
-        cx.grv.queue(flags, GrvWaiter::Tx(tx));
+        cx.grv
+            .queue_tagged(flags, GrvWaiter::Tx(tx), t.options.tags.clone());
     }
 
     pub(crate) fn on_tx_read_version(
@@ -122,13 +123,17 @@ impl Transactions {
         tx: TransactionId,
         result: Result<Version, ClientError>,
         locked: bool,
+        throttled: &[Bytes],
     ) {
         if let Some(t) = self.txs.get_mut(&tx) {
-            // A locked database refuses transactions that are not lock-aware
-            // (`extractReadVersion`).
+            // A locked database refuses transactions that are not lock-aware, then a
+            // throttled tag fails the transaction (`extractReadVersion`).
             let result = match result {
                 Ok(_) if locked && !t.options.lock_aware => {
                     Err(ClientError::Fdb(ErrorCode::DATABASE_LOCKED))
+                }
+                Ok(_) if t.options.tags.iter().any(|g| throttled.contains(g)) => {
+                    Err(ClientError::Fdb(ErrorCode::TAG_THROTTLED))
                 }
                 r => r,
             };
@@ -196,7 +201,9 @@ impl Transactions {
             } else {
                 // The writes as they are now decide the read, not as they will be when it
                 // completes.
-                view = Some(PointView::of(&t.cache, &t.writes, &key));
+                let bypass = t.options.bypass_unreadable;
+                let writes = t.writes_seen(snapshot).unwrap_or_default();
+                view = Some(PointView::reading(&t.cache, &writes, &key, bypass));
             }
         }
         self.insert_op(

@@ -136,6 +136,19 @@ impl Tx {
         }
     }
 
+    /// The writes a read sees: none with `read_your_writes_disable` (the read goes through
+    /// NativeAPI), an empty map for a snapshot read with the snapshot-RYW counter at zero or
+    /// less (RYW's `readWithConflictRangeSnapshot`: the snapshot cache alone).
+    pub(super) fn writes_seen(&self, snapshot: bool) -> Option<Arc<WriteMap>> {
+        if self.options.ryw_disabled {
+            None
+        } else if snapshot && self.options.snapshot_ryw <= 0 {
+            Some(Arc::new(WriteMap::new()))
+        } else {
+            Some(self.writes.clone())
+        }
+    }
+
     pub(super) fn max_read_key(&self) -> &'static [u8] {
         if self.options.read_system_keys || self.options.access_system_keys {
             b"\xff\xff"
