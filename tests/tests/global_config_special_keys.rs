@@ -69,6 +69,21 @@ fn the_module_on_the_test_cluster() {
     let v = tx.get(b"\xff/globalConfig/k/x").unwrap();
     assert_eq!(v.as_deref(), Some(&tuple::pack(&("v",))[..]));
     assert!(tx.get(b"\xff/globalConfig/v").unwrap().is_some());
+    // A client that opens the database afterwards starts its view from the GRV proxy's
+    // refresh, which holds what was written.
+    let later = Database::from_cluster_file(ClusterFile::parse(&text).unwrap(), 1).unwrap();
+    let rows = later
+        .create_transaction()
+        .get_range(GLOBAL_CONFIG_MODULE.0, GLOBAL_CONFIG_MODULE.1, 0)
+        .unwrap();
+    assert_eq!(
+        lines(&rows),
+        format!(
+            "{}={}",
+            hex(&[GLOBAL_CONFIG_MODULE.0, b"x"].concat()),
+            hex(b"v")
+        )
+    );
 }
 
 const PYTHON: &str = r#"

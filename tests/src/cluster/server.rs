@@ -870,6 +870,34 @@ impl State {
         }
     }
 
+    /// What a GRV proxy answers a global-config refresh with (`globalConfigRefresh`): every
+    /// row under `\xff/globalConfig/k/` and the version `\xff/globalConfig/v` holds (the first
+    /// 8 bytes of the versionstamp written there, big-endian; 0 while nothing was written).
+    /// fdbserver serves a cached copy it re-reads every few seconds; the newest is one such.
+    fn global_config_snapshot(&mut self) -> GlobalConfigRefreshReply {
+        use fdb_protocol::{GLOBAL_CONFIG_KEYS_PREFIX, GLOBAL_CONFIG_VERSION_KEY};
+        let v = self.current_version();
+        let end = [GLOBAL_CONFIG_KEYS_PREFIX, b"\xff"].concat();
+        let (data, _) =
+            self.store
+                .read_range(GLOBAL_CONFIG_KEYS_PREFIX, &end, i32::MAX, i32::MAX, v);
+        let version = self
+            .store
+            .get(GLOBAL_CONFIG_VERSION_KEY, v)
+            .and_then(|b| {
+                b.get(..8)
+                    .map(|h| i64::from_be_bytes(h.try_into().unwrap()))
+            })
+            .unwrap_or(0);
+        GlobalConfigRefreshReply {
+            result: fdb_protocol::messages::grv::RangeResult {
+                data,
+                ..Default::default()
+            },
+            version,
+        }
+    }
+
     fn leader_change_id(&self) -> Uid {
         Uid::new(self.cluster_id.first, self.cc_token.second)
     }
@@ -1205,7 +1233,7 @@ impl State {
                 }
             }
             AnyMessage::GlobalConfigRefreshRequest(_) => {
-                let body = ok(GlobalConfigRefreshReply::default());
+                let body = ok(self.global_config_snapshot());
                 self.emit(out, conn, kind, reply, body);
             }
             msg @ (AnyMessage::GetReadVersionRequest(_)
