@@ -705,9 +705,11 @@ fn management_special_keys_on_the_test_cluster() {
     assert_eq!(next(), "-", "no version epoch");
     assert_eq!(next(), "", "no exclusion in progress");
     assert_eq!(next(), "", "several parts at once");
+    // A selector walks the whole module, `auto_coordinators` too, which fails where no
+    // worker list is kept (the real cluster's answer is the mode's row).
     assert_eq!(
         next(),
-        format!("{}={}", h("data_distribution/mode"), hex(b"-1")),
+        "E2117",
         "walked back to the last row before the tenant map"
     );
     let cs = ClusterFile::parse(&text).unwrap().to_string();
@@ -874,7 +876,7 @@ fn the_same_answers_as_libfdb_c_on_a_real_cluster() {
 
 /// What this client refuses where libfdb_c goes on: marking servers failed without `force`
 /// needs the commit proxies' safety check (`checkSafeExclusions`), which it does not make;
-/// writes into the parts it does not carry out. Nothing is written.
+/// writes of the version keys. Nothing is written.
 #[test]
 fn what_this_client_refuses_on_the_test_cluster() {
     let cluster = TestCluster::builder().storage_servers(1).start();
@@ -903,7 +905,4 @@ fn what_this_client_refuses_on_the_test_cluster() {
         w.set(key, b"1");
         assert_eq!(commit(&w), "E2108", "{}", hex(key));
     }
-    // The one part not served.
-    let tx = db.create_transaction();
-    assert_eq!(value(tx.get(m("auto_coordinators"))), "E2113");
 }

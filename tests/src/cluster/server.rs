@@ -2713,6 +2713,18 @@ impl TestCluster {
             st.ss_ids.push(id);
             st.ss_tokens.push(tok);
         }
+        // fdbserver keeps the connection string it runs on at `\xff/coordinators`.
+        let cs = Bytes::from(st.connection_string());
+        st.store
+            .put(Bytes::from_static(b"\xff/coordinators"), Some(cs), 1);
+        // And the replication `configure single` leaves.
+        for key in [
+            &b"\xff/conf/storage_replicas"[..],
+            b"\xff/conf/log_replicas",
+        ] {
+            st.store
+                .put(Bytes::from_static(key), Some(Bytes::from_static(b"1")), 1);
+        }
         let inner = Arc::new(Inner {
             state: Mutex::new(st),
             stopped: AtomicBool::new(false),

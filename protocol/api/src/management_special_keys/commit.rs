@@ -59,7 +59,7 @@ pub(crate) async fn commit_writes<D: Driver>(
             | Part::ProcessClass { source: true }
             | Part::InProgress
             | Part::VersionKey(_)
-            | Part::NotServed => None,
+            | Part::AutoCoordinators => None,
         };
         if let Some(msg) = msg {
             return Err(api_failure(tx, msg).await);

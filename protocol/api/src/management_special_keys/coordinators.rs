@@ -77,7 +77,9 @@ fn random_id() -> String {
 
 /// The coordinators split as `ClusterConnectionString` keeps them: addresses and host names,
 /// each sorted (`NetworkAddress` and `Hostname` order).
-fn split_sorted(coordinators: &[Coordinator]) -> (Vec<NetworkAddress>, Vec<(String, u16, bool)>) {
+pub(super) fn split_sorted(
+    coordinators: &[Coordinator],
+) -> (Vec<NetworkAddress>, Vec<(String, u16, bool)>) {
     let mut addrs = Vec::new();
     let mut hosts = Vec::new();
     for c in coordinators {
@@ -94,7 +96,10 @@ fn split_sorted(coordinators: &[Coordinator]) -> (Vec<NetworkAddress>, Vec<(Stri
 
 /// `tryResolveHostnames`: the distinct addresses the coordinators stand for, the host names
 /// resolved (by the system's resolver); a name that does not resolve is left out.
-fn resolve(addrs: &[NetworkAddress], hosts: &[(String, u16, bool)]) -> Vec<NetworkAddress> {
+pub(super) fn resolve(
+    addrs: &[NetworkAddress],
+    hosts: &[(String, u16, bool)],
+) -> Vec<NetworkAddress> {
     let mut out: Vec<NetworkAddress> = addrs.to_vec();
     for (host, port, tls) in hosts {
         let found = (host.as_str(), *port)

@@ -17,11 +17,14 @@
 //! | `data_distribution/mode`, `rebalance_ignored` | the mode (`-1` unset); present when set |
 //! | `in_progress_exclusion/<addr>` | excluded storage servers and logs still in the cluster |
 //! | `min_required_commit_version`, `version_epoch` | the version, in decimal |
+//! | `auto_coordinators` | the coordinators `coordinators auto` would set, comma-separated |
 //! | `\xff\xff/configuration/coordinators/` | `cluster_description` and `processes` (sorted) |
 //! | `\xff\xff/configuration/process/class_type/<addr>`, `class_source/` | each worker's class, and where it was set |
 //!
-//! A read reaching the one part this client does not serve, `auto_coordinators` (fdbcli's
-//! `coordinators auto` proposal), fails with `special_keys_no_module_found`. The coordinators are shown as the connection string names
+//! `auto_coordinators` (fdbcli's `coordinators auto` proposal, `auto_coordinators.rs`) is the
+//! current coordinators when they are fine for the redundancy, else a random choice among
+//! the workers, one per zone; with too few workers it fails with the retriable "Too few
+//! fdbserver machines" message. The coordinators are shown as the connection string names
 //! them: a hostname is not resolved, where libfdb_c shows the address it resolves to.
 //!
 //! Writes (with `special_key_space_enable_writes`) are carried out at commit, before the
@@ -48,9 +51,11 @@
 //! values' binary encoding), `address.rs` (process addresses) and `errors.rs` (the JSON
 //! error messages) are leaves; `processes.rs` reads the workers and the exclusions in
 //! progress; `read.rs` is the read path; `space_check.rs`, `exclusion.rs`, `setclass.rs`,
-//! `maintenance.rs` and `coordinators.rs` are the larger parts' commits, which `commit.rs` runs in key order.
+//! `maintenance.rs` and `coordinators.rs` are the larger parts' commits, `auto_coordinators.rs`
+//! the one read that asks the coordinators, which `commit.rs` runs in key order.
 
 mod address;
+mod auto_coordinators;
 mod commit;
 mod coordinators;
 mod errors;

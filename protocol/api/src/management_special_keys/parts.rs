@@ -36,8 +36,8 @@ pub(super) enum Part {
     /// A version kept in a system key, shown in decimal (`min_required_commit_version`,
     /// `version_epoch`).
     VersionKey(&'static [u8]),
-    /// Registered by libfdb_c, not served here.
-    NotServed,
+    /// `auto_coordinators`: the coordinators `coordinators auto` would set.
+    AutoCoordinators,
 }
 
 /// The parts, by key order.
@@ -46,7 +46,7 @@ pub(super) const PARTS: [(&[u8], &[u8], Part); 17] = [
     (b"\xff\xff/configuration/coordinators/", b"\xff\xff/configuration/coordinators0", Part::Coordinators),
     (b"\xff\xff/configuration/process/class_source/", b"\xff\xff/configuration/process/class_source0", Part::ProcessClass { source: true }),
     (b"\xff\xff/configuration/process/class_type/", b"\xff\xff/configuration/process/class_type0", Part::ProcessClass { source: false }),
-    (b"\xff\xff/management/auto_coordinators", b"\xff\xff/management/auto_coordinators\x00", Part::NotServed),
+    (b"\xff\xff/management/auto_coordinators", b"\xff\xff/management/auto_coordinators\x00", Part::AutoCoordinators),
     (b"\xff\xff/management/consistency_check_suspended", b"\xff\xff/management/consistency_check_suspended\x00", Part::ConsistencyCheck),
     (b"\xff\xff/management/data_distribution/", b"\xff\xff/management/data_distribution0", Part::DataDistribution),
     (b"\xff\xff/management/db_locked", b"\xff\xff/management/db_locked\x00", Part::DbLocked),

@@ -14,7 +14,8 @@ use super::parts::{
     CONF_PREFIX, LOCALITY_PREFIX, LOGS_KEY, PROCESS_CLASSES, SERVER_LIST, WORKER_LIST,
 };
 use super::values::{
-    decode_logs, decode_worker, ip_port, Binary, ProcessClass, DB_SOURCE, TESTER_CLASS, UNSET_CLASS,
+    decode_logs, decode_worker, decode_worker_locality, ip_port, Binary, Locality, ProcessClass,
+    DB_SOURCE, TESTER_CLASS, UNSET_CLASS,
 };
 use crate::driver::Driver;
 use crate::error::Error;
@@ -99,12 +100,18 @@ pub(super) async fn in_progress<D: Driver>(tx: &Transaction<D>) -> Result<Vec<St
     Ok(found)
 }
 
+/// One worker as `getWorkers` gives it (`ProcessData`).
+pub(super) struct Worker {
+    /// `ip:port`.
+    pub(super) address: String,
+    pub(super) class: ProcessClass,
+    pub(super) locality: Locality,
+}
+
 /// `getWorkers`: every worker but testers, with its class as the database sets it (when
 /// set with `setclass`, or when the worker's own is unset), sorted by address as strings,
 /// each address once.
-pub(super) async fn workers<D: Driver>(
-    tx: &Transaction<D>,
-) -> Result<Vec<(String, ProcessClass)>, Error> {
+pub(super) async fn workers<D: Driver>(tx: &Transaction<D>) -> Result<Vec<Worker>, Error> {
     let classes = tx
         .get_range(PROCESS_CLASSES.0, PROCESS_CLASSES.1, 0)
         .await?;
@@ -131,11 +138,17 @@ pub(super) async fn workers<D: Driver>(
         if db_class.source == DB_SOURCE || class.class == UNSET_CLASS {
             class = db_class;
         }
+        let locality = decode_worker_locality(&kv.value)
+            .ok_or(Error::from(ErrorCode::SERIALIZATION_FAILED))?;
         if class.class != TESTER_CLASS {
-            out.push((addr, class));
+            out.push(Worker {
+                address: addr,
+                class,
+                locality,
+            });
         }
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out.dedup_by(|a, b| a.0 == b.0);
+    out.sort_by(|a, b| a.address.cmp(&b.address));
+    out.dedup_by(|a, b| a.address == b.address);
     Ok(out)
 }

@@ -9,6 +9,8 @@ use fdb_protocol::{
     KeySelector, KeyValue, RangeOptions, RangeResult, SpecialWrite, TransactionOption,
 };
 
+use super::auto_coordinators::auto_coordinators;
+use super::errors::api_failure;
 use super::parts::{
     row, swap_prefix, write_at, Part, CONFIGURATION, CONF_PREFIX, CONSISTENCY_CHECK_SUSPENDED_KEY,
     DATA_DISTRIBUTION_MODE_KEY, DB_LOCKED_KEY, HEALTHY_ZONE_KEY, IGNORE_SS_FAILURES_ZONE,
@@ -41,22 +43,9 @@ pub(crate) fn reads_range(begin: &KeySelector, end: &KeySelector) -> bool {
     }
 }
 
-/// The ranges of `module` whose rows are given in full: all of it but the parts not served.
+/// The ranges of `module` whose rows are given in full: all of it, every part being served.
 fn covered(module: (&[u8], &[u8])) -> Vec<KeyRange> {
-    let mut out = Vec::new();
-    let mut at = module.0;
-    for (b, e, part) in PARTS {
-        if part == Part::NotServed && module.0 <= b && e <= module.1 {
-            if at < b {
-                out.push(range(at, b));
-            }
-            at = e;
-        }
-    }
-    if at < module.1 {
-        out.push(range(at, module.1));
-    }
-    out
+    vec![range(module.0, module.1)]
 }
 
 fn range(b: &[u8], e: &[u8]) -> KeyRange {
@@ -220,13 +209,13 @@ async fn part_rows<D: Driver>(
             let rows = workers(tx)
                 .await?
                 .into_iter()
-                .map(|(addr, class)| {
+                .map(|w| {
                     let v = if source {
-                        class.source_name()
+                        w.class.source_name()
                     } else {
-                        class.class_name()
+                        w.class.class_name()
                     };
-                    row([pb, addr.as_bytes()].concat(), v)
+                    row([pb, w.address.as_bytes()].concat(), v)
                 })
                 .filter(|kv| b <= kv.key.as_ref() && kv.key.as_ref() < e)
                 .collect();
@@ -263,7 +252,10 @@ async fn part_rows<D: Driver>(
             Ok(own(rows))
         }
         Part::Tenant => crate::tenant_special_keys::rows_between(tx, b, e).await,
-        Part::NotServed => Ok(Vec::new()),
+        Part::AutoCoordinators => match auto_coordinators(tx).await? {
+            Ok(v) => Ok(vec![row(b, v)]),
+            Err(msg) => Err(api_failure(tx, msg).await),
+        },
     }
 }
 
@@ -370,25 +362,5 @@ mod tests {
         ];
         let got = with_writes(read, &writes, b"a", b"f");
         assert_eq!(got, [kv("a", "1"), kv("b", "2"), kv("e", "new")]);
-    }
-
-    #[test]
-    fn the_parts_not_served_are_holes() {
-        let c = covered(MANAGEMENT);
-        let at = |k: &[u8]| {
-            c.iter()
-                .any(|r| r.begin.as_ref() <= k && k < r.end.as_ref())
-        };
-        assert!(at(b"\xff\xff/management/excluded/1.2.3.4"));
-        assert!(at(b"\xff\xff/management/tenant/map/x"));
-        assert!(at(b"\xff\xff/management/in_progress_exclusion/x"));
-        assert!(!at(b"\xff\xff/management/auto_coordinators"));
-        let c = covered(CONFIGURATION);
-        let at = |k: &[u8]| {
-            c.iter()
-                .any(|r| r.begin.as_ref() <= k && k < r.end.as_ref())
-        };
-        assert!(at(b"\xff\xff/configuration/coordinators/processes"));
-        assert!(at(b"\xff\xff/configuration/process/class_type/1.2.3.4:5"));
     }
 }

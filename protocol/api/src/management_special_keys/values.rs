@@ -36,8 +36,9 @@ const CLASS_NAMES: [&str; 24] = [
     "blob_migrator",
     "sim_http_server",
 ];
-/// `ProcessClass::TesterClass`, `UnsetClass`, `DBSource`.
+/// `ProcessClass::TesterClass`, `CoordinatorClass`, `UnsetClass`, `DBSource`.
 pub(super) const TESTER_CLASS: i16 = 4;
+pub(super) const COORDINATOR_CLASS: i16 = 13;
 pub(super) const UNSET_CLASS: i16 = 0;
 pub(super) const DB_SOURCE: i16 = 2;
 
@@ -131,6 +132,26 @@ pub(super) fn decode_worker(v: &[u8]) -> Option<(Option<Vec<u8>>, ProcessClass, 
     let class = r.class()?;
     let (ip, port) = r.address(version)?;
     Some((process_id, class, ip_port(ip, port)))
+}
+
+/// A worker's locality (`ProcessData::locality`): each key with its value, if any.
+pub(super) type Locality = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+/// The locality of a worker list value (`decodeWorkerListValue`).
+pub(super) fn decode_worker_locality(v: &[u8]) -> Option<Locality> {
+    let mut r = Binary(v);
+    r.u64()?;
+    let mut out = Vec::new();
+    for _ in 0..r.u64()? {
+        let key = r.bytes()?.to_vec();
+        let value = if r.u8()? != 0 {
+            Some(r.bytes()?.to_vec())
+        } else {
+            None
+        };
+        out.push((key, value));
+    }
+    Some(out)
 }
 
 /// `formatIpPort`.
