@@ -172,11 +172,15 @@ mod tests {
     fn this_process_is_readable_and_advances() {
         let me = ServerCpu::for_pid(std::process::id()).expect("own /proc entry");
         let a = me.read();
+        // 20 ms on a CPU (by getrusage, whatever the load), then off it for a moment: a
+        // running thread's time is brought up to date in schedstat when it is switched out
+        // (or at a tick), not on every read.
+        let cpu0 = crate::cpu::process_cpu();
         let mut x = 0u64;
-        for i in 0..3_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
+        while crate::cpu::process_cpu() - cpu0 < std::time::Duration::from_millis(20) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
         }
-        std::hint::black_box(x);
+        std::thread::sleep(std::time::Duration::from_millis(5));
         let b = me.read();
         assert!(ServerSpent::between(&a, &b).total_ns > 0);
     }
