@@ -242,7 +242,6 @@ fn options_are_implemented_or_refused_never_ignored() {
     run(|t| async move {
         let tx = t.db.create_transaction();
         for opt in [
-            TransactionOption::Tag(b"t".to_vec()),
             TransactionOption::AutomaticIdempotency,
             TransactionOption::UseGrvCache,
             TransactionOption::CheckWritesEnable,
@@ -434,7 +433,7 @@ fn mio_surface(db: &fdb_driver_mio::Database, prefix: &[u8]) {
     assert!(matches!(r, Err(AppError::Refused("second"))), "{r:?}");
     assert_eq!(attempts, 2);
     let e = tx
-        .set_option(TransactionOption::Tag("t".into()))
+        .set_option(TransactionOption::AutomaticIdempotency)
         .unwrap_err();
     assert_eq!(code(&e), ErrorCode::UNSUPPORTED_OPERATION);
     let e = db
