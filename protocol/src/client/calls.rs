@@ -549,11 +549,7 @@ impl Client {
         }
         // Only `\xff\xff/cluster_id` supports tenants (`supportsTenants`).
         if self.txs.in_tenant(tx) && module.0 != crate::special_cluster::CLUSTER_ID_KEY {
-            return Some(self.call(now, |_, cx| {
-                let req = cx.new_request();
-                cx.finish(req, Err(ClientError::Fdb(ErrorCode::ILLEGAL_TENANT_ACCESS)));
-                req
-            }));
+            return Some(self.refused(now, ErrorCode::ILLEGAL_TENANT_ACCESS));
         }
         self.now = now;
         let req = self.new_request_id();
@@ -574,11 +570,7 @@ impl Client {
             return None;
         }
         if self.txs.in_tenant(tx) {
-            return Some(self.call(now, |_, cx| {
-                let req = cx.new_request();
-                cx.finish(req, Err(ClientError::Fdb(ErrorCode::ILLEGAL_TENANT_ACCESS)));
-                req
-            }));
+            return Some(self.refused(now, ErrorCode::ILLEGAL_TENANT_ACCESS));
         }
         self.now = now;
         let req = self.new_request_id();
@@ -594,6 +586,15 @@ impl Client {
     }
 
     /// A transaction call that starts a request: run it, then send what it made ready.
+    /// A call that fails with `code` as soon as it is polled, having asked nobody.
+    fn refused<T: Outcome>(&mut self, now: Instant, code: ErrorCode) -> Call<T> {
+        self.call(now, |_, cx| {
+            let req = cx.new_request();
+            cx.finish(req, Err(ClientError::Fdb(code)));
+            req
+        })
+    }
+
     fn call<T: Outcome>(
         &mut self,
         now: Instant,
