@@ -119,24 +119,10 @@ impl ClientWorkerInterface {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::network::{Endpoint, NetworkAddressList};
     use crate::uid::Uid;
 
     fn stream(port: u16, first: u64, second: u64) -> RequestStream {
-        RequestStream {
-            endpoint: Endpoint {
-                addresses: NetworkAddressList {
-                    address: NetworkAddress {
-                        ip: IpAddress::V4(0x7f00_0001),
-                        port,
-                        flags: 0,
-                        from_hostname: false,
-                    },
-                    secondary_address: None,
-                },
-                token: Uid::new(first, second),
-            },
-        }
+        crate::sim::loopback_stream(port, Uid::new(first, second))
     }
 
     /// A worker interface as libfdb_c 7.3.77 showed it for a real cluster's process at
