@@ -259,7 +259,7 @@ fn options_are_implemented_or_refused_never_ignored() {
 
         for (opt, want) in [
             (
-                DatabaseOption::MachineId("m".into()),
+                DatabaseOption::UseConfigDatabase,
                 ErrorCode::UNSUPPORTED_OPERATION,
             ),
             (

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use fdb_driver_tokio::Database;
+use fdb_driver_tokio::{Database, DatabaseOption};
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::error::ErrorCode;
 use fdb_tests::cluster::{RequestKind, Role, TestCluster};
@@ -102,6 +102,65 @@ async fn reads_fail_over_to_another_replica() {
         let v = within(tx.get(b"hello")).await.unwrap();
         assert_eq!(v.as_deref(), Some(&b"world"[..]));
     }
+}
+
+/// Reads served per storage server, in order.
+fn reads_per_server(c: &TestCluster) -> Vec<u64> {
+    (0..c.storage_server_count())
+        .map(|i| c.requests_to(Role::Storage(i), RequestKind::GetValue))
+        .collect()
+}
+
+#[tokio::test]
+async fn datacenter_id_keeps_reads_in_the_clients_datacenter_while_a_replica_there_is_up() {
+    let c = TestCluster::builder()
+        .storage_servers(3)
+        .replication(3)
+        .storage_dc_ids(["dc0", "dc1", "dc2"])
+        .start();
+    let reads = |db: Database| async move {
+        for _ in 0..20 {
+            let tx = db.create_transaction();
+            let v = within(tx.get(b"hello")).await.unwrap();
+            assert_eq!(v.as_deref(), Some(&b"world"[..]));
+        }
+    };
+    // Without the option every replica is as far as the others: the load balancer measures
+    // each of them.
+    let plain = db(&c);
+    within(set(&plain, b"hello", b"world")).await;
+    c.reset_counters();
+    reads(plain).await;
+    let spread = reads_per_server(&c);
+    assert!(spread.iter().filter(|&&n| n > 0).count() > 1, "{spread:?}");
+
+    // In dc1, only the dc1 replica is asked (the machine id changes nothing, as in libfdb_c
+    // with 7.3's knobs).
+    let local = db(&c);
+    local
+        .set_option(DatabaseOption::MachineId("m1".into()))
+        .unwrap();
+    local
+        .set_option(DatabaseOption::DatacenterId("dc1".into()))
+        .unwrap();
+    c.reset_counters();
+    reads(local.clone()).await;
+    assert_eq!(reads_per_server(&c), vec![0, 20, 0]);
+
+    // With the dc1 replica gone, the others serve.
+    c.kill(Role::Storage(1));
+    c.reset_counters();
+    reads(local.clone()).await;
+    let failover = reads_per_server(&c);
+    assert_eq!(failover[1], 0, "{failover:?}");
+    assert!(failover[0] + failover[2] >= 20, "{failover:?}");
+
+    // A datacenter no server is in: all replicas are distant again.
+    let elsewhere = db(&c);
+    elsewhere
+        .set_option(DatabaseOption::DatacenterId("dc9".into()))
+        .unwrap();
+    reads(elsewhere).await;
 }
 
 #[tokio::test]

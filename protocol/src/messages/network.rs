@@ -203,6 +203,17 @@ crate::fb_table! {
     }
 }
 
+impl LocalityData {
+    /// The value under `key` (`dcid`, `zoneid`, ...): `None` when the key is absent or
+    /// present without a value, which FDB treats alike.
+    pub fn get(&self, key: &[u8]) -> Option<&Bytes> {
+        self.data
+            .iter()
+            .find(|e| e.key.as_ref() == key)
+            .and_then(|e| e.value.as_ref())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

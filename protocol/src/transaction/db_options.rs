@@ -17,9 +17,11 @@ pub enum DatabaseOption {
     /// `max_watches` (20): the most watches outstanding at once (at most 1,000,000); fewer
     /// does not cancel watches already set.
     MaxWatches(usize),
-    /// `machine_id` (21): refused (locality-aware load balancing is not implemented).
+    /// `machine_id` (21): the zone id of the fdbserver processes on this client's machine.
+    /// Kept, but with 7.3's knobs it changes no replica choice, as in libfdb_c.
     MachineId(String),
-    /// `datacenter_id` (22): refused, as `machine_id`.
+    /// `datacenter_id` (22): the datacenter id (`--locality-dcid`) of the fdbserver processes
+    /// in this client's datacenter: reads go to a replica there while one is healthy.
     DatacenterId(String),
     /// `snapshot_ryw_enable` (26): adds one to the database's snapshot-RYW counter (1 to
     /// start with), which new transactions start their own from.
@@ -120,10 +122,9 @@ impl DatabaseOption {
                 fdb(ErrorCode::INVALID_OPTION_VALUE)
             }
             D::MaxWatches(n) if *n > ABSOLUTE_MAX_WATCHES => fdb(ErrorCode::INVALID_OPTION_VALUE),
-            D::MachineId(_)
-            | D::DatacenterId(_)
-            | D::UseConfigDatabase
-            | D::TestCausalReadRisky(_) => fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            D::UseConfigDatabase | D::TestCausalReadRisky(_) => {
+                fdb(ErrorCode::UNSUPPORTED_OPERATION)
+            }
             _ => Ok(()),
         }
     }
@@ -191,6 +192,8 @@ impl Transactions {
             D::MaxWatches(n) => self.max_watches = n,
             D::SnapshotRywEnable => self.snapshot_ryw = self.snapshot_ryw.saturating_add(1),
             D::SnapshotRywDisable => self.snapshot_ryw = self.snapshot_ryw.saturating_sub(1),
+            D::MachineId(id) => self.locality.zone_id = Some(id.into_bytes().into()),
+            D::DatacenterId(id) => self.locality.dc_id = Some(id.into_bytes().into()),
             // Accepted with nothing to change, or refused by `check`.
             _ => {}
         }

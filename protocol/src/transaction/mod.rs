@@ -193,6 +193,8 @@ pub(crate) struct Transactions {
     timer_seq: u64,
     watches: usize,
     servers: BTreeMap<Uid, ServerStats>,
+    /// Where the client runs (`machine_id`, `datacenter_id`), for replica choice.
+    locality: replicas::ClientLocality,
     /// Operations that became runnable since the last round (may repeat; may have moved on).
     ready: Vec<RequestId>,
     /// The round `run_ready_ops` is running, kept for its allocation.
@@ -227,6 +229,7 @@ impl Default for Transactions {
             timer_seq: 0,
             watches: 0,
             servers: BTreeMap::new(),
+            locality: replicas::ClientLocality::default(),
             ready: Vec::new(),
             scratch: Vec::new(),
             defaults: Vec::new(),

@@ -58,7 +58,8 @@ impl Transactions {
     /// Load balancing over the replicas of the shard holding `key` (keys before it when
     /// `reverse`), or `None` if that shard's location is not cached: the first attempt goes
     /// to the healthy replica with the lowest smoothed latency (untried ones first, so every
-    /// replica gets measured); retries rotate through the others. Replicas whose connection
+    /// replica gets measured), among those in the client's datacenter if any of them is
+    /// healthy (`datacenter_id`); retries rotate through the others. Replicas whose connection
     /// failed recently are avoided while another is available. Nothing is cloned or
     /// allocated: this runs for every read.
     pub(super) fn choose_replica(
@@ -93,8 +94,15 @@ impl Transactions {
                 .and_then(|s| s.failed_until)
                 .is_none_or(|t| t <= now)
         };
-        let any_healthy = (0..n).any(|j| healthy(at(j)));
-        let mut candidates = (0..n).map(at).filter(|&i| !any_healthy || healthy(i));
+        // A first attempt stays in the client's datacenter while a replica there is healthy
+        // (`loadBalance` over `countBest()`); retries may go anywhere.
+        let locality = &engine.locality;
+        let local = |i: usize| attempt == 0 && locality.same_dc(&servers[i].locality);
+        let any_local = (0..n).any(|i| local(i) && healthy(i));
+        let any_healthy = any_local || (0..n).any(|j| healthy(at(j)));
+        let mut candidates = (0..n)
+            .map(at)
+            .filter(|&i| (!any_healthy || healthy(i)) && (!any_local || local(i)));
         let pick = if attempt == 0 {
             candidates.min_by_key(|&i| {
                 stats

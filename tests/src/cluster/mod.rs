@@ -187,6 +187,7 @@ pub struct TestClusterBuilder {
     pub(crate) tenant_mode: u32,
     pub(crate) data_move_delay: Duration,
     pub(crate) data_move_step: Duration,
+    pub(crate) storage_dc_ids: Vec<String>,
 }
 
 impl Default for TestClusterBuilder {
@@ -208,6 +209,7 @@ impl Default for TestClusterBuilder {
             tenant_mode: 1,
             data_move_delay: Duration::ZERO,
             data_move_step: Duration::from_millis(100),
+            storage_dc_ids: Vec::new(),
         }
     }
 }
@@ -216,6 +218,16 @@ impl TestClusterBuilder {
     /// Number of storage servers, each on its own port (at least 1; default 3).
     pub fn storage_servers(mut self, n: usize) -> Self {
         self.storage_servers = n.max(1);
+        self
+    }
+    /// The datacenter id (`--locality-dcid`) of each storage server, in order; servers past
+    /// the list have none (the default for all), as a process started without one.
+    pub fn storage_dc_ids<I, S>(mut self, ids: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.storage_dc_ids = ids.into_iter().map(Into::into).collect();
         self
     }
     /// Number of coordinators, each on its own port (at least 1; default 1).

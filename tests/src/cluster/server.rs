@@ -821,15 +821,17 @@ impl State {
             key: Bytes::from_static(k),
             value: Some(Bytes::from(v.to_string())),
         };
+        let mut data = vec![
+            entry(b"machineid", &pid),
+            entry(b"processid", &pid),
+            entry(b"zoneid", &pid),
+        ];
+        if let Some(dc) = self.cfg.storage_dc_ids.get(i) {
+            data.insert(0, entry(b"dcid", dc));
+        }
         StorageServerInterface {
             unique_id: self.ss_ids[i],
-            locality: LocalityData {
-                data: vec![
-                    entry(b"machineid", &pid),
-                    entry(b"processid", &pid),
-                    entry(b"zoneid", &pid),
-                ],
-            },
+            locality: LocalityData { data },
             get_value: endpoint(
                 self.procs[self.proc_index(Role::Storage(i))].addr,
                 self.ss_tokens[i],
