@@ -8,8 +8,10 @@
 //! libfdb_c's commits leave them. A view only changes when the cluster controller sends the
 //! history out, so each side reads until the rows it waits for are there (bounded).
 //!
-//! On the test cluster, whose GRV proxy answers the refresh with no rows, the module reads
-//! empty and a write commits.
+//! On the test cluster: the module reads empty at first; a write commits into the system keys;
+//! a client opened afterwards reads it from the GRV proxy's refresh, and a client whose view
+//! started before it (and every later set and clear) sees it through the history the test
+//! cluster's controller sends out in `ClientDBInfo`, as fdbserver's does.
 
 use std::time::{Duration, Instant};
 
@@ -82,6 +84,26 @@ fn the_module_on_the_test_cluster() {
             "{}={}",
             hex(&[GLOBAL_CONFIG_MODULE.0, b"x"].concat()),
             hex(b"v")
+        )
+    );
+    // The first client's view started before the write: it follows through the history.
+    let x_row = lines(&rows);
+    let rows = read_until(&db, b"", |rows| has(rows, b"", "x"));
+    assert_eq!(lines(&rows), x_row);
+    // A set and a clear by the later client reach the first one the same way.
+    let tx = later.create_transaction();
+    tx.set_option(TransactionOption::SpecialKeySpaceEnableWrites)
+        .unwrap();
+    tx.set([GLOBAL_CONFIG_MODULE.0, b"y"].concat(), tuple::pack(&(7,)));
+    tx.clear([GLOBAL_CONFIG_MODULE.0, b"x"].concat());
+    tx.commit().unwrap();
+    let rows = read_until(&db, b"", |rows| has(rows, b"", "y") && !has(rows, b"", "x"));
+    assert_eq!(
+        lines(&rows),
+        format!(
+            "{}={}",
+            hex(&[GLOBAL_CONFIG_MODULE.0, b"y"].concat()),
+            hex(b"7")
         )
     );
 }

@@ -24,7 +24,7 @@ use fdb_protocol::messages::commit::{
 use fdb_protocol::messages::coordination::{
     ClientDBInfo, ClusterControllerClientInterface, ClusterInterface, CommitProxyInterface,
     GrvProxyInterface, LeaderInfo, LocalityData, LocalityEntry, ProtocolInfoReply, StatusReply,
-    TenantMode,
+    TenantMode, VersionHistory,
 };
 use fdb_protocol::messages::grv::{GetReadVersionReply, GlobalConfigRefreshReply};
 use fdb_protocol::messages::metrics::{
@@ -868,8 +868,62 @@ impl State {
             tenant_mode: TenantMode {
                 mode: self.cfg.tenant_mode,
             },
+            history: self.global_config_history(),
             ..Default::default()
         }
+    }
+
+    /// The global-configuration history the cluster controller sends out
+    /// (`monitorGlobalConfig`) once `\xff/globalConfig/v` is set: one entry per
+    /// `\xff/globalConfig/h/<versionstamp>` row, at the commit version its key ends in, the
+    /// first one without its mutations (it only tells the clients how far back the list
+    /// goes); a row that does not decode, or another protocol version, turns it into the one
+    /// `Version::MAX` entry that makes every client read the whole configuration again.
+    fn global_config_history(&self) -> Vec<VersionHistory> {
+        use fdb_protocol::{GLOBAL_CONFIG_HISTORY_PREFIX, GLOBAL_CONFIG_VERSION_KEY};
+        if self
+            .store
+            .get(GLOBAL_CONFIG_VERSION_KEY, Version::MAX)
+            .is_none()
+        {
+            return Vec::new();
+        }
+        let end = [GLOBAL_CONFIG_HISTORY_PREFIX, b"\xff"].concat();
+        let (rows, _) = self.store.read_range(
+            GLOBAL_CONFIG_HISTORY_PREFIX,
+            &end,
+            i32::MAX,
+            i32::MAX,
+            Version::MAX,
+        );
+        let ours = ProtocolVersion::V7_3.0.to_le_bytes();
+        let mut history = Vec::new();
+        for kv in rows {
+            let version = kv.key[GLOBAL_CONFIG_HISTORY_PREFIX.len()..]
+                .get(..8)
+                .map(|b| i64::from_be_bytes(b.try_into().unwrap()));
+            let entry = match (kv.value.get(..8), version) {
+                (Some(pv), Some(version)) if pv == ours => {
+                    fdb_protocol::serializer::decode_root::<VersionHistory>(&kv.value.slice(8..))
+                        .ok()
+                        .map(|vh| VersionHistory { version, ..vh })
+                }
+                _ => None,
+            };
+            match entry {
+                Some(e) => history.push(e),
+                None => {
+                    return vec![VersionHistory {
+                        version: Version::MAX,
+                        mutations: Vec::new(),
+                    }]
+                }
+            }
+        }
+        if let Some(first) = history.first_mut() {
+            first.mutations.clear();
+        }
+        history
     }
 
     /// What a GRV proxy answers a global-config refresh with (`globalConfigRefresh`): every
@@ -1617,6 +1671,15 @@ impl State {
         }
         self.last_version = version;
         self.apply(&tr.mutations, version, 0);
+        // The cluster controller watches the global-config version key and sends the history
+        // out when it moves.
+        if tr
+            .mutations
+            .iter()
+            .any(|m| touches(m, fdb_protocol::GLOBAL_CONFIG_VERSION_KEY))
+        {
+            self.info_changed(out);
+        }
         if tr.mutations.iter().any(|m| touches(m, EXCLUDED_PREFIX)) {
             self.move_candidate = 0;
             if self.cfg.data_move_delay.is_zero() {
