@@ -43,6 +43,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tuple_decoder", tuple_decoder),
     ("tenant_map_entry", tenant_map_entry),
     ("cluster_module_replies", cluster_module_replies),
+    ("global_config", global_config),
 ];
 
 /// `x == x`: false only for values holding a NaN, whose equality cannot be asserted.
@@ -523,6 +524,14 @@ pub fn cluster_module_replies(data: &[u8]) {
         let back = decode_client_workers(&Bytes::from(enc)).expect("our encoding decodes");
         assert_eq!(back, w, "worker list round trip");
     }
+}
+
+/// The global-configuration refresh reply (`GlobalConfigRefreshReply`), and the client's view
+/// fed the bytes as that reply and as a `ClientDBInfo` history.
+pub fn global_config(data: &[u8]) {
+    use crate::messages::grv::GlobalConfigRefreshReply;
+    reply_target::<GlobalConfigRefreshReply>(data);
+    crate::global_config::fuzz_view(&Bytes::copy_from_slice(data));
 }
 
 #[cfg(test)]

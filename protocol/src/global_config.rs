@@ -393,6 +393,41 @@ impl GlobalConfig {
     }
 }
 
+/// The fuzz target's drive of the view (`fuzzing::global_config`): `message` as the proxy's
+/// refresh reply, then as a `ClientDBInfo` whose history the view takes in. The rows it
+/// answers stay inside the module, in order, once each, whatever the bytes.
+pub(crate) fn fuzz_view(message: &Bytes) {
+    let mut view = GlobalConfig::default();
+    view.begin_refresh(-1, 0);
+    view.on_reply(Instant::ZERO, message);
+    check_rows(&view);
+    if let Ok(ErrorOr::Ok(info)) = decode_reply::<ClientDBInfo>(message) {
+        view.state = State::Ready;
+        for _ in 0..4 {
+            view.apply_history(&info);
+        }
+        check_rows(&view);
+    }
+}
+
+fn check_rows(view: &GlobalConfig) {
+    match view.rows() {
+        Ok(rows) => {
+            let (b, e) = GLOBAL_CONFIG_MODULE;
+            for w in rows.windows(2) {
+                assert!(w[0].key < w[1].key, "rows out of order");
+            }
+            for r in &rows {
+                assert!(
+                    b <= r.key.as_ref() && r.key.as_ref() < e,
+                    "a row outside the module"
+                );
+            }
+        }
+        Err(e) => assert_eq!(e, ClientError::Fdb(ErrorCode::INTERNAL_ERROR)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
