@@ -67,6 +67,36 @@ fn valid_description(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
 }
 
+/// `tryResolveHostnames` over the coordinators of a connection string's address list
+/// (what follows its `@`), as `NetworkAddress::toString` shows them: the addresses, and the
+/// host names that resolve, marked `(fromHostname)`; an address both written and resolved
+/// shows once, as written.
+pub(super) fn resolved_coordinators(list: &str) -> Vec<String> {
+    let parsed: Vec<Coordinator> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .filter_map(parse_coordinator)
+        .collect();
+    let (addrs, hosts) = split_sorted(&parsed);
+    let mut all: Vec<(NetworkAddress, bool)> = addrs.iter().map(|a| (a.clone(), false)).collect();
+    for a in resolve(&[], &hosts) {
+        all.push((a, true));
+    }
+    // Stable: of equal addresses, the written one (first) stays.
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    all.dedup_by(|b, a| a.0 == b.0);
+    all.into_iter()
+        .map(|(a, named)| {
+            if named {
+                format!("{a}(fromHostname)")
+            } else {
+                a.to_string()
+            }
+        })
+        .collect()
+}
+
 /// `randomAlphaNumeric(32)`: the new connection string's id.
 fn random_id() -> String {
     const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";

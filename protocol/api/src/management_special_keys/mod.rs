@@ -24,8 +24,8 @@
 //! `auto_coordinators` (fdbcli's `coordinators auto` proposal, `auto_coordinators.rs`) is the
 //! current coordinators when they are fine for the redundancy, else a random choice among
 //! the workers, one per zone; with too few workers it fails with the retriable "Too few
-//! fdbserver machines" message. The coordinators are shown as the connection string names
-//! them: a hostname is not resolved, where libfdb_c shows the address it resolves to.
+//! fdbserver machines" message. A coordinator named by host name shows as the address it
+//! resolves to, in `processes` marked `(fromHostname)` as libfdb_c's `toString` marks it.
 //!
 //! Writes (with `special_key_space_enable_writes`) are carried out at commit, before the
 //! commit itself, each part in key order as `SpecialKeySpace::commit` runs them, into the

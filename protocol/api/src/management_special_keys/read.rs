@@ -10,6 +10,7 @@ use fdb_protocol::{
 };
 
 use super::auto_coordinators::auto_coordinators;
+use super::coordinators::resolved_coordinators;
 use super::errors::api_failure;
 use super::parts::{
     row, swap_prefix, write_at, Part, CONFIGURATION, CONF_PREFIX, CONSISTENCY_CHECK_SUSPENDED_KEY,
@@ -223,7 +224,7 @@ async fn part_rows<D: Driver>(
         }
         Part::Coordinators => {
             // `coordinatorsGetRangeActor`: the description, and the coordinators sorted as
-            // strings, from the connection string in use.
+            // strings, from the connection string in use, host names resolved.
             let cs = tx
                 .get(b"\xff\xff/connection_string")
                 .await?
@@ -233,11 +234,7 @@ async fn part_rows<D: Driver>(
                 Some((key, addresses)) => (key.split(':').next().unwrap_or(""), addresses),
                 None => ("", ""),
             };
-            let mut coordinators: Vec<&str> = addresses
-                .split(',')
-                .map(str::trim)
-                .filter(|a| !a.is_empty())
-                .collect();
+            let mut coordinators = resolved_coordinators(addresses);
             coordinators.sort_unstable();
             let mut rows = Vec::new();
             for (name, v) in [
