@@ -211,18 +211,13 @@ async fn run(
     let mut armed: Option<std::time::Instant> = None;
     loop {
         // What is already queued is taken without the select and its timer: one wait per
-        // burst of ops and replies, not one per input. The core's transmissions still go
-        // out after each input, so a request is not held back behind the rest of the burst.
-        // The wait below is the loop's only await, so it runs after every batch: tokio's
+        // burst of ops and replies, not one per input, and one write per connection for the
+        // burst (at most `BATCH` inputs, each handled in microseconds, so no request waits
+        // long for the others). The wait below is the loop's only await, so it runs after every batch: tokio's
         // budget can make it yield, and a deadline gets its turn.
         let mut batch = 0;
         loop {
             serve_io(&mut engine, &me, &mut writers, &mut sockets);
-            while let Some(t) = engine.poll_transmit() {
-                if let Some(w) = writers.get(&t.conn) {
-                    w.write(t.data);
-                }
-            }
             if batch == BATCH {
                 break;
             }
@@ -232,9 +227,13 @@ async fn run(
                     batch += 1;
                 }
                 Err(mpsc::error::TryRecvError::Empty) => break,
-                Err(mpsc::error::TryRecvError::Disconnected) => return,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    flush(&mut engine, &writers);
+                    return;
+                }
             }
         }
+        flush(&mut engine, &writers);
         let input = match engine.deadline() {
             Some(d) => {
                 if armed != Some(d) {
@@ -254,6 +253,18 @@ async fn run(
         };
         let Some(input) = input else { return };
         handle(&mut engine, &mut writers, &mut sockets, input);
+    }
+}
+
+/// Writes what the core has for each connection: one write per connection per turn of the
+/// loop, after the turn's inputs, since the core gathers a connection's frames into one
+/// transmission. (Writing after each input sent nearly every request on its own: 1.12 sends
+/// per transaction in set100 ×32, against 0.13 for the mio driver.)
+fn flush(engine: &mut Engine, writers: &HashMap<ConnectionId, Writer>) {
+    while let Some(t) = engine.poll_transmit() {
+        if let Some(w) = writers.get(&t.conn) {
+            w.write(t.data);
+        }
     }
 }
 
