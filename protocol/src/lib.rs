@@ -77,6 +77,12 @@ pub use transaction::{
 };
 pub use uid::Uid;
 
+/// Where the commit proxies keep idempotency ids (`\xff\x02/idmp/`), and how a row names
+/// one: for tools and tests that read them back.
+pub mod idempotency {
+    pub use crate::transaction::{find_id_in_row, id_row_key, EXPIRED_VERSION_KEY, ID_ROWS_PREFIX};
+}
+
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -242,7 +242,6 @@ fn options_are_implemented_or_refused_never_ignored() {
     run(|t| async move {
         let tx = t.db.create_transaction();
         for opt in [
-            TransactionOption::AutomaticIdempotency,
             TransactionOption::UseGrvCache,
             TransactionOption::CheckWritesEnable,
         ] {
@@ -269,10 +268,6 @@ fn options_are_implemented_or_refused_never_ignored() {
             (
                 DatabaseOption::TransactionSizeLimit(10),
                 ErrorCode::INVALID_OPTION_VALUE,
-            ),
-            (
-                DatabaseOption::TransactionAutomaticIdempotency,
-                ErrorCode::UNSUPPORTED_OPERATION,
             ),
         ] {
             let e = t.db.set_option(opt.clone()).unwrap_err();
@@ -432,9 +427,7 @@ fn mio_surface(db: &fdb_driver_mio::Database, prefix: &[u8]) {
     });
     assert!(matches!(r, Err(AppError::Refused("second"))), "{r:?}");
     assert_eq!(attempts, 2);
-    let e = tx
-        .set_option(TransactionOption::AutomaticIdempotency)
-        .unwrap_err();
+    let e = tx.set_option(TransactionOption::UseGrvCache).unwrap_err();
     assert_eq!(code(&e), ErrorCode::UNSUPPORTED_OPERATION);
     let e = db
         .set_option(DatabaseOption::UseConfigDatabase)

@@ -112,6 +112,8 @@ pub struct Client {
     monitor: ClusterMonitor,
     grv: GrvBatcher,
     txs: Transactions,
+    /// The core's own requests in flight (see [`crate::transaction::Internal`]).
+    internal: crate::transaction::Internal,
     status: StatusReads,
     quorum_checks: QuorumChecks,
     cluster_reads: ClusterReads,
@@ -139,6 +141,7 @@ impl Client {
             monitor,
             grv: GrvBatcher::default(),
             txs: Transactions::default(),
+            internal: Default::default(),
             status: StatusReads::default(),
             quorum_checks: QuorumChecks::default(),
             cluster_reads: ClusterReads::default(),
@@ -399,6 +402,7 @@ impl Client {
             monitor,
             grv,
             txs,
+            internal,
             ..
         } = self;
         let mut cx = Ctx {
@@ -409,8 +413,11 @@ impl Client {
             grv,
             info: monitor.info(),
             next_req,
+            internal,
         };
-        f(txs, &mut cx)
+        let r = f(txs, &mut cx);
+        txs.settle_internal(&mut cx);
+        r
     }
 
     /// Fails what waits on a transaction that a use during its commit just finished (see

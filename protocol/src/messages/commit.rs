@@ -255,6 +255,28 @@ crate::fb_message! {
 }
 
 crate::fb_message! {
+    /// Tells the commit proxy that the client learnt the outcome of an `automatic_idempotency`
+    /// commit, sent to its `expireIdempotencyId` stream (index 10) with no reply: once every id
+    /// of the commit's row (`\xff\x02/idmp/` + version + the batch index's high byte) is
+    /// expired so, the proxy clears the row in its next batch.
+    pub struct ExpireIdempotencyIdRequest = 1900933; {
+        pub commit_version: Version,
+        pub batch_index_high_byte: u8,
+        pub tenant: TenantInfo,
+    }
+}
+
+crate::fb_message! {
+    /// The value at `\xff\x02/idmpExpiredVersion` (an ObjectSerializer value, unversioned):
+    /// the rows of commits at or below `expired` may have been purged, so an id not found
+    /// there proves nothing.
+    pub struct IdempotencyIdsExpiredVersion = 3746945; {
+        pub expired: Version,
+        pub expired_time: i64,
+    }
+}
+
+crate::fb_message! {
     /// Which id a tenant name has, sent to a commit proxy's `getTenantId` stream (index 11)
     /// (`CommitProxyInterface.h`). `min_tenant_version` is the metadata version the proxy must
     /// have seen before it may answer `tenant_not_found`; libfdb_c sends `latestVersion` (-2).

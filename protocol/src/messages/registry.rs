@@ -2,7 +2,8 @@
 //! to turn a packet into a typed value, and what the capture tests and fuzzers drive. Besides
 //! the wire messages it holds the ObjectSerializer values a client reads from and writes to
 //! the database itself (the tenant metadata under `\xff/tenant/`, stored after an 8-byte
-//! protocol version: [`decode_any`] takes the message after it).
+//! protocol version: [`decode_any`] takes the message after it; the idempotency ids' expired
+//! version, stored without one).
 
 use alloc::vec::Vec;
 use bytes::Bytes;
@@ -20,12 +21,13 @@ use crate::serializer::{decode_root, encode_with, file_identifier, DecodeError, 
 use crate::tenant_map::TenantGroupEntry;
 
 macro_rules! registry {
-    (requests { $($req:ident),* $(,)? } replies { $($rep:ident),* $(,)? } values { $($val:ident),* $(,)? }) => {
+    (requests { $($req:ident),* $(,)? } one_way { $($one:ident),* $(,)? } replies { $($rep:ident),* $(,)? } values { $($val:ident),* $(,)? }) => {
         /// A decoded message of any known type. Replies carry FDB's `ErrorOr` envelope.
         #[derive(Clone, Debug, PartialEq)]
         #[allow(clippy::large_enum_variant)]
         pub enum AnyMessage {
             $( #[doc = concat!("A `", stringify!($req), "`.")] $req($req), )*
+            $( #[doc = concat!("A `", stringify!($one), "` (one-way: no reply is asked).")] $one($one), )*
             $( #[doc = concat!("A `", stringify!($rep), "`, or the error sent instead.")] $rep(ErrorOr<$rep>), )*
             $( #[doc = concat!("A stored `", stringify!($val), "` (a database value, not a wire message).")] $val($val), )*
             /// The reply to `GetLeaderRequest`: `ErrorOr<Optional<LeaderInfo>>`.
@@ -45,6 +47,7 @@ macro_rules! registry {
             pub fn file_identifier(&self) -> u32 {
                 match self {
                     $( AnyMessage::$req(_) => $req::FILE_IDENTIFIER, )*
+                    $( AnyMessage::$one(_) => $one::FILE_IDENTIFIER, )*
                     $( AnyMessage::$rep(_) => fid::reply($rep::FILE_IDENTIFIER), )*
                     $( AnyMessage::$val(_) => $val::FILE_IDENTIFIER, )*
                     AnyMessage::Leader(_) => LEADER_REPLY_FILE_IDENTIFIER,
@@ -56,6 +59,7 @@ macro_rules! registry {
             pub fn name(&self) -> &'static str {
                 match self {
                     $( AnyMessage::$req(_) => stringify!($req), )*
+                    $( AnyMessage::$one(_) => stringify!($one), )*
                     $( AnyMessage::$rep(_) => concat!("ErrorOr<", stringify!($rep), ">"), )*
                     $( AnyMessage::$val(_) => stringify!($val), )*
                     AnyMessage::Leader(_) => "ErrorOr<Optional<LeaderInfo>>",
@@ -77,6 +81,7 @@ macro_rules! registry {
                 let fid = self.file_identifier();
                 match self {
                     $( AnyMessage::$req(m) => encode_with(m, fid), )*
+                    $( AnyMessage::$one(m) => encode_with(m, fid), )*
                     $( AnyMessage::$rep(m) => encode_with(m, fid), )*
                     $( AnyMessage::$val(m) => encode_with(m, fid), )*
                     AnyMessage::Leader(m) => encode_with(m, fid),
@@ -90,6 +95,7 @@ macro_rules! registry {
         pub fn decode_any(msg: &Bytes) -> Result<AnyMessage, DecodeError> {
             let f = file_identifier(msg)?;
             $( if f == $req::FILE_IDENTIFIER { return Ok(AnyMessage::$req(decode_root(msg)?)); } )*
+            $( if f == $one::FILE_IDENTIFIER { return Ok(AnyMessage::$one(decode_root(msg)?)); } )*
             $( if f == fid::reply($rep::FILE_IDENTIFIER) { return Ok(AnyMessage::$rep(decode_root(msg)?)); } )*
             $( if f == $val::FILE_IDENTIFIER { return Ok(AnyMessage::$val(decode_root(msg)?)); } )*
             if f == LEADER_REPLY_FILE_IDENTIFIER {
@@ -125,6 +131,9 @@ registry! {
         GetHealthMetricsRequest,
         GetClientWorkersRequest,
     }
+    one_way {
+        ExpireIdempotencyIdRequest,
+    }
     replies {
         ClientDBInfo,
         ProtocolInfoReply,
@@ -147,6 +156,7 @@ registry! {
     values {
         TenantMapEntry,
         TenantGroupEntry,
+        IdempotencyIdsExpiredVersion,
     }
 }
 

@@ -93,6 +93,13 @@ impl Io<'_> {
         );
     }
 
+    /// Sends a message that asks for no reply (FDB's `RequestStream::send` of a request
+    /// without a `ReplyPromise`): nothing waits for it, so nothing is told if it is lost.
+    pub(crate) fn send_one_way<M: Message>(&mut self, addr: &NetworkAddress, dest: Uid, msg: &M) {
+        self.net
+            .send_one_way(self.now, self.rng, self.events, (addr, dest), msg);
+    }
+
     /// Picks one of `endpoints` (see [`FailureMonitor::pick`]).
     pub(crate) fn pick(&mut self, endpoints: &[(NetworkAddress, Uid)]) -> Option<usize> {
         self.net.failures.pick(endpoints, self.rng)
@@ -153,6 +160,24 @@ impl Network {
         p.conn.send(now, dest, &bytes);
         p.pending.push((reply, dest));
         self.pending.insert(reply, (conn, route));
+    }
+
+    /// [`Io::send_one_way`].
+    pub(crate) fn send_one_way<M: Message>(
+        &mut self,
+        now: Instant,
+        rng: &mut Rng,
+        events: &mut VecDeque<Event>,
+        (addr, dest): (&NetworkAddress, Uid),
+        msg: &M,
+    ) {
+        let conn = self.peer_for(now, rng, events, addr);
+        let bytes = encode_sized(msg, 0);
+        let p = self
+            .peers
+            .get_mut(&conn)
+            .expect("peer_for returns a live peer");
+        p.conn.send(now, dest, &bytes);
     }
 
     /// Forgets the request waiting on reply token `t`, returning its route.

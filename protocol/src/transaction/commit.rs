@@ -14,7 +14,7 @@ use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::commit::{CommitID, CommitTransactionRef, CommitTransactionRequest};
 use crate::messages::coordination::CommitProxyInterface;
-use crate::messages::types::{KeyRange, TagSet};
+use crate::messages::types::{KeyRange, TagSet, Version};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
 use crate::ryw::{key_after, RangeSet};
@@ -137,11 +137,20 @@ impl Transactions {
         let Some(proxy) = proxy else {
             return self.set_wait(req, Wait::Cluster);
         };
+        let idempotency_id = self.commit_idempotency_id(cx, tx);
         let t = &self.txs[&tx];
         // The read conflict ranges of NativeAPI's own key and range reads come after the
         // size check (`extraConflictRanges`).
         read_conflicts.extend(t.native.extra_read_conflicts.iter().cloned());
         let extra_size = Self::list_size(&[], &t.native.extra_read_conflicts, &[]);
+        // An idempotency id conflicts with itself, so that the dummy commit after an unknown
+        // outcome can stop this one (`tryCommit`).
+        if let Some(id) = &idempotency_id {
+            let k = [&b"\xff/SC/"[..], id].concat();
+            let r = KeyRange::new(k.clone(), key_after(&k));
+            read_conflicts.push(r.clone());
+            write_conflicts.push(r);
+        }
         let report = t.options.report_conflicting_keys;
         let lock_aware = t.options.lock_aware;
         let mut flags = 0;
@@ -171,7 +180,7 @@ impl Transactions {
             read_conflicts.push(r.clone());
             write_conflicts.push(r);
             self_conflict = Some(Bytes::from(k));
-        } else if !causal_write_risky {
+        } else if !causal_write_risky || idempotency_id.is_some() {
             // The first key both read and written serves the same purpose.
             self_conflict = write_conflicts.iter().find_map(|w| {
                 read_conflicts
@@ -224,13 +233,22 @@ impl Transactions {
                 (!tags.is_empty()).then(|| TagSet(tags.clone()))
             }),
             span_context: span,
-            tenant_info,
-            idempotency_id: Bytes::new(),
+            tenant_info: tenant_info.clone(),
+            idempotency_id: idempotency_id.clone().unwrap_or_default(),
         };
+        let expire_token = proxy.stream(CommitProxyInterface::EXPIRE_IDEMPOTENCY_ID);
+        let ep = proxy.commit.endpoint;
         if let Some(t) = self.txs.get_mut(&tx) {
             t.self_conflict = self_conflict;
+            // libfdb_c expires the id only of a commit its load balancer placed (not with
+            // `commit_on_first_proxy`).
+            t.idempotency = idempotency_id.map(|id| super::idempotency::SentId {
+                id,
+                read_snapshot: version,
+                expire_to: (t.options.automatic_idempotency && !t.options.commit_on_first_proxy)
+                    .then(|| (ep.address().clone(), expire_token, tenant_info)),
+            });
         }
-        let ep = proxy.commit.endpoint;
         self.set_wait(req, Wait::Reply);
         // `getSize` counts about what the message carries per mutation and range; the rest
         // of the request is a few hundred bytes.
@@ -350,24 +368,39 @@ impl Transactions {
                 self.fail_commit(cx, req, tx, ClientError::Fdb(ErrorCode::NOT_COMMITTED))
             }
             Ok(ErrorOr::Ok(id)) => {
+                self.expire_idempotency_id(cx, tx, id.version, id.txn_batch_id);
                 let stamp = id.versionstamp();
-                if let Some(t) = self.txs.get_mut(&tx) {
-                    t.committed = Some((id.version, Some(stamp)));
-                }
-                self.settle_versionstamps(cx, tx, Ok(stamp));
-                self.arm_watches(tx, Some(id.version));
-                self.succeed_op(
-                    cx,
-                    req,
-                    Reply::Committed {
-                        version: id.version,
-                        versionstamp: Some(stamp),
-                    },
-                );
+                self.commit_succeeded(cx, req, tx, id.version, id.version, stamp);
             }
             Ok(ErrorOr::Err(e)) => self.fail_commit(cx, req, tx, ClientError::Fdb(e)),
             Err(e) => self.fail_commit(cx, req, tx, ClientError::Decode(e)),
         }
+    }
+
+    /// The commit of `tx` went through: `version` is what the application is told (and what
+    /// `get_committed_version` says), `at` the version it committed at.
+    pub(super) fn commit_succeeded(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        version: Version,
+        at: Version,
+        stamp: [u8; 10],
+    ) {
+        if let Some(t) = self.txs.get_mut(&tx) {
+            t.committed = Some((version, Some(stamp)));
+        }
+        self.settle_versionstamps(cx, tx, Ok(stamp));
+        self.arm_watches(tx, Some(at));
+        self.succeed_op(
+            cx,
+            req,
+            Reply::Committed {
+                version,
+                versionstamp: Some(stamp),
+            },
+        );
     }
 
     pub(crate) fn on_commit_lost(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
@@ -444,6 +477,10 @@ impl Transactions {
                 if let Some(t) = self.txs.get_mut(&parent_tx) {
                     t.self_conflict = Some(key);
                 }
+            }
+            // With an idempotency id, the rows of committed ids tell (`determineCommitStatus`).
+            _ if self.has_idempotency_id(parent_tx) => {
+                self.start_status_check(cx, parent, parent_tx)
             }
             _ => self.fail_commit(
                 cx,

@@ -43,7 +43,7 @@ pub enum DatabaseOption {
     TransactionCausalReadRisky,
     /// `transaction_include_port_in_address` (505): default `include_port_in_address`.
     TransactionIncludePortInAddress,
-    /// `transaction_automatic_idempotency` (506): refused, as `automatic_idempotency`.
+    /// `transaction_automatic_idempotency` (506): default `automatic_idempotency`.
     TransactionAutomaticIdempotency,
     /// `transaction_bypass_unreadable` (700): default `bypass_unreadable`.
     TransactionBypassUnreadable,

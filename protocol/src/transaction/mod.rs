@@ -23,6 +23,7 @@ mod commit;
 mod db_options;
 #[cfg(test)]
 mod floor_tests;
+mod idempotency;
 mod log;
 mod metrics;
 mod native;
@@ -66,6 +67,7 @@ use state::Tx;
 
 pub(crate) use crate::ids::{RequestId, TransactionId};
 pub use db_options::DatabaseOption;
+pub use idempotency::{find_id_in_row, id_row_key, EXPIRED_VERSION_KEY, ID_ROWS_PREFIX};
 pub use options::{ConflictRangeType, TransactionOption};
 pub use range_option::{Prefix, RangeOption};
 pub use scan::{RangeCursor, RangeOptions, StreamingMode, REPLY_BYTE_LIMIT};
@@ -88,6 +90,16 @@ pub(crate) struct Ctx<'a> {
     pub(crate) grv: &'a mut GrvBatcher,
     pub(crate) info: Option<&'a ClientDBInfo>,
     pub(crate) next_req: &'a mut u64,
+    pub(crate) internal: &'a mut Internal,
+}
+
+/// Requests the core makes for itself through the application's machinery (the reads that
+/// settle an idempotent commit's unknown outcome): their completions go back to
+/// [`Transactions`], never to the application.
+#[derive(Debug, Default)]
+pub(crate) struct Internal {
+    ids: BTreeSet<RequestId>,
+    done: VecDeque<(RequestId, Result<Reply, ClientError>)>,
 }
 
 impl Ctx<'_> {
@@ -113,6 +125,11 @@ impl Ctx<'_> {
         self.io().send(addr, dest, msg, reply, route);
     }
 
+    /// Sends a message that asks for no reply (see [`crate::net::Io::send_one_way`]).
+    pub(crate) fn send_one_way<M: Message>(&mut self, addr: &NetworkAddress, dest: Uid, msg: &M) {
+        self.io().send_one_way(addr, dest, msg);
+    }
+
     /// [`Ctx::send`] of a message of about `size` encoded bytes (its buffer is made that
     /// large at once, not doubled up to it).
     pub(crate) fn send_sized<M: Message>(
@@ -129,8 +146,20 @@ impl Ctx<'_> {
 
     /// Finishes application request `req`.
     pub(crate) fn finish(&mut self, req: RequestId, result: Result<Reply, ClientError>) {
+        if self.internal.ids.remove(&req) {
+            self.internal.done.push_back((req, result));
+            return;
+        }
         self.events
             .push_back(Event::Complete(Completion::new(req, result)));
+    }
+
+    /// Marks the request the next call makes as the core's own: its completion comes back
+    /// through [`Transactions::settle_internal`]. Returns its id.
+    pub(crate) fn next_request_internal(&mut self) -> RequestId {
+        let id = RequestId(*self.next_req);
+        self.internal.ids.insert(id);
+        id
     }
 
     /// A new request id (for operations the core starts itself, like dummy commits).
@@ -213,6 +242,8 @@ pub(crate) struct Transactions {
     tx_tenants: BTreeMap<TransactionId, TenantHandle>,
     /// Transactions a use during their commit just finished ([`Transactions::deliver_trips`]).
     trips: Vec<TransactionId>,
+    /// Idempotent commits whose unknown outcome is being read back, by the request in flight.
+    status_checks: BTreeMap<RequestId, idempotency::StatusCheck>,
 }
 
 impl Default for Transactions {
@@ -239,6 +270,7 @@ impl Default for Transactions {
             next_tenant: 0,
             tx_tenants: BTreeMap::new(),
             trips: Vec::new(),
+            status_checks: BTreeMap::new(),
         }
     }
 }

@@ -258,7 +258,12 @@ impl Transactions {
         // Two lists, swapped and reused: this runs on every input and every call.
         let mut round = core::mem::take(&mut self.scratch);
         let mut rounds = 0u32;
-        while !self.ready.is_empty() {
+        loop {
+            // What the core's own requests finished may start new operations.
+            self.settle_internal(cx);
+            if self.ready.is_empty() {
+                break;
+            }
             round.clear();
             core::mem::swap(&mut round, &mut self.ready);
             round.sort_unstable();

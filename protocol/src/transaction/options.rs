@@ -4,7 +4,7 @@
 //! Each option is implemented, accepted as the no-op it also is in libfdb_c 7.3.77
 //! (`Transaction::setOption` ignores it), or refused with `unsupported_operation` when this
 //! client lacks the machinery behind it (see [`TransactionOption::check_supported`]: today
-//! `check_writes_enable`, `idempotency_id`, `automatic_idempotency` and `use_grv_cache`).
+//! `check_writes_enable` and `use_grv_cache`).
 
 use super::fdb;
 use crate::error::ErrorCode;
@@ -119,10 +119,13 @@ pub enum TransactionOption {
     MaxRetryDelay(Duration),
     /// `size_limit` (503): the most bytes a commit may carry (32 to 10,000,000).
     SizeLimit(usize),
-    /// `idempotency_id` (504): refused (idempotency ids are not implemented; FDB marks the
-    /// feature as not ready).
+    /// `idempotency_id` (504): 16 to 255 bytes naming the commit, so that after
+    /// `commit_unknown_result` the client can read back whether it committed (the proxy writes
+    /// the id under `\xff\x02/idmp/`); other lengths fail with `invalid_option`. Not
+    /// persistent.
     IdempotencyId(Vec<u8>),
-    /// `automatic_idempotency` (505): refused, as `idempotency_id`.
+    /// `automatic_idempotency` (505): a random 16-byte id unless one is set, which the client
+    /// also asks the proxy to expire once the commit is known.
     AutomaticIdempotency,
     /// `snapshot_ryw_enable` (600): adds one to the transaction's snapshot-RYW counter
     /// (which starts at the database's, 1 by default).
@@ -354,10 +357,7 @@ impl TransactionOption {
     pub fn check_supported(&self) -> Result<(), ClientError> {
         use TransactionOption as O;
         match self {
-            O::CheckWritesEnable
-            | O::IdempotencyId(_)
-            | O::AutomaticIdempotency
-            | O::UseGrvCache => fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            O::CheckWritesEnable | O::UseGrvCache => fdb(ErrorCode::UNSUPPORTED_OPERATION),
             _ => Ok(()),
         }
     }
@@ -432,6 +432,10 @@ pub(super) struct TxOptions {
     pub(super) tags: Vec<bytes::Bytes>,
     /// `readTags` (`auto_throttle_tag`), kept for the read requests' `tags`.
     pub(super) read_tags: Vec<bytes::Bytes>,
+    /// `idempotency_id`, or the one `automatic_idempotency` drew at the commit.
+    pub(super) idempotency_id: Option<bytes::Bytes>,
+    /// `automatic_idempotency`: the commit draws its id and has it expired afterwards.
+    pub(super) automatic_idempotency: bool,
 }
 
 impl TxOptions {
@@ -510,6 +514,8 @@ impl Default for TxOptions {
             bypass_unreadable: false,
             tags: Vec::new(),
             read_tags: Vec::new(),
+            idempotency_id: None,
+            automatic_idempotency: false,
         }
     }
 }
@@ -611,6 +617,10 @@ impl Transactions {
                 return fdb(ErrorCode::INVALID_OPTION_VALUE);
             }
             O::SpanParent(b) if b.len() != 33 => return fdb(ErrorCode::INVALID_OPTION_VALUE),
+            // `IdempotencyIdRef` holds 16 to 255 bytes (NativeAPI's `setOption`).
+            O::IdempotencyId(id) if !(16..256).contains(&id.len()) => {
+                return fdb(ErrorCode::INVALID_OPTION);
+            }
             _ => {}
         }
         if let O::InitializeNewDatabase = opt {
@@ -683,11 +693,13 @@ impl Transactions {
             | O::DurabilityDevNullIsWebScale
             | O::ExpensiveClearCostEstimationEnable
             | O::SkipGrvCache => {}
+            O::IdempotencyId(id) => {
+                o.idempotency_id = Some(bytes::Bytes::from(id));
+                o.automatic_idempotency = false;
+            }
+            O::AutomaticIdempotency => o.automatic_idempotency = true,
             // Refused by `check_supported` before getting here.
-            O::CheckWritesEnable
-            | O::IdempotencyId(_)
-            | O::AutomaticIdempotency
-            | O::UseGrvCache => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            O::CheckWritesEnable | O::UseGrvCache => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
         }
         if let (true, Some(d)) = (is_timeout, t.options.timeout) {
             let at = t.created + d;

@@ -78,6 +78,8 @@ pub(crate) struct Tx {
     /// The key the last commit attempt both read and wrote: the dummy transaction after
     /// `commit_unknown_result` commits on it.
     pub(super) self_conflict: Option<Bytes>,
+    /// The idempotency id the commit in flight carries, for what follows its outcome.
+    pub(super) idempotency: Option<super::idempotency::SentId>,
     /// The read conflict ranges the last commit sent (to name the conflicting ones).
     pub(super) sent_read_conflicts: Vec<KeyRange>,
     /// With `report_conflicting_keys`, the read conflict ranges that made the last commit
@@ -129,6 +131,7 @@ impl Tx {
             finished: None,
             cache: SnapshotCache::default(),
             self_conflict: None,
+            idempotency: None,
             sent_read_conflicts: Vec::new(),
             conflicting: None,
             special_writes: SpecialWriteMap::default(),

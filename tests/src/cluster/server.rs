@@ -18,8 +18,9 @@ use fdb_protocol::framing::{
     encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion,
 };
 use fdb_protocol::messages::commit::{
-    mutation_type as mt, CommitID, CommitTransactionRequest, GetKeyServerLocationsReply,
-    GetKeyServerLocationsRequest, GetTenantIdReply, MutationRef, ShardLocation, TagMapping,
+    mutation_type as mt, CommitID, CommitTransactionRequest, ExpireIdempotencyIdRequest,
+    GetKeyServerLocationsReply, GetKeyServerLocationsRequest, GetTenantIdReply, MutationRef,
+    ShardLocation, TagMapping,
 };
 use fdb_protocol::messages::coordination::{
     ClientDBInfo, ClusterControllerClientInterface, ClusterInterface, CommitProxyInterface,
@@ -130,6 +131,8 @@ pub enum RequestKind {
     GetHealthMetrics,
     /// `GetClientWorkersRequest` (the cluster controller's `getClientWorkers` stream).
     GetClientWorkers,
+    /// `ExpireIdempotencyIdRequest` (a commit proxy's `expireIdempotencyId` stream; one-way).
+    ExpireIdempotencyId,
 }
 
 impl RequestKind {
@@ -505,6 +508,8 @@ fn error_reply(kind: RequestKind, e: ErrorCode) -> Vec<u8> {
         RequestKind::GetDDMetrics => encode_reply::<GetDDMetricsReply>(&ErrorOr::Err(e)),
         RequestKind::GetHealthMetrics => encode_reply::<GetHealthMetricsReply>(&ErrorOr::Err(e)),
         RequestKind::GetClientWorkers => encode_client_workers(&ErrorOr::Err(e)),
+        // One-way: nothing is ever sent back (an empty body is never emitted).
+        RequestKind::ExpireIdempotencyId => Vec::new(),
         RequestKind::GetValue => ok(GetValueReply {
             penalty: 1.0,
             error: Some(e),
@@ -1147,6 +1152,18 @@ impl State {
         let Ok(msg) = decode_any(message) else {
             return;
         };
+        // The one request without a reply the cluster serves: a proxy's id expiry.
+        if let AnyMessage::ExpireIdempotencyIdRequest(r) = &msg {
+            if matches!(route, Route::Commit(s) if s == CommitProxyInterface::EXPIRE_IDEMPOTENCY_ID)
+            {
+                *self
+                    .counters
+                    .entry(RequestKind::ExpireIdempotencyId)
+                    .or_default() += 1;
+                self.expire_idempotency_id(r, out);
+            }
+            return;
+        }
         let Some(kind) = RequestKind::of(&msg) else {
             return;
         };
@@ -1671,6 +1688,12 @@ impl State {
         }
         self.last_version = version;
         self.apply(&tr.mutations, version, 0);
+        if !req.idempotency_id.is_empty() {
+            // The proxy's row of the batch's ids (`buildIdempotencyIdMutations`); here every
+            // batch holds one transaction, at batch index 0.
+            let (key, value) = self.idempotency_row(version, &req.idempotency_id);
+            self.store.put(key, Some(value), version);
+        }
         // The cluster controller watches the global-config version key and sends the history
         // out when it moves.
         if tr
@@ -1701,6 +1724,44 @@ impl State {
             metadata_version: self.metadata_version.clone(),
             conflicting_kr_indices: None,
         })
+    }
+
+    /// The row a commit proxy writes for an id committed at `version` in batch 0:
+    /// `\xff\x02/idmp/` + version (big-endian) + the batch index's high byte, holding the
+    /// protocol version and the time (as `BinaryWriter` with `IncludeVersion` writes them),
+    /// then the id's length, the id and the batch index's low byte.
+    fn idempotency_row(&self, version: Version, id: &[u8]) -> (Bytes, Bytes) {
+        let mut key = b"\xff\x02/idmp/".to_vec();
+        key.extend_from_slice(&version.to_be_bytes());
+        key.push(0);
+        let mut value = (self.protocol & 0x0FFF_FFFF_FFFF_FFFF)
+            .to_le_bytes()
+            .to_vec();
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        value.extend_from_slice(&secs.to_le_bytes());
+        value.push(id.len() as u8);
+        value.extend_from_slice(id);
+        value.push(0);
+        (Bytes::from(key), Bytes::from(value))
+    }
+
+    /// `idempotencyIdsExpireServer`: once every id of a row is expired (here each row holds
+    /// one), the proxy clears the row with its next batch, which fdbserver commits within
+    /// its batch interval even when no client commits; here it is a commit of its own.
+    fn expire_idempotency_id(&mut self, r: &ExpireIdempotencyIdRequest, out: &mut Vec<Outgoing>) {
+        let mut key = b"\xff\x02/idmp/".to_vec();
+        key.extend_from_slice(&r.commit_version.to_be_bytes());
+        key.push(r.batch_index_high_byte);
+        if self.store.latest(&key).is_none() {
+            return;
+        }
+        let version = self.last_version.max(self.clock() - 1) + 1;
+        self.last_version = version;
+        let end = [&key[..], b"\x00"].concat();
+        self.store.clear_range(&key, &end, version);
+        self.fire_watches(version, out);
     }
 
     /// Data distribution after `exclude`, one shard: the first shard (in key order) that a
