@@ -43,7 +43,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::cluster_file::ClusterFile;
-use crate::global_config::GlobalConfig;
+use crate::global_config::{GlobalConfig, TRANSACTION_TAG_SAMPLE_RATE};
 use crate::grv::GrvBatcher;
 use crate::messages::coordination::ClientDBInfo;
 use crate::messages::grv::GetReadVersionReply;
@@ -55,6 +55,7 @@ use crate::quorum_check::QuorumChecks;
 use crate::route::{Loss, Route};
 use crate::special_cluster::ClusterReads;
 use crate::status::StatusReads;
+use crate::tag_throttle::READ_TAG_SAMPLE_RATE;
 use crate::time::{Instant, Rng};
 use crate::transaction::Given;
 use crate::transaction::{Ctx, Transactions};
@@ -295,7 +296,7 @@ impl Client {
                 }
             }
             Route::Grv(batch) => {
-                let Some(a) = self.grv.on_reply(batch, message) else {
+                let Some(a) = self.grv.on_reply(self.now, batch, message) else {
                     return;
                 };
                 for w in a.waiters {
@@ -305,7 +306,9 @@ impl Client {
                         )),
                         GrvWaiter::Tx(tx) => {
                             let r = a.result.clone();
-                            self.txs.on_tx_read_version(tx, r, a.locked, &a.throttled)
+                            let throttles = &mut self.grv.throttles;
+                            self.txs
+                                .on_tx_read_version(self.now, tx, r, a.locked, throttles)
                         }
                     }
                 }
@@ -399,6 +402,7 @@ impl Client {
             monitor,
             grv,
             txs,
+            global_config,
             ..
         } = self;
         let mut cx = Ctx {
@@ -409,6 +413,8 @@ impl Client {
             grv,
             info: monitor.info(),
             next_req,
+            read_tag_sample_rate: global_config
+                .get_double(TRANSACTION_TAG_SAMPLE_RATE, READ_TAG_SAMPLE_RATE),
         };
         f(txs, &mut cx)
     }

@@ -77,6 +77,9 @@ impl Server for Cluster {
     }
 }
 
+/// The simulated network with the scripted cluster.
+pub(super) type SimCluster = Sim<Cluster>;
+
 pub(super) fn sim() -> Sim<Cluster> {
     let cluster_file = ClusterFile::parse("t:t@127.0.0.1:4500").unwrap();
     let info = ClientDBInfo {

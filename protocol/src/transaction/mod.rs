@@ -88,6 +88,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) grv: &'a mut GrvBatcher,
     pub(crate) info: Option<&'a ClientDBInfo>,
     pub(crate) next_req: &'a mut u64,
+    /// The fraction of reads sent with the transaction's read tags (the global
+    /// configuration's `transactionTagSampleRate`, else `READ_TAG_SAMPLE_RATE`).
+    pub(crate) read_tag_sample_rate: f64,
 }
 
 impl Ctx<'_> {
@@ -99,6 +102,14 @@ impl Ctx<'_> {
             net: self.net,
             events: self.events,
         }
+    }
+
+    /// `DatabaseContext::sampleReadTags`: whether this read carries the transaction's read
+    /// tags. Every read draws, tagged or not, and a sampled read of a transaction without
+    /// `auto_throttle_tag`s sends an empty tag set.
+    pub(crate) fn sample_read_tags(&mut self) -> bool {
+        let rate = self.read_tag_sample_rate;
+        rate > 0.0 && self.rng.random01() <= rate
     }
 
     /// Sends `msg` to endpoint `dest` at `addr`; its reply (on token `reply`) takes `route`.

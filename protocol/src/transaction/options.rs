@@ -154,10 +154,13 @@ pub enum TransactionOption {
     SpecialKeySpaceEnableWrites,
     /// `tag` (800): a transaction tag (at most 255 bytes, at most 5 tags a transaction:
     /// `tag_too_long`, `too_many_tags`), sent with the read version request and the commit; a
-    /// GRV reply that throttles it fails the transaction with `tag_throttled`.
+    /// GRV reply that throttles it fails the transaction with `tag_throttled`, and the
+    /// database remembers the throttle for later transactions with the tag (see
+    /// `tag_throttle.rs`).
     Tag(Vec<u8>),
-    /// `auto_throttle_tag` (801): as `tag`, and also one of the read tags storage servers may
-    /// throttle on (libfdb_c sends those with 1% of its reads; this client sends none).
+    /// `auto_throttle_tag` (801): as `tag`, and also one of the read tags storage servers
+    /// count for their busiest-tag reports, sent with a sampled fraction of the reads
+    /// (the global configuration's `config/transaction_tag_sample_rate`, by default 1%).
     AutoThrottleTag(Vec<u8>),
     /// `span_parent` (900): the 33-byte serialized span context the transaction's spans
     /// continue (8-byte protocol version, 16-byte trace id, 8-byte span id, 1 flag byte).
