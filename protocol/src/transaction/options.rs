@@ -173,7 +173,10 @@ pub enum TransactionOption {
     /// parameter (a versionstamped value) or storage's value (a versionstamped key's range).
     /// Range reads and selectors still fail, as in RYW.
     BypassUnreadable,
-    /// `use_grv_cache` (1101): refused (no read version cache).
+    /// `use_grv_cache` (1101): as in libfdb_c 7.3.77 without a multi-version client's
+    /// external clients, refused: its `setOption` wants the cluster's shared state
+    /// (`sharedStatePtr`), which only those set up, so the transaction's next operation
+    /// fails with `invalid_option` (the option itself is accepted, its error deferred).
     UseGrvCache,
     /// `skip_grv_cache` (1102): accepted; there is no read version cache to skip.
     SkipGrvCache,
@@ -357,10 +360,9 @@ impl TransactionOption {
     pub fn check_supported(&self) -> Result<(), ClientError> {
         use TransactionOption as O;
         match self {
-            O::CheckWritesEnable
-            | O::IdempotencyId(_)
-            | O::AutomaticIdempotency
-            | O::UseGrvCache => fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            O::CheckWritesEnable | O::IdempotencyId(_) | O::AutomaticIdempotency => {
+                fdb(ErrorCode::UNSUPPORTED_OPERATION)
+            }
             _ => Ok(()),
         }
     }
@@ -592,6 +594,8 @@ impl Transactions {
             O::RetryLimit(Some(n)) if *n > i32::MAX as u32 => {
                 return fdb(ErrorCode::INVALID_OPTION_VALUE);
             }
+            // `USE_GRV_CACHE` at API version 710 and later without a shared state.
+            O::UseGrvCache => return fdb(ErrorCode::INVALID_OPTION),
             O::InitializeNewDatabase if t.has_read_version() => {
                 return fdb(ErrorCode::READ_VERSION_ALREADY_SET);
             }
@@ -686,11 +690,12 @@ impl Transactions {
             | O::DurabilityDevNullIsWebScale
             | O::ExpensiveClearCostEstimationEnable
             | O::SkipGrvCache => {}
+            // Refused above.
+            O::UseGrvCache => return fdb(ErrorCode::INVALID_OPTION),
             // Refused by `check_supported` before getting here.
-            O::CheckWritesEnable
-            | O::IdempotencyId(_)
-            | O::AutomaticIdempotency
-            | O::UseGrvCache => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            O::CheckWritesEnable | O::IdempotencyId(_) | O::AutomaticIdempotency => {
+                return fdb(ErrorCode::UNSUPPORTED_OPERATION)
+            }
         }
         if let (true, Some(d)) = (is_timeout, t.options.timeout) {
             let at = t.created + d;
