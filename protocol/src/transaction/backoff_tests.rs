@@ -13,9 +13,11 @@ use crate::event::ClientError;
 use crate::ids::TransactionId;
 use crate::messages::commit::{CommitID, GetKeyServerLocationsReply, ShardLocation};
 use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxyInterface};
-use crate::messages::grv::{GetReadVersionReply, TagCount, TagThrottleEntry};
+use crate::messages::grv::{
+    GetReadVersionReply, GlobalConfigRefreshReply, RangeResult, TagCount, TagThrottleEntry,
+};
 use crate::messages::storage::{GetValueReply, StorageServerInterface};
-use crate::messages::types::KeyRange;
+use crate::messages::types::{KeyRange, KeyValue};
 use crate::messages::{AnyMessage, ErrorOr};
 use crate::sim::{Request, Server, Sim, Wire};
 use crate::uid::Uid;
@@ -35,6 +37,8 @@ pub(super) struct Cluster {
     pub(super) grv_tags: Vec<Vec<TagCount>>,
     /// What the read version replies say of tag throttles.
     pub(super) throttles: Vec<TagThrottleEntry>,
+    /// The rows of `\xff/globalConfig/k/` a global configuration refresh answers.
+    pub(super) global_config: Vec<KeyValue>,
 }
 
 impl Server for Cluster {
@@ -50,6 +54,16 @@ impl Server for Cluster {
                     version: self.version,
                     tag_throttle_info: self.throttles.clone(),
                     ..Default::default()
+                };
+                wire.reply(&req, ErrorOr::Ok(reply));
+            }
+            AnyMessage::GlobalConfigRefreshRequest(_) => {
+                let reply = GlobalConfigRefreshReply {
+                    result: RangeResult {
+                        data: self.global_config.clone(),
+                        ..Default::default()
+                    },
+                    version: self.version,
                 };
                 wire.reply(&req, ErrorOr::Ok(reply));
             }
@@ -107,6 +121,7 @@ pub(super) fn sim() -> Sim<Cluster> {
         commit_error: None,
         grv_tags: Vec::new(),
         throttles: Vec::new(),
+        global_config: Vec::new(),
     };
     let mut s = Sim::with_server(ClientConfig::new(cluster_file, 7), cluster);
     s.drive();

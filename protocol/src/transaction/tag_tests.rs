@@ -10,7 +10,7 @@ use super::backoff_tests::sim;
 use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::messages::grv::{ClientTagThrottleLimits, TagCount, TagThrottleEntry};
-use crate::messages::types::{KeySelector, TagSet};
+use crate::messages::types::{KeySelector, KeyValue, TagSet};
 use crate::messages::AnyMessage;
 use crate::time::Instant;
 use crate::transaction::RangeOptions;
@@ -232,6 +232,42 @@ fn reads_carry_the_auto_throttle_tags_in_a_sampled_fraction() {
     let sampled: Vec<&TagSet> = tags.iter().flatten().collect();
     assert!((1..=30).contains(&sampled.len()), "{}", sampled.len());
     assert!(sampled.iter().all(|t| t.0.is_empty()));
+}
+
+#[test]
+fn the_global_configuration_sets_the_sample_rate() {
+    let mut s = sim();
+    let now = s.now();
+    // `config/transaction_tag_sample_rate` = 1.0 (a tuple-packed double): every read.
+    s.server.global_config = vec![KeyValue {
+        key: Bytes::from_static(b"\xff/globalConfig/k/config/transaction_tag_sample_rate"),
+        value: Bytes::from(crate::tuple::pack(&(1.0f64,))),
+    }];
+    // The view of the configuration starts with a read of its module.
+    let tx = s.client.create_transaction(now);
+    let (b, e) = crate::GLOBAL_CONFIG_MODULE;
+    let (b, e) = (
+        KeySelector::first_greater_or_equal(b),
+        KeySelector::first_greater_or_equal(e),
+    );
+    let c = s
+        .client
+        .get_range(now, tx, b, e, RangeOptions::default(), false);
+    s.drive();
+    let rows = s.take(c).expect("answered").unwrap();
+    assert_eq!(rows.rows.len(), 1, "{rows:?}");
+    s.client
+        .set_option(now, tx, O::AutoThrottleTag(tag("auto")))
+        .unwrap();
+    for i in 0..100 {
+        let _ = s
+            .client
+            .get(now, tx, alloc::format!("k{i:03}").as_bytes(), true);
+    }
+    let tags = read_tags_sent(&mut s);
+    assert_eq!(tags.len(), 100);
+    let want = Some(TagSet(vec![Bytes::from(tag("auto"))]));
+    assert!(tags.iter().all(|t| *t == want), "{tags:?}");
 }
 
 fn throttle(t: &str, tps_rate: f64, duration: f64) -> TagThrottleEntry {
