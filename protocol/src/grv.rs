@@ -12,13 +12,13 @@ use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::coordination::ClientDBInfo;
-use crate::messages::grv::{GetReadVersionReply, GetReadVersionRequest, TagCount};
+use crate::messages::grv::{
+    GetReadVersionReply, GetReadVersionRequest, TagCount, TagThrottleEntry,
+};
 use crate::messages::types::{SpanContext, Version, INVALID_VERSION};
 use crate::messages::{decode_reply, ErrorOr, NetworkAddress, ReplyPromise};
 use crate::net::Io;
 use crate::route::Route;
-use crate::tag_throttle::TagThrottles;
-use crate::time::Instant;
 use crate::uid::Uid;
 
 /// `MAX_BATCH_SIZE`: most transactions one GRV request may carry.
@@ -65,12 +65,16 @@ pub(crate) enum GrvWaiter {
     Tx(TransactionId),
 }
 
-/// A read version for the waiters of one batch: the version (or why not) and whether the
-/// database is locked.
+/// A read version for the waiters of one batch: the version (or why not), whether the
+/// database is locked, and what the tag throttles learn from the reply.
 pub(crate) struct Answered {
     pub(crate) waiters: Vec<GrvWaiter>,
     pub(crate) result: Result<Version, ClientError>,
     pub(crate) locked: bool,
+    /// The batch's priority, its tag counts and the reply's `tagThrottleInfo`.
+    pub(crate) priority: Priority,
+    pub(crate) tags: Vec<TagCount>,
+    pub(crate) throttles: Vec<TagThrottleEntry>,
 }
 
 /// A waiter and the transaction tags it asks with (`TransactionOptions::tags`).
@@ -101,8 +105,6 @@ pub(crate) struct GrvBatcher {
     /// The smallest read version a GRV proxy of this cluster has given this database
     /// (`DatabaseContext::minAcceptableReadVersion`); `None` before the first one.
     floor: Option<Version>,
-    /// The tag throttles learnt from the replies (`DatabaseContext::throttledTags`).
-    pub(crate) throttles: TagThrottles,
 }
 
 impl GrvBatcher {
@@ -166,20 +168,14 @@ impl GrvBatcher {
     }
 
     /// A GRV proxy answered batch `batch`.
-    pub(crate) fn on_reply(
-        &mut self,
-        now: Instant,
-        batch: u64,
-        message: &Bytes,
-    ) -> Option<Answered> {
+    pub(crate) fn on_reply(&mut self, batch: u64, message: &Bytes) -> Option<Answered> {
         let (flags, waiters, tags) = self.in_flight.remove(&batch)?;
         let mut locked = false;
+        let mut throttles = Vec::new();
         let result = match decode_reply::<GetReadVersionReply>(message) {
             Ok(ErrorOr::Ok(r)) => {
                 locked = r.locked;
-                let priority = Priority::of_flags(flags);
-                self.throttles
-                    .learn(now, priority, &tags, &r.tag_throttle_info);
+                throttles = r.tag_throttle_info;
                 self.served(r.version);
                 Ok(r.version)
             }
@@ -190,6 +186,9 @@ impl GrvBatcher {
             waiters: waiters.into_iter().map(|(w, _)| w).collect(),
             result,
             locked,
+            priority: Priority::of_flags(flags),
+            tags,
+            throttles,
         })
     }
 

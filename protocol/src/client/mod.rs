@@ -55,7 +55,7 @@ use crate::quorum_check::QuorumChecks;
 use crate::route::{Loss, Route};
 use crate::special_cluster::ClusterReads;
 use crate::status::StatusReads;
-use crate::tag_throttle::READ_TAG_SAMPLE_RATE;
+use crate::tag_throttle::{TagThrottles, READ_TAG_SAMPLE_RATE};
 use crate::time::{Instant, Rng};
 use crate::transaction::Given;
 use crate::transaction::{Ctx, Transactions};
@@ -112,6 +112,8 @@ pub struct Client {
     net: Network,
     monitor: ClusterMonitor,
     grv: GrvBatcher,
+    /// The tag throttles learnt from read version replies (`DatabaseContext::throttledTags`).
+    throttles: TagThrottles,
     txs: Transactions,
     status: StatusReads,
     quorum_checks: QuorumChecks,
@@ -139,6 +141,7 @@ impl Client {
             net: Network::default(),
             monitor,
             grv: GrvBatcher::default(),
+            throttles: TagThrottles::default(),
             txs: Transactions::default(),
             status: StatusReads::default(),
             quorum_checks: QuorumChecks::default(),
@@ -296,9 +299,13 @@ impl Client {
                 }
             }
             Route::Grv(batch) => {
-                let Some(a) = self.grv.on_reply(self.now, batch, message) else {
+                let Some(a) = self.grv.on_reply(batch, message) else {
                     return;
                 };
+                if a.result.is_ok() {
+                    let now = self.now;
+                    self.throttles.learn(now, a.priority, &a.tags, &a.throttles);
+                }
                 for w in a.waiters {
                     match w {
                         GrvWaiter::Request(req) => self.events.push_back(Event::Complete(
@@ -306,7 +313,7 @@ impl Client {
                         )),
                         GrvWaiter::Tx(tx) => {
                             let r = a.result.clone();
-                            let throttles = &mut self.grv.throttles;
+                            let throttles = &mut self.throttles;
                             self.txs
                                 .on_tx_read_version(self.now, tx, r, a.locked, throttles)
                         }
@@ -401,6 +408,7 @@ impl Client {
             net,
             monitor,
             grv,
+            throttles,
             txs,
             global_config,
             ..
@@ -411,6 +419,7 @@ impl Client {
             net,
             events,
             grv,
+            throttles,
             info: monitor.info(),
             next_req,
             read_tag_sample_rate: global_config

@@ -508,7 +508,7 @@ impl Transactions {
                 if code == ErrorCode::TAG_THROTTLED {
                     // Long enough for the transaction's tag throttles (`getBackoff`).
                     let (p, tags) = (t.options.priority, &t.options.tags);
-                    let b = cx.grv.throttles.backoff(cx.now, p, tags, d.as_secs_f64());
+                    let b = cx.throttles.backoff(cx.now, p, tags, d.as_secs_f64());
                     d = Duration::from_secs_f64(b);
                 }
                 let d = d.mul_f64(cx.rng.random01());

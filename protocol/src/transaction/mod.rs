@@ -58,6 +58,7 @@ use crate::messages::{ErrorOr, NetworkAddress};
 use crate::net::{Io, Network};
 use crate::route::Route;
 use crate::serializer::Message;
+use crate::tag_throttle::TagThrottles;
 use crate::time::{Instant, Rng};
 use crate::uid::Uid;
 use op::{Op, Timer};
@@ -86,6 +87,7 @@ pub(crate) struct Ctx<'a> {
     pub(crate) net: &'a mut Network,
     pub(crate) events: &'a mut VecDeque<Event>,
     pub(crate) grv: &'a mut GrvBatcher,
+    pub(crate) throttles: &'a mut TagThrottles,
     pub(crate) info: Option<&'a ClientDBInfo>,
     pub(crate) next_req: &'a mut u64,
     /// The fraction of reads sent with the transaction's read tags (the global

@@ -125,7 +125,6 @@ impl Transactions {
         // A tag throttle this database knows of refuses the transaction without a request
         // (`Transaction::getReadVersion`).
         if cx
-            .grv
             .throttles
             .refuse_before_grv(cx.now, t.options.priority, &t.options.tags)
         {
