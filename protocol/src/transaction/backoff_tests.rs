@@ -80,7 +80,8 @@ impl Server for Cluster {
             }
             AnyMessage::GetValueRequest(_)
             | AnyMessage::GetKeyRequest(_)
-            | AnyMessage::GetKeyValuesRequest(_) => return Some(req),
+            | AnyMessage::GetKeyValuesRequest(_)
+            | AnyMessage::WatchValueRequest(_) => return Some(req),
             AnyMessage::CommitTransactionRequest(_) => match self.commit_error {
                 Some(e) => wire.reply(&req, ErrorOr::<CommitID>::Err(e)),
                 None => return Some(req),

@@ -234,16 +234,14 @@ fn reads_carry_the_auto_throttle_tags_in_a_sampled_fraction() {
     assert!(sampled.iter().all(|t| t.0.is_empty()));
 }
 
-#[test]
-fn the_global_configuration_sets_the_sample_rate() {
-    let mut s = sim();
+/// Sets the global configuration's `config/transaction_tag_sample_rate` (a tuple-packed
+/// double) and starts the client's view of it with a read of its module.
+fn set_sample_rate(s: &mut super::backoff_tests::SimCluster, rate: f64) {
     let now = s.now();
-    // `config/transaction_tag_sample_rate` = 1.0 (a tuple-packed double): every read.
     s.server.global_config = vec![KeyValue {
         key: Bytes::from_static(b"\xff/globalConfig/k/config/transaction_tag_sample_rate"),
-        value: Bytes::from(crate::tuple::pack(&(1.0f64,))),
+        value: Bytes::from(crate::tuple::pack(&(rate,))),
     }];
-    // The view of the configuration starts with a read of its module.
     let tx = s.client.create_transaction(now);
     let (b, e) = crate::GLOBAL_CONFIG_MODULE;
     let (b, e) = (
@@ -256,6 +254,15 @@ fn the_global_configuration_sets_the_sample_rate() {
     s.drive();
     let rows = s.take(c).expect("answered").unwrap();
     assert_eq!(rows.rows.len(), 1, "{rows:?}");
+}
+
+#[test]
+fn the_global_configuration_sets_the_sample_rate() {
+    let mut s = sim();
+    let now = s.now();
+    // 1.0: every read.
+    set_sample_rate(&mut s, 1.0);
+    let tx = s.client.create_transaction(now);
     s.client
         .set_option(now, tx, O::AutoThrottleTag(tag("auto")))
         .unwrap();
@@ -268,6 +275,31 @@ fn the_global_configuration_sets_the_sample_rate() {
     assert_eq!(tags.len(), 100);
     let want = Some(TagSet(vec![Bytes::from(tag("auto"))]));
     assert!(tags.iter().all(|t| *t == want), "{tags:?}");
+}
+
+#[test]
+fn a_watch_request_carries_the_read_tags_of_its_transaction() {
+    let mut s = sim();
+    let now = s.now();
+    set_sample_rate(&mut s, 1.0);
+    let tx = s.client.create_transaction(now);
+    s.client
+        .set_option(now, tx, O::AutoThrottleTag(tag("auto")))
+        .unwrap();
+    let w = s.client.watch(now, tx, b"wk");
+    s.answer(b"wk", None);
+    let c = s.client.commit(now, tx);
+    s.drive();
+    assert!(s.take(c).expect("a read-only commit").is_ok());
+    let req = s
+        .take_request(|r| matches!(r.msg, AnyMessage::WatchValueRequest(_)))
+        .expect("the watch's request");
+    let AnyMessage::WatchValueRequest(r) = &req.msg else {
+        unreachable!()
+    };
+    assert_eq!(r.tags, Some(TagSet(vec![Bytes::from(tag("auto"))])));
+    // The watch waits for the storage server's answer.
+    assert!(s.take(w).is_none());
 }
 
 fn throttle(t: &str, tps_rate: f64, duration: f64) -> TagThrottleEntry {
