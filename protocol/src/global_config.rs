@@ -49,6 +49,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// How long `refresh` waits before asking again a proxy behind the newest version seen.
 const BEHIND_DELAY: Duration = Duration::from_millis(250);
 
+/// `transactionTagSampleRate`: the fraction of reads that carry their transaction's
+/// auto-throttle tags (`READ_TAG_SAMPLE_RATE` when unset).
+pub(crate) const TRANSACTION_TAG_SAMPLE_RATE: &[u8] = b"config/transaction_tag_sample_rate";
+
 /// `globalConfigHistoryPrefix`: one key per commit, ending in its versionstamp.
 pub const GLOBAL_CONFIG_HISTORY_PREFIX: &[u8] = b"\xff/globalConfig/h/";
 /// `globalConfigVersionKey`: the versionstamp of the last commit (the cluster controller
@@ -203,6 +207,15 @@ impl GlobalConfig {
         let n = self.waiting.len();
         self.waiting.retain(|w| w.req != req);
         self.waiting.len() != n
+    }
+
+    /// `GlobalConfig::get<double>(name, default)`: the value if the view holds a double
+    /// there, else `default` (libfdb_c's `any_cast` takes only a double).
+    pub(crate) fn get_double(&self, name: &[u8], default: f64) -> f64 {
+        match self.data.get(name) {
+            Some(ConfigValue::Double(d)) => *d,
+            _ => default,
+        }
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -12,7 +12,9 @@ use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::coordination::ClientDBInfo;
-use crate::messages::grv::{GetReadVersionReply, GetReadVersionRequest, TagCount};
+use crate::messages::grv::{
+    GetReadVersionReply, GetReadVersionRequest, TagCount, TagThrottleEntry,
+};
 use crate::messages::types::{SpanContext, Version, INVALID_VERSION};
 use crate::messages::{decode_reply, ErrorOr, NetworkAddress, ReplyPromise};
 use crate::net::Io;
@@ -43,6 +45,15 @@ impl Priority {
             Priority::SystemImmediate => GetReadVersionRequest::PRIORITY_SYSTEM_IMMEDIATE,
         }
     }
+
+    /// The priority of request flags (the batch's `TransactionPriority`).
+    pub(crate) fn of_flags(flags: u32) -> Priority {
+        match flags & GetReadVersionRequest::FLAG_PRIORITY_MASK {
+            GetReadVersionRequest::PRIORITY_SYSTEM_IMMEDIATE => Priority::SystemImmediate,
+            GetReadVersionRequest::PRIORITY_BATCH => Priority::Batch,
+            _ => Priority::Default,
+        }
+    }
 }
 
 /// Who waits for a read version.
@@ -54,34 +65,16 @@ pub(crate) enum GrvWaiter {
     Tx(TransactionId),
 }
 
-/// A read version for the waiters of one batch: the version (or why not) and whether the
-/// database is locked.
+/// A read version for the waiters of one batch: the version (or why not), whether the
+/// database is locked, and what the tag throttles learn from the reply.
 pub(crate) struct Answered {
     pub(crate) waiters: Vec<GrvWaiter>,
     pub(crate) result: Result<Version, ClientError>,
     pub(crate) locked: bool,
-    /// The batch's tags the reply says are throttled hard enough that a transaction carrying
-    /// one fails with `tag_throttled` (see [`throttled_tags`]).
-    pub(crate) throttled: Vec<Bytes>,
-}
-
-/// `TAG_THROTTLE_SMOOTHING_WINDOW` (seconds).
-const TAG_THROTTLE_SMOOTHING_WINDOW: f64 = 2.0;
-
-/// The tags of `asked` the reply's `tagThrottleInfo` throttles. libfdb_c keeps a
-/// `ClientTagThrottleData` a tag (smoothed rate, released count, expiration) and fails a
-/// transaction whose tag's `throttleDuration()` is positive; for a throttle just learnt,
-/// with nothing released yet, that is a rate below one transaction per smoothing window.
-/// (The throttle is not remembered for later transactions: its expiration is a time on the
-/// proxy's clock, which this core cannot compare with its own.)
-fn throttled_tags(reply: &GetReadVersionReply, asked: &[TagCount]) -> Vec<Bytes> {
-    reply
-        .tag_throttle_info
-        .iter()
-        .filter(|e| asked.iter().any(|a| a.tag == e.tag))
-        .filter(|e| e.limits.tps_rate * TAG_THROTTLE_SMOOTHING_WINDOW < 1.0)
-        .map(|e| e.tag.clone())
-        .collect()
+    /// The batch's priority, its tag counts and the reply's `tagThrottleInfo`.
+    pub(crate) priority: Priority,
+    pub(crate) tags: Vec<TagCount>,
+    pub(crate) throttles: Vec<TagThrottleEntry>,
 }
 
 /// A waiter and the transaction tags it asks with (`TransactionOptions::tags`).
@@ -176,13 +169,13 @@ impl GrvBatcher {
 
     /// A GRV proxy answered batch `batch`.
     pub(crate) fn on_reply(&mut self, batch: u64, message: &Bytes) -> Option<Answered> {
-        let (_, waiters, tags) = self.in_flight.remove(&batch)?;
+        let (flags, waiters, tags) = self.in_flight.remove(&batch)?;
         let mut locked = false;
-        let mut throttled = Vec::new();
+        let mut throttles = Vec::new();
         let result = match decode_reply::<GetReadVersionReply>(message) {
             Ok(ErrorOr::Ok(r)) => {
                 locked = r.locked;
-                throttled = throttled_tags(&r, &tags);
+                throttles = r.tag_throttle_info;
                 self.served(r.version);
                 Ok(r.version)
             }
@@ -193,7 +186,9 @@ impl GrvBatcher {
             waiters: waiters.into_iter().map(|(w, _)| w).collect(),
             result,
             locked,
-            throttled,
+            priority: Priority::of_flags(flags),
+            tags,
+            throttles,
         })
     }
 

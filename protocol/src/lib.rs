@@ -36,6 +36,7 @@ pub mod serializer;
 pub mod sim;
 mod special_cluster;
 mod status;
+mod tag_throttle;
 pub mod tenant_map;
 pub mod time;
 mod transaction;

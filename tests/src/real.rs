@@ -124,6 +124,92 @@ impl RealCluster {
         Ok(cluster)
     }
 
+    /// A one-process `memory` cluster whose fdbserver runs with these `--knob_NAME=VALUE`
+    /// arguments (`cluster.sh` passes none): the script unpacks the binaries (`env`) and
+    /// stops the process (it is listed in `procs`, as the script lists its own).
+    pub fn start_with_knobs(script: &ClusterScript, knobs: &[&str]) -> Result<RealCluster, String> {
+        let dir = std::env::temp_dir().join(format!(
+            "fdb-knobs-{}-{:x}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos()
+        ));
+        let cluster = RealCluster {
+            script: script.path.clone(),
+            dir,
+        };
+        let dir = &cluster.dir;
+        let out = run_bounded(
+            Command::new(&cluster.script).arg("env").arg(dir),
+            Duration::from_secs(180),
+        )?;
+        if !out.ok {
+            return Err(format!("cluster.sh env failed: {}", out.stderr));
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("no free port: {e}"))?
+            .port();
+        let id = format!("{:x}", std::process::id() as u64 * 7919 + u64::from(port));
+        std::fs::write(
+            cluster.cluster_file(),
+            format!("knobs:{id}@127.0.0.1:{port}\n"),
+        )
+        .map_err(|e| format!("cluster file: {e}"))?;
+        let (data, logs) = (
+            dir.join("data").join(port.to_string()),
+            dir.join("logs").join(port.to_string()),
+        );
+        for d in [&data, &logs] {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        let stdout = std::fs::File::create(logs.join("stdout")).map_err(|e| e.to_string())?;
+        let child = Command::new(dir.join("bin/fdbserver"))
+            .arg("-p")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("-C")
+            .arg(cluster.cluster_file())
+            .arg("-d")
+            .arg(&data)
+            .arg("-L")
+            .arg(&logs)
+            .arg("--listen-address")
+            .arg("public")
+            .args(knobs.iter().map(|k| format!("--knob_{k}")))
+            .stdin(Stdio::null())
+            .stdout(stdout.try_clone().map_err(|e| e.to_string())?)
+            .stderr(stdout)
+            .spawn()
+            .map_err(|e| format!("fdbserver: {e}"))?;
+        std::fs::write(dir.join("procs"), format!("{} {port}\n", child.id()))
+            .map_err(|e| format!("procs: {e}"))?;
+        let cli = cluster.cli();
+        let mut configured = false;
+        for _ in 0..12 {
+            if cli
+                .exec("configure new single memory", Duration::from_secs(10))
+                .is_ok()
+            {
+                configured = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        if !configured {
+            return Err("configure new single memory never succeeded".into());
+        }
+        for _ in 0..60 {
+            let status = cli.exec("status minimal", Duration::from_secs(10));
+            if status.is_ok_and(|s| s.contains("The database is available")) {
+                return Ok(cluster);
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        Err("the database is not available after 60 s".into())
+    }
+
     /// The directory holding the cluster (`bin/`, `data/`, `logs/`, `fdb.cluster`, `procs`).
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -241,20 +241,29 @@ fn transact_retries_fdb_errors_and_keeps_application_errors() {
 fn options_are_implemented_or_refused_never_ignored() {
     run(|t| async move {
         let tx = t.db.create_transaction();
-        for opt in [
-            TransactionOption::UseGrvCache,
-            TransactionOption::CheckWritesEnable,
-        ] {
+        for opt in [TransactionOption::CheckWritesEnable] {
             let e = tx.set_option(opt.clone()).unwrap_err();
             assert_eq!(code(&e), ErrorCode::UNSUPPORTED_OPERATION, "{opt:?}");
         }
         let e =
-            t.db.set_transaction_defaults(vec![TransactionOption::UseGrvCache])
+            t.db.set_transaction_defaults(vec![TransactionOption::CheckWritesEnable])
                 .unwrap_err();
         assert_eq!(code(&e), ErrorCode::UNSUPPORTED_OPERATION);
         // A refused option left nothing behind: the transaction works.
         tx.set_option(TransactionOption::PriorityBatch).unwrap();
         tx.get(t.k("o")).await.unwrap();
+        // `use_grv_cache` is accepted and fails what follows with `invalid_option`, until a
+        // reset, as libfdb_c 7.3.77 does without external clients (no shared state).
+        let tx = t.db.create_transaction();
+        tx.set_option(TransactionOption::UseGrvCache).unwrap();
+        let e = tx.get(t.k("o")).await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::INVALID_OPTION);
+        let e = tx.get_read_version().await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::INVALID_OPTION);
+        let e = tx.commit().await.unwrap_err();
+        assert_eq!(code(&e), ErrorCode::INVALID_OPTION);
+        tx.reset();
+        tx.get_read_version().await.unwrap();
 
         for (opt, want) in [
             (
@@ -427,7 +436,9 @@ fn mio_surface(db: &fdb_driver_mio::Database, prefix: &[u8]) {
     });
     assert!(matches!(r, Err(AppError::Refused("second"))), "{r:?}");
     assert_eq!(attempts, 2);
-    let e = tx.set_option(TransactionOption::UseGrvCache).unwrap_err();
+    let e = tx
+        .set_option(TransactionOption::CheckWritesEnable)
+        .unwrap_err();
     assert_eq!(code(&e), ErrorCode::UNSUPPORTED_OPERATION);
     let e = db
         .set_option(DatabaseOption::UseConfigDatabase)

@@ -438,12 +438,9 @@ fn get_read_version_request() -> impl Strategy<Value = GetReadVersionRequest> {
 
 fn get_read_version_reply() -> impl Strategy<Value = GetReadVersionReply> {
     let throttle =
-        (bytes(16), finite(), finite()).prop_map(|(tag, tps_rate, expiration)| TagThrottleEntry {
+        (bytes(16), finite(), finite()).prop_map(|(tag, tps_rate, duration)| TagThrottleEntry {
             tag,
-            limits: ClientTagThrottleLimits {
-                tps_rate,
-                expiration,
-            },
+            limits: ClientTagThrottleLimits { tps_rate, duration },
         });
     (
         any::<i32>(),

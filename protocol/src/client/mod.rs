@@ -43,7 +43,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::cluster_file::ClusterFile;
-use crate::global_config::GlobalConfig;
+use crate::global_config::{GlobalConfig, TRANSACTION_TAG_SAMPLE_RATE};
 use crate::grv::GrvBatcher;
 use crate::messages::coordination::ClientDBInfo;
 use crate::messages::grv::GetReadVersionReply;
@@ -55,6 +55,7 @@ use crate::quorum_check::QuorumChecks;
 use crate::route::{Loss, Route};
 use crate::special_cluster::ClusterReads;
 use crate::status::StatusReads;
+use crate::tag_throttle::{TagThrottles, READ_TAG_SAMPLE_RATE};
 use crate::time::{Instant, Rng};
 use crate::transaction::Given;
 use crate::transaction::{Ctx, Transactions};
@@ -111,6 +112,8 @@ pub struct Client {
     net: Network,
     monitor: ClusterMonitor,
     grv: GrvBatcher,
+    /// The tag throttles learnt from read version replies (`DatabaseContext::throttledTags`).
+    throttles: TagThrottles,
     txs: Transactions,
     /// The core's own requests in flight (see [`crate::transaction::Internal`]).
     internal: crate::transaction::Internal,
@@ -140,6 +143,7 @@ impl Client {
             net: Network::default(),
             monitor,
             grv: GrvBatcher::default(),
+            throttles: TagThrottles::default(),
             txs: Transactions::default(),
             internal: Default::default(),
             status: StatusReads::default(),
@@ -301,6 +305,10 @@ impl Client {
                 let Some(a) = self.grv.on_reply(batch, message) else {
                     return;
                 };
+                if a.result.is_ok() {
+                    let now = self.now;
+                    self.throttles.learn(now, a.priority, &a.tags, &a.throttles);
+                }
                 for w in a.waiters {
                     match w {
                         GrvWaiter::Request(req) => self.events.push_back(Event::Complete(
@@ -308,7 +316,9 @@ impl Client {
                         )),
                         GrvWaiter::Tx(tx) => {
                             let r = a.result.clone();
-                            self.txs.on_tx_read_version(tx, r, a.locked, &a.throttled)
+                            let throttles = &mut self.throttles;
+                            self.txs
+                                .on_tx_read_version(self.now, tx, r, a.locked, throttles)
                         }
                     }
                 }
@@ -401,8 +411,10 @@ impl Client {
             net,
             monitor,
             grv,
+            throttles,
             txs,
             internal,
+            global_config,
             ..
         } = self;
         let mut cx = Ctx {
@@ -411,9 +423,12 @@ impl Client {
             net,
             events,
             grv,
+            throttles,
             info: monitor.info(),
             next_req,
             internal,
+            read_tag_sample_rate: global_config
+                .get_double(TRANSACTION_TAG_SAMPLE_RATE, READ_TAG_SAMPLE_RATE),
         };
         let r = f(txs, &mut cx);
         txs.settle_internal(&mut cx);

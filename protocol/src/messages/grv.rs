@@ -53,7 +53,9 @@ crate::fb_table! {
     /// Throttling limits for one tag.
     pub struct ClientTagThrottleLimits {
         pub tps_rate: f64,
-        pub expiration: f64,
+        /// Seconds until the throttle expires: `ClientTagThrottleLimits::serialize` sends
+        /// the expiration as a duration from the sender's now, so that clocks may differ.
+        pub duration: f64,
     }
 }
 

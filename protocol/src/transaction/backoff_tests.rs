@@ -13,9 +13,11 @@ use crate::event::ClientError;
 use crate::ids::TransactionId;
 use crate::messages::commit::{CommitID, GetKeyServerLocationsReply, ShardLocation};
 use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxyInterface};
-use crate::messages::grv::{GetReadVersionReply, TagCount, TagThrottleEntry};
+use crate::messages::grv::{
+    GetReadVersionReply, GlobalConfigRefreshReply, RangeResult, TagCount, TagThrottleEntry,
+};
 use crate::messages::storage::{GetValueReply, StorageServerInterface};
-use crate::messages::types::KeyRange;
+use crate::messages::types::{KeyRange, KeyValue};
 use crate::messages::{AnyMessage, ErrorOr};
 use crate::sim::{Request, Server, Sim, Wire};
 use crate::uid::Uid;
@@ -35,6 +37,8 @@ pub(super) struct Cluster {
     pub(super) grv_tags: Vec<Vec<TagCount>>,
     /// What the read version replies say of tag throttles.
     pub(super) throttles: Vec<TagThrottleEntry>,
+    /// The rows of `\xff/globalConfig/k/` a global configuration refresh answers.
+    pub(super) global_config: Vec<KeyValue>,
 }
 
 impl Server for Cluster {
@@ -53,6 +57,16 @@ impl Server for Cluster {
                 };
                 wire.reply(&req, ErrorOr::Ok(reply));
             }
+            AnyMessage::GlobalConfigRefreshRequest(_) => {
+                let reply = GlobalConfigRefreshReply {
+                    result: RangeResult {
+                        data: self.global_config.clone(),
+                        ..Default::default()
+                    },
+                    version: self.version,
+                };
+                wire.reply(&req, ErrorOr::Ok(reply));
+            }
             AnyMessage::GetKeyServerLocationsRequest(_) => {
                 let results = vec![ShardLocation {
                     range: KeyRange::new(Bytes::new(), Bytes::from_static(b"\xff")),
@@ -66,7 +80,8 @@ impl Server for Cluster {
             }
             AnyMessage::GetValueRequest(_)
             | AnyMessage::GetKeyRequest(_)
-            | AnyMessage::GetKeyValuesRequest(_) => return Some(req),
+            | AnyMessage::GetKeyValuesRequest(_)
+            | AnyMessage::WatchValueRequest(_) => return Some(req),
             AnyMessage::CommitTransactionRequest(_) => match self.commit_error {
                 Some(e) => wire.reply(&req, ErrorOr::<CommitID>::Err(e)),
                 None => return Some(req),
@@ -76,6 +91,9 @@ impl Server for Cluster {
         None
     }
 }
+
+/// The simulated network with the scripted cluster.
+pub(super) type SimCluster = Sim<Cluster>;
 
 pub(super) fn sim() -> Sim<Cluster> {
     let cluster_file = ClusterFile::parse("t:t@127.0.0.1:4500").unwrap();
@@ -104,6 +122,7 @@ pub(super) fn sim() -> Sim<Cluster> {
         commit_error: None,
         grv_tags: Vec::new(),
         throttles: Vec::new(),
+        global_config: Vec::new(),
     };
     let mut s = Sim::with_server(ClientConfig::new(cluster_file, 7), cluster);
     s.drive();

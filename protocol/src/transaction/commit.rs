@@ -541,7 +541,14 @@ impl Transactions {
                 knobs::FUTURE_VERSION_RETRY_DELAY.min(t.options.max_retry_delay)
             }
             OnErrorAction::RetryWithBackoff => {
-                let d = t.backoff.mul_f64(cx.rng.random01());
+                let mut d = t.backoff;
+                if code == ErrorCode::TAG_THROTTLED {
+                    // Long enough for the transaction's tag throttles (`getBackoff`).
+                    let (p, tags) = (t.options.priority, &t.options.tags);
+                    let b = cx.throttles.backoff(cx.now, p, tags, d.as_secs_f64());
+                    d = Duration::from_secs_f64(b);
+                }
+                let d = d.mul_f64(cx.rng.random01());
                 t.backoff = code.next_backoff(t.backoff, t.options.max_retry_delay);
                 d
             }

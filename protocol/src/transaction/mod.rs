@@ -59,6 +59,7 @@ use crate::messages::{ErrorOr, NetworkAddress};
 use crate::net::{Io, Network};
 use crate::route::Route;
 use crate::serializer::Message;
+use crate::tag_throttle::TagThrottles;
 use crate::time::{Instant, Rng};
 use crate::uid::Uid;
 use op::{Op, Timer};
@@ -88,9 +89,13 @@ pub(crate) struct Ctx<'a> {
     pub(crate) net: &'a mut Network,
     pub(crate) events: &'a mut VecDeque<Event>,
     pub(crate) grv: &'a mut GrvBatcher,
+    pub(crate) throttles: &'a mut TagThrottles,
     pub(crate) info: Option<&'a ClientDBInfo>,
     pub(crate) next_req: &'a mut u64,
     pub(crate) internal: &'a mut Internal,
+    /// The fraction of reads sent with the transaction's read tags (the global
+    /// configuration's `transactionTagSampleRate`, else `READ_TAG_SAMPLE_RATE`).
+    pub(crate) read_tag_sample_rate: f64,
 }
 
 /// Requests the core makes for itself through the application's machinery (the reads that
@@ -111,6 +116,14 @@ impl Ctx<'_> {
             net: self.net,
             events: self.events,
         }
+    }
+
+    /// `DatabaseContext::sampleReadTags`: whether this read carries the transaction's read
+    /// tags. Every read draws, tagged or not, and a sampled read of a transaction without
+    /// `auto_throttle_tag`s sends an empty tag set.
+    pub(crate) fn sample_read_tags(&mut self) -> bool {
+        let rate = self.read_tag_sample_rate;
+        rate > 0.0 && self.rng.random01() <= rate
     }
 
     /// Sends `msg` to endpoint `dest` at `addr`; its reply (on token `reply`) takes `route`.

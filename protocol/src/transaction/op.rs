@@ -53,6 +53,8 @@ pub(super) enum OpKind {
         fired: Option<Version>,
         /// The transaction's trace id, kept for the requests the watch makes after it.
         trace_id: Uid,
+        /// The transaction's read tags when the watch was set (`WatchParameters::tags`).
+        read_tags: Vec<Bytes>,
     },
     /// `on_error` sleeping before the retry.
     Backoff,

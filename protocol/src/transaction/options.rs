@@ -4,7 +4,7 @@
 //! Each option is implemented, accepted as the no-op it also is in libfdb_c 7.3.77
 //! (`Transaction::setOption` ignores it), or refused with `unsupported_operation` when this
 //! client lacks the machinery behind it (see [`TransactionOption::check_supported`]: today
-//! `check_writes_enable` and `use_grv_cache`).
+//! `check_writes_enable`).
 
 use super::fdb;
 use crate::error::ErrorCode;
@@ -157,10 +157,13 @@ pub enum TransactionOption {
     SpecialKeySpaceEnableWrites,
     /// `tag` (800): a transaction tag (at most 255 bytes, at most 5 tags a transaction:
     /// `tag_too_long`, `too_many_tags`), sent with the read version request and the commit; a
-    /// GRV reply that throttles it fails the transaction with `tag_throttled`.
+    /// GRV reply that throttles it fails the transaction with `tag_throttled`, and the
+    /// database remembers the throttle for later transactions with the tag (see
+    /// `tag_throttle.rs`).
     Tag(Vec<u8>),
-    /// `auto_throttle_tag` (801): as `tag`, and also one of the read tags storage servers may
-    /// throttle on (libfdb_c sends those with 1% of its reads; this client sends none).
+    /// `auto_throttle_tag` (801): as `tag`, and also one of the read tags storage servers
+    /// count for their busiest-tag reports, sent with a sampled fraction of the reads
+    /// (the global configuration's `config/transaction_tag_sample_rate`, by default 1%).
     AutoThrottleTag(Vec<u8>),
     /// `span_parent` (900): the 33-byte serialized span context the transaction's spans
     /// continue (8-byte protocol version, 16-byte trace id, 8-byte span id, 1 flag byte).
@@ -173,7 +176,10 @@ pub enum TransactionOption {
     /// parameter (a versionstamped value) or storage's value (a versionstamped key's range).
     /// Range reads and selectors still fail, as in RYW.
     BypassUnreadable,
-    /// `use_grv_cache` (1101): refused (no read version cache).
+    /// `use_grv_cache` (1101): as in libfdb_c 7.3.77 without a multi-version client's
+    /// external clients, refused: its `setOption` wants the cluster's shared state
+    /// (`sharedStatePtr`), which only those set up, so the transaction's next operation
+    /// fails with `invalid_option` (the option itself is accepted, its error deferred).
     UseGrvCache,
     /// `skip_grv_cache` (1102): accepted; there is no read version cache to skip.
     SkipGrvCache,
@@ -357,7 +363,7 @@ impl TransactionOption {
     pub fn check_supported(&self) -> Result<(), ClientError> {
         use TransactionOption as O;
         match self {
-            O::CheckWritesEnable | O::UseGrvCache => fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            O::CheckWritesEnable => fdb(ErrorCode::UNSUPPORTED_OPERATION),
             _ => Ok(()),
         }
     }
@@ -595,6 +601,8 @@ impl Transactions {
             O::RetryLimit(Some(n)) if *n > i32::MAX as u32 => {
                 return fdb(ErrorCode::INVALID_OPTION_VALUE);
             }
+            // `USE_GRV_CACHE` at API version 710 and later without a shared state.
+            O::UseGrvCache => return fdb(ErrorCode::INVALID_OPTION),
             O::InitializeNewDatabase if t.has_read_version() => {
                 return fdb(ErrorCode::READ_VERSION_ALREADY_SET);
             }
@@ -698,8 +706,10 @@ impl Transactions {
                 o.automatic_idempotency = false;
             }
             O::AutomaticIdempotency => o.automatic_idempotency = true,
+            // Refused above.
+            O::UseGrvCache => return fdb(ErrorCode::INVALID_OPTION),
             // Refused by `check_supported` before getting here.
-            O::CheckWritesEnable | O::UseGrvCache => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            O::CheckWritesEnable => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
         }
         if let (true, Some(d)) = (is_timeout, t.options.timeout) {
             let at = t.created + d;

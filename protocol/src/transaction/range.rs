@@ -472,6 +472,7 @@ impl Transactions {
         let token = cx.rng.uid();
         let span_context = self.span(cx, tx);
         let options = self.read_options(cx.rng, tx);
+        let tags = self.sampled_read_tags(cx, tx);
         let addr = server.addr.clone();
         self.set_wait(req, Wait::Reply);
         if key_request {
@@ -482,7 +483,7 @@ impl Transactions {
             let msg = GetKeyRequest {
                 sel,
                 version,
-                tags: None,
+                tags,
                 reply: ReplyPromise { token },
                 span_context,
                 tenant_info: self.tenant_info(tx),
@@ -502,7 +503,7 @@ impl Transactions {
                 version,
                 limit,
                 limit_bytes,
-                tags: None,
+                tags,
                 reply: ReplyPromise { token },
                 span_context,
                 tenant_info: self.tenant_info(tx),

@@ -13,11 +13,13 @@ use crate::grv::GrvWaiter;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::grv::GetReadVersionRequest;
 use crate::messages::storage::{GetValueRequest, StorageServerInterface};
-use crate::messages::types::{KeyRange, KeySelector};
+use crate::messages::types::{KeyRange, KeySelector, TagSet};
 use crate::messages::types::{Version, VersionVector};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
 use crate::ryw::{key_after, PointAnswer, PointView};
+use crate::tag_throttle::TagThrottles;
+use crate::time::Instant;
 
 impl Transactions {
     /// The transaction's read version.
@@ -33,6 +35,16 @@ impl Transactions {
         }
         self.insert_op(cx, req, tx, OpKind::ReadVersion);
         req
+    }
+
+    /// The `tags` of a read request: the transaction's read tags (`auto_throttle_tag`) in
+    /// the sampled fraction of reads (`sampleReadTags`), else none.
+    pub(super) fn sampled_read_tags(&self, cx: &mut Ctx<'_>, tx: TransactionId) -> Option<TagSet> {
+        if !cx.sample_read_tags() {
+            return None;
+        }
+        let tags = self.txs.get(&tx).map(|t| t.options.read_tags.clone());
+        Some(TagSet(tags.unwrap_or_default()))
     }
 
     /// The transaction's read version, asking for one if needed (`None`: wait).
@@ -90,8 +102,14 @@ impl Transactions {
             }
             ReadVersion::None => {
                 self.start_read_version(cx, tx, for_commit);
-                self.set_wait(req, Wait::ReadVersion);
-                None
+                match self.txs.get(&tx)?.read_version {
+                    // Refused before asking (a remembered tag throttle).
+                    ReadVersion::Failed(e) => Some(fdb(e)),
+                    _ => {
+                        self.set_wait(req, Wait::ReadVersion);
+                        None
+                    }
+                }
             }
         }
     }
@@ -102,6 +120,15 @@ impl Transactions {
             return;
         };
         if t.read_version != ReadVersion::None {
+            return;
+        }
+        // A tag throttle this database knows of refuses the transaction without a request
+        // (`Transaction::getReadVersion`).
+        if cx
+            .throttles
+            .refuse_before_grv(cx.now, t.options.priority, &t.options.tags)
+        {
+            t.read_version = ReadVersion::Failed(ErrorCode::TAG_THROTTLED);
             return;
         }
         t.read_version = ReadVersion::Pending;
@@ -120,10 +147,11 @@ impl Transactions {
 
     pub(crate) fn on_tx_read_version(
         &mut self,
+        now: Instant,
         tx: TransactionId,
         result: Result<Version, ClientError>,
         locked: bool,
-        throttled: &[Bytes],
+        throttles: &mut TagThrottles,
     ) {
         if let Some(t) = self.txs.get_mut(&tx) {
             // A locked database refuses transactions that are not lock-aware, then a
@@ -132,7 +160,7 @@ impl Transactions {
                 Ok(_) if locked && !t.options.lock_aware => {
                     Err(ClientError::Fdb(ErrorCode::DATABASE_LOCKED))
                 }
-                Ok(_) if t.options.tags.iter().any(|g| throttled.contains(g)) => {
+                Ok(_) if throttles.refuse_after_grv(now, t.options.priority, &t.options.tags) => {
                     Err(ClientError::Fdb(ErrorCode::TAG_THROTTLED))
                 }
                 r => r,
@@ -263,10 +291,11 @@ impl Transactions {
             return false;
         };
         let token = cx.rng.uid();
+        let tags = self.sampled_read_tags(cx, tx);
         let msg = GetValueRequest {
             key,
             version,
-            tags: None,
+            tags,
             reply: ReplyPromise { token },
             span_context: self.span(cx, tx),
             tenant_info: self.tenant_info(tx),

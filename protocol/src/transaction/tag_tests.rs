@@ -1,5 +1,6 @@
 //! Transaction tags (`tag`, `auto_throttle_tag`) on the simulated network: their limits, the
-//! read version request's tag counts, the commit's `tagSet`, and a GRV reply's throttle.
+//! read version request's tag counts, the commit's `tagSet`, the read requests' sampled
+//! `tags`, a GRV reply's throttle and the throttles remembered after it.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -9,9 +10,12 @@ use super::backoff_tests::sim;
 use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::messages::grv::{ClientTagThrottleLimits, TagCount, TagThrottleEntry};
-use crate::messages::types::TagSet;
+use crate::messages::types::{KeySelector, KeyValue, TagSet};
 use crate::messages::AnyMessage;
+use crate::time::Instant;
+use crate::transaction::RangeOptions;
 use crate::TransactionOption as O;
+use core::time::Duration;
 
 fn tag(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()
@@ -107,7 +111,7 @@ fn a_throttled_tag_fails_its_transactions_with_tag_throttled() {
         tag: Bytes::from(tag(t)),
         limits: ClientTagThrottleLimits {
             tps_rate,
-            expiration: 1e12,
+            duration: 1e12,
         },
     };
     s.server.throttles = vec![entry("stop", 0.0), entry("slow", 10.0)];
@@ -170,4 +174,252 @@ fn transactions_batched_together_have_their_tags_counted() {
         "{:?}",
         s.server.grv_tags
     );
+}
+
+/// The `tags` of every held read request, taken.
+fn read_tags_sent(s: &mut super::backoff_tests::SimCluster) -> Vec<Option<TagSet>> {
+    s.take_requests()
+        .into_iter()
+        .filter_map(|r| match r.msg {
+            AnyMessage::GetValueRequest(g) => Some(g.tags),
+            AnyMessage::GetKeyRequest(g) => Some(g.tags),
+            AnyMessage::GetKeyValuesRequest(g) => Some(g.tags),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn reads_carry_the_auto_throttle_tags_in_a_sampled_fraction() {
+    let mut s = sim();
+    let now = s.now();
+    let tx = s.client.create_transaction(now);
+    s.client.set_option(now, tx, O::Tag(tag("plain"))).unwrap();
+    s.client
+        .set_option(now, tx, O::AutoThrottleTag(tag("auto")))
+        .unwrap();
+    // Distinct keys, so that every read reaches the storage server.
+    for i in 0..1000 {
+        let k = alloc::format!("k{i:04}");
+        let _ = s.client.get(now, tx, k.as_bytes(), true);
+        let sel = KeySelector::first_greater_or_equal(alloc::format!("s{i:04}").into_bytes());
+        let _ = s.client.get_key(now, tx, sel, true);
+        let (b, e) = (
+            KeySelector::first_greater_or_equal(alloc::format!("r{i:04}").into_bytes()),
+            KeySelector::first_greater_or_equal(alloc::format!("r{i:04}\x00").into_bytes()),
+        );
+        let _ = s
+            .client
+            .get_range(now, tx, b, e, RangeOptions::default(), true);
+    }
+    s.drive();
+    let tags = read_tags_sent(&mut s);
+    assert_eq!(tags.len(), 3000);
+    // `READ_TAG_SAMPLE_RATE` = 0.01: about 30 of them (a binomial's 5 sigma either side),
+    // each with the auto-throttle tags only (`readTags`), never the plain `tag`.
+    let sampled: Vec<&TagSet> = tags.iter().flatten().collect();
+    assert!((5..=60).contains(&sampled.len()), "{}", sampled.len());
+    let want = TagSet(vec![Bytes::from(tag("auto"))]);
+    assert!(sampled.iter().all(|t| **t == want), "{sampled:?}");
+    // An untagged transaction's sampled reads send an empty tag set.
+    let plain = s.client.create_transaction(now);
+    for i in 0..1000 {
+        let _ = s
+            .client
+            .get(now, plain, alloc::format!("p{i:04}").as_bytes(), true);
+    }
+    let tags = read_tags_sent(&mut s);
+    let sampled: Vec<&TagSet> = tags.iter().flatten().collect();
+    assert!((1..=30).contains(&sampled.len()), "{}", sampled.len());
+    assert!(sampled.iter().all(|t| t.0.is_empty()));
+}
+
+/// Sets the global configuration's `config/transaction_tag_sample_rate` (a tuple-packed
+/// double) and starts the client's view of it with a read of its module.
+fn set_sample_rate(s: &mut super::backoff_tests::SimCluster, rate: f64) {
+    let now = s.now();
+    s.server.global_config = vec![KeyValue {
+        key: Bytes::from_static(b"\xff/globalConfig/k/config/transaction_tag_sample_rate"),
+        value: Bytes::from(crate::tuple::pack(&(rate,))),
+    }];
+    let tx = s.client.create_transaction(now);
+    let (b, e) = crate::GLOBAL_CONFIG_MODULE;
+    let (b, e) = (
+        KeySelector::first_greater_or_equal(b),
+        KeySelector::first_greater_or_equal(e),
+    );
+    let c = s
+        .client
+        .get_range(now, tx, b, e, RangeOptions::default(), false);
+    s.drive();
+    let rows = s.take(c).expect("answered").unwrap();
+    assert_eq!(rows.rows.len(), 1, "{rows:?}");
+}
+
+#[test]
+fn the_global_configuration_sets_the_sample_rate() {
+    let mut s = sim();
+    let now = s.now();
+    // 1.0: every read.
+    set_sample_rate(&mut s, 1.0);
+    let tx = s.client.create_transaction(now);
+    s.client
+        .set_option(now, tx, O::AutoThrottleTag(tag("auto")))
+        .unwrap();
+    for i in 0..100 {
+        let _ = s
+            .client
+            .get(now, tx, alloc::format!("k{i:03}").as_bytes(), true);
+    }
+    let tags = read_tags_sent(&mut s);
+    assert_eq!(tags.len(), 100);
+    let want = Some(TagSet(vec![Bytes::from(tag("auto"))]));
+    assert!(tags.iter().all(|t| *t == want), "{tags:?}");
+}
+
+#[test]
+fn a_watch_request_carries_the_read_tags_of_its_transaction() {
+    let mut s = sim();
+    let now = s.now();
+    set_sample_rate(&mut s, 1.0);
+    let tx = s.client.create_transaction(now);
+    s.client
+        .set_option(now, tx, O::AutoThrottleTag(tag("auto")))
+        .unwrap();
+    let w = s.client.watch(now, tx, b"wk");
+    s.answer(b"wk", None);
+    let c = s.client.commit(now, tx);
+    s.drive();
+    assert!(s.take(c).expect("a read-only commit").is_ok());
+    let req = s
+        .take_request(|r| matches!(r.msg, AnyMessage::WatchValueRequest(_)))
+        .expect("the watch's request");
+    let AnyMessage::WatchValueRequest(r) = &req.msg else {
+        unreachable!()
+    };
+    assert_eq!(r.tags, Some(TagSet(vec![Bytes::from(tag("auto"))])));
+    // The watch waits for the storage server's answer.
+    assert!(s.take(w).is_none());
+}
+
+fn throttle(t: &str, tps_rate: f64, duration: f64) -> TagThrottleEntry {
+    TagThrottleEntry {
+        tag: Bytes::from(tag(t)),
+        limits: ClientTagThrottleLimits { tps_rate, duration },
+    }
+}
+
+/// A new transaction with these options asks for its read version at `now`: what it got,
+/// and whether a read version request went out for it.
+fn read_version_at(
+    s: &mut super::backoff_tests::SimCluster,
+    now: Instant,
+    options: &[O],
+) -> (Result<(), ClientError>, bool) {
+    let asked = s.server.grv_tags.len();
+    let tx = s.client.create_transaction(now);
+    for o in options {
+        s.client.set_option(now, tx, o.clone()).unwrap();
+    }
+    let c = s.client.tx_read_version(now, tx);
+    s.drive();
+    let r = s.take(c).expect("answered").map(drop);
+    (r, s.server.grv_tags.len() > asked)
+}
+
+#[test]
+fn a_throttle_learnt_refuses_later_transactions_without_asking_until_the_recheck() {
+    let mut s = sim();
+    let t0 = s.now();
+    let throttled = Err(ClientError::Fdb(ErrorCode::TAG_THROTTLED));
+    let stop = || O::Tag(tag("stop"));
+    // The proxy throttles `stop` entirely, for 60 s.
+    s.server.throttles = vec![throttle("stop", 0.0, 60.0)];
+    assert_eq!(
+        read_version_at(&mut s, t0, &[stop()]),
+        (throttled.clone(), true)
+    );
+    // From now on the proxy says nothing of it: the client remembers.
+    s.server.throttles.clear();
+    assert_eq!(
+        read_version_at(&mut s, t0, &[stop()]),
+        (throttled.clone(), false)
+    );
+    // Another tag, and the same tag at another priority, ask and get their version.
+    assert_eq!(
+        read_version_at(&mut s, t0, &[O::Tag(tag("other"))]),
+        (Ok(()), true)
+    );
+    assert_eq!(
+        read_version_at(&mut s, t0, &[O::PriorityBatch, stop()]),
+        (Ok(()), true)
+    );
+    assert_eq!(
+        read_version_at(&mut s, t0, &[O::AutoThrottleTag(tag("stop"))]),
+        (throttled.clone(), false)
+    );
+    // Until `TAG_THROTTLE_RECHECK_INTERVAL` (5 s) has passed, then one asks again; the
+    // proxy's silence lifts the throttle.
+    let t = t0 + Duration::from_millis(4900);
+    s.advance_to(t);
+    assert_eq!(
+        read_version_at(&mut s, t, &[stop()]),
+        (throttled.clone(), false)
+    );
+    let t = t0 + Duration::from_millis(5100);
+    s.advance_to(t);
+    assert_eq!(read_version_at(&mut s, t, &[stop()]), (Ok(()), true));
+    assert_eq!(read_version_at(&mut s, t, &[stop()]), (Ok(()), true));
+}
+
+#[test]
+fn a_remembered_throttle_ends_when_it_expires() {
+    let mut s = sim();
+    let t0 = s.now();
+    let throttled = Err(ClientError::Fdb(ErrorCode::TAG_THROTTLED));
+    let stop = || O::Tag(tag("stop"));
+    // A throttle for 2 s: the wire carries the duration, the client adds its own now.
+    s.server.throttles = vec![throttle("stop", 0.0, 2.0)];
+    assert_eq!(
+        read_version_at(&mut s, t0, &[stop()]),
+        (throttled.clone(), true)
+    );
+    s.server.throttles.clear();
+    let t = t0 + Duration::from_millis(1900);
+    s.advance_to(t);
+    assert_eq!(read_version_at(&mut s, t, &[stop()]), (throttled, false));
+    let t = t0 + Duration::from_millis(2100);
+    s.advance_to(t);
+    assert_eq!(read_version_at(&mut s, t, &[stop()]), (Ok(()), true));
+}
+
+#[test]
+fn a_tag_throttled_retry_waits_for_the_throttle() {
+    let mut s = sim();
+    let t0 = s.now();
+    s.server.throttles = vec![throttle("stop", 0.0, 60.0)];
+    let tx = s.client.create_transaction(t0);
+    s.client.set_option(t0, tx, O::Tag(tag("stop"))).unwrap();
+    let c = s.client.tx_read_version(t0, tx);
+    s.drive();
+    assert_eq!(
+        s.take(c).expect("answered").map(drop),
+        Err(ClientError::Fdb(ErrorCode::TAG_THROTTLED))
+    );
+    // `getBackoff`: uniform(0, 1) times the throttle's wait, at most 5 s, instead of the
+    // 10 ms a first retry waits otherwise. Over a few retries, the longest is well above.
+    let mut longest = Duration::ZERO;
+    for _ in 0..5 {
+        let start = s.now();
+        let c = s.client.on_error(start, tx, ErrorCode::TAG_THROTTLED);
+        let mut done = None;
+        while done.is_none() {
+            s.advance().expect("a timer");
+            done = s.take(c);
+        }
+        assert_eq!(done, Some(Ok(())));
+        longest = longest.max(s.now().saturating_since(start));
+        assert!(s.now().saturating_since(start) <= Duration::from_secs(5));
+    }
+    assert!(longest > Duration::from_millis(500), "{longest:?}");
 }

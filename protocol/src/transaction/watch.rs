@@ -12,7 +12,7 @@ use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::grv::GetReadVersionRequest;
 use crate::messages::storage::{StorageServerInterface, WatchValueRequest};
-use crate::messages::types::{SpanContext, Version};
+use crate::messages::types::{SpanContext, TagSet, Version};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
 use crate::ryw::Lookup;
@@ -44,6 +44,11 @@ impl Transactions {
         }
         self.watches += 1;
         let trace_id = self.txs.get(&tx).map_or(Uid::default(), |t| t.trace_id);
+        let read_tags = self
+            .txs
+            .get(&tx)
+            .map(|t| t.options.read_tags.clone())
+            .unwrap_or_default();
         let value = self
             .txs
             .get(&tx)
@@ -59,6 +64,7 @@ impl Transactions {
                 reading: false,
                 fired: None,
                 trace_id,
+                read_tags,
             },
         );
         if let Some(t) = self.txs.get_mut(&tx) {
@@ -97,6 +103,7 @@ impl Transactions {
             reading,
             fired,
             trace_id,
+            read_tags,
         } = &op.kind
         else {
             return;
@@ -105,7 +112,7 @@ impl Transactions {
             return self.confirm_watch(cx, req);
         }
         let (key, value, version, reading) = (key.clone(), value.clone(), *version, *reading);
-        let trace_id = *trace_id;
+        let (trace_id, read_tags) = (*trace_id, read_tags.clone());
         if self.tenant_name_required(cx, tx) {
             return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::TENANT_NAME_REQUIRED));
         }
@@ -138,7 +145,8 @@ impl Transactions {
             key,
             value,
             version,
-            tags: None,
+            // Sampled per request, as `watchValue` does on each round.
+            tags: cx.sample_read_tags().then(|| TagSet(read_tags)),
             debug_id: None,
             reply: ReplyPromise { token },
             span_context: SpanContext {
