@@ -10,6 +10,7 @@ use bytes::Bytes;
 use super::commit::*;
 use super::common::{fid, EnsureTable, ErrorOr, Void};
 use super::coordination::*;
+use super::exclusion::*;
 use super::grv::*;
 use super::metrics::*;
 use super::storage::*;
@@ -124,6 +125,7 @@ registry! {
         GetDDMetricsRequest,
         GetHealthMetricsRequest,
         GetClientWorkersRequest,
+        ExclusionSafetyCheckRequest,
     }
     replies {
         ClientDBInfo,
@@ -143,6 +145,7 @@ registry! {
         GetTenantIdReply,
         GetDDMetricsReply,
         GetHealthMetricsReply,
+        ExclusionSafetyCheckReply,
     }
     values {
         TenantMapEntry,
