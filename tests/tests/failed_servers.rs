@@ -8,7 +8,8 @@
 //! and on real clusters started for the test (one process, then three with `double`
 //! redundancy), where every answer must be libfdb_c's (the Python binding). On one process
 //! there is a single storage team, so even a process that does not exist may not be marked
-//! failed; on three, one process may (it is included again at once), two may not.
+//! failed; on three, one process may (it is included again at once), two may not, and once
+//! a coordinator died no other coordinator may.
 
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use fdb_driver_mio::{Database, Error, Transaction};
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::TransactionOption;
 use fdb_tests::cluster::{RequestKind, TestCluster};
-use fdb_tests::real::{ClusterScript, RealCluster};
+use fdb_tests::real::{ClusterScript, RealCluster, Signal};
 
 /// libfdb_c's message for an exclusion `checkSafeExclusions` finds unsafe.
 const UNSAFE: &str = r#"E2117 {"command":"exclude failed","message":"ERROR: It is unsafe to exclude the specified servers at this time.\nPlease check that this exclusion does not bring down an entire storage team.\nPlease also ensure that the exclusion will keep a majority of coordinators alive.\nYou may add more storage processes or coordinators to make the operation safe.\nCall set(\"0xff0xff/management/failed/<ADDRESS...>\", ...) to exclude without performing safety checks.\n","retriable":false}"#;
@@ -42,11 +43,15 @@ fn writer(db: &Database) -> Transaction {
 
 /// The storage servers' addresses, sorted, from the status document.
 fn storage_addresses(db: &Database) -> Vec<String> {
-    let doc: serde_json::Value = serde_json::from_str(&db.status_json().unwrap()).unwrap();
+    storage_in(&serde_json::from_str(&db.status_json().unwrap()).unwrap())
+}
+
+/// The storage servers' addresses in a status document, sorted.
+fn storage_in(doc: &serde_json::Value) -> Vec<String> {
     let mut out: Vec<String> = doc["cluster"]["processes"]
         .as_object()
-        .expect("processes")
-        .values()
+        .into_iter()
+        .flat_map(|p| p.values())
         .filter(|p| {
             p["roles"]
                 .as_array()
@@ -287,37 +292,80 @@ fn a_majority_of_coordinators_must_be_left_on_the_test_cluster() {
     assert_eq!(attempt(&db, &[], &format!("failed/{ip}"))[0], NO_SPACE);
 }
 
-/// Runs `script` through libfdb_c, then this client, on a fresh real cluster of
-/// `processes`; each run's answers must be `want`. Between the two runs the cluster gets its
-/// storage servers and replicas back (a process marked failed and included again gets a
-/// new storage server after some seconds).
-fn compare_on_real(script: &ClusterScript, processes: usize, plan: &[&str]) {
-    let cluster = RealCluster::start(script, processes, "memory")
-        .unwrap_or_else(|e| panic!("failed_servers: {e}"));
+/// The script once a coordinator died: a process no one runs, then a live coordinator.
+const ONE_COORDINATOR_DOWN: [&str; 2] = ["failed/127.0.0.2:4500", "failed/S0"];
+
+/// What they answered to [`ONE_COORDINATOR_DOWN`]: the dead coordinator uses up the
+/// fault tolerance of three, so no other may go.
+fn one_coordinator_down_answers() -> Vec<String> {
+    [
+        "ok",
+        "failed: 127.0.0.2:4500",
+        "failed_locality: ",
+        "included",
+        UNSAFE,
+        "failed: ",
+        "failed_locality: ",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect()
+}
+
+/// Runs `plan` through libfdb_c, then this client; both must answer what `want` says (given
+/// the first storage server's address). Before each run the cluster is available with
+/// `storage` storage servers and, with `healthy`, every replica (a process marked failed
+/// and included again gets a new storage server after some seconds).
+fn compare(
+    cluster: &RealCluster,
+    plan: &[&str],
+    storage: usize,
+    healthy: bool,
+    want: impl Fn(&str) -> Vec<String>,
+) {
     let path = cluster.cluster_file();
-    let settled = |c: &RealCluster| {
-        c.wait_status(Duration::from_secs(90), |s| {
-            s.available() && s.data_state() == "healthy" && s.holders("storage").len() == processes
-        })
-        .unwrap_or_else(|e| panic!("failed_servers: {e}"))
+    let db = Database::open(Some(&path)).unwrap();
+    // The status document as the client reads it (fdbcli's `status json` can take longer than
+    // its timeout while a dead process is missed).
+    let settle = || {
+        let start = std::time::Instant::now();
+        loop {
+            let doc: Option<serde_json::Value> = db
+                .status_json()
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok());
+            let ready = doc.is_some_and(|d| {
+                let c = &d["cluster"];
+                c["database_available"] == true
+                    && (!healthy || c["data"]["state"]["name"] == "healthy")
+                    && storage_in(&d).len() == storage
+            });
+            if ready {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "failed_servers: the cluster did not settle"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
     };
-    settled(&cluster);
+    settle();
     let args = std::iter::once(path.clone().into_os_string()).chain(plan.iter().map(|s| s.into()));
     let Some(theirs) = fdb_tests::python::libfdb_c_answers("failed_servers", PYTHON, args) else {
         return;
     };
     let theirs: Vec<String> = theirs.lines().map(str::to_owned).collect();
-    settled(&cluster);
-    let db = Database::open(Some(&path)).unwrap();
+    settle();
     let ours = our_answers(&db, plan);
-    let want = match processes {
-        1 => one_process_answers(),
-        _ => three_process_answers(&storage_addresses(&db)[0]),
-    };
-    assert_eq!(theirs, want, "libfdb_c on {processes} process(es)");
-    assert_eq!(ours, theirs, "this client on {processes} process(es)");
-    drop(db);
-    cluster.stop();
+    let want = want(&storage_addresses(&db)[0]);
+    assert_eq!(theirs, want, "libfdb_c: {plan:?}");
+    assert_eq!(ours, theirs, "this client: {plan:?}");
+}
+
+fn start(script: &ClusterScript, processes: usize) -> RealCluster {
+    RealCluster::start(script, processes, "memory")
+        .unwrap_or_else(|e| panic!("failed_servers: {e}"))
 }
 
 #[test]
@@ -332,6 +380,26 @@ fn the_same_answers_as_libfdb_c_on_real_clusters() {
         }
         Err(e) => panic!("failed_servers: {e}"),
     };
-    compare_on_real(&script, 1, &ONE_PROCESS);
-    compare_on_real(&script, 3, &THREE_PROCESSES);
+    let one = start(&script, 1);
+    compare(&one, &ONE_PROCESS, 1, true, |_| one_process_answers());
+    one.stop();
+    let three = start(&script, 3);
+    compare(&three, &THREE_PROCESSES, 3, true, three_process_answers);
+    // The coordinator whose address sorts last dies (the others stay `S0` and `S1`).
+    let st = three
+        .status()
+        .unwrap_or_else(|e| panic!("failed_servers: {e}"));
+    let last = st
+        .processes()
+        .into_iter()
+        .max_by(|a, b| a.address.cmp(&b.address))
+        .expect("processes");
+    assert!(st.coordinators().contains(&last.port));
+    three
+        .signal(last.port, Signal::Kill)
+        .unwrap_or_else(|e| panic!("failed_servers: {e}"));
+    compare(&three, &ONE_COORDINATOR_DOWN, 2, false, |_| {
+        one_coordinator_down_answers()
+    });
+    three.stop();
 }
