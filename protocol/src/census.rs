@@ -10,7 +10,9 @@ pub struct Census {
     pub requests: usize,
     /// Watches among them, set or waiting for their commit.
     pub watches: usize,
-    /// `\xff\xff/status/json` reads in flight.
+    /// Cluster requests outside transactions in flight: `\xff\xff/status/json` reads, the
+    /// cluster-filled special-key reads, coordinator and exclusion safety checks, global
+    /// configuration refreshes.
     pub status_reads: usize,
 }
 

@@ -216,7 +216,7 @@ outcome!(Committed, Reply::Committed { version, versionstamp } => Committed { ve
 outcome!((), Reply::Retry => ());
 outcome!(Vec<Bytes>, Reply::Keys(k) => k);
 outcome!(Vec<String>, Reply::Addresses(a) => a);
-outcome!(bool, Reply::Reachable(r) => r);
+outcome!(bool, Reply::Reachable(r) => r, Reply::Safe(s) => s);
 
 /// What a commit returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -255,6 +255,8 @@ pub(crate) enum Reply {
     Addresses(Vec<String>),
     /// Whether every new coordinator answered ([`Client::check_coordinators`](crate::Client::check_coordinators)).
     Reachable(bool),
+    /// Whether servers can be marked failed ([`Client::check_safe_exclusions`](crate::Client::check_safe_exclusions)).
+    Safe(bool),
 }
 
 /// One batch of a range read.

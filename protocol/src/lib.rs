@@ -19,6 +19,7 @@ pub mod cluster_file;
 mod connection;
 pub mod error;
 mod event;
+mod exclusion_check;
 pub mod framing;
 #[doc(hidden)]
 pub mod fuzzing;

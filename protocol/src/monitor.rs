@@ -193,6 +193,18 @@ impl ClusterMonitor {
         self.info.as_ref()
     }
 
+    /// Every coordinator's address when the connection string names it by address (`None`:
+    /// by host name), in the order of [`ClusterMonitor::coordinator_targets`].
+    pub(crate) fn coordinator_addresses(&self) -> Vec<Option<NetworkAddress>> {
+        self.coordinators
+            .iter()
+            .map(|c| match c {
+                CoordinatorSlot::Address(a) => Some(a.clone()),
+                CoordinatorSlot::Hostname { .. } => None,
+            })
+            .collect()
+    }
+
     /// Every coordinator: how the cluster file names it, and its address if known (a host
     /// name not resolved yet has none).
     pub(crate) fn coordinator_targets(&self) -> Vec<(String, Option<NetworkAddress>)> {

@@ -32,6 +32,9 @@ pub(crate) enum Route {
     Status { op: RequestId, part: StatusPart },
     /// Coordinator `part` of a coordinators change's reachability check.
     QuorumCheck { op: RequestId, part: usize },
+    /// A safety check before servers are marked failed: the commit proxy's answer (`part`
+    /// `None`), or coordinator `part`'s.
+    ExclusionCheck { op: RequestId, part: Option<usize> },
     /// The id lookup of a tenant handle.
     TenantId(crate::ids::TenantHandle),
     /// Part `part` of a special-key read of a module filled from the cluster (the metrics,

@@ -82,6 +82,7 @@ pub fn mask(m: &AnyMessage) -> AnyMessage {
         AnyMessage::GetDDMetricsRequest(r) => r.reply = rp,
         AnyMessage::GetHealthMetricsRequest(r) => r.reply = rp,
         AnyMessage::GetClientWorkersRequest(r) => r.reply = rp,
+        AnyMessage::ExclusionSafetyCheckRequest(r) => r.reply = rp,
         AnyMessage::GetReadVersionRequest(r) => {
             r.reply = rp;
             r.span_context = masked_span(&r.span_context);

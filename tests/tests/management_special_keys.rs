@@ -874,29 +874,13 @@ fn the_same_answers_as_libfdb_c_on_a_real_cluster() {
     assert_eq!(ours.len(), theirs.len());
 }
 
-/// What this client refuses where libfdb_c goes on: marking servers failed without `force`
-/// needs the commit proxies' safety check (`checkSafeExclusions`), which it does not make;
-/// writes of the version keys. Nothing is written.
+/// What this client refuses where libfdb_c goes on: writes of the version keys. Nothing is
+/// written. (Marking servers failed without `force`: `failed_servers.rs`.)
 #[test]
 fn what_this_client_refuses_on_the_test_cluster() {
     let cluster = TestCluster::builder().storage_servers(1).start();
     let text = cluster.cluster_file_string();
     let db = Database::from_cluster_file(ClusterFile::parse(&text).unwrap(), 1).unwrap();
-    let w = writer(&db);
-    w.set(m("failed/127.0.0.2:4500"), b"");
-    assert_eq!(commit(&w), "E2108", "failed without force");
-    // The space check comes first: the only storage server is refused by it, as in libfdb_c.
-    let storage = storage_address(&db);
-    let w = writer(&db);
-    w.set(m(&format!("failed/{storage}")), b"");
-    assert_eq!(commit(&w), "E2117");
-    assert!(message(&w).contains("drop below 10%"));
-    let tx = db.create_transaction();
-    tx.set_option(TransactionOption::ReadSystemKeys).unwrap();
-    assert_eq!(
-        rows(tx.get_range(&b"\xff/conf/failed/"[..], &b"\xff/conf/failed0"[..], 0)),
-        ""
-    );
     for key in [
         &b"\xff\xff/management/version_epoch"[..],
         b"\xff\xff/management/min_required_commit_version",

@@ -505,6 +505,22 @@ impl Client {
         Call::new(req)
     }
 
+    /// `checkSafeExclusions`: whether the processes `exclusions` name can be marked failed,
+    /// as the commit proxies (the data distributor's storage teams) and the coordinators'
+    /// fault tolerance judge (see `exclusion_check`). An error the proxy answers with fails
+    /// the call.
+    pub fn check_safe_exclusions(
+        &mut self,
+        now: Instant,
+        exclusions: Vec<crate::messages::AddressExclusion>,
+    ) -> Call<bool> {
+        self.now = now;
+        let req = self.new_request_id();
+        self.exclusion_checks.start(req, exclusions);
+        self.drive(now);
+        Call::new(req)
+    }
+
     /// What the core holds for the application right now (see [`Census`]).
     pub fn census(&self) -> Census {
         let (transactions, requests, watches) = self.txs.census();
@@ -515,6 +531,7 @@ impl Client {
             status_reads: self.status.len()
                 + self.cluster_reads.len()
                 + self.quorum_checks.len()
+                + self.exclusion_checks.len()
                 + self.global_config.len(),
         }
     }
@@ -525,6 +542,7 @@ impl Client {
         if !self.status.cancel(req)
             && !self.cluster_reads.cancel(req)
             && !self.quorum_checks.cancel(req)
+            && !self.exclusion_checks.cancel(req)
             && !self.global_config.cancel(req)
         {
             self.txs.cancel(req);

@@ -43,6 +43,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::cluster_file::ClusterFile;
+use crate::exclusion_check::ExclusionChecks;
 use crate::global_config::{GlobalConfig, TRANSACTION_TAG_SAMPLE_RATE};
 use crate::grv::GrvBatcher;
 use crate::messages::coordination::ClientDBInfo;
@@ -119,6 +120,7 @@ pub struct Client {
     internal: crate::transaction::Internal,
     status: StatusReads,
     quorum_checks: QuorumChecks,
+    exclusion_checks: ExclusionChecks,
     cluster_reads: ClusterReads,
     global_config: GlobalConfig,
 }
@@ -148,6 +150,7 @@ impl Client {
             internal: Default::default(),
             status: StatusReads::default(),
             quorum_checks: QuorumChecks::default(),
+            exclusion_checks: ExclusionChecks::default(),
             cluster_reads: ClusterReads::default(),
             global_config: GlobalConfig::default(),
         };
@@ -219,6 +222,7 @@ impl Client {
             self.txs.next_timer(),
             self.status.poll_timeout(),
             self.quorum_checks.poll_timeout(),
+            self.exclusion_checks.poll_timeout(),
             self.cluster_reads.poll_timeout(),
             self.global_config.poll_timeout(),
         ]
@@ -348,6 +352,10 @@ impl Client {
                 self.quorum_checks
                     .on_reply(&mut io!(self), op, part, message)
             }
+            Route::ExclusionCheck { op, part } => {
+                self.exclusion_checks
+                    .on_reply(&mut io!(self), &self.monitor, op, part, message)
+            }
             Route::ClusterModule { op, part, leader } => {
                 self.cluster_reads
                     .on_reply(&mut io!(self), op, part, leader, message)
@@ -393,6 +401,7 @@ impl Client {
             }
             Route::Status { op, part } => self.status.on_lost(&mut io!(self), op, part),
             Route::QuorumCheck { op, part } => self.quorum_checks.on_lost(self.now, op, part),
+            Route::ExclusionCheck { op, part } => self.exclusion_checks.on_lost(self.now, op, part),
             Route::ClusterModule { op, part, leader } => {
                 tracing::debug!(?why, "re-sending a special-key module request");
                 self.cluster_reads.on_lost(self.now, op, part, leader)
@@ -456,6 +465,7 @@ impl Client {
                     | Route::Commit(_)
                     | Route::TenantId(_)
                     | Route::ClusterModule { .. }
+                    | Route::ExclusionCheck { part: None, .. }
                     | Route::GlobalConfig
             )
         });
@@ -472,6 +482,7 @@ impl Client {
         self.monitor.poll(&mut io);
         self.status.poll(&mut io, &self.monitor);
         self.quorum_checks.poll(&mut io);
+        self.exclusion_checks.poll(&mut io, &self.monitor);
         let finished = self.cluster_reads.poll(&mut io, &self.monitor);
         for f in finished {
             self.with_txs(|txs, cx| match (&f.result, f.given()) {

@@ -5,9 +5,12 @@ pub mod common;
 pub mod network;
 
 pub use common::{fid, reply_error, EnsureTable, ErrorOr, ReplyPromise, Void};
-pub use network::{Endpoint, IpAddress, NetworkAddress, NetworkAddressList, RequestStream};
+pub use network::{
+    AddressExclusion, Endpoint, IpAddress, NetworkAddress, NetworkAddressList, RequestStream,
+};
 pub mod commit;
 pub mod coordination;
+pub mod exclusion;
 pub mod grv;
 pub mod metrics;
 pub mod registry;

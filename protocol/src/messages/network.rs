@@ -182,6 +182,22 @@ impl Endpoint {
 }
 
 crate::fb_table! {
+    /// Processes to exclude (`AddressExclusion`): a whole machine when `port` is 0, else the
+    /// one process at `ip:port`.
+    pub struct AddressExclusion {
+        pub ip: IpAddress,
+        pub port: i32,
+    }
+}
+
+impl AddressExclusion {
+    /// Whether it names the process at `addr` (`AddressExclusion::excludes`).
+    pub fn excludes(&self, addr: &NetworkAddress) -> bool {
+        self.ip == addr.ip && (self.port == 0 || self.port == i32::from(addr.port))
+    }
+}
+
+crate::fb_table! {
     /// A `RequestStream<T>`: serialized as its endpoint.
     pub struct RequestStream {
         pub endpoint: Endpoint,

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use super::commit::*;
 use super::common::{fid, EnsureTable, ErrorOr, Void};
 use super::coordination::*;
+use super::exclusion::*;
 use super::grv::*;
 use super::metrics::*;
 use super::storage::*;
@@ -130,6 +131,7 @@ registry! {
         GetDDMetricsRequest,
         GetHealthMetricsRequest,
         GetClientWorkersRequest,
+        ExclusionSafetyCheckRequest,
     }
     one_way {
         ExpireIdempotencyIdRequest,
@@ -152,6 +154,7 @@ registry! {
         GetTenantIdReply,
         GetDDMetricsReply,
         GetHealthMetricsReply,
+        ExclusionSafetyCheckReply,
     }
     values {
         TenantMapEntry,

@@ -27,6 +27,7 @@ use fdb_protocol::messages::coordination::{
     GrvProxyInterface, LeaderInfo, LocalityData, LocalityEntry, ProtocolInfoReply, StatusReply,
     TenantMode, VersionHistory,
 };
+use fdb_protocol::messages::exclusion::{ExclusionSafetyCheckReply, ExclusionSafetyCheckRequest};
 use fdb_protocol::messages::grv::{GetReadVersionReply, GlobalConfigRefreshReply};
 use fdb_protocol::messages::metrics::{
     DDMetricsRef, GetDDMetricsReply, GetDDMetricsRequest, GetHealthMetricsReply, HealthMetrics,
@@ -133,6 +134,8 @@ pub enum RequestKind {
     GetClientWorkers,
     /// `ExpireIdempotencyIdRequest` (a commit proxy's `expireIdempotencyId` stream; one-way).
     ExpireIdempotencyId,
+    /// `ExclusionSafetyCheckRequest` (a commit proxy's `exclusionSafetyCheckReq` stream).
+    ExclusionSafetyCheck,
 }
 
 impl RequestKind {
@@ -157,6 +160,7 @@ impl RequestKind {
             AnyMessage::GetDDMetricsRequest(_) => RequestKind::GetDDMetrics,
             AnyMessage::GetHealthMetricsRequest(_) => RequestKind::GetHealthMetrics,
             AnyMessage::GetClientWorkersRequest(_) => RequestKind::GetClientWorkers,
+            AnyMessage::ExclusionSafetyCheckRequest(_) => RequestKind::ExclusionSafetyCheck,
             _ => return None,
         })
     }
@@ -510,6 +514,9 @@ fn error_reply(kind: RequestKind, e: ErrorCode) -> Vec<u8> {
         RequestKind::GetClientWorkers => encode_client_workers(&ErrorOr::Err(e)),
         // One-way: nothing is ever sent back (an empty body is never emitted).
         RequestKind::ExpireIdempotencyId => Vec::new(),
+        RequestKind::ExclusionSafetyCheck => {
+            encode_reply::<ExclusionSafetyCheckReply>(&ErrorOr::Err(e))
+        }
         RequestKind::GetValue => ok(GetValueReply {
             penalty: 1.0,
             error: Some(e),
@@ -657,6 +664,7 @@ fn reply_token(msg: &AnyMessage) -> Option<Uid> {
         AnyMessage::GetDDMetricsRequest(r) => r.reply.token,
         AnyMessage::GetHealthMetricsRequest(r) => r.reply.token,
         AnyMessage::GetClientWorkersRequest(r) => r.reply.token,
+        AnyMessage::ExclusionSafetyCheckRequest(r) => r.reply.token,
         _ => return None,
     })
 }
@@ -1201,6 +1209,9 @@ impl State {
             (Route::Commit(s), RequestKind::GetDDMetrics) => {
                 *s == CommitProxyInterface::GET_DD_METRICS
             }
+            (Route::Commit(s), RequestKind::ExclusionSafetyCheck) => {
+                *s == CommitProxyInterface::EXCLUSION_SAFETY_CHECK_REQ
+            }
             (Route::Grv(s), RequestKind::GetHealthMetrics) => {
                 *s == GrvProxyInterface::GET_HEALTH_METRICS
             }
@@ -1371,6 +1382,10 @@ impl State {
                 let body = ok(self.dd_metrics(&r));
                 self.emit(out, conn, kind, reply, body);
             }
+            AnyMessage::ExclusionSafetyCheckRequest(r) => {
+                let body = ok(self.exclusion_safety_check(&r));
+                self.emit(out, conn, kind, reply, body);
+            }
             AnyMessage::GetHealthMetricsRequest(r) => {
                 let metrics = self.health_metrics(r.detailed);
                 let body = ok(GetHealthMetricsReply {
@@ -1504,6 +1519,32 @@ impl State {
             .collect();
         GetDDMetricsReply {
             storage_metrics_list: list,
+        }
+    }
+
+    /// `proxyCheckSafeExclusion`, through the commit proxy to the data distributor
+    /// (`ddExclusionSafetyCheck`): unsafe while the distributor has a single team (team
+    /// building would get stuck), else safe when every team keeps
+    /// `DD_EXCLUDE_MIN_REPLICAS` (1) server the exclusions do not name. The distributor's
+    /// teams are taken to be every `replication`-sized set of storage servers (fdbserver
+    /// builds `DESIRED_TEAMS_PER_SERVER`, 5, per server: every set, for clusters this small),
+    /// so there is more than one when there are more servers than replicas, and one falls
+    /// inside the exclusions when `replication` of the servers do. Logs are not asked about,
+    /// as in 7.3.77; the coordinators are the client's to check.
+    fn exclusion_safety_check(&self, r: &ExclusionSafetyCheckRequest) -> ExclusionSafetyCheckReply {
+        let n = self.cfg.storage_servers;
+        let replicas = self.cfg.replication.min(n);
+        let named = (0..n)
+            .filter(|&i| {
+                let addr = self.procs[self.proc_index(Role::Storage(i))].addr;
+                let ip = fdb_protocol::messages::IpAddress::from(addr.ip());
+                r.exclusions
+                    .iter()
+                    .any(|e| e.ip == ip && (e.port == 0 || e.port == i32::from(addr.port())))
+            })
+            .count();
+        ExclusionSafetyCheckReply {
+            safe: n > replicas && named < replicas,
         }
     }
 

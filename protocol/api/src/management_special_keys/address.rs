@@ -25,6 +25,14 @@ impl AddressExclusion {
         Some(AddressExclusion { ip, port })
     }
 
+    /// As it travels in messages (`ExclusionSafetyCheckRequest`).
+    pub(super) fn wire(&self) -> fdb_protocol::messages::AddressExclusion {
+        fdb_protocol::messages::AddressExclusion {
+            ip: self.ip.into(),
+            port: i32::from(self.port),
+        }
+    }
+
     /// Whether it excludes the process at `ip:port` (`addressExcluded`).
     pub(super) fn excludes(&self, ip: IpAddr, port: u16) -> bool {
         self.ip == ip && (self.port == 0 || self.port == port)

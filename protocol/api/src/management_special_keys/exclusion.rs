@@ -2,7 +2,6 @@
 //! set under `\xff/conf/`, the cleared ones included again, after the space check unless
 //! forced.
 
-use fdb_protocol::error::ErrorCode;
 use fdb_protocol::{ConflictRangeType, SpecialWrite, TransactionOption};
 
 use super::address::AddressExclusion;
@@ -10,9 +9,29 @@ use super::errors::api_error;
 use super::parts::{swap_prefix, write_at, writes_in, CONF_PREFIX, LOCALITY_PREFIX, MANAGEMENT};
 use super::space_check::check_exclusion;
 use super::values::{random_uid, uid_hex};
-use crate::driver::Driver;
+use crate::driver::{submit, Driver};
 use crate::error::Error;
 use crate::transaction::Transaction;
+
+/// `checkExclusion`'s answer when `checkSafeExclusions` finds marking the servers failed
+/// unsafe.
+const UNSAFE: &str = "ERROR: It is unsafe to exclude the specified servers at this time.\n\
+    Please check that this exclusion does not bring down an entire storage team.\n\
+    Please also ensure that the exclusion will keep a majority of coordinators alive.\n\
+    You may add more storage processes or coordinators to make the operation safe.\n\
+    Call set(\"0xff0xff/management/failed/<ADDRESS...>\", ...) to exclude without performing safety checks.\n";
+
+/// `checkSafeExclusions`, asked of the cluster by the core: whether the commit proxies (the
+/// storage teams) and the coordinators' fault tolerance allow marking `addresses` failed.
+/// As in `checkExclusion`, a check that fails with an error is unsafe.
+async fn safe_to_fail<D: Driver>(tx: &Transaction<D>, addresses: &[AddressExclusion]) -> bool {
+    let wire: Vec<_> = addresses.iter().map(AddressExclusion::wire).collect();
+    submit(tx.driver(), move |c, now| {
+        c.check_safe_exclusions(now, wire)
+    })
+    .await
+    .unwrap_or(false)
+}
 
 /// `excludeCommitActor` / `excludeLocalityCommitActor`, then `includeServers` /
 /// `includeLocalities`.
@@ -74,9 +93,9 @@ pub(super) async fn commit_exclusion<D: Driver>(
         if let Some(msg) = check_exclusion(tx, &addresses, &localities, failed).await? {
             return Ok(Some(msg));
         }
-        if failed {
-            // `checkSafeExclusions` asks the commit proxies; this client does not.
-            return Err(ErrorCode::UNSUPPORTED_OPERATION.into());
+        // libfdb_c asks with the addresses alone: a locality asks about no process.
+        if failed && !safe_to_fail(tx, &addresses).await {
+            return Ok(Some(api_error(command, UNSAFE)));
         }
     }
     for o in [

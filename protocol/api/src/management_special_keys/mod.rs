@@ -33,9 +33,11 @@
 //! `special_keys_api_failure` and leaves libfdb_c's JSON in `\xff\xff/error_message`; a lock
 //! held by another UID fails it with `database_locked`. Excluding servers without
 //! `options/excluded/force` first checks, over the status document, that the exclusion leaves
-//! enough space (`checkExclusion`); marking servers failed without `options/failed/force` also
-//! needs the commit proxies' safety check, which this client does not make: that commit fails
-//! with `unsupported_operation` (set the force option to mark them failed). A set of
+//! enough space (`checkExclusion`); marking servers failed without `options/failed/force` then
+//! asks the core's `check_safe_exclusions` (a commit proxy's verdict on the storage teams, and
+//! the coordinators' fault tolerance), and an unsafe answer (or a check that failed) refuses
+//! the commit with libfdb_c's "It is unsafe" message. As in libfdb_c, a failed locality is
+//! checked with no addresses: its processes are not named to the proxies. A set of
 //! `\xff\xff/configuration/process/class_type/<addr>` to a class (`default`: the class the
 //! process was started with) is fdbcli's `setclass`; a clear there is refused as it is made.
 //! A set of `\xff\xff/configuration/coordinators/processes` (and `cluster_description`)

@@ -1,0 +1,563 @@
+//! The safety check a client makes before it marks servers failed (`checkSafeExclusions`,
+//! `fdbclient/NativeAPI.actor.cpp`), in two steps:
+//!
+//! 1. A commit proxy is asked ([`ExclusionSafetyCheckRequest`]) whether every storage team
+//!    keeps a replica without the named processes; the proxy asks the data distributor. A
+//!    request lost with its proxy (`broken_promise` too: the network takes the endpoint for
+//!    gone) is asked again, of another proxy or the new ones (`onProxiesChanged`); an error
+//!    the proxy answers with fails the check with that error.
+//! 2. Every coordinator of the connection string is asked who leads (`GetLeaderRequest` with
+//!    no known leader; one the network lost, `broken_promise` too, is asked again, as
+//!    `retryBrokenPromise` and a waiting connection would); once a majority answered the
+//!    others get 1 s more (`smartQuorum`), and
+//!    without a majority within 3 s the exclusion is unsafe. Those that did not answer count
+//!    against the coordinators' fault tolerance, `(n - 1) / 2`, and so do the answering ones
+//!    the exclusions name; the exclusion is safe only if what is left of it covers them.
+//!
+//! The check is safe only when both steps say so. A coordinator named by host name is asked
+//! at the address it resolved to and, as in libfdb_c (whose leader interface for it has no
+//! address), is never counted as excluded.
+
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
+use bytes::Bytes;
+use core::time::Duration;
+
+use crate::event::{ClientError, Completion, Event, Reply};
+use crate::ids::RequestId;
+use crate::messages::coordination::{CommitProxyInterface, GetLeaderRequest};
+use crate::messages::exclusion::{ExclusionSafetyCheckReply, ExclusionSafetyCheckRequest};
+use crate::messages::{
+    decode_any, decode_reply, AddressExclusion, AnyMessage, ErrorOr, NetworkAddress, ReplyPromise,
+};
+use crate::monitor::ClusterMonitor;
+use crate::net::Io;
+use crate::route::Route;
+use crate::time::Instant;
+use crate::uid::{well_known, Uid};
+
+/// How long a majority of the coordinators has to answer (`delay(3.0)`).
+const QUORUM_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long the others get once a majority answered (`smartQuorum`'s `extraSeconds`).
+const EXTRA_TIME: Duration = Duration::from_secs(1);
+/// `FLOW_KNOBS->PREVENT_FAST_SPIN_DELAY`: the pause before a request is asked again.
+const RETRY_DELAY: Duration = Duration::from_millis(10);
+/// The pause before a leader request the network lost is sent again.
+const LOST_RETRY: Duration = Duration::from_millis(250);
+
+#[derive(Clone, Debug)]
+struct Coordinator {
+    /// Where it is asked (`None`: a host name not resolved yet).
+    addr: Option<NetworkAddress>,
+    /// Whether the exclusions name it.
+    excluded: bool,
+    answered: bool,
+    /// When to send (again); `None` while a request is out or once answered.
+    send_at: Option<Instant>,
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    /// The proxies' verdict: to ask at `at` (at once: `None`), unless `sent`.
+    Proxy { at: Option<Instant>, sent: bool },
+    /// The coordinators, asked once the proxies said `proxy_safe`.
+    Coordinators {
+        proxy_safe: bool,
+        key: Bytes,
+        coordinators: Vec<Coordinator>,
+        /// When a majority must have answered by.
+        deadline: Instant,
+        /// When the stragglers' extra second ends, once a majority answered.
+        extra_until: Option<Instant>,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Check {
+    exclusions: Vec<AddressExclusion>,
+    step: Step,
+    failed: Option<ClientError>,
+}
+
+/// The checks in flight, by request.
+#[derive(Debug, Default)]
+pub(crate) struct ExclusionChecks {
+    checks: BTreeMap<RequestId, Check>,
+}
+
+impl ExclusionChecks {
+    /// Starts checking whether the processes `exclusions` name can be marked failed.
+    pub(crate) fn start(&mut self, req: RequestId, exclusions: Vec<AddressExclusion>) {
+        let step = Step::Proxy {
+            at: None,
+            sent: false,
+        };
+        self.checks.insert(
+            req,
+            Check {
+                exclusions,
+                step,
+                failed: None,
+            },
+        );
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.checks.len()
+    }
+
+    pub(crate) fn cancel(&mut self, req: RequestId) -> bool {
+        self.checks.remove(&req).is_some()
+    }
+
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.checks
+            .values()
+            .flat_map(|c| match &c.step {
+                Step::Proxy { at, sent: false } => Vec::from_iter(*at),
+                Step::Proxy { .. } => Vec::new(),
+                Step::Coordinators {
+                    coordinators,
+                    deadline,
+                    extra_until,
+                    ..
+                } => coordinators
+                    .iter()
+                    .filter_map(|t| t.send_at)
+                    .chain([extra_until.unwrap_or(*deadline)])
+                    .collect(),
+            })
+            .min()
+    }
+
+    /// Sends what is due and finishes the checks that are decided.
+    pub(crate) fn poll(&mut self, io: &mut Io<'_>, monitor: &ClusterMonitor) {
+        let now = io.now;
+        let ids: Vec<RequestId> = self.checks.keys().copied().collect();
+        for req in ids {
+            let Some(c) = self.checks.get_mut(&req) else {
+                continue;
+            };
+            match &mut c.step {
+                Step::Proxy { at, sent } => {
+                    let due = !*sent && at.is_none_or(|t| t <= now);
+                    if let (true, Some(info)) = (due, monitor.info()) {
+                        match ask_proxy(io, info, req, &c.exclusions) {
+                            true => *sent = true,
+                            false => *at = Some(now + RETRY_DELAY),
+                        }
+                    }
+                }
+                Step::Coordinators {
+                    key, coordinators, ..
+                } => {
+                    for (i, t) in coordinators.iter_mut().enumerate() {
+                        let (Some(addr), Some(at)) = (&t.addr, t.send_at) else {
+                            continue;
+                        };
+                        if t.answered || at > now {
+                            continue;
+                        }
+                        t.send_at = None;
+                        let token = io.token();
+                        let msg = GetLeaderRequest {
+                            key: key.clone(),
+                            known_leader: Uid::default(),
+                            reply: ReplyPromise { token },
+                        };
+                        let route = Route::ExclusionCheck {
+                            op: req,
+                            part: Some(i),
+                        };
+                        io.send(
+                            addr,
+                            well_known::CLIENT_LEADER_REG_GET_LEADER,
+                            &msg,
+                            token,
+                            route,
+                        );
+                    }
+                }
+            }
+            Self::maybe_finish(&mut self.checks, io, req);
+        }
+    }
+
+    fn maybe_finish(checks: &mut BTreeMap<RequestId, Check>, io: &mut Io<'_>, req: RequestId) {
+        let Some(c) = checks.get_mut(&req) else {
+            return;
+        };
+        let result = match (&c.failed, &mut c.step) {
+            (Some(e), _) => Err(e.clone()),
+            (None, Step::Proxy { .. }) => return,
+            (
+                None,
+                Step::Coordinators {
+                    proxy_safe,
+                    coordinators,
+                    deadline,
+                    extra_until,
+                    ..
+                },
+            ) => {
+                let n = coordinators.len();
+                let answered = coordinators.iter().filter(|t| t.answered).count();
+                if extra_until.is_none() && answered > n / 2 {
+                    *extra_until = Some(io.now + EXTRA_TIME);
+                }
+                match *extra_until {
+                    None if io.now >= *deadline => Ok(Reply::Safe(false)),
+                    None => return,
+                    Some(until) if answered < n && io.now < until => return,
+                    Some(_) => Ok(Reply::Safe(*proxy_safe && coordinators_safe(coordinators))),
+                }
+            }
+        };
+        checks.remove(&req);
+        io.events
+            .push_back(Event::Complete(Completion::new(req, result)));
+    }
+
+    /// An answer to check `req`: the proxy's (`part` `None`) or coordinator `part`'s.
+    pub(crate) fn on_reply(
+        &mut self,
+        io: &mut Io<'_>,
+        monitor: &ClusterMonitor,
+        req: RequestId,
+        part: Option<usize>,
+        msg: &Bytes,
+    ) {
+        let Some(c) = self.checks.get_mut(&req) else {
+            return;
+        };
+        let now = io.now;
+        let failed = match (part, &mut c.step) {
+            (None, Step::Proxy { .. }) => match decode_reply::<ExclusionSafetyCheckReply>(msg) {
+                Ok(ErrorOr::Ok(r)) => {
+                    c.step = coordinators_step(monitor, &c.exclusions, r.safe, now);
+                    None
+                }
+                Ok(ErrorOr::Err(e)) => Some(ClientError::Fdb(e)),
+                Err(e) => Some(ClientError::Decode(e)),
+            },
+            (Some(i), Step::Coordinators { coordinators, .. }) => {
+                let Some(t) = coordinators.get_mut(i) else {
+                    return;
+                };
+                match decode_any(msg) {
+                    // Any answer, an error too, makes its future ready: it counts as
+                    // reachable.
+                    Ok(AnyMessage::Leader(_)) => t.answered = true,
+                    Ok(_) | Err(_) => t.send_at = Some(now + LOST_RETRY),
+                }
+                None
+            }
+            _ => return,
+        };
+        if let (Some(e), Some(c)) = (failed, self.checks.get_mut(&req)) {
+            c.failed.get_or_insert(e);
+        }
+        self.poll(io, monitor);
+    }
+
+    /// The request `part` of check `req` will get no answer: asked again shortly.
+    pub(crate) fn on_lost(&mut self, now: Instant, req: RequestId, part: Option<usize>) {
+        let Some(c) = self.checks.get_mut(&req) else {
+            return;
+        };
+        match (part, &mut c.step) {
+            (None, Step::Proxy { .. }) => {
+                c.step = Step::Proxy {
+                    at: Some(now + RETRY_DELAY),
+                    sent: false,
+                }
+            }
+            (Some(i), Step::Coordinators { coordinators, .. }) => {
+                if let Some(t) = coordinators.get_mut(i).filter(|t| !t.answered) {
+                    t.send_at = Some(now + LOST_RETRY);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Sends check `req`'s question to one of the commit proxies; `false` while none can be
+/// asked.
+fn ask_proxy(
+    io: &mut Io<'_>,
+    info: &crate::messages::coordination::ClientDBInfo,
+    req: RequestId,
+    exclusions: &[AddressExclusion],
+) -> bool {
+    let proxies: Vec<(NetworkAddress, Uid)> = info
+        .commit_proxies
+        .iter()
+        .map(|p| {
+            let e = &p.commit.endpoint;
+            (
+                e.address().clone(),
+                p.stream(CommitProxyInterface::EXCLUSION_SAFETY_CHECK_REQ),
+            )
+        })
+        .collect();
+    let Some(i) = io.pick(&proxies) else {
+        return false;
+    };
+    let (addr, dest) = &proxies[i];
+    let token = io.token();
+    let msg = ExclusionSafetyCheckRequest {
+        exclusions: exclusions.to_vec(),
+        reply: ReplyPromise { token },
+    };
+    let route = Route::ExclusionCheck {
+        op: req,
+        part: None,
+    };
+    io.send(addr, *dest, &msg, token, route);
+    true
+}
+
+/// The coordinators' step: each of the connection string's coordinators to ask at once.
+fn coordinators_step(
+    monitor: &ClusterMonitor,
+    exclusions: &[AddressExclusion],
+    proxy_safe: bool,
+    now: Instant,
+) -> Step {
+    let named = monitor.coordinator_addresses();
+    let coordinators = monitor
+        .coordinator_targets()
+        .into_iter()
+        .zip(named)
+        .map(|((_, addr), by_address)| Coordinator {
+            excluded: by_address.is_some_and(|a| exclusions.iter().any(|e| e.excludes(&a))),
+            addr,
+            answered: false,
+            send_at: Some(now),
+        })
+        .collect();
+    Step::Coordinators {
+        proxy_safe,
+        key: Bytes::from(monitor.cluster().cluster_key()),
+        coordinators,
+        deadline: now + QUORUM_TIMEOUT,
+        extra_until: None,
+    }
+}
+
+/// Whether the coordinators the exclusions name, with those that did not answer, are within
+/// the coordinators' fault tolerance.
+fn coordinators_safe(coordinators: &[Coordinator]) -> bool {
+    let n = coordinators.len() as i64;
+    let unavailable = coordinators.iter().filter(|t| !t.answered).count() as i64;
+    let excluded = coordinators
+        .iter()
+        .filter(|t| t.answered && t.excluded)
+        .count() as i64;
+    excluded <= (n - 1) / 2 - unavailable
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster_file::ClusterFile;
+    use crate::error::ErrorCode;
+    use crate::messages::coordination::ClientDBInfo;
+    use crate::messages::{EnsureTable, IpAddress};
+    use crate::sim::{loopback_stream, Request, Server, Sim, Wire};
+    use crate::ClientConfig;
+
+    /// Answers the client's `ClientDBInfo`; the proxy's and coordinators' requests wait for
+    /// the test.
+    struct Cluster {
+        info: ClientDBInfo,
+    }
+
+    impl Server for Cluster {
+        fn serve(&mut self, wire: &mut Wire<'_>, req: Request) -> Option<Request> {
+            match &req.msg {
+                AnyMessage::OpenDatabaseCoordRequest(r)
+                    if r.known_client_info_id == Uid::default() =>
+                {
+                    wire.reply(&req, ErrorOr::Ok(self.info.clone()));
+                    None
+                }
+                AnyMessage::OpenDatabaseCoordRequest(_) | AnyMessage::GetReadVersionRequest(_) => {
+                    None
+                }
+                _ => Some(req),
+            }
+        }
+    }
+
+    const PROXY: Uid = Uid::new(2, 0x20);
+    const OTHER_PROXY: Uid = Uid::new(2, 0x40);
+
+    fn sim() -> Sim<Cluster> {
+        let cs = "t:t@127.0.0.1:4500,127.0.0.2:4500,127.0.0.3:4500";
+        let info = ClientDBInfo {
+            commit_proxies: [PROXY, OTHER_PROXY]
+                .map(|token| CommitProxyInterface {
+                    commit: loopback_stream(4500, token),
+                    ..Default::default()
+                })
+                .to_vec(),
+            id: Uid::new(3, 3),
+            ..Default::default()
+        };
+        let config = ClientConfig::new(ClusterFile::parse(cs).unwrap(), 7);
+        let mut s = Sim::with_server(config, Cluster { info });
+        s.drive();
+        s
+    }
+
+    fn excl(ip: [u8; 4], port: i32) -> AddressExclusion {
+        AddressExclusion {
+            ip: IpAddress::V4(u32::from_be_bytes(ip)),
+            port,
+        }
+    }
+
+    fn start(s: &mut Sim<Cluster>, exclusions: Vec<AddressExclusion>) -> crate::Call<bool> {
+        let now = s.now();
+        let call = s.client.check_safe_exclusions(now, exclusions);
+        s.drive();
+        call
+    }
+
+    fn proxy_request(s: &mut Sim<Cluster>) -> Request {
+        s.take_request(|r| matches!(r.msg, AnyMessage::ExclusionSafetyCheckRequest(_)))
+            .expect("the proxy was asked")
+    }
+
+    fn leader_requests(s: &mut Sim<Cluster>) -> Vec<Request> {
+        s.drive();
+        let mut out = Vec::new();
+        while let Some(r) = s.take_request(|r| r.dest == well_known::CLIENT_LEADER_REG_GET_LEADER) {
+            out.push(r);
+        }
+        out
+    }
+
+    fn answer_leader(s: &mut Sim<Cluster>, r: &Request) {
+        let none = AnyMessage::Leader(ErrorOr::Ok(EnsureTable(None)));
+        s.reply_bytes(r, &none.encode());
+    }
+
+    /// The proxy answers `safe`; then every coordinator is asked, `answering` of them (in
+    /// the connection string's order) answer.
+    fn run(exclusions: Vec<AddressExclusion>, safe: bool, answering: usize) -> Option<bool> {
+        let mut s = sim();
+        let call = start(&mut s, exclusions.clone());
+        let req = proxy_request(&mut s);
+        assert!(
+            [PROXY.adjusted(8), OTHER_PROXY.adjusted(8)].contains(&req.dest),
+            "exclusionSafetyCheckReq"
+        );
+        let AnyMessage::ExclusionSafetyCheckRequest(m) = &req.msg else {
+            unreachable!()
+        };
+        assert_eq!(m.exclusions, exclusions);
+        s.reply(&req, ErrorOr::Ok(ExclusionSafetyCheckReply { safe }));
+        let mut asked = leader_requests(&mut s);
+        assert_eq!(asked.len(), 3, "every coordinator");
+        asked.sort_by_key(|r| s.addr(r.conn).map(|a| alloc::format!("{a}")));
+        for r in &asked[..answering] {
+            answer_leader(&mut s, r);
+        }
+        let r = s.run(call).map(|r| r.expect("no error"));
+        assert_eq!(s.client.census().status_reads, 0, "nothing left behind");
+        r
+    }
+
+    #[test]
+    fn safe_when_the_proxies_say_so_and_a_coordinator_majority_is_left() {
+        assert_eq!(run(alloc::vec![], true, 3), Some(true));
+        // One of three coordinators may go, by process or by machine.
+        assert_eq!(
+            run(alloc::vec![excl([127, 0, 0, 2], 4500)], true, 3),
+            Some(true)
+        );
+        assert_eq!(
+            run(alloc::vec![excl([127, 0, 0, 3], 0)], true, 3),
+            Some(true)
+        );
+        // Two may not; another port of a coordinator's machine is no coordinator.
+        let two = alloc::vec![excl([127, 0, 0, 2], 0), excl([127, 0, 0, 3], 4500)];
+        assert_eq!(run(two, true, 3), Some(false));
+        let other_port = alloc::vec![excl([127, 0, 0, 2], 4501), excl([127, 0, 0, 3], 4501)];
+        assert_eq!(run(other_port, true, 3), Some(true));
+        // The proxies' verdict stands.
+        assert_eq!(run(alloc::vec![], false, 3), Some(false));
+    }
+
+    #[test]
+    fn a_silent_coordinator_counts_against_the_fault_tolerance() {
+        // Two of three answer: nothing more may go.
+        assert_eq!(run(alloc::vec![], true, 2), Some(true));
+        assert_eq!(
+            run(alloc::vec![excl([127, 0, 0, 1], 0)], true, 2),
+            Some(false)
+        );
+        // No majority within 3 s: unsafe.
+        assert_eq!(run(alloc::vec![], true, 1), Some(false));
+    }
+
+    #[test]
+    fn the_stragglers_get_one_second_once_a_majority_answered() {
+        let mut s = sim();
+        let call = start(&mut s, alloc::vec![]);
+        let req = proxy_request(&mut s);
+        s.reply(&req, ErrorOr::Ok(ExclusionSafetyCheckReply { safe: true }));
+        let asked = leader_requests(&mut s);
+        let t0 = s.now();
+        answer_leader(&mut s, &asked[0]);
+        answer_leader(&mut s, &asked[1]);
+        s.advance_by(Duration::from_millis(900));
+        assert!(s.take(call).is_none(), "decided before the extra second");
+        answer_leader(&mut s, &asked[2]);
+        assert_eq!(s.take(call), Some(Ok(true)));
+        assert!(s.now() < t0 + EXTRA_TIME);
+    }
+
+    #[test]
+    fn the_proxy_is_asked_again_after_broken_promise_and_its_errors_fail_the_check() {
+        let mut s = sim();
+        let call = start(&mut s, alloc::vec![excl([10, 0, 0, 1], 0)]);
+        let req = proxy_request(&mut s);
+        // The proxy's role ended: the other is asked.
+        s.broken_promise(&req);
+        s.drive();
+        assert!(s.requests().is_empty(), "not asked again at once");
+        s.advance_by(RETRY_DELAY);
+        let other = proxy_request(&mut s);
+        assert_ne!(other.dest, req.dest);
+        let req = other;
+        // A connection lost under the request: asked again once the proxy is reachable.
+        s.close(req.conn);
+        let mut waited = 0;
+        let req = loop {
+            s.advance_by(Duration::from_millis(100));
+            if let Some(r) =
+                s.take_request(|r| matches!(r.msg, AnyMessage::ExclusionSafetyCheckRequest(_)))
+            {
+                break r;
+            }
+            waited += 1;
+            assert!(waited < 100, "never asked again");
+        };
+        assert!(s.take(call).is_none());
+        s.reply::<ExclusionSafetyCheckReply>(&req, ErrorOr::Err(ErrorCode::OPERATION_FAILED));
+        assert_eq!(
+            s.take(call),
+            Some(Err(ClientError::Fdb(ErrorCode::OPERATION_FAILED)))
+        );
+        // Garbage is a typed error, never a panic.
+        let call = start(&mut s, alloc::vec![]);
+        let req = proxy_request(&mut s);
+        s.reply_bytes(&req, &[0xff; 5]);
+        assert!(matches!(s.take(call), Some(Err(ClientError::Decode(_)))));
+        assert_eq!(s.client.census().status_reads, 0);
+    }
+}
