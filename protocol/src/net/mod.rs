@@ -145,20 +145,18 @@ impl Network {
         now: Instant,
         rng: &mut Rng,
         events: &mut VecDeque<Event>,
-        (addr, dest): (&NetworkAddress, Uid),
+        to: (&NetworkAddress, Uid),
         msg: &M,
         reply: Uid,
         route: Route,
         size_hint: usize,
     ) {
-        let conn = self.peer_for(now, rng, events, addr);
-        let bytes = encode_sized(msg, size_hint);
+        let conn = self.write(now, rng, events, to, msg, size_hint);
         let p = self
             .peers
             .get_mut(&conn)
             .expect("peer_for returns a live peer");
-        p.conn.send(now, dest, &bytes);
-        p.pending.push((reply, dest));
+        p.pending.push((reply, to.1));
         self.pending.insert(reply, (conn, route));
     }
 
@@ -168,16 +166,31 @@ impl Network {
         now: Instant,
         rng: &mut Rng,
         events: &mut VecDeque<Event>,
-        (addr, dest): (&NetworkAddress, Uid),
+        to: (&NetworkAddress, Uid),
         msg: &M,
     ) {
+        self.write(now, rng, events, to, msg, 0);
+    }
+
+    /// Queues `msg` for endpoint `dest` on the connection to `addr` (opened if need be),
+    /// returning that connection.
+    fn write<M: Message>(
+        &mut self,
+        now: Instant,
+        rng: &mut Rng,
+        events: &mut VecDeque<Event>,
+        (addr, dest): (&NetworkAddress, Uid),
+        msg: &M,
+        size_hint: usize,
+    ) -> ConnectionId {
         let conn = self.peer_for(now, rng, events, addr);
-        let bytes = encode_sized(msg, 0);
-        let p = self
-            .peers
+        let bytes = encode_sized(msg, size_hint);
+        self.peers
             .get_mut(&conn)
-            .expect("peer_for returns a live peer");
-        p.conn.send(now, dest, &bytes);
+            .expect("peer_for returns a live peer")
+            .conn
+            .send(now, dest, &bytes);
+        conn
     }
 
     /// Forgets the request waiting on reply token `t`, returning its route.
