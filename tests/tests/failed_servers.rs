@@ -292,24 +292,19 @@ fn a_majority_of_coordinators_must_be_left_on_the_test_cluster() {
     assert_eq!(attempt(&db, &[], &format!("failed/{ip}"))[0], NO_SPACE);
 }
 
-/// The script once a coordinator died: a process no one runs, then a live coordinator.
-const ONE_COORDINATOR_DOWN: [&str; 2] = ["failed/127.0.0.2:4500", "failed/S0"];
+/// The script once a coordinator died: a live coordinator. (Right after the kill, libfdb_c's
+/// answer for a process no one runs depends on the data distributor's view of the dead
+/// process's team: "ok" when it has caught up, unsafe before; seen both ways on a loaded CI
+/// machine. A live coordinator is unsafe either way, as the dead one used up the fault
+/// tolerance of three.)
+const ONE_COORDINATOR_DOWN: [&str; 1] = ["failed/S0"];
 
-/// What they answered to [`ONE_COORDINATOR_DOWN`]: the dead coordinator uses up the
-/// fault tolerance of three, so no other may go.
+/// What they answered to [`ONE_COORDINATOR_DOWN`].
 fn one_coordinator_down_answers() -> Vec<String> {
-    [
-        "ok",
-        "failed: 127.0.0.2:4500",
-        "failed_locality: ",
-        "included",
-        UNSAFE,
-        "failed: ",
-        "failed_locality: ",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect()
+    [UNSAFE, "failed: ", "failed_locality: "]
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Runs `plan` through libfdb_c, then this client; both must answer what `want` says (given
