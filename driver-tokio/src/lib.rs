@@ -69,7 +69,7 @@
 //! let root = DirectoryLayer::default();
 //! let users = directory::run(&db, |tx| {
 //!     let root = root.clone();
-//!     async move { root.create_or_open(&tx, &["app", "users"], None).await }
+//!     async move { root.create_or_open(&tx, &["app", "users"], None, None).await }
 //! })
 //! .await?;
 //! let users = users.subspace()?.clone();
