@@ -42,7 +42,10 @@ impl Error {
         }
     }
 
-    /// FDB's description of the error (`fdb_get_error`), or this error's own words.
+    /// A one-line description in this client's own words: for an FDB error a paraphrase
+    /// from its error table (not libfdb_c's `fdb_get_error` text, which differs), otherwise
+    /// the error's `Display`. For display only: match on [`Error::code`] (or on
+    /// `ErrorCode::name`, FDB's `not_committed`-style name), never on this text.
     pub fn message(&self) -> String {
         match self.code().and_then(|c| c.description()) {
             Some(d) => d.to_string(),
