@@ -22,7 +22,10 @@ pub enum Error {
     /// The cluster answered with an FDB error, the client's rules refused the call, or a
     /// reply was malformed (`internal_error`).
     Client(ClientError),
-    /// The driver's loop stopped (every database handle was dropped, or its runtime ended).
+    /// The driver's loop stopped: the runtime it ran on ended. (With the tokio driver, a
+    /// database opened inside a multi-thread runtime runs its loop there; one opened outside
+    /// any runtime, in a current-thread runtime, or with `LoopPlacement::OwnThread` has a
+    /// thread of its own and outlives every runtime.)
     Shutdown,
     /// A blocking call did not complete within its time limit.
     TimedOut,
@@ -96,7 +99,13 @@ impl fmt::Display for Error {
             }
             Error::ClusterFile(e) => write!(f, "bad cluster file: {e}"),
             Error::Client(e) => write!(f, "{e}"),
-            Error::Shutdown => write!(f, "the database's loop has stopped"),
+            Error::Shutdown => write!(
+                f,
+                "the database's loop has stopped: the runtime it ran on ended (with the tokio \
+                 driver, open the database outside any runtime, or inside \
+                 fdb_driver_tokio::with_loop_placement(LoopPlacement::OwnThread, ..), so that \
+                 its loop has a thread of its own)"
+            ),
             Error::TimedOut => write!(f, "timed out"),
             Error::Io(e) => write!(f, "io: {e}"),
             Error::Tls(e) => write!(f, "tls: {e}"),
