@@ -125,11 +125,19 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tracing::Instrument;
 
+#[cfg(feature = "tls")]
+use fdb_api::driver::server_name;
+use fdb_api::driver::{persist_cluster_file, Clock, Driver, Engine, IoRequest, Op};
+
+/// The API, the same for every driver; `driver` holds what only driver writers (and code
+/// generic over drivers) need.
 pub use fdb_api::*;
 
-/// A database on the tokio runtime.
+/// A database on the tokio runtime: [`fdb_api::Database`] over [`TokioDriver`], whose
+/// methods are listed below. Opened with [`Database::open`]; where its loop runs:
+/// [`LoopPlacement`].
 pub type Database = fdb_api::Database<TokioDriver>;
-/// A transaction on the tokio runtime.
+/// A transaction on the tokio runtime ([`fdb_api::Transaction`]; methods below).
 pub type Transaction = fdb_api::Transaction<TokioDriver>;
 /// A watch on the tokio runtime.
 pub type Watch = fdb_api::Watch<TokioDriver>;
@@ -150,8 +158,8 @@ enum Input {
     Resolved(String, u16, Vec<IpAddr>),
 }
 
-/// A handle to a database's background task. Cheap to clone; the task ends when the last
-/// handle is dropped.
+/// The tokio driver: a handle to a database's loop ([`Database::driver`]). Cheap to clone;
+/// the loop ends when the last handle is dropped. What it implements is in [`driver`].
 #[derive(Clone)]
 pub struct TokioDriver {
     tx: mpsc::UnboundedSender<Input>,

@@ -22,7 +22,7 @@
 //!
 //! ```compile_fail
 //! # use fdb_api::directory::DirectoryLayer;
-//! # async fn f<D: fdb_api::Driver>(tx: fdb_api::Transaction<D>) {
+//! # async fn f<D: fdb_api::driver::Driver>(tx: fdb_api::Transaction<D>) {
 //! let root = DirectoryLayer::default();
 //! root.create(&tx, &["app"], Some(b"MYPREFIX"), None).await;
 //! # }
@@ -33,7 +33,7 @@
 //! ```no_run
 //! # use fdb_api::directory::{DirectoryLayer, Layer, ManualPrefix};
 //! # use fdb_api::Subspace;
-//! # async fn f<D: fdb_api::Driver>(tx: fdb_api::Transaction<D>) {
+//! # async fn f<D: fdb_api::driver::Driver>(tx: fdb_api::Transaction<D>) {
 //! let root = DirectoryLayer::new(Subspace::from_bytes(&b"\xfe"[..]), Subspace::all(), true);
 //! root.create(&tx, &["app"], Some(ManualPrefix(b"MYPREFIX")), Some(Layer(b"mylayer"))).await;
 //! # }
@@ -41,7 +41,7 @@
 //!
 //! ```no_run
 //! use fdb_api::directory::{self, DirectoryLayer};
-//! # async fn demo<D: fdb_api::Driver>(db: fdb_api::Database<D>) -> Result<(), directory::DirectoryError> {
+//! # async fn demo<D: fdb_api::driver::Driver>(db: fdb_api::Database<D>) -> Result<(), directory::DirectoryError> {
 //! let root = DirectoryLayer::default();
 //! // Opens (or creates, with its parents) the directory `app/users`.
 //! let users = directory::run(&db, |tx| {

@@ -7,7 +7,8 @@ use fdb_api::directory::{
     self, DirectoryError, DirectoryLayer, DirectoryOutput, Layer, ManualPrefix, ReadTransaction,
     Snapshot,
 };
-use fdb_api::{Driver, Transaction};
+use fdb_api::driver::Driver;
+use fdb_api::Transaction;
 use fdb_protocol::tuple::{unpack, Element, Subspace};
 
 use crate::machine::{Machine, Variant};
