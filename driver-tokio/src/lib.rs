@@ -139,6 +139,8 @@ pub use fdb_api::*;
 pub type Database = fdb_api::Database<TokioDriver>;
 /// A transaction on the tokio runtime ([`fdb_api::Transaction`]; methods below).
 pub type Transaction = fdb_api::Transaction<TokioDriver>;
+/// A tenant on the tokio runtime ([`fdb_api::Tenant`]; methods below).
+pub type Tenant = fdb_api::Tenant<TokioDriver>;
 /// A watch on the tokio runtime.
 pub type Watch = fdb_api::Watch<TokioDriver>;
 /// The snapshot view of a transaction on the tokio runtime.
