@@ -20,11 +20,13 @@
 //! strings, and a call written for the other order would otherwise compile and record the
 //! prefix as the layer. Such a call does not build:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0308
 //! # use fdb_api::directory::DirectoryLayer;
+//! # use fdb_api::Subspace;
 //! # async fn f<D: fdb_api::driver::Driver>(tx: fdb_api::Transaction<D>) {
-//! let root = DirectoryLayer::default();
-//! root.create(&tx, &["app"], Some(b"MYPREFIX"), None).await;
+//! let root = DirectoryLayer::new(Subspace::from_bytes(&b"\xfe"[..]), Subspace::all(), true);
+//! let prefix: &[u8] = b"MYPREFIX";
+//! root.create(&tx, &["app"], Some(prefix), None).await;
 //! # }
 //! ```
 //!
