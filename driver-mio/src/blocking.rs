@@ -7,10 +7,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
+use fdb_api::driver::{Census, Next, RetryLoop};
 use fdb_api::{
-    Census, ClusterFile, Committed, ConflictRangeType, DatabaseOption, Error, ErrorCode, KeyRange,
-    KeySelector, KeyValue, MaybeCommitted, MutationType, Next, Priority, RangeOption, RangeOptions,
-    RangeResult, RetryLoop, TlsConfig, TransactError, TransactOption, TransactionOption, Version,
+    ClusterFile, Committed, ConflictRangeType, DatabaseOption, Error, ErrorCode, KeyRange,
+    KeySelector, KeyValue, MaybeCommitted, MutationType, Priority, RangeOption, RangeOptions,
+    RangeResult, TlsConfig, TransactError, TransactOption, TransactionOption, Version,
 };
 
 use crate::event_loop::MioDriver;

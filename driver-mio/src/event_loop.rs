@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll as TaskPoll, Waker as TaskWaker};
 use std::time::{Duration, Instant as StdInstant};
 
-use fdb_api::{persist_cluster_file, Clock, Driver, Engine, Error, IoRequest, Op};
+use fdb_api::driver::{persist_cluster_file, Clock, Driver, Engine, IoRequest, Op};
+use fdb_api::Error;
 use fdb_protocol::ConnectionId;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -334,7 +335,7 @@ impl Loop {
         {
             let made = self.engine.tls().client_config().map_err(|e| e.to_string());
             let made = made.and_then(|config| {
-                rustls::ClientConnection::new(config, fdb_api::server_name(addr.ip()))
+                rustls::ClientConnection::new(config, fdb_api::driver::server_name(addr.ip()))
                     .map_err(|e| e.to_string())
             });
             match made {

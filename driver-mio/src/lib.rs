@@ -63,7 +63,7 @@
 //!     .block_on(
 //!         directory::run(db.async_db(), |tx| {
 //!             let root = root.clone();
-//!             async move { root.create_or_open(&tx, &["app", "users"], None).await }
+//!             async move { root.create_or_open(&tx, &["app", "users"], None, None).await }
 //!         }),
 //!         Duration::from_secs(10),
 //!     )

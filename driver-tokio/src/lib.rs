@@ -23,6 +23,27 @@
 //! # }
 //! ```
 //!
+//! # Where the loop runs
+//!
+//! A database's loop runs where it is opened ([`LoopPlacement::Auto`]):
+//!
+//! * inside a **multi-thread** runtime, on that runtime, sharing its workers with the
+//!   callers: a turn of the loop yields once so that the callers it woke queue their next
+//!   requests, which then go out in the same write, and no request crosses to another
+//!   thread (see `tests/bench/BENCHMARKS.md`). Such a database stops with its runtime:
+//!   later calls fail with [`Error::Shutdown`];
+//! * in a **current-thread** runtime or **outside any runtime**, on a thread of its own
+//!   (`fdb-client`, with a current-thread runtime of its own), as libfdb_c's network
+//!   thread: the database is used from any runtime or executor
+//!   (`futures::executor::block_on` too) and outlives the runtime it was opened in, so a
+//!   `static` database shared by `#[tokio::test]`s (each its own runtime) works. On a
+//!   current-thread runtime the loop would share the application's one thread and stop
+//!   with that runtime, which often ends before the database (each `#[tokio::test]`).
+//!
+//! [`with_loop_placement`] chooses otherwise ([`LoopPlacement::OwnThread`] for a static
+//! opened in a multi-thread runtime, [`LoopPlacement::CurrentRuntime`] to keep a
+//! current-thread application on one thread).
+//!
 //! # Layers
 //!
 //! The tuple encoding, subspaces and the directory layer are the other bindings' (Python's
@@ -69,7 +90,7 @@
 //! let root = DirectoryLayer::default();
 //! let users = directory::run(&db, |tx| {
 //!     let root = root.clone();
-//!     async move { root.create_or_open(&tx, &["app", "users"], None).await }
+//!     async move { root.create_or_open(&tx, &["app", "users"], None, None).await }
 //! })
 //! .await?;
 //! let users = users.subspace()?.clone();
@@ -104,12 +125,22 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tracing::Instrument;
 
+#[cfg(feature = "tls")]
+use fdb_api::driver::server_name;
+use fdb_api::driver::{persist_cluster_file, Clock, Driver, Engine, IoRequest, Op};
+
+/// The API, the same for every driver; `driver` holds what only driver writers (and code
+/// generic over drivers) need.
 pub use fdb_api::*;
 
-/// A database on the tokio runtime.
+/// A database on the tokio runtime: [`fdb_api::Database`] over [`TokioDriver`], whose
+/// methods are listed below. Opened with [`Database::open`]; where its loop runs:
+/// [`LoopPlacement`].
 pub type Database = fdb_api::Database<TokioDriver>;
-/// A transaction on the tokio runtime.
+/// A transaction on the tokio runtime ([`fdb_api::Transaction`]; methods below).
 pub type Transaction = fdb_api::Transaction<TokioDriver>;
+/// A tenant on the tokio runtime ([`fdb_api::Tenant`]; methods below).
+pub type Tenant = fdb_api::Tenant<TokioDriver>;
 /// A watch on the tokio runtime.
 pub type Watch = fdb_api::Watch<TokioDriver>;
 /// The snapshot view of a transaction on the tokio runtime.
@@ -129,26 +160,96 @@ enum Input {
     Resolved(String, u16, Vec<IpAddr>),
 }
 
-/// A handle to a database's background task. Cheap to clone; the task ends when the last
-/// handle is dropped.
+/// The tokio driver: a handle to a database's loop ([`Database::driver`]). Cheap to clone;
+/// the loop ends when the last handle is dropped. What it implements is in [`driver`].
 #[derive(Clone)]
 pub struct TokioDriver {
     tx: mpsc::UnboundedSender<Input>,
     clock: Clock,
 }
 
+/// Where a database's loop (its task and its connections' tasks) runs; chosen when the
+/// database is opened (see [`with_loop_placement`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LoopPlacement {
+    /// On the multi-thread runtime the database is opened in; on a thread of its own when
+    /// opened in a current-thread runtime or outside any runtime.
+    #[default]
+    Auto,
+    /// On a thread of its own, with a current-thread runtime of its own, like libfdb_c's
+    /// network thread: the database works from any runtime or executor and outlives the
+    /// runtime it was opened in. The thread ends with the last handle.
+    OwnThread,
+    /// On the runtime the database is opened in, whatever its flavor; opening fails outside
+    /// a runtime, and every call fails with [`Error::Shutdown`] once that runtime ends.
+    CurrentRuntime,
+}
+
+thread_local! {
+    static PLACEMENT: std::cell::Cell<LoopPlacement> =
+        const { std::cell::Cell::new(LoopPlacement::Auto) };
+}
+
+/// Runs `open` with every database it opens placed as `placement` says (the default is
+/// [`LoopPlacement::Auto`]). For a database that must outlive the multi-thread runtime it is
+/// opened in, such as a `static` shared by `#[tokio::test(flavor = "multi_thread")]`s:
+///
+/// ```no_run
+/// use fdb_driver_tokio::{with_loop_placement, Database, LoopPlacement};
+/// let db = with_loop_placement(LoopPlacement::OwnThread, || Database::open(None))?;
+/// # Ok::<(), fdb_driver_tokio::Error>(())
+/// ```
+pub fn with_loop_placement<T>(placement: LoopPlacement, open: impl FnOnce() -> T) -> T {
+    struct Restore(LoopPlacement);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PLACEMENT.with(|p| p.set(self.0));
+        }
+    }
+    let _restore = Restore(PLACEMENT.with(|p| p.replace(placement)));
+    open()
+}
+
 impl Driver for TokioDriver {
-    /// Spawns the loop on the current tokio runtime (it must be called from inside one).
+    /// Spawns the loop where [`LoopPlacement`] says: on the current multi-thread runtime (the
+    /// tuned path: the loop shares the workers with its callers), else on a thread of its own.
     fn start(engine: Engine) -> Result<Self, Error> {
-        let handle = tokio::runtime::Handle::try_current().map_err(|e| {
-            Error::Io(std::io::Error::other(format!(
-                "the tokio driver needs a tokio runtime: {e}"
-            )))
-        })?;
+        let current = tokio::runtime::Handle::try_current();
+        let handle = match (PLACEMENT.with(|p| p.get()), current) {
+            (LoopPlacement::OwnThread, _) => None,
+            (LoopPlacement::CurrentRuntime, Err(e)) => {
+                return Err(Error::Io(std::io::Error::other(format!(
+                    "LoopPlacement::CurrentRuntime needs a tokio runtime: {e}"
+                ))))
+            }
+            (LoopPlacement::CurrentRuntime, Ok(h)) => Some(h),
+            (LoopPlacement::Auto, Ok(h))
+                if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
+            {
+                Some(h)
+            }
+            (LoopPlacement::Auto, _) => None,
+        };
         let (tx, rx) = mpsc::unbounded_channel();
         let clock = engine.clock();
         let span = tracing::info_span!("fdb_client");
-        handle.spawn(run(engine, tx.downgrade(), rx).instrument(span));
+        let task = run(engine, tx.downgrade(), rx).instrument(span);
+        match handle {
+            Some(handle) => {
+                handle.spawn(task);
+            }
+            None => {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .thread_name("fdb-client")
+                    .build()
+                    .map_err(Error::Io)?;
+                std::thread::Builder::new()
+                    .name("fdb-client".into())
+                    .spawn(move || rt.block_on(task))
+                    .map_err(Error::Io)?;
+            }
+        }
         Ok(TokioDriver { tx, clock })
     }
 

@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use fdb_driver_tokio::driver::Census;
 use fdb_driver_tokio::{
-    Census, DatabaseOption, Error, ErrorCode, KeySelector, MaybeCommitted, MutationType, Prefix,
+    DatabaseOption, Error, ErrorCode, KeySelector, MaybeCommitted, MutationType, Prefix,
     RangeOption, StreamingMode, TransactError, TransactOption, TransactionOption,
 };
 use fdb_tests::dual::Target;

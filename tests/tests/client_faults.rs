@@ -394,3 +394,77 @@ async fn commit_unknown_result_waits_for_a_dummy_commit_on_the_self_conflict_key
         assert_eq!(c.requests(RequestKind::Commit), 2, "applied: {applied}");
     }
 }
+
+/// `TransactOption::retry_limit` counts retries, as libfdb_c's `retry_limit` option does:
+/// `Some(5)` is six attempts, each one a commit the cluster sees; both drivers.
+#[tokio::test]
+async fn transact_retry_limit_allows_that_many_retries() {
+    use fdb_driver_tokio::{Error, TransactOption};
+    use std::time::Duration as D;
+    let c = TestCluster::start();
+    let db = db(&c);
+    within(set(&db, b"k", b"v")).await;
+    let options = |n| TransactOption {
+        retry_limit: Some(n),
+        max_retry_delay: Some(D::from_millis(20)),
+        ..TransactOption::default()
+    };
+    let count = |attempts: &std::sync::atomic::AtomicU32| {
+        attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    };
+
+    // (retry_limit, commits failed, attempts, success): one more commit failing than the
+    // limit allows ends the loop with its error; as many as it allows do not.
+    for (limit, injected, want_attempts, want_ok) in [
+        (5, 6, 6, false),
+        (5, 5, 6, true),
+        (0, 1, 1, false),
+        (1, 1, 2, true),
+    ] {
+        c.fail_next(RequestKind::Commit, injected, ErrorCode::NOT_COMMITTED);
+        let commits = c.requests(RequestKind::Commit);
+        let attempts = std::sync::atomic::AtomicU32::new(0);
+        let r: Result<(), Error> = within(db.transact(options(limit), |tx, _| {
+            count(&attempts);
+            async move {
+                tx.set(b"r", b"1");
+                Ok(())
+            }
+        }))
+        .await;
+        let attempts = attempts.into_inner();
+        assert_eq!(
+            attempts, want_attempts,
+            "retry_limit {limit}, {injected} injected"
+        );
+        assert_eq!(
+            c.requests(RequestKind::Commit) - commits,
+            want_attempts as u64
+        );
+        match r {
+            Ok(()) => assert!(want_ok, "retry_limit {limit}: succeeded"),
+            Err(e) => {
+                assert!(!want_ok, "retry_limit {limit}: {e}");
+                assert_eq!(e.code(), Some(ErrorCode::NOT_COMMITTED));
+            }
+        }
+    }
+
+    // The blocking mio driver's loop counts the same way.
+    let cf = ClusterFile::parse(&c.cluster_file_string()).unwrap();
+    let mio = fdb_driver_mio::Database::from_cluster_file(cf, 12).expect("the driver starts");
+    c.fail_next(RequestKind::Commit, 6, ErrorCode::NOT_COMMITTED);
+    let (r, attempts) = tokio::task::spawn_blocking(move || {
+        let mut attempts = 0;
+        let r: Result<(), Error> = mio.transact(options(5), |tx, _| {
+            attempts += 1;
+            tx.set(b"r", b"2");
+            Ok(())
+        });
+        (r, attempts)
+    })
+    .await
+    .unwrap();
+    assert_eq!(r.unwrap_err().code(), Some(ErrorCode::NOT_COMMITTED));
+    assert_eq!(attempts, 6, "mio: retry_limit 5 is six attempts");
+}

@@ -14,7 +14,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use fdb_driver_tokio::directory::{
-    self, DirectoryError, DirectoryLayer, DirectoryOutput, HighContentionAllocator, Snapshot,
+    self, DirectoryError, DirectoryLayer, DirectoryOutput, HighContentionAllocator, Layer,
+    ManualPrefix, Snapshot,
 };
 use fdb_driver_tokio::{Database, Subspace};
 use fdb_tests::dual::{self, Target};
@@ -67,7 +68,7 @@ fn create_open_list_exists() {
 
         // create_or_open makes the missing parents.
         let users = dir!(db, root, |l, tx| l
-            .create_or_open(&tx, &["app", "users"], None)
+            .create_or_open(&tx, &["app", "users"], None, None)
             .await)
         .expect("create_or_open");
         assert_eq!(users.path(), ["app", "users"], "{on}");
@@ -92,7 +93,7 @@ fn create_open_list_exists() {
             dir!(db, root, |l, tx| l.open(&tx, &["app", "users"], None).await).expect("open");
         assert_eq!(prefix_of(&again), prefix, "{on}");
         let again = dir!(db, root, |l, tx| l
-            .create_or_open(&tx, &["app", "users"], None)
+            .create_or_open(&tx, &["app", "users"], None, None)
             .await)
         .expect("create_or_open of an existing directory");
         assert_eq!(prefix_of(&again), prefix, "{on}");
@@ -185,7 +186,7 @@ fn create_open_list_exists() {
             "{on}: {e:?}"
         );
         let e = dir!(db, root, |l, tx| l
-            .create_or_open(&tx, &[] as &[&str], None)
+            .create_or_open(&tx, &[] as &[&str], None, None)
             .await);
         assert!(
             matches!(e, Err(DirectoryError::CannotOpenRoot)),
@@ -196,13 +197,13 @@ fn create_open_list_exists() {
             matches!(e, Err(DirectoryError::CannotRemoveRoot)),
             "{on}: {e:?}"
         );
-        let e = dir!(db, root, |l, tx| l.move_to(&tx, &["x"]).await);
+        let e = dir!(db, root, |l, tx| l.move_directory(&tx, &["x"]).await);
         assert!(
             matches!(e, Err(DirectoryError::CannotMoveRoot)),
             "{on}: {e:?}"
         );
         let e = dir!(db, root, |l, tx| l
-            .create(&tx, &["manual"], None, Some(b"\x15\x01"))
+            .create(&tx, &["manual"], Some(ManualPrefix(b"\x15\x01")), None)
             .await);
         assert!(
             matches!(e, Err(DirectoryError::ManualPrefixesNotAllowed)),
@@ -219,7 +220,7 @@ fn layers_move_remove() {
 
         // Layers: recorded at creation, checked when asked for.
         let d = dir!(db, root, |l, tx| l
-            .create(&tx, &["typed"], Some(b"mylayer"), None)
+            .create(&tx, &["typed"], None, Some(Layer(b"mylayer")))
             .await)
         .expect("create with a layer");
         assert_eq!(d.layer(), b"mylayer", "{on}");
@@ -230,22 +231,22 @@ fn layers_move_remove() {
             "{on}: open without a layer accepts any"
         );
         dir!(db, root, |l, tx| l
-            .open(&tx, &["typed"], Some(b"mylayer"))
+            .open(&tx, &["typed"], Some(Layer(b"mylayer")))
             .await)
         .expect("open with its layer");
         dir!(db, root, |l, tx| l
-            .create_or_open(&tx, &["typed"], Some(b"mylayer"))
+            .create_or_open(&tx, &["typed"], None, Some(Layer(b"mylayer")))
             .await)
         .expect("create_or_open with its layer");
         let e = dir!(db, root, |l, tx| l
-            .open(&tx, &["typed"], Some(b"other"))
+            .open(&tx, &["typed"], Some(Layer(b"other")))
             .await);
         assert!(
             matches!(e, Err(DirectoryError::IncompatibleLayer)),
             "{on}: {e:?}"
         );
         let e = dir!(db, root, |l, tx| l
-            .create_or_open(&tx, &["typed"], Some(b"other"))
+            .create_or_open(&tx, &["typed"], None, Some(Layer(b"other")))
             .await);
         assert!(
             matches!(e, Err(DirectoryError::IncompatibleLayer)),
@@ -273,7 +274,7 @@ fn layers_move_remove() {
         }
         dir!(db, root, |l, tx| l.create(&tx, &["c"], None, None).await).expect("create c");
         let moved = dir!(db, root, |l, tx| l
-            .move_directory(&tx, &["a", "b"], &["c", "d"])
+            .move_to(&tx, &["a", "b"], &["c", "d"])
             .await)
         .expect("move");
         assert_eq!(moved.path(), ["c", "d"], "{on}");
@@ -301,7 +302,7 @@ fn layers_move_remove() {
             let moved = moved.clone();
             directory::run(db, move |tx| {
                 let moved = moved.clone();
-                async move { moved.move_to(&tx, &["a", "e"]).await }
+                async move { moved.move_directory(&tx, &["a", "e"]).await }
             })
             .await
             .expect("move_to")
@@ -311,29 +312,25 @@ fn layers_move_remove() {
 
         // Move errors.
         let e = dir!(db, root, |l, tx| l
-            .move_directory(&tx, &["a"], &["a", "e", "x"])
+            .move_to(&tx, &["a"], &["a", "e", "x"])
             .await);
         assert!(
             matches!(e, Err(DirectoryError::MoveIntoSubdirectory)),
             "{on}: {e:?}"
         );
-        let e = dir!(db, root, |l, tx| l
-            .move_directory(&tx, &["a", "e"], &["c"])
-            .await);
+        let e = dir!(db, root, |l, tx| l.move_to(&tx, &["a", "e"], &["c"]).await);
         assert!(
             matches!(e, Err(DirectoryError::DestinationExists)),
             "{on}: {e:?}"
         );
         let e = dir!(db, root, |l, tx| l
-            .move_directory(&tx, &["a", "e"], &["no", "x"])
+            .move_to(&tx, &["a", "e"], &["no", "x"])
             .await);
         assert!(
             matches!(e, Err(DirectoryError::ParentDoesNotExist)),
             "{on}: {e:?}"
         );
-        let e = dir!(db, root, |l, tx| l
-            .move_directory(&tx, &["nobody"], &["x"])
-            .await);
+        let e = dir!(db, root, |l, tx| l.move_to(&tx, &["nobody"], &["x"]).await);
         assert!(
             matches!(e, Err(DirectoryError::DoesNotExist)),
             "{on}: {e:?}"
@@ -385,7 +382,7 @@ fn partitions_and_manual_prefixes() {
         let root = layer_of(&t, false);
 
         let part = dir!(db, root, |l, tx| l
-            .create(&tx, &["part"], Some(b"partition"), None)
+            .create(&tx, &["part"], None, Some(Layer(b"partition")))
             .await)
         .expect("create a partition");
         let DirectoryOutput::Partition(p) = &part else {
@@ -402,7 +399,7 @@ fn partitions_and_manual_prefixes() {
             let part = part.clone();
             directory::run(db, move |tx| {
                 let part = part.clone();
-                async move { part.create_or_open(&tx, &["x", "y"], None).await }
+                async move { part.create_or_open(&tx, &["x", "y"], None, None).await }
             })
             .await
             .expect("create inside")
@@ -423,14 +420,14 @@ fn partitions_and_manual_prefixes() {
         );
         // Moves stay inside a partition.
         let e = dir!(db, root, |l, tx| l
-            .move_directory(&tx, &["part", "x"], &["outside"])
+            .move_to(&tx, &["part", "x"], &["outside"])
             .await);
         assert!(
             matches!(e, Err(DirectoryError::MoveBetweenPartitions)),
             "{on}: {e:?}"
         );
         dir!(db, root, |l, tx| l
-            .move_directory(&tx, &["part", "x"], &["part", "z"])
+            .move_to(&tx, &["part", "x"], &["part", "z"])
             .await)
         .expect("a move inside the partition");
         // A partition has no manual prefixes.
@@ -438,7 +435,10 @@ fn partitions_and_manual_prefixes() {
             let part = part.clone();
             directory::run(db, move |tx| {
                 let part = part.clone();
-                async move { part.create(&tx, &["m"], None, Some(b"\x01")).await }
+                async move {
+                    part.create(&tx, &["m"], Some(ManualPrefix(b"\x01")), None)
+                        .await
+                }
             })
             .await
         };
@@ -471,17 +471,17 @@ fn partitions_and_manual_prefixes() {
         want.extend_from_slice(b"mine");
         let w: &[u8] = &want;
         let d = dir!(db, manual, |l, tx| l
-            .create(&tx, &["m"], None, Some(w))
+            .create(&tx, &["m"], Some(ManualPrefix(w)), None)
             .await)
         .expect("create with a manual prefix");
         assert_eq!(prefix_of(&d), want, "{on}");
         let e = dir!(db, manual, |l, tx| l
-            .create(&tx, &["n"], None, Some(w))
+            .create(&tx, &["n"], Some(ManualPrefix(w)), None)
             .await);
         assert!(matches!(e, Err(DirectoryError::PrefixInUse)), "{on}: {e:?}");
         let longer: &[u8] = &[want.as_slice(), b"2"].concat();
         let e = dir!(db, manual, |l, tx| l
-            .create(&tx, &["n"], None, Some(longer))
+            .create(&tx, &["n"], Some(ManualPrefix(longer)), None)
             .await);
         assert!(
             matches!(e, Err(DirectoryError::PrefixInUse)),
@@ -489,11 +489,41 @@ fn partitions_and_manual_prefixes() {
         );
         let in_nodes: &[u8] = &[manual.node_subspace().bytes(), b"x"].concat();
         let e = dir!(db, manual, |l, tx| l
-            .create(&tx, &["n"], None, Some(in_nodes))
+            .create(&tx, &["n"], Some(ManualPrefix(in_nodes)), None)
             .await);
         assert!(
             matches!(e, Err(DirectoryError::PrefixInUse)),
             "{on}: {e:?} (the metadata's prefix)"
+        );
+        // create_or_open with a prefix and a layer (foundationdb-rs's order): the prefix and
+        // the layer land where they belong; opening it again ignores the prefix.
+        let mut want_o = manual.content_subspace().bytes().to_vec();
+        want_o.extend_from_slice(b"opened");
+        let wo: &[u8] = &want_o;
+        let d = dir!(db, manual, |l, tx| l
+            .create_or_open(&tx, &["o"], Some(ManualPrefix(wo)), Some(Layer(b"olayer")))
+            .await)
+        .expect("create_or_open with a manual prefix");
+        assert_eq!(
+            (prefix_of(&d), d.layer()),
+            (want_o.clone(), &b"olayer"[..]),
+            "{on}"
+        );
+        let d = dir!(db, manual, |l, tx| l
+            .create_or_open(&tx, &["o"], Some(ManualPrefix(b"elsewhere")), None)
+            .await)
+        .expect("create_or_open of the existing directory");
+        assert_eq!(
+            prefix_of(&d),
+            want_o,
+            "{on}: the existing prefix, not the one given"
+        );
+        let e = dir!(db, root, |l, tx| l
+            .create_or_open(&tx, &["o2"], Some(ManualPrefix(wo)), None)
+            .await);
+        assert!(
+            matches!(e, Err(DirectoryError::ManualPrefixesNotAllowed)),
+            "{on}: {e:?}"
         );
         // Allocated prefixes of that layer do not collide with the manual one.
         let d = dir!(db, manual, |l, tx| l
@@ -725,7 +755,7 @@ fn python_layout_compatibility() {
 
         // Ours: Python reads it, and both allocators' prefixes stay apart.
         let a = dir!(&db, root, |l, tx| l
-            .create_or_open(&tx, &["rs", "a"], None)
+            .create_or_open(&tx, &["rs", "a"], None, None)
             .await)
         .expect("create rs/a");
         let k = a.subspace().expect("subspace").pack(&("k",));
@@ -739,18 +769,18 @@ fn python_layout_compatibility() {
         .await
         .expect("write");
         let l = dir!(&db, root, |l, tx| l
-            .create(&tx, &["rs", "layered"], Some(b"rslayer"), None)
+            .create(&tx, &["rs", "layered"], None, Some(Layer(b"rslayer")))
             .await)
         .expect("create with a layer");
         let part = dir!(&db, root, |l, tx| l
-            .create(&tx, &["rs", "part"], Some(b"partition"), None)
+            .create(&tx, &["rs", "part"], None, Some(Layer(b"partition")))
             .await)
         .expect("create a partition");
         let inner = {
             let part = part.clone();
             directory::run(&db, move |tx| {
                 let part = part.clone();
-                async move { part.create_or_open(&tx, &["inner"], None).await }
+                async move { part.create_or_open(&tx, &["inner"], None, None).await }
             })
             .await
             .expect("create inside")

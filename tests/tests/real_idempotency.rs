@@ -16,7 +16,8 @@ use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use fdb_api::{Clock, Driver, Engine, Error, IoRequest, Op};
+use fdb_api::driver::{Clock, Driver, Engine, IoRequest, Op};
+use fdb_api::Error;
 use fdb_driver_tokio::TransactionOption;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::idempotency::{find_id_in_row, ID_ROWS_PREFIX};

@@ -1,6 +1,8 @@
-//! What a driver provides the API: a loop running an [`Engine`], which the API talks to by
-//! sending it [`Op`]s. Everything the API does — calls, writes, cancellation — is an op, so a
-//! driver is only a runtime: sockets, timers and wake-ups.
+//! For driver writers: what a driver provides the API — a loop running an [`Engine`], which
+//! the API talks to by sending it [`Op`]s — and what the API gives drivers to build on.
+//! Everything the API does (calls, writes, cancellation) is an op, so a driver is only a
+//! runtime: sockets, timers and wake-ups. Applications need this module only to write code
+//! generic over drivers (`D: Driver`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -9,8 +11,15 @@ use std::task::{Context, Poll};
 use fdb_protocol::{Call, Client, Completion, Instant, Outcome};
 use futures_channel::oneshot;
 
-use crate::engine::{Clock, Engine, Op};
 use crate::error::Error;
+
+pub use crate::cluster_file::persist_cluster_file;
+pub use crate::database::{Next, RetryLoop};
+pub use crate::engine::{entropy_seed, Clock, Engine, IoRequest, Op};
+#[cfg(feature = "tls")]
+pub use crate::tls::server_name;
+pub use crate::tls::{LoadedTls, Tls};
+pub use fdb_protocol::Census;
 
 /// A runtime that runs an [`Engine`]'s loop. Cheap to clone: every clone is a handle to the
 /// same loop.

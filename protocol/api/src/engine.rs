@@ -69,7 +69,7 @@ pub enum IoRequest {
         /// Its port.
         port: u16,
     },
-    /// Replace the cluster file's contents ([`crate::persist_cluster_file`]); the driver
+    /// Replace the cluster file's contents ([`crate::driver::persist_cluster_file`]); the driver
     /// chooses where blocking file IO runs.
     WriteClusterFile {
         /// The file the database was opened from.

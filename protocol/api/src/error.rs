@@ -22,7 +22,10 @@ pub enum Error {
     /// The cluster answered with an FDB error, the client's rules refused the call, or a
     /// reply was malformed (`internal_error`).
     Client(ClientError),
-    /// The driver's loop stopped (every database handle was dropped, or its runtime ended).
+    /// The driver's loop stopped: the runtime it ran on ended. (With the tokio driver, a
+    /// database opened inside a multi-thread runtime runs its loop there; one opened outside
+    /// any runtime, in a current-thread runtime, or with `LoopPlacement::OwnThread` has a
+    /// thread of its own and outlives every runtime.)
     Shutdown,
     /// A blocking call did not complete within its time limit.
     TimedOut,
@@ -42,7 +45,10 @@ impl Error {
         }
     }
 
-    /// FDB's description of the error (`fdb_get_error`), or this error's own words.
+    /// A one-line description in this client's own words: for an FDB error a paraphrase
+    /// from its error table (not libfdb_c's `fdb_get_error` text, which differs), otherwise
+    /// the error's `Display`. For display only: match on [`Error::code`] (or on
+    /// `ErrorCode::name`, FDB's `not_committed`-style name), never on this text.
     pub fn message(&self) -> String {
         match self.code().and_then(|c| c.description()) {
             Some(d) => d.to_string(),
@@ -93,7 +99,13 @@ impl fmt::Display for Error {
             }
             Error::ClusterFile(e) => write!(f, "bad cluster file: {e}"),
             Error::Client(e) => write!(f, "{e}"),
-            Error::Shutdown => write!(f, "the database's loop has stopped"),
+            Error::Shutdown => write!(
+                f,
+                "the database's loop has stopped: the runtime it ran on ended (with the tokio \
+                 driver, open the database outside any runtime, or inside \
+                 fdb_driver_tokio::with_loop_placement(LoopPlacement::OwnThread, ..), so that \
+                 its loop has a thread of its own)"
+            ),
             Error::TimedOut => write!(f, "timed out"),
             Error::Io(e) => write!(f, "io: {e}"),
             Error::Tls(e) => write!(f, "tls: {e}"),

@@ -1,11 +1,14 @@
 //! The FoundationDB client API, written once for every driver.
 //!
-//! A driver (`fdb-driver-tokio`, `fdb-driver-mio`) is only a runtime: it runs an [`Engine`]
-//! — the sans-IO core plus the requests the application waits for — and does its IO. This
-//! crate is everything above that: [`Database`] and [`Transaction`] (generic over the
-//! [`Driver`]), the retry loop, write batching, cancellation on drop, cluster files on disk,
-//! and the one [`Error`] type. Each driver names these types for its runtime, so the two
-//! expose the same API.
+//! A driver (`fdb-driver-tokio`, `fdb-driver-mio`) is only a runtime: it runs an
+//! [`Engine`](driver::Engine) — the sans-IO core plus the requests the application waits for
+//! — and does its IO. This crate is everything above that: [`Database`] and [`Transaction`]
+//! (generic over the [`Driver`](driver::Driver)), the retry loop, write batching,
+//! cancellation on drop, cluster files on disk, and the one [`Error`] type. Each driver names
+//! these types for its runtime, so the two expose the same API.
+//!
+//! The root holds what applications use; what only a driver (or code generic over drivers)
+//! needs is in [`driver`].
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
@@ -13,7 +16,7 @@
 mod cluster_file;
 mod database;
 pub mod directory;
-mod driver;
+pub mod driver;
 mod engine;
 mod error;
 mod global_config;
@@ -30,17 +33,13 @@ mod transact;
 mod transaction;
 mod versionstamp;
 
-pub use cluster_file::{persist_cluster_file, read_cluster_file, replace_cluster_file};
-pub use database::{Database, Next, RetryLoop};
-pub use driver::{apply, query, submit, Driver, Pending};
-pub use engine::{entropy_seed, Clock, Engine, IoRequest, Op};
+pub use cluster_file::{read_cluster_file, replace_cluster_file};
+pub use database::Database;
 pub use error::Error;
 pub use snapshot::Snapshot;
 pub use stream::{KeyValueStream, RangeStream};
 pub use tenant::Tenant;
-#[cfg(feature = "tls")]
-pub use tls::server_name;
-pub use tls::{LoadedTls, PemSource, Tls, TlsConfig, TlsError, VerifyPeers};
+pub use tls::{PemSource, TlsConfig, TlsError, VerifyPeers};
 pub use transact::{MaybeCommitted, TransactError, TransactOption};
 pub use transaction::{Transaction, Watch};
 pub use versionstamp::VersionstampFuture;
@@ -51,8 +50,8 @@ pub use fdb_protocol::error::ErrorCode;
 pub use fdb_protocol::messages::types::KeyRange;
 pub use fdb_protocol::tuple::Subspace;
 pub use fdb_protocol::{
-    Census, Committed, ConflictRangeType, DatabaseOption, KeySelector, KeyValue, MutationType,
-    Prefix, Priority, RangeCursor, RangeOption, RangeOptions, RangeResult, StreamingMode,
+    Committed, ConflictRangeType, DatabaseOption, KeySelector, KeyValue, MutationType, Prefix,
+    Priority, RangeCursor, RangeOption, RangeOptions, RangeResult, StreamingMode,
     TransactionOption, Version,
 };
 pub use futures_core::Stream;

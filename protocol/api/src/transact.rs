@@ -42,7 +42,14 @@ impl From<MaybeCommitted> for bool {
 /// names, which survive `on_error`, so they bound the whole loop.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TransactOption {
-    /// The most retries (`retry_limit`); `None`: as many as `on_error` allows.
+    /// The most retries: `Some(n)` runs the closure at most `n + 1` times (`Some(0)`: once),
+    /// then the loop ends with the last attempt's error. `None`: as many as `on_error` allows.
+    ///
+    /// This is libfdb_c's `retry_limit` transaction option, set on the loop's transaction: it
+    /// counts `on_error` calls, and the `n + 1`-th fails with the error it was given
+    /// (`RYWImpl::onError`). foundationdb-rs 0.11's `TransactOption::retry_limit` is a
+    /// counter of its own that counts attempts instead: there `Some(n)` runs the closure at
+    /// most `n` times (once for `Some(0)`), so a port that needs the same bound sets `n - 1`.
     pub retry_limit: Option<u32>,
     /// The whole loop fails with `transaction_timed_out` after this long (`timeout`).
     pub time_out: Option<Duration>,

@@ -64,7 +64,7 @@ fn api_err(e: fdb_api::Error) -> Outcome {
 /// Starts a read on `t` (either driver's async transaction) and returns its outcome's future.
 /// The request is made here, before any later step runs: a write made while it is pending
 /// must not be seen by it, as libfdb_c's read works on the write map of the moment it started.
-fn start<D: fdb_api::Driver>(t: &fdb_api::Transaction<D>, call: Call) -> Started {
+fn start<D: fdb_api::driver::Driver>(t: &fdb_api::Transaction<D>, call: Call) -> Started {
     match call {
         Call::Get(k, snap) => {
             let p = if snap { t.snapshot_get(&k) } else { t.get(&k) };

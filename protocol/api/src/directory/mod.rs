@@ -14,14 +14,41 @@
 //! Every operation takes the transaction it runs in; the same [`DirectoryError`] reports both
 //! the layer's refusals and FDB errors. [`run`] is the retry loop for such closures.
 //!
+//! The arguments come in foundationdb-rs's order — `create(tx, path, prefix, layer)`,
+//! `move_to(tx, old_path, new_path)`, `move_directory(tx, new_path)` — and a layer or a
+//! prefix is given as a [`Layer`] or a [`ManualPrefix`], never as bare bytes: both are byte
+//! strings, and a call written for the other order would otherwise compile and record the
+//! prefix as the layer. Such a call does not build:
+//!
+//! ```compile_fail,E0308
+//! # use fdb_api::directory::DirectoryLayer;
+//! # use fdb_api::Subspace;
+//! # async fn f<D: fdb_api::driver::Driver>(tx: fdb_api::Transaction<D>) {
+//! let root = DirectoryLayer::new(Subspace::from_bytes(&b"\xfe"[..]), Subspace::all(), true);
+//! let prefix: &[u8] = b"MYPREFIX";
+//! root.create(&tx, &["app"], Some(prefix), None).await;
+//! # }
+//! ```
+//!
+//! It is written so:
+//!
+//! ```no_run
+//! # use fdb_api::directory::{DirectoryLayer, Layer, ManualPrefix};
+//! # use fdb_api::Subspace;
+//! # async fn f<D: fdb_api::driver::Driver>(tx: fdb_api::Transaction<D>) {
+//! let root = DirectoryLayer::new(Subspace::from_bytes(&b"\xfe"[..]), Subspace::all(), true);
+//! root.create(&tx, &["app"], Some(ManualPrefix(b"MYPREFIX")), Some(Layer(b"mylayer"))).await;
+//! # }
+//! ```
+//!
 //! ```no_run
 //! use fdb_api::directory::{self, DirectoryLayer};
-//! # async fn demo<D: fdb_api::Driver>(db: fdb_api::Database<D>) -> Result<(), directory::DirectoryError> {
+//! # async fn demo<D: fdb_api::driver::Driver>(db: fdb_api::Database<D>) -> Result<(), directory::DirectoryError> {
 //! let root = DirectoryLayer::default();
 //! // Opens (or creates, with its parents) the directory `app/users`.
 //! let users = directory::run(&db, |tx| {
 //!     let root = root.clone();
-//!     async move { root.create_or_open(&tx, &["app", "users"], None).await }
+//!     async move { root.create_or_open(&tx, &["app", "users"], None, None).await }
 //! })
 //! .await?;
 //! let users = users.subspace()?.clone(); // a partition would have no subspace of its own
@@ -71,6 +98,40 @@ pub use output::{DirectoryOutput, DirectoryPartition, DirectorySubspace};
 
 /// The layer name that makes a directory a partition.
 pub const PARTITION_LAYER: &[u8] = b"partition";
+
+/// A directory's layer: application-defined bytes recorded when the directory is created and
+/// checked when it is opened ([`Layer::PARTITION`] makes a partition). A type of its own so
+/// that it cannot be passed where a [`ManualPrefix`] is expected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layer<'a>(pub &'a [u8]);
+
+impl Layer<'static> {
+    /// The layer that makes a directory a partition.
+    pub const PARTITION: Layer<'static> = Layer(PARTITION_LAYER);
+}
+
+/// A key prefix chosen by the application for a new directory, instead of one the allocator
+/// hands out (only where the [`DirectoryLayer`] allows manual prefixes, never in a
+/// partition). A type of its own so that it cannot be passed where a [`Layer`] is expected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ManualPrefix<'a>(pub &'a [u8]);
+
+/// The bytes of an optional [`Layer`] or [`ManualPrefix`].
+fn raw<'a, T: Into<&'a [u8]>>(v: Option<T>) -> Option<&'a [u8]> {
+    v.map(Into::into)
+}
+
+impl<'a> From<Layer<'a>> for &'a [u8] {
+    fn from(l: Layer<'a>) -> &'a [u8] {
+        l.0
+    }
+}
+
+impl<'a> From<ManualPrefix<'a>> for &'a [u8] {
+    fn from(p: ManualPrefix<'a>) -> &'a [u8] {
+        p.0
+    }
+}
 
 /// The layout version this layer writes (`major.minor.patch`) and reads up to.
 pub const LAYOUT_VERSION: (u32, u32, u32) = (1, 0, 0);

@@ -4,7 +4,7 @@
 
 use super::layer::DirectoryLayer;
 use super::output::{either, DirectoryOutput, DirectoryPartition, DirectorySubspace};
-use super::{owned_path, DirectoryError, ReadTransaction, Tr};
+use super::{owned_path, raw, DirectoryError, Layer, ManualPrefix, ReadTransaction, Tr};
 use crate::driver::Driver;
 use crate::transaction::Transaction;
 
@@ -80,11 +80,13 @@ macro_rules! directory_ops {
                 &self,
                 tx: &Transaction<D>,
                 path: &[impl AsRef<str>],
-                layer: Option<&[u8]>,
+                prefix: Option<ManualPrefix<'_>>,
+                layer: Option<Layer<'_>>,
             ) -> Result<DirectoryOutput, DirectoryError> {
                 let at = self.at();
+                let (prefix, layer) = (raw(prefix), raw(layer));
                 at.layer
-                    .create_or_open_in(Tr::new(tx), at.below(path), layer, None, true, true)
+                    .create_or_open_in(Tr::new(tx), at.below(path), prefix, layer, true, true)
                     .await
             }
 
@@ -94,12 +96,13 @@ macro_rules! directory_ops {
                 &self,
                 tx: &Transaction<D>,
                 path: &[impl AsRef<str>],
-                layer: Option<&[u8]>,
-                prefix: Option<&[u8]>,
+                prefix: Option<ManualPrefix<'_>>,
+                layer: Option<Layer<'_>>,
             ) -> Result<DirectoryOutput, DirectoryError> {
                 let at = self.at();
+                let (prefix, layer) = (raw(prefix), raw(layer));
                 at.layer
-                    .create_or_open_in(Tr::new(tx), at.below(path), layer, prefix, true, false)
+                    .create_or_open_in(Tr::new(tx), at.below(path), prefix, layer, true, false)
                     .await
             }
 
@@ -108,11 +111,11 @@ macro_rules! directory_ops {
                 &self,
                 tr: &R,
                 path: &[impl AsRef<str>],
-                layer: Option<&[u8]>,
+                layer: Option<Layer<'_>>,
             ) -> Result<DirectoryOutput, DirectoryError> {
                 let at = self.at();
                 at.layer
-                    .create_or_open_in(Tr::of(tr), at.below(path), layer, None, false, true)
+                    .create_or_open_in(Tr::of(tr), at.below(path), None, raw(layer), false, true)
                     .await
             }
 
@@ -137,8 +140,9 @@ macro_rules! directory_ops {
                 at.layer.list_in(Tr::of(tr), at.below(path)).await
             }
 
-            /// Moves the directory at `old_path` below this one to `new_path` below it.
-            pub async fn move_directory<D: Driver>(
+            /// Moves the directory at `old_path` below this one to `new_path` below it; see
+            /// [`DirectoryLayer::move_to`].
+            pub async fn move_to<D: Driver>(
                 &self,
                 tx: &Transaction<D>,
                 old_path: &[impl AsRef<str>],
@@ -151,7 +155,8 @@ macro_rules! directory_ops {
             }
 
             /// Moves this directory to the absolute `new_path` (in the same partition).
-            pub async fn move_to<D: Driver>(
+            /// (Python's and Java's `move_to`; the name is foundationdb-rs's.)
+            pub async fn move_directory<D: Driver>(
                 &self,
                 tx: &Transaction<D>,
                 new_path: &[impl AsRef<str>],
@@ -202,9 +207,10 @@ impl DirectoryOutput {
         &self,
         tx: &Transaction<D>,
         path: &[impl AsRef<str>],
-        layer: Option<&[u8]>,
+        prefix: Option<ManualPrefix<'_>>,
+        layer: Option<Layer<'_>>,
     ) -> Result<DirectoryOutput, DirectoryError> {
-        either!(self, d => d.create_or_open(tx, path, layer).await)
+        either!(self, d => d.create_or_open(tx, path, prefix, layer).await)
     }
 
     /// See [`DirectorySubspace::create`].
@@ -212,10 +218,10 @@ impl DirectoryOutput {
         &self,
         tx: &Transaction<D>,
         path: &[impl AsRef<str>],
-        layer: Option<&[u8]>,
-        prefix: Option<&[u8]>,
+        prefix: Option<ManualPrefix<'_>>,
+        layer: Option<Layer<'_>>,
     ) -> Result<DirectoryOutput, DirectoryError> {
-        either!(self, d => d.create(tx, path, layer, prefix).await)
+        either!(self, d => d.create(tx, path, prefix, layer).await)
     }
 
     /// See [`DirectorySubspace::open`].
@@ -223,7 +229,7 @@ impl DirectoryOutput {
         &self,
         tr: &R,
         path: &[impl AsRef<str>],
-        layer: Option<&[u8]>,
+        layer: Option<Layer<'_>>,
     ) -> Result<DirectoryOutput, DirectoryError> {
         either!(self, d => d.open(tr, path, layer).await)
     }
@@ -246,23 +252,23 @@ impl DirectoryOutput {
         either!(self, d => d.list(tr, path).await)
     }
 
-    /// See [`DirectorySubspace::move_directory`].
-    pub async fn move_directory<D: Driver>(
+    /// See [`DirectorySubspace::move_to`].
+    pub async fn move_to<D: Driver>(
         &self,
         tx: &Transaction<D>,
         old_path: &[impl AsRef<str>],
         new_path: &[impl AsRef<str>],
     ) -> Result<DirectoryOutput, DirectoryError> {
-        either!(self, d => d.move_directory(tx, old_path, new_path).await)
+        either!(self, d => d.move_to(tx, old_path, new_path).await)
     }
 
-    /// See [`DirectorySubspace::move_to`].
-    pub async fn move_to<D: Driver>(
+    /// See [`DirectorySubspace::move_directory`].
+    pub async fn move_directory<D: Driver>(
         &self,
         tx: &Transaction<D>,
         new_path: &[impl AsRef<str>],
     ) -> Result<DirectoryOutput, DirectoryError> {
-        either!(self, d => d.move_to(tx, new_path).await)
+        either!(self, d => d.move_directory(tx, new_path).await)
     }
 
     /// See [`DirectorySubspace::remove`].

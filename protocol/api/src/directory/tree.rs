@@ -9,7 +9,10 @@ use fdb_protocol::tuple::Subspace;
 
 use super::layer::DirectoryLayer;
 use super::output::{DirectoryOutput, DirectoryPartition, DirectorySubspace};
-use super::{owned_path, DirectoryError, ReadTransaction, Tr, LAYOUT_VERSION, PARTITION_LAYER};
+use super::{
+    owned_path, raw, DirectoryError, Layer, ManualPrefix, ReadTransaction, Tr, LAYOUT_VERSION,
+    PARTITION_LAYER,
+};
 use crate::driver::Driver;
 use crate::transaction::Transaction;
 
@@ -60,15 +63,17 @@ impl Node {
 impl DirectoryLayer {
     /// Opens the directory at `path`, creating it (and its missing parents) if it does not
     /// exist. A `layer` is checked against an existing directory's, or recorded for a new
-    /// one (`None` or empty: any, resp. none).
+    /// one (`None` or empty: any, resp. none). A `prefix` is used only if the directory is
+    /// created (see [`DirectoryLayer::create`]).
     pub async fn create_or_open<D: Driver>(
         &self,
         tx: &Transaction<D>,
         path: &[impl AsRef<str>],
-        layer: Option<&[u8]>,
+        prefix: Option<ManualPrefix<'_>>,
+        layer: Option<Layer<'_>>,
     ) -> Result<DirectoryOutput, DirectoryError> {
         let path = owned_path(path);
-        self.create_or_open_in(Tr::new(tx), path, layer, None, true, true)
+        self.create_or_open_in(Tr::new(tx), path, raw(prefix), raw(layer), true, true)
             .await
     }
 
@@ -79,11 +84,11 @@ impl DirectoryLayer {
         &self,
         tx: &Transaction<D>,
         path: &[impl AsRef<str>],
-        layer: Option<&[u8]>,
-        prefix: Option<&[u8]>,
+        prefix: Option<ManualPrefix<'_>>,
+        layer: Option<Layer<'_>>,
     ) -> Result<DirectoryOutput, DirectoryError> {
         let path = owned_path(path);
-        self.create_or_open_in(Tr::new(tx), path, layer, prefix, true, false)
+        self.create_or_open_in(Tr::new(tx), path, raw(prefix), raw(layer), true, false)
             .await
     }
 
@@ -93,10 +98,10 @@ impl DirectoryLayer {
         &self,
         tr: &R,
         path: &[impl AsRef<str>],
-        layer: Option<&[u8]>,
+        layer: Option<Layer<'_>>,
     ) -> Result<DirectoryOutput, DirectoryError> {
         let path = owned_path(path);
-        self.create_or_open_in(Tr::of(tr), path, layer, None, false, true)
+        self.create_or_open_in(Tr::of(tr), path, None, raw(layer), false, true)
             .await
     }
 
@@ -119,8 +124,9 @@ impl DirectoryLayer {
     }
 
     /// Moves the directory at `old_path` to `new_path` (whose parent must exist). Its prefix
-    /// and contents stay; handles opened before keep working.
-    pub async fn move_directory<D: Driver>(
+    /// and contents stay; handles opened before keep working. (Python's and Java's `move`;
+    /// the name and order are foundationdb-rs's.)
+    pub async fn move_to<D: Driver>(
         &self,
         tx: &Transaction<D>,
         old_path: &[impl AsRef<str>],
@@ -131,7 +137,7 @@ impl DirectoryLayer {
     }
 
     /// The root of a layer cannot be moved: always [`DirectoryError::CannotMoveRoot`].
-    pub async fn move_to<D: Driver>(
+    pub async fn move_directory<D: Driver>(
         &self,
         _tx: &Transaction<D>,
         _new_path: &[impl AsRef<str>],
@@ -166,8 +172,8 @@ impl DirectoryLayer {
         &'a self,
         tr: Tr<'a, D>,
         path: Vec<String>,
-        layer: Option<&'a [u8]>,
         prefix: Option<&'a [u8]>,
+        layer: Option<&'a [u8]>,
         allow_create: bool,
         allow_open: bool,
     ) -> Boxed<'a, DirectoryOutput> {
@@ -189,7 +195,7 @@ impl DirectoryLayer {
                     let inner = self.partition_layer(&existing)?;
                     let sub = existing.partition_subpath();
                     return inner
-                        .create_or_open_in(tr, sub, layer, prefix, allow_create, allow_open)
+                        .create_or_open_in(tr, sub, prefix, layer, allow_create, allow_open)
                         .await;
                 }
                 if !allow_open {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use fdb_api::Driver;
+use fdb_api::driver::Driver;
 use fdb_driver_tokio::{Database, RangeOptions, TokioDriver};
 use fdb_protocol::messages::types::KeySelector;
 use fdb_protocol::StreamingMode;

@@ -4,9 +4,11 @@
 //! `DIRECTORY_ERROR`, and an instruction that would have appended to the list appends a null.
 
 use fdb_api::directory::{
-    self, DirectoryError, DirectoryLayer, DirectoryOutput, ReadTransaction, Snapshot,
+    self, DirectoryError, DirectoryLayer, DirectoryOutput, Layer, ManualPrefix, ReadTransaction,
+    Snapshot,
 };
-use fdb_api::{Driver, Transaction};
+use fdb_api::driver::Driver;
+use fdb_api::Transaction;
 use fdb_protocol::tuple::{unpack, Element, Subspace};
 
 use crate::machine::{Machine, Variant};
@@ -93,26 +95,26 @@ impl Node {
         &self,
         tx: &Transaction<D>,
         path: &[String],
-        layer: Option<&[u8]>,
+        layer: Option<Layer<'_>>,
     ) -> Result<DirectoryOutput, DirectoryError> {
-        node_call!(self, create_or_open(tx, path, layer))
+        node_call!(self, create_or_open(tx, path, None, layer))
     }
 
     async fn create<D: Driver>(
         &self,
         tx: &Transaction<D>,
         path: &[String],
-        layer: Option<&[u8]>,
-        prefix: Option<&[u8]>,
+        prefix: Option<ManualPrefix<'_>>,
+        layer: Option<Layer<'_>>,
     ) -> Result<DirectoryOutput, DirectoryError> {
-        node_call!(self, create(tx, path, layer, prefix))
+        node_call!(self, create(tx, path, prefix, layer))
     }
 
     async fn open<D: Driver, R: ReadTransaction<D> + Sync>(
         &self,
         tr: &R,
         path: &[String],
-        layer: Option<&[u8]>,
+        layer: Option<Layer<'_>>,
     ) -> Result<DirectoryOutput, DirectoryError> {
         node_call!(self, open(tr, path, layer))
     }
@@ -133,21 +135,21 @@ impl Node {
         node_call!(self, list(tr, path))
     }
 
-    async fn move_directory<D: Driver>(
+    async fn move_to<D: Driver>(
         &self,
         tx: &Transaction<D>,
         old: &[String],
         new: &[String],
     ) -> Result<DirectoryOutput, DirectoryError> {
-        node_call!(self, move_directory(tx, old, new))
+        node_call!(self, move_to(tx, old, new))
     }
 
-    async fn move_to<D: Driver>(
+    async fn move_directory<D: Driver>(
         &self,
         tx: &Transaction<D>,
         new: &[String],
     ) -> Result<DirectoryOutput, DirectoryError> {
-        node_call!(self, move_to(tx, new))
+        node_call!(self, move_directory(tx, new))
     }
 
     async fn remove<D: Driver>(
@@ -352,7 +354,8 @@ impl<D: Driver> Machine<D> {
                 let layer = self.pop_nullable_bytes().await?;
                 let (path, layer, node) = (path?, layer?, node.ok_or(Fail::Directory)?);
                 let d = write_op!(self, variant, [node, path, layer], |tx| {
-                    node.create_or_open(&tx, &path, layer.as_deref()).await
+                    node.create_or_open(&tx, &path, layer.as_deref().map(Layer))
+                        .await
                 })?;
                 self.append(Dir::Directory(d));
             }
@@ -363,7 +366,8 @@ impl<D: Driver> Machine<D> {
                 let (path, layer, prefix) = (path?, layer?, prefix?);
                 let node = node.ok_or(Fail::Directory)?;
                 let d = write_op!(self, variant, [node, path, layer, prefix], |tx| {
-                    node.create(&tx, &path, layer.as_deref(), prefix.as_deref())
+                    let prefix = prefix.as_deref().map(ManualPrefix);
+                    node.create(&tx, &path, prefix, layer.as_deref().map(Layer))
                         .await
                 })?;
                 self.append(Dir::Directory(d));
@@ -373,7 +377,7 @@ impl<D: Driver> Machine<D> {
                 let layer = self.pop_nullable_bytes().await?;
                 let (path, layer, node) = (path?, layer?, node.ok_or(Fail::Directory)?);
                 let d = read_op!(self, variant, [node, path, layer], |tr| {
-                    node.open(&tr, &path, layer.as_deref()).await
+                    node.open(&tr, &path, layer.as_deref().map(Layer)).await
                 })?;
                 self.append(Dir::Directory(d));
             }
@@ -382,7 +386,7 @@ impl<D: Driver> Machine<D> {
                 let new = self.pop_path().await?;
                 let (old, new, node) = (old?, new?, node.ok_or(Fail::Directory)?);
                 let d = write_op!(self, variant, [node, old, new], |tx| {
-                    node.move_directory(&tx, &old, &new).await
+                    node.move_to(&tx, &old, &new).await
                 })?;
                 self.append(Dir::Directory(d));
             }
@@ -390,7 +394,7 @@ impl<D: Driver> Machine<D> {
                 let new = self.pop_path().await?;
                 let (new, node) = (new?, node.ok_or(Fail::Directory)?);
                 let d = write_op!(self, variant, [node, new], |tx| node
-                    .move_to(&tx, &new)
+                    .move_directory(&tx, &new)
                     .await)?;
                 self.append(Dir::Directory(d));
             }

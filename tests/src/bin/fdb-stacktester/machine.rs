@@ -7,9 +7,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use fdb_api::driver::Driver;
 use fdb_api::{
-    tenant_management, ConflictRangeType, Database, Driver, Error, ErrorCode, KeySelector,
-    KeyValue, RangeOptions, StreamingMode, Tenant, Transaction, TransactionOption,
+    tenant_management, ConflictRangeType, Database, Error, ErrorCode, KeySelector, KeyValue,
+    RangeOptions, StreamingMode, Tenant, Transaction, TransactionOption,
 };
 use fdb_protocol::messages::commit::mutation_type as mt;
 use fdb_protocol::tuple::{pack_into_with_versionstamp_like_python, unpack, BigInt, Element};

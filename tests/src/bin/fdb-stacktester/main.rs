@@ -21,7 +21,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fdb_api::{Database, Driver};
+use fdb_api::driver::Driver;
+use fdb_api::Database;
 use fdb_driver_mio::MioDriver;
 use fdb_driver_tokio::TokioDriver;
 
