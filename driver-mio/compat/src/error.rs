@@ -25,11 +25,9 @@ impl FdbError {
         FdbError { error_code }
     }
 
-    /// FDB's description of the error (`fdb_get_error`).
+    /// libfdb_c's description of the error (`fdb_get_error`), word for word.
     pub fn message(self) -> &'static str {
-        self.known()
-            .and_then(|c| c.description())
-            .unwrap_or("Unknown error")
+        crate::error_messages::message(self.error_code)
     }
 
     /// Whether the transaction may have committed (`FDB_ERROR_PREDICATE_MAYBE_COMMITTED`).

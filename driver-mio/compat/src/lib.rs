@@ -20,6 +20,7 @@ mod convert;
 mod database;
 pub mod directory;
 mod error;
+mod error_messages;
 pub mod fdb_keys;
 pub mod future;
 mod keyselector;

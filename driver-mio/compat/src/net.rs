@@ -192,9 +192,14 @@ pub(crate) fn network_option(option: &NetworkOption) -> FdbResult<()> {
                 .map_err(|_| FdbError::of(ErrorCode::INVALID_OPTION_VALUE))?;
             tls(&|t| t.verify_peers(rules.clone()))
         }
-        // No multi-version client, no client statistics, no client bypass here: turning
-        // them off holds already.
+        // No multi-version client, no client statistics here: turning them off holds
+        // already.
         N::DisableMultiVersionClientApi | N::DisableClientStatisticsLogging => Ok(()),
+        // External clients are C libraries for clusters of other versions, loaded beside
+        // the local client; this client loads none and speaks 7.3 itself, which is what
+        // libfdb_c 7.3 does with a 7.3 cluster whatever the directory holds. A cluster of
+        // another version stays unreachable (see the README).
+        N::ExternalClientDirectory(_) | N::ExternalClientLibrary(_) => Ok(()),
         _ => Err(FdbError::of(ErrorCode::UNSUPPORTED_OPERATION)),
     }
 }

@@ -596,11 +596,14 @@ impl Transaction {
         self.inner.set_read_version(version);
     }
 
-    /// The cluster's metadata version (`\xff/metadataVersion`). libfdb_c serves it from the
-    /// cluster's metadata cache, which this client's core does not keep yet:
-    /// `unsupported_operation`.
-    pub async fn get_metadata_version(&self, _snapshot: bool) -> FdbResult<Option<i64>> {
-        Err(FdbError::of(ErrorCode::UNSUPPORTED_OPERATION))
+    /// The cluster's metadata version: the commit version (the first 8 bytes, big-endian,
+    /// of the versionstamp) of the last `update_metadata_version`, read from
+    /// `\xff/metadataVersion` (needs `read_system_keys`, as in foundationdb-rs).
+    pub async fn get_metadata_version(&self, snapshot: bool) -> FdbResult<Option<i64>> {
+        let value = self.get(METADATA_VERSION_KEY, snapshot).await?;
+        Ok(value
+            .filter(|v| v.len() >= 8)
+            .map(|v| i64::from_be_bytes(v[..8].try_into().expect("8 bytes"))))
     }
 
     /// Bumps the metadata version (a versionstamped write of `\xff/metadataVersion`).

@@ -58,8 +58,12 @@ version = "0.0.0"
 edition = "2024"
 [workspace]
 
+# foundationdb-rs's own feature set as the reference run builds it: fdb-7_3 and its
+# defaults (uuid, recipes), so the files compile exactly what they compile there.
 [features]
-default = ["fdb-7_3"]
+default = ["fdb-7_3", "uuid", "recipes"]
+uuid = []
+recipes = ["recipes-leader-election", "recipes-ranked-register"]
 fdb-5_1 = []
 fdb-5_2 = []
 fdb-6_0 = []
@@ -121,14 +125,15 @@ for name in "${names[@]}"; do
     fi
     [ -z "${FDB_CLUSTER_FILE:-}" ] && { echo "BUILT $kind $name"; continue; }
     if [ "$kind" = example ]; then
-        cmd=(cargo run -q --manifest-path "$up/Cargo.toml" --example "$name")
+        cmd=(env RUST_BACKTRACE=0 cargo run -q --manifest-path "$up/Cargo.toml" --example "$name")
     else
-        cmd=(cargo test -q --manifest-path "$up/Cargo.toml" --test "$name")
+        cmd=(env RUST_BACKTRACE=0 cargo test -q --manifest-path "$up/Cargo.toml" --test "$name")
     fi
     if timeout "$timeout_s" "${cmd[@]}" >"$log" 2>&1; then
         echo "PASS $kind $name"; pass=$((pass + 1))
     else
-        echo "FAIL $kind $name (run)"; tail -n 25 "$log" | sed 's/^/    /'
+        echo "FAIL $kind $name (run)"
+        { grep -E -m6 -A3 "panicked|^Error|error:" "$log" || tail -n 20 "$log"; } | sed 's/^/    /'
         fail=$((fail + 1)); failed+=("$name")
     fi
 done
