@@ -24,9 +24,15 @@ mod error_messages;
 pub mod fdb_keys;
 pub mod future;
 mod keyselector;
+pub mod mapped_key_values;
 pub mod metrics;
 mod net;
 pub mod options;
+#[cfg(any(
+    feature = "recipes-leader-election",
+    feature = "recipes-ranked-register"
+))]
+pub mod recipes;
 pub mod timekeeper;
 mod transaction;
 pub mod tuple;

@@ -14,6 +14,7 @@ use crate::error::{FdbBindingError, TransactionMetricsNotFound};
 use crate::fdb_keys::FdbKeys;
 use crate::future::{FdbAddress, FdbAddresses, FdbFuture, FdbSlice, FdbValue, FdbValues};
 use crate::keyselector::KeySelector;
+use crate::mapped_key_values::MappedKeyValues;
 use crate::metrics::{FdbCommand, TransactionMetrics};
 use crate::options;
 use crate::{FdbError, FdbResult};
@@ -457,6 +458,29 @@ impl Transaction {
             }
             Ok(FdbValues::new(r.rows, r.more))
         })
+    }
+
+    /// A range read whose rows each select more rows through `mapper`
+    /// (`fdb_transaction_get_mapped_range`). The storage servers do the mapping in libfdb_c;
+    /// this client's core has no such request yet: `unsupported_operation`.
+    pub fn get_mapped_range(
+        &self,
+        _opt: &RangeOption,
+        _mapper: &[u8],
+        _iteration: usize,
+        _snapshot: bool,
+    ) -> FdbFuture<MappedKeyValues> {
+        FdbFuture::ready(Err(FdbError::of(ErrorCode::UNSUPPORTED_OPERATION)))
+    }
+
+    /// [`Transaction::get_mapped_range`] batch after batch.
+    pub fn get_mapped_ranges<'a>(
+        &'a self,
+        opt: RangeOption<'a>,
+        mapper: &'a [u8],
+        snapshot: bool,
+    ) -> impl Stream<Item = FdbResult<MappedKeyValues>> + Send + Sync + Unpin + 'a {
+        stream::once(self.get_mapped_range(&opt, mapper, 1, snapshot))
     }
 
     /// Clears `[begin, end)`.

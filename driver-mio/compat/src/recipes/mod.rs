@@ -1,0 +1,4 @@
+//! foundationdb-rs's recipes: distributed algorithms built on transactions.
+
+#[cfg(feature = "recipes-ranked-register")]
+pub mod ranked_register;
