@@ -119,6 +119,9 @@ pub enum FdbBindingError {
     CustomError(Box<dyn std::error::Error + Send + Sync>),
     /// Metrics asked of a transaction without them.
     TransactionMetricsNotFound,
+    /// From the leader election recipe.
+    #[cfg(feature = "recipes-leader-election")]
+    LeaderElectionError(crate::recipes::leader_election::LeaderElectionError),
 }
 
 impl FdbBindingError {
@@ -136,6 +139,10 @@ impl FdbBindingError {
                         .and_then(FdbBindingError::get_fdb_error)
                 }
             }
+            #[cfg(feature = "recipes-leader-election")]
+            Self::LeaderElectionError(
+                crate::recipes::leader_election::LeaderElectionError::Fdb(e),
+            ) => Some(*e),
             _ => None,
         }
     }
@@ -170,6 +177,13 @@ impl From<PackError> for FdbBindingError {
     }
 }
 
+#[cfg(feature = "recipes-leader-election")]
+impl From<crate::recipes::leader_election::LeaderElectionError> for FdbBindingError {
+    fn from(e: crate::recipes::leader_election::LeaderElectionError) -> Self {
+        Self::LeaderElectionError(e)
+    }
+}
+
 impl From<TransactionMetricsNotFound> for FdbBindingError {
     fn from(_: TransactionMetricsNotFound) -> Self {
         Self::TransactionMetricsNotFound
@@ -186,6 +200,8 @@ impl fmt::Debug for FdbBindingError {
             Self::ReferenceToTransactionKept => write!(f, "Reference to transaction kept"),
             Self::CustomError(e) => write!(f, "{e:?}"),
             Self::TransactionMetricsNotFound => write!(f, "Transaction metrics not found"),
+            #[cfg(feature = "recipes-leader-election")]
+            Self::LeaderElectionError(e) => write!(f, "{e:?}"),
         }
     }
 }
