@@ -201,6 +201,26 @@ impl RangeOption<'_> {
         Some(self)
     }
 
+    /// The rest of the range after a mapped batch (continuing after its last row).
+    pub(crate) fn next_mapped_range(mut self, kvs: &MappedKeyValues) -> Option<Self> {
+        if !kvs.more() {
+            return None;
+        }
+        let last = kvs.last()?.parent_key().to_vec();
+        if let Some(limit) = self.limit.as_mut() {
+            *limit = limit.saturating_sub(kvs.len());
+            if *limit == 0 {
+                return None;
+            }
+        }
+        if self.reverse {
+            self.end.make_first_greater_or_equal(&last);
+        } else {
+            self.begin.make_first_greater_than(&last);
+        }
+        Some(self)
+    }
+
     fn core_options(&self, iteration: usize) -> FdbResult<fdb_protocol::RangeOptions> {
         Ok(fdb_protocol::RangeOptions {
             limit: self.limit.unwrap_or(0),
@@ -461,16 +481,33 @@ impl Transaction {
     }
 
     /// A range read whose rows each select more rows through `mapper`
-    /// (`fdb_transaction_get_mapped_range`). The storage servers do the mapping in libfdb_c;
-    /// this client's core has no such request yet: `unsupported_operation`.
+    /// (`fdb_transaction_get_mapped_range`). libfdb_c has the storage servers apply the
+    /// mapper; here the client reads each row's mapped key or range in this transaction
+    /// (see `crate::mapped`), so they also see the transaction's own writes, where libfdb_c
+    /// refuses such a read (`get_mapped_range_reads_your_writes`).
     pub fn get_mapped_range(
         &self,
-        _opt: &RangeOption,
-        _mapper: &[u8],
-        _iteration: usize,
-        _snapshot: bool,
+        opt: &RangeOption,
+        mapper: &[u8],
+        iteration: usize,
+        snapshot: bool,
     ) -> FdbFuture<MappedKeyValues> {
-        FdbFuture::ready(Err(FdbError::of(ErrorCode::UNSUPPORTED_OPERATION)))
+        let mapper = match crate::mapped::Mapper::parse(mapper) {
+            Ok(m) => m,
+            Err(e) => return FdbFuture::ready(Err(e)),
+        };
+        let batch = self.get_range(opt, iteration, snapshot);
+        let tx = self.inner.clone();
+        FdbFuture::new(async move {
+            let batch = batch.await?;
+            let more = batch.more();
+            let mapped = batch
+                .rows
+                .into_iter()
+                .map(|row| mapper.map_row(&tx, row, snapshot));
+            let rows = futures::future::try_join_all(mapped).await?;
+            Ok(MappedKeyValues { rows, more })
+        })
     }
 
     /// [`Transaction::get_mapped_range`] batch after batch.
@@ -480,7 +517,19 @@ impl Transaction {
         mapper: &'a [u8],
         snapshot: bool,
     ) -> impl Stream<Item = FdbResult<MappedKeyValues>> + Send + Sync + Unpin + 'a {
-        stream::once(self.get_mapped_range(&opt, mapper, 1, snapshot))
+        stream::unfold((1usize, Some(opt)), move |(iteration, opt)| match opt {
+            None => Either::Left(futures::future::ready(None)),
+            Some(opt) => Either::Right(
+                self.get_mapped_range(&opt, mapper, iteration, snapshot)
+                    .map(move |batch| {
+                        let next = match &batch {
+                            Ok(values) => opt.next_mapped_range(values),
+                            Err(_) => None,
+                        };
+                        Some((batch, (iteration + 1, next)))
+                    }),
+            ),
+        })
     }
 
     /// Clears `[begin, end)`.
