@@ -35,9 +35,12 @@ fn network_life_and_api() {
     let stop = wait.wait();
 
     let db = Arc::new(Database::new(Some(&path)).unwrap());
+    // A read version set is read back without the cluster.
+    block_on(db.perform_no_op()).unwrap();
     basics(&db);
     many_threads(&db);
     retry_loop(&db);
+    busyness(&db);
 
     // A transaction made before the stop; its requests fail once the network is stopped.
     let tx = db.create_trx().unwrap();
@@ -177,4 +180,19 @@ fn retry_loop(db: &Database) {
     tx.set_option(TransactionOption::Timeout(1)).unwrap();
     // An unknown raw option code is refused by the client's option table.
     assert!(tx.set_raw_option(9999, None).is_err());
+}
+
+/// The loop thread's CPU share: a fraction, and small once the loop idles.
+#[cfg(target_os = "linux")]
+fn busyness(db: &Database) {
+    let first = block_on(db.get_main_thread_busyness()).unwrap();
+    assert!((0.0..=1.0).contains(&first), "{first}");
+    thread::sleep(std::time::Duration::from_millis(300));
+    let idle = block_on(db.get_main_thread_busyness()).unwrap();
+    assert!(idle < 0.5, "an idle loop thread was busy {idle}");
+}
+
+#[cfg(not(target_os = "linux"))]
+fn busyness(db: &Database) {
+    assert_eq!(code(block_on(db.get_main_thread_busyness())), 2108);
 }
