@@ -96,7 +96,52 @@ fn millis(since: Instant) -> u64 {
     since.elapsed().as_millis() as u64
 }
 
-async fn run_loop<F, Fut, T, H: RunnerHooks>(
+/// [`Database::transact`]'s loop from its first transaction (a tenant's too).
+pub(crate) async fn transact_loop<F>(
+    mut tx: Transaction,
+    mut f: F,
+    options: TransactOption,
+) -> Result<F::Item, F::Error>
+where
+    F: DatabaseTransact,
+{
+    let idempotent = options.is_idempotent;
+    let deadline = options.time_out.map(|d| Instant::now() + d);
+    let limit = options.retry_limit;
+    let mut tries: u32 = 0;
+    let mut can_retry = move || {
+        tries += 1;
+        limit.is_none_or(|l| tries < l) && deadline.is_none_or(|t| Instant::now() < t)
+    };
+    loop {
+        let (f2, t, r) = f.transact(tx).await;
+        f = f2;
+        tx = match r {
+            Ok(item) => match t.commit().await {
+                Ok(_) => return Ok(item),
+                Err(e) => {
+                    if (idempotent || !e.is_maybe_committed()) && can_retry() {
+                        e.on_error().await?
+                    } else {
+                        return Err(F::Error::from(e.into()));
+                    }
+                }
+            },
+            Err(user) => match user.try_into_fdb_error() {
+                Ok(e) => {
+                    if (idempotent || !e.is_maybe_committed()) && can_retry() {
+                        t.on_error(e).await?
+                    } else {
+                        return Err(F::Error::from(e));
+                    }
+                }
+                Err(user) => return Err(user),
+            },
+        };
+    }
+}
+
+pub(crate) async fn run_loop<F, Fut, T, H: RunnerHooks>(
     mut tx: RetryableTransaction,
     hooks: &H,
     closure: F,
@@ -205,9 +250,23 @@ impl Database {
         Ok(self.inner.db.set_option(opt)?)
     }
 
+    /// A tenant (`fdb_database_open_tenant`): its id is looked up now, and its transactions
+    /// read and write only its keys.
+    #[cfg(feature = "tenant-experimental")]
+    pub fn open_tenant(&self, tenant_name: &[u8]) -> FdbResult<crate::tenant::FdbTenant> {
+        Ok(crate::tenant::FdbTenant::new(
+            self.inner.db.open_tenant(tenant_name),
+            self.inner.clone(),
+        ))
+    }
+
     /// A new transaction.
     pub fn create_trx(&self) -> FdbResult<Transaction> {
-        Ok(Transaction::new(self.inner.clone(), None))
+        Ok(Transaction::new(
+            self.inner.db.create_transaction(),
+            self.inner.clone(),
+            None,
+        ))
     }
 
     /// A new transaction recording into `metrics`.
@@ -215,7 +274,11 @@ impl Database {
         &self,
         metrics: TransactionMetrics,
     ) -> Result<Transaction, FdbBindingError> {
-        Ok(Transaction::new(self.inner.clone(), Some(metrics)))
+        Ok(Transaction::new(
+            self.inner.db.create_transaction(),
+            self.inner.clone(),
+            Some(metrics),
+        ))
     }
 
     /// A new retryable transaction recording into `metrics`.
@@ -230,45 +293,11 @@ impl Database {
 
     /// The retry loop over a [`DatabaseTransact`], with a retry limit, a time limit and
     /// idempotence as `options` say.
-    pub async fn transact<F>(&self, mut f: F, options: TransactOption) -> Result<F::Item, F::Error>
+    pub async fn transact<F>(&self, f: F, options: TransactOption) -> Result<F::Item, F::Error>
     where
         F: DatabaseTransact,
     {
-        let idempotent = options.is_idempotent;
-        let deadline = options.time_out.map(|d| Instant::now() + d);
-        let limit = options.retry_limit;
-        let mut tries: u32 = 0;
-        let mut can_retry = move || {
-            tries += 1;
-            limit.is_none_or(|l| tries < l) && deadline.is_none_or(|t| Instant::now() < t)
-        };
-        let mut tx = self.create_trx()?;
-        loop {
-            let (f2, t, r) = f.transact(tx).await;
-            f = f2;
-            tx = match r {
-                Ok(item) => match t.commit().await {
-                    Ok(_) => return Ok(item),
-                    Err(e) => {
-                        if (idempotent || !e.is_maybe_committed()) && can_retry() {
-                            e.on_error().await?
-                        } else {
-                            return Err(F::Error::from(e.into()));
-                        }
-                    }
-                },
-                Err(user) => match user.try_into_fdb_error() {
-                    Ok(e) => {
-                        if (idempotent || !e.is_maybe_committed()) && can_retry() {
-                            t.on_error(e).await?
-                        } else {
-                            return Err(F::Error::from(e));
-                        }
-                    }
-                    Err(user) => return Err(user),
-                },
-            };
-        }
+        transact_loop(self.create_trx()?, f, options).await
     }
 
     /// [`Database::transact`] with a boxed `Send` closure and its data.

@@ -34,6 +34,8 @@ pub mod options;
     feature = "recipes-ranked-register"
 ))]
 pub mod recipes;
+#[cfg(feature = "tenant-experimental")]
+pub mod tenant;
 pub mod timekeeper;
 mod transaction;
 pub mod tuple;

@@ -347,9 +347,13 @@ fn fdb<T>(r: Result<T, fdb_api::Error>) -> FdbResult<T> {
 }
 
 impl Transaction {
-    pub(crate) fn new(db: Arc<DbHandle>, metrics: Option<TransactionMetrics>) -> Self {
+    pub(crate) fn new(
+        inner: AsyncTransaction,
+        db: Arc<DbHandle>,
+        metrics: Option<TransactionMetrics>,
+    ) -> Self {
         Transaction {
-            inner: db.db.create_transaction(),
+            inner,
             _db: db,
             metrics,
         }

@@ -9,7 +9,8 @@
 # Without FDB_CLUSTER_FILE the files are only built (a notice says so). The scratch crate
 # lives in a temporary directory; its build goes to target/upstream (reused between runs).
 # Needs the network once, to `cargo fetch` foundationdb 0.11.0 and the files' dependencies.
-# FDB_COMPAT_TIMEOUT: seconds per file (default 300).
+# FDB_COMPAT_TIMEOUT: seconds per file (default 300). FDB_COMPAT_FEATURES: more features of
+# the scratch crate, e.g. tenant-experimental (with a cluster in a tenant mode).
 # FDB_COMPAT_REFERENCE=1: the reference run instead, the same files on the real foundationdb
 # 0.11.0 over libfdb_c (needs libclang for its bindgen, and libfdb_c 7.3 in LIBRARY_PATH and
 # LD_LIBRARY_PATH, as `cluster.sh env` gives them).
@@ -129,9 +130,9 @@ for name in "${names[@]}"; do
     if [ -f "$up/examples/$name.rs" ]; then kind=example; else kind=test; fi
     log="$work/$name.log"
     if [ "$kind" = example ]; then
-        build=(cargo build -q --manifest-path "$up/Cargo.toml" --example "$name")
+        build=(cargo build -q --manifest-path "$up/Cargo.toml" --example "$name" ${FDB_COMPAT_FEATURES:+--features "$FDB_COMPAT_FEATURES"})
     else
-        build=(cargo test -q --no-run --manifest-path "$up/Cargo.toml" --test "$name")
+        build=(cargo test -q --no-run --manifest-path "$up/Cargo.toml" --test "$name" ${FDB_COMPAT_FEATURES:+--features "$FDB_COMPAT_FEATURES"})
     fi
     if ! "${build[@]}" >"$log" 2>&1; then
         echo "FAIL $kind $name (build)"; grep -E -m5 -A6 "^error" "$log" | sed 's/^/    /'
@@ -141,9 +142,9 @@ for name in "${names[@]}"; do
     fi
     [ -z "${FDB_CLUSTER_FILE:-}" ] && { echo "BUILT $kind $name"; continue; }
     if [ "$kind" = example ]; then
-        cmd=(env RUST_BACKTRACE=0 cargo run -q --manifest-path "$up/Cargo.toml" --example "$name")
+        cmd=(env RUST_BACKTRACE=0 cargo run -q --manifest-path "$up/Cargo.toml" --example "$name" ${FDB_COMPAT_FEATURES:+--features "$FDB_COMPAT_FEATURES"})
     else
-        cmd=(env RUST_BACKTRACE=0 cargo test -q --manifest-path "$up/Cargo.toml" --test "$name")
+        cmd=(env RUST_BACKTRACE=0 cargo test -q --manifest-path "$up/Cargo.toml" --test "$name" ${FDB_COMPAT_FEATURES:+--features "$FDB_COMPAT_FEATURES"})
     fi
     if timeout "$timeout_s" "${cmd[@]}" >"$log" 2>&1; then
         echo "PASS $kind $name"; pass=$((pass + 1))
