@@ -84,8 +84,19 @@ pub(crate) fn phase() -> Phase {
     *NETWORK.phase.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Set once the network stopped: every future's poll looks at it, a lock each time would
+/// cost more than the rest of the poll.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn stopped() -> bool {
+    STOPPED.load(Ordering::Acquire)
+}
+
 fn set_phase(p: Phase) {
     *NETWORK.phase.lock().unwrap_or_else(|e| e.into_inner()) = p;
+    if p == Phase::Stopped {
+        STOPPED.store(true, Ordering::Release);
+    }
     NETWORK.changed.notify_all();
 }
 

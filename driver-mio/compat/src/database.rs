@@ -151,7 +151,13 @@ where
     Fut: Future<Output = Result<T, FdbBindingError>>,
 {
     let mut maybe_committed = false;
+    #[cfg(feature = "trace")]
+    let mut iteration: u64 = 0;
     loop {
+        #[cfg(feature = "trace")]
+        {
+            iteration += 1;
+        }
         let result = closure(tx.clone(), MaybeCommitted(maybe_committed)).await;
         if let Err(e) = result {
             let Some(err) = e.get_fdb_error() else {
@@ -162,6 +168,8 @@ where
             let started = Instant::now();
             match tx.on_error(err).await? {
                 Ok(t) => {
+                    #[cfg(feature = "trace")]
+                    tracing::warn!(iteration, error_code = err.code(), "restarting transaction");
                     hooks.on_error_duration(millis(started));
                     hooks.on_retry();
                     tx = t;
@@ -179,11 +187,15 @@ where
                 return result;
             }
             Err(commit_error) => {
+                #[cfg(feature = "trace")]
+                let error_code = commit_error.code();
                 maybe_committed = commit_error.is_maybe_committed();
                 let _ = hooks.on_commit_error(&commit_error).await;
                 let started = Instant::now();
                 match commit_error.on_error().await {
                     Ok(t) => {
+                        #[cfg(feature = "trace")]
+                        tracing::warn!(iteration, error_code, "restarting transaction");
                         hooks.on_error_duration(millis(started));
                         hooks.on_retry();
                         tx = RetryableTransaction::new(t);
