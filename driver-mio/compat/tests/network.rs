@@ -11,6 +11,24 @@ use fdb_compat::{Database, FdbBindingError, FdbError, KeySelector, RangeOption};
 use futures::executor::block_on;
 use futures::TryStreamExt;
 
+/// What foundationdb-rs's types promise executors: handles shared across threads, futures
+/// movable between them.
+#[allow(dead_code)]
+fn send_sync() {
+    fn is<T: Send + Sync>() {}
+    fn unpin<T: Send + Sync + Unpin>(_: &T) {}
+    is::<Database>();
+    is::<fdb_compat::Transaction>();
+    is::<fdb_compat::RetryableTransaction>();
+    is::<fdb_compat::future::FdbFuture<Option<fdb_compat::future::FdbSlice>>>();
+    let db = Database::new(None).unwrap();
+    let tx = db.create_trx().unwrap();
+    unpin(&tx.get(b"k", false));
+    unpin(&tx.get_ranges(RangeOption::from((&b"a"[..], &b"b"[..])), false));
+    unpin(&tx.watch(b"k"));
+    unpin(&tx.commit());
+}
+
 fn code<T>(r: Result<T, FdbError>) -> i32 {
     r.err().map_or(0, |e| e.code())
 }
