@@ -1,0 +1,148 @@
+//! The results of `get_mapped_range` (foundationdb-rs's `mapped_key_values`): each row of
+//! the range read, with the rows its mapper selected.
+
+use std::fmt;
+use std::ops::Deref;
+
+use bytes::Bytes;
+
+use crate::future::FdbKeyValue;
+use crate::KeySelector;
+
+/// One batch of a mapped range read.
+#[derive(Debug)]
+pub struct MappedKeyValues {
+    pub(crate) rows: Vec<FdbMappedKeyValue>,
+    pub(crate) more: bool,
+}
+
+impl MappedKeyValues {
+    /// Whether rows may follow this batch.
+    pub fn more(&self) -> bool {
+        self.more
+    }
+}
+
+/// A row of the range, its mapped range, and the rows found there.
+#[derive(Clone, PartialEq, Eq)]
+pub struct FdbMappedKeyValue {
+    pub(crate) parent: FdbKeyValue,
+    pub(crate) begin: Bytes,
+    pub(crate) end: Bytes,
+    pub(crate) rows: Vec<FdbKeyValue>,
+}
+
+impl fmt::Debug for FdbMappedKeyValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FdbMappedKeyValue")
+            .field("parent", &self.parent)
+            .field("begin", &self.begin)
+            .field("end", &self.end)
+            .field("rows", &self.rows)
+            .finish()
+    }
+}
+
+impl FdbMappedKeyValue {
+    /// The row's key.
+    pub fn parent_key(&self) -> &[u8] {
+        self.parent.key()
+    }
+
+    /// The row's value.
+    pub fn parent_value(&self) -> &[u8] {
+        self.parent.value()
+    }
+
+    /// The first key of the mapped range.
+    pub fn begin_range(&self) -> &[u8] {
+        &self.begin
+    }
+
+    /// The end of the mapped range.
+    pub fn end_range(&self) -> &[u8] {
+        &self.end
+    }
+
+    /// The mapped range's begin, as a selector.
+    pub fn begin_selector(&self) -> KeySelector<'_> {
+        KeySelector::first_greater_or_equal(&self.begin[..])
+    }
+
+    /// The mapped range's end, as a selector.
+    pub fn end_selector(&self) -> KeySelector<'_> {
+        KeySelector::first_greater_or_equal(&self.end[..])
+    }
+
+    /// The rows of the mapped range.
+    pub fn key_values(&self) -> &[FdbKeyValue] {
+        &self.rows
+    }
+}
+
+impl Deref for MappedKeyValues {
+    type Target = [FdbMappedKeyValue];
+    fn deref(&self) -> &[FdbMappedKeyValue] {
+        &self.rows
+    }
+}
+
+impl AsRef<[FdbMappedKeyValue]> for MappedKeyValues {
+    fn as_ref(&self) -> &[FdbMappedKeyValue] {
+        &self.rows
+    }
+}
+
+impl<'a> IntoIterator for &'a MappedKeyValues {
+    type Item = &'a FdbMappedKeyValue;
+    type IntoIter = std::slice::Iter<'a, FdbMappedKeyValue>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.rows.iter()
+    }
+}
+
+impl IntoIterator for MappedKeyValues {
+    type Item = FdbMappedValue;
+    type IntoIter = FdbMappedValuesIter;
+    fn into_iter(self) -> FdbMappedValuesIter {
+        FdbMappedValuesIter(self.rows.into_iter())
+    }
+}
+
+/// One mapped row, owned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FdbMappedValue(FdbMappedKeyValue);
+
+impl Deref for FdbMappedValue {
+    type Target = FdbMappedKeyValue;
+    fn deref(&self) -> &FdbMappedKeyValue {
+        &self.0
+    }
+}
+
+impl AsRef<FdbMappedKeyValue> for FdbMappedValue {
+    fn as_ref(&self) -> &FdbMappedKeyValue {
+        &self.0
+    }
+}
+
+/// The mapped rows, owned.
+pub struct FdbMappedValuesIter(std::vec::IntoIter<FdbMappedKeyValue>);
+
+impl Iterator for FdbMappedValuesIter {
+    type Item = FdbMappedValue;
+    fn next(&mut self) -> Option<FdbMappedValue> {
+        self.0.next().map(FdbMappedValue)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl ExactSizeIterator for FdbMappedValuesIter {}
+
+impl DoubleEndedIterator for FdbMappedValuesIter {
+    fn next_back(&mut self) -> Option<FdbMappedValue> {
+        self.0.next_back().map(FdbMappedValue)
+    }
+}

@@ -1,0 +1,205 @@
+//! The loop threads: each database's mio loop turned by a thread of its own, under the
+//! process-wide network state of `crate::api`; and the network options.
+//!
+//! The mio driver's loop is "run by whichever thread waits on it". Here no application
+//! thread ever waits on it (foundationdb-rs's futures run on any executor), so a dedicated
+//! thread turns it: it blocks in the loop's poll until a socket, a timer or a new request
+//! wakes it (sending a request wakes a blocked poll; see `MioDriver::send`), and an
+//! application future is woken by the request's completion as on any runtime. The thread
+//! ends when its database's last handle drops or the network stops.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::{self, JoinHandle, ThreadId};
+use std::time::{Duration, Instant};
+
+use fdb_api::TlsConfig;
+use fdb_driver_mio::MioDriver;
+use fdb_protocol::error::ErrorCode;
+
+use crate::api::{Phase, NETWORK};
+use crate::options::NetworkOption;
+use crate::{FdbError, FdbResult};
+
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A database's loop thread, as the network registry holds it.
+pub(crate) struct LoopHandle {
+    id: u64,
+    stop: Arc<AtomicBool>,
+    driver: MioDriver,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl LoopHandle {
+    fn end(mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.driver.notify();
+        if let Some(t) = self.thread.take() {
+            if t.thread().id() != thread::current().id() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// The database's side: ends the thread when the database's last handle drops.
+pub(crate) struct LoopThread {
+    id: u64,
+    thread: ThreadId,
+    /// The thread's kernel id and its CPU time at the last busyness reading.
+    cpu: Arc<OnceLock<u32>>,
+    last: Mutex<Option<(Instant, u64)>>,
+}
+
+impl LoopThread {
+    /// Starts a loop thread for `driver`: refused before the network is set up
+    /// (`network_not_setup`, as libfdb_c) and after it stopped.
+    pub(crate) fn start(driver: &MioDriver) -> FdbResult<LoopThread> {
+        let mut loops = NETWORK.loops.lock().unwrap_or_else(|e| e.into_inner());
+        match crate::api::phase() {
+            Phase::Setup | Phase::Running => {}
+            Phase::Unset => return Err(FdbError::of(ErrorCode::NETWORK_NOT_SETUP)),
+            Phase::Stopped => return Err(FdbError::of(ErrorCode::OPERATION_CANCELLED)),
+        }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let stop = Arc::new(AtomicBool::new(false));
+        let cpu = Arc::new(OnceLock::new());
+        let thread = {
+            let (stop, driver, cpu) = (stop.clone(), driver.clone(), cpu.clone());
+            thread::Builder::new()
+                .name(format!("fdb-compat-loop-{id}"))
+                .spawn(move || {
+                    if let Some(tid) = own_kernel_tid() {
+                        let _ = cpu.set(tid);
+                    }
+                    while !stop.load(Ordering::Acquire) {
+                        if let Err(e) = driver.turn(None) {
+                            // The poll itself failed (out of file descriptors, say): retry
+                            // soon rather than spin.
+                            eprintln!("fdb-compat: event loop: {e}");
+                            thread::sleep(Duration::from_millis(10));
+                        }
+                    }
+                })
+                .map_err(|_| FdbError::of(ErrorCode::INTERNAL_ERROR))?
+        };
+        let thread_id = thread.thread().id();
+        loops.push(LoopHandle {
+            id,
+            stop,
+            driver: driver.clone(),
+            thread: Some(thread),
+        });
+        Ok(LoopThread {
+            id,
+            thread: thread_id,
+            cpu,
+            last: Mutex::new(None),
+        })
+    }
+
+    /// The share of wall time the loop thread spent on the CPU since the last reading (since
+    /// it started, the first time): libfdb_c's "main thread busyness", measured on the
+    /// thread that does this client's network work. Linux only (`/proc`); elsewhere
+    /// `unsupported_operation`.
+    pub(crate) fn busyness(&self) -> FdbResult<f64> {
+        let unsupported = || FdbError::of(ErrorCode::UNSUPPORTED_OPERATION);
+        let tid = *self.cpu.get().ok_or_else(unsupported)?;
+        let ticks = thread_cpu_ticks(tid).ok_or_else(unsupported)?;
+        let now = Instant::now();
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let (since, before) = last.unwrap_or((now - Duration::from_millis(1), 0));
+        *last = Some((now, ticks));
+        let wall = now.duration_since(since).as_secs_f64();
+        // The kernel counts in USER_HZ ticks, 100 a second on Linux.
+        let cpu = ticks.saturating_sub(before) as f64 / 100.0;
+        Ok(if wall > 0.0 {
+            (cpu / wall).min(1.0)
+        } else {
+            0.0
+        })
+    }
+}
+
+impl Drop for LoopThread {
+    fn drop(&mut self) {
+        let mut loops = NETWORK.loops.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(at) = loops.iter().position(|l| l.id == self.id) else {
+            return;
+        };
+        let handle = loops.swap_remove(at);
+        drop(loops);
+        debug_assert_eq!(
+            handle.thread.as_ref().map(|t| t.thread().id()),
+            Some(self.thread)
+        );
+        handle.end();
+    }
+}
+
+/// Ends and joins every loop thread (the network stopped).
+pub(crate) fn end_all_loops() {
+    let loops = std::mem::take(&mut *NETWORK.loops.lock().unwrap_or_else(|e| e.into_inner()));
+    for l in loops {
+        l.end();
+    }
+}
+
+fn own_kernel_tid() -> Option<u32> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    stat.split_whitespace().next()?.parse().ok()
+}
+
+/// utime + stime of a thread of this process, in ticks.
+fn thread_cpu_ticks(tid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start at the state, field 3.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// The TLS settings given as network options, for the databases opened afterwards.
+static TLS: Mutex<Option<TlsConfig>> = Mutex::new(None);
+
+pub(crate) fn tls_config() -> Option<TlsConfig> {
+    TLS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// A network option: the TLS ones configure the databases opened afterwards, a few are true
+/// as they stand (what they turn off does not exist here), the rest are
+/// `unsupported_operation`, never ignored.
+pub(crate) fn network_option(option: &NetworkOption) -> FdbResult<()> {
+    use NetworkOption as N;
+    let tls = |f: &dyn Fn(TlsConfig) -> TlsConfig| {
+        let mut t = TLS.lock().unwrap_or_else(|e| e.into_inner());
+        *t = Some(f(t.take().unwrap_or_default()));
+        Ok(())
+    };
+    match option {
+        N::TLSCertPath(p) => tls(&|t| t.certificate_file(p)),
+        N::TLSCertBytes(b) => tls(&|t| t.certificate_pem(b.clone())),
+        N::TLSKeyPath(p) => tls(&|t| t.key_file(p)),
+        N::TLSKeyBytes(b) => tls(&|t| t.key_pem(b.clone())),
+        N::TLSCaPath(p) => tls(&|t| t.ca_file(p)),
+        N::TLSCaBytes(b) => tls(&|t| t.ca_pem(b.clone())),
+        N::TLSPassword(p) => tls(&|t| t.password(p)),
+        N::TLSVerifyPeers(v) => {
+            let rules = String::from_utf8(v.clone())
+                .map_err(|_| FdbError::of(ErrorCode::INVALID_OPTION_VALUE))?;
+            tls(&|t| t.verify_peers(rules.clone()))
+        }
+        // No multi-version client, no client statistics here: turning them off holds
+        // already.
+        N::DisableMultiVersionClientApi | N::DisableClientStatisticsLogging => Ok(()),
+        // External clients are C libraries for clusters of other versions, loaded beside
+        // the local client; this client loads none and speaks 7.3 itself, which is what
+        // libfdb_c 7.3 does with a 7.3 cluster whatever the directory holds. A cluster of
+        // another version stays unreachable (see the README).
+        N::ExternalClientDirectory(_) | N::ExternalClientLibrary(_) => Ok(()),
+        _ => Err(FdbError::of(ErrorCode::UNSUPPORTED_OPERATION)),
+    }
+}
