@@ -374,6 +374,7 @@ enum At<'a> {
 /// Each operation of the trait, on fdb-api, in foundationdb-rs's argument order.
 mod ops {
     use super::*;
+    use api::{Layer, ManualPrefix};
 
     type R<T> = Result<T, DirectoryError>;
 
@@ -389,9 +390,9 @@ mod ops {
     ) -> R<DirectoryOutput> {
         let t = &tx.inner;
         out(match at {
-            At::Root(l) => l.open(t, path, layer).await,
-            At::Sub(d) => d.open(t, path, layer).await,
-            At::Partition(p) => p.open(t, path, layer).await,
+            At::Root(l) => l.open(t, path, layer.map(Layer)).await,
+            At::Sub(d) => d.open(t, path, layer.map(Layer)).await,
+            At::Partition(p) => p.open(t, path, layer.map(Layer)).await,
         })
     }
 
@@ -403,10 +404,11 @@ mod ops {
         layer: Option<&[u8]>,
     ) -> R<DirectoryOutput> {
         let t = &tx.inner;
+        let (prefix, layer) = (prefix.map(ManualPrefix), layer.map(Layer));
         out(match at {
-            At::Root(l) => l.create(t, path, layer, prefix).await,
-            At::Sub(d) => d.create(t, path, layer, prefix).await,
-            At::Partition(p) => p.create(t, path, layer, prefix).await,
+            At::Root(l) => l.create(t, path, prefix, layer).await,
+            At::Sub(d) => d.create(t, path, prefix, layer).await,
+            At::Partition(p) => p.create(t, path, prefix, layer).await,
         })
     }
 
@@ -417,18 +419,12 @@ mod ops {
         prefix: Option<&[u8]>,
         layer: Option<&[u8]>,
     ) -> R<DirectoryOutput> {
-        if prefix.is_some() {
-            // A prefix matters only to a creation.
-            if exists(at, tx, path).await? {
-                return open(at, tx, path, layer).await;
-            }
-            return create(at, tx, path, prefix, layer).await;
-        }
         let t = &tx.inner;
+        let (prefix, layer) = (prefix.map(ManualPrefix), layer.map(Layer));
         out(match at {
-            At::Root(l) => l.create_or_open(t, path, layer).await,
-            At::Sub(d) => d.create_or_open(t, path, layer).await,
-            At::Partition(p) => p.create_or_open(t, path, layer).await,
+            At::Root(l) => l.create_or_open(t, path, prefix, layer).await,
+            At::Sub(d) => d.create_or_open(t, path, prefix, layer).await,
+            At::Partition(p) => p.create_or_open(t, path, prefix, layer).await,
         })
     }
 
@@ -458,9 +454,9 @@ mod ops {
     ) -> R<DirectoryOutput> {
         let t = &tx.inner;
         out(match at {
-            At::Root(l) => l.move_to(t, new_path).await,
-            At::Sub(d) => d.move_to(t, new_path).await,
-            At::Partition(p) => p.move_to(t, new_path).await,
+            At::Root(l) => l.move_directory(t, new_path).await,
+            At::Sub(d) => d.move_directory(t, new_path).await,
+            At::Partition(p) => p.move_directory(t, new_path).await,
         })
     }
 
@@ -473,9 +469,9 @@ mod ops {
     ) -> R<DirectoryOutput> {
         let t = &tx.inner;
         out(match at {
-            At::Root(l) => l.move_directory(t, old_path, new_path).await,
-            At::Sub(d) => d.move_directory(t, old_path, new_path).await,
-            At::Partition(p) => p.move_directory(t, old_path, new_path).await,
+            At::Root(l) => l.move_to(t, old_path, new_path).await,
+            At::Sub(d) => d.move_to(t, old_path, new_path).await,
+            At::Partition(p) => p.move_to(t, old_path, new_path).await,
         })
     }
 
