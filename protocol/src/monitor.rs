@@ -500,7 +500,11 @@ impl ClusterMonitor {
         let req = OpenDatabaseCoordRequest {
             issues: Vec::new(),
             supported_versions: alloc::vec![ClientVersionRef {
-                client_version: self.client_version.clone(),
+                client_version: if self.client_version.is_empty() {
+                    Bytes::from_static(io.net.protocol().release().as_bytes())
+                } else {
+                    self.client_version.clone()
+                },
                 source_version: Bytes::new(),
                 // FDB prints it with `%llx`: no leading zero.
                 protocol_version: Bytes::from(alloc::format!(

@@ -91,20 +91,23 @@ pub struct ClientConfig {
     pub seed: u64,
     /// Sent to coordinators for their client statistics.
     pub trace_log_group: Bytes,
-    /// The client version announced to the cluster.
+    /// The client version announced to the cluster; empty: the libfdb_c release of the
+    /// protocol spoken ([`Protocol::release`]), as the multi-version client announces the
+    /// library it uses.
     pub client_version: Bytes,
     /// The protocol spoken until the coordinators say otherwise (see [`crate::version`]).
     pub protocol: Protocol,
 }
 
 impl ClientConfig {
-    /// Settings for `cluster` with libfdb_c 7.3.77's defaults.
+    /// Settings for `cluster` with libfdb_c's defaults, speaking 7.3 until the cluster says
+    /// otherwise.
     pub fn new(cluster: ClusterFile, seed: u64) -> Self {
         ClientConfig {
             cluster,
             seed,
             trace_log_group: Bytes::from_static(b"default"),
-            client_version: Bytes::from_static(b"7.3.77"),
+            client_version: Bytes::new(),
             protocol: Protocol::V7_3,
         }
     }
