@@ -66,7 +66,7 @@ enum State {
     /// The peer announced a version we do not speak. FlowTransport keeps such a connection
     /// open, but fdbserver sends nothing on it except its own pings, so its version is all
     /// there is to learn from it.
-    Incompatible(ProtocolVersion),
+    Incompatible,
     Failed(ConnectionError),
 }
 
@@ -87,6 +87,9 @@ pub(crate) struct Connection {
     with_checksum: bool,
     version: ProtocolVersion,
     peer: Option<ConnectPacket>,
+    /// The version of a peer that announced one we do not speak (kept once the connection
+    /// fails too: what it announced is still news).
+    incompatible: Option<ProtocolVersion>,
     incoming: VecDeque<Packet>,
     bytes_received: u64,
     last_data_sent: Instant,
@@ -109,6 +112,7 @@ impl Connection {
             with_checksum: !tls,
             version,
             peer: None,
+            incompatible: None,
             incoming: VecDeque::new(),
             bytes_received: 0,
             last_data_sent: now,
@@ -137,13 +141,9 @@ impl Connection {
         matches!(self.state, State::Established)
     }
 
-    /// The version of a peer that announced one we do not speak (the connection stays open
-    /// for its stable endpoints).
+    /// The version of a peer that announced one we do not speak.
     pub(crate) fn incompatible_peer(&self) -> Option<ProtocolVersion> {
-        match self.state {
-            State::Incompatible(v) => Some(v),
-            _ => None,
-        }
+        self.incompatible
     }
 
     /// Why the connection failed, if it did.
@@ -187,7 +187,8 @@ impl Connection {
                     self.state = if self.version.accepts(peer) {
                         State::Established
                     } else {
-                        State::Incompatible(peer)
+                        self.incompatible = Some(peer);
+                        State::Incompatible
                     };
                     self.peer = Some(p);
                 }

@@ -386,10 +386,9 @@ impl Network {
             return;
         }
         let was_incompatible = p.conn.incompatible_peer().is_some();
-        if let Err(e) = p.conn.handle_input(now, data) {
-            self.drop_peer(now, events, conn, e);
-            return;
-        }
+        let result = p.conn.handle_input(now, data);
+        // What the peer announced counts even if the bytes after its ConnectPacket break the
+        // framing (FlowTransport records the peer's version as soon as it reads the packet).
         let incompatible = p.conn.incompatible_peer();
         if let (Some(version), false) = (incompatible, was_incompatible) {
             tracing::info!(conn = conn.0, addr = %p.addr, peer = %version, "peer speaks another protocol");
@@ -398,6 +397,10 @@ impl Network {
                 addr: p.addr.clone(),
                 version,
             });
+        }
+        if let Err(e) = result {
+            self.drop_peer(now, events, conn, e);
+            return;
         }
         while let Some(pkt) = self.peers.get_mut(&conn).and_then(|p| p.conn.poll_packet()) {
             if incompatible.is_some() {
