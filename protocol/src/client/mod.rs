@@ -212,6 +212,11 @@ impl Client {
         self.drive(now);
     }
 
+    /// The protocol the client speaks now (see [`crate::version`]).
+    pub fn protocol(&self) -> Protocol {
+        self.net.protocol()
+    }
+
     /// The current cluster information, once known.
     pub fn cluster_info(&self) -> Option<&ClientDBInfo> {
         self.monitor.info()
