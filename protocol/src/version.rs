@@ -93,6 +93,13 @@ impl Protocol {
         matches!(self, Protocol::V7_4)
     }
 
+    /// Whether a tenant's key in `\xff/tenant/tenantGroup/tenantIndex/` is
+    /// `(group, name, id)` (7.4) rather than `(group, id)` (7.3): a system-key layout the
+    /// tenant management writes as libfdb_c's `TenantAPI` does.
+    pub const fn tenant_group_index_has_name(self) -> bool {
+        matches!(self, Protocol::V7_4)
+    }
+
     /// The release libfdb_c of this version announces to coordinators in
     /// `OpenDatabaseCoordRequest`'s `supportedVersions`.
     pub const fn release(self) -> &'static str {
