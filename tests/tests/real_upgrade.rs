@@ -241,6 +241,22 @@ fn a_live_upgrade_fails_no_transaction() {
                 - upgrade_start.saturating_duration_since(l.started).as_secs_f64()
         );
     }
+    // The transfers the upgrade itself hit: retried for a lost connection or commit, a stale
+    // read version or the protocol change (not for conflicts).
+    let hit = |r: &&&TxRecord| {
+        r.retried
+            .iter()
+            .any(|(c, _)| [1007, 1021, 1039, 1037, 1038].contains(&c.0))
+    };
+    if let Some(l) = across.iter().filter(hit).max_by_key(|r| r.duration()) {
+        println!(
+            "real_upgrade: longest transfer the upgrade hit {:.3?} ({}, retried {:?}); {} were hit",
+            l.duration(),
+            l.driver,
+            l.retried.iter().map(|(c, _)| c.0).collect::<Vec<_>>(),
+            across.iter().filter(hit).count()
+        );
+    }
     println!(
         "real_upgrade: committed after the upgrade: tokio {}, mio {}; protocol now {protocol:?}",
         after("tokio"),
