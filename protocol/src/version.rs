@@ -66,6 +66,8 @@ impl Protocol {
 
     /// Adjusted endpoints a `CommitProxyInterface` has after its `commit` stream (the highest
     /// index given to `getAdjustedEndpoint`): 7.4 appends `setThrottledShard` as index 13.
+    /// Only the interface's base token travels (the others are derived from it), so appended
+    /// streams change no token a client asks; a server registers them all.
     pub const fn commit_proxy_adjusted_endpoints(self) -> u32 {
         match self {
             Protocol::V7_3 => 12,
@@ -88,7 +90,8 @@ impl Protocol {
         matches!(self, Protocol::V7_4)
     }
 
-    /// Whether `GetStorageMetricsReply` ends with `ongoingBulkLoadTaskCount` (new in 7.4).
+    /// Whether `GetStorageMetricsReply` ends with `ongoingBulkLoadTaskCount` (new in 7.4; a
+    /// reply this client never asks for, recorded so that whoever adds it versions it).
     pub const fn storage_metrics_has_bulk_load_count(self) -> bool {
         matches!(self, Protocol::V7_4)
     }
