@@ -63,6 +63,10 @@ enum State {
     /// Our ConnectPacket is queued; waiting for the peer's.
     Handshake,
     Established,
+    /// The peer announced a version we do not speak. FlowTransport keeps such a connection
+    /// open, but fdbserver sends nothing on it except its own pings, so its version is all
+    /// there is to learn from it.
+    Incompatible,
     Failed(ConnectionError),
 }
 
@@ -83,6 +87,9 @@ pub(crate) struct Connection {
     with_checksum: bool,
     version: ProtocolVersion,
     peer: Option<ConnectPacket>,
+    /// The version of a peer that announced one we do not speak (kept once the connection
+    /// fails too: what it announced is still news).
+    incompatible: Option<ProtocolVersion>,
     incoming: VecDeque<Packet>,
     bytes_received: u64,
     last_data_sent: Instant,
@@ -105,6 +112,7 @@ impl Connection {
             with_checksum: !tls,
             version,
             peer: None,
+            incompatible: None,
             incoming: VecDeque::new(),
             bytes_received: 0,
             last_data_sent: now,
@@ -131,6 +139,11 @@ impl Connection {
     #[cfg(test)]
     pub(crate) fn is_established(&self) -> bool {
         matches!(self.state, State::Established)
+    }
+
+    /// The version of a peer that announced one we do not speak.
+    pub(crate) fn incompatible_peer(&self) -> Option<ProtocolVersion> {
+        self.incompatible
     }
 
     /// Why the connection failed, if it did.
@@ -165,13 +178,19 @@ impl Connection {
                 Ok(None) => return Ok(()),
                 Ok(Some(Incoming::Connect(p))) => {
                     let peer = p.protocol_version();
-                    if !self.version.accepts(peer) {
+                    if !peer.has_object_serializer_flag() {
+                        // Not even a peer with stable interfaces: nothing to read from it.
                         let e = ConnectionError::IncompatibleProtocol { peer };
                         self.fail(e.clone());
                         return Err(e);
                     }
+                    self.state = if self.version.accepts(peer) {
+                        State::Established
+                    } else {
+                        self.incompatible = Some(peer);
+                        State::Incompatible
+                    };
                     self.peer = Some(p);
-                    self.state = State::Established;
                 }
                 Ok(Some(Incoming::Packet(p))) => {
                     if let Some(ping) = &self.ping {
@@ -290,8 +309,9 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framing::encode_packet;
+    use crate::framing::{encode_packet, CONNECT_PACKET_BODY_LEN};
     use crate::messages::{encode_reply, ErrorOr, Void};
+    use bytes::BufMut;
 
     fn server_connect() -> BytesMut {
         let mut b = BytesMut::new();
@@ -326,15 +346,35 @@ mod tests {
     }
 
     #[test]
-    fn incompatible_peer_is_refused() {
+    fn incompatible_peer_stays_for_stable_endpoints() {
+        // A 7.4 server answering a 7.3 client: the connection stays open (its protocol info
+        // and pings still answer) but is not established.
+        let mut c = Connection::new(t(0.0), false, ProtocolVersion::V7_3);
+        c.poll_transmit();
+        let mut b = BytesMut::new();
+        ConnectPacket::client(ProtocolVersion::V7_4).encode(&mut b);
+        encode_packet(&mut b, Uid::new(9, 9), b"info", true);
+        c.handle_input(t(0.0), &b).unwrap();
+        assert!(!c.is_established());
+        assert_eq!(
+            c.incompatible_peer(),
+            Some(ProtocolVersion(0x1FDB_00B0_7400_0000))
+        );
+        assert_eq!(c.poll_packet().unwrap().token, Uid::new(9, 9));
+    }
+
+    #[test]
+    fn peer_without_object_serializer_is_refused() {
         let mut c = Connection::new(t(0.0), false, ProtocolVersion::V7_3);
         let mut b = BytesMut::new();
-        ConnectPacket::client(ProtocolVersion(0x0FDB_00B0_7200_0000)).encode(&mut b);
+        b.put_u32_le(CONNECT_PACKET_BODY_LEN);
+        b.put_u64_le(0x0FDB_00B0_6300_0000);
+        b.put_bytes(0, CONNECT_PACKET_BODY_LEN as usize - 8);
         let e = c.handle_input(t(0.0), &b).unwrap_err();
         assert_eq!(
             e,
             ConnectionError::IncompatibleProtocol {
-                peer: ProtocolVersion(0x1FDB_00B0_7200_0000)
+                peer: ProtocolVersion(0x0FDB_00B0_6300_0000)
             }
         );
         assert!(c.poll_transmit().is_none());

@@ -112,6 +112,12 @@ pub enum Event {
     /// and, if it now names other coordinators (an operator changed them), hands them over
     /// with [`Client::set_cluster`](crate::Client::set_cluster).
     CoordinatorsUnreachable,
+    /// The cluster's coordinators speak another supported protocol: every connection was
+    /// closed and the core now speaks this one (see [`crate::version`]).
+    ProtocolChanged {
+        /// The protocol spoken from now on.
+        protocol: crate::version::Protocol,
+    },
     /// An application request finished: hand it to the [`Call`] that started it.
     Complete(Completion),
 }

@@ -20,6 +20,8 @@ pub struct ProtocolVersion(pub u64);
 impl ProtocolVersion {
     /// FDB 7.3 (`FDB_PV_DEFAULT_VERSION` in `flow/ProtocolVersions.cmake`).
     pub const V7_3: ProtocolVersion = ProtocolVersion(0x0FDB_00B0_7300_0000);
+    /// FDB 7.4 (`FDB_PV_DEFAULT_VERSION` at 7.4.6).
+    pub const V7_4: ProtocolVersion = ProtocolVersion(0x0FDB_00B0_7400_0000);
     /// Set by peers that speak the ObjectSerializer, which all 7.x peers must.
     pub const OBJECT_SERIALIZER_FLAG: u64 = 0x1000_0000_0000_0000;
     /// Bits that must match for two versions to talk (the low 16 bits are free).

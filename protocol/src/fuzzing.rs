@@ -44,6 +44,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tenant_map_entry", tenant_map_entry),
     ("cluster_module_replies", cluster_module_replies),
     ("global_config", global_config),
+    ("protocol_handshake", protocol_handshake),
 ];
 
 /// `x == x`: false only for values holding a NaN, whose equality cannot be asserted.
@@ -190,6 +191,21 @@ pub fn object_reader(data: &[u8]) {
         assert_eq!(back, m, "{} round trip", m.name());
     }
     assert_eq!(back.encode(), enc, "{} re-encoding is not stable", m.name());
+    // Each supported protocol's shape decodes, and is stable (an older shape only drops the
+    // fields its version lacks).
+    for p in crate::version::Protocol::SUPPORTED {
+        let shaped = m.encode_for(p);
+        let again = match decode_any(&Bytes::from(shaped.clone())) {
+            Ok(a) => a,
+            Err(e) => panic!("{}'s {p} shape does not decode: {e}", m.name()),
+        };
+        assert_eq!(
+            again.encode_for(p),
+            shaped,
+            "{} {p} shape is not stable",
+            m.name()
+        );
+    }
 }
 
 /// A reply of type `T`, decoded both with its file identifier checked and without.
@@ -532,6 +548,75 @@ pub fn global_config(data: &[u8]) {
     use crate::messages::grv::GlobalConfigRefreshReply;
     reply_target::<GlobalConfigRefreshReply>(data);
     crate::global_config::fuzz_view(&Bytes::copy_from_slice(data));
+}
+
+/// The coordinator's first bytes are the input: a ConnectPacket of any version (or none, or
+/// garbage), then anything. The client must learn a supported protocol (every later connection
+/// then speaks it), refuse an unsupported one with `incompatible_client`, or drop a connection
+/// that breaks the framing; it never panics, and its reconnections stay paced by the backoff.
+pub fn protocol_handshake(data: &[u8]) {
+    use crate::cluster_file::ClusterFile;
+    use crate::error::ErrorCode;
+    use crate::event::Event;
+    use crate::sim::Sim;
+    use crate::version::Protocol;
+    use crate::{ClientConfig, Priority};
+    use core::time::Duration;
+
+    let Ok(cluster) = ClusterFile::parse("fuzz:fuzz@127.0.0.1:4500") else {
+        return;
+    };
+    // The first byte picks the protocol the client starts with.
+    let start = match data.first() {
+        Some(b) if b & 1 == 1 => Protocol::V7_4,
+        _ => Protocol::V7_3,
+    };
+    let mut config = ClientConfig::new(cluster, 7);
+    config.protocol = start;
+    let mut s = Sim::new(config);
+    s.set_hello(Bytes::copy_from_slice(data.get(1..).unwrap_or_default()));
+    let now = s.now();
+    let grv = s.client.get_read_version(now, Priority::Default);
+    s.drive();
+    s.run_until(s.now() + Duration::from_secs(5));
+    let mut spoken = start;
+    let mut opened = 0;
+    for e in s.take_events() {
+        match e {
+            Event::ProtocolChanged { protocol } => {
+                assert_ne!(protocol, spoken, "a change to the protocol already spoken");
+                spoken = protocol;
+            }
+            Event::Connect { conn, .. } => {
+                opened += 1;
+                // Each connection's own ConnectPacket is the protocol spoken when it opened.
+                if let Some(h) = s.client_hello(conn) {
+                    assert!(
+                        Protocol::of(h.protocol_version()).is_some(),
+                        "a connection speaking an unsupported protocol"
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    // The announced version the input carried, if it is a ConnectPacket.
+    let announced = ConnectPacket::decode(data.get(1..).unwrap_or_default())
+        .ok()
+        .map(|p| p.protocol_version());
+    if let Some(v) = announced.filter(|v| v.has_object_serializer_flag()) {
+        match Protocol::of(v) {
+            Some(p) => assert_eq!(spoken, p, "the coordinator's protocol is spoken"),
+            None => {
+                assert_eq!(spoken, start);
+                if let Some(r) = s.take(grv) {
+                    assert_eq!(r.map_err(|e| e.code()), Err(ErrorCode::INCOMPATIBLE_CLIENT));
+                }
+            }
+        }
+    }
+    // Reconnections are paced by the backoff: a handful in five simulated seconds.
+    assert!(opened < 64, "{opened} connects in 5 s");
 }
 
 #[cfg(test)]

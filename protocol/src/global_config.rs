@@ -63,16 +63,18 @@ const VERSION_HISTORY_FILE_IDENTIFIER: u32 = 5_863_456;
 
 /// The value of a history key (`GlobalConfig::applyChanges`): the commit's mutations as a
 /// `VersionHistory` of version 0, serialized with the protocol version in front
-/// (`ObjectWriter` with `IncludeVersion`), as the cluster controller reads it back.
-pub fn history_value(mutations: Vec<crate::messages::commit::MutationRef>) -> Vec<u8> {
+/// (`ObjectWriter` with `IncludeVersion`), as the cluster controller reads it back. The
+/// version must be the cluster's (`protocol`): a cluster controller that finds another one
+/// publishes no history at all, only "refresh everything", to every client.
+pub fn history_value(
+    mutations: Vec<crate::messages::commit::MutationRef>,
+    protocol: crate::version::Protocol,
+) -> Vec<u8> {
     let vh = VersionHistory {
         mutations,
         version: 0,
     };
-    let mut out = crate::framing::ProtocolVersion::V7_3
-        .0
-        .to_le_bytes()
-        .to_vec();
+    let mut out = protocol.version().0.to_le_bytes().to_vec();
     out.extend(crate::serializer::encode_with(
         &vh,
         VERSION_HISTORY_FILE_IDENTIFIER,
@@ -451,13 +453,18 @@ mod tests {
         let theirs = "00000073b000db0f2400000020785900000000000a000d000c0004000800060008000400\
             080010000c0004000e000000040000001000000000000000000000000400000001000000040000003800\
             00001800000008000000000000000500000068656c6c6f0000000900000070726f62655f6b6579000000";
-        let ours = history_value(alloc::vec![crate::messages::commit::MutationRef {
+        let m = alloc::vec![crate::messages::commit::MutationRef {
             kind: 0,
             param1: Bytes::from_static(b"probe_key"),
             param2: Bytes::from_static(b"hello"),
-        }]);
+        }];
+        let ours = history_value(m.clone(), crate::version::Protocol::V7_3);
         let hex: String = ours.iter().map(|b| alloc::format!("{b:02x}")).collect();
         assert_eq!(hex, theirs);
+        // On a 7.4 cluster only the version in front differs.
+        let v74 = history_value(m, crate::version::Protocol::V7_4);
+        assert_eq!(&v74[..8], &0x0FDB_00B0_7400_0000u64.to_le_bytes());
+        assert_eq!(v74[8..], ours[8..]);
     }
 
     #[test]

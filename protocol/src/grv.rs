@@ -214,6 +214,15 @@ impl GrvBatcher {
         self.floor = None;
     }
 
+    /// Every waiter not yet sent, taken out of the queue (to be failed).
+    pub(crate) fn take_queued(&mut self) -> Vec<GrvWaiter> {
+        core::mem::take(&mut self.queue)
+            .into_values()
+            .flatten()
+            .map(|(w, _)| w)
+            .collect()
+    }
+
     /// Batch `batch` got no answer. Asking for a read version is idempotent: its waiters go
     /// back to the front of their queue for another proxy, as the load balancer would.
     pub(crate) fn on_lost(&mut self, batch: u64) {

@@ -43,6 +43,7 @@ pub mod time;
 mod transaction;
 pub mod tuple;
 pub mod uid;
+pub mod version;
 
 pub use atomic::MutationType;
 pub use census::Census;

@@ -19,7 +19,6 @@ use core::time::Duration;
 
 use crate::cluster_file::{ClusterFile, Coordinator};
 use crate::event::Event;
-use crate::framing::ProtocolVersion;
 use crate::messages::coordination::{
     ClientDBInfo, ClientVersionRef, CommitProxyInterface, GrvProxyInterface, Hostname,
     OpenDatabaseCoordRequest,
@@ -345,6 +344,13 @@ impl ClusterMonitor {
         }
     }
 
+    /// The coordinator request was cut off by a protocol change, not by the coordinator:
+    /// ask the same one again at once, in the new protocol.
+    pub(crate) fn resend_now(&mut self, io: &mut Io<'_>) {
+        self.open_db_outstanding = false;
+        self.open_db_at = Some(io.now);
+    }
+
     /// The coordinator request got no answer: the next coordinator.
     pub(crate) fn on_lost(&mut self, io: &mut Io<'_>) {
         self.open_db_outstanding = false;
@@ -494,12 +500,16 @@ impl ClusterMonitor {
         let req = OpenDatabaseCoordRequest {
             issues: Vec::new(),
             supported_versions: alloc::vec![ClientVersionRef {
-                client_version: self.client_version.clone(),
+                client_version: if self.client_version.is_empty() {
+                    Bytes::from_static(io.net.protocol().release().as_bytes())
+                } else {
+                    self.client_version.clone()
+                },
                 source_version: Bytes::new(),
                 // FDB prints it with `%llx`: no leading zero.
                 protocol_version: Bytes::from(alloc::format!(
                     "{:x}",
-                    ProtocolVersion::V7_3.version()
+                    io.net.protocol().version().version()
                 )),
             }],
             trace_log_group: self.trace_log_group.clone(),

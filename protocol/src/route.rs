@@ -71,4 +71,7 @@ pub(crate) enum Loss {
     BrokenPromise,
     /// New proxies replaced the ones the request went to (`onProxiesChanged`).
     ProxiesChanged,
+    /// The cluster now speaks another protocol and every connection was closed
+    /// (`cluster_version_changed` for what may have been committed).
+    ProtocolChanged,
 }

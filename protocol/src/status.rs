@@ -19,7 +19,7 @@ use crate::framing::ProtocolVersion;
 use crate::ids::RequestId;
 use crate::messages::coordination::{
     ClusterControllerClientInterface, GetLeaderRequest, ProtocolInfoReply, ProtocolInfoRequest,
-    StatusReply, StatusRequest,
+    StatusReply, StatusRequest, StatusRequestV7_3,
 };
 use crate::messages::{
     decode_any, decode_reply, AnyMessage, EnsureTable, ErrorOr, NetworkAddress, ReplyPromise,
@@ -309,14 +309,21 @@ impl StatusReads {
         }
         if let Some(ep) = send_status {
             let token = io.token();
-            let msg = StatusRequest {
-                reply: ReplyPromise { token },
-            };
             let route = Route::Status {
                 op: req,
                 part: StatusPart::Status,
             };
-            io.send(ep.address(), ep.token, &msg, token, route);
+            let reply = ReplyPromise { token };
+            if io.net.protocol().status_request_has_field() {
+                let msg = StatusRequest {
+                    reply,
+                    status_field: Bytes::new(),
+                };
+                io.send(ep.address(), ep.token, &msg, token, route);
+            } else {
+                let msg = StatusRequestV7_3 { reply };
+                io.send(ep.address(), ep.token, &msg, token, route);
+            }
         }
         self.maybe_finish(io, req);
     }

@@ -10,7 +10,8 @@
 //!   `\xff/tenant/lastModification` (a versionstamp);
 //! * `\xff/tenant/tenantGroup/map/<group, raw>`: a [`TenantGroupEntry`] (no fields), while
 //!   the group has tenants;
-//! * `\xff/tenant/tenantGroup/tenantIndex/<tuple(group, id)>` = empty.
+//! * `\xff/tenant/tenantGroup/tenantIndex/<tuple(group, id)>` = empty (7.4: `tuple(group,
+//!   name, id)`, see [`crate::version::Protocol::tenant_group_index_has_name`]).
 //!
 //! [`TenantEntry`] is the checked, typed view of a map entry; [`TenantEntry::to_json`] renders
 //! it byte for byte as libfdb_c does: keys in sorted order (`json_spirit::mObject` is a

@@ -103,8 +103,17 @@ pub fn from_hex(s: &str) -> Vec<u8> {
 /// Reads every `*.frames.jsonl` capture, sorted by name. Panics if none are found: the
 /// conformance tests must not pass vacuously.
 pub fn load_captures() -> Vec<Capture> {
-    let dir = captures_dir();
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+    load_captures_in(&captures_dir())
+}
+
+/// Where the FDB 7.4.6 captures live (`tests/data/fdb-captures-7.4`, see its README).
+pub fn captures_v74_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/fdb-captures-7.4")
+}
+
+/// Every `*.frames.jsonl` capture in `dir`, sorted by name (panics if there is none).
+pub fn load_captures_in(dir: &std::path::Path) -> Vec<Capture> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("captures not found at {}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.to_string_lossy().ends_with(".frames.jsonl"))

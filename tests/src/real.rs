@@ -24,6 +24,17 @@ pub struct ClusterScript {
 }
 
 impl ClusterScript {
+    /// The versions whose fdbserver tarball sits beside the script (`cluster.sh versions`).
+    pub fn versions(&self) -> Vec<String> {
+        match run_bounded(
+            Command::new(&self.path).arg("versions"),
+            Duration::from_secs(30),
+        ) {
+            Ok(out) if out.ok => out.stdout.lines().map(|l| l.trim().to_string()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// `$FDB_SHARED_DIR/cluster.sh` when `FDB_SHARED_DIR` is set (an error if it has none:
     /// CI must not skip silently), else `../shared/fdb/cluster.sh` beside the project, else
     /// `Ok(None)`.
@@ -93,6 +104,17 @@ impl RealCluster {
         processes: usize,
         engine: &str,
     ) -> Result<RealCluster, String> {
+        Self::start_version(script, processes, engine, None)
+    }
+
+    /// [`RealCluster::start`] with the fdbserver of `version` (`cluster.sh`'s
+    /// `FDB_VERSION`; `None`: the script's default, 7.3.77).
+    pub fn start_version(
+        script: &ClusterScript,
+        processes: usize,
+        engine: &str,
+        version: Option<&str>,
+    ) -> Result<RealCluster, String> {
         let dir = std::env::temp_dir().join(format!(
             "fdb-faults-{}-{:x}",
             std::process::id(),
@@ -107,14 +129,12 @@ impl RealCluster {
             dir,
         };
         let n = processes.to_string();
-        let out = run_bounded(
-            Command::new(&cluster.script)
-                .arg("start")
-                .arg(&cluster.dir)
-                .arg(&n)
-                .arg(engine),
-            Duration::from_secs(180),
-        )?;
+        let mut cmd = Command::new(&cluster.script);
+        cmd.arg("start").arg(&cluster.dir).arg(&n).arg(engine);
+        if let Some(v) = version {
+            cmd.env("FDB_VERSION", v);
+        }
+        let out = run_bounded(&mut cmd, Duration::from_secs(180))?;
         if !out.ok {
             return Err(format!(
                 "cluster.sh start failed:\n{}{}",
@@ -122,6 +142,27 @@ impl RealCluster {
             ));
         }
         Ok(cluster)
+    }
+
+    /// Moves the whole cluster to `version` as an operator upgrades it (`cluster.sh upgrade`:
+    /// every process killed at once and started again on its port and data with that
+    /// version's fdbserver), returning once the database is available again.
+    pub fn upgrade(&self, version: &str, limit: Duration) -> Result<(), String> {
+        let out = run_bounded(
+            Command::new(&self.script)
+                .arg("upgrade")
+                .arg(&self.dir)
+                .arg(version),
+            limit,
+        )?;
+        if out.ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "cluster.sh upgrade failed:\n{}{}",
+                out.stdout, out.stderr
+            ))
+        }
     }
 
     /// A one-process `memory` cluster whose fdbserver runs with these `--knob_NAME=VALUE`

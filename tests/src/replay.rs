@@ -10,6 +10,7 @@ use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::messages::types::{KeyRange, KeySelector, SpanContext};
 use fdb_protocol::messages::{decode_any, AnyMessage, ReplyPromise};
 use fdb_protocol::sim::{Request, Server, Sim, Wire};
+use fdb_protocol::version::Protocol;
 use fdb_protocol::Uid;
 use fdb_protocol::{Call, ClientConfig, ClientError, Event, Outcome};
 use fdb_protocol::{RangeOptions, RangeResult, TransactionId};
@@ -122,7 +123,22 @@ impl Replay {
 
     /// A replay of a capture taken against the cluster whose connection string is `cluster`.
     pub fn with_cluster(name: &str, cluster: &str) -> Replay {
-        let cap = load_capture(&captures_dir().join(format!("{name}.frames.jsonl")));
+        Replay::from_dir(&captures_dir(), name, cluster, Protocol::V7_3)
+    }
+
+    /// A replay of a 7.4.6 capture (`tests/data/fdb-captures-7.4`), by a client that speaks
+    /// 7.4 from the start as libfdb_c 7.4.6 does.
+    pub fn v74(name: &str) -> Replay {
+        Replay::from_dir(
+            &crate::captures_v74_dir(),
+            name,
+            "local:7ce29500b0339b84@127.0.0.1:41427",
+            Protocol::V7_4,
+        )
+    }
+
+    fn from_dir(dir: &std::path::Path, name: &str, cluster: &str, protocol: Protocol) -> Replay {
+        let cap = load_capture(&dir.join(format!("{name}.frames.jsonl")));
         let mut frames = cap.frames.clone();
         frames.sort_by_key(|f| (f.dir == Dir::ServerToClient, f.seq));
         let server_connect = frames
@@ -139,7 +155,9 @@ impl Replay {
             held: Vec::new(),
             sent: Vec::new(),
         };
-        let mut sim = Sim::with_server(ClientConfig::new(cluster, 42), server);
+        let mut config = ClientConfig::new(cluster, 42);
+        config.protocol = protocol;
+        let mut sim = Sim::with_server(config, server);
         sim.set_hello(Bytes::from(server_connect));
         sim.drive();
         assert!(

@@ -28,7 +28,7 @@ fn every_packet_decodes_and_reencodes() {
                     continue;
                 }
             };
-            let again = m.encode();
+            let again = m.encode_for(fdb_protocol::version::Protocol::V7_3);
             match f.dir {
                 Dir::ClientToServer => {
                     if again != msg[..] {

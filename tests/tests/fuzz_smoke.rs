@@ -68,7 +68,7 @@ fn captured_messages(caps: &[Capture]) -> Vec<(String, Vec<u8>)> {
 fn targets_match_the_fuzz_crate() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("fuzz/Cargo.toml");
-    assert_eq!(TARGETS.len(), 17);
+    assert_eq!(TARGETS.len(), 18);
     for (name, _) in TARGETS {
         let path = dir.join(format!("fuzz_targets/{name}.rs"));
         let src =
@@ -83,7 +83,9 @@ fn targets_match_the_fuzz_crate() {
 
 #[test]
 fn captured_frames_and_streams() {
-    let caps = load_captures();
+    // The 7.3.77 captures and the 7.4.6 ones.
+    let mut caps = load_captures();
+    caps.extend(fdb_tests::load_captures_in(&fdb_tests::captures_v74_dir()));
     let mut n = 0;
     for cap in &caps {
         for f in &cap.frames {
@@ -280,6 +282,7 @@ const NOT_MESSAGE_TARGETS: &[&str] = &[
     "leader_info",
     "client_session",
     "tuple_decoder",
+    "protocol_handshake",
 ];
 
 /// `client_session`'s input: one record `[selector, time step, len lo, len hi, body]` per reply,

@@ -980,7 +980,7 @@ request_tests! {
     get_leader_request_roundtrips: GetLeaderRequest <- get_leader_request();
     protocol_info_request_roundtrips: ProtocolInfoRequest <- reply_promise().prop_map(|reply| ProtocolInfoRequest { reply });
     ping_request_roundtrips: PingRequest <- reply_promise().prop_map(|reply| PingRequest { reply });
-    status_request_roundtrips: StatusRequest <- reply_promise().prop_map(|reply| StatusRequest { reply });
+    status_request_roundtrips: StatusRequest <- (reply_promise(), bytes(16)).prop_map(|(reply, status_field)| StatusRequest { reply, status_field });
     global_config_refresh_request_roundtrips: GlobalConfigRefreshRequest <- global_config_refresh_request();
     get_read_version_request_roundtrips: GetReadVersionRequest <- get_read_version_request();
     commit_transaction_request_roundtrips: CommitTransactionRequest <- commit_transaction_request();

@@ -207,7 +207,9 @@ impl Engine {
                         self.client.set_cluster(now, cf);
                     }
                 }
-                Event::ClusterInfo { .. } | Event::Forward { .. } => {}
+                Event::ClusterInfo { .. }
+                | Event::Forward { .. }
+                | Event::ProtocolChanged { .. } => {}
             }
         }
         None

@@ -77,9 +77,11 @@ pub(crate) async fn commit_global_config<D: Driver>(
         &offset.to_le_bytes(),
     ]
     .concat();
+    // The history carries the cluster's protocol version, the one the client speaks.
+    let protocol = crate::driver::query(tx.driver(), |c, _| c.protocol()).await?;
     tx.atomic_op(
         key,
-        history_value(mutations),
+        history_value(mutations, protocol),
         MutationType::SetVersionstampedKey,
     );
     tx.atomic_op(

@@ -12,7 +12,7 @@
 //! `\xff/tenant/nameIndex/<tuple(name)>` = `tuple(id)`, `\xff/tenant/lastId` = `tuple(id)`,
 //! `\xff/tenant/count` (a little-endian counter, `add`), and `\xff/tenant/lastModification`
 //! (a versionstamp); a tenant in a group adds `\xff/tenant/tenantGroup/tenantIndex/<tuple(group,
-//! id)>` and, for the group's first tenant, `\xff/tenant/tenantGroup/map/<group>` (see
+//! id)>` (7.4: `tuple(group, name, id)`) and, for the group's first tenant, `\xff/tenant/tenantGroup/map/<group>` (see
 //! [`fdb_protocol::tenant_map`]). The commit proxies and storage servers learn the tenant from
 //! those mutations.
 //!
@@ -28,6 +28,7 @@ use fdb_protocol::tenant_map::{
     TENANT_LAST_ID_KEY, TENANT_LAST_MODIFICATION_KEY, TENANT_MAP_PREFIX, TENANT_MAP_SPECIAL_PREFIX,
     TENANT_NAME_INDEX_PREFIX,
 };
+use fdb_protocol::version::Protocol;
 use fdb_protocol::{tenant_prefix, tuple, MutationType, TransactionOption, Uid};
 
 pub use fdb_protocol::tenant_map::{TenantEntry, TenantLockState};
@@ -164,11 +165,20 @@ fn check_group(config: &TenantConfig) -> Result<(), Error> {
     Ok(())
 }
 
-fn group_index_key(group: &[u8], id: i64) -> Vec<u8> {
-    key(
-        TENANT_GROUP_INDEX_PREFIX,
-        &tuple::pack(&(group.to_vec(), id)),
-    )
+/// A tenant's key in its group's index: `(group, id)` in 7.3; 7.4 puts the tenant's name
+/// between them (`tenantGroupTenantIndex`), so the index lists a group's tenants by name.
+fn group_index_key(group: &[u8], name: &[u8], id: i64, protocol: Protocol) -> Vec<u8> {
+    let t = if protocol.tenant_group_index_has_name() {
+        tuple::pack(&(group.to_vec(), name.to_vec(), id))
+    } else {
+        tuple::pack(&(group.to_vec(), id))
+    };
+    key(TENANT_GROUP_INDEX_PREFIX, &t)
+}
+
+/// The protocol the client speaks (the cluster's), which decides the system keys' layout.
+async fn protocol<D: Driver>(tx: &Transaction<D>) -> Result<Protocol, Error> {
+    crate::driver::query(tx.driver(), |c, _| c.protocol()).await
 }
 
 /// Reads the entry of tenant `id` (`None` if the map has none).
@@ -194,8 +204,13 @@ async fn entry_by_name<D: Driver>(
 }
 
 /// Puts tenant `id` into `group`'s index, creating the group if it has no entry yet.
-async fn join_group<D: Driver>(tx: &Transaction<D>, group: &[u8], id: i64) -> Result<(), Error> {
-    tx.set(group_index_key(group, id), b"");
+async fn join_group<D: Driver>(
+    tx: &Transaction<D>,
+    group: &[u8],
+    name: &[u8],
+    id: i64,
+) -> Result<(), Error> {
+    tx.set(group_index_key(group, name, id, protocol(tx).await?), b"");
     let gk = key(TENANT_GROUP_MAP_PREFIX, group);
     if tx.get(&gk).await?.is_none() {
         tx.set(gk, TenantGroupEntry::default().encode_value());
@@ -204,8 +219,14 @@ async fn join_group<D: Driver>(tx: &Transaction<D>, group: &[u8], id: i64) -> Re
 }
 
 /// Takes tenant `id` out of `group`'s index, and drops the group once it has no other tenant.
-async fn leave_group<D: Driver>(tx: &Transaction<D>, group: &[u8], id: i64) -> Result<(), Error> {
-    tx.clear(group_index_key(group, id));
+async fn leave_group<D: Driver>(
+    tx: &Transaction<D>,
+    group: &[u8],
+    name: &[u8],
+    id: i64,
+) -> Result<(), Error> {
+    let own = group_index_key(group, name, id, protocol(tx).await?);
+    tx.clear(&own);
     let begin = key(TENANT_GROUP_INDEX_PREFIX, &tuple::pack(&(group.to_vec(),)));
     let mut after = group.to_vec();
     after.push(0);
@@ -213,7 +234,7 @@ async fn leave_group<D: Driver>(tx: &Transaction<D>, group: &[u8], id: i64) -> R
     let rows = tx.get_range(begin, end, 2).await?;
     let others = rows
         .iter()
-        .filter(|kv| kv.key.as_ref() != group_index_key(group, id).as_slice())
+        .filter(|kv| kv.key.as_ref() != own.as_slice())
         .count();
     if others == 0 {
         tx.clear(key(TENANT_GROUP_MAP_PREFIX, group));
@@ -255,7 +276,7 @@ pub async fn create_tenant_with_in<D: Driver>(
     tx.set(name_key(name), tuple::pack(&(id,)));
     tx.set(LAST_ID, tuple::pack(&(id,)));
     if let Some(g) = &config.tenant_group {
-        join_group(tx, g, id).await?;
+        join_group(tx, g, name, id).await?;
     }
     tx.atomic_op(COUNT, 1i64.to_le_bytes(), MutationType::Add);
     stamp_modification(tx);
@@ -308,6 +329,14 @@ pub async fn rename_tenant_in<D: Driver>(
     tx.set(key(TENANT_MAP, &tenant_prefix(id)), entry.to_map_value());
     tx.set(name_key(new), tuple::pack(&(id,)));
     tx.clear(name_key(old));
+    if let Some(g) = &entry.tenant_group {
+        // 7.4's group index holds the name: the entry moves with it.
+        let p = protocol(tx).await?;
+        if p.tenant_group_index_has_name() {
+            tx.clear(group_index_key(g, old, id, p));
+            tx.set(group_index_key(g, new, id, p), b"");
+        }
+    }
     stamp_modification(tx);
     Ok(())
 }
@@ -332,7 +361,7 @@ pub async fn delete_tenant_in<D: Driver>(tx: &Transaction<D>, name: &[u8]) -> Re
     tx.atomic_op(COUNT, (-1i64).to_le_bytes(), MutationType::Add);
     stamp_modification(tx);
     if let Some(g) = entry.and_then(|e| e.tenant_group) {
-        leave_group(tx, &g, id).await?;
+        leave_group(tx, &g, name, id).await?;
     }
     Ok(true)
 }
@@ -351,10 +380,10 @@ async fn rewrite_entry<D: Driver>(
     stamp_modification(tx);
     if original.tenant_group != updated.tenant_group {
         if let Some(g) = &original.tenant_group {
-            leave_group(tx, g, updated.id).await?;
+            leave_group(tx, g, &original.name, updated.id).await?;
         }
         if let Some(g) = &updated.tenant_group {
-            join_group(tx, g, updated.id).await?;
+            join_group(tx, g, &updated.name, updated.id).await?;
         }
     }
     Ok(())

@@ -43,7 +43,9 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::cluster_file::ClusterFile;
+use crate::error::ErrorCode;
 use crate::exclusion_check::ExclusionChecks;
+use crate::framing::ProtocolVersion;
 use crate::global_config::{GlobalConfig, TRANSACTION_TAG_SAMPLE_RATE};
 use crate::grv::GrvBatcher;
 use crate::messages::coordination::ClientDBInfo;
@@ -60,6 +62,7 @@ use crate::tag_throttle::{TagThrottles, READ_TAG_SAMPLE_RATE};
 use crate::time::{Instant, Rng};
 use crate::transaction::Given;
 use crate::transaction::{Ctx, Transactions};
+use crate::version::Protocol;
 
 pub(crate) use crate::event::Reply;
 use crate::event::{Call, ClientError, Completion, Event, Transmit};
@@ -88,18 +91,24 @@ pub struct ClientConfig {
     pub seed: u64,
     /// Sent to coordinators for their client statistics.
     pub trace_log_group: Bytes,
-    /// The client version announced to the cluster.
+    /// The client version announced to the cluster; empty: the libfdb_c release of the
+    /// protocol spoken ([`Protocol::release`]), as the multi-version client announces the
+    /// library it uses.
     pub client_version: Bytes,
+    /// The protocol spoken until the coordinators say otherwise (see [`crate::version`]).
+    pub protocol: Protocol,
 }
 
 impl ClientConfig {
-    /// Settings for `cluster` with libfdb_c 7.3.77's defaults.
+    /// Settings for `cluster` with libfdb_c's defaults, speaking 7.3 until the cluster says
+    /// otherwise.
     pub fn new(cluster: ClusterFile, seed: u64) -> Self {
         ClientConfig {
             cluster,
             seed,
             trace_log_group: Bytes::from_static(b"default"),
-            client_version: Bytes::from_static(b"7.3.77"),
+            client_version: Bytes::new(),
+            protocol: Protocol::V7_3,
         }
     }
 }
@@ -123,6 +132,9 @@ pub struct Client {
     exclusion_checks: ExclusionChecks,
     cluster_reads: ClusterReads,
     global_config: GlobalConfig,
+    /// The protocol of a cluster this client cannot speak, once a coordinator told it: every
+    /// request fails with `incompatible_client` until the cluster speaks one it can.
+    unsupported: Option<ProtocolVersion>,
 }
 
 impl Client {
@@ -142,7 +154,7 @@ impl Client {
             now,
             next_req: 1,
             events: VecDeque::new(),
-            net: Network::default(),
+            net: Network::new(cfg.protocol),
             monitor,
             grv: GrvBatcher::default(),
             throttles: TagThrottles::default(),
@@ -153,6 +165,7 @@ impl Client {
             exclusion_checks: ExclusionChecks::default(),
             cluster_reads: ClusterReads::default(),
             global_config: GlobalConfig::default(),
+            unsupported: None,
         };
         c.drive(now);
         c
@@ -197,6 +210,11 @@ impl Client {
         self.monitor
             .handle_resolved(&mut io!(self), host, port, addrs);
         self.drive(now);
+    }
+
+    /// The protocol the client speaks now (see [`crate::version`]).
+    pub fn protocol(&self) -> Protocol {
+        self.net.protocol()
     }
 
     /// The current cluster information, once known.
@@ -289,6 +307,11 @@ impl Client {
             match d {
                 Delivery::Reply(route, message) => self.complete(route, &message),
                 Delivery::Lost(route, why) => self.lose(route, why),
+                Delivery::Incompatible {
+                    conn,
+                    addr,
+                    version,
+                } => self.on_incompatible_peer(conn, addr, version),
             }
         }
     }
@@ -364,9 +387,65 @@ impl Client {
         }
     }
 
+    /// A peer announced another protocol in its ConnectPacket. Only the coordinators decide
+    /// which protocol the cluster speaks, as libfdb_c's multi-version client watches them
+    /// alone (`getClusterProtocolImpl`). It also sends them a `ProtocolInfoRequest`, but only
+    /// to open a connection: fdbserver answers nothing but pings to a peer of another
+    /// protocol, so the version in the coordinator's ConnectPacket
+    /// (`getCoordinatorProtocolFromConnectPacket`) is what it learns, and what this client
+    /// takes. Any other such peer is hung up on and its requests retried.
+    fn on_incompatible_peer(
+        &mut self,
+        conn: ConnectionId,
+        addr: NetworkAddress,
+        version: ProtocolVersion,
+    ) {
+        let coordinator = self
+            .monitor
+            .coordinator_addresses()
+            .iter()
+            .flatten()
+            .any(|c| c.ip == addr.ip && c.port == addr.port);
+        if coordinator {
+            self.on_cluster_protocol(conn, version);
+        } else {
+            self.net
+                .close_incompatible(self.now, &mut self.events, conn);
+        }
+    }
+
+    /// A coordinator speaks `version`: switch to it, or fail what waits if no supported
+    /// protocol matches.
+    fn on_cluster_protocol(&mut self, conn: ConnectionId, version: ProtocolVersion) {
+        match Protocol::of(version) {
+            Some(p) if p == self.net.protocol() => {
+                // Not reached (an incompatible ConnectPacket is another protocol): hang up.
+                self.net
+                    .close_incompatible(self.now, &mut self.events, conn);
+            }
+            Some(p) => {
+                tracing::info!(from = %self.net.protocol(), to = %p, "the cluster's protocol changed");
+                self.unsupported = None;
+                self.net.set_protocol(&mut self.events, p);
+                self.events
+                    .push_back(Event::ProtocolChanged { protocol: p });
+            }
+            None => {
+                tracing::warn!(cluster = %version, "the cluster speaks a protocol this client does not");
+                self.unsupported = Some(version);
+                // Hang up, so the coordinators are asked again (the cluster may move on).
+                self.net
+                    .close_incompatible(self.now, &mut self.events, conn);
+            }
+        }
+    }
+
     /// A request will get no reply: retry it, fail it over or fail it, as libfdb_c does.
     fn lose(&mut self, route: Route, why: Loss) {
         match route {
+            Route::OpenDatabase if why == Loss::ProtocolChanged => {
+                self.monitor.resend_now(&mut io!(self));
+            }
             Route::OpenDatabase => {
                 self.monitor.on_lost(&mut io!(self));
             }
@@ -384,6 +463,14 @@ impl Client {
             Route::Storage(op) => {
                 tracing::debug!(?why, op = op.0, "storage request lost, failing over");
                 self.with_txs(|txs, cx| txs.on_storage_lost(cx, op))
+            }
+            Route::Commit(op) if why == Loss::ProtocolChanged => {
+                // The multi-version client fails a commit of the old protocol's client with
+                // `cluster_version_changed` (maybe committed; `on_error` retries at once).
+                tracing::info!(op = op.0, "commit cut off by a protocol change");
+                self.with_txs(|txs, cx| {
+                    txs.fail_request(cx, op, ErrorCode::CLUSTER_VERSION_CHANGED)
+                })
             }
             Route::Commit(op) => {
                 // Even an endpoint-not-found commit surfaces as `commit_unknown_result`:
@@ -474,6 +561,32 @@ impl Client {
         }
     }
 
+    /// The cluster speaks a protocol this client does not: every request waiting fails with
+    /// `incompatible_client`, as libfdb_c's multi-version client with
+    /// `fail_incompatible_client` reports it, rather than wait forever.
+    fn fail_unsupported(&mut self) {
+        let err = ErrorCode::INCOMPATIBLE_CLIENT;
+        for w in self.grv.take_queued() {
+            match w {
+                GrvWaiter::Request(req) => self.events.push_back(Event::Complete(Completion::new(
+                    req,
+                    Err(ClientError::Fdb(err)),
+                ))),
+                GrvWaiter::Tx(tx) => {
+                    let throttles = &mut self.throttles;
+                    self.txs.on_tx_read_version(
+                        self.now,
+                        tx,
+                        Err(ClientError::Fdb(err)),
+                        false,
+                        throttles,
+                    )
+                }
+            }
+        }
+        self.with_txs(|txs, cx| txs.fail_all(cx, err));
+    }
+
     /// Sends whatever can be sent now.
     fn drive(&mut self, now: Instant) {
         self.now = now;
@@ -512,6 +625,9 @@ impl Client {
                     }
                 }
             });
+        }
+        if self.unsupported.is_some() {
+            self.fail_unsupported();
         }
         // Operations first: they may queue read versions to send right below.
         if self.monitor.info().is_some() {

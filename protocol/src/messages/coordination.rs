@@ -202,9 +202,33 @@ crate::fb_message! {
 }
 
 crate::fb_message! {
-    /// Asks the cluster controller for `\xff\xff/status/json`.
+    /// Asks the cluster controller for `\xff\xff/status/json`. `status_field` is new in 7.4
+    /// (empty: the whole document); a 7.3 peer gets [`StatusRequestV7_3`]'s shape, and a 7.3
+    /// request decodes with the field empty.
     pub struct StatusRequest = 14419140; {
         pub reply: ReplyPromise,
+        pub status_field: Bytes,
+    }
+}
+
+crate::fb_message! {
+    /// [`StatusRequest`] as 7.3 writes it, before `statusField` existed: only for encoding
+    /// to a 7.3 cluster (see [`crate::version::Protocol::status_request_has_field`]).
+    pub struct StatusRequestV7_3 = 14419140; {
+        pub reply: ReplyPromise,
+    }
+}
+
+impl StatusRequest {
+    /// The request as `protocol` writes it.
+    pub fn encode_for(&self, protocol: crate::version::Protocol) -> alloc::vec::Vec<u8> {
+        if protocol.status_request_has_field() {
+            crate::serializer::encode(self)
+        } else {
+            crate::serializer::encode(&StatusRequestV7_3 {
+                reply: self.reply.clone(),
+            })
+        }
     }
 }
 

@@ -78,6 +78,17 @@ macro_rules! registry {
             }
 
             /// Encodes it as a complete ObjectSerializer message.
+            /// The message as `protocol` writes it (the few messages whose shape differs
+            /// between versions ask [`crate::version::Protocol`]; [`AnyMessage::encode`] is the
+            /// newest shape).
+            pub fn encode_for(&self, protocol: crate::version::Protocol) -> Vec<u8> {
+                match self {
+                    AnyMessage::StatusRequest(m) => m.encode_for(protocol),
+                    m => m.encode(),
+                }
+            }
+
+            /// The message in the newest protocol's shape.
             pub fn encode(&self) -> Vec<u8> {
                 let fid = self.file_identifier();
                 match self {

@@ -34,6 +34,7 @@ use crate::route::{Loss, Route};
 use crate::serializer::{decode_root, encode_sized, Message};
 use crate::time::{Instant, Rng};
 use crate::uid::{well_known, Uid};
+use crate::version::Protocol;
 
 /// `INITIAL_RECONNECTION_TIME` (`flow/Knobs.cpp`): the first pause before reconnecting to an
 /// address whose connection failed.
@@ -118,6 +119,13 @@ pub(crate) enum Delivery {
     Reply(Route, Bytes),
     /// No reply will come.
     Lost(Route, Loss),
+    /// The peer at `addr` announced a protocol we do not speak; connection `conn` stays
+    /// open until the client decides what that means (see [`crate::version`]).
+    Incompatible {
+        conn: ConnectionId,
+        addr: NetworkAddress,
+        version: ProtocolVersion,
+    },
 }
 
 /// Connections, their backoff and failures, and the routes of replies still expected.
@@ -130,9 +138,77 @@ pub(crate) struct Network {
     backoff: BTreeMap<AddrKey, Backoff>,
     failures: FailureMonitor,
     deliveries: VecDeque<Delivery>,
+    /// The protocol new connections speak.
+    protocol: Protocol,
 }
 
 impl Network {
+    /// A network whose connections speak `protocol`.
+    pub(crate) fn new(protocol: Protocol) -> Network {
+        Network {
+            protocol,
+            ..Network::default()
+        }
+    }
+
+    /// The protocol connections speak.
+    pub(crate) fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// Speaks `protocol` from now on: every connection (made with the old one) is closed and
+    /// what waited on it is lost with [`Loss::ProtocolChanged`], to be sent again on new
+    /// connections.
+    pub(crate) fn set_protocol(&mut self, events: &mut VecDeque<Event>, protocol: Protocol) {
+        self.protocol = protocol;
+        let ids: Vec<ConnectionId> = self.peers.keys().copied().collect();
+        for id in ids {
+            let Some(peer) = self.peers.remove(&id) else {
+                continue;
+            };
+            let peer_version = peer
+                .conn
+                .incompatible_peer()
+                .unwrap_or_else(|| protocol.version());
+            events.push_back(Event::Close {
+                conn: id,
+                reason: ConnectionError::IncompatibleProtocol { peer: peer_version },
+            });
+            for (token, _) in peer.pending {
+                if let Some((_, route)) = self.pending.remove(&token) {
+                    self.deliveries
+                        .push_back(Delivery::Lost(route, Loss::ProtocolChanged));
+                }
+            }
+        }
+        // The old addresses' backoff does not apply to the new protocol's first attempts.
+        self.backoff.clear();
+        self.failures.retain_addresses(|_| false);
+    }
+
+    /// Closes `conn` as a peer we cannot speak to; what waited on it is lost.
+    pub(crate) fn close_incompatible(
+        &mut self,
+        now: Instant,
+        events: &mut VecDeque<Event>,
+        conn: ConnectionId,
+    ) {
+        let peer = match self
+            .peers
+            .get(&conn)
+            .and_then(|p| p.conn.incompatible_peer())
+        {
+            Some(v) => v,
+            None => return,
+        };
+        self.drop_peer(
+            now,
+            events,
+            conn,
+            ConnectionError::IncompatibleProtocol { peer },
+        );
+    }
+
     /// What the network knows of failed endpoints and addresses.
     pub(crate) fn failures(&self) -> &FailureMonitor {
         &self.failures
@@ -309,11 +385,29 @@ impl Network {
         if p.state != PeerState::Connected {
             return;
         }
-        if let Err(e) = p.conn.handle_input(now, data) {
+        let was_incompatible = p.conn.incompatible_peer().is_some();
+        let result = p.conn.handle_input(now, data);
+        // What the peer announced counts even if the bytes after its ConnectPacket break the
+        // framing (FlowTransport records the peer's version as soon as it reads the packet).
+        let incompatible = p.conn.incompatible_peer();
+        if let (Some(version), false) = (incompatible, was_incompatible) {
+            tracing::info!(conn = conn.0, addr = %p.addr, peer = %version, "peer speaks another protocol");
+            self.deliveries.push_back(Delivery::Incompatible {
+                conn,
+                addr: p.addr.clone(),
+                version,
+            });
+        }
+        if let Err(e) = result {
             self.drop_peer(now, events, conn, e);
             return;
         }
         while let Some(pkt) = self.peers.get_mut(&conn).and_then(|p| p.conn.poll_packet()) {
+            if incompatible.is_some() {
+                // fdbserver sends nothing but its pings to a peer of another protocol
+                // (`sendPacket`); anything else claiming to come from it is dropped.
+                continue;
+            }
             if pkt.token == well_known::ENDPOINT_NOT_FOUND {
                 self.on_endpoint_not_found(conn, &pkt.message);
                 continue;
@@ -362,7 +456,7 @@ impl Network {
         }
         self.next_conn += 1;
         let id = ConnectionId(self.next_conn);
-        let conn = Connection::new(now, addr.is_tls(), ProtocolVersion::V7_3);
+        let conn = Connection::new(now, addr.is_tls(), self.protocol.version());
         // `delayJittered(max(0, lastConnectTime + reconnectionDelay - now))`.
         let wait = self.backoff.get(&key).map_or(Duration::ZERO, |b| {
             (b.last_connect + b.delay).saturating_since(now)

@@ -38,7 +38,6 @@ use core::time::Duration;
 
 use crate::error::ErrorCode;
 use crate::event::ClientError;
-use crate::framing::ProtocolVersion;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::coordination::{
     ClientDBInfo, ClusterControllerClientInterface, CommitProxyInterface, GetLeaderRequest,
@@ -610,7 +609,7 @@ impl ClusterReads {
             },
             Ask::Workers(kr) => match decode_client_workers(message) {
                 Ok(ErrorOr::Ok(workers)) => {
-                    let version = ProtocolVersion::V7_3.version();
+                    let version = io.net.protocol().version().version();
                     let mut rows: Vec<KeyValue> = workers
                         .iter()
                         .map(|w| {

@@ -178,6 +178,27 @@ impl Transactions {
         }
     }
 
+    /// Fails operation `req` (a commit cut off by a protocol change, say).
+    pub(crate) fn fail_request(&mut self, cx: &mut Ctx<'_>, req: RequestId, err: ErrorCode) {
+        let Some(op) = self.ops.get(&req) else {
+            return;
+        };
+        let (tx, commit) = (op.tx, matches!(op.kind, OpKind::Commit));
+        if commit {
+            self.fail_commit(cx, req, tx, ClientError::Fdb(err));
+        } else {
+            self.fail_op(cx, req, ClientError::Fdb(err));
+        }
+    }
+
+    /// Fails every unfinished operation (the cluster speaks a protocol this client cannot).
+    pub(crate) fn fail_all(&mut self, cx: &mut Ctx<'_>, err: ErrorCode) {
+        let ids: Vec<RequestId> = self.ops.keys().copied().collect();
+        for id in ids {
+            self.fail_request(cx, id, err);
+        }
+    }
+
     pub(super) fn fail_op(&mut self, cx: &mut Ctx<'_>, req: RequestId, err: ClientError) {
         if let Some(op) = self.ops.remove(&req) {
             if matches!(op.kind, OpKind::Watch { .. }) {

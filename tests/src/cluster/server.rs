@@ -1068,7 +1068,9 @@ impl State {
                 if let Some(s) = (0..10).find(|&s| self.cc_token.adjusted(s) == token) {
                     return Route::ClusterController(s);
                 }
-                if let Some(s) = (0..13).find(|&s| self.commit_token.adjusted(s) == token) {
+                // Every stream of a 7.3 `CommitProxyInterface` (the test cluster speaks 7.3).
+                let last = fdb_protocol::version::Protocol::V7_3.commit_proxy_adjusted_endpoints();
+                if let Some(s) = (0..=last).find(|&s| self.commit_token.adjusted(s) == token) {
                     return Route::Commit(s);
                 }
                 Route::NotFound
