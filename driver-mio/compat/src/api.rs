@@ -47,9 +47,11 @@ const fn header_version() -> i32 {
     }
 }
 
-/// The newest API version this client implements: FDB 7.3's, as libfdb_c 7.3 reports.
+/// The newest API version this client accepts: 7.4's, as libfdb_c 7.4 reports. The client
+/// speaks both 7.3 and 7.4 clusters; 740 selects no behaviour of its own here (the calls
+/// and options of 7.4's API that 7.3's lacks are not in foundationdb-rs 0.11 either).
 pub fn get_max_api_version() -> i32 {
-    730
+    740
 }
 
 static VERSION_SELECTED: AtomicBool = AtomicBool::new(false);
@@ -119,7 +121,7 @@ impl FdbApiBuilder {
 
     /// Selects the version. Panics when called twice in a process, as foundationdb-rs does;
     /// a version above [`get_max_api_version`] is `api_version_not_supported` (2203), as in
-    /// libfdb_c 7.3, and one below 510 `api_version_invalid` (2204).
+    /// libfdb_c, and one below 510 `api_version_invalid` (2204).
     pub fn build(self) -> FdbResult<NetworkBuilder> {
         if VERSION_SELECTED
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
