@@ -319,10 +319,10 @@ impl Client {
                             Completion::new(req, a.result.clone().map(Reply::Version)),
                         )),
                         GrvWaiter::Tx(tx) => {
-                            let r = a.result.clone();
+                            let (r, mv) = (a.result.clone(), a.metadata_version.clone());
                             let throttles = &mut self.throttles;
                             self.txs
-                                .on_tx_read_version(self.now, tx, r, a.locked, throttles)
+                                .on_tx_read_version(self.now, tx, r, a.locked, mv, throttles)
                         }
                     }
                 }
