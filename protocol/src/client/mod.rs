@@ -204,6 +204,16 @@ impl Client {
         self.monitor.info()
     }
 
+    /// libfdb_c's client status at `now` (see [`crate::client_status`]).
+    pub fn client_status(&self, now: Instant) -> crate::ClientStatus {
+        crate::client_status::build(
+            now,
+            &self.monitor,
+            &self.net,
+            self.txs.known_storage_servers(),
+        )
+    }
+
     /// The next event for the driver or application.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
