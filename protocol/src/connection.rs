@@ -97,6 +97,9 @@ pub(crate) struct Connection {
     next_ping: Instant,
     ping: Option<Ping>,
     monitor: bool,
+    /// Pings answered and ping windows that passed unanswered while other data arrived
+    /// (`Peer::pingLatencies`' samples, `Peer::timeoutCount`).
+    pings: (u32, u32),
 }
 
 impl Connection {
@@ -120,6 +123,7 @@ impl Connection {
             next_ping: now + CONNECTION_MONITOR_LOOP_TIME,
             ping: None,
             monitor: true,
+            pings: (0, 0),
         }
     }
 
@@ -128,6 +132,16 @@ impl Connection {
     pub(crate) fn without_monitor(mut self) -> Self {
         self.monitor = false;
         self
+    }
+
+    /// The peer's protocol version, once its ConnectPacket arrived.
+    pub(crate) fn peer_protocol(&self) -> Option<ProtocolVersion> {
+        self.peer.as_ref().map(|p| p.protocol_version())
+    }
+
+    /// Pings answered, and ping timeouts survived (see [`Connection::handle_timeout`]).
+    pub(crate) fn ping_counts(&self) -> (u32, u32) {
+        self.pings
     }
 
     /// The peer's ConnectPacket, once received.
@@ -195,6 +209,7 @@ impl Connection {
                 Ok(Some(Incoming::Packet(p))) => {
                     if let Some(ping) = &self.ping {
                         if p.token == ping.token {
+                            self.pings.0 += 1;
                             self.ping = None;
                             self.next_ping = now + CONNECTION_MONITOR_LOOP_TIME;
                             continue;
@@ -278,6 +293,7 @@ impl Connection {
                     return Err(ConnectionError::Timeout);
                 }
                 // Data is flowing, the reply is just slow: keep waiting.
+                self.pings.1 += 1;
                 p.bytes_at_window = self.bytes_received;
                 p.window_ends = now + CONNECTION_MONITOR_TIMEOUT;
             }

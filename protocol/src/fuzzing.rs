@@ -37,6 +37,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("get_value_reply", get_value_reply),
     ("get_key_reply", get_key_reply),
     ("get_key_values_reply", get_key_values_reply),
+    ("get_mapped_key_values_reply", get_mapped_key_values_reply),
     ("watch_value_reply", watch_value_reply),
     ("client_session", client_session),
     ("leader_info", leader_info),
@@ -270,6 +271,11 @@ pub fn get_key_reply(data: &[u8]) {
 
 pub fn get_key_values_reply(data: &[u8]) {
     reply_target::<GetKeyValuesReply>(data)
+}
+
+/// A mapped range reply: nested tables and a two-alternative union per row.
+pub fn get_mapped_key_values_reply(data: &[u8]) {
+    reply_target::<crate::messages::storage::GetMappedKeyValuesReply>(data)
 }
 
 pub fn watch_value_reply(data: &[u8]) {

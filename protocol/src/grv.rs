@@ -75,6 +75,8 @@ pub(crate) struct Answered {
     pub(crate) priority: Priority,
     pub(crate) tags: Vec<TagCount>,
     pub(crate) throttles: Vec<TagThrottleEntry>,
+    /// The reply's `metadataVersion`: `\xff/metadataVersion` at the read version.
+    pub(crate) metadata_version: Option<Bytes>,
 }
 
 /// A waiter and the transaction tags it asks with (`TransactionOptions::tags`).
@@ -105,7 +107,14 @@ pub(crate) struct GrvBatcher {
     /// The smallest read version a GRV proxy of this cluster has given this database
     /// (`DatabaseContext::minAcceptableReadVersion`); `None` before the first one.
     floor: Option<Version>,
+    /// `DatabaseContext::metadataVersionCache`: the metadata version at versions read-version
+    /// and commit replies reported, oldest first, each newer than the last; it answers a
+    /// transaction whose read version was set by hand.
+    metadata_versions: VecDeque<(Version, Option<Bytes>)>,
 }
+
+/// `METADATA_VERSION_CACHE_SIZE`.
+const METADATA_VERSION_CACHE_SIZE: usize = 1000;
 
 impl GrvBatcher {
     /// `waiter` wants a read version with these request flags.
@@ -172,11 +181,14 @@ impl GrvBatcher {
         let (flags, waiters, tags) = self.in_flight.remove(&batch)?;
         let mut locked = false;
         let mut throttles = Vec::new();
+        let mut metadata_version = None;
         let result = match decode_reply::<GetReadVersionReply>(message) {
             Ok(ErrorOr::Ok(r)) => {
                 locked = r.locked;
                 throttles = r.tag_throttle_info;
                 self.served(r.version);
+                self.note_metadata_version(r.version, r.metadata_version.clone());
+                metadata_version = r.metadata_version;
                 Ok(r.version)
             }
             Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
@@ -189,7 +201,34 @@ impl GrvBatcher {
             priority: Priority::of_flags(flags),
             tags,
             throttles,
+            metadata_version,
         })
+    }
+
+    /// Remembers the metadata version a reply reported at `version`, if newer than the
+    /// newest remembered (as libfdb_c's ring does, an older one is dropped).
+    pub(crate) fn note_metadata_version(&mut self, version: Version, value: Option<Bytes>) {
+        if self
+            .metadata_versions
+            .back()
+            .is_some_and(|(v, _)| *v >= version)
+        {
+            return;
+        }
+        if self.metadata_versions.len() == METADATA_VERSION_CACHE_SIZE {
+            self.metadata_versions.pop_front();
+        }
+        self.metadata_versions.push_back((version, value));
+    }
+
+    /// The metadata version at exactly `version`, if a reply reported it (`Some(None)`: the
+    /// key was unset then).
+    pub(crate) fn cached_metadata_version(&self, version: Version) -> Option<Option<Bytes>> {
+        let i = self
+            .metadata_versions
+            .binary_search_by_key(&version, |(v, _)| *v)
+            .ok()?;
+        Some(self.metadata_versions[i].1.clone())
     }
 
     /// A GRV proxy gave this database read version `version` (a batch's reply, or the

@@ -15,6 +15,7 @@ extern crate alloc;
 pub mod atomic;
 mod census;
 mod client;
+pub mod client_status;
 pub mod cluster_file;
 mod connection;
 pub mod error;
@@ -48,6 +49,7 @@ pub mod version;
 pub use atomic::MutationType;
 pub use census::Census;
 pub use client::{Client, ClientConfig};
+pub use client_status::ClientStatus;
 pub use connection::{
     ConnectionError, CONNECTION_MONITOR_IDLE_TIMEOUT, CONNECTION_MONITOR_LOOP_TIME,
     CONNECTION_MONITOR_TIMEOUT,

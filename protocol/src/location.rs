@@ -52,6 +52,16 @@ impl Default for LocationCache {
 impl LocationCache {
     /// Keeps at most `n` entries from now on (at least one: the shard a read was just told
     /// about must stay long enough for the read to use it).
+    /// Every storage server a cached shard names, each once, by id (`DatabaseContext::
+    /// server_interf`).
+    pub(crate) fn servers(&self) -> BTreeMap<crate::uid::Uid, &StorageServerInterface> {
+        let mut out = BTreeMap::new();
+        for s in self.shards.values().flat_map(|s| &s.servers) {
+            out.entry(s.unique_id).or_insert(s);
+        }
+        out
+    }
+
     pub(crate) fn set_capacity(&mut self, n: usize) {
         self.capacity = n.max(1);
         while self.shards.len() > self.capacity {

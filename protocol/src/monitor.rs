@@ -216,6 +216,14 @@ impl ClusterMonitor {
             .collect()
     }
 
+    /// The coordinator asked for the cluster's information last (`DatabaseContext::
+    /// coordinator`), as the cluster file names it.
+    pub(crate) fn current_coordinator(&self) -> Option<String> {
+        self.coordinators
+            .get(self.coordinator_index)
+            .map(CoordinatorSlot::describe)
+    }
+
     /// When the next coordinator request is due (none while one is out or being resolved).
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         if self.open_db_outstanding || self.resolving {

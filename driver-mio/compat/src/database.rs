@@ -432,10 +432,14 @@ impl Database {
         self.inner.loop_thread.busyness()
     }
 
-    /// libfdb_c's client status document. This client does not build it yet:
-    /// `unsupported_operation`.
+    /// libfdb_c's client status document (JSON), built by the core from what the database
+    /// knows of its cluster and connections.
     pub fn get_client_status(&self) -> FdbFuture<FdbSlice> {
-        FdbFuture::ready(Err(FdbError::of(ErrorCode::UNSUPPORTED_OPERATION)))
+        let inner = self.inner.clone();
+        FdbFuture::new(async move {
+            let status = inner.db.get_client_status().await?;
+            Ok(FdbSlice(bytes::Bytes::from(status.to_json())))
+        })
     }
 }
 

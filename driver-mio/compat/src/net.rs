@@ -65,14 +65,16 @@ impl LoopThread {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let stop = Arc::new(AtomicBool::new(false));
         let cpu = Arc::new(OnceLock::new());
+        // The thread's kernel id, known before the database is handed out: a busyness
+        // reading right after opening must not find it missing.
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
         let thread = {
-            let (stop, driver, cpu) = (stop.clone(), driver.clone(), cpu.clone());
+            let (stop, driver) = (stop.clone(), driver.clone());
             thread::Builder::new()
                 .name(format!("fdb-compat-loop-{id}"))
                 .spawn(move || {
-                    if let Some(tid) = own_kernel_tid() {
-                        let _ = cpu.set(tid);
-                    }
+                    let _ = tid_tx.send(own_kernel_tid());
+                    drop(tid_tx);
                     while !stop.load(Ordering::Acquire) {
                         if let Err(e) = driver.turn(None) {
                             // The poll itself failed (out of file descriptors, say): retry
@@ -84,6 +86,9 @@ impl LoopThread {
                 })
                 .map_err(|_| FdbError::of(ErrorCode::INTERNAL_ERROR))?
         };
+        if let Ok(Some(tid)) = tid_rx.recv() {
+            let _ = cpu.set(tid);
+        }
         let thread_id = thread.thread().id();
         loops.push(LoopHandle {
             id,

@@ -674,8 +674,9 @@ impl Transaction {
     }
 
     /// The cluster's metadata version: the commit version (the first 8 bytes, big-endian,
-    /// of the versionstamp) of the last `update_metadata_version`, read from
-    /// `\xff/metadataVersion` (needs `read_system_keys`, as in foundationdb-rs).
+    /// of the versionstamp) of the last `update_metadata_version`: `\xff/metadataVersion`,
+    /// which the core answers from the read version's reply, as libfdb_c does (no
+    /// `read_system_keys` needed).
     pub async fn get_metadata_version(&self, snapshot: bool) -> FdbResult<Option<i64>> {
         let value = self.get(METADATA_VERSION_KEY, snapshot).await?;
         Ok(value

@@ -82,6 +82,13 @@ impl<D: Driver> Database<D> {
         query(&self.driver, |c, _| c.cluster().clone()).await
     }
 
+    /// libfdb_c's client status document (`fdb_database_get_client_status`): JSON naming the
+    /// coordinators, proxies and storage servers this database knows and how its connection
+    /// to each stands (see [`fdb_protocol::ClientStatus`]).
+    pub async fn get_client_status(&self) -> Result<fdb_protocol::ClientStatus, Error> {
+        query(&self.driver, |c, now| c.client_status(now)).await
+    }
+
     /// A read version (GRV), at default priority.
     pub async fn read_version(&self) -> Result<Version, Error> {
         self.read_version_with(Priority::Default).await

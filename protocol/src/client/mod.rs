@@ -222,6 +222,16 @@ impl Client {
         self.monitor.info()
     }
 
+    /// libfdb_c's client status at `now` (see [`crate::client_status`]).
+    pub fn client_status(&self, now: Instant) -> crate::ClientStatus {
+        crate::client_status::build(
+            now,
+            &self.monitor,
+            &self.net,
+            self.txs.known_storage_servers(),
+        )
+    }
+
     /// The next event for the driver or application.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
@@ -342,10 +352,10 @@ impl Client {
                             Completion::new(req, a.result.clone().map(Reply::Version)),
                         )),
                         GrvWaiter::Tx(tx) => {
-                            let r = a.result.clone();
+                            let (r, mv) = (a.result.clone(), a.metadata_version.clone());
                             let throttles = &mut self.throttles;
                             self.txs
-                                .on_tx_read_version(self.now, tx, r, a.locked, throttles)
+                                .on_tx_read_version(self.now, tx, r, a.locked, mv, throttles)
                         }
                     }
                 }
@@ -579,6 +589,7 @@ impl Client {
                         tx,
                         Err(ClientError::Fdb(err)),
                         false,
+                        None,
                         throttles,
                     )
                 }

@@ -289,3 +289,264 @@ crate::fb_message! {
         pub split_points: Vec<Bytes>,
     }
 }
+
+crate::fb_message! {
+    /// `getMappedKeyValues` (7.3): a range read whose storage server also reads, for each row
+    /// it returns, the key or range `mapper` (a packed tuple) derives from the row's key and
+    /// value tuples. The same members as [`GetKeyValuesRequest`], with `mapper` after `end`.
+    pub struct GetMappedKeyValuesRequest = 6795747; {
+        pub begin: KeySelector,
+        pub end: KeySelector,
+        pub mapper: Bytes,
+        pub version: Version,
+        pub limit: i32,
+        pub limit_bytes: i32,
+        pub tags: Option<TagSet>,
+        pub reply: ReplyPromise,
+        pub span_context: SpanContext,
+        pub tenant_info: TenantInfo,
+        pub options: Option<ReadOptions>,
+        pub ss_latest_commit_versions: VersionVector,
+    }
+}
+
+crate::fb_table! {
+    /// `RangeResultRef` as a table (a mapped range's secondary rows): the rows as a
+    /// flatbuffers vector of `KeyValueRef` tables, not the string form of range replies.
+    pub struct RangeResultTable {
+        pub data: Vec<KeyValue>,
+        pub more: bool,
+        pub read_through: Option<Bytes>,
+        pub read_to_begin: bool,
+        pub read_through_end: bool,
+    }
+}
+
+crate::fb_table! {
+    /// `GetValueReqAndResultRef`: the key a mapper named and its value, if set.
+    pub struct GetValueReqAndResult {
+        pub key: Bytes,
+        pub result: Option<Bytes>,
+    }
+}
+
+crate::fb_table! {
+    /// `GetRangeReqAndResultRef`: the range a mapper named (`{...}` last) and its rows.
+    pub struct GetRangeReqAndResult {
+        pub begin: KeySelector,
+        pub end: KeySelector,
+        pub result: RangeResultTable,
+    }
+}
+
+/// `MappedReqAndResultRef`, a `std::variant` and so a union: tag 1 a point read, tag 2 a
+/// range read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MappedReqAndResult {
+    /// The mapper named one key.
+    Value(GetValueReqAndResult),
+    /// The mapper named a range.
+    Range(GetRangeReqAndResult),
+}
+
+impl Default for MappedReqAndResult {
+    fn default() -> Self {
+        MappedReqAndResult::Value(GetValueReqAndResult::default())
+    }
+}
+
+impl Fb for MappedReqAndResult {
+    const LAYOUT: Layout = Layout::Union;
+    fn save(&self, w: &mut Writer) -> Saved {
+        let (tag, target) = match self {
+            MappedReqAndResult::Value(v) => (1, w.save_alternative(v)),
+            MappedReqAndResult::Range(r) => (2, w.save_alternative(r)),
+        };
+        Saved::Union {
+            tag,
+            target: Some(target),
+        }
+    }
+    fn load(_r: Reader<'_>, _pos: usize) -> Result<Self> {
+        Err(DecodeError::InvalidValue("union outside a table"))
+    }
+    fn load_field(t: &mut crate::serializer::TableReader<'_>) -> Result<Self> {
+        use crate::serializer::{load_alternative, union_slots};
+        match union_slots(t)? {
+            (1, Some(p)) => Ok(MappedReqAndResult::Value(load_alternative(t.r, p)?)),
+            (2, Some(p)) => Ok(MappedReqAndResult::Range(load_alternative(t.r, p)?)),
+            // A variant always holds an alternative.
+            (0, _) => Err(DecodeError::EmptyUnion),
+            (tag, _) => Err(DecodeError::BadUnionTag { tag }),
+        }
+    }
+    fn collect_vtables(c: &mut crate::serializer::VtCollector) {
+        GetValueReqAndResult::collect_vtables(c);
+        GetRangeReqAndResult::collect_vtables(c);
+    }
+}
+
+crate::fb_table! {
+    /// `MappedKeyValueRef`: a row of the primary range (its `KeyValueRef` base, a nested
+    /// table) and what its mapper read.
+    pub struct MappedKeyValue {
+        pub kv: KeyValue,
+        pub mapped: MappedReqAndResult,
+    }
+}
+
+crate::fb_message! {
+    /// The reply to [`GetMappedKeyValuesRequest`]: `LoadBalancedReply`'s members, then the
+    /// rows as a flatbuffers vector (not the string form of [`GetKeyValuesReply`]).
+    pub struct GetMappedKeyValuesReply = 1783067; {
+        pub penalty: f64,
+        pub error: Option<ErrorCode>,
+        pub data: Vec<MappedKeyValue>,
+        pub version: Version,
+        pub more: bool,
+        pub cached: bool,
+    }
+}
+
+#[cfg(test)]
+mod mapped_tests {
+    use super::*;
+    use crate::messages::{decode_reply, encode_reply, ErrorOr};
+    use alloc::vec;
+
+    fn b(s: &[u8]) -> Bytes {
+        Bytes::copy_from_slice(s)
+    }
+
+    fn kv(k: &[u8], v: &[u8]) -> KeyValue {
+        KeyValue {
+            key: b(k),
+            value: b(v),
+        }
+    }
+
+    fn reply() -> GetMappedKeyValuesReply {
+        GetMappedKeyValuesReply {
+            penalty: 1.0,
+            error: None,
+            data: vec![
+                MappedKeyValue {
+                    kv: kv(b"idx/1", b""),
+                    mapped: MappedReqAndResult::Range(GetRangeReqAndResult {
+                        begin: KeySelector::first_greater_or_equal(b(b"rec/1/")),
+                        end: KeySelector::first_greater_or_equal(b(b"rec/1/\xff")),
+                        result: RangeResultTable {
+                            data: vec![kv(b"rec/1/a", b"v1"), kv(b"rec/1/b", b"w1")],
+                            more: false,
+                            read_through: None,
+                            read_to_begin: false,
+                            read_through_end: false,
+                        },
+                    }),
+                },
+                MappedKeyValue {
+                    kv: kv(b"idx/2", b"x"),
+                    mapped: MappedReqAndResult::Value(GetValueReqAndResult {
+                        key: b(b"rec/2"),
+                        result: Some(b(b"v2")),
+                    }),
+                },
+                MappedKeyValue {
+                    kv: kv(b"idx/3", b""),
+                    mapped: MappedReqAndResult::Value(GetValueReqAndResult {
+                        key: b(b"rec/3"),
+                        result: None,
+                    }),
+                },
+            ],
+            version: 42,
+            more: true,
+            cached: false,
+        }
+    }
+
+    #[test]
+    fn a_reply_with_both_alternatives_round_trips() {
+        let r = reply();
+        let bytes = Bytes::from(encode_reply(&ErrorOr::Ok(r.clone())));
+        assert_eq!(
+            decode_reply::<GetMappedKeyValuesReply>(&bytes).unwrap(),
+            ErrorOr::Ok(r)
+        );
+        let e = Bytes::from(encode_reply::<GetMappedKeyValuesReply>(&ErrorOr::Err(
+            ErrorCode::GET_MAPPED_KEY_VALUES_HAS_MORE,
+        )));
+        assert_eq!(
+            decode_reply::<GetMappedKeyValuesReply>(&e).unwrap(),
+            ErrorOr::Err(ErrorCode::GET_MAPPED_KEY_VALUES_HAS_MORE)
+        );
+    }
+
+    #[test]
+    fn every_truncation_is_a_typed_error() {
+        let bytes = encode_reply(&ErrorOr::Ok(reply()));
+        for n in 0..bytes.len() {
+            let cut = Bytes::copy_from_slice(&bytes[..n]);
+            // No panic; what decodes from a prefix (trailing padding) is still a reply.
+            let _ = decode_reply::<GetMappedKeyValuesReply>(&cut);
+        }
+    }
+
+    /// A union slot carrying what the test writes (a tag and, unless 0, a point result).
+    #[derive(Clone, Debug, Default, PartialEq)]
+    struct RawUnion(u8);
+
+    impl Fb for RawUnion {
+        const LAYOUT: Layout = Layout::Union;
+        fn save(&self, w: &mut Writer) -> Saved {
+            let target =
+                (self.0 != 0).then(|| w.save_alternative(&GetValueReqAndResult::default()));
+            Saved::Union {
+                tag: self.0,
+                target,
+            }
+        }
+        fn load(_r: Reader<'_>, _pos: usize) -> Result<Self> {
+            Err(DecodeError::InvalidValue("test only"))
+        }
+        fn collect_vtables(c: &mut crate::serializer::VtCollector) {
+            GetValueReqAndResult::collect_vtables(c);
+        }
+    }
+
+    crate::fb_table! {
+        struct RawRow {
+            kv: KeyValue,
+            mapped: RawUnion,
+        }
+    }
+
+    crate::fb_message! {
+        struct RawReply = 1783067; {
+            penalty: f64,
+            error: Option<ErrorCode>,
+            data: Vec<RawRow>,
+            version: Version,
+            more: bool,
+            cached: bool,
+        }
+    }
+
+    fn with_tag(tag: u8) -> core::result::Result<ErrorOr<GetMappedKeyValuesReply>, DecodeError> {
+        let raw = RawReply {
+            data: vec![RawRow {
+                kv: kv(b"k", b""),
+                mapped: RawUnion(tag),
+            }],
+            ..RawReply::default()
+        };
+        decode_reply::<GetMappedKeyValuesReply>(&Bytes::from(encode_reply(&ErrorOr::Ok(raw))))
+    }
+
+    #[test]
+    fn a_row_without_a_known_alternative_is_refused() {
+        assert!(matches!(with_tag(1), Ok(ErrorOr::Ok(_))));
+        assert_eq!(with_tag(3), Err(DecodeError::BadUnionTag { tag: 3 }));
+        assert_eq!(with_tag(0), Err(DecodeError::EmptyUnion));
+    }
+}

@@ -22,7 +22,7 @@ use bytes::Bytes;
 use core::time::Duration;
 
 pub(crate) use failure::FailureMonitor;
-use peer::{AddrKey, Backoff, Peer, PeerState};
+use peer::{AddrKey, Backoff, Peer, PeerState, PeerStats};
 
 use crate::connection::{Connection, ConnectionError, CONNECTION_MONITOR_TIMEOUT};
 use crate::error::ErrorCode;
@@ -142,6 +142,18 @@ pub(crate) struct Network {
     protocol: Protocol,
 }
 
+/// How the connection to one address stands, as the client status reports it
+/// (`connectionStatusReport`).
+#[derive(Clone, Debug)]
+pub(crate) struct PeerReport {
+    /// `failed`, `disconnected`, `connecting` or `connected`.
+    pub(crate) status: &'static str,
+    /// The counters, once the address was connected to (libfdb_c has a `Peer` for it).
+    pub(crate) stats: Option<PeerStats>,
+    /// How long ago the last connect started.
+    pub(crate) since_connect: Duration,
+}
+
 impl Network {
     /// A network whose connections speak `protocol`.
     pub(crate) fn new(protocol: Protocol) -> Network {
@@ -207,6 +219,36 @@ impl Network {
             conn,
             ConnectionError::IncompatibleProtocol { peer },
         );
+    }
+
+    /// The connection to `addr` for the client status.
+    pub(crate) fn peer_report(&self, now: Instant, addr: &NetworkAddress) -> PeerReport {
+        let key = AddrKey::of(addr);
+        let live = self.peers.values().find(|p| AddrKey::of(&p.addr) == key);
+        let status = if self.failures.address_failed(addr) {
+            "failed"
+        } else {
+            match live.map(|p| p.state) {
+                None => "disconnected",
+                Some(PeerState::Connected) => "connected",
+                Some(_) => "connecting",
+            }
+        };
+        let b = self.backoff.get(&key);
+        let stats = b.map(|b| {
+            let mut s = b.stats;
+            if let Some(p) = live {
+                let (answered, timeouts) = p.conn.ping_counts();
+                s.pings.0 += answered;
+                s.pings.1 += timeouts;
+            }
+            s
+        });
+        PeerReport {
+            status,
+            stats,
+            since_connect: b.map_or(Duration::ZERO, |b| now.saturating_since(b.last_connect)),
+        }
     }
 
     /// What the network knows of failed endpoints and addresses.
@@ -301,6 +343,9 @@ impl Network {
                 continue;
             }
             if let Some(data) = p.conn.poll_transmit() {
+                if let Some(b) = self.backoff.get_mut(&AddrKey::of(&p.addr)) {
+                    b.stats.bytes_sent += data.len() as u64;
+                }
                 return Some(Transmit { conn: *id, data });
             }
         }
@@ -397,6 +442,13 @@ impl Network {
                 addr: p.addr.clone(),
                 version,
             });
+        }
+        if let Some(b) = self.backoff.get_mut(&AddrKey::of(&p.addr)) {
+            b.stats.bytes_received += data.len() as u64;
+            if let Some(v) = p.conn.peer_protocol() {
+                b.stats.protocol = Some(v.0);
+            }
+            b.stats.incompatible = incompatible.is_some();
         }
         if let Err(e) = result {
             self.drop_peer(now, events, conn, e);
@@ -498,6 +550,7 @@ impl Network {
         let b = self.backoff.entry(key).or_insert(Backoff {
             last_connect: now,
             delay: INITIAL_RECONNECTION_TIME,
+            stats: PeerStats::default(),
         });
         b.last_connect = now;
         tracing::debug!(conn = id.0, addr = %p.addr, "connecting");
@@ -562,6 +615,12 @@ impl Network {
             // `connectionKeeper`'s catch block.
             let key = AddrKey::of(&peer.addr);
             if let Some(b) = self.backoff.get_mut(&key) {
+                if matches!(peer.state, PeerState::Connecting(_)) {
+                    b.stats.connect_failed += 1;
+                }
+                let (answered, timeouts) = peer.conn.ping_counts();
+                b.stats.pings.0 += answered;
+                b.stats.pings.1 += timeouts;
                 b.delay = if now.saturating_since(b.last_connect) > RECONNECTION_RESET_TIME {
                     INITIAL_RECONNECTION_TIME
                 } else {

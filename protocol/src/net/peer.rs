@@ -64,4 +64,21 @@ impl AddrKey {
 pub(crate) struct Backoff {
     pub(crate) last_connect: Instant,
     pub(crate) delay: Duration,
+    /// What the `Peer` counted, for the client status.
+    pub(crate) stats: PeerStats,
+}
+
+/// FlowTransport's `Peer` counters, kept across an address's connections.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PeerStats {
+    pub(crate) bytes_sent: u64,
+    pub(crate) bytes_received: u64,
+    /// Connects that failed before the connection was established (`connectFailedCount`).
+    pub(crate) connect_failed: u32,
+    /// Pings answered and ping timeouts of the connections closed so far.
+    pub(crate) pings: (u32, u32),
+    /// The peer's protocol version, as its last ConnectPacket said.
+    pub(crate) protocol: Option<u64>,
+    /// Whether the peer's protocol is one this client speaks (`Peer::compatible`).
+    pub(crate) incompatible: bool,
 }

@@ -86,3 +86,16 @@ impl Transactions {
         }
     }
 }
+
+impl Transactions {
+    /// The storage servers the location cache knows, by id, with the address requests go to.
+    pub(crate) fn known_storage_servers(
+        &self,
+    ) -> alloc::vec::Vec<(crate::uid::Uid, crate::messages::NetworkAddress)> {
+        self.locations
+            .servers()
+            .into_iter()
+            .map(|(id, s)| (id, s.get_value.endpoint.address().clone()))
+            .collect()
+    }
+}

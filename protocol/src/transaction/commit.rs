@@ -368,6 +368,8 @@ impl Transactions {
                 self.fail_commit(cx, req, tx, ClientError::Fdb(ErrorCode::NOT_COMMITTED))
             }
             Ok(ErrorOr::Ok(id)) => {
+                cx.grv
+                    .note_metadata_version(id.version, id.metadata_version.clone());
                 self.expire_idempotency_id(cx, tx, id.version, id.txn_batch_id);
                 let stamp = id.versionstamp();
                 self.commit_succeeded(cx, req, tx, id.version, id.version, stamp);
@@ -569,6 +571,7 @@ impl Transactions {
         }
         if let Some(t) = self.txs.get_mut(&tx) {
             t.read_version = ReadVersion::None;
+            t.metadata_version = None;
             t.native = NativeTx::default();
         }
         self.ops

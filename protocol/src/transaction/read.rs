@@ -21,6 +21,10 @@ use crate::ryw::{key_after, PointAnswer, PointView};
 use crate::tag_throttle::TagThrottles;
 use crate::time::Instant;
 
+/// `metadataVersionKey`: bumped by a versionstamped write, read from the read version's
+/// reply.
+pub(crate) const METADATA_VERSION_KEY: &[u8] = b"\xff/metadataVersion";
+
 impl Transactions {
     /// The transaction's read version.
     pub(crate) fn tx_read_version(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) -> RequestId {
@@ -151,6 +155,7 @@ impl Transactions {
         tx: TransactionId,
         result: Result<Version, ClientError>,
         locked: bool,
+        metadata_version: Option<Bytes>,
         throttles: &mut TagThrottles,
     ) {
         if let Some(t) = self.txs.get_mut(&tx) {
@@ -167,7 +172,10 @@ impl Transactions {
             };
             if t.read_version == ReadVersion::Pending {
                 t.read_version = match result {
-                    Ok(v) => ReadVersion::Ready(v),
+                    Ok(v) => {
+                        t.metadata_version = Some(metadata_version);
+                        ReadVersion::Ready(v)
+                    }
                     Err(e) => ReadVersion::Failed(e.code()),
                 };
             }
@@ -269,6 +277,23 @@ impl Transactions {
     }
 
     fn read_stored(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId, key: Bytes) {
+        if key == METADATA_VERSION_KEY {
+            // NativeAPI answers the metadata version from the read version's reply, or from
+            // the database's cache of replies for a read version set by hand, without a read
+            // (and without waiting for the tenant: the key is global).
+            let version = match self.read_version_only(cx, req, tx, false) {
+                Some(Ok(v)) => v,
+                Some(Err(e)) => return self.fail_op(cx, req, e),
+                None => return,
+            };
+            let own = self.txs.get(&tx).and_then(|t| match t.read_version {
+                ReadVersion::Ready(v) if v == version => t.metadata_version.clone(),
+                _ => None,
+            });
+            if let Some(mv) = own.or_else(|| cx.grv.cached_metadata_version(version)) {
+                return self.on_get_reply(cx, req, Ok(mv));
+            }
+        }
         let version = match self.read_version_to_read(cx, req, tx) {
             Some(Ok(v)) => v,
             Some(Err(e)) => return self.fail_op(cx, req, e),

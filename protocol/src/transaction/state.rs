@@ -38,6 +38,9 @@ pub(super) enum ReadVersion {
 pub(crate) struct Tx {
     pub(super) options: TxOptions,
     pub(super) read_version: ReadVersion,
+    /// The metadata version the read version's reply carried (`TransactionState::
+    /// metadataVersion`); `None` until a GRV proxy answered, and for a read version set by hand.
+    pub(super) metadata_version: Option<Option<Bytes>>,
     /// RYW's write map (unused with read-your-writes disabled). Shared with the key and range
     /// reads in flight, which see it as it was when they were issued (FDB's `WriteMap` is
     /// versioned and a read's iterator pins its version); a write made meanwhile copies it.
@@ -112,6 +115,7 @@ impl Tx {
         Tx {
             options: TxOptions::default(),
             read_version: ReadVersion::None,
+            metadata_version: None,
             writes: Arc::new(WriteMap::new()),
             read_conflicts: RangeSet::new(),
             native: NativeTx::default(),
@@ -350,6 +354,10 @@ impl Transactions {
         if self.check_special_write(tx, &key, &key_after(&key), Some(&value), true)? {
             return Ok(());
         }
+        // Only a versionstamp may set the metadata version, whatever the options.
+        if key == super::read::METADATA_VERSION_KEY {
+            return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
+        }
         let conflict = self.take_write_conflict(tx)?;
         self.check_write(tx, &key)?;
         check_write_size(&key, self.tx_ref(tx)?.options.raw_access())?;
@@ -468,7 +476,16 @@ impl Transactions {
     ) -> Result<(), ClientError> {
         // RYW's order: the legal range, then the mutation type, then the sizes.
         let conflict = self.take_write_conflict(tx)?;
-        self.check_write(tx, key)?;
+        if key == super::read::METADATA_VERSION_KEY {
+            // RYW's `atomicOp`: the metadata version takes one write, a versionstamp of the
+            // whole value (`metadataVersionRequiredValue`), and no other system-key check.
+            self.check_not_committing(tx)?;
+            if kind != mt::SET_VERSIONSTAMPED_VALUE || param != [0u8; 14] {
+                return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
+            }
+        } else {
+            self.check_write(tx, key)?;
+        }
         let valid = atomic::is_atomic_op(kind)
             || kind == mt::SET_VERSIONSTAMPED_KEY
             || kind == mt::SET_VERSIONSTAMPED_VALUE;
@@ -660,7 +677,8 @@ impl Transactions {
         if t.timed_out {
             return fdb(ErrorCode::TRANSACTION_TIMED_OUT);
         }
-        if key >= t.max_read_key() {
+        // The metadata version is readable without `read_system_keys`.
+        if key >= t.max_read_key() && key != super::read::METADATA_VERSION_KEY {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
         }
         Ok(())
