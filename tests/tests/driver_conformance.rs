@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::error::ErrorCode;
 use fdb_protocol::framing::ProtocolVersion;
 use fdb_tests::cluster::{RequestKind, Role};
 use fdb_tests::testkit::MiniCluster;
@@ -14,6 +15,16 @@ trait Driver {
     fn open_file(path: &std::path::Path, seed: u64) -> Self;
     /// `None` if no answer within `limit`.
     fn read_version(&mut self, limit: Duration) -> Option<i64>;
+    /// Asks for a read version: the version, or the FDB error code it failed with (`None`:
+    /// it timed out).
+    fn read_version_or_code(&mut self, limit: Duration) -> Result<i64, Option<ErrorCode>>;
+    /// The error a read version fails with, panicking if it succeeds.
+    fn read_version_error(&mut self, limit: Duration) -> Option<ErrorCode> {
+        match self.read_version_or_code(limit) {
+            Ok(v) => panic!("a read version ({v}) where an error was expected"),
+            Err(code) => code,
+        }
+    }
     /// Sets a key in a transaction (with the retry loop), panicking on failure.
     fn set(&mut self, key: &[u8], value: &[u8]);
     /// Reads a key in a transaction (with the retry loop), panicking on failure.
@@ -37,6 +48,15 @@ impl Driver for Mio {
             Ok(v) => Some(v),
             Err(fdb_driver_mio::Error::TimedOut) => None,
             Err(e) => panic!("{e}"),
+        }
+    }
+    fn read_version_or_code(&mut self, limit: Duration) -> Result<i64, Option<ErrorCode>> {
+        match self.0.read_version_with(Default::default(), limit) {
+            Ok(v) => Ok(v),
+            Err(fdb_driver_mio::Error::TimedOut) => Err(None),
+            Err(e) => Err(Some(
+                e.code().unwrap_or_else(|| panic!("not an FDB error: {e}")),
+            )),
         }
     }
     fn set(&mut self, key: &[u8], value: &[u8]) {
@@ -86,6 +106,18 @@ impl Driver for Tokio {
                 .await
                 .ok()
                 .map(|r| r.unwrap())
+        })
+    }
+    fn read_version_or_code(&mut self, limit: Duration) -> Result<i64, Option<ErrorCode>> {
+        let db = self.1.clone();
+        self.0.block_on(async move {
+            match tokio::time::timeout(limit, db.read_version()).await {
+                Err(_) => Err(None),
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(e)) => Err(Some(
+                    e.code().unwrap_or_else(|| panic!("not an FDB error: {e}")),
+                )),
+            }
         })
     }
     fn set(&mut self, key: &[u8], value: &[u8]) {
@@ -165,13 +197,31 @@ fn coordinator_down<D: Driver>() {
 
 fn protocol_mismatch<D: Driver>() {
     let c = MiniCluster::start();
-    c.set_protocol_version(ProtocolVersion(0x1FDB_00B0_7400_0000));
+    // 7.2: a protocol this client does not speak (7.3 and 7.4 it does, switching to the
+    // one the coordinator announces).
+    c.set_protocol_version(ProtocolVersion(0x1FDB_00B0_7200_0000));
     let mut d = D::open(&c.cluster_string(), 3);
-    assert_eq!(d.read_version(Duration::from_millis(500)), None);
-    // Once the server speaks 7.3 (new connections), the client gets through.
+    assert_eq!(
+        d.read_version_error(Duration::from_secs(5)),
+        Some(ErrorCode::INCOMPATIBLE_CLIENT),
+        "an unsupported cluster is refused at once, not waited on"
+    );
+    // Once the server speaks 7.3 (new connections), the client gets through: requests fail
+    // with incompatible_client until its next connection hears the coordinator's 7.3.
     c.set_protocol_version(ProtocolVersion::V7_3.with_object_serializer_flag());
     c.drop_connections();
-    assert!(d.read_version(LIMIT).is_some());
+    let deadline = std::time::Instant::now() + LIMIT;
+    loop {
+        match d.read_version_or_code(Duration::from_secs(1)) {
+            Ok(_) => break,
+            Err(code) => assert_eq!(code, Some(ErrorCode::INCOMPATIBLE_CLIENT)),
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still refused after {LIMIT:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A cluster file naming the coordinator as `localhost:PORT`: the driver resolves it.

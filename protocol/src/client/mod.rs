@@ -322,6 +322,7 @@ impl Client {
                     addr,
                     version,
                 } => self.on_incompatible_peer(conn, addr, version),
+                Delivery::Compatible { addr } => self.on_compatible_peer(&addr),
             }
         }
     }
@@ -410,17 +411,33 @@ impl Client {
         addr: NetworkAddress,
         version: ProtocolVersion,
     ) {
-        let coordinator = self
-            .monitor
-            .coordinator_addresses()
-            .iter()
-            .flatten()
-            .any(|c| c.ip == addr.ip && c.port == addr.port);
-        if coordinator {
+        if self.is_coordinator(&addr) {
             self.on_cluster_protocol(conn, version);
         } else {
             self.net
                 .close_incompatible(self.now, &mut self.events, conn);
+        }
+    }
+
+    /// Whether `addr` is one of the coordinators (whose ConnectPacket tells the cluster's
+    /// protocol).
+    fn is_coordinator(&self, addr: &NetworkAddress) -> bool {
+        self.monitor
+            .coordinator_addresses()
+            .iter()
+            .flatten()
+            .any(|c| c.ip == addr.ip && c.port == addr.port)
+    }
+
+    /// A peer speaks our protocol. From a coordinator after one announced an unsupported
+    /// protocol, that means the cluster moved (back) to ours: requests are served again.
+    fn on_compatible_peer(&mut self, addr: &NetworkAddress) {
+        if self.unsupported.is_none() {
+            return;
+        }
+        if self.is_coordinator(addr) {
+            tracing::info!(protocol = %self.net.protocol(), "the cluster speaks this client's protocol again");
+            self.unsupported = None;
         }
     }
 

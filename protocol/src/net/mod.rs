@@ -126,6 +126,8 @@ pub(crate) enum Delivery {
         addr: NetworkAddress,
         version: ProtocolVersion,
     },
+    /// The peer at `addr` announced the protocol we speak (its ConnectPacket arrived).
+    Compatible { addr: NetworkAddress },
 }
 
 /// Connections, their backoff and failures, and the routes of replies still expected.
@@ -431,6 +433,7 @@ impl Network {
             return;
         }
         let was_incompatible = p.conn.incompatible_peer().is_some();
+        let had_announced = p.conn.peer_protocol().is_some();
         let result = p.conn.handle_input(now, data);
         // What the peer announced counts even if the bytes after its ConnectPacket break the
         // framing (FlowTransport records the peer's version as soon as it reads the packet).
@@ -441,6 +444,10 @@ impl Network {
                 conn,
                 addr: p.addr.clone(),
                 version,
+            });
+        } else if incompatible.is_none() && !had_announced && p.conn.peer_protocol().is_some() {
+            self.deliveries.push_back(Delivery::Compatible {
+                addr: p.addr.clone(),
             });
         }
         if let Some(b) = self.backoff.get_mut(&AddrKey::of(&p.addr)) {
