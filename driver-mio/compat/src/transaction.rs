@@ -182,41 +182,32 @@ impl RangeOption<'_> {
     }
 
     /// The rest of the range after the batch `kvs` (`None` when it was the last).
-    pub fn next_range(mut self, kvs: &FdbValues) -> Option<Self> {
-        if !kvs.more() {
-            return None;
-        }
-        let last = kvs.last()?.key().to_vec();
-        if let Some(limit) = self.limit.as_mut() {
-            *limit = limit.saturating_sub(kvs.len());
-            if *limit == 0 {
-                return None;
-            }
-        }
-        if self.reverse {
-            self.end.make_first_greater_or_equal(&last);
-        } else {
-            self.begin.make_first_greater_than(&last);
-        }
-        Some(self)
+    pub fn next_range(self, kvs: &FdbValues) -> Option<Self> {
+        self.after_batch(kvs.more(), kvs.last().map(|kv| kv.key()), kvs.len())
     }
 
     /// The rest of the range after a mapped batch (continuing after its last row).
-    pub(crate) fn next_mapped_range(mut self, kvs: &MappedKeyValues) -> Option<Self> {
-        if !kvs.more() {
+    pub(crate) fn next_mapped_range(self, kvs: &MappedKeyValues) -> Option<Self> {
+        self.after_batch(kvs.more(), kvs.last().map(|kv| kv.parent_key()), kvs.len())
+    }
+
+    /// The rest of the range after a batch of `rows` rows ending at `last` (`more`: the
+    /// batch did not reach the range's end).
+    fn after_batch(mut self, more: bool, last: Option<&[u8]>, rows: usize) -> Option<Self> {
+        if !more {
             return None;
         }
-        let last = kvs.last()?.parent_key().to_vec();
+        let last = last?;
         if let Some(limit) = self.limit.as_mut() {
-            *limit = limit.saturating_sub(kvs.len());
+            *limit = limit.saturating_sub(rows);
             if *limit == 0 {
                 return None;
             }
         }
         if self.reverse {
-            self.end.make_first_greater_or_equal(&last);
+            self.end.make_first_greater_or_equal(last);
         } else {
-            self.begin.make_first_greater_than(&last);
+            self.begin.make_first_greater_than(last);
         }
         Some(self)
     }
