@@ -13,7 +13,7 @@ use fdb_protocol::sim::{Request, Server, Sim, Wire};
 use fdb_protocol::version::Protocol;
 use fdb_protocol::Uid;
 use fdb_protocol::{Call, ClientConfig, ClientError, Event, Outcome};
-use fdb_protocol::{RangeOptions, RangeResult, TransactionId};
+use fdb_protocol::{MutationType, RangeOptions, RangeResult, TransactionId};
 
 use crate::{captures_dir, load_capture, CapturedFrame, Dir};
 
@@ -213,6 +213,31 @@ impl Replay {
     pub fn commit(&mut self, tx: TransactionId) -> Result<i64, ClientError> {
         let r = self.sim.client.commit(self.sim.now(), tx);
         self.wait(r).map(|c| c.version)
+    }
+
+    /// The `mutations` capture's transaction (a set, a clear, a clear range, an add and a
+    /// versionstamped key, as `capture.py` writes them), committed: its committed version and
+    /// versionstamp. The same program replays against the 7.3 and the 7.4 capture.
+    pub fn commit_captured_mutations(&mut self) -> (i64, [u8; 10]) {
+        let tx = self.tx();
+        let c = &mut self.sim.client;
+        c.set(tx, b"cap/mut/set", b"set-value").unwrap();
+        c.clear(tx, b"cap/mut/clear").unwrap();
+        c.clear_range(tx, b"cap/mut/cr/", b"cap/mut/cr0").unwrap();
+        c.atomic_op(
+            tx,
+            b"cap/mut/counter",
+            &1i64.to_le_bytes(),
+            MutationType::Add,
+        )
+        .unwrap();
+        let mut vk = b"cap/mut/vs/".to_vec();
+        vk.extend_from_slice(&[0u8; 10]);
+        vk.extend_from_slice(&11u32.to_le_bytes());
+        c.atomic_op(tx, &vk, b"vs-value", MutationType::SetVersionstampedKey)
+            .unwrap();
+        let v = self.commit(tx).unwrap();
+        (v, self.sim.client.versionstamp(tx).unwrap())
     }
 
     pub fn range(

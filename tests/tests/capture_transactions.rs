@@ -139,33 +139,9 @@ fn set_commit() {
 #[test]
 fn mutations_in_ryw_order() {
     let mut r = Replay::new("mutations");
-    let tx = r.tx();
-    r.sim.client.set(tx, b"cap/mut/set", b"set-value").unwrap();
-    r.sim.client.clear(tx, b"cap/mut/clear").unwrap();
-    r.sim
-        .client
-        .clear_range(tx, b"cap/mut/cr/", b"cap/mut/cr0")
-        .unwrap();
-    r.sim
-        .client
-        .atomic_op(
-            tx,
-            b"cap/mut/counter",
-            &1i64.to_le_bytes(),
-            MutationType::Add,
-        )
-        .unwrap();
-    let mut vk = b"cap/mut/vs/".to_vec();
-    vk.extend_from_slice(&[0u8; 10]);
-    vk.extend_from_slice(&11u32.to_le_bytes());
-    r.sim
-        .client
-        .atomic_op(tx, &vk, b"vs-value", MutationType::SetVersionstampedKey)
-        .unwrap();
-    let v = r.commit(tx).unwrap();
+    let (v, stamp) = r.commit_captured_mutations();
     let want = result_json("mutations");
     assert_eq!(v, want["committed_version"].as_i64().unwrap());
-    let stamp = r.sim.client.versionstamp(tx).unwrap();
     assert_eq!(
         fdb_tests::to_hex(&stamp),
         want["versionstamp"].as_str().unwrap()

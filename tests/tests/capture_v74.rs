@@ -8,7 +8,6 @@ use fdb_protocol::error::ErrorCode;
 use fdb_protocol::framing::ProtocolVersion;
 use fdb_protocol::messages::{decode_any, AnyMessage};
 use fdb_protocol::version::Protocol;
-use fdb_protocol::MutationType;
 use fdb_tests::replay::Replay;
 use fdb_tests::to_hex as hex;
 use fdb_tests::{captures_v74_dir, load_captures_in, Dir};
@@ -138,33 +137,9 @@ fn get_replays_in_7_4() {
 #[test]
 fn mutations_replay_in_7_4() {
     let mut r = Replay::v74("mutations");
-    let tx = r.tx();
-    r.sim.client.set(tx, b"cap/mut/set", b"set-value").unwrap();
-    r.sim.client.clear(tx, b"cap/mut/clear").unwrap();
-    r.sim
-        .client
-        .clear_range(tx, b"cap/mut/cr/", b"cap/mut/cr0")
-        .unwrap();
-    r.sim
-        .client
-        .atomic_op(
-            tx,
-            b"cap/mut/counter",
-            &1i64.to_le_bytes(),
-            MutationType::Add,
-        )
-        .unwrap();
-    let mut vk = b"cap/mut/vs/".to_vec();
-    vk.extend_from_slice(&[0u8; 10]);
-    vk.extend_from_slice(&11u32.to_le_bytes());
-    r.sim
-        .client
-        .atomic_op(tx, &vk, b"vs-value", MutationType::SetVersionstampedKey)
-        .unwrap();
-    let v = r.commit(tx).unwrap();
+    let (v, stamp) = r.commit_captured_mutations();
     let want = result("mutations");
     assert_eq!(v, want["committed_version"].as_i64().unwrap());
-    let stamp = r.sim.client.versionstamp(tx).unwrap();
     assert_eq!(hex(&stamp), want["versionstamp"].as_str().unwrap());
     r.all_used(TXN_REQUESTS);
 }
