@@ -79,6 +79,6 @@ pub(crate) struct PeerStats {
     pub(crate) pings: (u32, u32),
     /// The peer's protocol version, as its last ConnectPacket said.
     pub(crate) protocol: Option<u64>,
-    /// Whether the peer's protocol is one this client speaks (`Peer::compatible`).
+    /// Whether the peer announced a protocol this client does not speak (`!Peer::compatible`).
     pub(crate) incompatible: bool,
 }
