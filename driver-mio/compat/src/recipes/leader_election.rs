@@ -4,11 +4,15 @@
 //! Every call runs in the caller's transaction: FDB's serializability decides races, and
 //! each claim is one read and one write of one key.
 //!
-//! Keys under the election's subspace: `("config",)` the configuration, `("leader",)` the
-//! current lease, `("candidates", process_id)` each candidate. The leader and candidate
-//! records carry the versionstamp of the transaction that claimed or registered (so terms
-//! and registrations are ordered); times are nanoseconds since the Unix epoch, as the
-//! callers pass them.
+//! The stored layout is foundationdb-rs 0.11's, value for value, so processes on either
+//! crate can share one election during a migration. Under the election's subspace:
+//! - `("config",)`: `(lease_ns, heartbeat_ns, candidate_timeout_ns, enabled, preemption)`;
+//! - `("leader",)`: `(ballot, leader_id, priority, lease_expiry_ns, stamp)`, the stamp as
+//!   12 plain bytes: the leader's registration versionstamp, not one of the claim;
+//! - `("candidates", process_id)`: `(priority, heartbeat_ns, versionstamp)`, the
+//!   versionstamp written once by the registering commit and kept by heartbeats.
+//!
+//! Times are nanoseconds since the Unix epoch, as the callers pass them.
 
 use std::fmt;
 use std::ops::Deref;
@@ -192,18 +196,16 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn stamp_bytes(v: &Versionstamp) -> [u8; 12] {
-    *v.as_bytes()
-}
-
 /// A leader election under a subspace.
 #[derive(Clone, Debug)]
 pub struct LeaderElection {
     subspace: Subspace,
 }
 
-type LeaderRecord = (u64, String, i64, u64, Versionstamp);
-type CandidateRecord = (i64, u64, Versionstamp);
+/// The leader record; the stamp is plain bytes here (a tuple `Bytes`), as foundationdb-rs
+/// writes it, while candidate records hold a tuple `Versionstamp`.
+type LeaderRecord = (u64, String, i32, u64, Vec<u8>);
+type CandidateRecord = (i32, u64, Versionstamp);
 
 impl LeaderElection {
     /// The election stored under `subspace`.
@@ -223,21 +225,27 @@ impl LeaderElection {
         self.subspace.subspace(&("candidates",))
     }
 
-    /// Writes the default configuration unless one exists.
-    pub async fn initialize<T: Deref<Target = Transaction>>(&self, txn: &T) -> Result<()> {
-        if txn.get(&self.config_key(), false).await?.is_none() {
-            self.write_config(txn, &ElectionConfig::default()).await?;
-        }
-        Ok(())
+    fn candidate_key(&self, process_id: &str) -> Vec<u8> {
+        self.candidates().pack(&(process_id,))
     }
 
-    /// Writes `config` as the configuration.
+    /// Writes the default configuration unless one exists.
+    pub async fn initialize<T: Deref<Target = Transaction>>(&self, txn: &T) -> Result<()> {
+        self.initialize_with_config(txn, ElectionConfig::default())
+            .await
+    }
+
+    /// Writes `config` unless a configuration exists (an existing one is kept, as in
+    /// foundationdb-rs; [`write_config`](Self::write_config) replaces it).
     pub async fn initialize_with_config<T: Deref<Target = Transaction>>(
         &self,
         txn: &T,
         config: ElectionConfig,
     ) -> Result<()> {
-        self.write_config(txn, &config).await
+        if txn.get(&self.config_key(), false).await?.is_none() {
+            self.write_config(txn, &config).await?;
+        }
+        Ok(())
     }
 
     /// Replaces the configuration.
@@ -288,7 +296,7 @@ impl LeaderElection {
         Ok(config)
     }
 
-    /// Registers (or re-registers) a candidate, heartbeating now.
+    /// Registers (or re-registers, with a new versionstamp) a candidate, heartbeating now.
     pub async fn register_candidate<T: Deref<Target = Transaction>>(
         &self,
         txn: &T,
@@ -297,20 +305,18 @@ impl LeaderElection {
         current_time: Duration,
     ) -> Result<()> {
         self.enabled_config(txn).await?;
-        let value = pack_with_versionstamp(&(
-            i64::from(priority),
-            nanos(current_time),
-            Versionstamp::incomplete(0),
-        ));
+        let value =
+            pack_with_versionstamp(&(priority, nanos(current_time), Versionstamp::incomplete(0)));
         txn.atomic_op(
-            &self.candidates().pack(&(process_id,)),
+            &self.candidate_key(process_id),
             &value,
             MutationType::SetVersionstampedValue,
         );
         Ok(())
     }
 
-    /// A registered candidate's heartbeat (and its priority now).
+    /// A registered candidate's heartbeat (and its priority now); its registration
+    /// versionstamp is kept. `ProcessNotFound` when it is not registered.
     pub async fn heartbeat_candidate<T: Deref<Target = Transaction>>(
         &self,
         txn: &T,
@@ -319,16 +325,13 @@ impl LeaderElection {
         current_time: Duration,
     ) -> Result<()> {
         self.enabled_config(txn).await?;
-        let info = self
-            .get_candidate(txn, process_id)
+        let key = self.candidate_key(process_id);
+        let raw = txn
+            .get(&key, false)
             .await?
-            .ok_or(LeaderElectionError::UnregisteredCandidate)?;
-        let value = pack(&(
-            i64::from(priority),
-            nanos(current_time),
-            Versionstamp::from(info.versionstamp),
-        ));
-        txn.set(&self.candidates().pack(&(process_id,)), &value);
+            .ok_or_else(|| LeaderElectionError::ProcessNotFound(process_id.to_string()))?;
+        let (_, _, stamp): CandidateRecord = unpack(&raw)?;
+        txn.set(&key, &pack(&(priority, nanos(current_time), stamp)));
         Ok(())
     }
 
@@ -338,7 +341,7 @@ impl LeaderElection {
         txn: &T,
         process_id: &str,
     ) -> Result<()> {
-        txn.clear(&self.candidates().pack(&(process_id,)));
+        txn.clear(&self.candidate_key(process_id));
         Ok(())
     }
 
@@ -348,10 +351,7 @@ impl LeaderElection {
         txn: &T,
         process_id: &str,
     ) -> Result<Option<CandidateInfo>> {
-        let Some(raw) = txn
-            .get(&self.candidates().pack(&(process_id,)), false)
-            .await?
-        else {
+        let Some(raw) = txn.get(&self.candidate_key(process_id), false).await? else {
             return Ok(None);
         };
         Ok(Some(candidate(process_id.to_string(), &raw)?))
@@ -377,7 +377,7 @@ impl LeaderElection {
         Ok(out)
     }
 
-    /// The candidates alive at `current_time`.
+    /// The candidates alive at `current_time`, in order of registration (versionstamp).
     pub async fn list_candidates<T: Deref<Target = Transaction>>(
         &self,
         txn: &T,
@@ -386,6 +386,7 @@ impl LeaderElection {
         let timeout = self.read_config(txn).await?.candidate_timeout;
         let mut all = self.all_candidates(txn).await?;
         all.retain(|c| c.is_alive(current_time, timeout));
+        all.sort_by_key(|c| c.versionstamp);
         Ok(all)
     }
 
@@ -399,16 +400,17 @@ impl LeaderElection {
         let mut n = 0;
         for c in self.all_candidates(txn).await? {
             if !c.is_alive(current_time, timeout) {
-                txn.clear(&self.candidates().pack(&(c.process_id.as_str(),)));
+                txn.clear(&self.candidate_key(&c.process_id));
                 n += 1;
             }
         }
         Ok(n)
     }
 
-    /// Takes the lease when there is none, it ran out, this process holds it, or (with
-    /// preemption) this process's priority is higher than the leader's. `None`: another
-    /// process holds a valid lease.
+    /// Takes (or keeps) the lease when there is none, it ran out, this process holds it,
+    /// or (with preemption) this process's priority is higher than the leader's; every
+    /// claim moves the ballot on by one. Only a registered candidate may claim
+    /// (`UnregisteredCandidate`). `None`: another process holds a valid lease.
     pub async fn try_claim_leadership<T: Deref<Target = Transaction>>(
         &self,
         txn: &T,
@@ -417,41 +419,33 @@ impl LeaderElection {
         current_time: Duration,
     ) -> Result<Option<LeaderState>> {
         let config = self.enabled_config(txn).await?;
+        let me = self
+            .get_candidate(txn, process_id)
+            .await?
+            .ok_or(LeaderElectionError::UnregisteredCandidate)?;
         let current = self.get_leader_raw(txn).await?;
-        let ballot = match &current {
-            None => 1,
-            Some(l) if l.leader_id == process_id => l.ballot,
-            Some(l)
-                if !l.is_lease_valid(current_time)
-                    || (config.allow_preemption && priority > l.priority) =>
-            {
-                l.ballot + 1
-            }
-            Some(_) => return Ok(None),
-        };
+        let may_claim = current.as_ref().is_none_or(|l| {
+            l.leader_id == process_id
+                || !l.is_lease_valid(current_time)
+                || (config.allow_preemption && priority > l.priority)
+        });
+        if !may_claim {
+            return Ok(None);
+        }
         let state = LeaderState {
-            ballot,
+            ballot: current.map_or(1, |l| l.ballot + 1),
             leader_id: process_id.to_string(),
             priority,
             lease_expiry_nanos: nanos(current_time + config.lease_duration),
-            versionstamp: stamp_bytes(&Versionstamp::incomplete(0)),
+            versionstamp: me.versionstamp,
         };
-        let value = pack_with_versionstamp(&(
-            state.ballot,
-            state.leader_id.as_str(),
-            i64::from(priority),
-            state.lease_expiry_nanos,
-            Versionstamp::incomplete(0),
-        ));
-        txn.atomic_op(
-            &self.leader_key(),
-            &value,
-            MutationType::SetVersionstampedValue,
-        );
+        self.write_leader(txn, &state);
         Ok(Some(state))
     }
 
-    /// Extends the lease of the leader `process_id`, if it still holds it.
+    /// Extends the lease of the leader `process_id` (moving the ballot on by one), if the
+    /// stored leader is still `process_id`; as in foundationdb-rs, an expired lease of the
+    /// same process is extended too.
     pub async fn refresh_lease<T: Deref<Target = Transaction>>(
         &self,
         txn: &T,
@@ -459,24 +453,26 @@ impl LeaderElection {
         current_time: Duration,
     ) -> Result<Option<LeaderState>> {
         let config = self.read_config(txn).await?;
-        let Some(mut state) = self.get_leader_raw(txn).await? else {
-            return Ok(None);
-        };
-        if state.leader_id != process_id || !state.is_lease_valid(current_time) {
-            return Ok(None);
+        match self.get_leader_raw(txn).await? {
+            Some(mut state) if state.leader_id == process_id => {
+                state.ballot += 1;
+                state.lease_expiry_nanos = nanos(current_time + config.lease_duration);
+                self.write_leader(txn, &state);
+                Ok(Some(state))
+            }
+            _ => Ok(None),
         }
-        state.lease_expiry_nanos = nanos(current_time + config.lease_duration);
-        txn.set(
-            &self.leader_key(),
-            &pack(&(
-                state.ballot,
-                state.leader_id.as_str(),
-                i64::from(state.priority),
-                state.lease_expiry_nanos,
-                Versionstamp::from(state.versionstamp),
-            )),
+    }
+
+    fn write_leader<T: Deref<Target = Transaction>>(&self, txn: &T, state: &LeaderState) {
+        let record = (
+            state.ballot,
+            state.leader_id.as_str(),
+            state.priority,
+            state.lease_expiry_nanos,
+            state.versionstamp.to_vec(),
         );
-        Ok(Some(state))
+        txn.set(&self.leader_key(), &pack(&record));
     }
 
     /// Gives the lease up, if `process_id` holds it; whether it did.
@@ -501,6 +497,7 @@ impl LeaderElection {
         process_id: &str,
         current_time: Duration,
     ) -> Result<bool> {
+        self.enabled_config(txn).await?;
         Ok(self
             .get_leader(txn, current_time)
             .await?
@@ -528,18 +525,19 @@ impl LeaderElection {
             return Ok(None);
         };
         let (ballot, leader_id, priority, expiry, stamp): LeaderRecord = unpack(&raw)?;
+        let versionstamp = <[u8; 12]>::try_from(stamp.as_slice())
+            .map_err(|_| LeaderElectionError::InvalidState("versionstamp length".into()))?;
         Ok(Some(LeaderState {
             ballot,
             leader_id,
-            priority: i32::try_from(priority)
-                .map_err(|_| LeaderElectionError::InvalidState("priority".into()))?,
+            priority,
             lease_expiry_nanos: expiry,
-            versionstamp: stamp_bytes(&stamp),
+            versionstamp,
         }))
     }
 
-    /// One round for `process_id`: heartbeat (registering first if needed), then refresh
-    /// its lease or try to claim one.
+    /// One round for a registered `process_id`: its heartbeat (`ProcessNotFound` if it
+    /// never registered), then a claim, which also refreshes its own lease.
     pub async fn run_election_cycle<T: Deref<Target = Transaction>>(
         &self,
         txn: &T,
@@ -547,28 +545,17 @@ impl LeaderElection {
         priority: i32,
         current_time: Duration,
     ) -> Result<ElectionResult> {
-        match self.get_candidate(txn, process_id).await? {
-            Some(_) => {
-                self.heartbeat_candidate(txn, process_id, priority, current_time)
-                    .await?
-            }
-            None => {
-                self.register_candidate(txn, process_id, priority, current_time)
-                    .await?
-            }
-        }
-        if let Some(s) = self.refresh_lease(txn, process_id, current_time).await? {
-            return Ok(ElectionResult::Leader(s));
-        }
-        if let Some(s) = self
+        self.heartbeat_candidate(txn, process_id, priority, current_time)
+            .await?;
+        match self
             .try_claim_leadership(txn, process_id, priority, current_time)
             .await?
         {
-            return Ok(ElectionResult::Leader(s));
+            Some(s) => Ok(ElectionResult::Leader(s)),
+            None => Ok(ElectionResult::Follower(
+                self.get_leader(txn, current_time).await?,
+            )),
         }
-        Ok(ElectionResult::Follower(
-            self.get_leader(txn, current_time).await?,
-        ))
     }
 }
 
@@ -576,9 +563,8 @@ fn candidate(process_id: String, raw: &[u8]) -> Result<CandidateInfo> {
     let (priority, heartbeat, stamp): CandidateRecord = unpack(raw)?;
     Ok(CandidateInfo {
         process_id,
-        priority: i32::try_from(priority)
-            .map_err(|_| LeaderElectionError::InvalidState("priority".into()))?,
+        priority,
         last_heartbeat_nanos: heartbeat,
-        versionstamp: stamp_bytes(&stamp),
+        versionstamp: *stamp.as_bytes(),
     })
 }
