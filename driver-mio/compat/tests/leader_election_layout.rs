@@ -26,7 +26,9 @@ where
     let tx = Arc::new(db.create_trx().expect("transaction"));
     let out = block_on(f(tx.clone()));
     if out.is_ok() {
-        let tx = Arc::try_unwrap(tx).ok().expect("one owner");
+        let Ok(tx) = Arc::try_unwrap(tx) else {
+            panic!("the transaction has one owner after the closure")
+        };
         block_on(tx.commit()).expect("commit");
     }
     out
