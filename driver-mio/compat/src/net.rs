@@ -200,10 +200,9 @@ pub(crate) fn network_option(option: &NetworkOption) -> FdbResult<()> {
         // No multi-version client, no client statistics here: turning them off holds
         // already.
         N::DisableMultiVersionClientApi | N::DisableClientStatisticsLogging => Ok(()),
-        // External clients are C libraries for clusters of other versions, loaded beside
-        // the local client; this client loads none and speaks 7.3 itself, which is what
-        // libfdb_c 7.3 does with a 7.3 cluster whatever the directory holds. A cluster of
-        // another version stays unreachable (see the README).
+        // External clients are libfdb_c's C libraries for clusters of other versions; this
+        // client loads none: it speaks 7.3 and 7.4 itself and follows an upgrade between
+        // them (any other version is refused with incompatible_client, see the README).
         N::ExternalClientDirectory(_) | N::ExternalClientLibrary(_) => Ok(()),
         _ => Err(FdbError::of(ErrorCode::UNSUPPORTED_OPERATION)),
     }
