@@ -465,9 +465,10 @@ pub fn ratios(
                     .iter()
                     .zip(&b.blocks)
                     .filter_map(|(x, y)| match (x, y) {
-                        (Some(x), Some(y)) if y.metric(metric) > 0.0 => {
-                            Some(x.metric(metric) / y.metric(metric))
-                        }
+                        (Some(x), Some(y)) => match (x.metric(metric), y.metric(metric)) {
+                            (Some(x), Some(y)) if y > 0.0 => Some(x / y),
+                            _ => None,
+                        },
                         _ => None,
                     })
                     .collect();

@@ -3,8 +3,12 @@
 //! busiest thread is already on a core for most of the window, no client can be much faster
 //! on the same cluster, whatever it spends itself (see "Why cells miss" in the report).
 //!
-//! Per thread, from `/proc/PID/task/TID/schedstat` (time on a CPU in nanoseconds, unlike
-//! `stat`'s 10 ms ticks). Linux only; elsewhere, or without permission, there is no probe.
+//! Per thread, from `/proc/PID/task/TID/schedstat`: time on a CPU in nanoseconds (unlike
+//! `stat`'s 10 ms ticks), and how many times the thread was put on a CPU. fdbserver's network
+//! thread sleeps in `epoll_wait` between turns of its run loop, so the busiest thread's count
+//! is about the loop's turns: how spread over time the client's requests arrive, which
+//! decides much of what the server spends on them. Linux only; elsewhere, or without
+//! permission, there is no probe.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,8 +19,17 @@ pub struct ServerCpu {
     pids: Vec<u32>,
 }
 
-/// Nanoseconds on a CPU so far, per `(pid, tid)`.
-pub type ThreadTimes = BTreeMap<(u32, u32), u64>;
+/// One thread's counters so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadTime {
+    /// Nanoseconds on a CPU.
+    pub ns: u64,
+    /// Times it was put on a CPU.
+    pub runs: u64,
+}
+
+/// Every thread's counters so far, per `(pid, tid)`.
+pub type ThreadTimes = BTreeMap<(u32, u32), ThreadTime>;
 
 impl ServerCpu {
     /// The process with this pid (the child that hosts the in-process test cluster).
@@ -62,11 +75,11 @@ impl ServerCpu {
                 let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
                     continue;
                 };
-                if let Some(ns) = std::fs::read_to_string(t.path().join("schedstat"))
+                if let Some(time) = std::fs::read_to_string(t.path().join("schedstat"))
                     .ok()
                     .and_then(|s| parse_schedstat(&s))
                 {
-                    out.insert((pid, tid), ns);
+                    out.insert((pid, tid), time);
                 }
             }
         }
@@ -94,9 +107,13 @@ fn names_cluster_file(args: &[&[u8]], want: &PathBuf) -> bool {
     })
 }
 
-/// The first field of a `schedstat` line: nanoseconds spent on a CPU.
-fn parse_schedstat(s: &str) -> Option<u64> {
-    s.split_whitespace().next()?.parse().ok()
+/// A `schedstat` line: nanoseconds spent on a CPU, nanoseconds waiting for one, and the
+/// number of times put on one.
+fn parse_schedstat(s: &str) -> Option<ThreadTime> {
+    let mut f = s.split_whitespace();
+    let ns = f.next()?.parse().ok()?;
+    let runs = f.nth(1)?.parse().ok()?;
+    Some(ThreadTime { ns, runs })
 }
 
 /// What the server spent between two readings: in all, and on its busiest thread (fdbserver
@@ -106,15 +123,21 @@ fn parse_schedstat(s: &str) -> Option<u64> {
 pub struct ServerSpent {
     pub total_ns: u64,
     pub busiest_ns: u64,
+    /// Times the busiest thread was put on a CPU: about its run loop's turns.
+    pub busiest_runs: u64,
 }
 
 impl ServerSpent {
     pub fn between(start: &ThreadTimes, end: &ThreadTimes) -> ServerSpent {
         let mut s = ServerSpent::default();
-        for (k, &e) in end {
-            let d = e.saturating_sub(start.get(k).copied().unwrap_or(0));
+        for (k, e) in end {
+            let b = start.get(k).copied().unwrap_or_default();
+            let d = e.ns.saturating_sub(b.ns);
             s.total_ns += d;
-            s.busiest_ns = s.busiest_ns.max(d);
+            if d > s.busiest_ns {
+                s.busiest_ns = d;
+                s.busiest_runs = e.runs.saturating_sub(b.runs);
+            }
         }
         s
     }
@@ -122,6 +145,7 @@ impl ServerSpent {
     pub fn add(&mut self, o: ServerSpent) {
         self.total_ns += o.total_ns;
         self.busiest_ns += o.busiest_ns;
+        self.busiest_runs += o.busiest_runs;
     }
 }
 
@@ -130,21 +154,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn schedstat_first_field_is_nanoseconds() {
-        assert_eq!(parse_schedstat("123456789 2000 17\n"), Some(123456789));
+    fn schedstat_gives_nanoseconds_and_runs() {
+        assert_eq!(
+            parse_schedstat("123456789 2000 17\n"),
+            Some(ThreadTime {
+                ns: 123456789,
+                runs: 17
+            })
+        );
         assert_eq!(parse_schedstat(""), None);
         assert_eq!(parse_schedstat("x 1 2"), None);
+        assert_eq!(parse_schedstat("1 2"), None);
     }
 
     #[test]
     fn spent_counts_new_threads_and_takes_the_busiest() {
-        let start: ThreadTimes = [((1, 1), 100), ((1, 2), 50)].into();
-        let end: ThreadTimes = [((1, 1), 400), ((1, 2), 60), ((1, 3), 20)].into();
+        let t = |ns, runs| ThreadTime { ns, runs };
+        let start: ThreadTimes = [((1, 1), t(100, 5)), ((1, 2), t(50, 1))].into();
+        let end: ThreadTimes =
+            [((1, 1), t(400, 9)), ((1, 2), t(60, 30)), ((1, 3), t(20, 2))].into();
         assert_eq!(
             ServerSpent::between(&start, &end),
             ServerSpent {
                 total_ns: 300 + 10 + 20,
-                busiest_ns: 300
+                busiest_ns: 300,
+                busiest_runs: 4,
             }
         );
     }
