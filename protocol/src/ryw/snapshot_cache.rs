@@ -247,13 +247,13 @@ impl SnapshotCache {
     }
 
     /// Storage said `key` holds `value` (`insert(KeyRef, Optional<ValueRef>)`); ignored where
-    /// the cache already knows.
-    pub(crate) fn insert_point(&mut self, key: &[u8], value: Option<Bytes>) {
+    /// the cache already knows. `end` is `key_after(key)`, which the caller shares with the
+    /// read conflict range: the keys are kept, not copied.
+    pub(crate) fn insert_point(&mut self, key: &Bytes, end: &Bytes, value: Option<Bytes>) {
         if self.iter_at(key).seg() != CacheSeg::Unknown {
             return;
         }
-        let k = Bytes::copy_from_slice(key);
-        let end = super::key_after(key);
+        let (k, end) = (key.clone(), end.clone());
         let values = match value {
             Some(v) => alloc::vec![KeyValue {
                 key: k.clone(),
@@ -342,7 +342,7 @@ mod tests {
         let mut c = SnapshotCache::default();
         c.insert_range(b(b"d"), b(b"f\x00"), vec![kv(b"d"), kv(b"e"), kv(b"f")]);
         c.insert_range(b(b"g"), b(b"h"), Vec::new());
-        c.insert_point(b"j", None);
+        c.insert_point(&b(b"j"), &b(b"j\x00"), None);
         use CacheSeg::*;
         assert_eq!(
             segments(&c),

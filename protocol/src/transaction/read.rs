@@ -356,6 +356,14 @@ impl Transactions {
         let Some(op) = self.ops.get(&req) else {
             return;
         };
+        // One `key_after` for the snapshot cache and the read conflict range.
+        let OpKind::Get {
+            key, view: Some(_), ..
+        } = &op.kind
+        else {
+            return self.finish_get(cx, req, value);
+        };
+        let end = key_after(key);
         let value = match (&op.kind, self.txs.get_mut(&op.tx)) {
             (
                 OpKind::Get {
@@ -365,19 +373,30 @@ impl Transactions {
                 },
                 Some(t),
             ) => {
-                t.cache.insert_point(key, value.clone());
+                t.cache.insert_point(key, &end, value.clone());
                 // The transaction's atomic ops made before the read apply over what storage
                 // holds.
                 view.over_stored(value)
             }
             _ => value,
         };
-        self.finish_get(cx, req, value);
+        self.finish_get_with_end(cx, req, value, Some(end));
     }
 
     /// Completes a get with its value, adding the read conflict range RYW adds
     /// (`updateConflictMap`: only where the writes leave the value to storage).
     pub(super) fn finish_get(&mut self, cx: &mut Ctx<'_>, req: RequestId, value: Option<Bytes>) {
+        self.finish_get_with_end(cx, req, value, None)
+    }
+
+    /// [`finish_get`](Self::finish_get) given the key's `key_after` when the caller has it.
+    fn finish_get_with_end(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        value: Option<Bytes>,
+        end: Option<Bytes>,
+    ) {
         let Some(op) = self.ops.get(&req) else {
             return;
         };
@@ -396,7 +415,8 @@ impl Transactions {
             return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED));
         };
         if conflicts {
-            t.read_conflicts.insert(&key, &key_after(&key));
+            let end = end.unwrap_or_else(|| key_after(&key));
+            t.read_conflicts.insert_owned(key, end);
         }
         self.succeed_op(cx, req, Reply::Value(value));
     }
