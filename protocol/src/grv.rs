@@ -279,14 +279,11 @@ impl GrvBatcher {
 /// A GRV proxy's read-version endpoint to ask, skipping proxies whose endpoint is gone;
 /// `None` while there is none (wait for the next `ClientDBInfo`).
 pub(crate) fn grv_endpoint(io: &mut Io<'_>, info: &ClientDBInfo) -> Option<(NetworkAddress, Uid)> {
-    let mut endpoints: Vec<(NetworkAddress, Uid)> = info
-        .grv_proxies
-        .iter()
-        .map(|p| {
-            let e = &p.get_consistent_read_version.endpoint;
-            (e.address().clone(), e.token)
-        })
-        .collect();
-    let i = io.pick(&endpoints)?;
-    Some(endpoints.swap_remove(i))
+    let endpoint = |i: usize| {
+        let e = &info.grv_proxies[i].get_consistent_read_version.endpoint;
+        (e.address(), e.token)
+    };
+    let i = io.pick_among(info.grv_proxies.len(), endpoint)?;
+    let (addr, token) = endpoint(i);
+    Some((addr.clone(), token))
 }

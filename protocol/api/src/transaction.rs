@@ -90,10 +90,22 @@ struct Writes {
 
 /// The first chunk of a transaction's set buffer; each further one doubles, up to
 /// [`MAX_CHUNK`] (a larger set gets a chunk of its own size).
-const FIRST_CHUNK: usize = 512;
+const FIRST_CHUNK: usize = 2048;
 const MAX_CHUNK: usize = 64 * 1024;
 
+/// Room for this many buffered writes when the first one comes: the list is taken whole at
+/// each call, and growing it from nothing by doubling would cost an allocation per power of
+/// two in a batch of sets.
+const FIRST_WRITES: usize = 16;
+
 impl Writes {
+    fn push(&mut self, w: PendingWrite) {
+        if self.list.capacity() == 0 {
+            self.list.reserve(FIRST_WRITES);
+        }
+        self.list.push(w);
+    }
+
     /// `key | 0x00 | value`, cut from the arena.
     fn pack(&mut self, key: &[u8], value: &[u8]) -> Bytes {
         let need = key.len() + 1 + value.len();
@@ -234,7 +246,7 @@ impl<D: Driver> Transaction<D> {
     /// writes are buffered again.
     fn push_write(&self, w: PendingWrite) {
         let mut pending = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
-        pending.list.push(w);
+        pending.push(w);
         let call = self.inner.cell.unbuffered.load(Ordering::Acquire);
         if call == 0 {
             return;
@@ -417,7 +429,7 @@ impl<D: Driver> Transaction<D> {
         let mut w = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
         let packed = w.pack(key, value);
         if self.inner.cell.unbuffered.load(Ordering::Acquire) == 0 {
-            w.list.push(PendingWrite::Set(packed, key.len()));
+            w.push(PendingWrite::Set(packed, key.len()));
         } else {
             drop(w);
             self.push_write(PendingWrite::Set(packed, key.len()));

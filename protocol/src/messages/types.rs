@@ -34,14 +34,16 @@ impl KeyRange {
             end: end.into(),
         }
     }
-    /// `[key, key\0)`: exactly one key.
+    /// `[key, key\0)`: exactly one key. Both ends share one buffer, so the range and its
+    /// clones cost two allocations however often they are copied.
     pub fn single_key(key: &[u8]) -> Self {
         let mut end = Vec::with_capacity(key.len() + 1);
         end.extend_from_slice(key);
         end.push(0);
+        let end = Bytes::from(end);
         KeyRange {
-            begin: Bytes::copy_from_slice(key),
-            end: Bytes::from(end),
+            begin: end.slice(..key.len()),
+            end,
         }
     }
     /// True when `end == begin + "\0"` (FDB's `equalsKeyAfter`).

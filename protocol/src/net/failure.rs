@@ -3,7 +3,6 @@
 //! (`basicLoadBalance`).
 
 use alloc::collections::BTreeSet;
-use alloc::vec::Vec;
 
 use super::peer::AddrKey;
 use crate::messages::NetworkAddress;
@@ -58,19 +57,33 @@ impl FailureMonitor {
     /// gone (`None` if all are: wait for new ones), preferably one whose address did not just
     /// fail.
     pub(crate) fn pick(&self, endpoints: &[(NetworkAddress, Uid)], rng: &mut Rng) -> Option<usize> {
-        let alive: Vec<usize> = (0..endpoints.len())
-            .filter(|&i| !self.endpoint_failed(&endpoints[i].0, endpoints[i].1))
-            .collect();
-        if alive.is_empty() {
+        self.pick_among(endpoints.len(), |i| (&endpoints[i].0, endpoints[i].1), rng)
+    }
+
+    /// [`pick`](Self::pick) over `n` endpoints given by index, for callers that hold them in
+    /// their own shape (the proxies of a `ClientDBInfo`). Counted, then walked again for the
+    /// chosen one: picking is on every request's path, so it allocates nothing.
+    pub(crate) fn pick_among<'e>(
+        &self,
+        n: usize,
+        endpoint: impl Fn(usize) -> (&'e NetworkAddress, Uid),
+        rng: &mut Rng,
+    ) -> Option<usize> {
+        let alive = |i: &usize| {
+            let (addr, token) = endpoint(*i);
+            !self.endpoint_failed(addr, token)
+        };
+        let healthy = |i: &usize| alive(i) && !self.address_failed(endpoint(*i).0);
+        let n_alive = (0..n).filter(alive).count();
+        if n_alive == 0 {
             return None;
         }
-        let healthy: Vec<usize> = alive
-            .iter()
-            .copied()
-            .filter(|&i| !self.address_failed(&endpoints[i].0))
-            .collect();
-        let from = if healthy.is_empty() { &alive } else { &healthy };
-        Some(from[rng.below(from.len())])
+        let n_healthy = (0..n).filter(healthy).count();
+        if n_healthy == 0 {
+            (0..n).filter(alive).nth(rng.below(n_alive))
+        } else {
+            (0..n).filter(healthy).nth(rng.below(n_healthy))
+        }
     }
 
     /// Forgets the failed state of addresses not in `keep` (a pruned backoff table).

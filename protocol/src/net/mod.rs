@@ -106,6 +106,15 @@ impl Io<'_> {
         self.net.failures.pick(endpoints, self.rng)
     }
 
+    /// [`pick`](Self::pick) over `n` endpoints given by index (no list built).
+    pub(crate) fn pick_among<'e>(
+        &mut self,
+        n: usize,
+        endpoint: impl Fn(usize) -> (&'e NetworkAddress, Uid),
+    ) -> Option<usize> {
+        self.net.failures.pick_among(n, endpoint, self.rng)
+    }
+
     /// A new random reply token.
     pub(crate) fn token(&mut self) -> Uid {
         self.rng.uid()

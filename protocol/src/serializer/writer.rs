@@ -151,7 +151,9 @@ impl<'v> Writer<'v> {
             }
         }
         let size = T::LAYOUT.elem_size();
-        let saved: Vec<Saved> = items.map(|it| it.save(self)).collect();
+        // Most vectors a client sends are short (mutations of one transaction, a few
+        // conflict ranges): their members' places are kept on the stack.
+        let saved: SmallVec<[Saved; 8]> = items.map(|it| it.save(self)).collect();
         let len = n * size;
         let align = if n == 0 { 4 } else { T::LAYOUT.align().max(4) };
         let start = align_up(self.current + len, align) + 4;

@@ -146,8 +146,7 @@ impl Transactions {
         // An idempotency id conflicts with itself, so that the dummy commit after an unknown
         // outcome can stop this one (`tryCommit`).
         if let Some(id) = &idempotency_id {
-            let k = [&b"\xff/SC/"[..], id].concat();
-            let r = KeyRange::new(k.clone(), key_after(&k));
+            let r = KeyRange::single_key(&[&b"\xff/SC/"[..], id].concat());
             read_conflicts.push(r.clone());
             write_conflicts.push(r);
         }
@@ -174,12 +173,13 @@ impl Transactions {
         if !causal_write_risky && !intersects {
             // `makeSelfConflicting`: a random key in both lists lets a retry after
             // `commit_unknown_result` conflict with this attempt if it did commit.
-            let mut k = b"\xff/SC/".to_vec();
-            k.extend_from_slice(&cx.rng.uid().to_bytes());
-            let r = KeyRange::new(k.clone(), key_after(&k));
+            let mut k = [0u8; 5 + 16];
+            k[..5].copy_from_slice(b"\xff/SC/");
+            k[5..].copy_from_slice(&cx.rng.uid().to_bytes());
+            let r = KeyRange::single_key(&k);
+            self_conflict = Some(r.begin.clone());
             read_conflicts.push(r.clone());
             write_conflicts.push(r);
-            self_conflict = Some(Bytes::from(k));
         } else if !causal_write_risky || idempotency_id.is_some() {
             // The first key both read and written serves the same purpose.
             self_conflict = write_conflicts.iter().find_map(|w| {

@@ -186,11 +186,16 @@ impl Ctx<'_> {
     /// proxies whose endpoint is gone; `None` while there is none (wait for the cluster).
     pub(crate) fn pick_commit_proxy(&mut self, stream: u32) -> Option<CommitProxyInterface> {
         let proxies = &self.info?.commit_proxies;
-        let endpoints: Vec<(NetworkAddress, Uid)> = proxies
-            .iter()
-            .map(|p| (p.commit.endpoint.address().clone(), p.stream(stream)))
-            .collect();
-        let i = self.net.failures().pick(&endpoints, self.rng)?;
+        let i = self.net.failures().pick_among(
+            proxies.len(),
+            |i| {
+                (
+                    proxies[i].commit.endpoint.address(),
+                    proxies[i].stream(stream),
+                )
+            },
+            self.rng,
+        )?;
         Some(proxies[i].clone())
     }
 

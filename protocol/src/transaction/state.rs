@@ -351,7 +351,7 @@ impl Transactions {
     ) -> Result<(), ClientError> {
         // RYW's `set` hands a special key to the special key space before anything else
         // (before `next_write_no_write_conflict_range` is consumed, before the commit check).
-        if self.check_special_write(tx, &key, &key_after(&key), Some(&value), true)? {
+        if self.check_special_write_key(tx, &key, Some(&value))? {
             return Ok(());
         }
         // Only a versionstamp may set the metadata version, whatever the options.
@@ -386,7 +386,7 @@ impl Transactions {
     pub(super) fn clear_inner(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
         let conflict = self.take_write_conflict(tx)?;
         self.check_not_committing(tx)?;
-        if self.check_special_write(tx, key, &key_after(key), None, true)? {
+        if self.check_special_write_key(tx, key, None)? {
             return Ok(());
         }
         self.check_write(tx, key)?;
@@ -703,6 +703,20 @@ impl Transactions {
     /// `special_key_space_enable_writes` it fails with `special_keys_write_disabled`; with it,
     /// it goes to its write module (kept for the commit), or fails as the module table says.
     /// `Ok(true)`: the special key space took the write.
+    /// [`check_special_write`](Self::check_special_write) for one key: a plain key costs
+    /// one prefix test, and the range's end is built only for a special one.
+    fn check_special_write_key(
+        &mut self,
+        tx: TransactionId,
+        key: &[u8],
+        value: Option<&Bytes>,
+    ) -> Result<bool, ClientError> {
+        if !key.starts_with(b"\xff\xff") {
+            return Ok(false);
+        }
+        self.check_special_write(tx, key, &key_after(key), value, true)
+    }
+
     fn check_special_write(
         &mut self,
         tx: TransactionId,
