@@ -565,3 +565,78 @@ fn the_same_answers_as_libfdb_c_on_a_real_cluster() {
     tx.commit().unwrap();
     assert_same(&ours, &theirs, "real cluster");
 }
+
+/// In a tenant: keys, mapped keys and rows are the tenant's (fdbserver maps the unprefixed
+/// row); a read outside any tenant that reaches a tenant's keys is refused by the storage
+/// server with `tenant_name_required` (2130), as libfdb_c's is (probe by hand on fdbserver
+/// 7.3.77 with `tenant_mode=optional_experimental`: the same rows, and 2130 for the raw read).
+#[test]
+fn mapped_reads_in_a_tenant() {
+    fdb_tests::dual::run(
+        "mapped-tenant",
+        Duration::from_secs(60),
+        |t: fdb_tests::dual::Target| async move {
+            let db = &t.db;
+            let name = t.k("mapped-tenant");
+            fdb_driver_tokio::tenant_management::create_tenant(db, &name)
+                .await
+                .expect("create");
+            let tenant = db.open_tenant(&name);
+            tenant
+                .run(|tx| async move {
+                    for n in 0..3i64 {
+                        tx.set(pack(&("idx", n)), b"");
+                        tx.set(pack(&("rec", n, "a")), format!("v{n}"));
+                    }
+                    Ok(())
+                })
+                .await
+                .expect("write in the tenant");
+            let mapper = pack(&("rec", "{K[1]}", "{...}"));
+            let (b, e) = (pack(&("idx",)), pack(&("idx\x00",)));
+            let rows = tenant
+                .create_transaction()
+                .get_mapped_range((b.clone(), e.clone()), &mapper, false)
+                .await
+                .expect("a mapped read in the tenant");
+            assert_eq!(rows.len(), 3, "{}", t.name);
+            for (n, m) in rows.iter().enumerate() {
+                let n = n as i64;
+                assert_eq!(m.kv.key, pack(&("idx", n)));
+                let MappedReqAndResult::Range(g) = &m.mapped else {
+                    panic!("{}: a range row: {m:?}", t.name);
+                };
+                assert_eq!(g.begin.key, pack(&("rec", n)));
+                let got: Vec<(Vec<u8>, Vec<u8>)> = g
+                    .result
+                    .data
+                    .iter()
+                    .map(|kv| (kv.key.to_vec(), kv.value.to_vec()))
+                    .collect();
+                let want = vec![(pack(&("rec", n, "a")), format!("v{n}").into_bytes())];
+                assert_eq!(got, want, "{}", t.name);
+            }
+            let raw = db
+                .create_transaction()
+                .get_mapped_range((b"".to_vec(), b"\xff".to_vec()), &mapper, false)
+                .await
+                .unwrap_err();
+            assert_eq!(
+                raw.code(),
+                Some(ErrorCode::TENANT_NAME_REQUIRED),
+                "{}",
+                t.name
+            );
+            tenant
+                .run(|tx| async move {
+                    tx.clear_range(b"", b"\xff");
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            fdb_driver_tokio::tenant_management::delete_tenant(db, &name)
+                .await
+                .expect("delete");
+        },
+    );
+}

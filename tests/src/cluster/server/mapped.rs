@@ -283,6 +283,12 @@ impl State {
         if (o1 != 0 && o1 != 1) || (o2 != 0 && o2 != 1) {
             return Err(ErrorCode::WRONG_SHARD_SERVER);
         }
+        // No raw mapped reads where tenants are required, nor over a tenant's keys.
+        if tenant.is_none()
+            && (self.cfg.tenant_mode == 2 || self.intersects_a_tenant(&begin, &end, v))
+        {
+            return Err(ErrorCode::TENANT_NAME_REQUIRED);
+        }
         if begin >= end {
             // No rows: the mapper is not even parsed.
             return Ok(GetMappedKeyValuesReply {
@@ -333,6 +339,18 @@ impl State {
             data,
             version: v,
             cached: false,
+        })
+    }
+
+    /// `rangeIntersectsAnyTenant`: a tenant's keys (its 8-byte id prefix) meet `[begin, end)`.
+    fn intersects_a_tenant(&self, begin: &[u8], end: &[u8], v: Version) -> bool {
+        const MAP: &[u8] = b"\xff/tenant/map/";
+        let (tenants, _) = self
+            .store
+            .read_range(MAP, b"\xff/tenant/map0", i32::MAX, i32::MAX, v);
+        tenants.iter().any(|t| {
+            let id = &t.key[MAP.len()..];
+            id < end && strinc(id).is_none_or(|id_end| begin < &id_end[..])
         })
     }
 
