@@ -10,8 +10,9 @@ use bytes::Bytes;
 use fdb_api::driver::{Census, Next, RetryLoop};
 use fdb_api::{
     ClusterFile, Committed, ConflictRangeType, DatabaseOption, Error, ErrorCode, KeyRange,
-    KeySelector, KeyValue, MaybeCommitted, MutationType, Priority, RangeOption, RangeOptions,
-    RangeResult, TlsConfig, TransactError, TransactOption, TransactionOption, Version,
+    KeySelector, KeyValue, MappedKeyValue, MappedRangeResult, MaybeCommitted, MutationType,
+    Priority, RangeOption, RangeOptions, RangeResult, TlsConfig, TransactError, TransactOption,
+    TransactionOption, Version,
 };
 
 use crate::event_loop::MioDriver;
@@ -480,6 +481,33 @@ impl Transaction {
         limit: usize,
     ) -> Result<Vec<KeyValue>, Error> {
         self.wait(self.inner.get_range(begin, end, limit))
+    }
+
+    /// One batch of a mapped range read (see
+    /// [`fdb_api::Transaction::get_mapped_range_batch`]).
+    pub fn get_mapped_range_batch(
+        &self,
+        begin: KeySelector,
+        end: KeySelector,
+        mapper: impl AsRef<[u8]>,
+        opts: RangeOptions,
+        snapshot: bool,
+    ) -> Result<MappedRangeResult, Error> {
+        self.wait(
+            self.inner
+                .get_mapped_range_batch(begin, end, mapper, opts, snapshot),
+        )
+    }
+
+    /// Every row of a mapped range read, batch after batch (see
+    /// [`fdb_api::Transaction::get_mapped_range`]).
+    pub fn get_mapped_range(
+        &self,
+        range: impl Into<RangeOption>,
+        mapper: impl AsRef<[u8]>,
+        snapshot: bool,
+    ) -> Result<Vec<MappedKeyValue>, Error> {
+        self.wait(self.inner.get_mapped_range(range, mapper, snapshot))
     }
 
     /// Every row between two selectors, batch after batch.

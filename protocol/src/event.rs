@@ -218,6 +218,7 @@ outcome!(Version, Reply::Version(v) => v, Reply::WatchFired(v) => v, Reply::Size
 outcome!(Option<Bytes>, Reply::Value(v) => v);
 outcome!(Bytes, Reply::Key(k) => k);
 outcome!(RangeResult, Reply::Range(r) => r);
+outcome!(MappedRangeResult, Reply::Mapped(r) => r);
 outcome!(Committed, Reply::Committed { version, versionstamp } => Committed { version, versionstamp });
 outcome!((), Reply::Retry => ());
 outcome!(Vec<Bytes>, Reply::Keys(k) => k);
@@ -244,6 +245,8 @@ pub(crate) enum Reply {
     Key(Bytes),
     /// Rows ([`Client::get_range`](crate::Client::get_range)).
     Range(RangeResult),
+    /// Rows and what their mapper read ([`Client::get_mapped_range`](crate::Client::get_mapped_range)).
+    Mapped(MappedRangeResult),
     /// A commit: its version (`-1` for a read-only transaction) and versionstamp.
     Committed {
         version: Version,
@@ -270,6 +273,18 @@ pub(crate) enum Reply {
 pub struct RangeResult {
     /// The rows, in the order read (reversed for a reverse read).
     pub rows: Vec<KeyValue>,
+    /// More rows may follow: call again from after the last row.
+    pub more: bool,
+}
+
+/// One batch of a mapped range read (`MappedRangeResult`): each row of the range with what
+/// the storage server read for it through the mapper. As fdbserver 7.3 sends them, a point
+/// mapper's rows keep their own key and value only at the batch's first and last row (the
+/// continuation); the others come with both empty.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MappedRangeResult {
+    /// The rows, in the order read.
+    pub rows: Vec<crate::messages::storage::MappedKeyValue>,
     /// More rows may follow: call again from after the last row.
     pub more: bool,
 }

@@ -440,6 +440,17 @@ pub fn client_session(data: &[u8]) {
         KeySelector::last_less_than(Bytes::from_static(b"m")),
         false,
     );
+    // A mapped read, in a transaction of its own (no writes of its own to refuse).
+    let mapped = c.create_transaction(now);
+    let _ = c.get_mapped_range(
+        now,
+        mapped,
+        KeySelector::first_greater_or_equal(Bytes::from_static(b"a")),
+        KeySelector::first_greater_or_equal(Bytes::from_static(b"z")),
+        Bytes::from_static(b"\x02m\x00\x02{K[0]}\x00\x02{...}\x00"),
+        RangeOptions::default(),
+        false,
+    );
     let _ = c.set(tx, b"k", b"v");
     let _ = c.atomic_op(tx, b"n", &[1], crate::atomic::MutationType::Add);
     let _ = c.watch(now, tx, b"w");

@@ -54,7 +54,10 @@ pub use connection::{
     ConnectionError, CONNECTION_MONITOR_IDLE_TIMEOUT, CONNECTION_MONITOR_LOOP_TIME,
     CONNECTION_MONITOR_TIMEOUT,
 };
-pub use event::{Call, ClientError, Committed, Completion, Event, Outcome, RangeResult, Transmit};
+pub use event::{
+    Call, ClientError, Committed, Completion, Event, MappedRangeResult, Outcome, RangeResult,
+    Transmit,
+};
 pub use global_config::{
     history_value, GLOBAL_CONFIG_HISTORY_PREFIX, GLOBAL_CONFIG_KEYS_PREFIX, GLOBAL_CONFIG_MODULE,
     GLOBAL_CONFIG_VERSION_KEY,
@@ -62,6 +65,9 @@ pub use global_config::{
 pub use grv::{Priority, MAX_GRV_BATCH};
 pub use ids::{ConnectionId, RequestId, TransactionId};
 pub use location::LOCATION_CACHE_CAPACITY;
+pub use messages::storage::{
+    GetRangeReqAndResult, GetValueReqAndResult, MappedKeyValue, MappedReqAndResult,
+};
 pub use messages::types::{KeySelector, KeyValue, Version};
 pub use monitor::{
     COORDINATOR_RECONNECTION_DELAY, MAX_COMMIT_PROXY_CONNECTIONS, MAX_GRV_PROXY_CONNECTIONS,

@@ -24,7 +24,6 @@ mod error_messages;
 pub mod fdb_keys;
 pub mod future;
 mod keyselector;
-mod mapped;
 pub mod mapped_key_values;
 pub mod metrics;
 mod net;

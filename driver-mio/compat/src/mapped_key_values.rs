@@ -5,11 +5,14 @@ use std::fmt;
 use std::ops::Deref;
 
 use bytes::Bytes;
+use fdb_protocol::MappedReqAndResult;
 
 use crate::future::FdbKeyValue;
 use crate::KeySelector;
 
-/// One batch of a mapped range read.
+/// One batch of a mapped range read. As fdbserver sends them, a point mapper's rows keep
+/// their own key and value only at the batch's ends (the continuation); the others have both
+/// empty, as libfdb_c hands them over.
 #[derive(Debug)]
 pub struct MappedKeyValues {
     pub(crate) rows: Vec<FdbMappedKeyValue>,
@@ -44,6 +47,42 @@ impl fmt::Debug for FdbMappedKeyValue {
 }
 
 impl FdbMappedKeyValue {
+    /// A row as the core read it. libfdb_c's C API lays every row out as a range
+    /// (`FDBMappedKeyValue::getRange`); a point mapper's row reads here as the range of its
+    /// one key, holding the row if the key is set (libfdb_c gives only `begin_range`, the
+    /// key, meaningfully for such a row).
+    pub(crate) fn from_core(m: fdb_protocol::MappedKeyValue) -> Self {
+        let parent = FdbKeyValue(m.kv);
+        match m.mapped {
+            MappedReqAndResult::Range(g) => FdbMappedKeyValue {
+                parent,
+                begin: g.begin.key,
+                end: g.end.key,
+                rows: g.result.data.into_iter().map(FdbKeyValue).collect(),
+            },
+            MappedReqAndResult::Value(v) => {
+                let mut end = v.key.to_vec();
+                end.push(0);
+                let rows = v
+                    .result
+                    .map(|value| {
+                        FdbKeyValue(fdb_protocol::KeyValue {
+                            key: v.key.clone(),
+                            value,
+                        })
+                    })
+                    .into_iter()
+                    .collect();
+                FdbMappedKeyValue {
+                    parent,
+                    begin: v.key,
+                    end: Bytes::from(end),
+                    rows,
+                }
+            }
+        }
+    }
+
     /// The row's key.
     pub fn parent_key(&self) -> &[u8] {
         self.parent.key()

@@ -14,7 +14,7 @@ use crate::error::{FdbBindingError, TransactionMetricsNotFound};
 use crate::fdb_keys::FdbKeys;
 use crate::future::{FdbAddress, FdbAddresses, FdbFuture, FdbSlice, FdbValue, FdbValues};
 use crate::keyselector::KeySelector;
-use crate::mapped_key_values::MappedKeyValues;
+use crate::mapped_key_values::{FdbMappedKeyValue, MappedKeyValues};
 use crate::metrics::{FdbCommand, TransactionMetrics};
 use crate::options;
 use crate::{FdbError, FdbResult};
@@ -476,10 +476,9 @@ impl Transaction {
     }
 
     /// A range read whose rows each select more rows through `mapper`
-    /// (`fdb_transaction_get_mapped_range`). libfdb_c has the storage servers apply the
-    /// mapper; here the client reads each row's mapped key or range in this transaction
-    /// (see `crate::mapped`), so they also see the transaction's own writes, where libfdb_c
-    /// refuses such a read (`get_mapped_range_reads_your_writes`).
+    /// (`fdb_transaction_get_mapped_range`): the storage servers apply the mapper, as for
+    /// libfdb_c, with its rules (no snapshot reads, no reads of the transaction's own writes:
+    /// `get_mapped_range_reads_your_writes`; conflict ranges on every mapped key and range).
     pub fn get_mapped_range(
         &self,
         opt: &RangeOption,
@@ -487,21 +486,27 @@ impl Transaction {
         iteration: usize,
         snapshot: bool,
     ) -> FdbFuture<MappedKeyValues> {
-        let mapper = match crate::mapped::Mapper::parse(mapper) {
-            Ok(m) => m,
+        let opts = match opt.core_options(iteration) {
+            Ok(o) => o,
             Err(e) => return FdbFuture::ready(Err(e)),
         };
-        let batch = self.get_range(opt, iteration, snapshot);
-        let tx = self.inner.clone();
+        let read = self.inner.get_mapped_range_batch(
+            opt.begin.to_core(),
+            opt.end.to_core(),
+            mapper,
+            opts,
+            snapshot,
+        );
         FdbFuture::new(async move {
-            let batch = batch.await?;
-            let more = batch.more();
-            let mapped = batch
-                .rows
-                .into_iter()
-                .map(|row| mapper.map_row(&tx, row, snapshot));
-            let rows = futures::future::try_join_all(mapped).await?;
-            Ok(MappedKeyValues { rows, more })
+            let r = fdb(read.await)?;
+            Ok(MappedKeyValues {
+                rows: r
+                    .rows
+                    .into_iter()
+                    .map(FdbMappedKeyValue::from_core)
+                    .collect(),
+                more: r.more,
+            })
         })
     }
 

@@ -58,6 +58,7 @@ fn network_life_and_api() {
     basics(&db);
     many_threads(&db);
     retry_loop(&db);
+    mapped(&db);
     busyness(&db);
 
     // A transaction made before the stop; its requests fail once the network is stopped.
@@ -68,6 +69,79 @@ fn network_life_and_api() {
     assert_eq!(code(Database::new(Some(&path))), 1101);
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `get_mapped_range` / `get_mapped_ranges`: the storage servers' mapped reads, with
+/// libfdb_c's refusals.
+fn mapped(db: &Database) {
+    use fdb_compat::tuple::{pack, Subspace};
+    let tx = db.create_trx().unwrap();
+    tx.clear_range(b"\x02mapped\x00", b"\x02mapped\x01");
+    let index = Subspace::from(("mapped", "idx"));
+    for i in 0..30i64 {
+        tx.set(&index.pack(&("blue", i)), b"");
+        tx.set(
+            &pack(&("mapped", "rec", i, "a")),
+            format!("a{i}").as_bytes(),
+        );
+        if i % 2 == 0 {
+            tx.set(&pack(&("mapped", "pt", i)), format!("p{i}").as_bytes());
+        }
+    }
+    block_on(tx.commit()).unwrap();
+
+    let range_mapper = pack(&("mapped", "rec", "{K[3]}", "{...}"));
+    let blue = RangeOption {
+        mode: fdb_compat::options::StreamingMode::WantAll,
+        ..RangeOption::from(&index.subspace(&("blue",)))
+    };
+    let tx = db.create_trx().unwrap();
+    let batch = block_on(tx.get_mapped_range(&blue, &range_mapper, 1, false)).unwrap();
+    assert_eq!(batch.len(), 30);
+    assert!(!batch.more());
+    for (i, m) in batch.iter().enumerate() {
+        assert_eq!(m.parent_key(), index.pack(&("blue", i as i64)));
+        assert_eq!(m.begin_range(), pack(&("mapped", "rec", i as i64)));
+        let rows = m.key_values();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].value(), format!("a{i}").as_bytes());
+    }
+    // A point mapper: the row of the one mapped key, if it is set.
+    let point = pack(&("mapped", "pt", "{K[3]}"));
+    let batch = block_on(tx.get_mapped_range(&blue, &point, 1, false)).unwrap();
+    for (i, m) in batch.iter().enumerate() {
+        assert_eq!(m.begin_range(), pack(&("mapped", "pt", i as i64)));
+        assert_eq!(m.key_values().len(), usize::from(i % 2 == 0));
+    }
+    // Batch after batch (the small mode's 256-byte batches), the limit over all of them.
+    let limited = RangeOption {
+        limit: Some(25),
+        mode: fdb_compat::options::StreamingMode::Small,
+        ..blue.clone()
+    };
+    let batches: Vec<_> = block_on(
+        tx.get_mapped_ranges(limited, &range_mapper, false)
+            .try_collect(),
+    )
+    .unwrap();
+    assert!(batches.len() > 1, "{} batches", batches.len());
+    let n: usize = batches.iter().map(|b| b.len()).sum();
+    assert_eq!(n, 25);
+    // libfdb_c's refusals: snapshot reads, and reads over the transaction's own writes.
+    assert_eq!(
+        code(block_on(tx.get_mapped_range(&blue, &range_mapper, 1, true))),
+        2108
+    );
+    tx.set(&pack(&("mapped", "rec", 3i64, "b")), b"mine");
+    assert_eq!(
+        code(block_on(tx.get_mapped_range(
+            &blue,
+            &range_mapper,
+            1,
+            false
+        ))),
+        2039
+    );
 }
 
 /// Reads, writes, ranges, atomics, watches and versionstamps, each awaited on a plain

@@ -21,6 +21,7 @@ mod engine;
 mod error;
 mod global_config;
 mod management_special_keys;
+mod mapped;
 mod snapshot;
 mod special_keys;
 mod stream;
@@ -50,8 +51,9 @@ pub use fdb_protocol::error::ErrorCode;
 pub use fdb_protocol::messages::types::KeyRange;
 pub use fdb_protocol::tuple::Subspace;
 pub use fdb_protocol::{
-    Committed, ConflictRangeType, DatabaseOption, KeySelector, KeyValue, MutationType, Prefix,
-    Priority, RangeCursor, RangeOption, RangeOptions, RangeResult, StreamingMode,
+    Committed, ConflictRangeType, DatabaseOption, GetRangeReqAndResult, GetValueReqAndResult,
+    KeySelector, KeyValue, MappedKeyValue, MappedRangeResult, MappedReqAndResult, MutationType,
+    Prefix, Priority, RangeCursor, RangeOption, RangeOptions, RangeResult, StreamingMode,
     TransactionOption, Version,
 };
 pub use futures_core::Stream;

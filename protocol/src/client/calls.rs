@@ -8,7 +8,7 @@ use super::Client;
 use crate::atomic::MutationType;
 use crate::census::Census;
 use crate::error::ErrorCode;
-use crate::event::{Call, ClientError, Committed, Outcome, RangeResult};
+use crate::event::{Call, ClientError, Committed, MappedRangeResult, Outcome, RangeResult};
 use crate::ids::RequestId;
 use crate::messages::types::{KeyRange, KeySelector, KeyValue, Version};
 use crate::time::Instant;
@@ -177,6 +177,29 @@ impl Client {
         }
         self.call(now, |txs, cx| {
             txs.get_range(cx, tx, begin, end, opts, snapshot)
+        })
+    }
+
+    /// One batch of a mapped range read (`fdb_transaction_get_mapped_range`): the rows between
+    /// two selectors, each with what the storage server read for it through `mapper` (a
+    /// packed tuple; fdbserver applies it). As in libfdb_c it refuses snapshot reads and
+    /// read-your-writes-disabled transactions (`unsupported_operation`), and fails with
+    /// `get_mapped_range_reads_your_writes` when the range or a mapped key or range holds a
+    /// write of the transaction; it adds read conflict ranges for the range and for every
+    /// mapped key and range.
+    #[allow(clippy::too_many_arguments)]
+    pub fn get_mapped_range(
+        &mut self,
+        now: Instant,
+        tx: TransactionId,
+        begin: KeySelector,
+        end: KeySelector,
+        mapper: Bytes,
+        opts: RangeOptions,
+        snapshot: bool,
+    ) -> Call<MappedRangeResult> {
+        self.call(now, |txs, cx| {
+            txs.get_mapped_range(cx, tx, begin, end, mapper, opts, snapshot)
         })
     }
 

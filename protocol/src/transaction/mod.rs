@@ -25,6 +25,7 @@ mod db_options;
 mod floor_tests;
 mod idempotency;
 mod log;
+mod mapped;
 mod metrics;
 mod native;
 mod op;

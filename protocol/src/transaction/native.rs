@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::messages::types::{KeySelector, KeyValue};
-use crate::ryw::range_read::{fdb_key_after, NativeResult, RangeLimits, REPLY_BYTE_LIMIT};
+use crate::ryw::range_read::{fdb_key_after, NativeResult, RangeLimits, Row, REPLY_BYTE_LIMIT};
 use crate::ryw::ALL_KEYS_END;
 
 /// `CLIENT_KNOBS->GET_RANGE_SHARD_LIMIT`: shards `getExactRange` looks up at a time.
@@ -141,12 +141,12 @@ impl NativeKey {
 
 /// NativeAPI's `getExactRange`: `[begin, end)` shard by shard.
 #[derive(Clone, Debug)]
-struct ExactRange {
+struct ExactRange<R> {
     begin: Bytes,
     end: Bytes,
     limits: RangeLimits,
     reverse: bool,
-    rows: Vec<KeyValue>,
+    rows: Vec<R>,
     /// The part of the current shard still to read.
     range: Option<(Bytes, Bytes)>,
     /// Shards finished since the last location lookup (NativeAPI looks up two at a time).
@@ -154,7 +154,7 @@ struct ExactRange {
     done: Option<bool>,
 }
 
-impl ExactRange {
+impl<R: Row> ExactRange<R> {
     fn step(&self) -> NativeStep {
         if self.done.is_some() {
             return NativeStep::Done;
@@ -186,7 +186,7 @@ impl ExactRange {
         (fge(range.0), fge(range.1), rows, bytes)
     }
 
-    fn on_reply(&mut self, rows: Vec<KeyValue>, more: bool) -> Result<(), BadReply> {
+    fn on_reply(&mut self, rows: Vec<R>, more: bool) -> Result<(), BadReply> {
         let Some((rb, re)) = self.range.clone() else {
             return Ok(());
         };
@@ -199,7 +199,7 @@ impl ExactRange {
             self.done = Some(true);
             return Ok(());
         }
-        let last = self.rows.last().map(|kv| kv.key.clone());
+        let last = self.rows.last().map(|kv| kv.key().clone());
         let mut more = more;
         if self.reverse && more && last.as_ref() == Some(&rb) {
             more = false;
@@ -257,11 +257,11 @@ impl ExactRange {
 
 /// `getRangeFallback`: resolve both selectors, then read the exact range.
 #[derive(Clone, Debug)]
-struct Fallback {
+struct Fallback<R> {
     begin: Option<Bytes>,
     end: Option<Bytes>,
     key: Option<NativeKey>,
-    exact: Option<ExactRange>,
+    exact: Option<ExactRange<R>>,
 }
 
 /// `resolveKey`: plain selectors need no request.
@@ -276,15 +276,16 @@ fn resolve_plain(s: &KeySelector) -> Option<Bytes> {
 }
 
 #[derive(Clone, Debug)]
-enum Phase {
+enum Phase<R> {
     Range,
-    Fallback(Box<Fallback>),
+    Fallback(Box<Fallback<R>>),
     Done,
 }
 
-/// NativeAPI's `getRange` between two selectors (`or_equal` removed).
+/// NativeAPI's `getRange` between two selectors (`or_equal` removed): plain rows, or a
+/// mapped read's rows (the same actor serves both in NativeAPI).
 #[derive(Clone, Debug)]
-pub(super) struct NativeRange {
+pub(super) struct NativeRange<R = KeyValue> {
     original_begin: KeySelector,
     original_end: KeySelector,
     original_limits: RangeLimits,
@@ -292,14 +293,14 @@ pub(super) struct NativeRange {
     end: KeySelector,
     limits: RangeLimits,
     reverse: bool,
-    out: NativeResult,
+    out: NativeResult<R>,
     /// The shard of the request in flight, and whether its selectors were cut at its edges.
     shard: Option<(Bytes, Bytes)>,
     modified: bool,
-    phase: Phase,
+    phase: Phase<R>,
 }
 
-impl NativeRange {
+impl<R: Row> NativeRange<R> {
     pub(super) fn new(
         begin: KeySelector,
         end: KeySelector,
@@ -459,11 +460,7 @@ impl NativeRange {
     }
 
     /// A range reply (rows in read order).
-    pub(super) fn on_range_reply(
-        &mut self,
-        rows: Vec<KeyValue>,
-        more: bool,
-    ) -> Result<(), BadReply> {
+    pub(super) fn on_range_reply(&mut self, rows: Vec<R>, more: bool) -> Result<(), BadReply> {
         if let Phase::Fallback(f) = &mut self.phase {
             if let Some(exact) = &mut f.exact {
                 return exact.on_reply(rows, more);
@@ -485,7 +482,7 @@ impl NativeRange {
         let last_less_or_equal = self.begin.or_equal && self.begin.offset == 0;
         if self.reverse
             && last_less_or_equal
-            && rows.last().is_some_and(|kv| kv.key == self.begin.key)
+            && rows.last().is_some_and(|kv| *kv.key() == self.begin.key)
         {
             self.modified = false;
         }
@@ -520,7 +517,7 @@ impl NativeRange {
                 self.begin = fge(se);
             }
         } else {
-            let last = self.out.rows.last().expect("more rows").key.clone();
+            let last = self.out.rows.last().expect("more rows").key().clone();
             if self.reverse {
                 self.end = fge(last);
             } else {
@@ -572,7 +569,7 @@ impl NativeRange {
     }
 
     /// The result, once [`NativeStep::Done`].
-    pub(super) fn take_result(&mut self) -> NativeResult {
+    pub(super) fn take_result(&mut self) -> NativeResult<R> {
         core::mem::take(&mut self.out)
     }
 }

@@ -15,7 +15,8 @@ use crate::error::ErrorCode;
 use crate::event::{ClientError, RangeResult, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::storage::{
-    GetKeyReply, GetKeyRequest, GetKeyValuesReply, GetKeyValuesRequest, StorageServerInterface,
+    GetKeyReply, GetKeyRequest, GetKeyValuesReply, GetKeyValuesRequest, GetMappedKeyValuesReply,
+    GetMappedKeyValuesRequest, MappedKeyValue, StorageServerInterface,
 };
 use crate::messages::types::{KeyRange, KeySelector, KeyValue, VersionVector};
 use crate::messages::{decode_reply, ReplyPromise};
@@ -42,6 +43,7 @@ fn unreadable(_: Unreadable) -> ClientError {
 enum Answer {
     Key(KeySelector),
     Range(alloc::vec::Vec<KeyValue>, bool),
+    Mapped(alloc::vec::Vec<MappedKeyValue>, bool),
 }
 
 impl Transactions {
@@ -251,6 +253,13 @@ impl Transactions {
             let Some(t) = self.txs.get_mut(&tx) else {
                 return Progress::Failed(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED));
             };
+            if matches!(read.kind, ReadKind::Mapped { .. }) {
+                match super::mapped::step(t, &mut read.kind, &mut read.native) {
+                    super::mapped::MappedStep::Continue => continue,
+                    super::mapped::MappedStep::Done(r) => return Progress::Done(Reply::Mapped(r)),
+                    super::mapped::MappedStep::Failed(e) => return Progress::Failed(e),
+                }
+            }
             let max = Bytes::from_static(t.max_read_key());
             match &mut read.kind {
                 ReadKind::RywKey {
@@ -379,6 +388,7 @@ impl Transactions {
                     }
                     return Progress::Done(Reply::Range(RangeResult { rows, more }));
                 }
+                ReadKind::Mapped { .. } => unreachable!("run above"),
             }
         }
     }
@@ -434,6 +444,12 @@ impl Transactions {
             (ReadKind::NativeRange { result, .. }, NativeOp::Range(mut n)) => {
                 *result = Some(n.take_result());
             }
+            (kind @ ReadKind::Mapped { .. }, NativeOp::Key(k)) => {
+                super::mapped::end_resolved(t, kind, k.result().cloned().unwrap_or_default());
+            }
+            (ReadKind::Mapped { result, .. }, NativeOp::Mapped { mut range, .. }) => {
+                *result = Some(range.take_result());
+            }
             _ => {}
         }
         Ok(())
@@ -479,6 +495,7 @@ impl Transactions {
             let sel = match native {
                 NativeOp::Key(k) => k.selector().clone(),
                 NativeOp::Range(r) => r.key_selector().cloned().unwrap_or_default(),
+                NativeOp::Mapped { range, .. } => range.key_selector().cloned().unwrap_or_default(),
             };
             let msg = GetKeyRequest {
                 sel,
@@ -491,6 +508,24 @@ impl Transactions {
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
             let dest = server.stream(StorageServerInterface::GET_KEY);
+            cx.send(&addr, dest, &msg, token, Route::Storage(req));
+        } else if let NativeOp::Mapped { range, mapper } = native {
+            let (begin, end, limit, limit_bytes) = range.range_request((&sb, &se));
+            let msg = GetMappedKeyValuesRequest {
+                begin,
+                end,
+                mapper: mapper.clone(),
+                version,
+                limit,
+                limit_bytes,
+                tags,
+                reply: ReplyPromise { token },
+                span_context,
+                tenant_info: self.tenant_info(tx),
+                options,
+                ss_latest_commit_versions: VersionVector::empty(-1),
+            };
+            let dest = server.stream(StorageServerInterface::GET_MAPPED_KEY_VALUES);
             cx.send(&addr, dest, &msg, token, Route::Storage(req));
         } else {
             let NativeOp::Range(r) = native else {
@@ -517,8 +552,11 @@ impl Transactions {
 
     /// A storage server answered a `get_key` or `get_range` request.
     pub(super) fn on_read_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
-        let Some(sent) = self.ops.get(&req).and_then(|op| match &op.kind {
-            OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => read.sent.clone(),
+        let Some((sent, mapped)) = self.ops.get(&req).and_then(|op| match &op.kind {
+            OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => read
+                .sent
+                .clone()
+                .map(|s| (s, matches!(read.native, Some(NativeOp::Mapped { .. })))),
             _ => None,
         }) else {
             return;
@@ -527,6 +565,13 @@ impl Transactions {
             storage_error(decode_reply::<GetKeyReply>(message)).and_then(|r| match r.error {
                 Some(e) => fdb(e),
                 None => Ok(Answer::Key(r.sel)),
+            })
+        } else if mapped {
+            storage_error(decode_reply::<GetMappedKeyValuesReply>(message)).and_then(|r| {
+                match r.error {
+                    Some(e) => fdb(e),
+                    None => Ok(Answer::Mapped(r.data, r.more)),
+                }
             })
         } else {
             storage_error(decode_reply::<GetKeyValuesReply>(message)).and_then(|r| match r.error {
@@ -553,6 +598,17 @@ impl Transactions {
             (Some(NativeOp::Range(r)), Answer::Key(sel)) => {
                 r.on_key_reply(sel);
                 Ok(())
+            }
+            (Some(NativeOp::Mapped { range, .. }), Answer::Key(sel)) => {
+                range.on_key_reply(sel);
+                Ok(())
+            }
+            (Some(NativeOp::Mapped { range, .. }), Answer::Mapped(rows, more)) => {
+                if super::mapped::in_order(&rows, range.reverse()) {
+                    range.on_range_reply(rows, more).map_err(|_| ())
+                } else {
+                    Err(())
+                }
             }
             (Some(NativeOp::Range(r)), Answer::Range(rows, more)) => {
                 // Rows come in read order, each once; anything else would corrupt the
@@ -592,7 +648,7 @@ impl Transactions {
         let falls_back = e.code() == ErrorCode::WRONG_SHARD_SERVER
             && self.ops.get(&req).is_some_and(|op| match &op.kind {
                 OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => {
-                    matches!(&read.native, Some(NativeOp::Range(r)) if r.in_range_phase() && !sent.key_request)
+                    matches!(&read.native, Some(n) if n.falls_back() && !sent.key_request)
                 }
                 _ => false,
             });
@@ -605,8 +661,8 @@ impl Transactions {
             if let Some(op) = self.ops.get_mut(&req) {
                 if let OpKind::GetKey { read, .. } | OpKind::Range { read, .. } = &mut op.kind {
                     read.sent = None;
-                    if let Some(NativeOp::Range(r)) = &mut read.native {
-                        r.fall_back();
+                    if let Some(n) = &mut read.native {
+                        n.fall_back();
                     }
                 }
                 op.attempt = 0;

@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use super::native::{NativeKey, NativeRange, NativeStep};
 use crate::event::RangeResult;
+use crate::messages::storage::MappedKeyValue;
 use crate::messages::types::{KeySelector, KeyValue};
 use crate::ryw::range_read::{KeyRead, NativeResult, RangeLimits, RangeRead};
 use crate::ryw::WriteMap;
@@ -184,6 +185,12 @@ impl RangeCursor {
 pub(super) enum NativeOp {
     Range(NativeRange),
     Key(NativeKey),
+    /// `getRange` with a mapper: the same walk, `GetMappedKeyValuesRequest`s carrying
+    /// `mapper`.
+    Mapped {
+        range: NativeRange<MappedKeyValue>,
+        mapper: Bytes,
+    },
 }
 
 impl NativeOp {
@@ -191,13 +198,35 @@ impl NativeOp {
         match self {
             NativeOp::Range(r) => r.step(),
             NativeOp::Key(k) => k.step(),
+            NativeOp::Mapped { range, .. } => range.step(),
         }
     }
 
     /// Forget the request in flight before it is sent again.
     pub(super) fn retry(&mut self) {
-        if let NativeOp::Range(r) = self {
-            r.retry();
+        match self {
+            NativeOp::Range(r) => r.retry(),
+            NativeOp::Mapped { range, .. } => range.retry(),
+            NativeOp::Key(_) => {}
+        }
+    }
+
+    /// Whether a `wrong_shard_server` to a range request now means falling back to
+    /// resolving the selectors (`getRangeFallback`).
+    pub(super) fn falls_back(&self) -> bool {
+        match self {
+            NativeOp::Range(r) => r.in_range_phase(),
+            NativeOp::Mapped { range, .. } => range.in_range_phase(),
+            NativeOp::Key(_) => false,
+        }
+    }
+
+    /// Resolve the selectors first, then read the exact range.
+    pub(super) fn fall_back(&mut self) {
+        match self {
+            NativeOp::Range(r) => r.fall_back(),
+            NativeOp::Mapped { range, .. } => range.fall_back(),
+            NativeOp::Key(_) => {}
         }
     }
 }
@@ -245,6 +274,19 @@ pub(super) enum ReadKind {
         /// The end selector is resolved (or needs no resolving).
         end_resolved: bool,
         result: Option<NativeResult>,
+    },
+    /// `get_mapped_range`: RYW's `readThrough` (NativeAPI's `getRange` with the mapper, as a
+    /// snapshot read), then RYW's conflict ranges for the range and every mapped key or
+    /// range, refusing what the transaction wrote (`addConflictRangeAndMustUnmodified`).
+    Mapped {
+        begin: KeySelector,
+        end: KeySelector,
+        mapper: Bytes,
+        reverse: bool,
+        limits: RangeLimits,
+        /// The end selector is resolved (or needs no resolving).
+        end_resolved: bool,
+        result: Option<NativeResult<MappedKeyValue>>,
     },
 }
 

@@ -25,6 +25,9 @@
 //!   both from an exact byte sample (every pair at `key + value` bytes, where FDB samples
 //!   about one pair per `(key + 100) * 250` bytes) at the newest version, and
 //!   `wrong_shard_server` in the `ErrorOr` when the server does not hold the whole range.
+//!   And `GetMappedKeyValues` as fdbserver 7.3.77 serves it (`server/mapped.rs`: its mapper
+//!   rules and lenient tuples, its byte accounting, its errors; mapped keys and ranges the
+//!   server does not hold are read anyway, as its fallback transaction does).
 //! * Every process answers pings and `ProtocolInfoRequest`; a packet for a token the process
 //!   does not know (e.g. an interface from before a restart) gets FDB's `ENDPOINT_NOT_FOUND`
 //!   notice.

@@ -35,9 +35,9 @@ use fdb_protocol::messages::metrics::{
 };
 use fdb_protocol::messages::network::Endpoint;
 use fdb_protocol::messages::storage::{
-    GetKeyReply, GetKeyRequest, GetKeyValuesReply, GetKeyValuesRequest, GetValueReply,
-    KeyValueBlob, SplitRangeReply, SplitRangeRequest, StorageMetrics, StorageServerInterface,
-    WaitMetricsRequest, WatchValueReply,
+    GetKeyReply, GetKeyRequest, GetKeyValuesReply, GetKeyValuesRequest, GetMappedKeyValuesReply,
+    GetValueReply, KeyValueBlob, SplitRangeReply, SplitRangeRequest, StorageMetrics,
+    StorageServerInterface, WaitMetricsRequest, WatchValueReply,
 };
 use fdb_protocol::messages::types::{
     KeyRange, KeySelector, Tag, TenantInfo, Version, VersionVector, LATEST_VERSION,
@@ -55,6 +55,8 @@ use fdb_protocol::Uid;
 
 use super::store::{split_points, Store};
 use super::{TestClusterBuilder, INITIAL_VERSION};
+
+mod mapped;
 
 /// The end of the key space a storage server can hold (`allKeys.end`).
 const ALL_KEYS_END: &[u8] = b"\xff\xff";
@@ -118,6 +120,8 @@ pub enum RequestKind {
     GetValue,
     GetKey,
     GetKeyValues,
+    /// `GetMappedKeyValuesRequest` (a storage server's `getMappedKeyValues` stream).
+    GetMappedKeyValues,
     WatchValue,
     Status,
     /// `WaitMetricsRequest` (a storage server's byte-sample estimate of a range).
@@ -152,6 +156,7 @@ impl RequestKind {
             AnyMessage::GetValueRequest(_) => RequestKind::GetValue,
             AnyMessage::GetKeyRequest(_) => RequestKind::GetKey,
             AnyMessage::GetKeyValuesRequest(_) => RequestKind::GetKeyValues,
+            AnyMessage::GetMappedKeyValuesRequest(_) => RequestKind::GetMappedKeyValues,
             AnyMessage::WatchValueRequest(_) => RequestKind::WatchValue,
             AnyMessage::StatusRequest(_) => RequestKind::Status,
             AnyMessage::WaitMetricsRequest(_) => RequestKind::WaitMetrics,
@@ -532,6 +537,11 @@ fn error_reply(kind: RequestKind, e: ErrorCode) -> Vec<u8> {
             error: Some(e),
             ..Default::default()
         }),
+        RequestKind::GetMappedKeyValues => ok(GetMappedKeyValuesReply {
+            penalty: 1.0,
+            error: Some(e),
+            ..Default::default()
+        }),
     }
 }
 
@@ -657,6 +667,7 @@ fn reply_token(msg: &AnyMessage) -> Option<Uid> {
         AnyMessage::GetValueRequest(r) => r.reply.token,
         AnyMessage::GetKeyRequest(r) => r.reply.token,
         AnyMessage::GetKeyValuesRequest(r) => r.reply.token,
+        AnyMessage::GetMappedKeyValuesRequest(r) => r.reply.token,
         AnyMessage::WatchValueRequest(r) => r.reply.token,
         AnyMessage::WaitMetricsRequest(r) => r.reply.token,
         AnyMessage::SplitRangeRequest(r) => r.reply.token,
@@ -1223,6 +1234,9 @@ impl State {
             (Route::Storage(_, s), RequestKind::GetKey) => *s == StorageServerInterface::GET_KEY,
             (Route::Storage(_, s), RequestKind::GetKeyValues) => {
                 *s == StorageServerInterface::GET_KEY_VALUES
+            }
+            (Route::Storage(_, s), RequestKind::GetMappedKeyValues) => {
+                *s == StorageServerInterface::GET_MAPPED_KEY_VALUES
             }
             (Route::Storage(_, s), RequestKind::WatchValue) => {
                 *s == StorageServerInterface::WATCH_VALUE
@@ -1967,6 +1981,7 @@ impl State {
             AnyMessage::GetValueRequest(r) => r.version,
             AnyMessage::GetKeyRequest(r) => r.version,
             AnyMessage::GetKeyValuesRequest(r) => r.version,
+            AnyMessage::GetMappedKeyValuesRequest(r) => r.version,
             AnyMessage::WatchValueRequest(r) => r.version,
             _ => return,
         };
@@ -2004,6 +2019,7 @@ impl State {
             AnyMessage::GetValueRequest(r) => r.tenant_info.tenant_id,
             AnyMessage::GetKeyRequest(r) => r.tenant_info.tenant_id,
             AnyMessage::GetKeyValuesRequest(r) => r.tenant_info.tenant_id,
+            AnyMessage::GetMappedKeyValuesRequest(r) => r.tenant_info.tenant_id,
             AnyMessage::WatchValueRequest(r) => r.tenant_info.tenant_id,
             _ => TenantInfo::INVALID_TENANT,
         };
@@ -2024,6 +2040,7 @@ impl State {
             AnyMessage::GetValueRequest(r) => r.options.as_ref().map(|o| o.lock_aware),
             AnyMessage::GetKeyRequest(r) => r.options.as_ref().map(|o| o.lock_aware),
             AnyMessage::GetKeyValuesRequest(r) => r.options.as_ref().map(|o| o.lock_aware),
+            AnyMessage::GetMappedKeyValuesRequest(r) => r.options.as_ref().map(|o| o.lock_aware),
             // A watch is never lock-aware (`watchValueWaitForVersion`), and looks at the
             // latest version.
             _ => None,
@@ -2066,6 +2083,12 @@ impl State {
             },
             AnyMessage::GetKeyValuesRequest(r) => {
                 match self.get_key_values(ss, &r, version, prefix) {
+                    Ok(rep) => ok(rep),
+                    Err(e) => self.storage_refusal(kind, e),
+                }
+            }
+            AnyMessage::GetMappedKeyValuesRequest(r) => {
+                match self.get_mapped_key_values(ss, &r, version, prefix) {
                     Ok(rep) => ok(rep),
                     Err(e) => self.storage_refusal(kind, e),
                 }

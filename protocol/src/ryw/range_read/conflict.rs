@@ -39,6 +39,46 @@ pub(crate) fn update_conflict_map(
     }
 }
 
+/// A mapped read met a key or range the transaction wrote
+/// (`get_mapped_range_reads_your_writes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ReadsYourWrites;
+
+/// `updateConflictMap<mustUnmodified = true>`: as [`update_conflict_map`], but every part of
+/// `[begin, end)` must be one the transaction never wrote; the first that is not stops it
+/// (the parts before it stay read conflict ranges, as in RYW).
+pub(crate) fn update_conflict_map_unmodified(
+    writes: &WriteMap,
+    begin: &Bytes,
+    end: &Bytes,
+    out: &mut RangeSet,
+) -> Result<(), ReadsYourWrites> {
+    if begin >= end {
+        return Ok(());
+    }
+    let mut it = writes.iter_at(begin);
+    while it.begin_key().cmp_key(end).is_lt() {
+        if !it.is_unmodified_range() {
+            return Err(ReadsYourWrites);
+        }
+        let b = it.begin_key();
+        let e = it.end_key();
+        let lo = if b.cmp_key(begin).is_gt() {
+            b.to_bytes()
+        } else {
+            begin.clone()
+        };
+        let hi = if e.cmp_key(end).is_lt() {
+            e.to_bytes()
+        } else {
+            end.clone()
+        };
+        out.insert_owned(lo, hi);
+        it.advance();
+    }
+    Ok(())
+}
+
 /// `KeyRangeRef`'s check: an inverted range fails the read (`inverted_range`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Inverted;
@@ -70,6 +110,35 @@ pub(crate) fn range_conflict(
     r: &RywResult,
     max_key: &Bytes,
 ) -> Result<(Bytes, Bytes), Inverted> {
+    let read = ReadShape {
+        first: r.rows.first().map(|kv| &kv.key),
+        last: r.rows.last().map(|kv| &kv.key),
+        more: r.more,
+        read_to_begin: r.read_to_begin,
+        read_through_end: r.read_through_end,
+    };
+    range_conflict_of(begin, end, reverse, &read, max_key)
+}
+
+/// What [`range_conflict_of`] needs of a range read's result: its first and last keys (in
+/// read order) and its flags.
+pub(crate) struct ReadShape<'a> {
+    pub(crate) first: Option<&'a Bytes>,
+    pub(crate) last: Option<&'a Bytes>,
+    pub(crate) more: bool,
+    pub(crate) read_to_begin: bool,
+    pub(crate) read_through_end: bool,
+}
+
+/// [`range_conflict`] from the shape of a result alone (a mapped read's rows, or the rows a
+/// mapper read).
+pub(crate) fn range_conflict_of(
+    begin: &KeySelector,
+    end: &KeySelector,
+    reverse: bool,
+    r: &ReadShape<'_>,
+    max_key: &Bytes,
+) -> Result<(Bytes, Bytes), Inverted> {
     let (mut b, mut e) = if begin.key < end.key {
         if reverse {
             let b = if begin.offset <= 1 && r.more {
@@ -95,20 +164,20 @@ pub(crate) fn range_conflict(
     if r.read_through_end && end.offset > 0 {
         e = max_key.clone();
     }
-    if let (Some(first), Some(last)) = (r.rows.first(), r.rows.last()) {
+    if let (Some(first), Some(last)) = (r.first, r.last) {
         if reverse {
-            if last.key < b {
-                b = last.key.clone();
+            if *last < b {
+                b = last.clone();
             }
-            if end.offset > 0 && e <= first.key {
-                e = fdb_key_after(&first.key);
+            if end.offset > 0 && e <= *first {
+                e = fdb_key_after(first);
             }
         } else {
-            if begin.offset <= 0 && first.key < b {
-                b = first.key.clone();
+            if begin.offset <= 0 && *first < b {
+                b = first.clone();
             }
-            if e <= last.key {
-                e = fdb_key_after(&last.key);
+            if e <= *last {
+                e = fdb_key_after(last);
             }
         }
     }

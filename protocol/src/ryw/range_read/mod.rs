@@ -33,10 +33,13 @@ use super::snapshot_cache::SnapshotCache;
 use super::write_map::{WriteMap, ALL_KEYS_END};
 use crate::messages::types::{KeySelector, KeyValue};
 
-pub(crate) use conflict::{key_conflict, range_conflict, update_conflict_map};
+pub(crate) use conflict::{
+    key_conflict, range_conflict, range_conflict_of, update_conflict_map,
+    update_conflict_map_unmodified, ReadShape,
+};
 pub use native::REPLY_BYTE_LIMIT;
 use native::{known_range, known_range_back};
-pub(crate) use native::{NativeRead, NativeResult, RangeLimits};
+pub(crate) use native::{NativeRead, NativeResult, RangeLimits, Row};
 use selector::resolve_from_cache;
 pub(crate) use selector::KeyRead;
 

@@ -4,8 +4,37 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
+use crate::messages::storage::MappedKeyValue;
 use crate::messages::types::{KeySelector, KeyValue};
 use crate::ryw::write_map::ALL_KEYS_END;
+
+/// A row of a range reply, as NativeAPI's range read counts and continues it: a plain range
+/// read's `KeyValueRef`, or a mapped read's `MappedKeyValueRef` (whose size is only its
+/// primary row's, as `GetRangeLimits::decrement` counts it).
+pub(crate) trait Row {
+    /// The row's key: where a continuation starts.
+    fn key(&self) -> &Bytes;
+    /// Its bytes against a byte limit, without the 8 a row adds.
+    fn size(&self) -> usize;
+}
+
+impl Row for KeyValue {
+    fn key(&self) -> &Bytes {
+        &self.key
+    }
+    fn size(&self) -> usize {
+        self.key.len() + self.value.len()
+    }
+}
+
+impl Row for MappedKeyValue {
+    fn key(&self) -> &Bytes {
+        &self.kv.key
+    }
+    fn size(&self) -> usize {
+        self.kv.key.len() + self.kv.value.len()
+    }
+}
 
 /// `REPLY_BYTE_LIMIT`: the most a storage server returns per range request.
 pub const REPLY_BYTE_LIMIT: i32 = 80_000;
@@ -31,18 +60,18 @@ impl RangeLimits {
     }
 
     /// One row read: `key + value + 8` bytes.
-    pub(crate) fn decrement(&mut self, kv: &KeyValue) {
+    pub(crate) fn decrement<R: Row>(&mut self, kv: &R) {
         self.min_rows = (self.min_rows - 1).max(0);
         if self.rows != Self::UNLIMITED {
             self.rows -= 1;
         }
         if self.bytes != Self::UNLIMITED {
-            let size = (kv.key.len() + kv.value.len() + 8).min(i32::MAX as usize) as i32;
+            let size = (kv.size() + 8).min(i32::MAX as usize) as i32;
             self.bytes = self.bytes.saturating_sub(size).max(0);
         }
     }
 
-    pub(crate) fn decrement_all(&mut self, rows: &[KeyValue]) {
+    pub(crate) fn decrement_all<R: Row>(&mut self, rows: &[R]) {
         for kv in rows {
             self.decrement(kv);
         }
@@ -65,15 +94,28 @@ impl RangeLimits {
     }
 }
 
-/// A range NativeAPI read (`RangeResult`), rows in read order.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct NativeResult {
-    pub(crate) rows: Vec<KeyValue>,
+/// A range NativeAPI read (`RangeResult`, or `MappedRangeResult` with mapped rows), rows in
+/// read order.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct NativeResult<R = KeyValue> {
+    pub(crate) rows: Vec<R>,
     pub(crate) more: bool,
     pub(crate) read_to_begin: bool,
     pub(crate) read_through_end: bool,
     /// Where a read cut at a shard boundary is known to have read through.
     pub(crate) read_through: Option<Bytes>,
+}
+
+impl<R> Default for NativeResult<R> {
+    fn default() -> Self {
+        NativeResult {
+            rows: Vec::new(),
+            more: false,
+            read_to_begin: false,
+            read_through_end: false,
+            read_through: None,
+        }
+    }
 }
 
 /// The storage read RYW asks NativeAPI for (always a snapshot read).
