@@ -477,11 +477,7 @@ impl Client {
 
     /// Reads `\xff\xff/status/json`: the JSON document.
     pub fn status_json(&mut self, now: Instant) -> Call<Option<Bytes>> {
-        self.now = now;
-        let req = self.new_request_id();
-        self.status.start(req);
-        self.drive(now);
-        Call::new(req)
+        self.start_part(now, |parts, req| parts.status.start(req))
     }
 
     /// Asks each of `coordinators` who leads cluster `key` (a coordinators change's
@@ -493,16 +489,12 @@ impl Client {
         key: &str,
         coordinators: &[crate::cluster_file::NetworkAddress],
     ) -> Call<bool> {
-        self.now = now;
-        let req = self.new_request_id();
+        let key = Bytes::copy_from_slice(key.as_bytes());
         let wire = coordinators
             .iter()
             .map(crate::monitor::wire_address)
             .collect();
-        self.quorum_checks
-            .start(req, Bytes::copy_from_slice(key.as_bytes()), wire);
-        self.drive(now);
-        Call::new(req)
+        self.start_part(now, |parts, req| parts.quorum_checks.start(req, key, wire))
     }
 
     /// `checkSafeExclusions`: whether the processes `exclusions` name can be marked failed,
@@ -514,11 +506,9 @@ impl Client {
         now: Instant,
         exclusions: Vec<crate::messages::AddressExclusion>,
     ) -> Call<bool> {
-        self.now = now;
-        let req = self.new_request_id();
-        self.exclusion_checks.start(req, exclusions);
-        self.drive(now);
-        Call::new(req)
+        self.start_part(now, |parts, req| {
+            parts.exclusion_checks.start(req, exclusions)
+        })
     }
 
     /// What the core holds for the application right now (see [`Census`]).
@@ -528,73 +518,61 @@ impl Client {
             transactions,
             requests,
             watches,
-            status_reads: self.status.len()
-                + self.cluster_reads.len()
-                + self.quorum_checks.len()
-                + self.exclusion_checks.len()
-                + self.global_config.len(),
+            status_reads: self.parts.len(),
         }
     }
 
     /// Gives up on a request: no event will come for it.
     pub fn cancel(&mut self, now: Instant, req: RequestId) {
         self.now = now;
-        if !self.status.cancel(req)
-            && !self.cluster_reads.cancel(req)
-            && !self.quorum_checks.cancel(req)
-            && !self.exclusion_checks.cancel(req)
-            && !self.global_config.cancel(req)
-        {
+        if !self.parts.cancel(req) {
             self.txs.cancel(req);
         }
     }
 
     /// A special-key read of a module filled from the cluster (`\xff\xff/cluster_id`, the
-    /// metrics, the worker interfaces): asks the cluster, then answers from the transaction's special key space
-    /// (see `special_cluster`). `None`: not such a read.
+    /// metrics, the worker interfaces, the global configuration): asks the cluster, then
+    /// answers from the transaction's special key space (see `special_cluster`,
+    /// `global_config`). `None`: not such a read.
     fn cluster_module_read<T: Outcome>(
         &mut self,
         now: Instant,
         tx: TransactionId,
         read: SpecialRead,
     ) -> Option<Call<T>> {
-        if crate::global_config::is_module_read(&read) {
-            return self.global_config_read(now, tx, read);
-        }
-        let (module, _) = crate::special_cluster::cluster_read(&read)?;
+        let global_config = crate::global_config::is_module_read(&read);
+        // Only `\xff\xff/cluster_id` supports tenants (`supportsTenants`).
+        let in_tenants = match crate::special_cluster::cluster_read(&read) {
+            _ if global_config => false,
+            Some((module, _)) => module.0 == crate::special_cluster::CLUSTER_ID_KEY,
+            None => return None,
+        };
         if !self.txs.exists(tx) {
             return None;
         }
-        // Only `\xff\xff/cluster_id` supports tenants (`supportsTenants`).
-        if self.txs.in_tenant(tx) && module.0 != crate::special_cluster::CLUSTER_ID_KEY {
+        if self.txs.in_tenant(tx) && !in_tenants {
             return Some(self.refused(now, ErrorCode::ILLEGAL_TENANT_ACCESS));
         }
-        self.now = now;
-        let req = self.new_request_id();
-        self.cluster_reads.start(req, tx, &read);
-        self.drive(now);
-        Some(Call::new(req))
+        Some(self.start_part(now, |parts, req| match global_config {
+            true => parts.global_config.start(req, tx, read),
+            false => {
+                parts.cluster_reads.start(req, tx, &read);
+            }
+        }))
     }
 
-    /// A read inside `\xff\xff/global_config/`: answered from the global configuration view
-    /// once it has been read (see `global_config`); not inside a tenant (`supportsTenants`).
-    fn global_config_read<T: Outcome>(
+    /// A request of one of the parts beside the transactions: `start` it, then send what
+    /// it made ready.
+    fn start_part<T: Outcome>(
         &mut self,
         now: Instant,
-        tx: TransactionId,
-        read: SpecialRead,
-    ) -> Option<Call<T>> {
-        if !self.txs.exists(tx) {
-            return None;
-        }
-        if self.txs.in_tenant(tx) {
-            return Some(self.refused(now, ErrorCode::ILLEGAL_TENANT_ACCESS));
-        }
+        start: impl FnOnce(&mut super::Parts, RequestId),
+    ) -> Call<T> {
         self.now = now;
         let req = self.new_request_id();
-        self.global_config.start(req, tx, read);
+        start(&mut self.parts, req);
         self.drive(now);
-        Some(Call::new(req))
+        Call::new(req)
     }
 
     /// After a write or option: what a use during the commit finished fails now.
@@ -603,7 +581,6 @@ impl Client {
         r
     }
 
-    /// A transaction call that starts a request: run it, then send what it made ready.
     /// A call that fails with `code` as soon as it is polled, having asked nobody.
     fn refused<T: Outcome>(&mut self, now: Instant, code: ErrorCode) -> Call<T> {
         self.call(now, |_, cx| {
@@ -613,6 +590,7 @@ impl Client {
         })
     }
 
+    /// A transaction call that starts a request: run it, then send what it made ready.
     fn call<T: Outcome>(
         &mut self,
         now: Instant,
