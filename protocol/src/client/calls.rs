@@ -180,10 +180,16 @@ impl Client {
         })
     }
 
-    /// The path of the cluster file the database was opened from, shown at
-    /// `\xff\xff/cluster_file_path` (`None`: opened from a connection string).
+    /// Where the connection record is, shown at `\xff\xff/cluster_file_path`: the path of
+    /// the cluster file the database was opened from, or (`None`, opened from a connection
+    /// string) the id of libfdb_c's memory record, a random UID
+    /// (`ClusterConnectionMemoryRecord`'s `randomUniqueID()`, as `UID::toString` writes it).
     pub fn set_cluster_file_path(&mut self, path: Option<&str>) {
-        self.txs.special.cluster_file_path = path.map(|p| Bytes::copy_from_slice(p.as_bytes()));
+        let location = match path {
+            Some(p) => Bytes::copy_from_slice(p.as_bytes()),
+            None => Bytes::from(alloc::string::ToString::to_string(&self.rng.uid())),
+        };
+        self.txs.special.cluster_file_path = Some(location);
     }
 
     /// The special keys show the connection string in use (it changes with forwards).
@@ -299,18 +305,7 @@ impl Client {
         self.written(r)
     }
 
-    /// [`Client::set`] with buffers the caller already owns: nothing is copied.
-    pub fn set_bytes(
-        &mut self,
-        tx: TransactionId,
-        key: Bytes,
-        value: Bytes,
-    ) -> Result<(), ClientError> {
-        let r = self.txs.set_bytes(tx, key, value);
-        self.written(r)
-    }
-
-    /// [`Client::set_bytes`] with the key and value in one buffer, `key | 0x00 | value`
+    /// [`Client::set`] with the key and value in one buffer, `key | 0x00 | value`
     /// (`key_len` bytes of key): the key, its write-conflict range end (`key | 0x00`) and
     /// the value are slices of it, so a set costs one buffer instead of three. A buffer
     /// without the zero byte after the key fails with `client_invalid_operation`.
@@ -400,13 +395,8 @@ impl Client {
         self.txs.committed_version(tx)
     }
 
-    /// About how many bytes the commit would carry.
-    pub fn approximate_size(&self, tx: TransactionId) -> usize {
-        self.txs.approximate_size(tx)
-    }
-
-    /// `fdb_transaction_get_approximate_size`: [`Client::approximate_size`], or the error of
-    /// a failed write the transaction is holding.
+    /// `fdb_transaction_get_approximate_size`: about how many bytes the commit would carry,
+    /// or the error of a failed write the transaction is holding.
     pub fn get_approximate_size(&self, tx: TransactionId) -> Result<i64, ClientError> {
         self.txs.get_approximate_size(tx)
     }

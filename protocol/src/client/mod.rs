@@ -162,14 +162,6 @@ impl Client {
         c
     }
 
-    /// Replaces the coordinator list with these addresses, in this order (the connection
-    /// string itself stays; see [`Client::set_cluster`] to change it).
-    pub fn set_coordinators(&mut self, now: Instant, coordinators: Vec<NetworkAddress>) {
-        self.now = now;
-        self.monitor.set_coordinators(&mut io!(self), coordinators);
-        self.drive(now);
-    }
-
     /// Switches to another connection string (a re-read cluster file, say): the coordinator
     /// request in flight is abandoned and the new coordinators are asked at once. A
     /// connection string of another cluster (another `description:id`) also forgets the read
