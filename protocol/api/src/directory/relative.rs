@@ -55,6 +55,23 @@ impl DirectoryOutput {
 }
 
 impl<'a> At<'a> {
+    /// Creates the directory at `path` below this one, or (`allow_open`) opens it if it
+    /// exists.
+    async fn create<D: Driver>(
+        &self,
+        tx: &Transaction<D>,
+        path: &[impl AsRef<str>],
+        prefix: Option<ManualPrefix<'_>>,
+        layer: Option<Layer<'_>>,
+        allow_open: bool,
+    ) -> Result<DirectoryOutput, DirectoryError> {
+        let (tr, path) = (Tr::new(tx), self.below(path));
+        let (prefix, layer) = (raw(prefix), raw(layer));
+        self.layer
+            .create_or_open_in(tr, path, prefix, layer, true, allow_open)
+            .await
+    }
+
     /// The layer for an operation on `path`: a partition itself lives in its parent layer.
     fn layer_for(&self, path: &[String]) -> &'a DirectoryLayer {
         match self.parent {
@@ -103,11 +120,7 @@ macro_rules! directory_ops {
                 prefix: Option<ManualPrefix<'_>>,
                 layer: Option<Layer<'_>>,
             ) -> Result<DirectoryOutput, DirectoryError> {
-                let at = self.at();
-                let (prefix, layer) = (raw(prefix), raw(layer));
-                at.layer
-                    .create_or_open_in(Tr::new(tx), at.below(path), prefix, layer, true, true)
-                    .await
+                self.at().create(tx, path, prefix, layer, true).await
             }
 
             /// Creates the directory at `path` below this one (and its missing parents);
@@ -121,11 +134,7 @@ macro_rules! directory_ops {
                 prefix: Option<ManualPrefix<'_>>,
                 layer: Option<Layer<'_>>,
             ) -> Result<DirectoryOutput, DirectoryError> {
-                let at = self.at();
-                let (prefix, layer) = (raw(prefix), raw(layer));
-                at.layer
-                    .create_or_open_in(Tr::new(tx), at.below(path), prefix, layer, true, false)
-                    .await
+                self.at().create(tx, path, prefix, layer, false).await
             }
 
             /// Opens the existing directory at `path` below this one; with a non-empty
