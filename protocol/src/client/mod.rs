@@ -30,8 +30,10 @@
 //! [`Client`] is a thin composition; each part owns its state: the network (`net`: peers,
 //! backoff, failure monitor, reply routing), the cluster monitor (`monitor`: coordinators, the
 //! `ClientDBInfo` long poll, forwards), the read-version batcher (`grv`), the transactions, and
-//! status reads. Replies come back from the network with the route their request was sent
-//! with, and the client hands each to the part it names.
+//! the parts beside them (status reads, safety checks, the special-key modules filled from the
+//! cluster, the global configuration view), each a `crate::part::Part` in the list in
+//! `parts.rs`. Replies come back from the network with the route their request was sent with,
+//! and the client hands each to the part it names.
 //!
 //! New proxies in `ClientDBInfo` re-send read versions and location lookups in flight, and
 //! turn commits in flight into `commit_unknown_result`, as NativeAPI's `onProxiesChanged` does.
