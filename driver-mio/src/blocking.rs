@@ -116,30 +116,6 @@ impl Database {
         self.wait(self.inner.census())
     }
 
-    /// A new transaction.
-    pub fn create_transaction(&self) -> Transaction {
-        Transaction {
-            inner: self.inner.create_transaction(),
-        }
-    }
-
-    /// Runs `f` in a transaction and commits it, retrying as `on_error` allows (the standard
-    /// FDB retry loop). `f` may run several times: keep side effects inside the transaction.
-    pub fn run<T>(&self, f: impl FnMut(&Transaction) -> Result<T, Error>) -> Result<T, Error> {
-        run_loop(self.create_transaction(), f)
-    }
-
-    /// Runs `f` in a transaction and commits it, retrying FDB's retryable errors through
-    /// `on_error`; `f`'s own errors (`E` not holding an FDB error) end the loop as they are
-    /// (see [`fdb_api::Database::transact`]).
-    pub fn transact<T, E: TransactError>(
-        &self,
-        options: TransactOption,
-        f: impl FnMut(&Transaction, MaybeCommitted) -> Result<T, E>,
-    ) -> Result<T, E> {
-        transact_loop(self.create_transaction(), options, f)
-    }
-
     /// Opens a tenant (`fdb_database_open_tenant`); nothing is checked until it is used: a
     /// missing tenant fails its transactions with `tenant_not_found` (2131).
     pub fn open_tenant(&self, name: impl AsRef<[u8]>) -> Tenant {
@@ -163,6 +139,45 @@ impl Database {
         drop(w);
     }
 }
+
+/// What a database and a tenant both do: create transactions (a tenant's keys are the
+/// tenant's) and run closures in them with the retry loops.
+macro_rules! transactions {
+    ($t:ty) => {
+        impl $t {
+            /// A new transaction (in a tenant: its keys are the tenant's).
+            pub fn create_transaction(&self) -> Transaction {
+                Transaction {
+                    inner: self.inner.create_transaction(),
+                }
+            }
+
+            /// Runs `f` in a transaction and commits it, retrying as `on_error` allows (the
+            /// standard FDB retry loop). `f` may run several times: keep side effects inside
+            /// the transaction.
+            pub fn run<T>(
+                &self,
+                f: impl FnMut(&Transaction) -> Result<T, Error>,
+            ) -> Result<T, Error> {
+                run_loop(self.create_transaction(), f)
+            }
+
+            /// Runs `f` in a transaction and commits it, retrying FDB's retryable errors
+            /// through `on_error`; `f`'s own errors (`E` not holding an FDB error) end the
+            /// loop as they are (see [`fdb_api::Database::transact`]).
+            pub fn transact<T, E: TransactError>(
+                &self,
+                options: TransactOption,
+                f: impl FnMut(&Transaction, MaybeCommitted) -> Result<T, E>,
+            ) -> Result<T, E> {
+                transact_loop(self.create_transaction(), options, f)
+            }
+        }
+    };
+}
+
+transactions!(Database);
+transactions!(Tenant);
 
 /// The standard retry loop on `tx`.
 fn run_loop<T>(
@@ -218,27 +233,6 @@ impl Tenant {
     /// The async form of this tenant (same loop).
     pub fn async_tenant(&self) -> &fdb_api::Tenant<MioDriver> {
         &self.inner
-    }
-
-    /// A new transaction in this tenant: its keys are the tenant's.
-    pub fn create_transaction(&self) -> Transaction {
-        Transaction {
-            inner: self.inner.create_transaction(),
-        }
-    }
-
-    /// [`Database::run`] in this tenant.
-    pub fn run<T>(&self, f: impl FnMut(&Transaction) -> Result<T, Error>) -> Result<T, Error> {
-        run_loop(self.create_transaction(), f)
-    }
-
-    /// [`Database::transact`] in this tenant.
-    pub fn transact<T, E: TransactError>(
-        &self,
-        options: TransactOption,
-        f: impl FnMut(&Transaction, MaybeCommitted) -> Result<T, E>,
-    ) -> Result<T, E> {
-        transact_loop(self.create_transaction(), options, f)
     }
 }
 

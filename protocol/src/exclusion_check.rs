@@ -18,23 +18,19 @@
 //! at the address it resolved to and, as in libfdb_c (whose leader interface for it has no
 //! address), is never counted as excluded.
 
-use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
-use crate::event::{ClientError, Completion, Event, Reply};
+use crate::event::{ClientError, Reply};
 use crate::ids::RequestId;
-use crate::messages::coordination::{CommitProxyInterface, GetLeaderRequest};
+use crate::messages::coordination::CommitProxyInterface;
 use crate::messages::exclusion::{ExclusionSafetyCheckReply, ExclusionSafetyCheckRequest};
-use crate::messages::{
-    decode_any, decode_reply, AddressExclusion, AnyMessage, ErrorOr, NetworkAddress, ReplyPromise,
-};
+use crate::messages::{decode_any, decode_reply, AddressExclusion, AnyMessage, ErrorOr};
 use crate::monitor::ClusterMonitor;
-use crate::net::Io;
-use crate::route::Route;
+use crate::part::{LeaderAsks, Part, PartCx, Requests};
+use crate::route::Loss;
 use crate::time::Instant;
-use crate::uid::{well_known, Uid};
 
 /// How long a majority of the coordinators has to answer (`delay(3.0)`).
 const QUORUM_TIMEOUT: Duration = Duration::from_secs(3);
@@ -46,25 +42,15 @@ const RETRY_DELAY: Duration = Duration::from_millis(10);
 const LOST_RETRY: Duration = Duration::from_millis(250);
 
 #[derive(Clone, Debug)]
-struct Coordinator {
-    /// Where it is asked (`None`: a host name not resolved yet).
-    addr: Option<NetworkAddress>,
-    /// Whether the exclusions name it.
-    excluded: bool,
-    answered: bool,
-    /// When to send (again); `None` while a request is out or once answered.
-    send_at: Option<Instant>,
-}
-
-#[derive(Clone, Debug)]
 enum Step {
     /// The proxies' verdict: to ask at `at` (at once: `None`), unless `sent`.
     Proxy { at: Option<Instant>, sent: bool },
     /// The coordinators, asked once the proxies said `proxy_safe`.
     Coordinators {
         proxy_safe: bool,
-        key: Bytes,
-        coordinators: Vec<Coordinator>,
+        coordinators: LeaderAsks,
+        /// Whether the exclusions name each coordinator.
+        excluded: Vec<bool>,
         /// When a majority must have answered by.
         deadline: Instant,
         /// When the stragglers' extra second ends, once a majority answered.
@@ -79,10 +65,46 @@ struct Check {
     failed: Option<ClientError>,
 }
 
-/// The checks in flight, by request.
+impl Check {
+    /// Decided: failed, or the coordinators' step is over (a majority with its stragglers'
+    /// extra time, or none by the deadline).
+    fn outcome(&mut self, now: Instant) -> Option<Result<Reply, ClientError>> {
+        let (proxy_safe, coordinators, excluded, deadline, extra_until) =
+            match (&self.failed, &mut self.step) {
+                (Some(e), _) => return Some(Err(e.clone())),
+                (None, Step::Proxy { .. }) => return None,
+                (
+                    None,
+                    Step::Coordinators {
+                        proxy_safe,
+                        coordinators,
+                        excluded,
+                        deadline,
+                        extra_until,
+                    },
+                ) => (proxy_safe, coordinators, excluded, deadline, extra_until),
+            };
+        let n = coordinators.len();
+        let answered = coordinators.answers();
+        if extra_until.is_none() && answered > n / 2 {
+            *extra_until = Some(now + EXTRA_TIME);
+        }
+        match *extra_until {
+            None if now >= *deadline => Some(Ok(Reply::Safe(false))),
+            None => None,
+            Some(until) if answered < n && now < until => None,
+            Some(_) => Some(Ok(Reply::Safe(
+                *proxy_safe && coordinators_safe(coordinators, excluded),
+            ))),
+        }
+    }
+}
+
+/// The checks in flight; a reply's leg is `None` for the proxy's answer, the coordinator's
+/// place in the connection string for a coordinator's.
 #[derive(Debug, Default)]
 pub(crate) struct ExclusionChecks {
-    checks: BTreeMap<RequestId, Check>,
+    checks: Requests<Check>,
 }
 
 impl ExclusionChecks {
@@ -92,7 +114,7 @@ impl ExclusionChecks {
             at: None,
             sent: false,
         };
-        self.checks.insert(
+        self.checks.start(
             req,
             Check {
                 exclusions,
@@ -101,221 +123,125 @@ impl ExclusionChecks {
             },
         );
     }
+}
 
-    pub(crate) fn len(&self) -> usize {
+impl Part for ExclusionChecks {
+    type Leg = Option<usize>;
+
+    fn len(&self) -> usize {
         self.checks.len()
     }
 
-    pub(crate) fn cancel(&mut self, req: RequestId) -> bool {
-        self.checks.remove(&req).is_some()
+    fn cancel(&mut self, req: RequestId) -> bool {
+        self.checks.cancel(req)
     }
 
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        self.checks
-            .values()
-            .flat_map(|c| match &c.step {
-                Step::Proxy { at, sent: false } => Vec::from_iter(*at),
-                Step::Proxy { .. } => Vec::new(),
-                Step::Coordinators {
-                    coordinators,
-                    deadline,
-                    extra_until,
-                    ..
-                } => coordinators
-                    .iter()
-                    .filter_map(|t| t.send_at)
-                    .chain([extra_until.unwrap_or(*deadline)])
-                    .collect(),
-            })
-            .min()
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.checks.next_timer(|c| match &c.step {
+            Step::Proxy { at, sent: false } => Vec::from_iter(*at),
+            Step::Proxy { .. } => Vec::new(),
+            Step::Coordinators {
+                coordinators,
+                deadline,
+                extra_until,
+                ..
+            } => coordinators
+                .timers()
+                .chain([extra_until.unwrap_or(*deadline)])
+                .collect(),
+        })
     }
 
     /// Sends what is due and finishes the checks that are decided.
-    pub(crate) fn poll(&mut self, io: &mut Io<'_>, monitor: &ClusterMonitor) {
-        let now = io.now;
-        let ids: Vec<RequestId> = self.checks.keys().copied().collect();
-        for req in ids {
-            let Some(c) = self.checks.get_mut(&req) else {
+    fn poll(&mut self, cx: &mut PartCx<'_>) {
+        let now = cx.now();
+        for req in self.checks.ids() {
+            let Some(c) = self.checks.get_mut(req) else {
                 continue;
             };
             match &mut c.step {
                 Step::Proxy { at, sent } => {
                     let due = !*sent && at.is_none_or(|t| t <= now);
-                    if let (true, Some(info)) = (due, monitor.info()) {
-                        match ask_proxy(io, info, req, &c.exclusions) {
+                    if let (true, Some(info)) = (due, cx.monitor.info()) {
+                        let proxies = info
+                            .commit_proxy_streams(CommitProxyInterface::EXCLUSION_SAFETY_CHECK_REQ);
+                        let exclusions = &c.exclusions;
+                        let ask = |reply| ExclusionSafetyCheckRequest {
+                            exclusions: exclusions.clone(),
+                            reply,
+                        };
+                        match cx.ask_one(&proxies, req, None, ask) {
                             true => *sent = true,
                             false => *at = Some(now + RETRY_DELAY),
                         }
                     }
                 }
-                Step::Coordinators {
-                    key, coordinators, ..
-                } => {
-                    for (i, t) in coordinators.iter_mut().enumerate() {
-                        let (Some(addr), Some(at)) = (&t.addr, t.send_at) else {
-                            continue;
-                        };
-                        if t.answered || at > now {
-                            continue;
-                        }
-                        t.send_at = None;
-                        let token = io.token();
-                        let msg = GetLeaderRequest {
-                            key: key.clone(),
-                            known_leader: Uid::default(),
-                            reply: ReplyPromise { token },
-                        };
-                        let route = Route::ExclusionCheck {
-                            op: req,
-                            part: Some(i),
-                        };
-                        io.send(
-                            addr,
-                            well_known::CLIENT_LEADER_REG_GET_LEADER,
-                            &msg,
-                            token,
-                            route,
-                        );
-                    }
+                Step::Coordinators { coordinators, .. } => {
+                    coordinators.send_due(cx, req, Some);
                 }
             }
-            Self::maybe_finish(&mut self.checks, io, req);
+            self.checks.settle(cx, req, Check::outcome);
         }
     }
 
-    fn maybe_finish(checks: &mut BTreeMap<RequestId, Check>, io: &mut Io<'_>, req: RequestId) {
-        let Some(c) = checks.get_mut(&req) else {
-            return;
-        };
-        let result = match (&c.failed, &mut c.step) {
-            (Some(e), _) => Err(e.clone()),
-            (None, Step::Proxy { .. }) => return,
-            (
-                None,
-                Step::Coordinators {
-                    proxy_safe,
-                    coordinators,
-                    deadline,
-                    extra_until,
-                    ..
-                },
-            ) => {
-                let n = coordinators.len();
-                let answered = coordinators.iter().filter(|t| t.answered).count();
-                if extra_until.is_none() && answered > n / 2 {
-                    *extra_until = Some(io.now + EXTRA_TIME);
-                }
-                match *extra_until {
-                    None if io.now >= *deadline => Ok(Reply::Safe(false)),
-                    None => return,
-                    Some(until) if answered < n && io.now < until => return,
-                    Some(_) => Ok(Reply::Safe(*proxy_safe && coordinators_safe(coordinators))),
-                }
-            }
-        };
-        checks.remove(&req);
-        io.events
-            .push_back(Event::Complete(Completion::new(req, result)));
-    }
-
     /// An answer to check `req`: the proxy's (`part` `None`) or coordinator `part`'s.
-    pub(crate) fn on_reply(
-        &mut self,
-        io: &mut Io<'_>,
-        monitor: &ClusterMonitor,
-        req: RequestId,
-        part: Option<usize>,
-        msg: &Bytes,
-    ) {
-        let Some(c) = self.checks.get_mut(&req) else {
+    fn on_reply(&mut self, cx: &mut PartCx<'_>, req: RequestId, part: Option<usize>, msg: &Bytes) {
+        let Some(c) = self.checks.get_mut(req) else {
             return;
         };
-        let now = io.now;
+        let now = cx.now();
         let failed = match (part, &mut c.step) {
             (None, Step::Proxy { .. }) => match decode_reply::<ExclusionSafetyCheckReply>(msg) {
                 Ok(ErrorOr::Ok(r)) => {
-                    c.step = coordinators_step(monitor, &c.exclusions, r.safe, now);
+                    c.step = coordinators_step(cx.monitor, &c.exclusions, r.safe, now);
                     None
                 }
                 Ok(ErrorOr::Err(e)) => Some(ClientError::Fdb(e)),
                 Err(e) => Some(ClientError::Decode(e)),
             },
-            (Some(i), Step::Coordinators { coordinators, .. }) => {
-                let Some(t) = coordinators.get_mut(i) else {
-                    return;
-                };
+            (Some(i), Step::Coordinators { coordinators, .. }) if i < coordinators.len() => {
                 match decode_any(msg) {
                     // Any answer, an error too, makes its future ready: it counts as
                     // reachable.
-                    Ok(AnyMessage::Leader(_)) => t.answered = true,
-                    Ok(_) | Err(_) => t.send_at = Some(now + LOST_RETRY),
-                }
+                    Ok(AnyMessage::Leader(_)) => coordinators.answered(i),
+                    Ok(_) | Err(_) => {
+                        coordinators.ask_again(i, now + LOST_RETRY);
+                        true
+                    }
+                };
                 None
             }
             _ => return,
         };
-        if let (Some(e), Some(c)) = (failed, self.checks.get_mut(&req)) {
+        if let Some(e) = failed {
             c.failed.get_or_insert(e);
         }
-        self.poll(io, monitor);
+        self.poll(cx);
     }
 
     /// The request `part` of check `req` will get no answer: asked again shortly.
-    pub(crate) fn on_lost(&mut self, now: Instant, req: RequestId, part: Option<usize>) {
-        let Some(c) = self.checks.get_mut(&req) else {
+    fn on_lost(&mut self, cx: &mut PartCx<'_>, req: RequestId, part: Option<usize>, _why: Loss) {
+        let Some(c) = self.checks.get_mut(req) else {
             return;
         };
         match (part, &mut c.step) {
             (None, Step::Proxy { .. }) => {
                 c.step = Step::Proxy {
-                    at: Some(now + RETRY_DELAY),
+                    at: Some(cx.now() + RETRY_DELAY),
                     sent: false,
                 }
             }
             (Some(i), Step::Coordinators { coordinators, .. }) => {
-                if let Some(t) = coordinators.get_mut(i).filter(|t| !t.answered) {
-                    t.send_at = Some(now + LOST_RETRY);
-                }
+                coordinators.ask_again(i, cx.now() + LOST_RETRY);
             }
             _ => {}
         }
     }
-}
 
-/// Sends check `req`'s question to one of the commit proxies; `false` while none can be
-/// asked.
-fn ask_proxy(
-    io: &mut Io<'_>,
-    info: &crate::messages::coordination::ClientDBInfo,
-    req: RequestId,
-    exclusions: &[AddressExclusion],
-) -> bool {
-    let proxies: Vec<(NetworkAddress, Uid)> = info
-        .commit_proxies
-        .iter()
-        .map(|p| {
-            let e = &p.commit.endpoint;
-            (
-                e.address().clone(),
-                p.stream(CommitProxyInterface::EXCLUSION_SAFETY_CHECK_REQ),
-            )
-        })
-        .collect();
-    let Some(i) = io.pick(&proxies) else {
-        return false;
-    };
-    let (addr, dest) = &proxies[i];
-    let token = io.token();
-    let msg = ExclusionSafetyCheckRequest {
-        exclusions: exclusions.to_vec(),
-        reply: ReplyPromise { token },
-    };
-    let route = Route::ExclusionCheck {
-        op: req,
-        part: None,
-    };
-    io.send(addr, *dest, &msg, token, route);
-    true
+    /// The proxy's question goes to a commit proxy.
+    fn asks_proxies(part: Option<usize>) -> bool {
+        part.is_none()
+    }
 }
 
 /// The coordinators' step: each of the connection string's coordinators to ask at once.
@@ -326,21 +252,18 @@ fn coordinators_step(
     now: Instant,
 ) -> Step {
     let named = monitor.coordinator_addresses();
-    let coordinators = monitor
-        .coordinator_targets()
-        .into_iter()
-        .zip(named)
-        .map(|((_, addr), by_address)| Coordinator {
-            excluded: by_address.is_some_and(|a| exclusions.iter().any(|e| e.excludes(&a))),
-            addr,
-            answered: false,
-            send_at: Some(now),
+    let excluded = named
+        .iter()
+        .map(|a| {
+            a.as_ref()
+                .is_some_and(|a| exclusions.iter().any(|e| e.excludes(a)))
         })
         .collect();
+    let targets = monitor.coordinator_targets().into_iter().map(|(_, a)| a);
     Step::Coordinators {
         proxy_safe,
-        key: Bytes::from(monitor.cluster().cluster_key()),
-        coordinators,
+        coordinators: LeaderAsks::new(Bytes::from(monitor.cluster().cluster_key()), targets, now),
+        excluded,
         deadline: now + QUORUM_TIMEOUT,
         extra_until: None,
     }
@@ -348,12 +271,11 @@ fn coordinators_step(
 
 /// Whether the coordinators the exclusions name, with those that did not answer, are within
 /// the coordinators' fault tolerance.
-fn coordinators_safe(coordinators: &[Coordinator]) -> bool {
+fn coordinators_safe(coordinators: &LeaderAsks, excluded: &[bool]) -> bool {
     let n = coordinators.len() as i64;
-    let unavailable = coordinators.iter().filter(|t| !t.answered).count() as i64;
-    let excluded = coordinators
-        .iter()
-        .filter(|t| t.answered && t.excluded)
+    let unavailable = n - coordinators.answers() as i64;
+    let excluded = (0..coordinators.len())
+        .filter(|&i| coordinators.has_answered(i) && excluded.get(i) == Some(&true))
         .count() as i64;
     excluded <= (n - 1) / 2 - unavailable
 }
@@ -366,6 +288,7 @@ mod tests {
     use crate::messages::coordination::ClientDBInfo;
     use crate::messages::{EnsureTable, IpAddress};
     use crate::sim::{loopback_stream, Request, Server, Sim, Wire};
+    use crate::uid::{well_known, Uid};
     use crate::ClientConfig;
 
     /// Answers the client's `ClientDBInfo`; the proxy's and coordinators' requests wait for

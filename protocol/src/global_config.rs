@@ -29,9 +29,9 @@ use crate::ids::{RequestId, TransactionId};
 use crate::messages::coordination::{ClientDBInfo, GrvProxyInterface, VersionHistory};
 use crate::messages::grv::{GlobalConfigRefreshReply, GlobalConfigRefreshRequest};
 use crate::messages::types::{KeyRange, KeyValue};
-use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
-use crate::net::Io;
-use crate::route::Route;
+use crate::messages::{decode_reply, ErrorOr};
+use crate::part::{Answer, Part, PartCx, Requests};
+use crate::route::Loss;
 use crate::ryw::range_read::remove_or_equal;
 use crate::time::Instant;
 use crate::transaction::SpecialRead;
@@ -149,11 +149,13 @@ enum State {
 
 /// A module read waiting for the first refresh.
 #[derive(Debug)]
-pub(crate) struct Waiting {
-    pub(crate) req: RequestId,
-    pub(crate) tx: TransactionId,
-    pub(crate) read: SpecialRead,
+struct Waiting {
+    tx: TransactionId,
+    read: SpecialRead,
 }
+
+/// The refresh's route: it serves every read waiting, so no request of its own.
+const REFRESH: RequestId = RequestId(0);
 
 /// The view and its refresh.
 #[derive(Debug)]
@@ -163,7 +165,7 @@ pub(crate) struct GlobalConfig {
     state: State,
     /// The `ClientDBInfo` (by id) whose history the view has taken in.
     applied: Option<Uid>,
-    waiting: Vec<Waiting>,
+    waiting: Requests<Waiting>,
 }
 
 impl Default for GlobalConfig {
@@ -173,7 +175,7 @@ impl Default for GlobalConfig {
             last_update: 0,
             state: State::Unused,
             applied: None,
-            waiting: Vec::new(),
+            waiting: Requests::default(),
         }
     }
 }
@@ -198,17 +200,10 @@ pub(crate) fn is_module_read(read: &SpecialRead) -> bool {
 impl GlobalConfig {
     /// A module read: answered once the view has been read (see [`GlobalConfig::poll`]).
     pub(crate) fn start(&mut self, req: RequestId, tx: TransactionId, read: SpecialRead) {
-        self.waiting.push(Waiting { req, tx, read });
+        self.waiting.start(req, Waiting { tx, read });
         if self.state == State::Unused {
             self.begin_refresh(-1, 0);
         }
-    }
-
-    /// Gives up on a waiting read; `false` if `req` is none of them.
-    pub(crate) fn cancel(&mut self, req: RequestId) -> bool {
-        let n = self.waiting.len();
-        self.waiting.retain(|w| w.req != req);
-        self.waiting.len() != n
     }
 
     /// `GlobalConfig::get<double>(name, default)`: the value if the view holds a double
@@ -218,10 +213,6 @@ impl GlobalConfig {
             Some(ConfigValue::Double(d)) => *d,
             _ => default,
         }
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.waiting.len()
     }
 
     /// `GlobalConfig::refresh`: the view starts empty, then takes the proxy's rows.
@@ -260,54 +251,46 @@ impl GlobalConfig {
         }
     }
 
-    /// Sends the refresh when due, takes in a new `ClientDBInfo`'s history, and hands back
-    /// the reads the view can answer now.
-    pub(crate) fn poll(&mut self, io: &mut Io<'_>, info: Option<&ClientDBInfo>) -> Vec<Waiting> {
-        let Some(info) = info else {
-            return Vec::new();
+    /// The proxy's answer to the refresh.
+    fn refreshed(&mut self, now: Instant, message: &Bytes) {
+        let State::Refreshing {
+            largest_seen,
+            backoff,
+            ..
+        } = self.state.clone()
+        else {
+            return;
         };
-        // The updater's loop: each pass either applies the history or refreshes.
-        for _ in 0..4 {
-            if self.state != State::Ready || self.applied == Some(info.id) {
-                break;
+        match decode_reply::<GlobalConfigRefreshReply>(message) {
+            Ok(ErrorOr::Ok(reply)) => {
+                for kv in &reply.result.data {
+                    if let Some(name) = kv.key.strip_prefix(GLOBAL_CONFIG_KEYS_PREFIX) {
+                        self.insert(&Bytes::copy_from_slice(name), &kv.value);
+                    }
+                }
+                if reply.version >= largest_seen || largest_seen == i64::MAX {
+                    self.last_update = reply.version;
+                    self.state = State::Ready;
+                } else {
+                    self.retry(now + BEHIND_DELAY, backoff);
+                }
             }
-            self.apply_history(info);
+            _ => self.retry(now + backoff, (backoff * 2).min(MAX_BACKOFF)),
         }
+    }
+
+    fn retry(&mut self, at: Instant, next_backoff: Duration) {
         if let State::Refreshing {
-            last_known,
-            at,
+            at: when,
             sent,
+            backoff,
             ..
         } = &mut self.state
         {
-            if !*sent && at.is_none_or(|t| t <= io.now) {
-                let endpoints: Vec<(crate::messages::NetworkAddress, Uid)> = info
-                    .grv_proxies
-                    .iter()
-                    .map(|p| {
-                        let e = &p.get_consistent_read_version.endpoint;
-                        (
-                            e.address().clone(),
-                            p.stream(GrvProxyInterface::REFRESH_GLOBAL_CONFIG),
-                        )
-                    })
-                    .collect();
-                if let Some(i) = io.pick(&endpoints) {
-                    let (addr, dest) = endpoints[i].clone();
-                    let token = io.token();
-                    let req = GlobalConfigRefreshRequest {
-                        last_known: *last_known,
-                        reply: ReplyPromise { token },
-                    };
-                    io.send(&addr, dest, &req, token, Route::GlobalConfig);
-                    *sent = true;
-                }
-            }
+            *when = Some(at);
+            *sent = false;
+            *backoff = next_backoff;
         }
-        if self.state == State::Ready && self.applied == Some(info.id) {
-            return core::mem::take(&mut self.waiting);
-        }
-        Vec::new()
     }
 
     /// One pass of the updater over `info.history`.
@@ -346,57 +329,21 @@ impl GlobalConfig {
             self.data.insert(name.clone(), v);
         }
     }
+}
 
-    /// The proxy's answer to the refresh.
-    pub(crate) fn on_reply(&mut self, now: Instant, message: &Bytes) {
-        let State::Refreshing {
-            largest_seen,
-            backoff,
-            ..
-        } = self.state.clone()
-        else {
-            return;
-        };
-        match decode_reply::<GlobalConfigRefreshReply>(message) {
-            Ok(ErrorOr::Ok(reply)) => {
-                for kv in &reply.result.data {
-                    if let Some(name) = kv.key.strip_prefix(GLOBAL_CONFIG_KEYS_PREFIX) {
-                        self.insert(&Bytes::copy_from_slice(name), &kv.value);
-                    }
-                }
-                if reply.version >= largest_seen || largest_seen == i64::MAX {
-                    self.last_update = reply.version;
-                    self.state = State::Ready;
-                } else {
-                    self.retry(now + BEHIND_DELAY, backoff);
-                }
-            }
-            _ => self.retry(now + backoff, (backoff * 2).min(MAX_BACKOFF)),
-        }
+impl Part for GlobalConfig {
+    type Leg = ();
+
+    fn len(&self) -> usize {
+        self.waiting.len()
     }
 
-    /// The refresh got no reply: ask again after the backoff.
-    pub(crate) fn on_lost(&mut self, now: Instant) {
-        if let State::Refreshing { backoff, .. } = self.state {
-            self.retry(now + backoff, (backoff * 2).min(MAX_BACKOFF));
-        }
+    /// Gives up on a waiting read; `false` if `req` is none of them.
+    fn cancel(&mut self, req: RequestId) -> bool {
+        self.waiting.cancel(req)
     }
 
-    fn retry(&mut self, at: Instant, next_backoff: Duration) {
-        if let State::Refreshing {
-            at: when,
-            sent,
-            backoff,
-            ..
-        } = &mut self.state
-        {
-            *when = Some(at);
-            *sent = false;
-            *backoff = next_backoff;
-        }
-    }
-
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<Instant> {
         match &self.state {
             State::Refreshing {
                 at: Some(t),
@@ -406,6 +353,66 @@ impl GlobalConfig {
             _ => None,
         }
     }
+
+    /// Sends the refresh when due, takes in a new `ClientDBInfo`'s history, and answers the
+    /// reads waiting once the view is current.
+    fn poll(&mut self, cx: &mut PartCx<'_>) {
+        let Some(info) = cx.monitor.info() else {
+            return;
+        };
+        // The updater's loop: each pass either applies the history or refreshes.
+        for _ in 0..4 {
+            if self.state != State::Ready || self.applied == Some(info.id) {
+                break;
+            }
+            self.apply_history(info);
+        }
+        if let State::Refreshing {
+            last_known,
+            at,
+            sent,
+            ..
+        } = &mut self.state
+        {
+            if !*sent && at.is_none_or(|t| t <= cx.now()) {
+                let proxies = info.grv_proxy_streams(GrvProxyInterface::REFRESH_GLOBAL_CONFIG);
+                let last_known = *last_known;
+                let ask = |reply| GlobalConfigRefreshRequest { last_known, reply };
+                if cx.ask_one(&proxies, REFRESH, (), ask) {
+                    *sent = true;
+                }
+            }
+        }
+        if self.state == State::Ready && self.applied == Some(info.id) {
+            let rows = self.rows();
+            for (req, w) in self.waiting.take_done(|_| true) {
+                let result = rows.clone().map(|rows| (rows, GlobalConfig::covered()));
+                let (tx, read) = (w.tx, w.read);
+                cx.answer(Answer {
+                    req,
+                    tx,
+                    read,
+                    result,
+                });
+            }
+        }
+    }
+
+    fn on_reply(&mut self, cx: &mut PartCx<'_>, _: RequestId, _: (), message: &Bytes) {
+        self.refreshed(cx.now(), message);
+    }
+
+    /// The refresh got no reply: ask again after the backoff.
+    fn on_lost(&mut self, cx: &mut PartCx<'_>, _: RequestId, _: (), _why: Loss) {
+        if let State::Refreshing { backoff, .. } = self.state {
+            self.retry(cx.now() + backoff, (backoff * 2).min(MAX_BACKOFF));
+        }
+    }
+
+    /// The refresh goes to a GRV proxy.
+    fn asks_proxies(_: ()) -> bool {
+        true
+    }
 }
 
 /// The fuzz target's drive of the view (`fuzzing::global_config`): `message` as the proxy's
@@ -414,7 +421,7 @@ impl GlobalConfig {
 pub(crate) fn fuzz_view(message: &Bytes) {
     let mut view = GlobalConfig::default();
     view.begin_refresh(-1, 0);
-    view.on_reply(Instant::ZERO, message);
+    view.refreshed(Instant::ZERO, message);
     check_rows(&view);
     if let Ok(ErrorOr::Ok(info)) = decode_reply::<ClientDBInfo>(message) {
         view.state = State::Ready;

@@ -31,6 +31,7 @@ mod location;
 pub mod messages;
 mod monitor;
 mod net;
+mod part;
 mod quorum_check;
 mod route;
 mod ryw;

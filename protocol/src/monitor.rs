@@ -245,18 +245,6 @@ impl ClusterMonitor {
         }
     }
 
-    /// Replaces the coordinator list with these addresses, in this order (the connection
-    /// string itself stays).
-    pub(crate) fn set_coordinators(&mut self, io: &mut Io<'_>, coordinators: Vec<NetworkAddress>) {
-        self.wire_coordinators = coordinators.clone();
-        self.wire_hostnames = Vec::new();
-        self.coordinators = coordinators
-            .into_iter()
-            .map(CoordinatorSlot::Address)
-            .collect();
-        self.restart(io);
-    }
-
     /// Switches to another connection string: the coordinator request in flight is abandoned
     /// and the new coordinators are asked at once.
     pub(crate) fn set_cluster(&mut self, io: &mut Io<'_>, cluster: ClusterFile) {

@@ -8,20 +8,17 @@
 //! process not listening) is asked again after a short pause until the deadline, as libfdb_c's
 //! request would wait for the connection; any other error fails the check with that error.
 
-use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
 use crate::error::ErrorCode;
-use crate::event::{ClientError, Completion, Event, Reply};
+use crate::event::{ClientError, Reply};
 use crate::ids::RequestId;
-use crate::messages::coordination::GetLeaderRequest;
-use crate::messages::{decode_any, AnyMessage, ErrorOr, NetworkAddress, ReplyPromise};
-use crate::net::Io;
-use crate::route::Route;
+use crate::messages::{decode_any, AnyMessage, ErrorOr, NetworkAddress};
+use crate::part::{LeaderAsks, Part, PartCx, Requests};
+use crate::route::Loss;
 use crate::time::Instant;
-use crate::uid::{well_known, Uid};
 
 /// How long the new coordinators have to answer (`delay(5.0)` in `changeQuorumChecker`).
 pub(crate) const QUORUM_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -31,153 +28,112 @@ const BROKEN_PROMISE_RETRY: Duration = Duration::from_millis(10);
 const LOST_RETRY: Duration = Duration::from_millis(250);
 
 #[derive(Clone, Debug)]
-struct Target {
-    addr: NetworkAddress,
-    answered: bool,
-    /// When to send (again); `None` while a request is out or once answered.
-    send_at: Option<Instant>,
-}
-
-#[derive(Clone, Debug)]
 struct Check {
-    key: Bytes,
-    targets: Vec<Target>,
+    coordinators: LeaderAsks,
     deadline: Option<Instant>,
     failed: Option<ClientError>,
 }
 
-/// The checks in flight, by request.
+impl Check {
+    /// Decided: failed, every coordinator answered, or the deadline passed.
+    fn outcome(&mut self, now: Instant) -> Option<Result<Reply, ClientError>> {
+        if let Some(e) = &self.failed {
+            Some(Err(e.clone()))
+        } else if self.coordinators.answers() == self.coordinators.len() {
+            Some(Ok(Reply::Reachable(true)))
+        } else if self.deadline.is_some_and(|d| now >= d) {
+            Some(Ok(Reply::Reachable(false)))
+        } else {
+            None
+        }
+    }
+}
+
+/// The checks in flight; a reply's leg is the coordinator's place in the list checked.
 #[derive(Debug, Default)]
 pub(crate) struct QuorumChecks {
-    checks: BTreeMap<RequestId, Check>,
+    checks: Requests<Check>,
 }
 
 impl QuorumChecks {
     /// Starts checking that every one of `coordinators` answers for cluster key `key`.
     pub(crate) fn start(&mut self, req: RequestId, key: Bytes, coordinators: Vec<NetworkAddress>) {
-        let targets = coordinators
-            .into_iter()
-            .map(|addr| Target {
-                addr,
-                answered: false,
-                send_at: Some(Instant::ZERO),
-            })
-            .collect();
-        self.checks.insert(
+        let coordinators = LeaderAsks::new(key, coordinators.into_iter().map(Some), Instant::ZERO);
+        self.checks.start(
             req,
             Check {
-                key,
-                targets,
+                coordinators,
                 deadline: None,
                 failed: None,
             },
         );
     }
+}
 
-    pub(crate) fn len(&self) -> usize {
+impl Part for QuorumChecks {
+    type Leg = usize;
+
+    fn len(&self) -> usize {
         self.checks.len()
     }
 
-    pub(crate) fn cancel(&mut self, req: RequestId) -> bool {
-        self.checks.remove(&req).is_some()
+    fn cancel(&mut self, req: RequestId) -> bool {
+        self.checks.cancel(req)
     }
 
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<Instant> {
         self.checks
-            .values()
-            .flat_map(|c| c.targets.iter().filter_map(|t| t.send_at).chain(c.deadline))
-            .min()
+            .next_timer(|c| c.coordinators.timers().chain(c.deadline))
     }
 
     /// Sends what is due and finishes the checks that are decided.
-    pub(crate) fn poll(&mut self, io: &mut Io<'_>) {
-        let now = io.now;
-        let ids: Vec<RequestId> = self.checks.keys().copied().collect();
-        for req in ids {
-            let Some(c) = self.checks.get_mut(&req) else {
+    fn poll(&mut self, cx: &mut PartCx<'_>) {
+        let now = cx.now();
+        for req in self.checks.ids() {
+            let Some(c) = self.checks.get_mut(req) else {
                 continue;
             };
             let deadline = *c.deadline.get_or_insert(now + QUORUM_CHECK_TIMEOUT);
-            for (i, t) in c.targets.iter_mut().enumerate() {
-                if t.answered || t.send_at.is_none_or(|at| at > now) || now >= deadline {
-                    continue;
-                }
-                t.send_at = None;
-                let token = io.token();
-                let msg = GetLeaderRequest {
-                    key: c.key.clone(),
-                    known_leader: Uid::default(),
-                    reply: ReplyPromise { token },
-                };
-                let route = Route::QuorumCheck { op: req, part: i };
-                io.send(
-                    &t.addr,
-                    well_known::CLIENT_LEADER_REG_GET_LEADER,
-                    &msg,
-                    token,
-                    route,
-                );
+            if now < deadline {
+                c.coordinators.send_due(cx, req, |i| i);
             }
-            self.maybe_finish(io, req);
+            self.checks.settle(cx, req, Check::outcome);
         }
     }
 
-    fn maybe_finish(&mut self, io: &mut Io<'_>, req: RequestId) {
-        let Some(c) = self.checks.get(&req) else {
-            return;
-        };
-        let result = if let Some(e) = &c.failed {
-            Err(e.clone())
-        } else if c.targets.iter().all(|t| t.answered) {
-            Ok(Reply::Reachable(true))
-        } else if c.deadline.is_some_and(|d| io.now >= d) {
-            Ok(Reply::Reachable(false))
-        } else {
-            return;
-        };
-        self.checks.remove(&req);
-        io.events
-            .push_back(Event::Complete(Completion::new(req, result)));
-    }
-
     /// Coordinator `part` of check `req` answered.
-    pub(crate) fn on_reply(&mut self, io: &mut Io<'_>, req: RequestId, part: usize, msg: &Bytes) {
-        let Some(t) = self
+    fn on_reply(&mut self, cx: &mut PartCx<'_>, req: RequestId, part: usize, msg: &Bytes) {
+        let Some(c) = self
             .checks
-            .get_mut(&req)
-            .and_then(|c| c.targets.get_mut(part))
+            .get_mut(req)
+            .filter(|c| part < c.coordinators.len())
         else {
             return;
         };
         let failed = match decode_any(msg) {
             Ok(AnyMessage::Leader(ErrorOr::Ok(_))) => {
-                t.answered = true;
+                c.coordinators.answered(part);
                 None
             }
             Ok(AnyMessage::Leader(ErrorOr::Err(ErrorCode::BROKEN_PROMISE))) => {
-                t.send_at = Some(io.now + BROKEN_PROMISE_RETRY);
+                c.coordinators
+                    .ask_again(part, cx.now() + BROKEN_PROMISE_RETRY);
                 None
             }
             Ok(AnyMessage::Leader(ErrorOr::Err(e))) => Some(ClientError::Fdb(e)),
             Ok(_) => Some(ClientError::Fdb(ErrorCode::INTERNAL_ERROR)),
             Err(e) => Some(ClientError::Decode(e)),
         };
-        if let (Some(e), Some(c)) = (failed, self.checks.get_mut(&req)) {
+        if let Some(e) = failed {
             c.failed.get_or_insert(e);
         }
-        self.maybe_finish(io, req);
+        self.checks.settle(cx, req, Check::outcome);
     }
 
     /// Coordinator `part` of check `req` will not answer this request: ask again soon.
-    pub(crate) fn on_lost(&mut self, now: Instant, req: RequestId, part: usize) {
-        if let Some(t) = self
-            .checks
-            .get_mut(&req)
-            .and_then(|c| c.targets.get_mut(part))
-        {
-            if !t.answered {
-                t.send_at = Some(now + LOST_RETRY);
-            }
+    fn on_lost(&mut self, cx: &mut PartCx<'_>, req: RequestId, part: usize, _why: Loss) {
+        if let Some(c) = self.checks.get_mut(req) {
+            c.coordinators.ask_again(part, cx.now() + LOST_RETRY);
         }
     }
 }

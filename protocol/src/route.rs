@@ -28,35 +28,23 @@ pub(crate) enum Route {
         part: u32,
         epoch: u32,
     },
-    /// Part of a `\xff\xff/status/json` read.
-    Status { op: RequestId, part: StatusPart },
-    /// Coordinator `part` of a coordinators change's reachability check.
-    QuorumCheck { op: RequestId, part: usize },
-    /// A safety check before servers are marked failed: the commit proxy's answer (`part`
-    /// `None`), or coordinator `part`'s.
-    ExclusionCheck { op: RequestId, part: Option<usize> },
     /// The id lookup of a tenant handle.
     TenantId(crate::ids::TenantHandle),
-    /// Part `part` of a special-key read of a module filled from the cluster (the metrics,
-    /// the worker interfaces); `leader`: the coordinators' leader info it asked first.
-    ClusterModule {
-        op: RequestId,
-        part: usize,
-        leader: bool,
-    },
-    /// The refresh of the global configuration view.
-    GlobalConfig,
+    /// A request of one of the client's parts beside the transactions (`crate::part`): which
+    /// part, and the part's own route, which the network carries without reading.
+    Part(PartId, PartRoute),
 }
 
-/// Which part of a status read a reply belongs to.
+/// One of the client's parts: its place in the client's list of them (`client::parts`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum StatusPart {
-    /// The leader info asked of coordinator `usize`.
-    Leader(usize),
-    /// The protocol version asked of coordinator `usize`.
-    Protocol(usize),
-    /// The cluster controller's status document.
-    Status,
+pub(crate) struct PartId(pub(crate) u8);
+
+/// A part's own route: the request it serves and which of that request's questions a reply
+/// answers (`leg`, a number only the part reads; see `crate::part::Leg`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PartRoute {
+    pub(crate) op: RequestId,
+    pub(crate) leg: u32,
 }
 
 /// Why a request gets no reply.

@@ -632,7 +632,10 @@ mod tests {
                 .set_packed(b, Bytes::from(packed), k.len())
                 .unwrap();
         }
-        assert_eq!(s.client.approximate_size(a), s.client.approximate_size(b));
+        assert_eq!(
+            s.client.get_approximate_size(a),
+            s.client.get_approximate_size(b)
+        );
         for k in [&b"k1"[..], b"", b"k2"] {
             let (ra, rb) = (
                 s.client.get(now, a, k, false),

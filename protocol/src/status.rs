@@ -7,28 +7,24 @@
 //! the client's own view (coordinators reachable, quorum, database available) and the
 //! cluster controller's document as it came.
 
-use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt::Write;
 use core::time::Duration;
 
-use crate::event::{ClientError, Completion, Event, Reply};
+use crate::event::{ClientError, Reply};
 use crate::framing::ProtocolVersion;
 use crate::ids::RequestId;
 use crate::messages::coordination::{
-    ClusterControllerClientInterface, GetLeaderRequest, ProtocolInfoReply, ProtocolInfoRequest,
-    StatusReply, StatusRequest, StatusRequestV7_3,
+    ClusterControllerClientInterface, ProtocolInfoReply, ProtocolInfoRequest, StatusReply,
+    StatusRequest, StatusRequestV7_3,
 };
-use crate::messages::{
-    decode_any, decode_reply, AnyMessage, EnsureTable, ErrorOr, NetworkAddress, ReplyPromise,
-};
-use crate::monitor::ClusterMonitor;
-use crate::net::Io;
-use crate::route::{Route, StatusPart};
+use crate::messages::{decode_any, decode_reply, AnyMessage, EnsureTable, ErrorOr, NetworkAddress};
+use crate::part::{Leg, Part, PartCx, Requests};
+use crate::route::Loss;
 use crate::time::Instant;
-use crate::uid::{well_known, Uid};
+use crate::uid::well_known;
 
 /// The special key.
 pub const STATUS_JSON_KEY: &[u8] = b"\xff\xff/status/json";
@@ -150,214 +146,218 @@ fn json_string(out: &mut String, v: &str) {
     out.push('"');
 }
 
+/// Which question of a status read a reply answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StatusPart {
+    /// The leader info asked of coordinator `usize`.
+    Leader(usize),
+    /// The protocol version asked of coordinator `usize`.
+    Protocol(usize),
+    /// The cluster controller's status document.
+    Status,
+}
+
+impl Leg for StatusPart {
+    fn to_leg(self) -> u32 {
+        match self {
+            StatusPart::Status => 0,
+            StatusPart::Leader(i) => 2 * i as u32 + 1,
+            StatusPart::Protocol(i) => 2 * i as u32 + 2,
+        }
+    }
+
+    fn from_leg(leg: u32) -> Option<Self> {
+        let i = (leg.saturating_sub(1) / 2) as usize;
+        Some(match leg {
+            0 => StatusPart::Status,
+            _ if leg % 2 == 1 => StatusPart::Leader(i),
+            _ => StatusPart::Protocol(i),
+        })
+    }
+}
+
 /// Every status read in flight.
 #[derive(Debug, Default)]
 pub(crate) struct StatusReads {
-    reads: BTreeMap<RequestId, StatusOp>,
+    reads: Requests<StatusOp>,
 }
 
 impl StatusReads {
     /// Starts a status read for request `req`; it asks the coordinators once the cluster is
-    /// known ([`StatusReads::poll`]).
+    /// known ([`Part::poll`]).
     pub(crate) fn start(&mut self, req: RequestId) {
-        self.reads.insert(req, StatusOp::default());
+        self.reads.start(req, StatusOp::default());
+    }
+}
+
+impl StatusOp {
+    /// Decided: every probe and the document answered, or the deadline passed.
+    fn outcome(&mut self, now: Instant) -> Option<Result<Reply, ClientError>> {
+        let done = self.complete() || self.deadline.is_some_and(|d| now >= d);
+        (self.started && done).then(|| Ok(Reply::Value(Some(self.document()))))
     }
 
-    /// How many reads are in flight.
-    pub(crate) fn len(&self) -> usize {
+    /// Asks each coordinator who leads and which protocol it speaks.
+    fn probe(&mut self, cx: &mut PartCx<'_>, req: RequestId) {
+        let monitor = cx.monitor;
+        self.started = true;
+        self.deadline = Some(cx.now() + STATUS_TIMEOUT);
+        let targets = monitor.coordinator_targets();
+        let key = Bytes::from(monitor.cluster().cluster_key());
+        self.probes = targets
+            .iter()
+            .map(|(name, addr)| Probe {
+                name: name.clone(),
+                addr: addr.clone(),
+                reachable: if addr.is_some() { None } else { Some(false) },
+                ..Probe::default()
+            })
+            .collect();
+        for (i, (_, addr)) in targets.into_iter().enumerate() {
+            let Some(addr) = addr else { continue };
+            cx.ask_leader(&addr, &key, req, StatusPart::Leader(i));
+            let protocol = StatusPart::Protocol(i);
+            let ask = |reply| ProtocolInfoRequest { reply };
+            cx.ask(&addr, well_known::PROTOCOL_INFO, req, protocol, ask);
+        }
+    }
+}
+
+impl Part for StatusReads {
+    type Leg = StatusPart;
+
+    fn len(&self) -> usize {
         self.reads.len()
     }
 
-    /// Gives up on `req` (no event will come for it); `false` if it is not a status read.
-    pub(crate) fn cancel(&mut self, req: RequestId) -> bool {
-        self.reads.remove(&req).is_some()
+    fn cancel(&mut self, req: RequestId) -> bool {
+        self.reads.cancel(req)
     }
 
     /// The earliest deadline of a status read.
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        self.reads.values().filter_map(|st| st.deadline).min()
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.reads.next_timer(|st| st.deadline)
     }
 
-    /// Sends the probes of reads not started yet, and finishes the reads whose deadline
-    /// passed. `monitor` knows the coordinators (and the cluster, once started).
-    pub(crate) fn poll(&mut self, io: &mut Io<'_>, monitor: &ClusterMonitor) {
-        let now = io.now;
-        let ids: Vec<RequestId> = self.reads.keys().copied().collect();
-        for req in ids {
-            let Some(st) = self.reads.get_mut(&req) else {
+    /// Sends the probes of reads not started yet (once the cluster is known), and finishes
+    /// the reads whose deadline passed.
+    fn poll(&mut self, cx: &mut PartCx<'_>) {
+        for req in self.reads.ids() {
+            let Some(st) = self.reads.get_mut(req) else {
                 continue;
             };
-            if !st.started && monitor.info().is_some() {
-                st.started = true;
-                st.deadline = Some(now + STATUS_TIMEOUT);
-                let targets = monitor.coordinator_targets();
-                let key = Bytes::from(monitor.cluster().cluster_key());
-                st.probes = targets
-                    .iter()
-                    .map(|(name, addr)| Probe {
-                        name: name.clone(),
-                        addr: addr.clone(),
-                        reachable: if addr.is_some() { None } else { Some(false) },
-                        ..Probe::default()
-                    })
-                    .collect();
-                for (i, (_, addr)) in targets.into_iter().enumerate() {
-                    let Some(addr) = addr else { continue };
-                    let token = io.token();
-                    let msg = GetLeaderRequest {
-                        key: key.clone(),
-                        known_leader: Uid::default(),
-                        reply: ReplyPromise { token },
-                    };
-                    let route = Route::Status {
-                        op: req,
-                        part: StatusPart::Leader(i),
-                    };
-                    io.send(
-                        &addr,
-                        well_known::CLIENT_LEADER_REG_GET_LEADER,
-                        &msg,
-                        token,
-                        route,
-                    );
-                    let token = io.token();
-                    let msg = ProtocolInfoRequest {
-                        reply: ReplyPromise { token },
-                    };
-                    let route = Route::Status {
-                        op: req,
-                        part: StatusPart::Protocol(i),
-                    };
-                    io.send(&addr, well_known::PROTOCOL_INFO, &msg, token, route);
-                }
+            if !st.started && cx.monitor.info().is_some() {
+                st.probe(cx, req);
             }
-            self.maybe_finish(io, req);
-        }
-    }
-
-    fn maybe_finish(&mut self, io: &mut Io<'_>, req: RequestId) {
-        let Some(st) = self.reads.get(&req) else {
-            return;
-        };
-        if st.started && (st.complete() || st.deadline.is_some_and(|d| io.now >= d)) {
-            let doc = st.document();
-            self.reads.remove(&req);
-            io.events.push_back(Event::Complete(Completion::new(
-                req,
-                Ok(Reply::Value(Some(doc))),
-            )));
+            self.reads.settle(cx, req, StatusOp::outcome);
         }
     }
 
     /// A coordinator or the cluster controller answered part `part` of read `req`.
-    pub(crate) fn on_reply(
-        &mut self,
-        io: &mut Io<'_>,
-        req: RequestId,
-        part: StatusPart,
-        message: &Bytes,
-    ) {
+    fn on_reply(&mut self, cx: &mut PartCx<'_>, req: RequestId, part: StatusPart, message: &Bytes) {
+        let Some(st) = self.reads.get_mut(req) else {
+            return;
+        };
         let mut send_status = None;
-        {
-            let Some(st) = self.reads.get_mut(&req) else {
-                return;
-            };
-            match part {
-                StatusPart::Leader(i) => {
-                    let Some(p) = st.probes.get_mut(i) else {
-                        return;
-                    };
-                    p.leader_answered = true;
-                    let leader = match decode_any(message) {
-                        Ok(AnyMessage::Leader(l)) => Some(l),
-                        _ => None,
-                    };
-                    if leader.is_some() {
-                        p.reachable = Some(true);
-                    }
-                    if let Some(ErrorOr::Ok(EnsureTable(Some(info)))) = leader {
-                        if !info.forward && !st.status_sent {
-                            if let Ok((_, cc)) =
-                                ClusterControllerClientInterface::from_serialized_info(
-                                    &info.serialized_info,
-                                )
-                            {
-                                st.status_sent = true;
-                                send_status = Some(cc.client_interface.database_status.endpoint);
-                            }
+        match part {
+            StatusPart::Leader(i) => {
+                let Some(p) = st.probes.get_mut(i) else {
+                    return;
+                };
+                p.leader_answered = true;
+                let leader = match decode_any(message) {
+                    Ok(AnyMessage::Leader(l)) => Some(l),
+                    _ => None,
+                };
+                if leader.is_some() {
+                    p.reachable = Some(true);
+                }
+                if let Some(ErrorOr::Ok(EnsureTable(Some(info)))) = leader {
+                    if !info.forward && !st.status_sent {
+                        if let Ok((_, cc)) = ClusterControllerClientInterface::from_serialized_info(
+                            &info.serialized_info,
+                        ) {
+                            st.status_sent = true;
+                            send_status = Some(cc.client_interface.database_status.endpoint);
                         }
                     }
                 }
-                StatusPart::Protocol(i) => {
-                    let Some(p) = st.probes.get_mut(i) else {
-                        return;
-                    };
-                    p.protocol_answered = true;
-                    if let Ok(ErrorOr::Ok(r)) = decode_reply::<ProtocolInfoReply>(message) {
-                        p.protocol = Some(r.version);
-                        p.reachable = Some(true);
-                    }
+            }
+            StatusPart::Protocol(i) => {
+                let Some(p) = st.probes.get_mut(i) else {
+                    return;
+                };
+                p.protocol_answered = true;
+                if let Ok(ErrorOr::Ok(r)) = decode_reply::<ProtocolInfoReply>(message) {
+                    p.protocol = Some(r.version);
+                    p.reachable = Some(true);
                 }
-                StatusPart::Status => {
-                    st.status = Some(match decode_reply::<StatusReply>(message) {
-                        Ok(ErrorOr::Ok(r)) => Ok(r.status_str),
-                        Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
-                        Err(e) => Err(ClientError::Decode(e)),
-                    });
-                }
+            }
+            StatusPart::Status => {
+                st.status = Some(match decode_reply::<StatusReply>(message) {
+                    Ok(ErrorOr::Ok(r)) => Ok(r.status_str),
+                    Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
+                    Err(e) => Err(ClientError::Decode(e)),
+                });
             }
         }
         if let Some(ep) = send_status {
-            let token = io.token();
-            let route = Route::Status {
-                op: req,
-                part: StatusPart::Status,
-            };
-            let reply = ReplyPromise { token };
-            if io.net.protocol().status_request_has_field() {
-                let msg = StatusRequest {
+            let (addr, part) = (ep.address(), StatusPart::Status);
+            if cx.io.net.protocol().status_request_has_field() {
+                let ask = |reply| StatusRequest {
                     reply,
                     status_field: Bytes::new(),
                 };
-                io.send(ep.address(), ep.token, &msg, token, route);
+                cx.ask(addr, ep.token, req, part, ask);
             } else {
-                let msg = StatusRequestV7_3 { reply };
-                io.send(ep.address(), ep.token, &msg, token, route);
+                let ask = |reply| StatusRequestV7_3 { reply };
+                cx.ask(addr, ep.token, req, part, ask);
             }
         }
-        self.maybe_finish(io, req);
+        self.reads.settle(cx, req, StatusOp::outcome);
     }
 
     /// Part `part` of read `req` will get no answer.
-    pub(crate) fn on_lost(&mut self, io: &mut Io<'_>, req: RequestId, part: StatusPart) {
-        {
-            let Some(st) = self.reads.get_mut(&req) else {
-                return;
-            };
-            match part {
-                StatusPart::Leader(i) | StatusPart::Protocol(i) => {
-                    if let Some(p) = st.probes.get_mut(i) {
-                        p.leader_answered |= matches!(part, StatusPart::Leader(_));
-                        p.protocol_answered |= matches!(part, StatusPart::Protocol(_));
-                        if p.reachable != Some(true) {
-                            p.reachable = Some(false);
-                        }
+    fn on_lost(&mut self, cx: &mut PartCx<'_>, req: RequestId, part: StatusPart, _why: Loss) {
+        let Some(st) = self.reads.get_mut(req) else {
+            return;
+        };
+        match part {
+            StatusPart::Leader(i) | StatusPart::Protocol(i) => {
+                if let Some(p) = st.probes.get_mut(i) {
+                    p.leader_answered |= matches!(part, StatusPart::Leader(_));
+                    p.protocol_answered |= matches!(part, StatusPart::Protocol(_));
+                    if p.reachable != Some(true) {
+                        p.reachable = Some(false);
                     }
                 }
-                StatusPart::Status => {
-                    st.status = Some(Err(ClientError::Fdb(
-                        crate::error::ErrorCode::CONNECTION_FAILED,
-                    )));
-                }
+            }
+            StatusPart::Status => {
+                st.status = Some(Err(ClientError::Fdb(
+                    crate::error::ErrorCode::CONNECTION_FAILED,
+                )));
             }
         }
-        self.maybe_finish(io, req);
+        self.reads.settle(cx, req, StatusOp::outcome);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_part_comes_back_from_its_leg() {
+        for p in [
+            StatusPart::Status,
+            StatusPart::Leader(0),
+            StatusPart::Protocol(0),
+            StatusPart::Leader(4),
+            StatusPart::Protocol(4),
+        ] {
+            assert_eq!(StatusPart::from_leg(p.to_leg()), Some(p));
+        }
+    }
 
     #[test]
     fn document_shape() {

@@ -14,8 +14,7 @@
 use alloc::collections::BTreeMap;
 use bytes::Bytes;
 
-use crate::grv::Priority;
-use crate::messages::grv::{TagCount, TagThrottleEntry};
+use crate::messages::grv::{Priority, TagCount, TagThrottleEntry};
 use crate::time::Instant;
 
 /// `READ_TAG_SAMPLE_RATE`: the fraction of reads that carry their transaction's read tags,

@@ -24,6 +24,7 @@ use alloc::string::String;
 use bytes::Bytes;
 use core::fmt;
 
+pub use crate::messages::commit::TenantGroupEntry;
 use crate::messages::commit::TenantMapEntry;
 use crate::serializer::DecodeError;
 use crate::uid::Uid;
@@ -44,31 +45,6 @@ pub const TENANT_GROUP_MAP_PREFIX: &[u8] = b"\xff/tenant/tenantGroup/map/";
 pub const TENANT_GROUP_INDEX_PREFIX: &[u8] = b"\xff/tenant/tenantGroup/tenantIndex/";
 /// `\xff\xff/management/tenant/map/`: where libfdb_c shows each tenant's JSON, by name.
 pub const TENANT_MAP_SPECIAL_PREFIX: &[u8] = b"\xff\xff/management/tenant/map/";
-
-crate::fb_message! {
-    /// A tenant group's entry in `\xff/tenant/tenantGroup/map/` (7.3 gives it no fields).
-    pub struct TenantGroupEntry = 10764222; {}
-}
-
-impl TenantGroupEntry {
-    /// The value as the group map stores it: the 7.3 protocol version, then the message.
-    pub fn encode_value(&self) -> alloc::vec::Vec<u8> {
-        let mut v = crate::framing::ProtocolVersion::V7_3
-            .0
-            .to_le_bytes()
-            .to_vec();
-        v.extend_from_slice(&crate::serializer::encode(self));
-        v
-    }
-
-    /// Reads a group map value (the protocol version in front is skipped, not checked).
-    pub fn decode_value(value: &[u8]) -> crate::serializer::Result<Self> {
-        let body = value
-            .get(8..)
-            .ok_or(DecodeError::OutOfBounds { pos: 0, len: 8 })?;
-        crate::serializer::decode(&Bytes::copy_from_slice(body))
-    }
-}
 
 /// `TenantAPI::TenantLockState`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]

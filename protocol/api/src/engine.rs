@@ -101,17 +101,9 @@ impl Engine {
         clock: Clock,
     ) -> Engine {
         let mut client = Client::new(ClientConfig::new(cluster, seed), clock.now());
-        // `\xff\xff/cluster_file_path` is the connection record's location: the file's path
-        // as given, or — for a connection string, libfdb_c's memory record — its id.
-        let location = match &cluster_file {
-            Some(p) => p.to_string_lossy().into_owned(),
-            None => format!(
-                "{:016x}{:016x}",
-                seed,
-                seed.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15
-            ),
-        };
-        client.set_cluster_file_path(Some(&location));
+        // `\xff\xff/cluster_file_path`: the file's path as given, or the memory record's id.
+        let path = cluster_file.as_ref().map(|p| p.to_string_lossy());
+        client.set_cluster_file_path(path.as_deref());
         Engine {
             client,
             clock,

@@ -203,10 +203,16 @@ impl Client {
         })
     }
 
-    /// The path of the cluster file the database was opened from, shown at
-    /// `\xff\xff/cluster_file_path` (`None`: opened from a connection string).
+    /// Where the connection record is, shown at `\xff\xff/cluster_file_path`: the path of
+    /// the cluster file the database was opened from, or (`None`, opened from a connection
+    /// string) the id of libfdb_c's memory record, a random UID
+    /// (`ClusterConnectionMemoryRecord`'s `randomUniqueID()`, as `UID::toString` writes it).
     pub fn set_cluster_file_path(&mut self, path: Option<&str>) {
-        self.txs.special.cluster_file_path = path.map(|p| Bytes::copy_from_slice(p.as_bytes()));
+        let location = match path {
+            Some(p) => Bytes::copy_from_slice(p.as_bytes()),
+            None => Bytes::from(alloc::string::ToString::to_string(&self.rng.uid())),
+        };
+        self.txs.special.cluster_file_path = Some(location);
     }
 
     /// The special keys show the connection string in use (it changes with forwards).
@@ -322,18 +328,7 @@ impl Client {
         self.written(r)
     }
 
-    /// [`Client::set`] with buffers the caller already owns: nothing is copied.
-    pub fn set_bytes(
-        &mut self,
-        tx: TransactionId,
-        key: Bytes,
-        value: Bytes,
-    ) -> Result<(), ClientError> {
-        let r = self.txs.set_bytes(tx, key, value);
-        self.written(r)
-    }
-
-    /// [`Client::set_bytes`] with the key and value in one buffer, `key | 0x00 | value`
+    /// [`Client::set`] with the key and value in one buffer, `key | 0x00 | value`
     /// (`key_len` bytes of key): the key, its write-conflict range end (`key | 0x00`) and
     /// the value are slices of it, so a set costs one buffer instead of three. A buffer
     /// without the zero byte after the key fails with `client_invalid_operation`.
@@ -423,13 +418,8 @@ impl Client {
         self.txs.committed_version(tx)
     }
 
-    /// About how many bytes the commit would carry.
-    pub fn approximate_size(&self, tx: TransactionId) -> usize {
-        self.txs.approximate_size(tx)
-    }
-
-    /// `fdb_transaction_get_approximate_size`: [`Client::approximate_size`], or the error of
-    /// a failed write the transaction is holding.
+    /// `fdb_transaction_get_approximate_size`: about how many bytes the commit would carry,
+    /// or the error of a failed write the transaction is holding.
     pub fn get_approximate_size(&self, tx: TransactionId) -> Result<i64, ClientError> {
         self.txs.get_approximate_size(tx)
     }
@@ -500,11 +490,7 @@ impl Client {
 
     /// Reads `\xff\xff/status/json`: the JSON document.
     pub fn status_json(&mut self, now: Instant) -> Call<Option<Bytes>> {
-        self.now = now;
-        let req = self.new_request_id();
-        self.status.start(req);
-        self.drive(now);
-        Call::new(req)
+        self.start_part(now, |parts, req| parts.status.start(req))
     }
 
     /// Asks each of `coordinators` who leads cluster `key` (a coordinators change's
@@ -516,16 +502,12 @@ impl Client {
         key: &str,
         coordinators: &[crate::cluster_file::NetworkAddress],
     ) -> Call<bool> {
-        self.now = now;
-        let req = self.new_request_id();
+        let key = Bytes::copy_from_slice(key.as_bytes());
         let wire = coordinators
             .iter()
             .map(crate::monitor::wire_address)
             .collect();
-        self.quorum_checks
-            .start(req, Bytes::copy_from_slice(key.as_bytes()), wire);
-        self.drive(now);
-        Call::new(req)
+        self.start_part(now, |parts, req| parts.quorum_checks.start(req, key, wire))
     }
 
     /// `checkSafeExclusions`: whether the processes `exclusions` name can be marked failed,
@@ -537,11 +519,9 @@ impl Client {
         now: Instant,
         exclusions: Vec<crate::messages::AddressExclusion>,
     ) -> Call<bool> {
-        self.now = now;
-        let req = self.new_request_id();
-        self.exclusion_checks.start(req, exclusions);
-        self.drive(now);
-        Call::new(req)
+        self.start_part(now, |parts, req| {
+            parts.exclusion_checks.start(req, exclusions)
+        })
     }
 
     /// What the core holds for the application right now (see [`Census`]).
@@ -551,73 +531,61 @@ impl Client {
             transactions,
             requests,
             watches,
-            status_reads: self.status.len()
-                + self.cluster_reads.len()
-                + self.quorum_checks.len()
-                + self.exclusion_checks.len()
-                + self.global_config.len(),
+            status_reads: self.parts.len(),
         }
     }
 
     /// Gives up on a request: no event will come for it.
     pub fn cancel(&mut self, now: Instant, req: RequestId) {
         self.now = now;
-        if !self.status.cancel(req)
-            && !self.cluster_reads.cancel(req)
-            && !self.quorum_checks.cancel(req)
-            && !self.exclusion_checks.cancel(req)
-            && !self.global_config.cancel(req)
-        {
+        if !self.parts.cancel(req) {
             self.txs.cancel(req);
         }
     }
 
     /// A special-key read of a module filled from the cluster (`\xff\xff/cluster_id`, the
-    /// metrics, the worker interfaces): asks the cluster, then answers from the transaction's special key space
-    /// (see `special_cluster`). `None`: not such a read.
+    /// metrics, the worker interfaces, the global configuration): asks the cluster, then
+    /// answers from the transaction's special key space (see `special_cluster`,
+    /// `global_config`). `None`: not such a read.
     fn cluster_module_read<T: Outcome>(
         &mut self,
         now: Instant,
         tx: TransactionId,
         read: SpecialRead,
     ) -> Option<Call<T>> {
-        if crate::global_config::is_module_read(&read) {
-            return self.global_config_read(now, tx, read);
-        }
-        let (module, _) = crate::special_cluster::cluster_read(&read)?;
+        let global_config = crate::global_config::is_module_read(&read);
+        // Only `\xff\xff/cluster_id` supports tenants (`supportsTenants`).
+        let in_tenants = match crate::special_cluster::cluster_read(&read) {
+            _ if global_config => false,
+            Some((module, _)) => module.0 == crate::special_cluster::CLUSTER_ID_KEY,
+            None => return None,
+        };
         if !self.txs.exists(tx) {
             return None;
         }
-        // Only `\xff\xff/cluster_id` supports tenants (`supportsTenants`).
-        if self.txs.in_tenant(tx) && module.0 != crate::special_cluster::CLUSTER_ID_KEY {
+        if self.txs.in_tenant(tx) && !in_tenants {
             return Some(self.refused(now, ErrorCode::ILLEGAL_TENANT_ACCESS));
         }
-        self.now = now;
-        let req = self.new_request_id();
-        self.cluster_reads.start(req, tx, &read);
-        self.drive(now);
-        Some(Call::new(req))
+        Some(self.start_part(now, |parts, req| match global_config {
+            true => parts.global_config.start(req, tx, read),
+            false => {
+                parts.cluster_reads.start(req, tx, &read);
+            }
+        }))
     }
 
-    /// A read inside `\xff\xff/global_config/`: answered from the global configuration view
-    /// once it has been read (see `global_config`); not inside a tenant (`supportsTenants`).
-    fn global_config_read<T: Outcome>(
+    /// A request of one of the parts beside the transactions: `start` it, then send what
+    /// it made ready.
+    fn start_part<T: Outcome>(
         &mut self,
         now: Instant,
-        tx: TransactionId,
-        read: SpecialRead,
-    ) -> Option<Call<T>> {
-        if !self.txs.exists(tx) {
-            return None;
-        }
-        if self.txs.in_tenant(tx) {
-            return Some(self.refused(now, ErrorCode::ILLEGAL_TENANT_ACCESS));
-        }
+        start: impl FnOnce(&mut super::Parts, RequestId),
+    ) -> Call<T> {
         self.now = now;
         let req = self.new_request_id();
-        self.global_config.start(req, tx, read);
+        start(&mut self.parts, req);
         self.drive(now);
-        Some(Call::new(req))
+        Call::new(req)
     }
 
     /// After a write or option: what a use during the commit finished fails now.
@@ -626,7 +594,6 @@ impl Client {
         r
     }
 
-    /// A transaction call that starts a request: run it, then send what it made ready.
     /// A call that fails with `code` as soon as it is polled, having asked nobody.
     fn refused<T: Outcome>(&mut self, now: Instant, code: ErrorCode) -> Call<T> {
         self.call(now, |_, cx| {
@@ -636,6 +603,7 @@ impl Client {
         })
     }
 
+    /// A transaction call that starts a request: run it, then send what it made ready.
     fn call<T: Outcome>(
         &mut self,
         now: Instant,

@@ -30,13 +30,16 @@
 //! [`Client`] is a thin composition; each part owns its state: the network (`net`: peers,
 //! backoff, failure monitor, reply routing), the cluster monitor (`monitor`: coordinators, the
 //! `ClientDBInfo` long poll, forwards), the read-version batcher (`grv`), the transactions, and
-//! status reads. Replies come back from the network with the route their request was sent
-//! with, and the client hands each to the part it names.
+//! the parts beside them (status reads, safety checks, the special-key modules filled from the
+//! cluster, the global configuration view), each a `crate::part::Part` in the list in
+//! `parts.rs`. Replies come back from the network with the route their request was sent with,
+//! and the client hands each to the part it names.
 //!
 //! New proxies in `ClientDBInfo` re-send read versions and location lookups in flight, and
 //! turn commits in flight into `commit_unknown_result`, as NativeAPI's `onProxiesChanged` does.
 
 mod calls;
+mod parts;
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -44,9 +47,8 @@ use bytes::Bytes;
 
 use crate::cluster_file::ClusterFile;
 use crate::error::ErrorCode;
-use crate::exclusion_check::ExclusionChecks;
 use crate::framing::ProtocolVersion;
-use crate::global_config::{GlobalConfig, TRANSACTION_TAG_SAMPLE_RATE};
+use crate::global_config::TRANSACTION_TAG_SAMPLE_RATE;
 use crate::grv::GrvBatcher;
 use crate::messages::coordination::ClientDBInfo;
 use crate::messages::grv::GetReadVersionReply;
@@ -54,20 +56,18 @@ use crate::messages::types::Version;
 use crate::messages::{decode_reply, ErrorOr, NetworkAddress};
 use crate::monitor::ClusterMonitor;
 use crate::net::{Delivery, Io, Network};
-use crate::quorum_check::QuorumChecks;
-use crate::route::{Loss, Route};
-use crate::special_cluster::ClusterReads;
-use crate::status::StatusReads;
+use crate::part::PartCx;
+use crate::route::{Loss, PartId, Route};
 use crate::tag_throttle::{TagThrottles, READ_TAG_SAMPLE_RATE};
 use crate::time::{Instant, Rng};
-use crate::transaction::Given;
-use crate::transaction::{Ctx, Transactions};
+use crate::transaction::{Ctx, Given, Transactions};
 use crate::version::Protocol;
 
 pub(crate) use crate::event::Reply;
 use crate::event::{Call, ClientError, Completion, Event, Transmit};
 pub(crate) use crate::grv::{GrvWaiter, Priority};
 use crate::ids::{ConnectionId, RequestId};
+use parts::Parts;
 
 /// The [`Io`] the parts act with, borrowed field by field from a [`Client`] so that the part
 /// called (another field) can be borrowed beside it.
@@ -127,11 +127,8 @@ pub struct Client {
     txs: Transactions,
     /// The core's own requests in flight (see [`crate::transaction::Internal`]).
     internal: crate::transaction::Internal,
-    status: StatusReads,
-    quorum_checks: QuorumChecks,
-    exclusion_checks: ExclusionChecks,
-    cluster_reads: ClusterReads,
-    global_config: GlobalConfig,
+    /// The parts beside the transactions (`parts`).
+    parts: Parts,
     /// The protocol of a cluster this client cannot speak, once a coordinator told it: every
     /// request fails with `incompatible_client` until the cluster speaks one it can.
     unsupported: Option<ProtocolVersion>,
@@ -160,23 +157,11 @@ impl Client {
             throttles: TagThrottles::default(),
             txs: Transactions::default(),
             internal: Default::default(),
-            status: StatusReads::default(),
-            quorum_checks: QuorumChecks::default(),
-            exclusion_checks: ExclusionChecks::default(),
-            cluster_reads: ClusterReads::default(),
-            global_config: GlobalConfig::default(),
+            parts: Parts::default(),
             unsupported: None,
         };
         c.drive(now);
         c
-    }
-
-    /// Replaces the coordinator list with these addresses, in this order (the connection
-    /// string itself stays; see [`Client::set_cluster`] to change it).
-    pub fn set_coordinators(&mut self, now: Instant, coordinators: Vec<NetworkAddress>) {
-        self.now = now;
-        self.monitor.set_coordinators(&mut io!(self), coordinators);
-        self.drive(now);
     }
 
     /// Switches to another connection string (a re-read cluster file, say): the coordinator
@@ -248,11 +233,7 @@ impl Client {
             self.net.poll_timeout(),
             self.monitor.poll_timeout(),
             self.txs.next_timer(),
-            self.status.poll_timeout(),
-            self.quorum_checks.poll_timeout(),
-            self.exclusion_checks.poll_timeout(),
-            self.cluster_reads.poll_timeout(),
-            self.global_config.poll_timeout(),
+            self.parts.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -381,20 +362,9 @@ impl Client {
                 self.with_txs(|txs, cx| txs.on_metrics_reply(cx, op, part, epoch, message))
             }
             Route::TenantId(h) => self.txs.on_tenant_id_reply(h, message),
-            Route::Status { op, part } => self.status.on_reply(&mut io!(self), op, part, message),
-            Route::QuorumCheck { op, part } => {
-                self.quorum_checks
-                    .on_reply(&mut io!(self), op, part, message)
+            Route::Part(part, route) => {
+                self.with_part(part, |parts, cx| parts.deliver(cx, route, Ok(message)))
             }
-            Route::ExclusionCheck { op, part } => {
-                self.exclusion_checks
-                    .on_reply(&mut io!(self), &self.monitor, op, part, message)
-            }
-            Route::ClusterModule { op, part, leader } => {
-                self.cluster_reads
-                    .on_reply(&mut io!(self), op, part, leader, message)
-            }
-            Route::GlobalConfig => self.global_config.on_reply(self.now, message),
         }
     }
 
@@ -513,14 +483,9 @@ impl Client {
                 tracing::debug!(?why, "re-sending tenant id lookup");
                 self.txs.on_tenant_id_lost(h)
             }
-            Route::Status { op, part } => self.status.on_lost(&mut io!(self), op, part),
-            Route::QuorumCheck { op, part } => self.quorum_checks.on_lost(self.now, op, part),
-            Route::ExclusionCheck { op, part } => self.exclusion_checks.on_lost(self.now, op, part),
-            Route::ClusterModule { op, part, leader } => {
-                tracing::debug!(?why, "re-sending a special-key module request");
-                self.cluster_reads.on_lost(self.now, op, part, leader)
+            Route::Part(part, route) => {
+                self.with_part(part, |parts, cx| parts.deliver(cx, route, Err(why)))
             }
-            Route::GlobalConfig => self.global_config.on_lost(self.now),
         }
     }
 
@@ -537,7 +502,7 @@ impl Client {
             throttles,
             txs,
             internal,
-            global_config,
+            parts,
             ..
         } = self;
         let mut cx = Ctx {
@@ -550,12 +515,36 @@ impl Client {
             info: monitor.info(),
             next_req,
             internal,
-            read_tag_sample_rate: global_config
+            read_tag_sample_rate: parts
+                .global_config
                 .get_double(TRANSACTION_TAG_SAMPLE_RATE, READ_TAG_SAMPLE_RATE),
         };
         let r = f(txs, &mut cx);
         txs.settle_internal(&mut cx);
         r
+    }
+
+    /// Lends part `part` a [`PartCx`], then hands the transactions the special-key reads it
+    /// answered.
+    fn with_part(&mut self, part: PartId, f: impl FnOnce(&mut Parts, &mut PartCx<'_>)) {
+        let mut answers = Vec::new();
+        f(
+            &mut self.parts,
+            &mut PartCx::new(io!(self), &self.monitor, part, &mut answers),
+        );
+        for a in answers {
+            self.with_txs(|txs, cx| match a.result {
+                Ok((rows, covered)) => {
+                    let covered = core::slice::from_ref(&covered);
+                    let given = Given {
+                        rows: &rows,
+                        covered,
+                    };
+                    txs.special_read_given(cx, a.req, a.tx, a.read, given)
+                }
+                Err(e) => cx.finish(a.req, Err(e)),
+            });
+        }
     }
 
     /// Fails what waits on a transaction that a use during its commit just finished (see
@@ -574,14 +563,8 @@ impl Client {
         let stale = self.net.forget_where(|r| {
             matches!(
                 r,
-                Route::Grv(_)
-                    | Route::Locations { .. }
-                    | Route::Commit(_)
-                    | Route::TenantId(_)
-                    | Route::ClusterModule { .. }
-                    | Route::ExclusionCheck { part: None, .. }
-                    | Route::GlobalConfig
-            )
+                Route::Grv(_) | Route::Locations { .. } | Route::Commit(_) | Route::TenantId(_)
+            ) || matches!(r, Route::Part(part, route) if Parts::asks_proxies(*part, route))
         });
         for route in stale {
             self.lose(route, Loss::ProxiesChanged);
@@ -619,40 +602,9 @@ impl Client {
     fn drive(&mut self, now: Instant) {
         self.now = now;
         self.deliver_trips();
-        let mut io = io!(self);
-        self.monitor.poll(&mut io);
-        self.status.poll(&mut io, &self.monitor);
-        self.quorum_checks.poll(&mut io);
-        self.exclusion_checks.poll(&mut io, &self.monitor);
-        let finished = self.cluster_reads.poll(&mut io, &self.monitor);
-        for f in finished {
-            self.with_txs(|txs, cx| match (&f.result, f.given()) {
-                (_, Some(given)) => txs.special_read_given(cx, f.req, f.tx, f.read.clone(), given),
-                (Err(e), None) => cx.finish(f.req, Err(e.clone())),
-                (Ok(_), None) => {}
-            });
-        }
-        let ready = self.global_config.poll(&mut io!(self), self.monitor.info());
-        if !ready.is_empty() {
-            let rows = self.global_config.rows();
-            let covered = [GlobalConfig::covered()];
-            self.with_txs(|txs, cx| {
-                for w in ready {
-                    match &rows {
-                        Ok(rows) => txs.special_read_given(
-                            cx,
-                            w.req,
-                            w.tx,
-                            w.read,
-                            Given {
-                                rows,
-                                covered: &covered,
-                            },
-                        ),
-                        Err(e) => cx.finish(w.req, Err(e.clone())),
-                    }
-                }
-            });
+        self.monitor.poll(&mut io!(self));
+        for &part in Parts::ALL {
+            self.with_part(part, |parts, cx| parts.poll(cx));
         }
         if self.unsupported.is_some() {
             self.fail_unsupported();

@@ -312,19 +312,28 @@ impl TenantMapEntry {
     /// The value as the tenant map stores it (`ObjectWriter::toValue(.., IncludeVersion())`):
     /// the 7.3 protocol version, little-endian, then the message.
     pub fn encode_value(&self) -> alloc::vec::Vec<u8> {
-        let mut v = crate::framing::ProtocolVersion::V7_3
-            .0
-            .to_le_bytes()
-            .to_vec();
-        v.extend_from_slice(&crate::serializer::encode(self));
-        v
+        crate::serializer::encode_value(self, crate::framing::ProtocolVersion::V7_3.0)
     }
 
     /// Reads a tenant map value (the protocol version in front is skipped, not checked).
     pub fn decode_value(value: &[u8]) -> crate::serializer::Result<Self> {
-        let body = value
-            .get(8..)
-            .ok_or(crate::serializer::DecodeError::OutOfBounds { pos: 0, len: 8 })?;
-        crate::serializer::decode(&Bytes::copy_from_slice(body))
+        crate::serializer::decode_value(value)
+    }
+}
+
+crate::fb_message! {
+    /// A tenant group's entry in `\xff/tenant/tenantGroup/map/` (7.3 gives it no fields).
+    pub struct TenantGroupEntry = 10764222; {}
+}
+
+impl TenantGroupEntry {
+    /// The value as the group map stores it: the 7.3 protocol version, then the message.
+    pub fn encode_value(&self) -> alloc::vec::Vec<u8> {
+        crate::serializer::encode_value(self, crate::framing::ProtocolVersion::V7_3.0)
+    }
+
+    /// Reads a group map value (the protocol version in front is skipped, not checked).
+    pub fn decode_value(value: &[u8]) -> crate::serializer::Result<Self> {
+        crate::serializer::decode_value(value)
     }
 }

@@ -159,6 +159,30 @@ crate::fb_message! {
     }
 }
 
+impl ClientDBInfo {
+    /// Stream `index` of every commit proxy, with the proxy's address: one to pick.
+    pub(crate) fn commit_proxy_streams(&self, index: u32) -> Vec<(NetworkAddress, Uid)> {
+        streams(self.commit_proxies.iter().map(|p| &p.commit), index)
+    }
+
+    /// Stream `index` of every GRV proxy, with the proxy's address: one to pick.
+    pub(crate) fn grv_proxy_streams(&self, index: u32) -> Vec<(NetworkAddress, Uid)> {
+        let firsts = self.grv_proxies.iter();
+        streams(firsts.map(|p| &p.get_consistent_read_version), index)
+    }
+}
+
+/// Stream `index` of the interfaces whose first streams are `firsts`.
+fn streams<'a>(
+    firsts: impl Iterator<Item = &'a RequestStream>,
+    index: u32,
+) -> Vec<(NetworkAddress, Uid)> {
+    let endpoints = firsts.map(|s| &s.endpoint);
+    endpoints
+        .map(|e| (e.address().clone(), e.token.adjusted(index)))
+        .collect()
+}
+
 crate::fb_message! {
     /// Asks a coordinator who leads the cluster (used to reach the cluster controller).
     pub struct GetLeaderRequest = 214727; {

@@ -113,3 +113,36 @@ crate::fb_message! {
 
 /// Global-config history entries carry mutations; re-exported for convenience.
 pub type GlobalConfigMutation = MutationRef;
+
+/// Transaction priority for read versions (`TransactionPriority`): which flag bits of a
+/// [`GetReadVersionRequest`] it sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Priority {
+    /// `PRIORITY_BATCH`: throttled first when the cluster is busy.
+    Batch,
+    /// The normal priority.
+    #[default]
+    Default,
+    /// `PRIORITY_SYSTEM_IMMEDIATE`: never throttled.
+    SystemImmediate,
+}
+
+impl Priority {
+    /// The request flag bits of this priority.
+    pub(crate) fn flags(self) -> u32 {
+        match self {
+            Priority::Batch => GetReadVersionRequest::PRIORITY_BATCH,
+            Priority::Default => GetReadVersionRequest::PRIORITY_DEFAULT,
+            Priority::SystemImmediate => GetReadVersionRequest::PRIORITY_SYSTEM_IMMEDIATE,
+        }
+    }
+
+    /// The priority of request flags (the batch's `TransactionPriority`).
+    pub(crate) fn of_flags(flags: u32) -> Priority {
+        match flags & GetReadVersionRequest::FLAG_PRIORITY_MASK {
+            GetReadVersionRequest::PRIORITY_SYSTEM_IMMEDIATE => Priority::SystemImmediate,
+            GetReadVersionRequest::PRIORITY_BATCH => Priority::Batch,
+            _ => Priority::Default,
+        }
+    }
+}

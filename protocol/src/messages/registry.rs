@@ -19,7 +19,6 @@ use super::workers::{
     ClientWorkerInterface, GetClientWorkersRequest, CLIENT_WORKERS_REPLY_FILE_IDENTIFIER,
 };
 use crate::serializer::{decode_root, encode_with, file_identifier, DecodeError, Message};
-use crate::tenant_map::TenantGroupEntry;
 
 macro_rules! registry {
     (requests { $($req:ident),* $(,)? } one_way { $($one:ident),* $(,)? } replies { $($rep:ident),* $(,)? } values { $($val:ident),* $(,)? }) => {

@@ -189,6 +189,23 @@ pub fn decode<M: Message>(buf: &Bytes) -> Result<M> {
     decode_root(buf)
 }
 
+/// A value as FDB stores it with `ObjectWriter::toValue(.., IncludeVersion(version))`: the
+/// protocol version, little-endian, then the message.
+pub fn encode_value<M: Message>(m: &M, version: u64) -> Vec<u8> {
+    let mut v = version.to_le_bytes().to_vec();
+    v.extend_from_slice(&encode(m));
+    v
+}
+
+/// Reads a value [`encode_value`] wrote (the protocol version in front is skipped, not
+/// checked).
+pub fn decode_value<M: Message>(value: &[u8]) -> Result<M> {
+    let body = value
+        .get(8..)
+        .ok_or(DecodeError::OutOfBounds { pos: 0, len: 8 })?;
+    decode(&Bytes::copy_from_slice(body))
+}
+
 /// Declares a struct serialized as an FDB table. Members are listed in the order of the C++
 /// `serializer(ar, ...)` call, which is the slot order.
 #[macro_export]

@@ -29,7 +29,6 @@
 //! transaction's special key space ([`Given`]), which resolves the selectors and applies the
 //! limits and direction as for any module.
 
-use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::Bytes;
@@ -40,8 +39,7 @@ use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::coordination::{
-    ClientDBInfo, ClusterControllerClientInterface, CommitProxyInterface, GetLeaderRequest,
-    GrvProxyInterface,
+    ClusterControllerClientInterface, CommitProxyInterface, GrvProxyInterface,
 };
 use crate::messages::metrics::{
     GetDDMetricsReply, GetDDMetricsRequest, GetHealthMetricsReply, GetHealthMetricsRequest,
@@ -49,15 +47,12 @@ use crate::messages::metrics::{
 };
 use crate::messages::types::{KeyRange, KeySelector, KeyValue};
 use crate::messages::workers::{decode_client_workers, GetClientWorkersRequest};
-use crate::messages::{
-    decode_any, decode_reply, AnyMessage, EnsureTable, ErrorOr, NetworkAddress, ReplyPromise,
-};
-use crate::monitor::ClusterMonitor;
-use crate::net::Io;
-use crate::route::Route;
+use crate::messages::{decode_any, decode_reply, AnyMessage, EnsureTable, ErrorOr};
+use crate::part::{Answer, Leg, Part, PartCx, Requests};
+use crate::route::Loss;
 use crate::ryw::range_read::remove_or_equal;
 use crate::time::Instant;
-use crate::transaction::{Given, SpecialRead};
+use crate::transaction::SpecialRead;
 use crate::uid::Uid;
 
 /// A module's `[begin, end)`.
@@ -129,25 +124,24 @@ struct ModuleRead {
     failed: Option<ClientError>,
 }
 
-/// A module read that has all it needs: the transaction's special key space finishes it.
-#[derive(Debug)]
-pub(crate) struct Finished {
-    pub(crate) req: RequestId,
-    pub(crate) tx: TransactionId,
-    pub(crate) read: SpecialRead,
-    pub(crate) result: Result<(Vec<KeyValue>, KeyRange), ClientError>,
+/// Which question of a module read a reply answers: part `part`'s, or (`leader`) the
+/// coordinators' leader info it asked first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Question {
+    part: usize,
+    leader: bool,
 }
 
-impl Finished {
-    /// The rows as the special key space takes them.
-    pub(crate) fn given(&self) -> Option<Given<'_>> {
-        match &self.result {
-            Ok((rows, module)) => Some(Given {
-                rows,
-                covered: core::slice::from_ref(module),
-            }),
-            Err(_) => None,
-        }
+impl Leg for Question {
+    fn to_leg(self) -> u32 {
+        2 * self.part as u32 + u32::from(self.leader)
+    }
+
+    fn from_leg(leg: u32) -> Option<Self> {
+        Some(Question {
+            part: (leg / 2) as usize,
+            leader: leg % 2 == 1,
+        })
     }
 }
 
@@ -320,7 +314,7 @@ fn meets(kr: &KeyRange, part: (&[u8], &[u8])) -> bool {
 /// Every module read in flight.
 #[derive(Debug, Default)]
 pub(crate) struct ClusterReads {
-    reads: BTreeMap<RequestId, ModuleRead>,
+    reads: Requests<ModuleRead>,
     health: HealthCache,
 }
 
@@ -398,7 +392,7 @@ impl ClusterReads {
                 )
             })
             .collect();
-        self.reads.insert(
+        self.reads.start(
             req,
             ModuleRead {
                 tx,
@@ -411,155 +405,143 @@ impl ClusterReads {
         true
     }
 
-    /// How many reads are in flight.
-    pub(crate) fn len(&self) -> usize {
+    /// Part `part` of read `req`, when it waits for the answer a reply (`leader`: to the
+    /// leader info request) would be.
+    fn part(&mut self, req: RequestId, q: Question) -> Option<(&Ask, &mut PartState)> {
+        let r = self.reads.get_mut(req)?;
+        let (ask, st) = r.parts.get_mut(q.part)?;
+        let waits = match st {
+            PartState::Leader { .. } => q.leader,
+            PartState::Waiting { sent: true, .. } => !q.leader,
+            _ => false,
+        };
+        waits.then_some((&*ask, st))
+    }
+
+    /// The coordinators answered who leads, for part `part` of read `req`: the cluster
+    /// controller is asked for the workers, or the part is asked again once none knew.
+    fn on_leader(&mut self, cx: &mut PartCx<'_>, req: RequestId, part: usize, message: &Bytes) {
+        let now = cx.now();
+        let Some((_, st)) = self.part(req, Question { part, leader: true }) else {
+            return;
+        };
+        let PartState::Leader { pending } = st else {
+            return;
+        };
+        *pending = pending.saturating_sub(1);
+        let left = *pending;
+        let cc = match decode_any(message) {
+            Ok(AnyMessage::Leader(ErrorOr::Ok(EnsureTable(Some(info))))) if !info.forward => {
+                ClusterControllerClientInterface::from_serialized_info(&info.serialized_info).ok()
+            }
+            _ => None,
+        };
+        if let Some((_, cc)) = cc {
+            let ep = cc.client_interface.get_client_workers.endpoint;
+            let q = Question {
+                part,
+                leader: false,
+            };
+            let ask = |reply| GetClientWorkersRequest { reply };
+            cx.ask(ep.address(), ep.token, req, q, ask);
+            *st = PartState::Waiting {
+                at: None,
+                sent: true,
+            };
+        } else if left == 0 {
+            *st = PartState::Waiting {
+                at: Some(now + RETRY_DELAY),
+                sent: false,
+            };
+        }
+    }
+}
+
+impl Part for ClusterReads {
+    type Leg = Question;
+
+    fn len(&self) -> usize {
         self.reads.len()
     }
 
-    /// Gives up on `req`; `false` if it is not a module read.
-    pub(crate) fn cancel(&mut self, req: RequestId) -> bool {
-        self.reads.remove(&req).is_some()
+    fn cancel(&mut self, req: RequestId) -> bool {
+        self.reads.cancel(req)
     }
 
     /// The earliest time a part is to be asked again.
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        self.reads
-            .values()
-            .flat_map(|r| r.parts.iter())
-            .filter_map(|(_, st)| match st {
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.reads.next_timer(|r| {
+            r.parts.iter().filter_map(|(_, st)| match st {
                 PartState::Waiting { at, sent: false } => *at,
                 _ => None,
             })
-            .min()
+        })
     }
 
-    /// Sends what is due (once the cluster is known) and takes out the reads that are done.
-    pub(crate) fn poll(&mut self, io: &mut Io<'_>, monitor: &ClusterMonitor) -> Vec<Finished> {
-        if let Some(info) = monitor.info() {
+    /// Sends what is due (once the cluster is known) and answers the reads that are done.
+    fn poll(&mut self, cx: &mut PartCx<'_>) {
+        if cx.monitor.info().is_some() {
             let health = &self.health;
             for (req, r) in self.reads.iter_mut() {
                 for (i, (ask, st)) in r.parts.iter_mut().enumerate() {
                     let PartState::Waiting { at, sent: false } = st else {
                         continue;
                     };
-                    if at.is_some_and(|t| io.now < t) {
+                    if at.is_some_and(|t| cx.now() < t) {
                         continue;
                     }
-                    if let Some(next) = send(io, monitor, info, health, *req, i, ask) {
+                    if let Some(next) = send(cx, health, req, i, ask) {
                         *st = next;
                     }
                 }
             }
         }
-        let done: Vec<RequestId> = self
-            .reads
-            .iter()
-            .filter(|(_, r)| {
-                r.failed.is_some() || r.parts.iter().all(|(_, s)| matches!(s, PartState::Done(_)))
-            })
-            .map(|(k, _)| *k)
-            .collect();
-        done.into_iter()
-            .filter_map(|req| {
-                let r = self.reads.remove(&req)?;
-                let result = match r.failed {
-                    Some(e) => Err(e),
-                    None => {
-                        let mut rows: Vec<KeyValue> = r
-                            .parts
-                            .into_iter()
-                            .flat_map(|(_, s)| match s {
-                                PartState::Done(rows) => rows,
-                                PartState::Waiting { .. } | PartState::Leader { .. } => Vec::new(),
-                            })
-                            .collect();
-                        rows.sort_by(|a, b| a.key.cmp(&b.key));
-                        let (begin, end) = r.module;
-                        let module = KeyRange {
-                            begin: Bytes::from_static(begin),
-                            end: Bytes::from_static(end),
-                        };
-                        Ok((rows, module))
-                    }
-                };
-                Some(Finished {
-                    req,
-                    tx: r.tx,
-                    read: r.read,
-                    result,
-                })
-            })
-            .collect()
-    }
-
-    /// Part `part` of read `req`, when it waits for the answer a reply (`leader`: to the
-    /// leader info request) would be.
-    fn part(
-        &mut self,
-        req: RequestId,
-        part: usize,
-        leader: bool,
-    ) -> Option<(&Ask, &mut PartState)> {
-        let r = self.reads.get_mut(&req)?;
-        let (ask, st) = r.parts.get_mut(part)?;
-        let waits = match st {
-            PartState::Leader { .. } => leader,
-            PartState::Waiting { sent: true, .. } => !leader,
-            _ => false,
-        };
-        waits.then_some((&*ask, st))
+        let done = self.reads.take_done(|r| {
+            r.failed.is_some() || r.parts.iter().all(|(_, s)| matches!(s, PartState::Done(_)))
+        });
+        for (req, r) in done {
+            let result = match r.failed {
+                Some(e) => Err(e),
+                None => {
+                    let mut rows: Vec<KeyValue> = r
+                        .parts
+                        .into_iter()
+                        .flat_map(|(_, s)| match s {
+                            PartState::Done(rows) => rows,
+                            PartState::Waiting { .. } | PartState::Leader { .. } => Vec::new(),
+                        })
+                        .collect();
+                    rows.sort_by(|a, b| a.key.cmp(&b.key));
+                    let (begin, end) = r.module;
+                    let module = KeyRange {
+                        begin: Bytes::from_static(begin),
+                        end: Bytes::from_static(end),
+                    };
+                    Ok((rows, module))
+                }
+            };
+            cx.answer(Answer {
+                req,
+                tx: r.tx,
+                read: r.read,
+                result,
+            });
+        }
     }
 
     /// A proxy, a coordinator (`leader`) or the cluster controller answered part `part` of
     /// read `req`.
-    pub(crate) fn on_reply(
-        &mut self,
-        io: &mut Io<'_>,
-        req: RequestId,
-        part: usize,
-        leader: bool,
-        message: &Bytes,
-    ) {
-        let now = io.now;
-        let Some((_, st)) = self.part(req, part, leader) else {
+    fn on_reply(&mut self, cx: &mut PartCx<'_>, req: RequestId, q: Question, message: &Bytes) {
+        if q.leader {
+            return self.on_leader(cx, req, q.part, message);
+        }
+        let now = cx.now();
+        let Some((ask, st)) = self.part(req, q) else {
             return;
         };
-        if let PartState::Leader { pending } = st {
-            *pending = pending.saturating_sub(1);
-            let left = *pending;
-            let cc = match decode_any(message) {
-                Ok(AnyMessage::Leader(ErrorOr::Ok(EnsureTable(Some(info))))) if !info.forward => {
-                    ClusterControllerClientInterface::from_serialized_info(&info.serialized_info)
-                        .ok()
-                }
-                _ => None,
-            };
-            if let Some((_, cc)) = cc {
-                let ep = cc.client_interface.get_client_workers.endpoint;
-                let token = io.token();
-                let msg = GetClientWorkersRequest {
-                    reply: ReplyPromise { token },
-                };
-                let route = Route::ClusterModule {
-                    op: req,
-                    part,
-                    leader: false,
-                };
-                io.send(ep.address(), ep.token, &msg, token, route);
-                *st = PartState::Waiting {
-                    at: None,
-                    sent: true,
-                };
-            } else if left == 0 {
-                *st = PartState::Waiting {
-                    at: Some(now + RETRY_DELAY),
-                    sent: false,
-                };
-            }
-            return;
-        }
-        let Some((ask, st)) = self.part(req, part, leader) else {
-            return;
+        let retry = PartState::Waiting {
+            at: Some(now + RETRY_DELAY),
+            sent: false,
         };
         let outcome = match ask {
             Ask::DdStats(kr) => match decode_reply::<GetDDMetricsReply>(message) {
@@ -581,10 +563,7 @@ impl ClusterReads {
                     .filter(|kv| within(&kv.key, kr))
                     .collect()),
                 Ok(ErrorOr::Err(ErrorCode::DD_NOT_FOUND)) => {
-                    *st = PartState::Waiting {
-                        at: Some(now + RETRY_DELAY),
-                        sent: false,
-                    };
+                    *st = retry;
                     return;
                 }
                 Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
@@ -597,7 +576,7 @@ impl ClusterReads {
                         let detailed = detailed_read(&kr);
                         self.health.update(now, m, detailed);
                         let rows = health_rows(&self.health.view(detailed), &kr);
-                        if let Some((_, st)) = self.part(req, part, leader) {
+                        if let Some((_, st)) = self.part(req, q) {
                             *st = PartState::Done(rows);
                         }
                         return;
@@ -609,7 +588,7 @@ impl ClusterReads {
             },
             Ask::Workers(kr) => match decode_client_workers(message) {
                 Ok(ErrorOr::Ok(workers)) => {
-                    let version = io.net.protocol().version().version();
+                    let version = cx.io.net.protocol().version().version();
                     let mut rows: Vec<KeyValue> = workers
                         .iter()
                         .map(|w| {
@@ -627,10 +606,7 @@ impl ClusterReads {
                 }
                 // `brokenPromiseToNever`: the next cluster controller answers.
                 Ok(ErrorOr::Err(ErrorCode::BROKEN_PROMISE)) => {
-                    *st = PartState::Waiting {
-                        at: Some(now + RETRY_DELAY),
-                        sent: false,
-                    };
+                    *st = retry;
                     return;
                 }
                 Ok(ErrorOr::Err(e)) => Err(ClientError::Fdb(e)),
@@ -641,7 +617,7 @@ impl ClusterReads {
         match outcome {
             Ok(rows) => *st = PartState::Done(rows),
             Err(e) => {
-                if let Some(r) = self.reads.get_mut(&req) {
+                if let Some(r) = self.reads.get_mut(req) {
                     r.failed = Some(e);
                 }
             }
@@ -650,8 +626,10 @@ impl ClusterReads {
 
     /// Part `part` of read `req` will get no answer: asked again shortly (the load balancer
     /// tries another proxy; new proxies restart it, `onProxiesChanged`).
-    pub(crate) fn on_lost(&mut self, now: Instant, req: RequestId, part: usize, leader: bool) {
-        let Some((_, st)) = self.part(req, part, leader) else {
+    fn on_lost(&mut self, cx: &mut PartCx<'_>, req: RequestId, q: Question, why: Loss) {
+        tracing::debug!(?why, "re-sending a special-key module request");
+        let now = cx.now();
+        let Some((_, st)) = self.part(req, q) else {
             return;
         };
         if let PartState::Leader { pending } = st {
@@ -665,32 +643,31 @@ impl ClusterReads {
             sent: false,
         };
     }
-}
 
-/// One proxy stream to ask, skipping those whose endpoint failed; `None` while there is none.
-fn pick(
-    io: &mut Io<'_>,
-    mut endpoints: Vec<(NetworkAddress, Uid)>,
-) -> Option<(NetworkAddress, Uid)> {
-    let i = io.pick(&endpoints)?;
-    Some(endpoints.swap_remove(i))
+    /// Every question of a module read is lost with new proxies (as `onProxiesChanged`
+    /// restarts the read), the coordinators' and cluster controller's too.
+    fn asks_proxies(_q: Question) -> bool {
+        true
+    }
 }
 
 /// Asks for part `part` of read `req`: the new state, or `None` to wait (no proxy, or no
 /// valid cluster id yet).
 fn send(
-    io: &mut Io<'_>,
-    monitor: &ClusterMonitor,
-    info: &ClientDBInfo,
+    cx: &mut PartCx<'_>,
     health: &HealthCache,
     req: RequestId,
     part: usize,
     ask: &Ask,
 ) -> Option<PartState> {
-    let route = Route::ClusterModule {
-        op: req,
+    let (monitor, info) = (cx.monitor, cx.monitor.info()?);
+    let q = Question {
         part,
         leader: false,
+    };
+    let sent = PartState::Waiting {
+        at: None,
+        sent: true,
     };
     match ask {
         Ask::Workers(_) => {
@@ -698,24 +675,8 @@ fn send(
             let mut pending = 0;
             for (_, addr) in monitor.coordinator_targets() {
                 let Some(addr) = addr else { continue };
-                let token = io.token();
-                let msg = GetLeaderRequest {
-                    key: key.clone(),
-                    known_leader: Uid::default(),
-                    reply: ReplyPromise { token },
-                };
-                let route = Route::ClusterModule {
-                    op: req,
-                    part,
-                    leader: true,
-                };
-                io.send(
-                    &addr,
-                    crate::uid::well_known::CLIENT_LEADER_REG_GET_LEADER,
-                    &msg,
-                    token,
-                    route,
-                );
+                let leader = Question { part, leader: true };
+                cx.ask_leader(&addr, &key, req, leader);
                 pending += 1;
             }
             (pending > 0).then_some(PartState::Leader { pending })
@@ -730,58 +691,27 @@ fn send(
             })
         }
         Ask::DdStats(kr) => {
-            let proxies = info
-                .commit_proxies
-                .iter()
-                .map(|p| {
-                    let e = &p.commit.endpoint;
-                    (
-                        e.address().clone(),
-                        p.stream(CommitProxyInterface::GET_DD_METRICS),
-                    )
-                })
-                .collect();
-            let (addr, dest) = pick(io, proxies)?;
+            let proxies = info.commit_proxy_streams(CommitProxyInterface::GET_DD_METRICS);
             let strip = |k: &Bytes| k.slice(DD_STATS_PREFIX.len().min(k.len())..);
-            let token = io.token();
-            let msg = GetDDMetricsRequest {
+            let ask = |reply| GetDDMetricsRequest {
                 keys: KeyRange::new(strip(&kr.begin), strip(&kr.end)),
                 shard_limit: TOO_MANY,
-                reply: ReplyPromise { token },
+                reply,
             };
-            io.send(&addr, dest, &msg, token, route);
-            Some(PartState::Waiting {
-                at: None,
-                sent: true,
-            })
+            cx.ask_one(&proxies, req, q, ask).then_some(sent)
         }
         Ask::Health(kr) => {
             let detailed = detailed_read(kr);
-            if fresh(health.at, io.now, AGGREGATE_STALENESS) {
+            let now = cx.now();
+            if fresh(health.at, now, AGGREGATE_STALENESS) {
                 return Some(PartState::Done(health_rows(&health.view(detailed), kr)));
             }
-            let proxies = info
-                .grv_proxies
-                .iter()
-                .map(|p| {
-                    let e = &p.get_consistent_read_version.endpoint;
-                    (
-                        e.address().clone(),
-                        p.stream(GrvProxyInterface::GET_HEALTH_METRICS),
-                    )
-                })
-                .collect();
-            let (addr, dest) = pick(io, proxies)?;
-            let token = io.token();
-            let msg = GetHealthMetricsRequest {
-                reply: ReplyPromise { token },
-                detailed: detailed && !fresh(health.detailed_at, io.now, DETAILED_STALENESS),
+            let proxies = info.grv_proxy_streams(GrvProxyInterface::GET_HEALTH_METRICS);
+            let ask = |reply| GetHealthMetricsRequest {
+                reply,
+                detailed: detailed && !fresh(health.detailed_at, now, DETAILED_STALENESS),
             };
-            io.send(&addr, dest, &msg, token, route);
-            Some(PartState::Waiting {
-                at: None,
-                sent: true,
-            })
+            cx.ask_one(&proxies, req, q, ask).then_some(sent)
         }
     }
 }

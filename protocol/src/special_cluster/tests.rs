@@ -132,7 +132,7 @@ mod on_a_scripted_cluster {
     use super::super::*;
     use crate::cluster_file::ClusterFile;
     use crate::event::RangeResult;
-    use crate::messages::coordination::LeaderInfo;
+    use crate::messages::coordination::{ClientDBInfo, LeaderInfo};
     use crate::messages::encode_reply;
     use crate::messages::metrics::DDMetricsRef;
     use crate::messages::workers::{encode_client_workers, ClientWorkerInterface};

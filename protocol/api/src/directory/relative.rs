@@ -1,12 +1,23 @@
-//! What a directory does to the directories below it, by paths relative to it: the
-//! operations of a [`DirectorySubspace`] or [`DirectoryPartition`], forwarded by a
-//! [`DirectoryOutput`] to whichever it is.
+//! The directory operations, written once for every place paths start from — a
+//! [`DirectoryLayer`] (its root), a [`DirectorySubspace`], a [`DirectoryPartition`], a
+//! [`DirectoryOutput`] (whichever it is) — each path relative to that place and handed to the
+//! layer that acts on it (`tree.rs`).
 
 use super::layer::DirectoryLayer;
 use super::output::{either, DirectoryOutput, DirectoryPartition, DirectorySubspace};
 use super::{owned_path, raw, DirectoryError, Layer, ManualPrefix, ReadTransaction, Tr};
 use crate::driver::Driver;
 use crate::transaction::Transaction;
+
+impl DirectoryLayer {
+    fn at(&self) -> At<'_> {
+        At {
+            path: self.path(),
+            layer: self,
+            parent: None,
+        }
+    }
+}
 
 impl DirectorySubspace {
     fn at(&self) -> At<'_> {
@@ -30,13 +41,37 @@ impl DirectoryPartition {
 
 /// A directory as the place relative paths start from: its path, the layer it acts
 /// through, and for a partition the layer it lives in (which acts on the partition itself).
+/// A layer is its own root: its path is the layer's.
 struct At<'a> {
     path: &'a [String],
     layer: &'a DirectoryLayer,
     parent: Option<&'a DirectoryLayer>,
 }
 
+impl DirectoryOutput {
+    fn at(&self) -> At<'_> {
+        either!(self, d => d.at())
+    }
+}
+
 impl<'a> At<'a> {
+    /// Creates the directory at `path` below this one, or (`allow_open`) opens it if it
+    /// exists.
+    async fn create<D: Driver>(
+        &self,
+        tx: &Transaction<D>,
+        path: &[impl AsRef<str>],
+        prefix: Option<ManualPrefix<'_>>,
+        layer: Option<Layer<'_>>,
+        allow_open: bool,
+    ) -> Result<DirectoryOutput, DirectoryError> {
+        let (tr, path) = (Tr::new(tx), self.below(path));
+        let (prefix, layer) = (raw(prefix), raw(layer));
+        self.layer
+            .create_or_open_in(tr, path, prefix, layer, true, allow_open)
+            .await
+    }
+
     /// The layer for an operation on `path`: a partition itself lives in its parent layer.
     fn layer_for(&self, path: &[String]) -> &'a DirectoryLayer {
         match self.parent {
@@ -74,8 +109,10 @@ impl<'a> At<'a> {
 macro_rules! directory_ops {
     ($t:ty) => {
         impl $t {
-            /// Opens the directory at `path` below this one, creating it (and missing
-            /// parents) if needed; see [`DirectoryLayer::create_or_open`].
+            /// Opens the directory at `path` below this one, creating it (and its missing
+            /// parents) if it does not exist. A `layer` is checked against an existing
+            /// directory's, or recorded for a new one (`None` or empty: any, resp. none). A
+            /// `prefix` is used only if the directory is created (see `create`).
             pub async fn create_or_open<D: Driver>(
                 &self,
                 tx: &Transaction<D>,
@@ -83,15 +120,13 @@ macro_rules! directory_ops {
                 prefix: Option<ManualPrefix<'_>>,
                 layer: Option<Layer<'_>>,
             ) -> Result<DirectoryOutput, DirectoryError> {
-                let at = self.at();
-                let (prefix, layer) = (raw(prefix), raw(layer));
-                at.layer
-                    .create_or_open_in(Tr::new(tx), at.below(path), prefix, layer, true, true)
-                    .await
+                self.at().create(tx, path, prefix, layer, true).await
             }
 
-            /// Creates the directory at `path` below this one; see
-            /// [`DirectoryLayer::create`].
+            /// Creates the directory at `path` below this one (and its missing parents);
+            /// fails if it exists. With `prefix`, the directory gets that prefix (if the
+            /// layer allows manual prefixes and the prefix is free); otherwise one is
+            /// allocated.
             pub async fn create<D: Driver>(
                 &self,
                 tx: &Transaction<D>,
@@ -99,14 +134,11 @@ macro_rules! directory_ops {
                 prefix: Option<ManualPrefix<'_>>,
                 layer: Option<Layer<'_>>,
             ) -> Result<DirectoryOutput, DirectoryError> {
-                let at = self.at();
-                let (prefix, layer) = (raw(prefix), raw(layer));
-                at.layer
-                    .create_or_open_in(Tr::new(tx), at.below(path), prefix, layer, true, false)
-                    .await
+                self.at().create(tx, path, prefix, layer, false).await
             }
 
-            /// Opens the existing directory at `path` below this one.
+            /// Opens the existing directory at `path` below this one; with a non-empty
+            /// `layer`, it must be the directory's.
             pub async fn open<D: Driver, R: ReadTransaction<D> + Sync>(
                 &self,
                 tr: &R,
@@ -119,7 +151,8 @@ macro_rules! directory_ops {
                     .await
             }
 
-            /// Whether the directory at `path` below this one (`[]`: this one) exists.
+            /// Whether the directory at `path` below this one (`[]`: this one; a layer's
+            /// root always exists) exists.
             pub async fn exists<D: Driver, R: ReadTransaction<D> + Sync>(
                 &self,
                 tr: &R,
@@ -129,8 +162,8 @@ macro_rules! directory_ops {
                 layer.exists_in(Tr::of(tr), sub).await
             }
 
-            /// The subdirectories of the directory at `path` below this one (`[]`: this
-            /// one).
+            /// The names of the subdirectories of the directory at `path` below this one
+            /// (`[]`: this one), in key order.
             pub async fn list<D: Driver, R: ReadTransaction<D> + Sync>(
                 &self,
                 tr: &R,
@@ -140,8 +173,10 @@ macro_rules! directory_ops {
                 at.layer.list_in(Tr::of(tr), at.below(path)).await
             }
 
-            /// Moves the directory at `old_path` below this one to `new_path` below it; see
-            /// [`DirectoryLayer::move_to`].
+            /// Moves the directory at `old_path` below this one to `new_path` below it
+            /// (whose parent must exist). Its prefix and contents stay; handles opened
+            /// before keep working. (Python's and Java's `move`; the name and order are
+            /// foundationdb-rs's.)
             pub async fn move_to<D: Driver>(
                 &self,
                 tx: &Transaction<D>,
@@ -155,7 +190,8 @@ macro_rules! directory_ops {
             }
 
             /// Moves this directory to the absolute `new_path` (in the same partition).
-            /// (Python's and Java's `move_to`; the name is foundationdb-rs's.)
+            /// (Python's and Java's `move_to`; the name is foundationdb-rs's.) The root of a
+            /// layer cannot be moved: [`DirectoryError::CannotMoveRoot`].
             pub async fn move_directory<D: Driver>(
                 &self,
                 tx: &Transaction<D>,
@@ -163,19 +199,22 @@ macro_rules! directory_ops {
             ) -> Result<DirectoryOutput, DirectoryError> {
                 let at = self.at();
                 let layer = at.layer_for(&[]);
-                let new_path = owned_path(new_path);
                 let n = layer.path().len();
+                let old = at.path.get(n..).unwrap_or_default().to_vec();
+                if old.is_empty() {
+                    return Err(DirectoryError::CannotMoveRoot);
+                }
+                let new_path = owned_path(new_path);
                 if new_path.get(..n) != Some(layer.path()) {
                     return Err(DirectoryError::MoveBetweenPartitions);
                 }
-                let old = at.path.get(n..).unwrap_or_default().to_vec();
                 layer
                     .move_in(Tr::new(tx), old, new_path[n..].to_vec())
                     .await
             }
 
-            /// Removes the directory at `path` below this one (`[]`: this one) with
-            /// everything in and below it; fails if it does not exist.
+            /// Removes the directory at `path` below this one (`[]`: this one), its
+            /// subdirectories and all their contents; fails if it does not exist.
             pub async fn remove<D: Driver>(
                 &self,
                 tx: &Transaction<D>,
@@ -185,7 +224,7 @@ macro_rules! directory_ops {
                 layer.remove_in(Tr::new(tx), sub, true).await.map(|_| ())
             }
 
-            /// [`Self::remove`] of a directory that may not exist: whether it did.
+            /// `remove` of a directory that may not exist: whether it did.
             pub async fn remove_if_exists<D: Driver>(
                 &self,
                 tx: &Transaction<D>,
@@ -198,94 +237,7 @@ macro_rules! directory_ops {
     };
 }
 
+directory_ops!(DirectoryLayer);
 directory_ops!(DirectorySubspace);
 directory_ops!(DirectoryPartition);
-
-impl DirectoryOutput {
-    /// See [`DirectorySubspace::create_or_open`].
-    pub async fn create_or_open<D: Driver>(
-        &self,
-        tx: &Transaction<D>,
-        path: &[impl AsRef<str>],
-        prefix: Option<ManualPrefix<'_>>,
-        layer: Option<Layer<'_>>,
-    ) -> Result<DirectoryOutput, DirectoryError> {
-        either!(self, d => d.create_or_open(tx, path, prefix, layer).await)
-    }
-
-    /// See [`DirectorySubspace::create`].
-    pub async fn create<D: Driver>(
-        &self,
-        tx: &Transaction<D>,
-        path: &[impl AsRef<str>],
-        prefix: Option<ManualPrefix<'_>>,
-        layer: Option<Layer<'_>>,
-    ) -> Result<DirectoryOutput, DirectoryError> {
-        either!(self, d => d.create(tx, path, prefix, layer).await)
-    }
-
-    /// See [`DirectorySubspace::open`].
-    pub async fn open<D: Driver, R: ReadTransaction<D> + Sync>(
-        &self,
-        tr: &R,
-        path: &[impl AsRef<str>],
-        layer: Option<Layer<'_>>,
-    ) -> Result<DirectoryOutput, DirectoryError> {
-        either!(self, d => d.open(tr, path, layer).await)
-    }
-
-    /// See [`DirectorySubspace::exists`].
-    pub async fn exists<D: Driver, R: ReadTransaction<D> + Sync>(
-        &self,
-        tr: &R,
-        path: &[impl AsRef<str>],
-    ) -> Result<bool, DirectoryError> {
-        either!(self, d => d.exists(tr, path).await)
-    }
-
-    /// See [`DirectorySubspace::list`].
-    pub async fn list<D: Driver, R: ReadTransaction<D> + Sync>(
-        &self,
-        tr: &R,
-        path: &[impl AsRef<str>],
-    ) -> Result<Vec<String>, DirectoryError> {
-        either!(self, d => d.list(tr, path).await)
-    }
-
-    /// See [`DirectorySubspace::move_to`].
-    pub async fn move_to<D: Driver>(
-        &self,
-        tx: &Transaction<D>,
-        old_path: &[impl AsRef<str>],
-        new_path: &[impl AsRef<str>],
-    ) -> Result<DirectoryOutput, DirectoryError> {
-        either!(self, d => d.move_to(tx, old_path, new_path).await)
-    }
-
-    /// See [`DirectorySubspace::move_directory`].
-    pub async fn move_directory<D: Driver>(
-        &self,
-        tx: &Transaction<D>,
-        new_path: &[impl AsRef<str>],
-    ) -> Result<DirectoryOutput, DirectoryError> {
-        either!(self, d => d.move_directory(tx, new_path).await)
-    }
-
-    /// See [`DirectorySubspace::remove`].
-    pub async fn remove<D: Driver>(
-        &self,
-        tx: &Transaction<D>,
-        path: &[impl AsRef<str>],
-    ) -> Result<(), DirectoryError> {
-        either!(self, d => d.remove(tx, path).await)
-    }
-
-    /// See [`DirectorySubspace::remove_if_exists`].
-    pub async fn remove_if_exists<D: Driver>(
-        &self,
-        tx: &Transaction<D>,
-        path: &[impl AsRef<str>],
-    ) -> Result<bool, DirectoryError> {
-        either!(self, d => d.remove_if_exists(tx, path).await)
-    }
-}
+directory_ops!(DirectoryOutput);

@@ -1,5 +1,6 @@
-//! The operations on a [`DirectoryLayer`]'s tree by path. Reads and writes happen in the
-//! order of the other bindings' layer, so the conflict ranges match theirs.
+//! The operations on a [`DirectoryLayer`]'s tree by path (`relative.rs` gives them their
+//! paths). Reads and writes happen in the order of the other bindings' layer, so the
+//! conflict ranges match theirs.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -9,12 +10,8 @@ use fdb_protocol::tuple::Subspace;
 
 use super::layer::DirectoryLayer;
 use super::output::{DirectoryOutput, DirectoryPartition, DirectorySubspace};
-use super::{
-    owned_path, raw, DirectoryError, Layer, ManualPrefix, ReadTransaction, Tr, LAYOUT_VERSION,
-    PARTITION_LAYER,
-};
+use super::{DirectoryError, Tr, LAYOUT_VERSION, PARTITION_LAYER};
 use crate::driver::Driver;
-use crate::transaction::Transaction;
 
 /// The key under a node of its subdirectories: `(SUBDIRS, name) = prefix`.
 const SUBDIRS: i64 = 0;
@@ -61,112 +58,7 @@ impl Node {
 }
 
 impl DirectoryLayer {
-    /// Opens the directory at `path`, creating it (and its missing parents) if it does not
-    /// exist. A `layer` is checked against an existing directory's, or recorded for a new
-    /// one (`None` or empty: any, resp. none). A `prefix` is used only if the directory is
-    /// created (see [`DirectoryLayer::create`]).
-    pub async fn create_or_open<D: Driver>(
-        &self,
-        tx: &Transaction<D>,
-        path: &[impl AsRef<str>],
-        prefix: Option<ManualPrefix<'_>>,
-        layer: Option<Layer<'_>>,
-    ) -> Result<DirectoryOutput, DirectoryError> {
-        let path = owned_path(path);
-        self.create_or_open_in(Tr::new(tx), path, raw(prefix), raw(layer), true, true)
-            .await
-    }
-
-    /// Creates the directory at `path` (and its missing parents); fails if it exists. With
-    /// `prefix`, the directory gets that prefix (if the layer allows manual prefixes and the
-    /// prefix is free); otherwise one is allocated.
-    pub async fn create<D: Driver>(
-        &self,
-        tx: &Transaction<D>,
-        path: &[impl AsRef<str>],
-        prefix: Option<ManualPrefix<'_>>,
-        layer: Option<Layer<'_>>,
-    ) -> Result<DirectoryOutput, DirectoryError> {
-        let path = owned_path(path);
-        self.create_or_open_in(Tr::new(tx), path, raw(prefix), raw(layer), true, false)
-            .await
-    }
-
-    /// Opens the existing directory at `path`; with a non-empty `layer`, it must be the
-    /// directory's.
-    pub async fn open<D: Driver, R: ReadTransaction<D> + Sync>(
-        &self,
-        tr: &R,
-        path: &[impl AsRef<str>],
-        layer: Option<Layer<'_>>,
-    ) -> Result<DirectoryOutput, DirectoryError> {
-        let path = owned_path(path);
-        self.create_or_open_in(Tr::of(tr), path, None, raw(layer), false, true)
-            .await
-    }
-
-    /// Whether the directory at `path` exists (`[]`: the root, which always does).
-    pub async fn exists<D: Driver, R: ReadTransaction<D> + Sync>(
-        &self,
-        tr: &R,
-        path: &[impl AsRef<str>],
-    ) -> Result<bool, DirectoryError> {
-        self.exists_in(Tr::of(tr), owned_path(path)).await
-    }
-
-    /// The names of the subdirectories of the directory at `path`, in key order.
-    pub async fn list<D: Driver, R: ReadTransaction<D> + Sync>(
-        &self,
-        tr: &R,
-        path: &[impl AsRef<str>],
-    ) -> Result<Vec<String>, DirectoryError> {
-        self.list_in(Tr::of(tr), owned_path(path)).await
-    }
-
-    /// Moves the directory at `old_path` to `new_path` (whose parent must exist). Its prefix
-    /// and contents stay; handles opened before keep working. (Python's and Java's `move`;
-    /// the name and order are foundationdb-rs's.)
-    pub async fn move_to<D: Driver>(
-        &self,
-        tx: &Transaction<D>,
-        old_path: &[impl AsRef<str>],
-        new_path: &[impl AsRef<str>],
-    ) -> Result<DirectoryOutput, DirectoryError> {
-        self.move_in(Tr::new(tx), owned_path(old_path), owned_path(new_path))
-            .await
-    }
-
-    /// The root of a layer cannot be moved: always [`DirectoryError::CannotMoveRoot`].
-    pub async fn move_directory<D: Driver>(
-        &self,
-        _tx: &Transaction<D>,
-        _new_path: &[impl AsRef<str>],
-    ) -> Result<DirectoryOutput, DirectoryError> {
-        Err(DirectoryError::CannotMoveRoot)
-    }
-
-    /// Removes the directory at `path`, its subdirectories and all their contents; fails if
-    /// it does not exist.
-    pub async fn remove<D: Driver>(
-        &self,
-        tx: &Transaction<D>,
-        path: &[impl AsRef<str>],
-    ) -> Result<(), DirectoryError> {
-        self.remove_in(Tr::new(tx), owned_path(path), true)
-            .await
-            .map(|_| ())
-    }
-
-    /// [`DirectoryLayer::remove`] of a directory that may not exist: whether it did.
-    pub async fn remove_if_exists<D: Driver>(
-        &self,
-        tx: &Transaction<D>,
-        path: &[impl AsRef<str>],
-    ) -> Result<bool, DirectoryError> {
-        self.remove_in(Tr::new(tx), owned_path(path), false).await
-    }
-
-    // ----- the implementation, on owned paths -----
+    // The operations themselves (`relative.rs` gives them paths), on owned paths.
 
     pub(super) fn create_or_open_in<'a, D: Driver>(
         &'a self,
