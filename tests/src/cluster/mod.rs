@@ -140,11 +140,13 @@
 //! * Thread per connection; it is meant for a handful of clients, not for load.
 
 mod raw_client;
-mod server;
+mod runner;
+pub(crate) mod server;
 mod store;
 
 pub use raw_client::{stream_addr, RawClient, RawError};
-pub use server::{Injected, Recovery, ReleaseOrder, RequestKind, Role, ShardInfo, TestCluster};
+pub use runner::TestCluster;
+pub use server::{Injected, Recovery, ReleaseOrder, RequestKind, Role, ShardInfo};
 pub use store::{key_after, ROW_OVERHEAD_BYTES};
 
 use std::time::Duration;
