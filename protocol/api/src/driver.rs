@@ -34,6 +34,12 @@ pub trait Driver: Clone + Send + Sync + 'static {
     /// The loop's clock (the engine's).
     fn clock(&self) -> Clock;
 
+    /// The clock a new database's engine runs on: the wall clock, or a simulation's
+    /// virtual one.
+    fn new_clock() -> Clock {
+        Clock::start()
+    }
+
     /// Whether this driver can make TLS connections (its `tls` feature). Without it a
     /// `:tls` cluster file is refused when the database opens.
     fn supports_tls() -> bool {

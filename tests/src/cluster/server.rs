@@ -2822,6 +2822,49 @@ impl State {
         }
     }
 
+    /// When [`State::handle_timeout`] has work next (`None`: nothing is waiting for time).
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let detect = self.cfg.failure_detection_delay;
+        let stop_delay = detect + self.cfg.stop_noticed_after;
+        let version_at = |v: Version| {
+            Instant(Duration::from_micros(
+                (v - INITIAL_VERSION - self.version_bump).max(0) as u64,
+            ))
+        };
+        let publish = match self.publish_at {
+            Some(t) => Some(t),
+            None => self.republish_at.front().copied(),
+        };
+        let stops = self.procs.iter().filter_map(|p| {
+            let needed = !p.retired && (matches!(p.role, Role::Proxies | Role::Master) || p.log);
+            p.stopped
+                .filter(|s| needed && !s.detected)
+                .map(|s| s.at + stop_delay)
+        });
+        let deaths = (0..self.procs.len())
+            .filter(|&p| self.needed_by_the_transaction_system(p))
+            .filter_map(|p| self.procs[p].dead_since.map(|t| t + detect));
+        let waiting = self.waiting.iter().map(|w| {
+            let caught_up = match self.ss_lag[w.ss] {
+                Some((_, until)) => until.max(version_at(w.version)),
+                None => version_at(w.version),
+            };
+            w.deadline.min(caught_up)
+        });
+        // Forgetting history past the window, and connections closed.
+        let gc = Some(self.last_gc + Duration::from_millis(251));
+        publish
+            .into_iter()
+            .chain(stops)
+            .chain(deaths)
+            .chain(self.move_at)
+            .chain(self.delayed.iter().map(|(t, _)| *t))
+            .chain(waiting)
+            .chain(self.watches.iter().map(|w| w.deadline))
+            .chain(gc)
+            .min()
+    }
+
     /// Does what is due at the time set: publications, delayed replies, reads whose version
     /// arrived, watch timeouts, failure detection (and the recovery it makes).
     pub(crate) fn handle_timeout(&mut self) {
