@@ -9,8 +9,11 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::error::ErrorCode;
+use fdb_protocol::framing::ProtocolVersion;
 use fdb_tests::bank::{Bank, Rng, TxRecord, Verdict};
-use fdb_tests::cluster::TestClusterBuilder;
+use fdb_tests::cluster::{RequestKind, Role, TestClusterBuilder};
 use fdb_tests::sim::{self, FaultCounts, Faults, Sim};
 
 /// What one bank run left: the trace hash, the verdict, transfers committed, virtual time.
@@ -235,4 +238,152 @@ fn small_sessions_per_second() {
         n += 1;
     }
     eprintln!("small sessions: {n} per second");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The driver conformance scenarios (`driver_conformance.rs`), on the simulation driver, with
+// the faults made by the simulated cluster at virtual times.
+
+async fn set(db: &sim::Database, key: &'static [u8], value: &'static [u8]) {
+    db.run(move |tx| async move {
+        tx.set(key, value);
+        Ok(())
+    })
+    .await
+    .unwrap()
+}
+
+async fn get(db: &sim::Database, key: &'static [u8]) -> Option<Vec<u8>> {
+    db.run(move |tx| async move { tx.get(key).await })
+        .await
+        .unwrap()
+        .map(|v| v.to_vec())
+}
+
+#[test]
+fn conformance_versions_advance() {
+    sim::run(1, |db| async move {
+        let a = db.read_version().await.unwrap();
+        sim::sleep(Duration::from_millis(20)).await;
+        let b = db.read_version().await.unwrap();
+        assert!(b > a);
+    })
+}
+
+#[test]
+fn conformance_dropped_connections() {
+    sim::run(2, |db| async move {
+        let c = sim::cluster();
+        db.read_version().await.unwrap();
+        let accepted = c.connections_accepted();
+        let grvs = c.requests(RequestKind::GetReadVersion);
+        c.drop_connections();
+        db.read_version().await.unwrap();
+        // The read version came over a new connection, from the proxy itself.
+        assert!(c.connections_accepted() > accepted);
+        assert!(c.requests(RequestKind::GetReadVersion) > grvs);
+    })
+}
+
+#[test]
+fn conformance_coordinator_down() {
+    for seed in 0..4 {
+        sim::run(seed, |_| async move {
+            let real = sim::cluster().cluster_file_string();
+            let (desc, addrs) = real.split_once('@').unwrap();
+            let cf = ClusterFile::parse(&format!("{desc}@10.9.9.9:4500,{addrs}")).unwrap();
+            sim::open_with(&cf).read_version().await.unwrap();
+        })
+    }
+}
+
+#[test]
+fn conformance_protocol_mismatch() {
+    sim::run(3, |db| async move {
+        let c = sim::cluster();
+        // 7.2: a protocol this client does not speak (its first connection hears it).
+        c.set_protocol_version(ProtocolVersion(0x1FDB_00B0_7200_0000));
+        let err = db.read_version().await.unwrap_err();
+        assert_eq!(err.code(), Some(ErrorCode::INCOMPATIBLE_CLIENT));
+        c.set_protocol_version(ProtocolVersion::V7_3.with_object_serializer_flag());
+        c.drop_connections();
+        let start = sim::now();
+        loop {
+            match db.read_version().await {
+                Ok(_) => break,
+                Err(e) => assert_eq!(e.code(), Some(ErrorCode::INCOMPATIBLE_CLIENT)),
+            }
+            assert!(
+                sim::now() - start < Duration::from_secs(30),
+                "still refused"
+            );
+            sim::sleep(Duration::from_millis(50)).await;
+        }
+    })
+}
+
+#[test]
+fn conformance_proxies_restarted() {
+    sim::run(5, |db| async move {
+        let c = sim::cluster();
+        set(&db, b"a", b"1").await;
+        c.restart(Role::Proxies);
+        set(&db, b"b", b"2").await;
+        assert_eq!(get(&db, b"a").await.as_deref(), Some(&b"1"[..]));
+        assert_eq!(c.get(b"b").as_deref(), Some(&b"2"[..]));
+    })
+}
+
+#[test]
+fn conformance_proxies_killed_then_restarted() {
+    sim::run(6, |db| async move {
+        set(&db, b"a", b"1").await;
+        sim::cluster().kill(Role::Proxies);
+        sim::spawn(async {
+            sim::sleep(Duration::from_millis(400)).await;
+            sim::cluster().restart(Role::Proxies);
+        });
+        set(&db, b"b", b"2").await;
+        assert_eq!(get(&db, b"b").await.as_deref(), Some(&b"2"[..]));
+    })
+}
+
+#[test]
+fn conformance_storage_restarted() {
+    sim::run(7, |db| async move {
+        let c = sim::cluster();
+        let keys: [&'static [u8]; 5] = [b"B", b"b", b"i", b"q", b"x"];
+        for k in keys {
+            set(&db, k, k).await;
+        }
+        for k in keys {
+            assert_eq!(get(&db, k).await.as_deref(), Some(k));
+        }
+        for i in 0..c.storage_server_count() {
+            c.restart(Role::Storage(i));
+        }
+        let located = c.requests(RequestKind::GetKeyServerLocations);
+        for k in keys {
+            assert_eq!(get(&db, k).await.as_deref(), Some(k));
+        }
+        assert!(
+            c.requests(RequestKind::GetKeyServerLocations) > located,
+            "the stale interfaces were relocated"
+        );
+    })
+}
+
+/// Coordinators change under the client (new processes, a forward, a recovery): it follows.
+#[test]
+fn coordinators_change_in_simulation() {
+    sim::run(8, |db| async move {
+        let c = sim::cluster();
+        set(&db, b"a", b"1").await;
+        let recoveries = c.recoveries();
+        let new = c.change_coordinators(&[], 1);
+        set(&db, b"b", b"2").await;
+        assert_eq!(get(&db, b"a").await.as_deref(), Some(&b"1"[..]));
+        assert!(c.recoveries() > recoveries);
+        assert_eq!(db.cluster().await.unwrap().to_string(), new);
+    })
 }

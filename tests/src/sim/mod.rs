@@ -22,10 +22,12 @@
 //! assert_eq!(total.as_deref(), Some(&b"v"[..]));
 //! ```
 
+mod cluster;
 mod driver;
 mod executor;
 mod net;
 
+pub use cluster::SimCluster;
 pub use driver::{Database, SimDriver};
 
 use std::cell::RefCell;
@@ -175,6 +177,7 @@ struct SimClient {
 /// [`open`], [`now`], [`note`]).
 struct Ctx {
     now: Duration,
+    cluster: SimCluster,
     cluster_file: String,
     seed: u64,
     opened: u64,
@@ -199,6 +202,11 @@ pub fn spawn(fut: impl Future<Output = ()> + 'static) {
     executor::spawn_local(Box::pin(fut));
 }
 
+/// The running simulation's cluster (see [`SimCluster`]).
+pub fn cluster() -> SimCluster {
+    with_ctx(|c| c.cluster.clone())
+}
+
 /// Virtual time since the simulation started.
 pub fn now() -> Duration {
     with_ctx(|c| c.now)
@@ -206,12 +214,18 @@ pub fn now() -> Duration {
 
 /// Opens another database on the running simulation's cluster (a client of its own).
 pub fn open() -> Database {
-    let (cf, seed) = with_ctx(|c| {
+    let cf = with_ctx(|c| c.cluster_file.clone());
+    open_with(&ClusterFile::parse(&cf).expect("the cluster's own connection string"))
+}
+
+/// Opens a database from a connection string of your own (say, one naming a coordinator
+/// that does not exist beside the cluster's).
+pub fn open_with(cluster: &ClusterFile) -> Database {
+    let seed = with_ctx(|c| {
         c.opened += 1;
-        (c.cluster_file.clone(), splitmix(&mut (c.seed ^ c.opened)))
+        splitmix(&mut (c.seed ^ c.opened))
     });
-    let cf = ClusterFile::parse(&cf).expect("the cluster's own connection string");
-    Database::from_cluster_file(cf, seed).expect("inside a running simulation")
+    Database::from_cluster_file(cluster.clone(), seed).expect("inside a running simulation")
 }
 
 /// Adds `bytes` to the trace hash (a workload's own results: what it read, what it was told).
@@ -266,7 +280,7 @@ pub struct Sim {
     faults: Faults,
     now: Duration,
     clock: Arc<AtomicU64>,
-    cluster: State,
+    cluster: Rc<RefCell<State>>,
     /// When the cluster last had its timers run (it is woken at most every millisecond, as
     /// the threaded runner's ticker does).
     cluster_ticked: Duration,
@@ -306,6 +320,7 @@ impl Sim {
             1_700_000_000,
             new_addr,
         );
+        let cluster = Rc::new(RefCell::new(cluster));
         let mut sim = Sim {
             seed,
             rng: seed,
@@ -362,9 +377,10 @@ impl Sim {
         self.counts
     }
 
-    /// The newest value of `key` in the cluster, read directly.
-    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.cluster.get(key)
+    /// The cluster: its state read directly, and its faults (also from inside the run:
+    /// [`cluster`]).
+    pub fn cluster(&self) -> SimCluster {
+        SimCluster(self.cluster.clone())
     }
 
     /// A duration up to `max`, from the seed.
@@ -394,7 +410,8 @@ impl Sim {
         CTX.with(|c| {
             *c.borrow_mut() = Some(Ctx {
                 now: self.now,
-                cluster_file: self.cluster.cluster_file_string(),
+                cluster: SimCluster(self.cluster.clone()),
+                cluster_file: self.cluster.borrow_mut().cluster_file_string(),
                 seed: self.seed,
                 opened: 0,
                 timers: Vec::new(),
@@ -524,7 +541,7 @@ impl Sim {
 
     /// Takes what the cluster wants done: bytes to send, connections to close.
     fn pump_cluster(&mut self) -> bool {
-        let io = self.cluster.take_io();
+        let io = self.cluster.borrow_mut().take_io();
         let busy = !io.is_empty();
         for action in io {
             let (conn, bytes) = match action {
@@ -567,6 +584,7 @@ impl Sim {
             .filter_map(|c| c.engine.client().poll_timeout().map(|t| t.0));
         let cluster = self
             .cluster
+            .borrow()
             .poll_timeout()
             .map(|t| t.0.max(self.cluster_ticked + Duration::from_millis(1)));
         let timers = CTX.with(|c| {
@@ -588,7 +606,7 @@ impl Sim {
     fn advance(&mut self, to: Duration) {
         self.now = to;
         self.clock.store(to.as_nanos() as u64, Ordering::SeqCst);
-        self.cluster.set_now(Instant(to));
+        self.cluster.borrow_mut().set_now(Instant(to));
         let wake: Vec<Waker> = CTX.with(|c| {
             let mut c = c.borrow_mut();
             let c = c.as_mut().expect("running");
@@ -624,12 +642,16 @@ impl Sim {
                 self.clients[i].engine.handle_timeout();
             }
         }
-        let cluster_due = self.cluster.poll_timeout().is_some_and(|t| t.0 <= to)
+        let cluster_due = self
+            .cluster
+            .borrow_mut()
+            .poll_timeout()
+            .is_some_and(|t| t.0 <= to)
             && to >= self.cluster_ticked + Duration::from_millis(1);
         if cluster_due {
             self.steps += 1;
             self.cluster_ticked = to;
-            self.cluster.handle_timeout();
+            self.cluster.borrow_mut().handle_timeout();
         }
     }
 
@@ -644,10 +666,11 @@ impl Sim {
                 self.trace.record(now, b'c', id, &[]);
                 let p = self
                     .cluster
+                    .borrow()
                     .processes()
                     .iter()
                     .position(|(_, a, up)| *up && *a == l.addr);
-                let conn = p.and_then(|p| self.cluster.accept(p, id));
+                let conn = p.and_then(|p| self.cluster.borrow_mut().accept(p, id));
                 let d = self.delay();
                 let l = self.net.links.get_mut(&id).expect("a link");
                 match conn {
@@ -694,7 +717,7 @@ impl Sim {
                 };
                 if let (true, Some(c)) = (l.server_open, l.server.clone()) {
                     self.trace.record(now, b'>', id, &bytes);
-                    self.cluster.input(&c, &bytes);
+                    self.cluster.borrow_mut().input(&c, &bytes);
                 }
             }
             Ev::ToClient(id, bytes) => {
@@ -715,7 +738,7 @@ impl Sim {
                     l.server_open = false;
                     self.trace.record(now, b'x', id, &[]);
                     if let Some(c) = l.server.clone() {
-                        self.cluster.closed(&c);
+                        self.cluster.borrow_mut().closed(&c);
                     }
                 }
                 self.net.reap(id);
@@ -757,7 +780,7 @@ impl Sim {
                     l.server_open = false;
                     let (c, conn, server) = (l.client, l.conn, l.server.clone());
                     if let Some(s) = server {
-                        self.cluster.closed(&s);
+                        self.cluster.borrow_mut().closed(&s);
                     }
                     self.clients[c].engine.handle_closed(conn);
                     self.net.reap(id);
@@ -770,14 +793,14 @@ impl Sim {
             }
             Fault::Kill => {
                 if active {
-                    let n = self.cluster.storage_server_count() as u64;
+                    let n = self.cluster.borrow_mut().storage_server_count() as u64;
                     let pick = splitmix(&mut self.rng) % (n + 1);
                     let role = if pick == n {
                         Role::Proxies
                     } else {
                         Role::Storage(pick as usize)
                     };
-                    if self.cluster.kill(role) {
+                    if self.cluster.borrow_mut().kill(role) {
                         self.trace.record(now, b'k', pick, &[]);
                         self.counts.kills += 1;
                         let down = self.draw(self.faults.max_downtime);
@@ -789,10 +812,10 @@ impl Sim {
                 }
             }
             Fault::Restart(role) => {
-                if !self.cluster.is_alive(role) {
+                if !self.cluster.borrow_mut().is_alive(role) {
                     self.trace.record(now, b'r', 0, &[]);
                     self.counts.restarts += 1;
-                    self.cluster.restart(role);
+                    self.cluster.borrow_mut().restart(role);
                 }
             }
         }
