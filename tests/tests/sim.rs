@@ -180,6 +180,8 @@ fn bank_swarm() {
         faults.resets += run.faults.resets;
         faults.kills += run.faults.kills;
         faults.restarts += run.faults.restarts;
+        faults.pauses += run.faults.pauses;
+        faults.moves += run.faults.moves;
         virtual_time += run.virtual_time;
         seed += 1;
     }

@@ -61,8 +61,14 @@ pub struct Faults {
     /// Mean time between process kills, each followed by a restart (`None`: none). Storage
     /// servers and the proxies are killed; a killed proxies process makes a recovery.
     pub kill_every: Option<Duration>,
-    /// How long a killed process stays down (at most).
+    /// How long a killed process stays down, or a paused one stopped (at most).
     pub max_downtime: Duration,
+    /// Mean time between process pauses (`SIGSTOP`, then `SIGCONT`; `None`: none). A paused
+    /// proxies process stalls commits, and one paused long enough makes a recovery.
+    pub pause_every: Option<Duration>,
+    /// Mean time between shard moves (a random key's shard to a random storage server;
+    /// `None`: none).
+    pub move_every: Option<Duration>,
     /// Faults stop after this much virtual time, so the workload can finish.
     pub until: Duration,
 }
@@ -76,6 +82,8 @@ impl Default for Faults {
             reset_every: None,
             kill_every: None,
             max_downtime: Duration::from_secs(2),
+            pause_every: None,
+            move_every: None,
             until: Duration::from_secs(60),
         }
     }
@@ -85,7 +93,8 @@ impl Faults {
     /// A mix of faults picked by `seed`: message delays from 10 µs up to one of 50 µs..20 ms
     /// (so messages on different connections reorder), connection resets every 20..300 ms
     /// in half of the seeds, a process killed every 100 ms..1 s (and restarted within
-    /// 50 ms..1.5 s) in a third.
+    /// 50 ms..1.5 s) in a third, a process paused as often in a third, a shard moved every
+    /// 20..500 ms in half.
     pub fn swarm(seed: u64) -> Faults {
         let mut rng = seed ^ 0x5eed_fa17;
         let mut pick = |n: u64| splitmix(&mut rng) % n;
@@ -96,6 +105,8 @@ impl Faults {
             reset_every: (pick(2) == 0).then(|| Duration::from_millis(20 + pick(280))),
             kill_every: (pick(3) == 0).then(|| Duration::from_millis(100 + pick(900))),
             max_downtime: Duration::from_millis(50 + pick(1450)),
+            pause_every: (pick(3) == 0).then(|| Duration::from_millis(100 + pick(900))),
+            move_every: (pick(2) == 0).then(|| Duration::from_millis(20 + pick(480))),
             until: Duration::from_secs(30),
         }
     }
@@ -107,6 +118,8 @@ pub struct FaultCounts {
     pub resets: u64,
     pub kills: u64,
     pub restarts: u64,
+    pub pauses: u64,
+    pub moves: u64,
 }
 
 /// A fault the schedule planned.
@@ -118,6 +131,12 @@ pub(crate) enum Fault {
     Kill,
     /// Restart a killed role.
     Restart(Role),
+    /// Pause a random process.
+    Pause,
+    /// Continue a paused role.
+    Continue(Role),
+    /// Move a random key's shard to a random storage server.
+    Move,
 }
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -153,6 +172,9 @@ impl Trace {
                 b'!' => "connection reset",
                 b'k' => "process killed",
                 b'r' => "process restarted",
+                b'p' => "process paused",
+                b'P' => "process continued",
+                b'm' => "shard moved",
                 b't' => "client timer",
                 b'w' => "task timer",
                 _ => "?",
@@ -347,6 +369,14 @@ impl Sim {
         if let Some(every) = sim.faults.kill_every {
             let t = sim.draw(every * 2);
             sim.net.at(t, Ev::Fault(Fault::Kill));
+        }
+        if let Some(every) = sim.faults.pause_every {
+            let t = sim.draw(every * 2);
+            sim.net.at(t, Ev::Fault(Fault::Pause));
+        }
+        if let Some(every) = sim.faults.move_every {
+            let t = sim.draw(every * 2);
+            sim.net.at(t, Ev::Fault(Fault::Move));
         }
         sim
     }
@@ -759,6 +789,17 @@ impl Sim {
         }
     }
 
+    /// A storage server or the proxies, from the seed.
+    fn random_role(&mut self) -> Role {
+        let n = self.cluster.borrow().storage_server_count() as u64;
+        let pick = splitmix(&mut self.rng) % (n + 1);
+        if pick == n {
+            Role::Proxies
+        } else {
+            Role::Storage(pick as usize)
+        }
+    }
+
     fn fault(&mut self, f: Fault) {
         let now = self.now;
         let active = now < self.faults.until;
@@ -793,15 +834,9 @@ impl Sim {
             }
             Fault::Kill => {
                 if active {
-                    let n = self.cluster.borrow_mut().storage_server_count() as u64;
-                    let pick = splitmix(&mut self.rng) % (n + 1);
-                    let role = if pick == n {
-                        Role::Proxies
-                    } else {
-                        Role::Storage(pick as usize)
-                    };
+                    let role = self.random_role();
                     if self.cluster.borrow_mut().kill(role) {
-                        self.trace.record(now, b'k', pick, &[]);
+                        self.trace.record(now, b'k', 0, &[]);
                         self.counts.kills += 1;
                         let down = self.draw(self.faults.max_downtime);
                         self.net.at(now + down, Ev::Fault(Fault::Restart(role)));
@@ -809,6 +844,41 @@ impl Sim {
                     let every = self.faults.kill_every.expect("kills on");
                     let t = self.draw(every * 2);
                     self.net.at(now + t, Ev::Fault(Fault::Kill));
+                }
+            }
+            Fault::Pause => {
+                if active {
+                    let role = self.random_role();
+                    let cluster = self.cluster.clone();
+                    let mut cl = cluster.borrow_mut();
+                    if cl.is_alive(role) && !cl.role_is_stopped(role) {
+                        cl.sigstop(role);
+                        drop(cl);
+                        self.trace.record(now, b'p', 0, &[]);
+                        self.counts.pauses += 1;
+                        let down = self.draw(self.faults.max_downtime);
+                        self.net.at(now + down, Ev::Fault(Fault::Continue(role)));
+                    }
+                    let every = self.faults.pause_every.expect("pauses on");
+                    let t = self.draw(every * 2);
+                    self.net.at(now + t, Ev::Fault(Fault::Pause));
+                }
+            }
+            Fault::Continue(role) => {
+                self.trace.record(now, b'P', 0, &[]);
+                self.cluster.borrow_mut().sigcont(role);
+            }
+            Fault::Move => {
+                if active {
+                    let key = [b'a' + (splitmix(&mut self.rng) % 26) as u8];
+                    let n = self.cluster.borrow().storage_server_count() as u64;
+                    let to = (splitmix(&mut self.rng) % n) as usize;
+                    self.trace.record(now, b'm', to as u64, &key);
+                    self.counts.moves += 1;
+                    self.cluster.borrow_mut().move_shard(&key, to);
+                    let every = self.faults.move_every.expect("moves on");
+                    let t = self.draw(every * 2);
+                    self.net.at(now + t, Ev::Fault(Fault::Move));
                 }
             }
             Fault::Restart(role) => {
