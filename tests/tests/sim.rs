@@ -389,3 +389,23 @@ fn coordinators_change_in_simulation() {
         assert_eq!(db.cluster().await.unwrap().to_string(), new);
     })
 }
+
+/// The fuzz target `sim_session`'s body on pseudo-random inputs for a second: every read
+/// agrees with the model, the cluster ends holding it. Prints the runs per second.
+#[test]
+fn fuzz_session_smoke() {
+    let start = Instant::now();
+    let mut rng = Rng::new(0x5e55);
+    let mut runs = 0u64;
+    while start.elapsed() < Duration::from_secs(1) || runs < 50 {
+        let len = 9 + rng.below(60) as usize;
+        let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+        sim::fuzzing::session(&data);
+        runs += 1;
+    }
+    eprintln!(
+        "sim sessions: {runs} in {:?} ({:.0} per second)",
+        start.elapsed(),
+        runs as f64 / start.elapsed().as_secs_f64()
+    );
+}

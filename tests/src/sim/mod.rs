@@ -25,6 +25,7 @@
 mod cluster;
 mod driver;
 mod executor;
+pub mod fuzzing;
 mod net;
 
 pub use cluster::SimCluster;
