@@ -92,7 +92,10 @@ async fn init_bank(db: &sim::Database, bank: &Bank) {
 }
 
 fn replay_hint(seed: u64) -> String {
-    format!("replay: SIM_SEED={seed} cargo test -p fdb-tests --test sim -- bank_replay --nocapture")
+    format!(
+        "replay: SIM_SEED={seed} cargo test -p fdb-tests --test sim -- bank_replay --nocapture \
+         (with SIM_LOG=1: every event)"
+    )
 }
 
 fn check(seed: u64, run: &BankRun) {
