@@ -15,7 +15,7 @@ use crate::error::Error;
 
 pub use crate::cluster_file::persist_cluster_file;
 pub use crate::database::{Next, RetryLoop};
-pub use crate::engine::{entropy_seed, Clock, Engine, IoRequest, Op};
+pub use crate::engine::{entropy_seed, seed_thread_randomness, Clock, Engine, IoRequest, Op};
 #[cfg(feature = "tls")]
 pub use crate::tls::server_name;
 pub use crate::tls::{LoadedTls, Tls};

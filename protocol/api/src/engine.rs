@@ -296,15 +296,33 @@ pub fn entropy_seed() -> u64 {
     h.finish()
 }
 
+std::thread_local! {
+    /// This thread's own sequence for [`random_u64`], when a simulation set one.
+    static SEEDED: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes [`random_u64`] on this thread a sequence from `seed` (`None`: the process-wide
+/// one again): a simulation running the application on one thread replays it then.
+pub fn seed_thread_randomness(seed: Option<u64>) {
+    SEEDED.with(|s| s.set(seed));
+}
+
 /// A fresh value for what only needs to be spread out, not secret (directory prefixes,
-/// random UIDs): splitmix64 over one process-wide counter seeded by [`entropy_seed`].
+/// random UIDs): splitmix64 over one process-wide counter seeded by [`entropy_seed`], or
+/// over this thread's (see [`seed_thread_randomness`]).
 pub(crate) fn random_u64() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::OnceLock;
     static STATE: OnceLock<AtomicU64> = OnceLock::new();
-    let s = STATE
-        .get_or_init(|| AtomicU64::new(entropy_seed()))
-        .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+    let s = match SEEDED.with(|s| s.get()) {
+        Some(s) => {
+            SEEDED.with(|c| c.set(Some(s.wrapping_add(0x9e37_79b9_7f4a_7c15))));
+            s
+        }
+        None => STATE
+            .get_or_init(|| AtomicU64::new(entropy_seed()))
+            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed),
+    };
     let mut z = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

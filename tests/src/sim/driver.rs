@@ -33,14 +33,17 @@ thread_local! {
     static OPENED: RefCell<Vec<(Engine, Arc<Shared>)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Makes `nanos` the clock of databases opened on this thread until [`leave`].
-pub(crate) fn enter(nanos: Arc<AtomicU64>) {
+/// Makes `nanos` the clock of databases opened on this thread until [`leave`], and the
+/// API's own randomness (directory prefixes, random UIDs) a sequence from `seed`.
+pub(crate) fn enter(nanos: Arc<AtomicU64>, seed: u64) {
     CLOCK.with(|c| *c.borrow_mut() = Some(nanos));
+    fdb_api::driver::seed_thread_randomness(Some(seed));
 }
 
 /// Ends what [`enter`] began; engines not taken are dropped.
 pub(crate) fn leave() {
     CLOCK.with(|c| *c.borrow_mut() = None);
+    fdb_api::driver::seed_thread_randomness(None);
     OPENED.with(|o| o.borrow_mut().clear());
 }
 

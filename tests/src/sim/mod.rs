@@ -437,7 +437,7 @@ impl Sim {
         Fut: Future<Output = T> + 'static,
         T: 'static,
     {
-        driver::enter(self.clock.clone());
+        driver::enter(self.clock.clone(), splitmix(&mut self.rng));
         CTX.with(|c| {
             *c.borrow_mut() = Some(Ctx {
                 now: self.now,
