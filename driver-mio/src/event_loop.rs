@@ -96,7 +96,7 @@ impl Driver for MioDriver {
     }
 
     fn clock(&self) -> Clock {
-        self.shared.clock
+        self.shared.clock.clone()
     }
 
     fn supports_tls() -> bool {

@@ -258,7 +258,7 @@ impl Driver for TokioDriver {
     }
 
     fn clock(&self) -> Clock {
-        self.clock
+        self.clock.clone()
     }
 
     fn supports_tls() -> bool {

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use fdb_api::driver::Driver;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::TransactionOption;
 
@@ -301,10 +302,7 @@ impl Bank {
     }
 
     /// Clears the bank's keys and opens every account at the initial balance.
-    pub async fn init(
-        &self,
-        db: &fdb_driver_tokio::Database,
-    ) -> Result<(), fdb_driver_tokio::Error> {
+    pub async fn init<D: Driver>(&self, db: &fdb_api::Database<D>) -> Result<(), fdb_api::Error> {
         let bank = self.clone();
         db.run(move |tx| {
             let bank = bank.clone();
@@ -321,10 +319,7 @@ impl Bank {
     }
 
     /// Clears every key of the bank.
-    pub async fn clear(
-        &self,
-        db: &fdb_driver_tokio::Database,
-    ) -> Result<(), fdb_driver_tokio::Error> {
+    pub async fn clear<D: Driver>(&self, db: &fdb_api::Database<D>) -> Result<(), fdb_api::Error> {
         let (b, e) = self.all();
         db.run(move |tx| {
             let (b, e) = (b.clone(), e.clone());
@@ -360,13 +355,24 @@ impl Bank {
         }
     }
 
-    async fn transfer_tokio_loop(
+    /// One transfer through any driver, to its end (no hang limit of its own: the
+    /// simulation's time limit is one).
+    pub async fn transfer<D: Driver>(
         &self,
-        db: &fdb_driver_tokio::Database,
+        db: &fdb_api::Database<D>,
+        t: Transfer,
+        driver: &str,
+    ) -> TxRecord {
+        self.transfer_tokio_loop(db, t, Loop::new(t, driver)).await
+    }
+
+    async fn transfer_tokio_loop<D: Driver>(
+        &self,
+        db: &fdb_api::Database<D>,
         t: Transfer,
         mut lp: Loop,
     ) -> TxRecord {
-        use fdb_driver_tokio::Error;
+        use fdb_api::Error;
         let err = |stage: Stage, e: Error| Attempt::Error(stage, e.code(), e.to_string());
         let tx = db.create_transaction();
         tx.set_option(TransactionOption::Timeout(self.timeout))
@@ -484,8 +490,24 @@ impl Bank {
         let start = Instant::now();
         let mut last = String::new();
         while start.elapsed() < limit {
-            let bank = self.clone();
-            let read = db.run(move |tx| {
+            match tokio::time::timeout(Duration::from_secs(30), self.read_once(db)).await {
+                Ok(Ok(state)) => return Ok(state),
+                Ok(Err(e)) => last = e,
+                Err(_) => last = "no answer within 30 s".into(),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Err(format!("cannot read the bank within {limit:?}: {last}"))
+    }
+
+    /// The bank as one transaction reads it (through the retry loop), through any driver.
+    pub async fn read_once<D: Driver>(
+        &self,
+        db: &fdb_api::Database<D>,
+    ) -> Result<BankState, String> {
+        let bank = self.clone();
+        let (accts, ids) = db
+            .run(move |tx| {
                 let bank = bank.clone();
                 async move {
                     let (ab, ae) = bank.range(b"acct/");
@@ -494,15 +516,10 @@ impl Bank {
                     let ids = tx.get_range(&ib, &ie, 0).await?;
                     Ok((accts, ids))
                 }
-            });
-            match tokio::time::timeout(Duration::from_secs(30), read).await {
-                Ok(Ok((accts, ids))) => return self.parse_state(&accts, &ids),
-                Ok(Err(e)) => last = e.to_string(),
-                Err(_) => last = "no answer within 30 s".into(),
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        Err(format!("cannot read the bank within {limit:?}: {last}"))
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        self.parse_state(&accts, &ids)
     }
 
     fn parse_state(

@@ -9,6 +9,7 @@ pub mod dual;
 pub mod python;
 pub mod real;
 pub mod replay;
+pub mod sim;
 pub mod testkit;
 
 use std::path::PathBuf;

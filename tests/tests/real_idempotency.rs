@@ -55,7 +55,7 @@ impl Driver for CutDriver {
     }
 
     fn clock(&self) -> Clock {
-        self.clock
+        self.clock.clone()
     }
 }
 

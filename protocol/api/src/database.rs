@@ -9,7 +9,7 @@ use fdb_protocol::{Census, DatabaseOption, Priority, TransactionOption};
 
 use crate::cluster_file::read_cluster_file;
 use crate::driver::{apply, query, submit, Driver};
-use crate::engine::{entropy_seed, Clock, Engine};
+use crate::engine::{entropy_seed, Engine};
 use crate::error::Error;
 use crate::tls::{Tls, TlsConfig};
 use crate::transaction::Transaction;
@@ -66,7 +66,7 @@ impl<D: Driver> Database<D> {
     ) -> Result<Self, Error> {
         let required = cluster.coordinators.iter().any(|c| c.is_tls());
         let tls = Tls::prepare(tls, D::supports_tls(), required)?;
-        let engine = Engine::new(cluster, seed, path, Clock::start()).with_tls(tls);
+        let engine = Engine::new(cluster, seed, path, D::new_clock()).with_tls(tls);
         Ok(Database {
             driver: D::start(engine)?,
         })

@@ -15,7 +15,7 @@ use crate::error::Error;
 
 pub use crate::cluster_file::persist_cluster_file;
 pub use crate::database::{Next, RetryLoop};
-pub use crate::engine::{entropy_seed, Clock, Engine, IoRequest, Op};
+pub use crate::engine::{entropy_seed, seed_thread_randomness, Clock, Engine, IoRequest, Op};
 #[cfg(feature = "tls")]
 pub use crate::tls::server_name;
 pub use crate::tls::{LoadedTls, Tls};
@@ -33,6 +33,12 @@ pub trait Driver: Clone + Send + Sync + 'static {
 
     /// The loop's clock (the engine's).
     fn clock(&self) -> Clock;
+
+    /// The clock a new database's engine runs on: the wall clock, or a simulation's
+    /// virtual one.
+    fn new_clock() -> Clock {
+        Clock::start()
+    }
 
     /// Whether this driver can make TLS connections (its `tls` feature). Without it a
     /// `:tls` cluster file is refused when the database opens.

@@ -3,9 +3,11 @@
 //! A driver owns one [`Engine`], feeds it socket bytes, connection news and time, and carries
 //! out the [`IoRequest`]s it hands back; everything else is decided here or in the core.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::{Client, ClientConfig, Completion, ConnectionId, Event, Instant, RequestId};
@@ -18,10 +20,12 @@ use crate::tls::Tls;
 pub type Op = Box<dyn FnOnce(&mut Engine) + Send>;
 
 /// The time base shared by a driver's handles and its loop: the core's [`Instant`] is the time
-/// since the loop started.
-#[derive(Clone, Copy, Debug)]
+/// since the loop started, on the wall clock or — for a simulation — on a manual one.
+#[derive(Clone, Debug)]
 pub struct Clock {
     origin: std::time::Instant,
+    /// A manual clock's time (nanoseconds), moved by whoever holds it.
+    manual: Option<Arc<AtomicU64>>,
 }
 
 impl Clock {
@@ -29,12 +33,25 @@ impl Clock {
     pub fn start() -> Clock {
         Clock {
             origin: std::time::Instant::now(),
+            manual: None,
+        }
+    }
+
+    /// A clock that reads `nanos` (nanoseconds since its origin) and moves only when that is
+    /// stored to: a simulation's virtual time.
+    pub fn manual(nanos: Arc<AtomicU64>) -> Clock {
+        Clock {
+            origin: std::time::Instant::now(),
+            manual: Some(nanos),
         }
     }
 
     /// The core's time now.
     pub fn now(&self) -> Instant {
-        Instant(self.origin.elapsed())
+        match &self.manual {
+            Some(n) => Instant(std::time::Duration::from_nanos(n.load(Ordering::SeqCst))),
+            None => Instant(self.origin.elapsed()),
+        }
     }
 
     /// The wall-clock instant of core time `t`.
@@ -83,7 +100,9 @@ pub enum IoRequest {
 pub struct Engine {
     client: Client,
     clock: Clock,
-    waiting: HashMap<RequestId, oneshot::Sender<Completion>>,
+    /// By id, so that [`Engine::reap`] cancels in one order on every run (a simulation
+    /// replays it).
+    waiting: BTreeMap<RequestId, oneshot::Sender<Completion>>,
     /// The cluster file this database was opened from (rewritten when the coordinators move,
     /// read again when none answers).
     cluster_file: Option<PathBuf>,
@@ -100,14 +119,15 @@ impl Engine {
         cluster_file: Option<PathBuf>,
         clock: Clock,
     ) -> Engine {
-        let mut client = Client::new(ClientConfig::new(cluster, seed), clock.now());
+        let now = clock.now();
+        let mut client = Client::new(ClientConfig::new(cluster, seed), now);
         // `\xff\xff/cluster_file_path`: the file's path as given, or the memory record's id.
         let path = cluster_file.as_ref().map(|p| p.to_string_lossy());
         client.set_cluster_file_path(path.as_deref());
         Engine {
             client,
             clock,
-            waiting: HashMap::new(),
+            waiting: BTreeMap::new(),
             cluster_file,
             tls: Tls::unavailable(crate::tls::TlsError::NotBuilt),
         }
@@ -136,7 +156,7 @@ impl Engine {
 
     /// The loop's clock.
     pub fn clock(&self) -> Clock {
-        self.clock
+        self.clock.clone()
     }
 
     /// `req`'s completion goes to `done`.
@@ -268,15 +288,33 @@ pub fn entropy_seed() -> u64 {
     h.finish()
 }
 
+std::thread_local! {
+    /// This thread's own sequence for [`random_u64`], when a simulation set one.
+    static SEEDED: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes [`random_u64`] on this thread a sequence from `seed` (`None`: the process-wide
+/// one again): a simulation running the application on one thread replays it then.
+pub fn seed_thread_randomness(seed: Option<u64>) {
+    SEEDED.with(|s| s.set(seed));
+}
+
 /// A fresh value for what only needs to be spread out, not secret (directory prefixes,
-/// random UIDs): splitmix64 over one process-wide counter seeded by [`entropy_seed`].
+/// random UIDs): splitmix64 over one process-wide counter seeded by [`entropy_seed`], or
+/// over this thread's (see [`seed_thread_randomness`]).
 pub(crate) fn random_u64() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::OnceLock;
     static STATE: OnceLock<AtomicU64> = OnceLock::new();
-    let s = STATE
-        .get_or_init(|| AtomicU64::new(entropy_seed()))
-        .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+    let s = match SEEDED.with(|s| s.get()) {
+        Some(s) => {
+            SEEDED.with(|c| c.set(Some(s.wrapping_add(0x9e37_79b9_7f4a_7c15))));
+            s
+        }
+        None => STATE
+            .get_or_init(|| AtomicU64::new(entropy_seed()))
+            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed),
+    };
     let mut z = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -2,6 +2,11 @@
 //! that speaks the real wire protocol (through `fdb-protocol`) on loopback TCP, for tests and
 //! examples. Think miniredis, not a database.
 //!
+//! Its logic is one sans-IO state machine (`server.rs`: every process, connection, handler
+//! and fault; bytes and time in, frames and closes out), run by two runners: the threaded
+//! [`TestCluster`] on loopback sockets and the wall clock (`runner.rs`), and the
+//! deterministic simulation ([`crate::sim`]) on a simulated network and a virtual clock.
+//!
 //! # What it serves
 //!
 //! * **Coordinators** (one port each, default 1): `OpenDatabaseCoordRequest` → `ClientDBInfo`,
@@ -140,14 +145,17 @@
 //!   [`TestCluster::end_role`] / [`TestCluster::restart`] publish new proxies at once, without
 //!   fdbserver's empty list or version jump. `SIGSTOP` of a storage server or coordinator
 //!   makes no recovery either (fdbserver's data distribution would, much later, re-replicate).
-//! * Thread per connection; it is meant for a handful of clients, not for load.
+//! * [`TestCluster`]: a thread per connection; it is meant for a handful of clients, not for
+//!   load. ([`crate::sim`] runs the same core on one thread, without sockets.)
 
 mod raw_client;
-mod server;
+mod runner;
+pub(crate) mod server;
 mod store;
 
 pub use raw_client::{stream_addr, RawClient, RawError};
-pub use server::{Injected, Recovery, ReleaseOrder, RequestKind, Role, ShardInfo, TestCluster};
+pub use runner::TestCluster;
+pub use server::{Injected, Recovery, ReleaseOrder, RequestKind, Role, ShardInfo};
 pub use store::{key_after, ROW_OVERHEAD_BYTES};
 
 use std::time::Duration;

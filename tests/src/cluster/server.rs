@@ -1,15 +1,15 @@
-//! The processes of the test cluster: listeners, connections, request dispatch, the roles'
-//! handlers and the fault switches. One mutex guards all cluster state; replies are computed
-//! under it and written after it is released.
+//! The cluster's processes as one sans-IO state machine: connections, request dispatch, the
+//! roles' handlers and the fault switches. No sockets, threads or clock inside: a runner
+//! hands it connections, the bytes they carry and the time ([`State::set_now`]), and takes
+//! out what to write and which connections to close ([`State::take_io`]). The threaded
+//! [`super::TestCluster`] runs it on loopback sockets, the simulation ([`crate::sim`]) on a
+//! simulated network and clock: one implementation of the cluster's semantics for both.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use fdb_protocol::atomic;
@@ -51,7 +51,7 @@ use fdb_protocol::messages::{
 use fdb_protocol::serializer::{encode_with, Message};
 use fdb_protocol::tuple;
 use fdb_protocol::uid::well_known;
-use fdb_protocol::Uid;
+use fdb_protocol::{Instant, Uid};
 
 use super::store::{split_points, Store};
 use super::{TestClusterBuilder, INITIAL_VERSION};
@@ -242,32 +242,19 @@ pub struct ShardInfo {
 // ---------------------------------------------------------------------------------------------
 // Connections
 
-struct Conn {
-    proc_idx: usize,
-    writer: Mutex<TcpStream>,
-    /// A handle for shutting the socket down even while a writer is blocked.
-    shut: TcpStream,
+/// One connection to a process, as the core sees it: shared by every request still owed an
+/// answer on it, so each sees when it closed.
+pub(crate) struct Conn {
+    /// The runner's name for it (unique over the cluster's life).
+    pub(crate) id: u64,
+    pub(crate) proc_idx: usize,
     closed: AtomicBool,
 }
 
 impl Conn {
-    fn write(&self, bytes: &[u8]) {
-        if self.closed.load(Ordering::SeqCst) {
-            return;
-        }
-        let mut w = self.writer.lock().unwrap();
-        if w.write_all(bytes).is_err() {
-            self.close();
-        }
-    }
-    fn send(&self, token: Uid, body: &[u8]) {
-        let mut out = BytesMut::new();
-        encode_packet(&mut out, token, body, true);
-        self.write(&out);
-    }
-    fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        let _ = self.shut.shutdown(Shutdown::Both);
+    /// Whether the connection closed (either end).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 }
 
@@ -280,10 +267,21 @@ struct Outgoing {
     kind: Option<RequestKind>,
 }
 
-impl Outgoing {
-    fn send(self) {
-        self.conn.send(self.token, &self.body);
-    }
+/// What the runner must do, in order.
+pub(crate) enum Io {
+    /// Write these bytes (whole frames) to the connection.
+    Send(Arc<Conn>, Bytes),
+    /// Close the connection.
+    Close(Arc<Conn>),
+}
+
+/// A connection's incoming side: the frame decoder and the frames read and not yet served
+/// (a stopped process serves none; `None` stands for undecodable bytes: the connection
+/// closes once what came before them is served).
+struct ConnInput {
+    conn: Arc<Conn>,
+    decoder: FrameDecoder,
+    pending: VecDeque<Option<Incoming>>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -304,8 +302,8 @@ struct Process {
     retired: bool,
     /// Cluster keys this coordinator forwards, and the connection string it forwards to.
     forwards: Vec<(Bytes, Bytes)>,
-    generation: u64,
-    accept_thread: Option<JoinHandle<()>>,
+    /// Bumped by every kill, so a runner knows its listener for the process is stale.
+    pub(crate) generation: u64,
 }
 
 /// A stopped process's state.
@@ -346,9 +344,14 @@ struct WaitingRead {
     deadline: Instant,
 }
 
-struct State {
-    cfg: TestClusterBuilder,
-    started: Instant,
+pub(crate) struct State {
+    pub(crate) cfg: TestClusterBuilder,
+    /// The time now, as the runner last gave it ([`State::set_now`]); the versions follow it.
+    now: Instant,
+    /// The Unix time (seconds) at [`Instant::ZERO`], for what the cluster stamps with a date.
+    unix_epoch: i64,
+    /// Where new processes (a recovery's, a coordinator change's) get their addresses.
+    new_addr: Box<dyn FnMut() -> SocketAddr + Send>,
     version_bump: i64,
     last_version: Version,
     store: Store,
@@ -411,6 +414,12 @@ struct State {
     /// The same, per process.
     proc_counters: BTreeMap<(usize, RequestKind), u64>,
     conns: Vec<Arc<Conn>>,
+    /// Every open connection's incoming side, by id.
+    inputs: BTreeMap<u64, ConnInput>,
+    /// What the runner must do ([`State::take_io`]).
+    io: Vec<Io>,
+    /// Connections accepted so far.
+    accepted: u64,
     protocol: u64,
     rng: u64,
     last_gc: Instant,
@@ -422,24 +431,6 @@ struct State {
     move_candidate: usize,
     /// `wrong_shard_server` answers the storage servers sent.
     wrong_shard: u64,
-}
-
-struct Inner {
-    state: Mutex<State>,
-    stopped: AtomicBool,
-    conn_ids: AtomicU64,
-}
-
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-fn flush(out: Vec<Outgoing>) {
-    for o in out {
-        o.send();
-    }
 }
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -694,7 +685,7 @@ impl State {
     // --- versions -----------------------------------------------------------------------------
 
     fn clock(&self) -> Version {
-        INITIAL_VERSION + self.started.elapsed().as_micros() as i64 + self.version_bump
+        INITIAL_VERSION + self.now.0.as_micros() as i64 + self.version_bump
     }
 
     /// The newest committed version (and the version every read version is at most).
@@ -779,7 +770,7 @@ impl State {
     fn ss_version(&mut self, ss: usize) -> Version {
         let current = self.current_version();
         match self.ss_lag[ss] {
-            Some((v, until)) if Instant::now() < until => v.min(current),
+            Some((v, until)) if self.now < until => v.min(current),
             Some(_) => {
                 self.ss_lag[ss] = None;
                 current
@@ -839,7 +830,7 @@ impl State {
         Ok((self.boundaries[b].clone(), self.shard_end(e)))
     }
 
-    fn ss_interface(&self, i: usize) -> StorageServerInterface {
+    pub(crate) fn ss_interface(&self, i: usize) -> StorageServerInterface {
         let pid = format!("{:032x}", self.ss_ids[i].first as u128 | 0x5353 << 64);
         let entry = |k: &'static [u8], v: &str| LocalityEntry {
             key: Bytes::from_static(k),
@@ -865,7 +856,7 @@ impl State {
         }
     }
 
-    fn client_db_info(&self) -> ClientDBInfo {
+    pub(crate) fn client_db_info(&self) -> ClientDBInfo {
         let paddr = self.procs[self.proc_index(Role::Proxies)].addr;
         let pid = Some(Bytes::from(format!("{:032x}", self.grv_token.first)));
         let (grv_proxies, commit_proxies) = if self.proxies_published {
@@ -1125,7 +1116,7 @@ impl State {
             .or_else(|| self.delays.iter().find(|(k, _)| k.is_none()))
             .map(|(_, d)| *d);
         match delay {
-            Some(d) if !d.is_zero() => self.delayed.push((Instant::now() + d, o)),
+            Some(d) if !d.is_zero() => self.delayed.push((self.now + d, o)),
             _ => self.send_or_freeze(out, o),
         }
     }
@@ -1267,7 +1258,7 @@ impl State {
                     return;
                 }
                 Injected::CloseConnection => {
-                    conn.close();
+                    self.close(conn);
                     return;
                 }
                 Injected::CommitUnknownResult { applied } => {
@@ -1419,13 +1410,7 @@ impl State {
             }
             msg => {
                 if let Route::Storage(ss, _) = route {
-                    self.storage(
-                        conn,
-                        ss,
-                        msg,
-                        out,
-                        Instant::now() + self.cfg.future_version_delay,
-                    );
+                    self.storage(conn, ss, msg, out, self.now + self.cfg.future_version_delay);
                 }
             }
         }
@@ -1444,7 +1429,7 @@ impl State {
     /// Serves what the proxies held while a log was stopped, in arrival order.
     fn unstall(&mut self, out: &mut Vec<Outgoing>) {
         for s in std::mem::take(&mut self.stalled) {
-            if s.conn.closed.load(Ordering::SeqCst) {
+            if s.conn.is_closed() {
                 continue;
             }
             let body = match &s.msg {
@@ -1766,7 +1751,7 @@ impl State {
                 while self.move_one_off_excluded(out) {}
                 self.move_at = None;
             } else {
-                self.move_at = Some(Instant::now() + self.cfg.data_move_delay);
+                self.move_at = Some(self.now + self.cfg.data_move_delay);
             }
         }
         self.history
@@ -1794,9 +1779,7 @@ impl State {
         let mut value = (self.protocol & 0x0FFF_FFFF_FFFF_FFFF)
             .to_le_bytes()
             .to_vec();
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
+        let secs = self.unix_epoch + self.now.0.as_secs() as i64;
         value.extend_from_slice(&secs.to_le_bytes());
         value.push(id.len() as u8);
         value.extend_from_slice(id);
@@ -1999,7 +1982,7 @@ impl State {
             return;
         }
         if version > current {
-            if Instant::now() >= deadline {
+            if self.now >= deadline {
                 let body = error_reply(kind, ErrorCode::FUTURE_VERSION);
                 self.emit(out, conn, kind, reply, body);
             } else {
@@ -2103,7 +2086,7 @@ impl State {
                         cached: false,
                     })
                 } else {
-                    let deadline = Instant::now() + self.cfg.watch_timeout;
+                    let deadline = self.now + self.cfg.watch_timeout;
                     self.watches.push(Watch {
                         conn: conn.clone(),
                         reply,
@@ -2318,7 +2301,7 @@ impl State {
     /// timeouts, forgetting history. True when a stopped process that the transaction
     /// system needs has gone unnoticed for the failure-detection delay: the caller recovers.
     fn tick(&mut self, out: &mut Vec<Outgoing>) -> bool {
-        let now = Instant::now();
+        let now = self.now;
         if self.publish_at.is_some_and(|t| t <= now) {
             self.publish_at = None;
             self.proxies_published = true;
@@ -2336,7 +2319,7 @@ impl State {
             !p.retired
                 && (matches!(p.role, Role::Proxies | Role::Master) || p.log)
                 && p.stopped
-                    .is_some_and(|s| !s.detected && now.duration_since(s.at) >= stop_delay)
+                    .is_some_and(|s| !s.detected && now.saturating_since(s.at) >= stop_delay)
         });
         // A killed process is noticed after the same delay; the recovery it makes waits
         // for a coordinator quorum.
@@ -2344,7 +2327,7 @@ impl State {
             if self.needed_by_the_transaction_system(p)
                 && self.procs[p]
                     .dead_since
-                    .is_some_and(|t| now.duration_since(t) >= delay)
+                    .is_some_and(|t| now.saturating_since(t) >= delay)
             {
                 self.procs[p].dead_since = None;
                 self.recovery_due = true;
@@ -2383,7 +2366,7 @@ impl State {
                 ready
             };
             for w in ready {
-                if !w.conn.closed.load(Ordering::SeqCst) {
+                if !w.conn.is_closed() {
                     self.storage(&w.conn, w.ss, w.msg, out, w.deadline);
                 }
             }
@@ -2391,8 +2374,7 @@ impl State {
         let mut timed_out = Vec::new();
         let mut i = 0;
         while i < self.watches.len() {
-            if self.watches[i].deadline <= now || self.watches[i].conn.closed.load(Ordering::SeqCst)
-            {
+            if self.watches[i].deadline <= now || self.watches[i].conn.is_closed() {
                 timed_out.push(self.watches.swap_remove(i));
             } else {
                 i += 1;
@@ -2402,15 +2384,13 @@ impl State {
             let body = error_reply(RequestKind::WatchValue, ErrorCode::TIMED_OUT);
             self.emit(out, &w.conn, RequestKind::WatchValue, w.reply, body);
         }
-        if now.duration_since(self.last_gc) > Duration::from_millis(250) {
+        if now.saturating_since(self.last_gc) > Duration::from_millis(250) {
             self.last_gc = now;
             let oldest = self.oldest_version();
             self.store.forget_before(oldest);
-            self.long_polls
-                .retain(|(c, _, _)| !c.closed.load(Ordering::SeqCst));
-            self.parked
-                .retain(|(c, _, _)| !c.closed.load(Ordering::SeqCst));
-            self.conns.retain(|c| !c.closed.load(Ordering::SeqCst));
+            self.long_polls.retain(|(c, _, _)| !c.is_closed());
+            self.parked.retain(|(c, _, _)| !c.is_closed());
+            self.conns.retain(|c| !c.is_closed());
         }
         failed
     }
@@ -2471,15 +2451,14 @@ impl State {
         }
     }
 
-    /// A recovery ([`TestCluster::recover_with`]); `new_proxies` is the process the proxies
-    /// move to when theirs is stopped or dead.
-    fn recover(
-        &mut self,
-        shape: &Recovery,
-        new_proxies: Option<(TcpListener, SocketAddr)>,
-        out: &mut Vec<Outgoing>,
-    ) -> Option<(TcpListener, usize)> {
-        let now = Instant::now();
+    /// A recovery ([`TestCluster::recover_with`]); the proxies move to a new process when
+    /// theirs is stopped or dead.
+    fn recover(&mut self, shape: &Recovery, out: &mut Vec<Outgoing>) {
+        let now = self.now;
+        let new_proxies = {
+            let p = &self.procs[self.proc_index(Role::Proxies)];
+            (!p.alive || p.stopped.is_some()).then(|| (self.new_addr)())
+        };
         // What the old logs had decides what survives of the commits stalled behind one.
         if shape.stalled_commits_survive {
             let stalled = std::mem::take(&mut self.stalled);
@@ -2501,8 +2480,7 @@ impl State {
             };
             self.send_or_freeze(out, o);
         }
-        let mut spawn = None;
-        if let Some((listener, addr)) = new_proxies {
+        if let Some(addr) = new_proxies {
             self.procs[p].retired = true;
             self.procs.push(Process {
                 role: Role::Proxies,
@@ -2515,18 +2493,14 @@ impl State {
                 retired: false,
                 forwards: Vec::new(),
                 generation: 0,
-                accept_thread: None,
             });
-            spawn = Some((listener, self.procs.len() - 1));
         }
         // A master that failed is replaced by one in a new process (which serves nothing a
         // client reaches: its address refuses connections).
         let m = self.proc_index(Role::Master);
         if !self.procs[m].alive || self.procs[m].stopped.is_some() {
             self.procs[m].retired = true;
-            let addr = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .expect("bind loopback");
+            let addr = (self.new_addr)();
             self.procs.push(Process {
                 role: Role::Master,
                 addr,
@@ -2538,7 +2512,6 @@ impl State {
                 retired: false,
                 forwards: Vec::new(),
                 generation: 0,
-                accept_thread: None,
             });
         }
         // The new generation recruits logs on live processes only.
@@ -2569,51 +2542,6 @@ impl State {
         self.republish_at = (1..=shape.republish)
             .map(|i| now + shape.without_proxies + shape.republish_interval * i)
             .collect();
-        spawn
-    }
-}
-
-/// Recovers the cluster (see [`TestCluster::recover_with`]); the proxies move to a new
-/// process on loopback when theirs is stopped or dead.
-fn recover_cluster(inner: &Arc<Inner>, shape: &Recovery) {
-    let moving = {
-        let st = inner.lock();
-        let p = &st.procs[st.proc_index(Role::Proxies)];
-        !p.alive || p.stopped.is_some()
-    };
-    let new_proxies = if moving {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        let addr = l.local_addr().expect("a bound address");
-        Some((l, addr))
-    } else {
-        None
-    };
-    let mut out = Vec::new();
-    {
-        let mut st = inner.lock();
-        if let Some((listener, p)) = st.recover(shape, new_proxies, &mut out) {
-            let inner2 = inner.clone();
-            st.procs[p].accept_thread =
-                Some(thread::spawn(move || accept_loop(inner2, listener, p, 0)));
-        }
-    }
-    flush(out);
-}
-
-/// Blocks a connection's reader while its process is stopped: what the client sends waits
-/// in the socket, as it does for a stopped fdbserver. Whether it had to wait; `None` when
-/// the connection closed or the cluster stopped meanwhile.
-fn wait_while_stopped(inner: &Inner, conn: &Conn) -> Option<bool> {
-    let mut waited = false;
-    loop {
-        if inner.stopped.load(Ordering::SeqCst) || conn.closed.load(Ordering::SeqCst) {
-            return None;
-        }
-        if !inner.lock().is_stopped(conn.proc_idx) {
-            return Some(waited);
-        }
-        waited = true;
-        thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -2635,176 +2563,39 @@ fn flush_later(out: &mut Vec<Outgoing>, more: Vec<Outgoing>) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Networking
+// The runner's side: processes, connections, bytes, time
 
-fn accept_loop(inner: Arc<Inner>, listener: TcpListener, proc_idx: usize, generation: u64) {
-    for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
-        let mut st = inner.lock();
-        if inner.stopped.load(Ordering::SeqCst) || st.procs[proc_idx].generation != generation {
-            return; // drops the listener: the port refuses connections from now on
-        }
-        let _ = stream.set_nodelay(true);
-        let (Ok(w), Ok(shut)) = (stream.try_clone(), stream.try_clone()) else {
-            continue;
-        };
-        let _ = w.set_write_timeout(Some(Duration::from_secs(10)));
-        let conn = Arc::new(Conn {
-            proc_idx,
-            writer: Mutex::new(w),
-            shut,
-            closed: AtomicBool::new(false),
-        });
-        st.conns.push(conn.clone());
-        drop(st);
-        inner.conn_ids.fetch_add(1, Ordering::SeqCst);
-        let inner2 = inner.clone();
-        thread::spawn(move || serve_conn(inner2, conn, stream));
-    }
-}
-
-fn serve_conn(inner: Arc<Inner>, conn: Arc<Conn>, mut stream: TcpStream) {
-    let mut decoder = FrameDecoder::new(true, true);
-    let mut buf = vec![0u8; 64 * 1024];
-    // Frames read and not yet served; `None` stands for undecodable bytes (the connection
-    // closes once what came before them is served).
-    let mut pending: VecDeque<Option<Incoming>> = VecDeque::new();
-    while let Some(waited) = wait_while_stopped(&inner, &conn) {
-        if pending.is_empty() || waited {
-            // Blocking for the next bytes only when nothing is left to serve; after a stop,
-            // whatever waited in the socket meanwhile is read at once.
-            if waited {
-                let _ = stream.set_read_timeout(Some(Duration::from_millis(1)));
-            }
-            loop {
-                let n = match stream.read(&mut buf) {
-                    Ok(0) => return conn.close(),
-                    Ok(n) => n,
-                    Err(e)
-                        if waited
-                            && matches!(
-                                e.kind(),
-                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                            ) =>
-                    {
-                        break
-                    }
-                    Err(_) => return conn.close(),
-                };
-                decoder.feed(&buf[..n]);
-                if !waited {
-                    break;
-                }
-            }
-            let _ = stream.set_read_timeout(None);
-            if conn.closed.load(Ordering::SeqCst) {
-                break;
-            }
-            loop {
-                match decoder.next_frame() {
-                    Ok(Some(f)) => pending.push_back(Some(f)),
-                    Ok(None) => break,
-                    Err(_) => {
-                        pending.push_back(None);
-                        break;
-                    }
-                }
-            }
-            // Pings read together with other requests are answered first: fdbserver's ping
-            // receiver replies as the packet is delivered, a storage read yields first (seen
-            // after a SIGCONT: a ping sent after a read was answered before it).
-            let first_served = |f: &Option<Incoming>| match f {
-                Some(Incoming::Connect(_)) => true,
-                Some(Incoming::Packet(p)) => p.token == well_known::PING_PACKET,
-                _ => false,
-            };
-            let (first, rest): (VecDeque<_>, VecDeque<_>) =
-                pending.drain(..).partition(first_served);
-            pending = first;
-            pending.extend(rest);
-            continue;
-        }
-        let Some(frame) = pending.pop_front().expect("pending") else {
-            break;
-        };
-        match frame {
-            Incoming::Connect(_) => {
-                let (protocol, addr) = {
-                    let st = inner.lock();
-                    (st.protocol, st.procs[conn.proc_idx].addr)
-                };
-                let mut p = ConnectPacket::client(ProtocolVersion::V7_3);
-                p.protocol_version = protocol;
-                p.canonical_remote_port = addr.port();
-                p.connection_id = 0;
-                if let std::net::IpAddr::V4(v) = addr.ip() {
-                    p.canonical_remote_ip4 = u32::from(v);
-                }
-                let mut out = BytesMut::new();
-                p.encode(&mut out);
-                conn.write(&out);
-            }
-            Incoming::Packet(pkt) => {
-                let mut out = Vec::new();
-                inner
-                    .lock()
-                    .on_packet(&conn, pkt.token, &pkt.message, &mut out);
-                flush(out);
-            }
-        }
-    }
-    conn.close();
-}
-
-fn bind_retry(addr: SocketAddr) -> TcpListener {
-    let start = Instant::now();
-    loop {
-        match TcpListener::bind(addr) {
-            Ok(l) => return l,
-            Err(e) if start.elapsed() > Duration::from_secs(5) => {
-                panic!("test cluster: cannot bind {addr} again: {e}")
-            }
-            Err(_) => thread::sleep(Duration::from_millis(10)),
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The public handle
-
-/// A running in-process cluster (see the [module docs](super)). Stops when dropped.
-pub struct TestCluster {
-    inner: Arc<Inner>,
-    ticker: Option<JoinHandle<()>>,
-}
-
-impl TestCluster {
-    /// Starts the default cluster: 1 coordinator, proxies, 3 storage servers, shards split at
-    /// [`super::DEFAULT_SPLIT_POINTS`].
-    pub fn start() -> TestCluster {
-        TestClusterBuilder::default().start()
-    }
-
-    /// Configures a cluster before starting it.
-    pub fn builder() -> TestClusterBuilder {
-        TestClusterBuilder::default()
-    }
-
-    pub(crate) fn start_with(cfg: TestClusterBuilder) -> TestCluster {
+impl State {
+    /// The roles of a new cluster, one process each, in process order: the coordinators,
+    /// the proxies, the master, the storage servers. A runner gives [`State::new`] one
+    /// address for each.
+    pub(crate) fn initial_roles(cfg: &TestClusterBuilder) -> Vec<Role> {
         let mut roles: Vec<Role> = (0..cfg.coordinators).map(Role::Coordinator).collect();
         roles.push(Role::Proxies);
         roles.push(Role::Master);
         roles.extend((0..cfg.storage_servers).map(Role::Storage));
-        let listeners: Vec<TcpListener> = roles
-            .iter()
-            .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind loopback"))
-            .collect();
+        roles
+    }
+
+    /// A cluster at [`Instant::ZERO`] whose processes are at `addrs` (see
+    /// [`State::initial_roles`]); `seed` makes its tokens and ids, `unix_epoch` is the Unix
+    /// time (seconds) at [`Instant::ZERO`], `new_addr` gives processes started later their
+    /// addresses.
+    pub(crate) fn new(
+        cfg: TestClusterBuilder,
+        addrs: &[SocketAddr],
+        seed: u64,
+        unix_epoch: i64,
+        new_addr: Box<dyn FnMut() -> SocketAddr + Send>,
+    ) -> State {
+        let roles = Self::initial_roles(&cfg);
+        assert_eq!(roles.len(), addrs.len(), "one address per process");
         let procs: Vec<Process> = roles
             .iter()
-            .zip(&listeners)
-            .map(|(&role, l)| Process {
+            .zip(addrs)
+            .map(|(&role, &addr)| Process {
                 role,
-                addr: l.local_addr().unwrap(),
+                addr,
                 alive: true,
                 silent: false,
                 stopped: None,
@@ -2813,7 +2604,6 @@ impl TestCluster {
                 retired: false,
                 forwards: Vec::new(),
                 generation: 0,
-                accept_thread: None,
             })
             .collect();
 
@@ -2833,14 +2623,10 @@ impl TestCluster {
             .map(|i| (0..replication).map(|j| (i + j) % n).collect())
             .collect();
 
-        let seed = (Instant::now().elapsed().as_nanos() as u64)
-            ^ std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0)
-            ^ ((procs[0].addr.port() as u64) << 32);
         let mut st = State {
-            started: Instant::now(),
+            now: Instant::ZERO,
+            unix_epoch,
+            new_addr,
             version_bump: 0,
             last_version: 0,
             store: Store::default(),
@@ -2880,9 +2666,12 @@ impl TestCluster {
             counters: BTreeMap::new(),
             proc_counters: BTreeMap::new(),
             conns: Vec::new(),
+            inputs: BTreeMap::new(),
+            io: Vec::new(),
+            accepted: 0,
             protocol: ProtocolVersion::V7_3.with_object_serializer_flag().0,
             rng: seed,
-            last_gc: Instant::now(),
+            last_gc: Instant::ZERO,
             move_at: None,
             move_candidate: 0,
             wrong_shard: 0,
@@ -2917,689 +2706,639 @@ impl TestCluster {
             st.store
                 .put(Bytes::from_static(key), Some(Bytes::from_static(b"1")), 1);
         }
-        let inner = Arc::new(Inner {
-            state: Mutex::new(st),
-            stopped: AtomicBool::new(false),
-            conn_ids: AtomicU64::new(0),
-        });
-        for (i, l) in listeners.into_iter().enumerate() {
-            let inner2 = inner.clone();
-            let h = thread::spawn(move || accept_loop(inner2, l, i, 0));
-            inner.lock().procs[i].accept_thread = Some(h);
+        st
+    }
+
+    /// Time passed: the cluster is at `now` (never earlier than it was).
+    pub(crate) fn set_now(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+    }
+
+    /// What the runner must do now, in order.
+    pub(crate) fn take_io(&mut self) -> Vec<Io> {
+        std::mem::take(&mut self.io)
+    }
+
+    /// Every process: its role, its address, whether it is up (alive and not retired).
+    pub(crate) fn processes(&self) -> Vec<(Role, SocketAddr, bool)> {
+        self.procs
+            .iter()
+            .map(|p| (p.role, p.addr, p.alive && !p.retired))
+            .collect()
+    }
+
+    /// A connection to process `proc_idx` was accepted; `None` when the process is down
+    /// (the runner refuses it).
+    pub(crate) fn accept(&mut self, proc_idx: usize, id: u64) -> Option<Arc<Conn>> {
+        if !self.procs.get(proc_idx)?.alive {
+            return None;
         }
-        let inner2 = inner.clone();
-        let ticker = thread::spawn(move || {
-            while !inner2.stopped.load(Ordering::SeqCst) {
-                let mut out = Vec::new();
-                let failed = inner2.lock().tick(&mut out);
-                flush(out);
-                if failed {
-                    let shape = inner2.lock().cfg.recovery.clone();
-                    recover_cluster(&inner2, &shape);
+        let conn = Arc::new(Conn {
+            id,
+            proc_idx,
+            closed: AtomicBool::new(false),
+        });
+        self.accepted += 1;
+        self.conns.push(conn.clone());
+        self.inputs.insert(
+            id,
+            ConnInput {
+                conn: conn.clone(),
+                decoder: FrameDecoder::new(true, true),
+                pending: VecDeque::new(),
+            },
+        );
+        Some(conn)
+    }
+
+    /// Bytes arrived on `conn`. A stopped process keeps them unread until it continues.
+    pub(crate) fn input(&mut self, conn: &Arc<Conn>, bytes: &[u8]) {
+        let Some(c) = self.inputs.get_mut(&conn.id) else {
+            return;
+        };
+        c.decoder.feed(bytes);
+        loop {
+            match c.decoder.next_frame() {
+                Ok(Some(f)) => c.pending.push_back(Some(f)),
+                Ok(None) => break,
+                Err(_) => {
+                    c.pending.push_back(None);
+                    break;
                 }
-                thread::sleep(Duration::from_millis(1));
             }
-        });
-        TestCluster {
-            inner,
-            ticker: Some(ticker),
+        }
+        Self::pings_first(&mut c.pending);
+        self.serve_pending(conn.id);
+    }
+
+    /// Pings read together with other requests are answered first: fdbserver's ping receiver
+    /// replies as the packet is delivered, a storage read yields first (seen after a
+    /// SIGCONT: a ping sent after a read was answered before it).
+    fn pings_first(pending: &mut VecDeque<Option<Incoming>>) {
+        let first_served = |f: &Option<Incoming>| match f {
+            Some(Incoming::Connect(_)) => true,
+            Some(Incoming::Packet(p)) => p.token == well_known::PING_PACKET,
+            _ => false,
+        };
+        let (first, rest): (VecDeque<_>, VecDeque<_>) = pending.drain(..).partition(first_served);
+        *pending = first;
+        pending.extend(rest);
+    }
+
+    /// Serves what waits on connection `id`, unless its process is stopped.
+    fn serve_pending(&mut self, id: u64) {
+        loop {
+            let Some(c) = self.inputs.get_mut(&id) else {
+                return;
+            };
+            let conn = c.conn.clone();
+            if conn.is_closed() || self.procs[conn.proc_idx].stopped.is_some() {
+                return;
+            }
+            let Some(frame) = self.inputs.get_mut(&id).and_then(|c| c.pending.pop_front()) else {
+                return;
+            };
+            match frame {
+                None => return self.close(&conn),
+                Some(Incoming::Connect(_)) => {
+                    let addr = self.procs[conn.proc_idx].addr;
+                    let mut p = ConnectPacket::client(ProtocolVersion::V7_3);
+                    p.protocol_version = self.protocol;
+                    p.canonical_remote_port = addr.port();
+                    p.connection_id = 0;
+                    if let std::net::IpAddr::V4(v) = addr.ip() {
+                        p.canonical_remote_ip4 = u32::from(v);
+                    }
+                    let mut hello = BytesMut::new();
+                    p.encode(&mut hello);
+                    self.io.push(Io::Send(conn, hello.freeze()));
+                }
+                Some(Incoming::Packet(pkt)) => {
+                    let mut out = Vec::new();
+                    self.on_packet(&conn, pkt.token, &pkt.message, &mut out);
+                    self.flush(out);
+                }
+            }
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.inner.lock()
+    /// The far end closed `conn` (or the runner lost it).
+    pub(crate) fn closed(&mut self, conn: &Arc<Conn>) {
+        conn.closed.store(true, Ordering::SeqCst);
+        self.inputs.remove(&conn.id);
     }
 
-    // --- addresses -----------------------------------------------------------------------------
-
-    /// The cluster file contents: `description:id@coordinator[,coordinator...]`.
-    /// After [`TestCluster::change_coordinators`], the new one.
-    pub fn cluster_file_string(&self) -> String {
-        self.lock().connection_string()
+    /// Closes `conn` from this end.
+    fn close(&mut self, conn: &Arc<Conn>) {
+        if !conn.is_closed() {
+            self.closed(conn);
+            self.io.push(Io::Close(conn.clone()));
+        }
     }
 
-    /// Writes `fdb.cluster` into `dir` and returns its path.
-    pub fn write_cluster_file(&self, dir: &Path) -> PathBuf {
-        let path = dir.join("fdb.cluster");
-        std::fs::write(&path, self.cluster_file_string() + "\n").expect("write cluster file");
-        path
+    /// Frames the replies for the wire.
+    fn flush(&mut self, out: Vec<Outgoing>) {
+        for o in out {
+            let mut b = BytesMut::new();
+            encode_packet(&mut b, o.token, &o.body, true);
+            self.io.push(Io::Send(o.conn, b.freeze()));
+        }
     }
 
-    /// The address of a role's process.
-    pub fn addr(&self, role: Role) -> SocketAddr {
-        let st = self.lock();
-        st.procs[st.proc_index(role)].addr
+    /// When [`State::handle_timeout`] has work next (`None`: nothing is waiting for time).
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let detect = self.cfg.failure_detection_delay;
+        let stop_delay = detect + self.cfg.stop_noticed_after;
+        let version_at = |v: Version| {
+            Instant(Duration::from_micros(
+                (v - INITIAL_VERSION - self.version_bump).max(0) as u64,
+            ))
+        };
+        let publish = match self.publish_at {
+            Some(t) => Some(t),
+            None => self.republish_at.front().copied(),
+        };
+        let stops = self.procs.iter().filter_map(|p| {
+            let needed = !p.retired && (matches!(p.role, Role::Proxies | Role::Master) || p.log);
+            p.stopped
+                .filter(|s| needed && !s.detected)
+                .map(|s| s.at + stop_delay)
+        });
+        let deaths = (0..self.procs.len())
+            .filter(|&p| self.needed_by_the_transaction_system(p))
+            .filter_map(|p| self.procs[p].dead_since.map(|t| t + detect));
+        let waiting = self.waiting.iter().map(|w| {
+            let caught_up = match self.ss_lag[w.ss] {
+                Some((_, until)) => until.max(version_at(w.version)),
+                None => version_at(w.version),
+            };
+            w.deadline.min(caught_up)
+        });
+        // Forgetting history past the window, and connections closed.
+        let gc = Some(self.last_gc + Duration::from_millis(251));
+        publish
+            .into_iter()
+            .chain(stops)
+            .chain(deaths)
+            .chain(self.move_at)
+            .chain(self.delayed.iter().map(|(t, _)| *t))
+            .chain(waiting)
+            .chain(self.watches.iter().map(|w| w.deadline))
+            .chain(gc)
+            .min()
     }
 
-    /// The first coordinator's address.
-    pub fn coordinator_addr(&self) -> SocketAddr {
-        self.addr(Role::Coordinator(0))
+    /// Does what is due at the time set: publications, delayed replies, reads whose version
+    /// arrived, watch timeouts, failure detection (and the recovery it makes).
+    pub(crate) fn handle_timeout(&mut self) {
+        let mut out = Vec::new();
+        let failed = self.tick(&mut out);
+        self.flush(out);
+        if failed {
+            let shape = self.cfg.recovery.clone();
+            self.recover_with(&shape);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a test asks of the cluster (see `TestCluster`, which runs each on its sockets)
+
+impl State {
+    pub(crate) fn cluster_file_string(&self) -> String {
+        self.connection_string()
     }
 
-    /// How many storage servers there are.
-    pub fn storage_server_count(&self) -> usize {
-        self.lock().cfg.storage_servers
+    pub(crate) fn addr(&self, role: Role) -> SocketAddr {
+        self.procs[self.proc_index(role)].addr
     }
 
-    /// The current `ClientDBInfo` (what a coordinator would answer).
-    pub fn client_db_info(&self) -> ClientDBInfo {
-        self.lock().client_db_info()
-    }
-
-    /// The current interface of storage server `i`.
-    pub fn storage_interface(&self, i: usize) -> StorageServerInterface {
-        self.lock().ss_interface(i)
-    }
-
-    /// The shard map.
-    pub fn shards(&self) -> Vec<ShardInfo> {
-        let st = self.lock();
-        (0..st.teams.len())
+    pub(crate) fn shards(&self) -> Vec<ShardInfo> {
+        (0..self.teams.len())
             .map(|i| ShardInfo {
-                begin: st.boundaries[i].to_vec(),
-                end: st.shard_end(i).to_vec(),
-                servers: st.teams[i].clone(),
+                begin: self.boundaries[i].to_vec(),
+                end: self.shard_end(i).to_vec(),
+                servers: self.teams[i].clone(),
             })
             .collect()
     }
 
-    /// The storage servers holding `key`.
-    pub fn servers_of(&self, key: &[u8]) -> Vec<usize> {
-        let st = self.lock();
-        st.teams[st.shard_containing(key)].clone()
+    pub(crate) fn servers_of(&self, key: &[u8]) -> Vec<usize> {
+        self.teams[self.shard_containing(key)].clone()
     }
 
-    // --- data ------------------------------------------------------------------------------------
-
-    /// The newest committed version.
-    pub fn version(&self) -> Version {
-        self.lock().current_version()
+    pub(crate) fn snapshot(&mut self) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        let v = self.current_version();
+        self.store.snapshot(v)
     }
 
-    /// Every key and value as of the newest version, read directly (no client involved).
-    pub fn snapshot(&self) -> BTreeMap<Vec<u8>, Vec<u8>> {
-        let mut st = self.lock();
-        let v = st.current_version();
-        st.store.snapshot(v)
+    pub(crate) fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.store.latest(key).map(|b| b.to_vec())
     }
 
-    /// The newest value of one key, read directly.
-    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.lock().store.latest(key).map(|b| b.to_vec())
-    }
-
-    /// Commits `mutations` directly (no conflict check; watches fire) and returns the version.
-    pub fn apply(&self, mutations: &[MutationRef]) -> Version {
+    /// Commits `mutations` directly (no conflict check; watches fire).
+    pub(crate) fn apply_direct(&mut self, mutations: &[MutationRef]) -> Version {
         let mut out = Vec::new();
-        let v = {
-            let mut st = self.lock();
-            let version = st.last_version.max(st.clock() - 1) + 1;
-            st.last_version = version;
-            st.apply(mutations, version, 0);
-            let ranges = mutations
-                .iter()
-                .map(|m| match m.kind {
-                    mt::CLEAR_RANGE => KeyRange::new(m.param1.clone(), m.param2.clone()),
-                    _ => KeyRange::single_key(&m.param1),
-                })
-                .collect();
-            st.history.push_back((version, ranges));
-            st.fire_watches(version, &mut out);
-            version
-        };
-        flush(out);
-        v
-    }
-
-    /// Sets one key directly (see [`TestCluster::apply`]).
-    pub fn set(&self, key: &[u8], value: &[u8]) -> Version {
-        self.apply(&[MutationRef::new(
-            mt::SET_VALUE,
-            Bytes::copy_from_slice(key),
-            Bytes::copy_from_slice(value),
-        )])
-    }
-
-    // --- counters ------------------------------------------------------------------------------
-
-    /// How many requests of `kind` arrived (and were routed to a live role) so far.
-    pub fn requests(&self, kind: RequestKind) -> u64 {
-        self.lock().counters.get(&kind).copied().unwrap_or(0)
-    }
-
-    /// All request counters.
-    pub fn request_counts(&self) -> BTreeMap<RequestKind, u64> {
-        self.lock().counters.clone()
-    }
-
-    /// How many requests of `kind` arrived at the processes that held `role` (a recovery
-    /// may have moved the proxies: every process they were in counts).
-    pub fn requests_to(&self, role: Role, kind: RequestKind) -> u64 {
-        let st = self.lock();
-        st.proc_counters
+        let version = self.last_version.max(self.clock() - 1) + 1;
+        self.last_version = version;
+        self.apply(mutations, version, 0);
+        let ranges = mutations
             .iter()
-            .filter(|((p, k), _)| *k == kind && st.procs[*p].role == role)
+            .map(|m| match m.kind {
+                mt::CLEAR_RANGE => KeyRange::new(m.param1.clone(), m.param2.clone()),
+                _ => KeyRange::single_key(&m.param1),
+            })
+            .collect();
+        self.history.push_back((version, ranges));
+        self.fire_watches(version, &mut out);
+        self.flush(out);
+        version
+    }
+
+    pub(crate) fn requests(&self, kind: RequestKind) -> u64 {
+        self.counters.get(&kind).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn request_counts(&self) -> BTreeMap<RequestKind, u64> {
+        self.counters.clone()
+    }
+
+    pub(crate) fn requests_to(&self, role: Role, kind: RequestKind) -> u64 {
+        self.proc_counters
+            .iter()
+            .filter(|((p, k), _)| *k == kind && self.procs[*p].role == role)
             .map(|(_, n)| n)
             .sum()
     }
 
-    /// Zeroes the request counters.
-    pub fn reset_counters(&self) {
-        let mut st = self.lock();
-        st.counters.clear();
-        st.proc_counters.clear();
+    pub(crate) fn reset_counters(&mut self) {
+        self.counters.clear();
+        self.proc_counters.clear();
     }
 
-    /// Injected faults not consumed yet (the sum of the counts given to
-    /// [`TestCluster::inject`] and its shorthands, minus the requests they hit), for `kind`
-    /// or for every kind: a test asserts its injection fired by seeing this reach 0.
-    pub fn injections_left(&self, kind: Option<RequestKind>) -> u32 {
-        self.lock()
-            .injections
+    pub(crate) fn injections_left(&self, kind: Option<RequestKind>) -> u32 {
+        self.injections
             .iter()
             .filter(|(k, _, _)| kind.is_none_or(|want| *k == want))
             .map(|(_, n, _)| n)
             .sum()
     }
 
-    /// Connections accepted so far, by every process (a client that reconnects adds to it).
-    pub fn connections_accepted(&self) -> u64 {
-        self.inner.conn_ids.load(Ordering::SeqCst)
+    pub(crate) fn connections_accepted(&self) -> u64 {
+        self.accepted
     }
 
-    /// Watches currently held by storage servers.
-    pub fn pending_watches(&self) -> usize {
-        self.lock().watches.len()
+    pub(crate) fn pending_watches(&self) -> usize {
+        self.watches.len()
     }
 
-    /// Open connections (all processes).
-    pub fn connection_count(&self) -> usize {
-        let st = self.lock();
-        st.conns
-            .iter()
-            .filter(|c| !c.closed.load(Ordering::SeqCst))
-            .count()
+    pub(crate) fn connection_count(&self) -> usize {
+        self.conns.iter().filter(|c| !c.is_closed()).count()
     }
 
     // --- faults ----------------------------------------------------------------------------------
 
-    /// Faults: closes every open connection of every process (they keep accepting new ones).
-    pub fn drop_connections(&self) {
-        let st = self.lock();
-        for c in &st.conns {
-            c.close();
+    /// Closes the open connections of process `p` (`None`: of every process).
+    pub(crate) fn drop_connections_of(&mut self, p: Option<usize>) {
+        let conns: Vec<Arc<Conn>> = self
+            .conns
+            .iter()
+            .filter(|c| p.is_none_or(|p| c.proc_idx == p))
+            .cloned()
+            .collect();
+        for c in conns {
+            self.close(&c);
         }
     }
 
-    /// Faults: closes the open connections of one role's process.
-    pub fn drop_connections_of(&self, role: Role) {
-        let st = self.lock();
-        let p = st.proc_index(role);
-        for c in st.conns.iter().filter(|c| c.proc_idx == p) {
-            c.close();
-        }
+    pub(crate) fn drop_role_connections(&mut self, role: Role) {
+        let p = self.proc_index(role);
+        self.drop_connections_of(Some(p));
     }
 
-    /// Faults: delays every reply to requests of `kind` (`None`: of every kind without a delay
-    /// of its own) by `delay`. `Duration::ZERO` removes the delay.
-    pub fn set_reply_delay(&self, kind: Option<RequestKind>, delay: Duration) {
-        let mut st = self.lock();
-        st.delays.retain(|(k, _)| *k != kind);
+    pub(crate) fn set_reply_delay(&mut self, kind: Option<RequestKind>, delay: Duration) {
+        self.delays.retain(|(k, _)| *k != kind);
         if !delay.is_zero() {
-            st.delays.push((kind, delay));
+            self.delays.push((kind, delay));
         }
     }
 
-    /// Faults: from now on, replies to requests of `kind` (`None`: all) are held back until
-    /// [`TestCluster::release_replies`]; use it to reorder replies.
-    pub fn hold_replies(&self, kind: Option<RequestKind>) {
-        self.lock().hold.push(kind);
+    pub(crate) fn hold_replies(&mut self, kind: Option<RequestKind>) {
+        self.hold.push(kind);
     }
 
-    /// Faults: stops holding replies and sends the held ones in `order` (those of a stopped
-    /// process when it continues). Returns how many.
-    pub fn release_replies(&self, order: ReleaseOrder) -> usize {
+    pub(crate) fn release_replies(&mut self, order: ReleaseOrder) -> usize {
         let mut out = Vec::new();
-        let n = {
-            let mut st = self.lock();
-            st.hold.clear();
-            let mut held = std::mem::take(&mut st.held);
-            if order == ReleaseOrder::Reversed {
-                held.reverse();
-            }
-            let n = held.len();
-            for o in held {
-                st.send_or_freeze(&mut out, o);
-            }
-            n
-        };
-        flush(out);
+        self.hold.clear();
+        let mut held = std::mem::take(&mut self.held);
+        if order == ReleaseOrder::Reversed {
+            held.reverse();
+        }
+        let n = held.len();
+        for o in held {
+            self.send_or_freeze(&mut out, o);
+        }
+        self.flush(out);
         n
     }
 
-    /// Replies currently held by [`TestCluster::hold_replies`].
-    pub fn held_replies(&self) -> usize {
-        self.lock().held.len()
+    pub(crate) fn held_replies(&self) -> usize {
+        self.held.len()
     }
 
-    /// Faults: a hung process. It keeps its connections and reads requests but answers nothing
-    /// (not even pings) until unset. Replies produced meanwhile are lost.
-    pub fn set_silent(&self, role: Role, silent: bool) {
-        let mut st = self.lock();
-        let p = st.proc_index(role);
-        st.procs[p].silent = silent;
+    pub(crate) fn set_silent(&mut self, role: Role, silent: bool) {
+        let p = self.proc_index(role);
+        self.procs[p].silent = silent;
     }
 
-    /// Faults: every process hung (see [`TestCluster::set_silent`]), or all resumed.
-    pub fn set_all_silent(&self, silent: bool) {
-        for p in &mut self.lock().procs {
+    pub(crate) fn set_all_silent(&mut self, silent: bool) {
+        for p in &mut self.procs {
             p.silent = silent;
         }
     }
 
-    /// Faults: the next `count` requests of `kind` get `what` instead of being served.
-    pub fn inject(&self, kind: RequestKind, count: u32, what: Injected) {
+    pub(crate) fn inject(&mut self, kind: RequestKind, count: u32, what: Injected) {
         if count > 0 {
-            self.lock().injections.push((kind, count, what));
+            self.injections.push((kind, count, what));
         }
     }
 
-    /// Faults: the next `count` requests of `kind` fail with `error` (e.g.
-    /// `ErrorCode::WRONG_SHARD_SERVER`, `FUTURE_VERSION`, `PROCESS_BEHIND`,
-    /// `ALL_ALTERNATIVES_FAILED`).
-    pub fn fail_next(&self, kind: RequestKind, count: u32, error: ErrorCode) {
-        self.inject(kind, count, Injected::Error(error));
-    }
-
-    /// Faults: the next `count` commits answer `commit_unknown_result`, with the commit applied
-    /// (if it resolves) or not.
-    pub fn commit_unknown_result_next(&self, count: u32, applied: bool) {
-        self.inject(
-            RequestKind::Commit,
-            count,
-            Injected::CommitUnknownResult { applied },
-        );
-    }
-
-    /// Faults: removes every delay, hold (sending what was held, in order), injection and
-    /// silence, and continues stopped processes. Killed roles stay killed.
-    pub fn clear_faults(&self) {
-        let stopped: Vec<Role> = {
-            let mut st = self.lock();
-            st.delays.clear();
-            st.injections.clear();
-            for p in &mut st.procs {
-                p.silent = false;
-            }
-            st.procs
-                .iter()
-                .filter(|p| p.stopped.is_some())
-                .map(|p| p.role)
-                .collect()
-        };
+    pub(crate) fn clear_faults(&mut self) {
+        self.delays.clear();
+        self.injections.clear();
+        for p in &mut self.procs {
+            p.silent = false;
+        }
+        let stopped: Vec<Role> = self
+            .procs
+            .iter()
+            .filter(|p| p.stopped.is_some())
+            .map(|p| p.role)
+            .collect();
         for r in stopped {
             self.sigcont(r);
         }
         self.release_replies(ReleaseOrder::InOrder);
     }
 
-    /// Faults: kills a role's process: its port stops listening (connections are refused) and
-    /// its connections close. Pending long polls, watches and parked reads on it are lost.
-    pub fn kill(&self, role: Role) {
-        let (addr, handle) = {
-            let mut st = self.lock();
-            let p = st.proc_index(role);
-            if !st.procs[p].alive {
-                return;
-            }
-            st.procs[p].alive = false;
-            st.procs[p].stopped = None;
-            st.procs[p].dead_since = Some(Instant::now());
-            st.procs[p].generation += 1;
-            st.frozen.retain(|o| o.conn.proc_idx != p);
-            for c in st.conns.iter().filter(|c| c.proc_idx == p) {
-                c.close();
-            }
-            (st.procs[p].addr, st.procs[p].accept_thread.take())
-        };
-        // Wake the accept loop so it sees the new generation and drops the listener.
-        let _ = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
-        if let Some(h) = handle {
-            let _ = h.join();
+    /// Kills a role's process (see `TestCluster::kill`); false if it was down already.
+    pub(crate) fn kill(&mut self, role: Role) -> bool {
+        let p = self.proc_index(role);
+        if !self.procs[p].alive {
+            return false;
         }
+        self.procs[p].alive = false;
+        self.procs[p].stopped = None;
+        self.procs[p].dead_since = Some(self.now);
+        self.procs[p].generation += 1;
+        self.frozen.retain(|o| o.conn.proc_idx != p);
+        self.drop_connections_of(Some(p));
+        true
     }
 
-    /// Faults: the role ends while its process stays up, as roles end in an FDB recovery (a
-    /// master or a transaction-system process failed) or when a storage server is removed.
-    /// Like fdbserver, everything it still owes — held, delayed and parked replies, reads
-    /// waiting for a version, watches — is answered with `broken_promise`; it comes back at
-    /// once with new tokens (its old ones get `ENDPOINT_NOT_FOUND`), and new proxies publish a
-    /// new `ClientDBInfo`. Connections stay open. Commits whose replies were held had been
-    /// applied; parked ones ([`Injected::NoReply`]) had not.
-    pub fn end_role(&self, role: Role) {
+    pub(crate) fn end_role(&mut self, role: Role) {
         let mut out = Vec::new();
-        {
-            let mut st = self.lock();
-            let p = st.proc_index(role);
-            st.end_role_of(p, &mut out);
-            match role {
-                Role::Proxies => {
-                    st.grv_token = st.new_token();
-                    st.commit_token = st.new_token();
-                    st.cc_token = st.new_token();
-                    st.info_changed(&mut out);
-                }
-                Role::Storage(i) => st.ss_tokens[i] = st.new_token(),
-                // A coordinator's endpoints are well known: it has no tokens to lose.
-                Role::Coordinator(_) | Role::Master => {}
+        let p = self.proc_index(role);
+        self.end_role_of(p, &mut out);
+        match role {
+            Role::Proxies => {
+                self.grv_token = self.new_token();
+                self.commit_token = self.new_token();
+                self.cc_token = self.new_token();
+                self.info_changed(&mut out);
             }
+            Role::Storage(i) => self.ss_tokens[i] = self.new_token(),
+            // A coordinator's endpoints are well known: it has no tokens to lose.
+            Role::Coordinator(_) | Role::Master => {}
         }
-        flush(out);
+        self.flush(out);
     }
 
-    /// Faults: restarts a killed role (or restarts a live one: kill, then start) on the same
-    /// port. Proxies and storage servers come back with new endpoint tokens (old tokens get
-    /// `ENDPOINT_NOT_FOUND`). Storage servers keep their unique ids and shards.
-    ///
-    /// Like a restarted fdbserver, the process does not take up again a role the
-    /// transaction system had given it: a restart of the proxies' process, or of one that
-    /// holds a log, makes a recovery in the builder's shape (at once, or when a coordinator
-    /// quorum is up again), after which the proxies are back on this port and the log is
-    /// gone. A recovery that failure detection already made for the killed process is not
-    /// made again.
-    pub fn restart(&self, role: Role) {
+    /// Restarts a role's process (killing it first if it is up) at the same address.
+    pub(crate) fn restart(&mut self, role: Role) {
         self.kill(role);
-        let addr = self.addr(role);
-        let listener = bind_retry(addr);
         let mut out = Vec::new();
-        {
-            let mut st = self.lock();
-            let p = st.proc_index(role);
-            if st.procs[p].dead_since.take().is_some() && st.needed_by_the_transaction_system(p) {
-                st.recovery_due = true;
-            }
-            match role {
-                Role::Proxies => {
-                    st.grv_token = st.new_token();
-                    st.commit_token = st.new_token();
-                    st.cc_token = st.new_token();
-                }
-                Role::Storage(i) => {
-                    st.ss_tokens[i] = st.new_token();
-                }
-                Role::Coordinator(_) | Role::Master => {}
-            }
-            st.procs[p].alive = true;
-            st.procs[p].silent = false;
-            st.procs[p].stopped = None;
-            let generation = st.procs[p].generation;
-            let inner = self.inner.clone();
-            st.procs[p].accept_thread = Some(thread::spawn(move || {
-                accept_loop(inner, listener, p, generation)
-            }));
-            let proxies = st.proc_index(Role::Proxies);
-            let proxies_up = st.procs[proxies].alive && st.procs[proxies].stopped.is_none();
-            if st.recovery_due && st.coordinator_quorum() && proxies_up {
-                // Everything it needs is up: the recovery is made now, the proxies staying
-                // where they are (with the proxies down, the ticker makes it, moving them).
-                let shape = st.cfg.recovery.clone();
-                let _ = st.recover(&shape, None, &mut out);
-            } else if role == Role::Proxies {
-                // New tokens are a new `ClientDBInfo`.
-                st.info_changed(&mut out);
-            }
+        let p = self.proc_index(role);
+        if self.procs[p].dead_since.take().is_some() && self.needed_by_the_transaction_system(p) {
+            self.recovery_due = true;
         }
-        flush(out);
-    }
-
-    /// Faults: whether a role's process is up.
-    pub fn is_alive(&self, role: Role) -> bool {
-        let st = self.lock();
-        st.procs[st.proc_index(role)].alive
-    }
-
-    /// Faults: moves the shard holding `key` to storage server `to` (alone). Its old servers
-    /// answer `wrong_shard_server` for it from now on; their watches on it fail the same way.
-    pub fn move_shard(&self, key: &[u8], to: usize) {
-        let mut out = Vec::new();
-        {
-            let mut st = self.lock();
-            assert!(to < st.cfg.storage_servers, "no storage server {to}");
-            let i = st.shard_containing(key);
-            st.teams[i] = vec![to];
-            st.fail_moved_watches(&mut out);
+        match role {
+            Role::Proxies => {
+                self.grv_token = self.new_token();
+                self.commit_token = self.new_token();
+                self.cc_token = self.new_token();
+            }
+            Role::Storage(i) => {
+                self.ss_tokens[i] = self.new_token();
+            }
+            Role::Coordinator(_) | Role::Master => {}
         }
-        flush(out);
+        self.procs[p].alive = true;
+        self.procs[p].silent = false;
+        self.procs[p].stopped = None;
+        let proxies = self.proc_index(Role::Proxies);
+        let proxies_up = self.procs[proxies].alive && self.procs[proxies].stopped.is_none();
+        if self.recovery_due && self.coordinator_quorum() && proxies_up {
+            // Everything it needs is up: the recovery is made now, the proxies staying
+            // where they are (with the proxies down, the ticker makes it, moving them).
+            let shape = self.cfg.recovery.clone();
+            self.recover(&shape, &mut out);
+        } else if role == Role::Proxies {
+            // New tokens are a new `ClientDBInfo`.
+            self.info_changed(&mut out);
+        }
+        self.flush(out);
     }
 
-    /// Faults: moves the next shard off an excluded storage server now, as the next step
-    /// of data distribution after an `exclude` would (see
-    /// [`crate::cluster::TestClusterBuilder::data_move_delay`]); `false` when no shard is
-    /// left to move.
-    pub fn move_next_shard(&self) -> bool {
+    pub(crate) fn is_alive(&self, role: Role) -> bool {
+        self.procs[self.proc_index(role)].alive
+    }
+
+    pub(crate) fn move_shard(&mut self, key: &[u8], to: usize) {
         let mut out = Vec::new();
-        let moved = self.lock().move_one_off_excluded(&mut out);
-        flush(out);
+        assert!(to < self.cfg.storage_servers, "no storage server {to}");
+        let i = self.shard_containing(key);
+        self.teams[i] = vec![to];
+        self.fail_moved_watches(&mut out);
+        self.flush(out);
+    }
+
+    pub(crate) fn move_next_shard(&mut self) -> bool {
+        let mut out = Vec::new();
+        let moved = self.move_one_off_excluded(&mut out);
+        self.flush(out);
         moved
     }
 
-    /// How many `wrong_shard_server` answers the storage servers sent (reads and watches
-    /// for keys of shards they do not hold).
-    pub fn wrong_shard_replies(&self) -> u64 {
-        self.lock().wrong_shard
+    pub(crate) fn wrong_shard_replies(&self) -> u64 {
+        self.wrong_shard
     }
 
-    /// Faults: jumps the version forward by `versions` (as a recovery does), so that reads
-    /// and commits at older read versions become `transaction_too_old` at once.
-    pub fn advance_version(&self, versions: i64) {
-        let mut st = self.lock();
-        st.version_bump += versions.max(0);
-        st.current_version();
+    pub(crate) fn advance_version(&mut self, versions: i64) {
+        self.version_bump += versions.max(0);
+        self.current_version();
     }
 
-    /// Faults: a recovery of the transaction system in fdbserver 7.3.77's shape
-    /// ([`Recovery::default`]); see [`TestCluster::recover_with`].
-    pub fn recover(&self) {
-        recover_cluster(&self.inner, &Recovery::default());
+    pub(crate) fn recover_with(&mut self, shape: &Recovery) {
+        let mut out = Vec::new();
+        self.recover(shape, &mut out);
+        self.flush(out);
     }
 
-    /// Faults: a recovery, as a failed master, proxy or log makes one. The proxies end (what
-    /// they owed is answered with `broken_promise`; commits stalled behind a stopped log
-    /// survive or not, as `shape` says) and come back with new tokens — in a new process on
-    /// loopback if theirs is stopped or dead. The `ClientDBInfo` first lists no proxies at
-    /// all, then, `shape.without_proxies` later, the new ones, then is published again
-    /// `shape.republish` times with the same proxies. The version jumps by
-    /// `shape.version_jump` and the resolver starts empty: reads and commits at read
-    /// versions from before the recovery are `transaction_too_old`. Logs on stopped
-    /// processes are replaced. Storage servers keep their data, tokens and shards.
-    pub fn recover_with(&self, shape: &Recovery) {
-        recover_cluster(&self.inner, shape);
+    pub(crate) fn recoveries(&self) -> u64 {
+        self.recoveries
     }
 
-    /// How many recoveries the cluster went through (asked for, or after failure
-    /// detection, or caused by a coordinator change).
-    pub fn recoveries(&self) -> u64 {
-        self.lock().recoveries
-    }
-
-    /// Faults: `SIGSTOP` of a role's process. It keeps its sockets open (new connections
-    /// are still accepted by the kernel) and reads nothing, answers nothing — pings
-    /// included — and its timers stand still; replies it owed go out late when it is
-    /// continued ([`TestCluster::sigcont`]), and what clients sent meanwhile is served
-    /// then. If it holds the proxies or a log (see
-    /// [`super::TestClusterBuilder::logs_on_storage`]), every commit and read version
-    /// stalls, and after the builder's failure-detection delay the cluster recovers without
-    /// it ([`TestCluster::recover_with`] in the builder's shape; the proxies move to a new
-    /// process). Unlike [`TestCluster::set_silent`], nothing is lost.
-    pub fn sigstop(&self, role: Role) {
-        let mut st = self.lock();
-        let p = st.proc_index(role);
-        if !st.procs[p].alive || st.procs[p].stopped.is_some() {
+    pub(crate) fn sigstop(&mut self, role: Role) {
+        let p = self.proc_index(role);
+        if !self.procs[p].alive || self.procs[p].stopped.is_some() {
             return;
         }
-        let version = st.current_version();
-        st.procs[p].stopped = Some(Stopped {
-            at: Instant::now(),
+        let version = self.current_version();
+        self.procs[p].stopped = Some(Stopped {
+            at: self.now,
             version,
             detected: false,
         });
     }
 
-    /// Faults: `SIGCONT` of every stopped process that held `role` (also one whose proxies
-    /// a recovery moved elsewhere). It sends the replies it owed, late, and reads what
-    /// waited in its sockets. A storage server then catches up for the builder's catch-up
-    /// time, answering reads at versions past the one it stopped at only after that
-    /// (`future_version` if they wait longer than the future-version delay). A log that no
-    /// recovery replaced meanwhile lets the stalled commits and read versions through.
-    pub fn sigcont(&self, role: Role) {
+    /// Continues every stopped process that held `role`: the replies it owed go out, then
+    /// what waited on its connections is served (pings first).
+    pub(crate) fn sigcont(&mut self, role: Role) {
         let mut out = Vec::new();
-        {
-            let mut st = self.lock();
-            let now = Instant::now();
-            let catch_up = st.cfg.catch_up;
-            let continued: Vec<usize> = (0..st.procs.len())
-                .filter(|&i| st.procs[i].role == role && st.procs[i].stopped.is_some())
-                .collect();
-            for &p in &continued {
-                let s = st.procs[p].stopped.take().expect("stopped");
-                if let Role::Storage(i) = role {
-                    st.ss_lag[i] = Some((s.version, now + catch_up));
-                }
-            }
-            let (late, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut st.frozen)
-                .into_iter()
-                .partition(|o| continued.contains(&o.conn.proc_idx));
-            st.frozen = rest;
-            out.extend(late);
-            if !st.log_stalled() {
-                st.unstall(&mut out);
+        let now = self.now;
+        let catch_up = self.cfg.catch_up;
+        let continued: Vec<usize> = (0..self.procs.len())
+            .filter(|&i| self.procs[i].role == role && self.procs[i].stopped.is_some())
+            .collect();
+        for &p in &continued {
+            let s = self.procs[p].stopped.take().expect("stopped");
+            if let Role::Storage(i) = role {
+                self.ss_lag[i] = Some((s.version, now + catch_up));
             }
         }
-        flush(out);
-    }
-
-    /// Whether a role's process is stopped ([`TestCluster::sigstop`]).
-    pub fn is_stopped(&self, role: Role) -> bool {
-        let st = self.lock();
-        st.is_stopped(st.proc_index(role))
-    }
-
-    /// Faults: `fdbcli coordinators`: the coordinators become those of `keep` (indexes of
-    /// [`Role::Coordinator`]) plus `add` new ones (new processes on loopback, numbered
-    /// after the existing ones), under a connection string with the same description and a
-    /// new random id. Every old coordinator forwards the old connection string's clients
-    /// to the new one (`ClientDBInfo.forward`, a forwarding `LeaderInfo`; held long polls
-    /// are answered with it at once) — chains of changes forward step by step — and the
-    /// change makes a recovery in the builder's shape. Returns the new connection string.
-    pub fn change_coordinators(&self, keep: &[usize], add: usize) -> String {
-        let listeners: Vec<TcpListener> = (0..add)
-            .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind loopback"))
+        let (late, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.frozen)
+            .into_iter()
+            .partition(|o| continued.contains(&o.conn.proc_idx));
+        self.frozen = rest;
+        out.extend(late);
+        if !self.log_stalled() {
+            self.unstall(&mut out);
+        }
+        self.flush(out);
+        let waiting: Vec<u64> = self
+            .inputs
+            .values()
+            .filter(|c| continued.contains(&c.conn.proc_idx))
+            .map(|c| c.conn.id)
             .collect();
+        for id in waiting {
+            if let Some(c) = self.inputs.get_mut(&id) {
+                Self::pings_first(&mut c.pending);
+            }
+            self.serve_pending(id);
+        }
+    }
+
+    pub(crate) fn role_is_stopped(&self, role: Role) -> bool {
+        self.is_stopped(self.proc_index(role))
+    }
+
+    /// `fdbcli coordinators` (see `TestCluster::change_coordinators`): the new
+    /// coordinators get addresses of their own, a recovery follows. The new connection
+    /// string.
+    pub(crate) fn change_coordinators(&mut self, keep: &[usize], add: usize) -> String {
         let mut out = Vec::new();
-        let (conn_str, shape) = {
-            let mut st = self.lock();
-            let old_key = Bytes::from(st.connection.clone());
-            let old_set = st.coordinators.clone();
-            let mut new_set: Vec<usize> = keep
-                .iter()
-                .map(|&i| {
-                    let p = st.proc_index(Role::Coordinator(i));
-                    assert!(old_set.contains(&p), "coordinator {i} is not a current one");
-                    p
-                })
-                .collect();
-            let next = st
-                .procs
-                .iter()
-                .filter_map(|p| match p.role {
-                    Role::Coordinator(i) => Some(i + 1),
-                    _ => None,
-                })
-                .max()
-                .unwrap_or(0);
-            for (j, l) in listeners.into_iter().enumerate() {
-                st.procs.push(Process {
-                    role: Role::Coordinator(next + j),
-                    addr: l.local_addr().expect("a bound address"),
-                    alive: true,
-                    silent: false,
-                    stopped: None,
-                    dead_since: None,
-                    log: false,
-                    retired: false,
-                    forwards: Vec::new(),
-                    generation: 0,
-                    accept_thread: None,
-                });
-                let p = st.procs.len() - 1;
-                let inner = self.inner.clone();
-                st.procs[p].accept_thread =
-                    Some(thread::spawn(move || accept_loop(inner, l, p, 0)));
-                new_set.push(p);
+        let old_key = Bytes::from(self.connection.clone());
+        let old_set = self.coordinators.clone();
+        let mut new_set: Vec<usize> = keep
+            .iter()
+            .map(|&i| {
+                let p = self.proc_index(Role::Coordinator(i));
+                assert!(old_set.contains(&p), "coordinator {i} is not a current one");
+                p
+            })
+            .collect();
+        let next = self
+            .procs
+            .iter()
+            .filter_map(|p| match p.role {
+                Role::Coordinator(i) => Some(i + 1),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        for j in 0..add {
+            let addr = (self.new_addr)();
+            self.procs.push(Process {
+                role: Role::Coordinator(next + j),
+                addr,
+                alive: true,
+                silent: false,
+                stopped: None,
+                dead_since: None,
+                log: false,
+                retired: false,
+                forwards: Vec::new(),
+                generation: 0,
+            });
+            new_set.push(self.procs.len() - 1);
+        }
+        assert!(!new_set.is_empty(), "a cluster needs a coordinator");
+        // `changeQuorum`: the description stays, the id is 32 random alphanumerics.
+        const ALNUM: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        let description = self
+            .connection
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let id: String = (0..32)
+            .map(|_| ALNUM[(splitmix(&mut self.rng) % ALNUM.len() as u64) as usize] as char)
+            .collect();
+        self.connection = format!("{description}:{id}");
+        self.coordinators = new_set;
+        let conn_str = self.connection_string();
+        let forward = Bytes::from(conn_str.clone());
+        for &p in &old_set {
+            self.procs[p]
+                .forwards
+                .push((old_key.clone(), forward.clone()));
+        }
+        // `ForwardRequest`: the long polls held for the old key end with the forward.
+        for (conn, reply, key) in std::mem::take(&mut self.long_polls) {
+            if key == old_key && old_set.contains(&conn.proc_idx) {
+                let body = ok(self.forward_info(forward.clone()));
+                self.emit(&mut out, &conn, RequestKind::OpenDatabase, reply, body);
+            } else {
+                self.long_polls.push((conn, reply, key));
             }
-            assert!(!new_set.is_empty(), "a cluster needs a coordinator");
-            // `changeQuorum`: the description stays, the id is 32 random alphanumerics.
-            const ALNUM: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-            let description = st
-                .connection
-                .split(':')
-                .next()
-                .unwrap_or_default()
-                .to_string();
-            let id: String = (0..32)
-                .map(|_| ALNUM[(splitmix(&mut st.rng) % ALNUM.len() as u64) as usize] as char)
-                .collect();
-            st.connection = format!("{description}:{id}");
-            st.coordinators = new_set;
-            let conn_str = st.connection_string();
-            let forward = Bytes::from(conn_str.clone());
-            for &p in &old_set {
-                st.procs[p]
-                    .forwards
-                    .push((old_key.clone(), forward.clone()));
-            }
-            // `ForwardRequest`: the long polls held for the old key end with the forward.
-            for (conn, reply, key) in std::mem::take(&mut st.long_polls) {
-                if key == old_key && old_set.contains(&conn.proc_idx) {
-                    let body = ok(st.forward_info(forward.clone()));
-                    st.emit(&mut out, &conn, RequestKind::OpenDatabase, reply, body);
-                } else {
-                    st.long_polls.push((conn, reply, key));
-                }
-            }
-            (conn_str, st.cfg.recovery.clone())
-        };
-        flush(out);
-        recover_cluster(&self.inner, &shape);
+        }
+        self.flush(out);
+        let shape = self.cfg.recovery.clone();
+        self.recover_with(&shape);
         conn_str
     }
 
-    /// Faults: the protocol version announced in the ConnectPacket of new connections.
-    pub fn set_protocol_version(&self, v: ProtocolVersion) {
-        self.lock().protocol = v.0;
+    pub(crate) fn set_protocol_version(&mut self, v: ProtocolVersion) {
+        self.protocol = v.0;
     }
 
-    /// Stops every process and the background thread (also done on drop).
-    pub fn stop(mut self) {
-        self.shutdown();
+    /// The process holding `role` now.
+    pub(crate) fn proc_of(&self, role: Role) -> usize {
+        self.proc_index(role)
     }
 
-    fn shutdown(&mut self) {
-        if self.inner.stopped.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let roles: Vec<Role> = self.lock().procs.iter().map(|p| p.role).collect();
-        for r in roles {
-            self.kill(r);
-        }
-        if let Some(t) = self.ticker.take() {
-            let _ = t.join();
-        }
+    /// How many times process `p` was killed.
+    pub(crate) fn procs_generation(&self, p: usize) -> u64 {
+        self.procs[p].generation
     }
-}
 
-impl Drop for TestCluster {
-    fn drop(&mut self) {
-        self.shutdown();
+    pub(crate) fn storage_server_count(&self) -> usize {
+        self.cfg.storage_servers
+    }
+
+    pub(crate) fn newest_version(&mut self) -> Version {
+        self.current_version()
     }
 }
