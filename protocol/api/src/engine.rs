@@ -293,8 +293,9 @@ std::thread_local! {
     static SEEDED: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
 
-/// Makes [`random_u64`] on this thread a sequence from `seed` (`None`: the process-wide
-/// one again): a simulation running the application on one thread replays it then.
+/// Makes the API's own randomness on this thread (directory prefixes, random ids) a
+/// sequence from `seed` (`None`: the process-wide one again): a simulation running the
+/// application on one thread replays it then.
 pub fn seed_thread_randomness(seed: Option<u64>) {
     SEEDED.with(|s| s.set(seed));
 }
