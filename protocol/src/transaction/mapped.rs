@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::native::{NativeKey, NativeRange};
 use super::op::OpKind;
-use super::scan::{range_limits, NativeOp, RangeOptions, Read, ReadKind, StreamingMode};
+use super::scan::{range_limits, NativeOp, RangeOptions, Read, ReadKind};
 use super::state::Tx;
 use super::{fdb, Ctx, Transactions};
 use crate::error::ErrorCode;
@@ -75,15 +75,7 @@ impl Transactions {
         snapshot: bool,
     ) -> Result<Option<ReadKind>, ClientError> {
         // `validate_and_update_parameters`, as for `get_range`.
-        if opts.mode == StreamingMode::Exact && opts.limit == 0 && opts.target_bytes == 0 {
-            return fdb(ErrorCode::EXACT_MODE_WITHOUT_LIMITS);
-        }
-        if opts.mode == StreamingMode::Iterator && opts.iteration == 0 {
-            return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
-        }
-        if let Some(e) = self.txs.get(&tx).and_then(|t| t.deferred.clone()) {
-            return Err(e);
-        }
+        self.check_range_args(tx, opts)?;
         // The special key space has no mapped reads.
         if super::special::is_special_range(&begin.key, &end.key) {
             return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
@@ -151,9 +143,8 @@ pub(super) fn step(t: &mut Tx, kind: &mut ReadKind, native: &mut Option<NativeOp
         return MappedStep::Continue;
     };
     let max = Bytes::from_static(t.max_read_key());
-    let writes = t.writes.clone();
     if let Err(e) = add_conflicts(
-        &writes,
+        &t.writes,
         begin,
         end,
         *reverse,

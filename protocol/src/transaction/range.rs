@@ -96,6 +96,25 @@ impl Transactions {
         req
     }
 
+    /// What `fdb_transaction_get_range` (and `get_mapped_range`) checks of its arguments
+    /// before the transaction's state, then an error a write left for the next call.
+    pub(super) fn check_range_args(
+        &self,
+        tx: TransactionId,
+        opts: &RangeOptions,
+    ) -> Result<(), ClientError> {
+        if opts.mode == StreamingMode::Exact && opts.limit == 0 && opts.target_bytes == 0 {
+            return fdb(ErrorCode::EXACT_MODE_WITHOUT_LIMITS);
+        }
+        if opts.mode == StreamingMode::Iterator && opts.iteration == 0 {
+            return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
+        }
+        match self.txs.get(&tx).and_then(|t| t.deferred.clone()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// Reads one batch of the rows between two selectors.
     pub(crate) fn get_range(
         &mut self,
@@ -107,16 +126,7 @@ impl Transactions {
         snapshot: bool,
     ) -> RequestId {
         let req = cx.new_request();
-        // `fdb_transaction_get_range` checks its arguments before the transaction's state.
-        if opts.mode == StreamingMode::Exact && opts.limit == 0 && opts.target_bytes == 0 {
-            cx.finish(req, fdb(ErrorCode::EXACT_MODE_WITHOUT_LIMITS));
-            return req;
-        }
-        if opts.mode == StreamingMode::Iterator && opts.iteration == 0 {
-            cx.finish(req, fdb(ErrorCode::CLIENT_INVALID_OPERATION));
-            return req;
-        }
-        if let Some(e) = self.txs.get(&tx).and_then(|t| t.deferred.clone()) {
+        if let Err(e) = self.check_range_args(tx, &opts) {
             cx.finish(req, Err(e));
             return req;
         }
