@@ -357,14 +357,7 @@ impl Transactions {
             return;
         };
         // One `key_after` for the snapshot cache and the read conflict range.
-        let OpKind::Get {
-            key, view: Some(_), ..
-        } = &op.kind
-        else {
-            return self.finish_get(cx, req, value);
-        };
-        let end = key_after(key);
-        let value = match (&op.kind, self.txs.get_mut(&op.tx)) {
+        let (value, end) = match (&op.kind, self.txs.get_mut(&op.tx)) {
             (
                 OpKind::Get {
                     key,
@@ -373,14 +366,15 @@ impl Transactions {
                 },
                 Some(t),
             ) => {
+                let end = key_after(key);
                 t.cache.insert_point(key, &end, value.clone());
                 // The transaction's atomic ops made before the read apply over what storage
                 // holds.
-                view.over_stored(value)
+                (view.over_stored(value), Some(end))
             }
-            _ => value,
+            _ => (value, None),
         };
-        self.finish_get_with_end(cx, req, value, Some(end));
+        self.finish_get_with_end(cx, req, value, end);
     }
 
     /// Completes a get with its value, adding the read conflict range RYW adds
