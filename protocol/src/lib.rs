@@ -49,7 +49,10 @@ pub mod version;
 
 pub use atomic::MutationType;
 pub use census::Census;
-pub use client::{Client, ClientConfig};
+pub use client::{
+    route_key as route_special_key, route_range as route_special_range, system_key_module, Client,
+    ClientConfig, SpecialModule,
+};
 pub use client_status::ClientStatus;
 pub use connection::{
     ConnectionError, CONNECTION_MONITOR_IDLE_TIMEOUT, CONNECTION_MONITOR_LOOP_TIME,

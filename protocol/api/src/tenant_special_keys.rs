@@ -23,8 +23,8 @@ use bytes::Bytes;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::tenant_map::TENANT_MAP_SPECIAL_PREFIX;
 use fdb_protocol::{
-    tuple, Committed, KeySelector, KeyValue, RangeOptions, RangeResult, SpecialWrite,
-    TransactionOption, TENANT_MANAGEMENT_RANGE, TRACING_MODULE,
+    route_special_key, tuple, Committed, KeySelector, KeyValue, RangeOptions, RangeResult,
+    SpecialModule, SpecialWrite, TransactionOption, TENANT_MANAGEMENT_RANGE, TRACING_MODULE,
 };
 
 use crate::driver::{query, Driver, Pending};
@@ -43,20 +43,6 @@ const RENAME: (&[u8], &[u8]) = (b"rename/", b"rename0");
 const NAMES_END: &[u8] = b"\xff";
 /// `CLIENT_KNOBS->TOO_MANY`: a range delete of this many tenants is refused.
 const TOO_MANY: usize = 1_000_000;
-
-/// Whether a point read is the tenant module's.
-fn reads_tenants(key: &[u8]) -> bool {
-    TENANT_MANAGEMENT_RANGE.0 <= key && key < TENANT_MANAGEMENT_RANGE.1
-}
-
-/// Whether a range read between these selectors is the tenant module's (both keys inside
-/// it; its rows are then read first). A read reaching past it is the management module's
-/// (`management_special_keys/`), which reads the rows of every part it may reach.
-fn range_reads_tenants(begin: &KeySelector, end: &KeySelector) -> bool {
-    let (tb, te) = TENANT_MANAGEMENT_RANGE;
-    let (b, e) = (begin.key.as_ref(), end.key.as_ref());
-    tb <= b && b < te && tb <= e && e <= te
-}
 
 /// The tenant name a special key stands for, within the map: keys before the map give the
 /// first name, keys after it the end of all names.
@@ -236,7 +222,7 @@ async fn commit_writes<D: Driver>(tx: &Transaction<D>) -> Result<(), Error> {
     // A tracing write made too late is kept only for its module's commit (after the
     // management module's) to refuse; `\xff\xff/error_message` says why already.
     let tracing_refused = writes.iter().any(|w| w.begin.starts_with(TRACING_MODULE.0));
-    writes.retain(|w| reads_tenants(&w.begin));
+    writes.retain(|w| route_special_key(&w.begin) == Some(SpecialModule::Tenants));
     if writes.is_empty() {
         return refuse_tracing(tracing_refused);
     }
@@ -294,47 +280,30 @@ fn refuse_tracing(refused: bool) -> Result<(), Error> {
 }
 
 impl<D: Driver> Transaction<D> {
-    /// A point read: the tenant module's keys are answered here, the rest by the core.
-    pub(crate) fn get_with(&self, key: &[u8], snapshot: bool) -> Pending<D, Option<Bytes>> {
+    /// A point read in the tenant module: its rows first, then the core answers.
+    pub(crate) fn tenant_get(&self, key: &[u8]) -> Pending<D, Option<Bytes>> {
         let key = key.to_vec();
-        if reads_tenants(&key) {
-            let tx = self.clone();
-            return Pending::local(async move {
-                let rows = rows_for_key(&tx, &key).await?;
-                tx.call(move |c, now, id| c.get_with_tenants(now, id, &key, rows))
-                    .await
-            });
-        }
-        if crate::management_special_keys::reads_key(&key) {
-            return self.management_get(&key);
-        }
-        self.call(move |c, now, id| c.get(now, id, &key, snapshot))
+        let tx = self.clone();
+        Pending::local(async move {
+            let rows = rows_for_key(&tx, &key).await?;
+            tx.call(move |c, now, id| c.get_with_tenants(now, id, &key, rows))
+                .await
+        })
     }
 
-    /// A range read's batch: one reaching the tenant module is answered here, the rest by
-    /// the core.
-    pub(crate) fn range_batch(
+    /// A range read's batch in the tenant module: its rows first, then the core answers.
+    pub(crate) fn tenant_range(
         &self,
         begin: KeySelector,
         end: KeySelector,
         opts: RangeOptions,
-        snapshot: bool,
     ) -> Pending<D, RangeResult> {
-        // A selector that is no plain key may walk out of the tenant module into the rest of
-        // the management module: those reads take the whole module's rows.
-        let plain = begin.offset == 1 && end.offset == 1;
-        if plain && range_reads_tenants(&begin, &end) {
-            let tx = self.clone();
-            return Pending::local(async move {
-                let rows = rows_for_range(&tx, &begin, &end, opts.limit).await?;
-                tx.call(move |c, now, id| c.get_range_with_tenants(now, id, begin, end, opts, rows))
-                    .await
-            });
-        }
-        if crate::management_special_keys::reads_range(&begin, &end) {
-            return self.management_range(begin, end, opts);
-        }
-        self.call(move |c, now, id| c.get_range(now, id, begin, end, opts, snapshot))
+        let tx = self.clone();
+        Pending::local(async move {
+            let rows = rows_for_range(&tx, &begin, &end, opts.limit).await?;
+            tx.call(move |c, now, id| c.get_range_with_tenants(now, id, begin, end, opts, rows))
+                .await
+        })
     }
 
     /// The commit after writes into the special key space: their module's writes first, then

@@ -11,7 +11,8 @@ use fdb_protocol::error::ErrorCode;
 use fdb_protocol::messages::types::{KeySelector, KeyValue, Version};
 use fdb_protocol::{
     check_conflict_range, Call, Client, Committed, ConflictRangeType, Instant, MutationType,
-    Outcome, RangeCursor, RangeOptions, RangeResult, TransactionId, TransactionOption,
+    Outcome, RangeCursor, RangeOptions, RangeResult, SpecialModule, TransactionId,
+    TransactionOption,
 };
 
 use crate::driver::{apply, query, submit, Driver, Pending};
@@ -306,6 +307,39 @@ impl<D: Driver> Transaction<D> {
     /// Reads `key` without a read conflict range.
     pub fn snapshot_get(&self, key: impl AsRef<[u8]>) -> Pending<D, Option<Bytes>> {
         self.get_with(key.as_ref(), true)
+    }
+
+    /// A point read, routed once (`fdb_protocol::route_special_key`): the special-key
+    /// modules that need reads of the database first are served by this crate, the rest by
+    /// the core.
+    pub(crate) fn get_with(&self, key: &[u8], snapshot: bool) -> Pending<D, Option<Bytes>> {
+        let module = fdb_protocol::route_special_key(key);
+        match module {
+            Some(SpecialModule::Tenants) => self.tenant_get(key),
+            Some(SpecialModule::Management) => self.management_get(key),
+            _ => {
+                let key = key.to_vec();
+                self.call(move |c, now, id| c.get_routed(now, id, &key, snapshot, module))
+            }
+        }
+    }
+
+    /// A range read's batch, routed once as [`Transaction::get_with`] is.
+    pub(crate) fn range_batch(
+        &self,
+        begin: KeySelector,
+        end: KeySelector,
+        opts: RangeOptions,
+        snapshot: bool,
+    ) -> Pending<D, RangeResult> {
+        let module = fdb_protocol::route_special_range(&begin, &end);
+        match module {
+            Some(SpecialModule::Tenants) => self.tenant_range(begin, end, opts),
+            Some(SpecialModule::Management) => self.management_range(begin, end, opts),
+            _ => self.call(move |c, now, id| {
+                c.get_range_routed(now, id, begin, end, opts, snapshot, module)
+            }),
+        }
     }
 
     /// Resolves a key selector.

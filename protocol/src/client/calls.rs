@@ -10,11 +10,11 @@ use crate::census::Census;
 use crate::error::ErrorCode;
 use crate::event::{Call, ClientError, Committed, MappedRangeResult, Outcome, RangeResult};
 use crate::ids::RequestId;
-use crate::messages::types::{KeyRange, KeySelector, KeyValue, Version};
+use crate::messages::types::{KeySelector, Version};
 use crate::time::Instant;
 use crate::transaction::{
-    ConflictRangeType, Ctx, DatabaseOption, RangeOptions, SpecialRead, SpecialWrite, TenantHandle,
-    TransactionId, TransactionOption, Transactions,
+    ConflictRangeType, Ctx, DatabaseOption, RangeOptions, TenantHandle, TransactionId,
+    TransactionOption, Transactions,
 };
 
 /// The transaction API: each call lends the transactions a `Ctx` and then sends whatever the
@@ -125,8 +125,9 @@ impl Client {
         self.call(now, |txs, cx| txs.tx_read_version(cx, tx))
     }
 
-    /// Reads `key`. A snapshot read adds no read conflict range. `\xff\xff/status/json` is
-    /// the status document (see [`Client::status_json`]).
+    /// Reads `key`. A snapshot read adds no read conflict range. A special key goes where
+    /// [`route_key`](super::special_keys::route_key) sends it (`\xff\xff/status/json` is the
+    /// status document, see [`Client::status_json`]).
     pub fn get(
         &mut self,
         now: Instant,
@@ -134,17 +135,8 @@ impl Client {
         key: &[u8],
         snapshot: bool,
     ) -> Call<Option<Bytes>> {
-        if key == crate::status::STATUS_JSON_KEY && self.txs.exists(tx) {
-            return self.status_json(now);
-        }
-        if crate::transaction::is_special_key(key) {
-            self.refresh_special();
-            let read = SpecialRead::Get(Bytes::copy_from_slice(key));
-            if let Some(call) = self.cluster_module_read(now, tx, read) {
-                return call;
-            }
-        }
-        self.call(now, |txs, cx| txs.get(cx, tx, key, snapshot))
+        let module = super::special_keys::route_key(key);
+        self.get_routed(now, tx, key, snapshot, module)
     }
 
     /// Resolves a key selector.
@@ -158,7 +150,8 @@ impl Client {
         self.call(now, |txs, cx| txs.get_key(cx, tx, sel, snapshot))
     }
 
-    /// Reads one batch of the rows between two selectors.
+    /// Reads one batch of the rows between two selectors (a special-key read goes where
+    /// [`route_range`](super::special_keys::route_range) sends it).
     pub fn get_range(
         &mut self,
         now: Instant,
@@ -168,16 +161,8 @@ impl Client {
         opts: RangeOptions,
         snapshot: bool,
     ) -> Call<RangeResult> {
-        if crate::transaction::is_special_key(&begin.key) {
-            self.refresh_special();
-            let read = SpecialRead::Range(begin.clone(), end.clone(), opts);
-            if let Some(call) = self.cluster_module_read(now, tx, read) {
-                return call;
-            }
-        }
-        self.call(now, |txs, cx| {
-            txs.get_range(cx, tx, begin, end, opts, snapshot)
-        })
+        let module = super::special_keys::route_range(&begin, &end);
+        self.get_range_routed(now, tx, begin, end, opts, snapshot, module)
     }
 
     /// One batch of a mapped range read (`fdb_transaction_get_mapped_range`): the rows between
@@ -201,125 +186,6 @@ impl Client {
         self.call(now, |txs, cx| {
             txs.get_mapped_range(cx, tx, begin, end, mapper, opts, snapshot)
         })
-    }
-
-    /// Where the connection record is, shown at `\xff\xff/cluster_file_path`: the path of
-    /// the cluster file the database was opened from, or (`None`, opened from a connection
-    /// string) the id of libfdb_c's memory record, a random UID
-    /// (`ClusterConnectionMemoryRecord`'s `randomUniqueID()`, as `UID::toString` writes it).
-    pub fn set_cluster_file_path(&mut self, path: Option<&str>) {
-        let location = match path {
-            Some(p) => Bytes::copy_from_slice(p.as_bytes()),
-            None => Bytes::from(alloc::string::ToString::to_string(&self.rng.uid())),
-        };
-        self.txs.special.cluster_file_path = Some(location);
-    }
-
-    /// The special keys show the connection string in use (it changes with forwards).
-    fn refresh_special(&mut self) {
-        let cs = alloc::string::ToString::to_string(self.monitor.cluster());
-        if self.txs.special.connection_string != cs.as_bytes() {
-            self.txs.special.connection_string = Bytes::from(cs);
-        }
-    }
-
-    /// A special-key range read that reaches the tenant module
-    /// (`\xff\xff/management/tenant/`), answered with `tenants`: the module's rows as the
-    /// caller read them from the database (each `\xff\xff/management/tenant/map/<name>` and
-    /// the tenant's JSON, as libfdb_c's `TenantRangeImpl` builds them). Selectors, limits and
-    /// direction apply as to any special-key read.
-    pub fn get_range_with_tenants(
-        &mut self,
-        now: Instant,
-        tx: TransactionId,
-        begin: KeySelector,
-        end: KeySelector,
-        opts: RangeOptions,
-        tenants: Vec<KeyValue>,
-    ) -> Call<RangeResult> {
-        let covered = alloc::vec![tenant_module()];
-        self.get_range_with_rows(now, tx, begin, end, opts, tenants, covered)
-    }
-
-    /// A special-key range read in the management or configuration module
-    /// (`\xff\xff/management/`, `\xff\xff/configuration/`) answered with `rows`: the
-    /// module's rows in `covered` as the caller read them from the database (each part as
-    /// libfdb_c's module for it builds them). A read reaching a part of those modules outside
-    /// `covered` fails with `special_keys_no_module_found`; selectors, limits and direction
-    /// apply as to any special-key read.
-    #[allow(clippy::too_many_arguments)]
-    pub fn get_range_with_rows(
-        &mut self,
-        now: Instant,
-        tx: TransactionId,
-        begin: KeySelector,
-        end: KeySelector,
-        opts: RangeOptions,
-        rows: Vec<KeyValue>,
-        covered: Vec<KeyRange>,
-    ) -> Call<RangeResult> {
-        self.refresh_special();
-        let read = SpecialRead::Range(begin, end, opts);
-        self.call(now, |txs, cx| {
-            txs.special_read_with_rows(cx, tx, read, &rows, &covered)
-        })
-    }
-
-    /// A special-key point read answered with rows of the management or configuration module
-    /// (see [`Client::get_range_with_rows`]).
-    pub fn get_with_rows(
-        &mut self,
-        now: Instant,
-        tx: TransactionId,
-        key: &[u8],
-        rows: Vec<KeyValue>,
-        covered: Vec<KeyRange>,
-    ) -> Call<Option<Bytes>> {
-        self.refresh_special();
-        let read = SpecialRead::Get(Bytes::copy_from_slice(key));
-        self.call(now, |txs, cx| {
-            txs.special_read_with_rows(cx, tx, read, &rows, &covered)
-        })
-    }
-
-    /// The special-key writes `tx` holds (left in place), and whether the transaction reads
-    /// its own writes: the management modules show them in their reads.
-    pub fn special_writes(
-        &self,
-        tx: TransactionId,
-    ) -> Result<(Vec<SpecialWrite>, bool), ClientError> {
-        self.txs.special_writes(tx)
-    }
-
-    /// A special-key point read answered with the tenant module's rows (see
-    /// [`Client::get_range_with_tenants`]).
-    pub fn get_with_tenants(
-        &mut self,
-        now: Instant,
-        tx: TransactionId,
-        key: &[u8],
-        tenants: Vec<KeyValue>,
-    ) -> Call<Option<Bytes>> {
-        let covered = alloc::vec![tenant_module()];
-        self.get_with_rows(now, tx, key, tenants, covered)
-    }
-
-    /// The writes into the special key space's write modules this client serves (the
-    /// tenant module and the management parts, with `special_key_space_enable_writes`), taken
-    /// out of the transaction: a driver carries them
-    /// out as ordinary writes before it commits, as libfdb_c's `SpecialKeySpace::commit`
-    /// does. A commit that still holds some fails with `unsupported_operation`.
-    pub fn take_special_writes(
-        &mut self,
-        tx: TransactionId,
-    ) -> Result<Vec<SpecialWrite>, ClientError> {
-        self.txs.take_special_writes(tx)
-    }
-
-    /// Sets what `\xff\xff/error_message` reads until the transaction is reset: why a
-    /// special-key commit failed with `special_keys_api_failure`.
-    pub fn set_special_error_message(&mut self, tx: TransactionId, msg: Bytes) {
-        self.txs.set_special_error(tx, msg);
     }
 
     /// Sets `key` to `value`.
@@ -543,40 +409,9 @@ impl Client {
         }
     }
 
-    /// A special-key read of a module filled from the cluster (`\xff\xff/cluster_id`, the
-    /// metrics, the worker interfaces, the global configuration): asks the cluster, then
-    /// answers from the transaction's special key space (see `special_cluster`,
-    /// `global_config`). `None`: not such a read.
-    fn cluster_module_read<T: Outcome>(
-        &mut self,
-        now: Instant,
-        tx: TransactionId,
-        read: SpecialRead,
-    ) -> Option<Call<T>> {
-        let global_config = crate::global_config::is_module_read(&read);
-        // Only `\xff\xff/cluster_id` supports tenants (`supportsTenants`).
-        let in_tenants = match crate::special_cluster::cluster_read(&read) {
-            _ if global_config => false,
-            Some((module, _)) => module.0 == crate::special_cluster::CLUSTER_ID_KEY,
-            None => return None,
-        };
-        if !self.txs.exists(tx) {
-            return None;
-        }
-        if self.txs.in_tenant(tx) && !in_tenants {
-            return Some(self.refused(now, ErrorCode::ILLEGAL_TENANT_ACCESS));
-        }
-        Some(self.start_part(now, |parts, req| match global_config {
-            true => parts.global_config.start(req, tx, read),
-            false => {
-                parts.cluster_reads.start(req, tx, &read);
-            }
-        }))
-    }
-
     /// A request of one of the parts beside the transactions: `start` it, then send what
     /// it made ready.
-    fn start_part<T: Outcome>(
+    pub(super) fn start_part<T: Outcome>(
         &mut self,
         now: Instant,
         start: impl FnOnce(&mut super::Parts, RequestId),
@@ -595,7 +430,7 @@ impl Client {
     }
 
     /// A call that fails with `code` as soon as it is polled, having asked nobody.
-    fn refused<T: Outcome>(&mut self, now: Instant, code: ErrorCode) -> Call<T> {
+    pub(super) fn refused<T: Outcome>(&mut self, now: Instant, code: ErrorCode) -> Call<T> {
         self.call(now, |_, cx| {
             let req = cx.new_request();
             cx.finish(req, Err(ClientError::Fdb(code)));
@@ -604,7 +439,7 @@ impl Client {
     }
 
     /// A transaction call that starts a request: run it, then send what it made ready.
-    fn call<T: Outcome>(
+    pub(super) fn call<T: Outcome>(
         &mut self,
         now: Instant,
         f: impl FnOnce(&mut Transactions, &mut Ctx<'_>) -> RequestId,
@@ -613,14 +448,5 @@ impl Client {
         let req = self.with_txs(f);
         self.drive(now);
         Call::new(req)
-    }
-}
-
-/// `\xff\xff/management/tenant/`, as a range.
-fn tenant_module() -> KeyRange {
-    let (b, e) = crate::transaction::TENANT_MANAGEMENT_RANGE;
-    KeyRange {
-        begin: Bytes::from_static(b),
-        end: Bytes::from_static(e),
     }
 }

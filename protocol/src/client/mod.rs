@@ -40,6 +40,7 @@
 
 mod calls;
 mod parts;
+mod special_keys;
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -64,10 +65,11 @@ use crate::transaction::{Ctx, Given, Transactions};
 use crate::version::Protocol;
 
 pub(crate) use crate::event::Reply;
-use crate::event::{Call, ClientError, Completion, Event, Transmit};
+use crate::event::{Call, ClientError, Completion, Event, Outcome, Transmit};
 pub(crate) use crate::grv::{GrvWaiter, Priority};
 use crate::ids::{ConnectionId, RequestId};
 use parts::Parts;
+pub use special_keys::{route_key, route_range, system_key_module, SpecialModule};
 
 /// The [`Io`] the parts act with, borrowed field by field from a [`Client`] so that the part
 /// called (another field) can be borrowed beside it.

@@ -73,8 +73,8 @@ pub use idempotency::{find_id_in_row, id_row_key, EXPIRED_VERSION_KEY, ID_ROWS_P
 pub use options::{ConflictRangeType, TransactionOption};
 pub use range_option::{Prefix, RangeOption};
 pub use scan::{RangeCursor, RangeOptions, StreamingMode, REPLY_BYTE_LIMIT};
-pub(crate) use special::is_special_key;
 pub use special::CONFLICTING_KEYS_PREFIX;
+pub(crate) use special::{is_special_key, is_special_range};
 pub(crate) use special::{Given, SpecialRead};
 pub use special_writes::{SpecialWrite, TENANT_MANAGEMENT_RANGE};
 pub use state::check_conflict_range;

@@ -131,16 +131,6 @@ impl Transactions {
             return req;
         }
         let (mut begin, mut end) = (begin, end);
-        // The special key space, readable even after the commit.
-        if super::special::is_special_range(&begin.key, &end.key) && self.txs.contains_key(&tx) {
-            if let Some(e) = self.special_read_refused(tx, &begin, &end) {
-                cx.finish(req, Err(e));
-                return req;
-            }
-            let r = self.special_range(tx, &self.special, begin, end, opts, None);
-            cx.finish(req, r.map(Reply::Range));
-            return req;
-        }
         if let Err(e) = self.check_usable(tx) {
             cx.finish(req, Err(e));
             return req;

@@ -13,7 +13,7 @@ use crate::grv::GrvWaiter;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::grv::GetReadVersionRequest;
 use crate::messages::storage::{GetValueRequest, StorageServerInterface};
-use crate::messages::types::{KeyRange, KeySelector, TagSet};
+use crate::messages::types::{KeyRange, TagSet};
 use crate::messages::types::{Version, VersionVector};
 use crate::messages::ReplyPromise;
 use crate::route::Route;
@@ -188,7 +188,8 @@ impl Transactions {
         }
     }
 
-    /// Reads `key`. A snapshot read adds no read conflict range.
+    /// Reads `key`, a plain key (the client routed special keys elsewhere). A snapshot read
+    /// adds no read conflict range.
     pub(crate) fn get(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -197,24 +198,6 @@ impl Transactions {
         snapshot: bool,
     ) -> RequestId {
         let req = cx.new_request();
-        // RYW sends a special key to the special key space before any other check.
-        if super::special::is_special_key(key) {
-            if let Some(t) = self.txs.get(&tx) {
-                let r = match t.deferred.clone() {
-                    Some(e) => Err(e),
-                    None => {
-                        let b = KeySelector::first_greater_or_equal(key);
-                        let e = KeySelector::first_greater_or_equal([key, b"\x00"].concat());
-                        match self.special_read_refused(tx, &b, &e) {
-                            Some(e) => Err(e),
-                            None => self.special_get(tx, &self.special, key, None),
-                        }
-                    }
-                };
-                cx.finish(req, r.map(Reply::Value));
-                return req;
-            }
-        }
         if let Err(e) = self.check_read_key(tx, key) {
             cx.finish(req, Err(e));
             return req;

@@ -299,6 +299,61 @@ impl Transactions {
         Ok(RangeResult { rows: out, more })
     }
 
+    /// A point read of a special key served from the transaction's state: RYW sends it to
+    /// the special key space before any other check (an unknown transaction fails as any
+    /// read of it does).
+    pub(crate) fn special_get_op(
+        &mut self,
+        cx: &mut super::Ctx<'_>,
+        tx: TransactionId,
+        key: &[u8],
+        snapshot: bool,
+    ) -> crate::ids::RequestId {
+        let Some(t) = self.txs.get(&tx) else {
+            return self.get(cx, tx, key, snapshot);
+        };
+        let req = cx.new_request();
+        let r = match t.deferred.clone() {
+            Some(e) => Err(e),
+            None => {
+                let b = KeySelector::first_greater_or_equal(key);
+                let e = KeySelector::first_greater_or_equal([key, b"\x00"].concat());
+                match self.special_read_refused(tx, &b, &e) {
+                    Some(e) => Err(e),
+                    None => self.special_get(tx, &self.special, key, None),
+                }
+            }
+        };
+        cx.finish(req, r.map(Reply::Value));
+        req
+    }
+
+    /// A range read inside the special key space served from the transaction's state,
+    /// readable even after the commit. Bad arguments and an unknown transaction fail as
+    /// any range read's do.
+    pub(crate) fn special_range_op(
+        &mut self,
+        cx: &mut super::Ctx<'_>,
+        tx: TransactionId,
+        begin: KeySelector,
+        end: KeySelector,
+        opts: RangeOptions,
+        snapshot: bool,
+    ) -> crate::ids::RequestId {
+        if !self.txs.contains_key(&tx) || self.check_range_args(tx, &opts).is_err() {
+            return self.get_range(cx, tx, begin, end, opts, snapshot);
+        }
+        let req = cx.new_request();
+        let r = match self.special_read_refused(tx, &begin, &end) {
+            Some(e) => Err(e),
+            None => self
+                .special_range(tx, &self.special, begin, end, opts, None)
+                .map(Reply::Range),
+        };
+        cx.finish(req, r);
+        req
+    }
+
     /// A read libfdb_c refuses before it reaches a module's rows (a malformed
     /// `\xff\xff/actor_lineage/` read): its error, with `\xff\xff/error_message` set.
     pub(super) fn special_read_refused(

@@ -72,4 +72,3 @@ mod values;
 
 pub(crate) use commit::commit_writes;
 pub(crate) use errors::{api_error, api_failure};
-pub(crate) use read::{reads_key, reads_range};

@@ -6,8 +6,6 @@ use bytes::Bytes;
 use fdb_protocol::{KeyValue, SpecialWrite, TENANT_MANAGEMENT_RANGE};
 
 pub(super) const MANAGEMENT: (&[u8], &[u8]) = (b"\xff\xff/management/", b"\xff\xff/management0");
-pub(super) const CONFIGURATION: (&[u8], &[u8]) =
-    (b"\xff\xff/configuration/", b"\xff\xff/configuration0");
 
 /// The parts of the two modules libfdb_c 7.3 registers (API version 730).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

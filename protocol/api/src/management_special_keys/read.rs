@@ -13,7 +13,7 @@ use super::auto_coordinators::auto_coordinators;
 use super::coordinators::resolved_coordinators;
 use super::errors::api_failure;
 use super::parts::{
-    row, swap_prefix, write_at, Part, CONFIGURATION, CONF_PREFIX, CONSISTENCY_CHECK_SUSPENDED_KEY,
+    row, swap_prefix, write_at, Part, CONF_PREFIX, CONSISTENCY_CHECK_SUSPENDED_KEY,
     DATA_DISTRIBUTION_MODE_KEY, DB_LOCKED_KEY, HEALTHY_ZONE_KEY, IGNORE_SS_FAILURES_ZONE,
     MANAGEMENT, PARTS, REBALANCE_DD_IGNORE_KEY, VERSIONS_PER_SECOND,
 };
@@ -23,25 +23,10 @@ use crate::driver::{query, Driver, Pending};
 use crate::error::Error;
 use crate::transaction::Transaction;
 
-/// The module (management or configuration) holding `key`.
+/// The module (management or configuration) holding `key`; the router
+/// (`fdb_protocol::route_special_key`) sent the read here because there is one.
 fn module_of(key: &[u8]) -> Option<(&'static [u8], &'static [u8])> {
-    [MANAGEMENT, CONFIGURATION]
-        .into_iter()
-        .find(|(b, e)| *b <= key && key < *e)
-}
-
-/// Whether a point read is answered here.
-pub(crate) fn reads_key(key: &[u8]) -> bool {
-    module_of(key).is_some()
-}
-
-/// Whether a range read between these selectors is answered here: both keys in one of the
-/// two modules.
-pub(crate) fn reads_range(begin: &KeySelector, end: &KeySelector) -> bool {
-    match module_of(&begin.key) {
-        Some((b, e)) => b <= end.key.as_ref() && end.key.as_ref() <= e,
-        None => false,
-    }
+    fdb_protocol::system_key_module(key)
 }
 
 /// The ranges of `module` whose rows are given in full: all of it, every part being served.
@@ -284,7 +269,7 @@ impl<D: Driver> Transaction<D> {
         let tx = self.clone();
         Pending::local(async move {
             tx.check_outside_tenants()?;
-            let module = module_of(&key).expect("checked by reads_key");
+            let module = module_of(&key).expect("routed here by route_special_key");
             let after = [&key[..], b"\x00"].concat();
             let rows = rows_in(&tx, module, &key, &after).await?;
             let covered = covered(module);
@@ -304,7 +289,7 @@ impl<D: Driver> Transaction<D> {
         let tx = self.clone();
         Pending::local(async move {
             tx.check_outside_tenants()?;
-            let module = module_of(&begin.key).expect("checked by reads_range");
+            let module = module_of(&begin.key).expect("routed here by route_special_range");
             let (b, e) = if begin.offset == 1 && end.offset == 1 {
                 (begin.key.to_vec(), end.key.to_vec())
             } else {
