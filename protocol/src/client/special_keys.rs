@@ -309,3 +309,54 @@ fn tenant_module() -> KeyRange {
         end: Bytes::from_static(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sel(key: &[u8]) -> KeySelector {
+        KeySelector::first_greater_or_equal(Bytes::copy_from_slice(key))
+    }
+
+    #[test]
+    fn a_point_read_goes_to_its_module() {
+        assert_eq!(route_key(b"apple"), None);
+        assert_eq!(route_key(b"\xff/conf/x"), None);
+        assert_eq!(route_key(b"\xff\xff\xff"), None);
+        let tenants = route_key(b"\xff\xff/management/tenant/map/a");
+        assert_eq!(tenants, Some(SpecialModule::Tenants));
+        let lock = route_key(b"\xff\xff/management/db_locked");
+        assert_eq!(lock, Some(SpecialModule::Management));
+        let conf = route_key(b"\xff\xff/configuration/coordinators/processes");
+        assert_eq!(conf, Some(SpecialModule::Management));
+        for key in [
+            &b"\xff\xff/status/json"[..],
+            b"\xff\xff/transaction/x",
+            b"\xff\xff",
+        ] {
+            assert_eq!(route_key(key), Some(SpecialModule::Client));
+        }
+    }
+
+    #[test]
+    fn a_range_read_goes_where_its_begin_and_end_allow() {
+        assert_eq!(route_range(&sel(b"a"), &sel(b"\xff\xff/x")), None);
+        let map = (
+            sel(b"\xff\xff/management/tenant/map/"),
+            sel(b"\xff\xff/management/tenant/map0"),
+        );
+        assert_eq!(route_range(&map.0, &map.1), Some(SpecialModule::Tenants));
+        // A selector that is no plain key may leave the tenant module.
+        let last = KeySelector::last_less_than(map.0.key.clone());
+        let walked = route_range(&last, &map.1);
+        assert_eq!(walked, Some(SpecialModule::Management));
+        let whole = route_range(&sel(b"\xff\xff/management/"), &sel(b"\xff\xff/management0"));
+        assert_eq!(whole, Some(SpecialModule::Management));
+        // Across two modules: the core's space decides (it refuses a cross-module read).
+        let across = route_range(
+            &sel(b"\xff\xff/management/"),
+            &sel(b"\xff\xff/transaction0"),
+        );
+        assert_eq!(across, Some(SpecialModule::Client));
+    }
+}
