@@ -8,7 +8,7 @@
 
 use alloc::vec::Vec;
 
-use crate::messages::commit::mutation_type as mt;
+use crate::keys::mutation_type as mt;
 
 /// The atomic operations of the 7.3 API (`FDBMutationType` in `fdb.options`), each carrying
 /// the code it has on the wire. Typed so an application cannot send a set, a clear or a

@@ -27,6 +27,7 @@ pub mod fuzzing;
 mod global_config;
 mod grv;
 mod ids;
+mod keys;
 mod location;
 pub mod messages;
 mod monitor;

@@ -12,60 +12,7 @@ use super::types::{
 use crate::serializer::{Fb, Layout, Reader, Result, Saved, VtCollector, Writer};
 use crate::uid::Uid;
 
-/// Mutation types (`MutationRef::Type`). The top two bits of the wire byte are checksum flags.
-#[allow(missing_docs)]
-pub mod mutation_type {
-    pub const SET_VALUE: u8 = 0;
-    pub const CLEAR_RANGE: u8 = 1;
-    pub const ADD_VALUE: u8 = 2;
-    pub const DEBUG_KEY_RANGE: u8 = 3;
-    pub const DEBUG_KEY: u8 = 4;
-    pub const NO_OP: u8 = 5;
-    pub const AND: u8 = 6;
-    pub const OR: u8 = 7;
-    pub const XOR: u8 = 8;
-    pub const APPEND_IF_FITS: u8 = 9;
-    pub const AVAILABLE_FOR_REUSE: u8 = 10;
-    pub const RESERVED_FOR_LOG_PROTOCOL_MESSAGE: u8 = 11;
-    pub const MAX: u8 = 12;
-    pub const MIN: u8 = 13;
-    pub const SET_VERSIONSTAMPED_KEY: u8 = 14;
-    pub const SET_VERSIONSTAMPED_VALUE: u8 = 15;
-    pub const BYTE_MIN: u8 = 16;
-    pub const BYTE_MAX: u8 = 17;
-    pub const MIN_V2: u8 = 18;
-    pub const AND_V2: u8 = 19;
-    pub const COMPARE_AND_CLEAR: u8 = 20;
-    pub const RESERVED_FOR_MUTATION_CHECKSUM: u8 = 21;
-    pub const RESERVED_FOR_ACCUMULATIVE_CHECKSUM: u8 = 22;
-    pub const ENCRYPTED: u8 = 23;
-    /// Set when a checksum (4 bytes) is appended to `param2`.
-    pub const CHECKSUM_FLAG: u8 = 0x80;
-    /// Set when an accumulative-checksum index (2 bytes) follows the checksum.
-    pub const ACCUMULATIVE_CHECKSUM_INDEX_FLAG: u8 = 0x40;
-}
-
-/// One mutation of a commit: `(type, param1, param2)`. For a clear, `[param1, param2)`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MutationRef {
-    /// The mutation type (`MutationRef::Type`: 0 set, 1 clear range, atomic ops above).
-    pub kind: u8,
-    /// The key, or the begin of a cleared range.
-    pub param1: Bytes,
-    /// The value or operand, or the end of a cleared range.
-    pub param2: Bytes,
-}
-
-impl MutationRef {
-    /// A mutation of type `kind`.
-    pub fn new(kind: u8, param1: impl Into<Bytes>, param2: impl Into<Bytes>) -> Self {
-        MutationRef {
-            kind,
-            param1: param1.into(),
-            param2: param2.into(),
-        }
-    }
-}
+pub use crate::keys::{mutation_type, MutationRef};
 
 const MUTATION_LAYOUT: [Layout; 3] = [
     Layout::Inline { size: 1, align: 1 },

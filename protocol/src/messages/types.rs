@@ -7,55 +7,14 @@ use bytes::Bytes;
 use crate::serializer::{DecodeError, Fb, Layout, Reader, Result, Saved, VtCollector, Writer};
 use crate::uid::Uid;
 
+pub use crate::keys::{is_key_after, KeyRange, KeySelector, KeyValue};
+
 /// A version: FDB's clock, about a million per second.
 pub type Version = i64;
 /// `invalidVersion`.
 pub const INVALID_VERSION: Version = -1;
 /// `latestVersion`: "whatever is newest".
 pub const LATEST_VERSION: Version = -2;
-
-/// A key range `[begin, end)`.
-///
-/// On the wire a single-key range `[k, k\0)` is sent as `(k\0, "")` and rebuilt by the
-/// reader (`KeyRangeRef::serialize`): it saves one copy of the key.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KeyRange {
-    /// The first key in the range.
-    pub begin: Bytes,
-    /// The first key after the range.
-    pub end: Bytes,
-}
-
-impl KeyRange {
-    /// `[begin, end)`.
-    pub fn new(begin: impl Into<Bytes>, end: impl Into<Bytes>) -> Self {
-        KeyRange {
-            begin: begin.into(),
-            end: end.into(),
-        }
-    }
-    /// `[key, key\0)`: exactly one key. Both ends share one buffer, so the range and its
-    /// clones cost two allocations however often they are copied.
-    pub fn single_key(key: &[u8]) -> Self {
-        let mut end = Vec::with_capacity(key.len() + 1);
-        end.extend_from_slice(key);
-        end.push(0);
-        let end = Bytes::from(end);
-        KeyRange {
-            begin: end.slice(..key.len()),
-            end,
-        }
-    }
-    /// True when `end == begin + "\0"` (FDB's `equalsKeyAfter`).
-    pub fn is_single_key(&self) -> bool {
-        is_key_after(&self.begin, &self.end)
-    }
-}
-
-/// `equalsKeyAfter(a, b)`: `b == a + "\0"`.
-pub fn is_key_after(a: &[u8], b: &[u8]) -> bool {
-    b.len() == a.len() + 1 && b[a.len()] == 0 && &b[..a.len()] == a
-}
 
 /// Undoes the single-key compression of ranges and clear mutations: `(k\0, "")` → `(k, k\0)`.
 pub(crate) fn expand_single_key(first: Bytes, second: Bytes) -> Result<(Bytes, Bytes)> {
@@ -97,91 +56,9 @@ impl Fb for KeyRange {
     }
 }
 
-crate::fb_table! {
-    /// A key and its value.
-    pub struct KeyValue {
-        pub key: Bytes,
-        pub value: Bytes,
-    }
-}
+crate::fb_table! { impl KeyValue { key: Bytes, value: Bytes } }
 
-crate::fb_table! {
-    /// A key selector: start at the last key `< key` (`<= key` when `or_equal`), then move
-    /// `offset` keys forward (FDB's `KeySelectorRef`).
-    pub struct KeySelector {
-        pub key: Bytes,
-        pub or_equal: bool,
-        pub offset: i32,
-    }
-}
-
-impl KeySelector {
-    /// The selector `(key, or_equal, offset)` as FDB resolves it.
-    pub fn new(key: impl AsRef<[u8]>, or_equal: bool, offset: i32) -> Self {
-        KeySelector {
-            key: Bytes::copy_from_slice(key.as_ref()),
-            or_equal,
-            offset,
-        }
-    }
-    /// The last key before `key`.
-    pub fn last_less_than(key: impl AsRef<[u8]>) -> Self {
-        Self::new(key, false, 0)
-    }
-    /// `key` if present, else the last key before it.
-    pub fn last_less_or_equal(key: impl AsRef<[u8]>) -> Self {
-        Self::new(key, true, 0)
-    }
-    /// The first key after `key`.
-    pub fn first_greater_than(key: impl AsRef<[u8]>) -> Self {
-        Self::new(key, true, 1)
-    }
-    /// `key` if present, else the first key after it.
-    pub fn first_greater_or_equal(key: impl AsRef<[u8]>) -> Self {
-        Self::new(key, false, 1)
-    }
-    /// The selector's key.
-    pub fn key(&self) -> &[u8] {
-        &self.key
-    }
-    /// Whether the key itself counts (`<=` rather than `<`).
-    pub fn or_equal(&self) -> bool {
-        self.or_equal
-    }
-    /// How many keys to move from the anchor.
-    pub fn offset(&self) -> i32 {
-        self.offset
-    }
-}
-
-impl core::ops::Add<i32> for KeySelector {
-    type Output = KeySelector;
-    /// Moves the selector `n` keys further (FDB's `KeySelector + n`).
-    fn add(mut self, n: i32) -> KeySelector {
-        self.offset = self.offset.saturating_add(n);
-        self
-    }
-}
-
-impl core::ops::Sub<i32> for KeySelector {
-    type Output = KeySelector;
-    /// Moves the selector `n` keys back (FDB's `KeySelector - n`).
-    fn sub(mut self, n: i32) -> KeySelector {
-        self.offset = self.offset.saturating_sub(n);
-        self
-    }
-}
-
-impl KeyValue {
-    /// The key.
-    pub fn key(&self) -> &[u8] {
-        &self.key
-    }
-    /// The value.
-    pub fn value(&self) -> &[u8] {
-        &self.value
-    }
-}
+crate::fb_table! { impl KeySelector { key: Bytes, or_equal: bool, offset: i32 } }
 
 crate::fb_table! {
     /// Tracing context carried by requests; all zero when tracing is off.

@@ -10,7 +10,7 @@ use core::cmp::Ordering;
 use super::ext_key::ExtKey;
 use super::snapshot_cache::{CacheIter, CacheSeg, SnapshotCache};
 use super::write_map::{OpStack, WriteIter, WriteMap, WriteSeg};
-use crate::messages::types::KeyValue;
+use crate::keys::KeyValue;
 
 /// What a merged segment is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -268,7 +268,7 @@ impl<'a> RywIter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::commit::mutation_type as mt;
+    use crate::keys::mutation_type as mt;
     use alloc::vec;
     use alloc::vec::Vec;
 

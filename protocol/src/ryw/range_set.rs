@@ -3,7 +3,7 @@
 use alloc::collections::BTreeMap;
 use bytes::Bytes;
 
-use crate::messages::types::KeyRange;
+use crate::keys::KeyRange;
 
 /// Disjoint, coalesced key ranges (`KeyRangeMap<bool>` with coalescing).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

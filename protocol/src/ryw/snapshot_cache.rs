@@ -10,7 +10,7 @@ use core::ops::Bound;
 
 use super::ext_key::{cmp_bytes, ExtKey};
 use super::write_map::ALL_KEYS_END;
-use crate::messages::types::KeyValue;
+use crate::keys::KeyValue;
 
 /// A known range `[begin, end)` (its begin is the map key) and every row in it, ascending.
 #[derive(Clone, Debug, Default)]

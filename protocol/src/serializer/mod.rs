@@ -219,6 +219,11 @@ macro_rules! fb_table {
             $fvis $field: $ty
         ),* }
 
+        $crate::fb_table! { impl $name { $( $field: $ty ),* } }
+    };
+    // The encoding alone, for a type defined elsewhere (the data model's own types, which
+    // sit below the messages).
+    (impl $name:ident { $( $field:ident : $ty:ty ),* $(,)? }) => {
         impl $crate::serializer::Fb for $name {
             const LAYOUT: $crate::serializer::Layout = $crate::serializer::Layout::Indirect;
             #[allow(unused_variables, unused_mut)]

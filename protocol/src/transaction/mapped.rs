@@ -244,3 +244,14 @@ pub(super) fn in_order(rows: &[MappedKeyValue], reverse: bool) -> bool {
     }
     true
 }
+
+/// A mapped row counts against the limits by its primary row alone, as
+/// `GetRangeLimits::decrement` counts a `MappedKeyValueRef`.
+impl crate::ryw::range_read::Row for MappedKeyValue {
+    fn key(&self) -> &Bytes {
+        &self.kv.key
+    }
+    fn size(&self) -> usize {
+        self.kv.key.len() + self.kv.value.len()
+    }
+}

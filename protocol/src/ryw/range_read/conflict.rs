@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use super::{fdb_key_after, RywResult};
-use crate::messages::types::KeySelector;
+use crate::keys::KeySelector;
 use crate::ryw::write_map::WriteMap;
 use crate::ryw::RangeSet;
 
@@ -190,7 +190,7 @@ pub(crate) fn range_conflict_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::commit::mutation_type as mt;
+    use crate::keys::mutation_type as mt;
     use alloc::vec;
     use alloc::vec::Vec;
 

@@ -31,7 +31,7 @@ use bytes::Bytes;
 use super::iterator::{RywIter, Unreadable};
 use super::snapshot_cache::SnapshotCache;
 use super::write_map::{WriteMap, ALL_KEYS_END};
-use crate::messages::types::{KeySelector, KeyValue};
+use crate::keys::{KeySelector, KeyValue};
 
 pub(crate) use conflict::{
     key_conflict, range_conflict, range_conflict_of, update_conflict_map,

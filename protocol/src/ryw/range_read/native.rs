@@ -4,8 +4,7 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use crate::messages::storage::MappedKeyValue;
-use crate::messages::types::{KeySelector, KeyValue};
+use crate::keys::{KeySelector, KeyValue};
 use crate::ryw::write_map::ALL_KEYS_END;
 
 /// A row of a range reply, as NativeAPI's range read counts and continues it: a plain range
@@ -24,15 +23,6 @@ impl Row for KeyValue {
     }
     fn size(&self) -> usize {
         self.key.len() + self.value.len()
-    }
-}
-
-impl Row for MappedKeyValue {
-    fn key(&self) -> &Bytes {
-        &self.kv.key
-    }
-    fn size(&self) -> usize {
-        self.kv.key.len() + self.kv.value.len()
     }
 }
 

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::{fge, remove_or_equal, NativeResult, RangeLimits, RangeRead, Step};
-use crate::messages::types::KeySelector;
+use crate::keys::KeySelector;
 use crate::ryw::ext_key::ExtKey;
 use crate::ryw::iterator::{RywIter, Unreadable};
 use crate::ryw::snapshot_cache::SnapshotCache;

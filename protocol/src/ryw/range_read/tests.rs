@@ -2,7 +2,7 @@
 //! a toy storage server.
 
 use super::*;
-use crate::messages::commit::mutation_type as mt;
+use crate::keys::mutation_type as mt;
 use alloc::vec;
 
 fn b(s: &[u8]) -> Bytes {

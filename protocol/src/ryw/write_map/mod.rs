@@ -27,7 +27,7 @@ use core::ops::Bound;
 use smallvec::SmallVec;
 
 use super::ext_key::ExtKey;
-use crate::messages::commit::mutation_type as mt;
+use crate::keys::mutation_type as mt;
 
 pub(crate) use iter::WriteIter;
 pub(crate) use native::{MUTATION_OVERHEAD, RANGE_OVERHEAD};

@@ -7,8 +7,8 @@ use bytes::Bytes;
 
 use super::op_stack::is_atomic_kind;
 use super::{WriteIter, WriteMap};
-use crate::messages::commit::{mutation_type as mt, MutationRef};
-use crate::messages::types::KeyRange;
+use crate::keys::KeyRange;
+use crate::keys::{mutation_type as mt, MutationRef};
 use crate::ryw::ext_key::{ExtKey, KeyArena};
 
 impl WriteMap {

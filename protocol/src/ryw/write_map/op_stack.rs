@@ -5,7 +5,7 @@ use bytes::Bytes;
 use smallvec::SmallVec;
 
 use crate::atomic;
-use crate::messages::commit::mutation_type as mt;
+use crate::keys::mutation_type as mt;
 
 /// One operation on a key (`RYWMutation`): `value` is `None` only for a set that clears.
 #[derive(Clone, Debug, PartialEq, Eq)]
