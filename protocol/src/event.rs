@@ -14,7 +14,6 @@ use crate::ids::{ConnectionId, RequestId};
 use crate::messages::types::{KeyValue, Version};
 use crate::messages::NetworkAddress;
 use crate::serializer::DecodeError;
-use crate::uid::Uid;
 
 /// Bytes for the driver to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,22 +75,6 @@ pub enum Event {
         conn: ConnectionId,
         /// Why the core closed it.
         reason: ConnectionError,
-    },
-    /// New cluster information arrived (proxies changed).
-    ClusterInfo {
-        /// This `ClientDBInfo`'s id (the cluster controller makes a new one with every change).
-        id: Uid,
-        /// How many GRV proxies the client now uses.
-        grv_proxies: usize,
-        /// How many commit proxies the client now uses.
-        commit_proxies: usize,
-    },
-    /// A coordinator redirected us: the cluster now lives at this connection string. The
-    /// core already switched to it; [`Event::ClusterFileChanged`] follows once one of its
-    /// coordinators answers.
-    Forward {
-        /// The new connection string (`description:id@addresses`).
-        connection_string: Bytes,
     },
     /// Look up `host` (a coordinator named in the connection string) and report its addresses
     /// with [`Client::handle_resolved`](crate::Client::handle_resolved) (an empty list if the lookup failed).

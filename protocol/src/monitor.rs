@@ -374,11 +374,6 @@ impl ClusterMonitor {
             });
         }
         self.shrink_proxy_list(io.rng, &mut info);
-        io.events.push_back(Event::ClusterInfo {
-            id: info.id,
-            grv_proxies: info.grv_proxies.len(),
-            commit_proxies: info.commit_proxies.len(),
-        });
         let proxies_changed = self.info.as_ref().is_some_and(|old| {
             old.commit_proxies != info.commit_proxies || old.grv_proxies != info.grv_proxies
         });
@@ -442,9 +437,6 @@ impl ClusterMonitor {
                     to = %cluster,
                     "coordinators forwarded the client"
                 );
-                io.events.push_back(Event::Forward {
-                    connection_string: fwd,
-                });
                 self.forward_unconfirmed = true;
                 self.switch_cluster(io, cluster);
             }

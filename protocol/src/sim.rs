@@ -656,10 +656,8 @@ mod tests {
         let mut s = sim();
         let poll = bootstrap(&mut s);
         assert_eq!(poll.conn, s.connects()[0].0);
-        assert!(s
-            .events()
-            .iter()
-            .any(|e| matches!(e, Event::ClusterInfo { grv_proxies: 1, .. })));
+        let info = s.client.cluster_info().expect("the cluster's proxies");
+        assert_eq!(info.grv_proxies.len(), 1);
         let call = s.client.get_read_version(s.now(), Priority::Default);
         let grv = s
             .take_request(|r| r.dest == GRV)

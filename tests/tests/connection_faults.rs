@@ -325,14 +325,10 @@ fn the_proxy_subset_is_kept_while_the_proxies_stay() {
         .collect();
     let mut h = harness("a:b@10.0.0.1:4500", 12);
     let poll = h.bootstrap("10.0.0.1:4500", &info);
-    assert!(h.take_events().iter().any(|e| matches!(
-        e,
-        Event::ClusterInfo {
-            grv_proxies: 3,
-            commit_proxies: 1,
-            ..
-        }
-    )));
+    h.take_events();
+    let proxies = h.client.cluster_info().expect("the cluster's proxies");
+    assert_eq!(proxies.grv_proxies.len(), 3);
+    assert_eq!(proxies.commit_proxies.len(), 1);
     let req = h.client.get_read_version(h.now(), Priority::Default);
     let pc = h.connects()[0].0;
     h.accept(pc);
@@ -533,9 +529,6 @@ fn forward_is_followed_and_then_persisted() {
     h.reply(&s[0], ErrorOr::Ok(fwd));
     let new = ClusterFile::parse("a:b@10.0.0.2:4500,10.0.0.3:4500").unwrap();
     let ev = h.take_events();
-    assert!(ev.contains(&Event::Forward {
-        connection_string: Bytes::from_static(b"a:b@10.0.0.2:4500,10.0.0.3:4500")
-    }));
     assert_eq!(h.client.cluster(), &new);
     // The client asks one of the new coordinators, telling it the new connection string.
     let (conn, at) = ev

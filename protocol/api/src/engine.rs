@@ -219,9 +219,8 @@ impl Engine {
                         self.client.set_cluster(now, cf);
                     }
                 }
-                Event::ClusterInfo { .. }
-                | Event::Forward { .. }
-                | Event::ProtocolChanged { .. } => {}
+                // The core logs it (`tracing`); nothing for the driver to do.
+                Event::ProtocolChanged { .. } => {}
             }
         }
         None
