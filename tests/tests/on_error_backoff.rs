@@ -7,7 +7,7 @@
 //! the transaction still reads its own writes, a write made then is lost, and a second
 //! `on_error` is cancelled by the first one's reset and leaves the transaction cancelled.
 //! Checked on the test cluster, and on a real cluster side by side with the Python binding
-//! (the core's own tests, `protocol/src/transaction/backoff_tests.rs`, check the same on a
+//! (the core's own tests, `protocol/src/transaction/tests/backoff.rs`, check the same on a
 //! simulated clock). The backoffs here are libfdb_c's: 10 ms (`FUTURE_VERSION_RETRY_DELAY`
 //! for transaction_too_old, up to `DEFAULT_BACKOFF` for not_committed), so the reads meant
 //! to finish during one are warm (read version and location known: one local round trip).

@@ -17,12 +17,8 @@
 
 mod actor_lineage;
 mod addresses;
-#[cfg(test)]
-mod backoff_tests;
 mod commit;
 mod db_options;
-#[cfg(test)]
-mod floor_tests;
 mod idempotency;
 mod log;
 mod mapped;
@@ -40,9 +36,9 @@ mod shards;
 mod special;
 mod special_writes;
 mod state;
-#[cfg(test)]
-mod tag_tests;
 mod tenant;
+#[cfg(test)]
+mod tests;
 mod tracing;
 mod watch;
 

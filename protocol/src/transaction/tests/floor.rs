@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 
-use super::backoff_tests::sim;
+use super::backoff::sim;
 use crate::cluster_file::ClusterFile;
 use crate::error::ErrorCode;
 use crate::event::ClientError;
@@ -19,7 +19,7 @@ const TOO_OLD: ClientError = ClientError::Fdb(ErrorCode::TRANSACTION_TOO_OLD);
 const REFUSED: [Option<ClientError>; 3] = [Some(TOO_OLD), Some(TOO_OLD), Some(TOO_OLD)];
 const SENT: [Option<ClientError>; 3] = [None, None, None];
 
-type S = crate::sim::Sim<super::backoff_tests::Cluster>;
+type S = crate::sim::Sim<super::backoff::Cluster>;
 
 /// A get, a key selector and a range read at `version`, each in a fresh transaction:
 /// `Some(error)` for each refused before it was sent, `None` for each sent.

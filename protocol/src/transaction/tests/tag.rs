@@ -6,7 +6,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::backoff_tests::sim;
+use super::backoff::sim;
 use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::messages::grv::{ClientTagThrottleLimits, TagCount, TagThrottleEntry};
@@ -177,7 +177,7 @@ fn transactions_batched_together_have_their_tags_counted() {
 }
 
 /// The `tags` of every held read request, taken.
-fn read_tags_sent(s: &mut super::backoff_tests::SimCluster) -> Vec<Option<TagSet>> {
+fn read_tags_sent(s: &mut super::backoff::SimCluster) -> Vec<Option<TagSet>> {
     s.take_requests()
         .into_iter()
         .filter_map(|r| match r.msg {
@@ -236,7 +236,7 @@ fn reads_carry_the_auto_throttle_tags_in_a_sampled_fraction() {
 
 /// Sets the global configuration's `config/transaction_tag_sample_rate` (a tuple-packed
 /// double) and starts the client's view of it with a read of its module.
-fn set_sample_rate(s: &mut super::backoff_tests::SimCluster, rate: f64) {
+fn set_sample_rate(s: &mut super::backoff::SimCluster, rate: f64) {
     let now = s.now();
     s.server.global_config = vec![KeyValue {
         key: Bytes::from_static(b"\xff/globalConfig/k/config/transaction_tag_sample_rate"),
@@ -312,7 +312,7 @@ fn throttle(t: &str, tps_rate: f64, duration: f64) -> TagThrottleEntry {
 /// A new transaction with these options asks for its read version at `now`: what it got,
 /// and whether a read version request went out for it.
 fn read_version_at(
-    s: &mut super::backoff_tests::SimCluster,
+    s: &mut super::backoff::SimCluster,
     now: Instant,
     options: &[O],
 ) -> (Result<(), ClientError>, bool) {
