@@ -7,6 +7,10 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
+/// `metadataVersionKey`: bumped by a versionstamped write, read from the read version's
+/// reply.
+pub(crate) const METADATA_VERSION_KEY: &[u8] = b"\xff/metadataVersion";
+
 /// A key range `[begin, end)`.
 ///
 /// On the wire a single-key range `[k, k\0)` is sent as `(k\0, "")` and rebuilt by the

@@ -11,6 +11,7 @@ use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
 use crate::grv::GrvWaiter;
 use crate::ids::{RequestId, TransactionId};
+use crate::keys::METADATA_VERSION_KEY;
 use crate::messages::grv::GetReadVersionRequest;
 use crate::messages::storage::{GetValueRequest, StorageServerInterface};
 use crate::messages::types::{KeyRange, TagSet};
@@ -20,10 +21,6 @@ use crate::route::Route;
 use crate::ryw::{key_after, PointAnswer, PointView};
 use crate::tag_throttle::TagThrottles;
 use crate::time::Instant;
-
-/// `metadataVersionKey`: bumped by a versionstamped write, read from the read version's
-/// reply.
-pub(crate) const METADATA_VERSION_KEY: &[u8] = b"\xff/metadataVersion";
 
 impl Transactions {
     /// The transaction's read version.

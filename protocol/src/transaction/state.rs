@@ -355,7 +355,7 @@ impl Transactions {
             return Ok(());
         }
         // Only a versionstamp may set the metadata version, whatever the options.
-        if key == super::read::METADATA_VERSION_KEY {
+        if key == crate::keys::METADATA_VERSION_KEY {
             return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
         }
         let conflict = self.take_write_conflict(tx)?;
@@ -476,7 +476,7 @@ impl Transactions {
     ) -> Result<(), ClientError> {
         // RYW's order: the legal range, then the mutation type, then the sizes.
         let conflict = self.take_write_conflict(tx)?;
-        if key == super::read::METADATA_VERSION_KEY {
+        if key == crate::keys::METADATA_VERSION_KEY {
             // RYW's `atomicOp`: the metadata version takes one write, a versionstamp of the
             // whole value (`metadataVersionRequiredValue`), and no other system-key check.
             self.check_not_committing(tx)?;
@@ -678,7 +678,7 @@ impl Transactions {
             return fdb(ErrorCode::TRANSACTION_TIMED_OUT);
         }
         // The metadata version is readable without `read_system_keys`.
-        if key >= t.max_read_key() && key != super::read::METADATA_VERSION_KEY {
+        if key >= t.max_read_key() && key != crate::keys::METADATA_VERSION_KEY {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
         }
         Ok(())
