@@ -105,7 +105,7 @@ impl<D: Driver> Stream for RangeStream<D> {
                     let Some((begin, end, opts)) = this.cursor.next_request() else {
                         return Poll::Ready(None);
                     };
-                    let p = this.tx.range_batch(begin, end, opts, this.snapshot);
+                    let p = this.tx.get_range_batch(begin, end, opts, this.snapshot);
                     this.inflight.insert(p)
                 }
             };

@@ -324,24 +324,6 @@ impl<D: Driver> Transaction<D> {
         }
     }
 
-    /// A range read's batch, routed once as [`Transaction::get_with`] is.
-    pub(crate) fn range_batch(
-        &self,
-        begin: KeySelector,
-        end: KeySelector,
-        opts: RangeOptions,
-        snapshot: bool,
-    ) -> Pending<D, RangeResult> {
-        let module = fdb_protocol::route_special_range(&begin, &end);
-        match module {
-            Some(SpecialModule::Tenants) => self.tenant_range(begin, end, opts),
-            Some(SpecialModule::Management) => self.management_range(begin, end, opts),
-            _ => self.call(move |c, now, id| {
-                c.get_range_routed(now, id, begin, end, opts, snapshot, module)
-            }),
-        }
-    }
-
     /// Resolves a key selector.
     pub fn get_key(&self, sel: KeySelector, snapshot: bool) -> Pending<D, Bytes> {
         self.call(move |c, now, id| c.get_key(now, id, sel, snapshot))
@@ -409,7 +391,8 @@ impl<D: Driver> Transaction<D> {
     /// One batch of rows between two selectors (`fdb_transaction_get_range`). Like every
     /// read here the request is made when this is called, so it sees the writes made before
     /// the call and none made while it is pending (libfdb_c reads a snapshot of its write map
-    /// taken when the read starts).
+    /// taken when the read starts). The read is routed once, as [`Transaction::get_with`]
+    /// routes a key.
     pub fn get_range_batch(
         &self,
         begin: KeySelector,
@@ -417,7 +400,14 @@ impl<D: Driver> Transaction<D> {
         opts: RangeOptions,
         snapshot: bool,
     ) -> Pending<D, RangeResult> {
-        self.range_batch(begin, end, opts, snapshot)
+        let module = fdb_protocol::route_special_range(&begin, &end);
+        match module {
+            Some(SpecialModule::Tenants) => self.tenant_range(begin, end, opts),
+            Some(SpecialModule::Management) => self.management_range(begin, end, opts),
+            _ => self.call(move |c, now, id| {
+                c.get_range_routed(now, id, begin, end, opts, snapshot, module)
+            }),
+        }
     }
 
     /// Every row in `[begin, end)` (at most `limit` if non-zero), fetched in batches as the
