@@ -1,6 +1,10 @@
 //! The blocking API: `fdb-api`'s calls, each waited for by turning the loop on the calling
 //! thread (at most [`CALL_LIMIT`] per call). Handles are cheap to clone and may be used from
 //! any thread; the threads share one loop and one set of connections.
+//!
+//! Each method is its async twin waited for, so the signatures repeat `fdb-api`'s (and the
+//! snapshot view's, `snapshot.rs`) on purpose: written out, the blocking API reads, documents
+//! and completes in an editor like any other; a macro would save lines and hide the API.
 
 use std::future::Future;
 use std::path::Path;
