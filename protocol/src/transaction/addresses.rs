@@ -47,7 +47,8 @@ impl Transactions {
         req: RequestId,
         tx: TransactionId,
     ) {
-        let Some(OpKind::Addresses { key, asked }) = self.ops.get(&req).map(|o| &o.kind) else {
+        let Some(OpKind::Addresses { key, asked }) = self.table.ops.get(&req).map(|o| &o.kind)
+        else {
             return;
         };
         let (key, asked) = (key.clone(), *asked);
@@ -62,14 +63,14 @@ impl Transactions {
         }
         if !asked {
             // The lookup refreshes the cache; the op reads it once that lookup has answered.
-            self.locations.invalidate(&absolute);
+            self.routing.forget(&absolute, false);
             if let Some(OpKind::Addresses { asked, .. }) =
-                self.ops.get_mut(&req).map(|o| &mut o.kind)
+                self.table.ops.get_mut(&req).map(|o| &mut o.kind)
             {
                 *asked = true;
             }
-        } else if self.locating.contains(&(absolute, false)) {
-            return self.set_wait(req, Wait::Location);
+        } else if self.routing.locating(&(absolute, false)) {
+            return self.table.set_wait(req, Wait::Location);
         }
         let addresses: Option<Vec<String>> = self.shard_of(tx, &key, false).map(|sh| {
             sh.servers
@@ -80,7 +81,7 @@ impl Transactions {
         match addresses {
             Some(a) => self.succeed_op(cx, req, Reply::Addresses(a)),
             None => {
-                self.set_wait(req, Wait::Location);
+                self.table.set_wait(req, Wait::Location);
                 self.request_location(cx, tx, &key, false);
             }
         }
@@ -92,7 +93,8 @@ impl Transactions {
     pub(crate) fn known_storage_servers(
         &self,
     ) -> alloc::vec::Vec<(crate::uid::Uid, crate::messages::NetworkAddress)> {
-        self.locations
+        self.routing
+            .locations
             .servers()
             .into_iter()
             .map(|(id, s)| (id, s.get_value.endpoint.address().clone()))

@@ -135,7 +135,7 @@ impl Transactions {
             cx.pick_commit_proxy(CommitProxyInterface::COMMIT)
         };
         let Some(proxy) = proxy else {
-            return self.set_wait(req, Wait::Cluster);
+            return self.table.set_wait(req, Wait::Cluster);
         };
         let idempotency_id = self.commit_idempotency_id(cx, tx);
         let t = &self.txs[&tx];
@@ -249,7 +249,7 @@ impl Transactions {
                     .then(|| (ep.address().clone(), expire_token, tenant_info)),
             });
         }
-        self.set_wait(req, Wait::Reply);
+        self.table.set_wait(req, Wait::Reply);
         // `getSize` counts about what the message carries per mutation and range; the rest
         // of the request is a few hundred bytes.
         let estimate = size + extra_size + 512;
@@ -319,6 +319,7 @@ impl Transactions {
         outcome: Result<[u8; 10], ErrorCode>,
     ) {
         let waiting: Vec<RequestId> = self
+            .table
             .ops
             .iter()
             .filter(|(_, op)| op.tx == tx && matches!(op.kind, OpKind::Versionstamp))
@@ -333,7 +334,7 @@ impl Transactions {
     }
 
     pub(crate) fn on_commit_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
-        let Some((tx, dummy_for)) = self.ops.get(&req).map(|o| (o.tx, o.dummy_for)) else {
+        let Some((tx, dummy_for)) = self.table.ops.get(&req).map(|o| (o.tx, o.dummy_for)) else {
             return;
         };
         if let Some(parent) = dummy_for {
@@ -407,7 +408,7 @@ impl Transactions {
 
     pub(crate) fn on_commit_lost(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
         // The request may or may not have reached the proxy.
-        let Some((tx, dummy_for)) = self.ops.get(&req).map(|o| (o.tx, o.dummy_for)) else {
+        let Some((tx, dummy_for)) = self.table.ops.get(&req).map(|o| (o.tx, o.dummy_for)) else {
             return;
         };
         match dummy_for {
@@ -430,7 +431,7 @@ impl Transactions {
                 ClientError::Fdb(ErrorCode::COMMIT_UNKNOWN_RESULT),
             );
         };
-        self.set_wait(req, Wait::Dummy);
+        self.table.set_wait(req, Wait::Dummy);
         self.start_dummy(cx, req, key);
     }
 
@@ -448,7 +449,7 @@ impl Transactions {
         }
         let req = cx.new_request();
         self.insert_op(cx, req, dummy, OpKind::Commit);
-        if let Some(op) = self.ops.get_mut(&req) {
+        if let Some(op) = self.table.ops.get_mut(&req) {
             op.dummy_for = Some(parent);
             op.detached = true;
         }
@@ -466,16 +467,16 @@ impl Transactions {
             .txs
             .get(&dummy)
             .and_then(|t| t.read_conflicts.ranges().next().map(|r| r.begin));
-        self.ops.remove(&req);
+        self.table.remove(req);
         self.txs.remove(&dummy);
-        let Some(parent_tx) = self.ops.get(&parent).map(|o| o.tx) else {
+        let Some(parent_tx) = self.table.ops.get(&parent).map(|o| o.tx) else {
             return; // the user gave up on the commit
         };
         match (ok, key) {
             (false, Some(key)) => {
                 // Try again until it commits, as `commitDummyTransaction` loops on `onError`.
                 let at = cx.now + knobs::DEFAULT_BACKOFF;
-                self.add_timer(at, Timer::Dummy(parent));
+                self.table.add_timer(at, Timer::Dummy(parent));
                 if let Some(t) = self.txs.get_mut(&parent_tx) {
                     t.self_conflict = Some(key);
                 }
@@ -563,7 +564,7 @@ impl Transactions {
         // what is still pending only after the delay (`resetRyow`). A read in flight keeps
         // the read version it had (NativeAPI's read actors hold the old `TransactionState`).
         if let ReadVersion::Ready(v) = t.read_version {
-            for op in self.ops.values_mut() {
+            for op in self.table.ops.values_mut() {
                 if op.tx == tx && !op.detached && op.version.is_none() && op.is_read() {
                     op.version = Some(v);
                 }
@@ -574,9 +575,10 @@ impl Transactions {
             t.metadata_version = None;
             t.native = NativeTx::default();
         }
-        self.ops
+        self.table
+            .ops
             .insert(req, Op::new(tx, OpKind::Backoff, Wait::Timer, 0, true));
-        self.add_timer(cx.now + delay, Timer::Op(req));
+        self.table.add_timer(cx.now + delay, Timer::Op(req));
         req
     }
 
@@ -586,7 +588,7 @@ impl Transactions {
     /// with `transaction_cancelled` and leaves the transaction cancelled until `reset` (the
     /// catch of RYW's `onError` sets the new `resetPromise`).
     pub(super) fn end_backoff(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
-        let Some(op) = self.ops.remove(&req) else {
+        let Some(op) = self.table.remove(req) else {
             return;
         };
         let tx = op.tx;
@@ -605,6 +607,7 @@ impl Transactions {
             return;
         }
         let others: Vec<RequestId> = self
+            .table
             .ops
             .iter()
             .filter(|(_, o)| o.tx == tx && matches!(o.kind, OpKind::Backoff))
@@ -654,7 +657,7 @@ impl Transactions {
 
     /// Whether a commit of `tx` is in flight or an `on_error` of it sleeps.
     pub(crate) fn commit_or_backoff_pending(&self, tx: TransactionId) -> bool {
-        self.ops.values().any(|o| {
+        self.table.ops.values().any(|o| {
             o.tx == tx
                 && (matches!(o.kind, OpKind::Backoff)
                     || (matches!(o.kind, OpKind::Commit) && o.dummy_for.is_none()))
@@ -665,6 +668,7 @@ impl Transactions {
     /// (a timeout, a cancel) ends their wait at once.
     pub(super) fn fail_backoffs(&mut self, cx: &mut Ctx<'_>, tx: TransactionId, err: ErrorCode) {
         let ids: Vec<RequestId> = self
+            .table
             .ops
             .iter()
             .filter(|(_, o)| o.tx == tx && matches!(o.kind, OpKind::Backoff))

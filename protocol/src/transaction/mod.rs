@@ -44,13 +44,10 @@ mod watch;
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
-use bytes::Bytes;
 
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Completion, Event, Reply};
 use crate::grv::GrvBatcher;
-use crate::location::LocationBackoff;
-use crate::location::LocationCache;
 use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface};
 use crate::messages::{ErrorOr, NetworkAddress};
 use crate::net::{Io, Network};
@@ -59,8 +56,7 @@ use crate::serializer::Message;
 use crate::tag_throttle::TagThrottles;
 use crate::time::{Instant, Rng};
 use crate::uid::Uid;
-use op::{Op, Timer};
-use replicas::ServerStats;
+use op::Timer;
 use state::Tx;
 
 pub(crate) use crate::ids::{RequestId, TransactionId};
@@ -225,24 +221,12 @@ pub const TRANSACTION_SIZE_LIMIT: usize = 10_000_000;
 pub(crate) struct Transactions {
     /// What the special keys show of the client (kept current by the client).
     pub(crate) special: special::SpecialContext,
-    locations: LocationCache,
-    /// Location lookups in flight: `(key, reverse)`.
-    locating: BTreeSet<(Bytes, bool)>,
-    /// The database-wide pause of location lookups while commit proxies are overloaded.
-    location_backoff: LocationBackoff,
+    /// Where reads go: the location cache, lookups in flight and what is known of servers.
+    routing: replicas::Routing,
+    /// The operations in flight, their timers and the ready list.
+    table: op::OpTable,
     next_tx: u64,
     txs: BTreeMap<TransactionId, Tx>,
-    ops: BTreeMap<RequestId, Op>,
-    timers: BTreeMap<(Instant, u64), Timer>,
-    timer_seq: u64,
-    watches: usize,
-    servers: BTreeMap<Uid, ServerStats>,
-    /// Where the client runs (`machine_id`, `datacenter_id`), for replica choice.
-    locality: replicas::ClientLocality,
-    /// Operations that became runnable since the last round (may repeat; may have moved on).
-    ready: Vec<RequestId>,
-    /// The round `run_ready_ops` is running, kept for its allocation.
-    scratch: Vec<RequestId>,
     /// Options every new transaction starts with.
     defaults: Vec<TransactionOption>,
     /// The most watches outstanding at once (`max_watches`).
@@ -265,19 +249,10 @@ impl Default for Transactions {
     fn default() -> Self {
         Transactions {
             special: special::SpecialContext::default(),
-            locations: LocationCache::default(),
-            locating: BTreeSet::new(),
-            location_backoff: LocationBackoff::default(),
+            routing: replicas::Routing::default(),
+            table: op::OpTable::default(),
             next_tx: 0,
             txs: BTreeMap::new(),
-            ops: BTreeMap::new(),
-            timers: BTreeMap::new(),
-            timer_seq: 0,
-            watches: 0,
-            servers: BTreeMap::new(),
-            locality: replicas::ClientLocality::default(),
-            ready: Vec::new(),
-            scratch: Vec::new(),
             defaults: Vec::new(),
             max_watches: MAX_OUTSTANDING_WATCHES,
             snapshot_ryw: 1,
@@ -293,7 +268,7 @@ impl Default for Transactions {
 impl Transactions {
     /// The transactions, requests and watches held (the core's [`crate::Census`]).
     pub(crate) fn census(&self) -> (usize, usize, usize) {
-        (self.txs.len(), self.ops.len(), self.watches)
+        (self.txs.len(), self.table.ops.len(), self.table.watches)
     }
 
     /// Whether `tx` is a live transaction.
@@ -302,12 +277,7 @@ impl Transactions {
     }
 
     pub(crate) fn next_timer(&self) -> Option<Instant> {
-        self.timers.keys().next().map(|(t, _)| *t)
-    }
-
-    fn add_timer(&mut self, at: Instant, t: Timer) {
-        self.timer_seq += 1;
-        self.timers.insert((at, self.timer_seq), t);
+        self.table.next_timer()
     }
 }
 
@@ -362,7 +332,7 @@ impl Transactions {
             }
         }
         if let Some(at) = deadline {
-            self.add_timer(at, Timer::Deadline(id));
+            self.table.add_timer(at, Timer::Deadline(id));
         }
         id
     }

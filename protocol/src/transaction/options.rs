@@ -713,7 +713,7 @@ impl Transactions {
         }
         if let (true, Some(d)) = (is_timeout, t.options.timeout) {
             let at = t.created + d;
-            self.add_timer(at, Timer::Deadline(tx));
+            self.table.add_timer(at, Timer::Deadline(tx));
         }
         Ok(())
     }

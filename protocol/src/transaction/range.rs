@@ -194,7 +194,7 @@ impl Transactions {
 
     /// Runs a `get_key` or `get_range` as far as it goes.
     pub(super) fn advance_read(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
-        let Some(op) = self.ops.get_mut(&req) else {
+        let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
         let (snapshot, mut read, is_key) = match core::mem::replace(&mut op.kind, OpKind::Backoff) {
@@ -206,7 +206,7 @@ impl Transactions {
             }
         };
         let progress = self.run_read(cx, req, tx, snapshot, &mut read);
-        if let Some(op) = self.ops.get_mut(&req) {
+        if let Some(op) = self.table.ops.get_mut(&req) {
             op.kind = if is_key {
                 OpKind::GetKey { snapshot, read }
             } else {
@@ -475,7 +475,7 @@ impl Transactions {
             backward,
         });
         let Some((sb, se)) = self.shard_bounds(tx, &key, backward) else {
-            self.set_wait(req, Wait::Location);
+            self.table.set_wait(req, Wait::Location);
             self.request_location(cx, tx, &key, backward);
             return;
         };
@@ -490,7 +490,7 @@ impl Transactions {
         let options = self.read_options(cx.rng, tx);
         let tags = self.sampled_read_tags(cx, tx);
         let addr = server.addr.clone();
-        self.set_wait(req, Wait::Reply);
+        self.table.set_wait(req, Wait::Reply);
         if key_request {
             let sel = match native {
                 NativeOp::Key(k) => k.selector().clone(),
@@ -552,7 +552,7 @@ impl Transactions {
 
     /// A storage server answered a `get_key` or `get_range` request.
     pub(super) fn on_read_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
-        let Some((sent, mapped)) = self.ops.get(&req).and_then(|op| match &op.kind {
+        let Some((sent, mapped)) = self.table.ops.get(&req).and_then(|op| match &op.kind {
             OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => read
                 .sent
                 .clone()
@@ -583,7 +583,7 @@ impl Transactions {
             Ok(a) => a,
             Err(e) => return self.on_read_error(cx, req, &sent, e),
         };
-        let Some(op) = self.ops.get_mut(&req) else {
+        let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
         let (OpKind::GetKey { read, .. } | OpKind::Range { read, .. }) = &mut op.kind else {
@@ -630,7 +630,7 @@ impl Transactions {
         };
         op.attempt = 0;
         op.wait = Wait::Ready;
-        self.ready.push(req);
+        self.table.ready.push(req);
         if fed.is_err() {
             self.fail_op(
                 cx,
@@ -646,19 +646,15 @@ impl Transactions {
         // `getRange` meets a selector its storage server cannot resolve: forget the shard and
         // resolve the selectors first (`getRangeFallback`), at once.
         let falls_back = e.code() == ErrorCode::WRONG_SHARD_SERVER
-            && self.ops.get(&req).is_some_and(|op| match &op.kind {
+            && self.table.ops.get(&req).is_some_and(|op| match &op.kind {
                 OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => {
                     matches!(&read.native, Some(n) if n.falls_back() && !sent.key_request)
                 }
                 _ => false,
             });
         if falls_back {
-            if sent.backward {
-                self.locations.invalidate_before(&sent.key);
-            } else {
-                self.locations.invalidate(&sent.key);
-            }
-            if let Some(op) = self.ops.get_mut(&req) {
+            self.routing.forget(&sent.key, sent.backward);
+            if let Some(op) = self.table.ops.get_mut(&req) {
                 if let OpKind::GetKey { read, .. } | OpKind::Range { read, .. } = &mut op.kind {
                     read.sent = None;
                     if let Some(n) = &mut read.native {
@@ -667,12 +663,12 @@ impl Transactions {
                 }
                 op.attempt = 0;
                 op.wait = Wait::Ready;
-                self.ready.push(req);
+                self.table.ready.push(req);
             }
             return;
         }
         if self.retried_read_error(cx, req, &e) {
-            if let Some(op) = self.ops.get_mut(&req) {
+            if let Some(op) = self.table.ops.get_mut(&req) {
                 if let OpKind::GetKey { read, .. } | OpKind::Range { read, .. } = &mut op.kind {
                     if let Some(n) = &mut read.native {
                         n.retry();

@@ -56,7 +56,7 @@ impl Transactions {
         tx: TransactionId,
         for_commit: bool,
     ) -> Option<Result<Version, ClientError>> {
-        if let Some(v) = self.ops.get(&req).and_then(|o| o.version) {
+        if let Some(v) = self.table.ops.get(&req).and_then(|o| o.version) {
             return Some(Ok(v));
         }
         // A tenant transaction starts once its tenant id is known (`startTransaction`), but
@@ -98,7 +98,7 @@ impl Transactions {
             ReadVersion::Ready(v) => Some(Ok(v)),
             ReadVersion::Failed(e) => Some(fdb(e)),
             ReadVersion::Pending => {
-                self.set_wait(req, Wait::ReadVersion);
+                self.table.set_wait(req, Wait::ReadVersion);
                 None
             }
             ReadVersion::None => {
@@ -107,7 +107,7 @@ impl Transactions {
                     // Refused before asking (a remembered tag throttle).
                     ReadVersion::Failed(e) => Some(fdb(e)),
                     _ => {
-                        self.set_wait(req, Wait::ReadVersion);
+                        self.table.set_wait(req, Wait::ReadVersion);
                         None
                     }
                 }
@@ -177,12 +177,7 @@ impl Transactions {
                 };
             }
         }
-        for (id, op) in self.ops.iter_mut() {
-            if op.tx == tx && op.wait == Wait::ReadVersion {
-                op.wait = Wait::Ready;
-                self.ready.push(*id);
-            }
-        }
+        self.table.wake_if(Wait::ReadVersion, |op| op.tx == tx);
     }
 
     /// Reads `key`, a plain key (the client routed special keys elsewhere). A snapshot read
@@ -240,7 +235,7 @@ impl Transactions {
     /// RYW's `read(GetValueReq)`: the merged view, as it was when the read was issued, answers
     /// what it knows; storage the rest.
     pub(super) fn advance_get(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
-        let Some(OpKind::Get { key, view, .. }) = self.ops.get(&req).map(|o| &o.kind) else {
+        let Some(OpKind::Get { key, view, .. }) = self.table.ops.get(&req).map(|o| &o.kind) else {
             return;
         };
         let key = key.clone();
@@ -307,7 +302,7 @@ impl Transactions {
             options: self.read_options(cx.rng, tx),
             ss_latest_commit_versions: VersionVector::empty(-1),
         };
-        self.set_wait(req, Wait::Reply);
+        self.table.set_wait(req, Wait::Reply);
         cx.send(
             &server.addr,
             server.stream(StorageServerInterface::GET_VALUE),
@@ -333,7 +328,7 @@ impl Transactions {
                 return;
             }
         };
-        let Some(op) = self.ops.get(&req) else {
+        let Some(op) = self.table.ops.get(&req) else {
             return;
         };
         // One `key_after` for the snapshot cache and the read conflict range.
@@ -371,7 +366,7 @@ impl Transactions {
         value: Option<Bytes>,
         end: Option<Bytes>,
     ) {
-        let Some(op) = self.ops.get(&req) else {
+        let Some(op) = self.table.ops.get(&req) else {
             return;
         };
         let tx = op.tx;

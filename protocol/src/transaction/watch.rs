@@ -33,7 +33,7 @@ impl Transactions {
             if t.options.ryw_disabled {
                 return fdb(ErrorCode::WATCHES_DISABLED);
             }
-            if self.watches >= self.max_watches {
+            if self.table.watches >= self.max_watches {
                 return fdb(ErrorCode::TOO_MANY_WATCHES);
             }
             Ok(())
@@ -42,7 +42,7 @@ impl Transactions {
             cx.finish(req, Err(e));
             return req;
         }
-        self.watches += 1;
+        self.table.watches += 1;
         let trace_id = self.txs.get(&tx).map_or(Uid::default(), |t| t.trace_id);
         let read_tags = self
             .txs
@@ -81,19 +81,19 @@ impl Transactions {
         };
         let watches = core::mem::take(&mut t.watches);
         for w in watches {
-            if let Some(op) = self.ops.get_mut(&w) {
+            if let Some(op) = self.table.ops.get_mut(&w) {
                 op.detached = true;
                 if let OpKind::Watch { version: v, .. } = &mut op.kind {
                     *v = version;
                 }
                 op.wait = Wait::Ready;
-                self.ready.push(w);
+                self.table.ready.push(w);
             }
         }
     }
 
     pub(super) fn advance_watch(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
-        let Some(op) = self.ops.get(&req) else {
+        let Some(op) = self.table.ops.get(&req) else {
             return;
         };
         let OpKind::Watch {
@@ -118,7 +118,7 @@ impl Transactions {
         }
         let Some(value) = value else {
             if reading {
-                self.set_wait(req, Wait::Reply);
+                self.table.set_wait(req, Wait::Reply);
                 return;
             }
             // Learn the value to compare with: a snapshot read at the read version, or at the
@@ -134,7 +134,7 @@ impl Transactions {
             return self.send_watch_read(cx, req, tx, key, at);
         };
         let Some(version) = version else {
-            self.set_wait(req, Wait::Commit);
+            self.table.set_wait(req, Wait::Commit);
             return;
         };
         let Some(server) = self.pick_server(cx, req, tx, &key, false) else {
@@ -158,7 +158,7 @@ impl Transactions {
         };
         let addr = server.addr.clone();
         let dest = server.stream(StorageServerInterface::WATCH_VALUE);
-        self.set_wait(req, Wait::Reply);
+        self.table.set_wait(req, Wait::Reply);
         cx.send(&addr, dest, &msg, token, Route::Storage(req));
     }
 
@@ -172,7 +172,8 @@ impl Transactions {
         version: Version,
     ) {
         if self.send_get_value(cx, req, tx, key, version) {
-            if let Some(OpKind::Watch { reading, .. }) = self.ops.get_mut(&req).map(|o| &mut o.kind)
+            if let Some(OpKind::Watch { reading, .. }) =
+                self.table.ops.get_mut(&req).map(|o| &mut o.kind)
             {
                 *reading = true;
             }
@@ -185,7 +186,9 @@ impl Transactions {
         req: RequestId,
         r: Result<Option<Bytes>, ClientError>,
     ) {
-        if let Some(OpKind::Watch { reading, .. }) = self.ops.get_mut(&req).map(|o| &mut o.kind) {
+        if let Some(OpKind::Watch { reading, .. }) =
+            self.table.ops.get_mut(&req).map(|o| &mut o.kind)
+        {
             *reading = false;
         }
         let v = match r {
@@ -197,7 +200,7 @@ impl Transactions {
                 return;
             }
         };
-        let Some(op) = self.ops.get(&req) else {
+        let Some(op) = self.table.ops.get(&req) else {
             return;
         };
         let tx = op.tx;
@@ -210,12 +213,12 @@ impl Transactions {
             Some(l) => l.decided().unwrap_or(v),
             None => v,
         };
-        if let Some(op) = self.ops.get_mut(&req) {
+        if let Some(op) = self.table.ops.get_mut(&req) {
             if let OpKind::Watch { value, .. } = &mut op.kind {
                 *value = Some(v);
             }
             op.wait = Wait::Ready;
-            self.ready.push(req);
+            self.table.ready.push(req);
         }
     }
 
@@ -228,7 +231,7 @@ impl Transactions {
         let e = match r {
             Ok(v) => {
                 if let Some(OpKind::Watch { fired, .. }) =
-                    self.ops.get_mut(&req).map(|o| &mut o.kind)
+                    self.table.ops.get_mut(&req).map(|o| &mut o.kind)
                 {
                     *fired = Some(v);
                 }
@@ -249,9 +252,9 @@ impl Transactions {
         } else {
             return self.fail_op(cx, req, e);
         };
-        self.set_wait(req, Wait::Timer);
+        self.table.set_wait(req, Wait::Timer);
         let at = cx.now + again;
-        self.add_timer(at, Timer::Op(req));
+        self.table.add_timer(at, Timer::Op(req));
     }
 
     /// `waitForCommittedVersion`: read versions, until one reaches the version the watch
@@ -262,9 +265,9 @@ impl Transactions {
     pub(super) fn confirm_watch(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
         let Some((addr, dest)) = cx.grv_endpoint() else {
             // Every GRV proxy is gone: ask again with the next cluster info.
-            return self.set_wait(req, Wait::Cluster);
+            return self.table.set_wait(req, Wait::Cluster);
         };
-        let trace_id = match self.ops.get(&req).map(|o| &o.kind) {
+        let trace_id = match self.table.ops.get(&req).map(|o| &o.kind) {
             Some(OpKind::Watch { trace_id, .. }) => *trace_id,
             _ => return,
         };
@@ -282,14 +285,14 @@ impl Transactions {
             },
             max_version: crate::messages::types::INVALID_VERSION,
         };
-        self.set_wait(req, Wait::Reply);
+        self.table.set_wait(req, Wait::Reply);
         cx.send(&addr, dest, &msg, token, Route::CommittedVersion(req));
     }
 
     /// The confirmation read was lost with its connection or proxy: send it again.
     pub(crate) fn on_watch_confirm_lost(&mut self, req: RequestId) {
-        if self.ops.contains_key(&req) {
-            self.set_wait(req, Wait::Ready);
+        if self.table.ops.contains_key(&req) {
+            self.table.set_wait(req, Wait::Ready);
         }
     }
 
@@ -299,7 +302,7 @@ impl Transactions {
         req: RequestId,
         r: Result<Version, ClientError>,
     ) {
-        let Some(op) = self.ops.get_mut(&req) else {
+        let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
         let OpKind::Watch { fired, version, .. } = &mut op.kind else {
@@ -317,7 +320,7 @@ impl Transactions {
                 *fired = None;
                 *version = Some(committed);
                 op.wait = Wait::Ready;
-                self.ready.push(req);
+                self.table.ready.push(req);
                 return;
             }
             Ok(_) => knobs::FUTURE_VERSION_RETRY_DELAY,
@@ -329,8 +332,8 @@ impl Transactions {
             }
             Err(e) => return self.fail_op(cx, req, e),
         };
-        self.set_wait(req, Wait::Timer);
+        self.table.set_wait(req, Wait::Timer);
         let at = cx.now + retry;
-        self.add_timer(at, Timer::Op(req));
+        self.table.add_timer(at, Timer::Op(req));
     }
 }
