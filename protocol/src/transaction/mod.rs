@@ -2,12 +2,14 @@
 //! `on_error` retry rules and watches (`fdbclient/NativeAPI.actor.cpp`,
 //! `ReadYourWrites.actor.cpp`).
 //!
-//! [`Transactions`] owns every transaction's state and the operations in flight; the client
-//! hands it a [`Ctx`] (time, randomness, the network, the read-version batcher, the cluster's
-//! proxies) whenever it acts. Each asynchronous call is an operation that finishes with one
-//! [`Event::Complete`](crate::Event::Complete); writes are synchronous. The concerns live apart:
-//! options, per-transaction state and writes, the operation lifecycle, routing and replica
-//! choice, point reads, ranges and selectors, commits, watches, metrics and special keys.
+//! [`Transactions`] owns every transaction's state and, as parts of their own, where reads go
+//! (`replicas::Routing`: the location cache, lookups, replica choice) and the operations in
+//! flight (`ops::OpTable`: the operations, their timers, the ready list); the client hands it
+//! a [`Ctx`] (time, randomness, the network, the read-version batcher, the cluster's proxies)
+//! whenever it acts. Each asynchronous call is an operation that finishes with one
+//! [`Event::Complete`](crate::Event::Complete); writes are synchronous. Each kind of operation
+//! is one file under `ops/`, from its call to its completion; beside them live the options,
+//! per-transaction state and writes, routing, tenants and the special keys.
 //!
 //! What goes on the wire follows libfdb_c 7.3: each transaction has a random span trace id
 //! carried by its location, storage and commit requests; reads locate the shard through a
@@ -16,23 +18,15 @@
 //! a random `\xff/SC/` key when nothing read could conflict with what it writes.
 
 mod actor_lineage;
-mod addresses;
-mod commit;
 mod db_options;
 mod idempotency;
 mod log;
-mod mapped;
-mod metrics;
-mod native;
-mod op;
+mod ops;
 mod options;
-mod range;
 mod range_option;
-mod read;
 mod replicas;
 mod routing;
 mod scan;
-mod shards;
 mod special;
 mod special_writes;
 mod state;
@@ -40,7 +34,6 @@ mod tenant;
 #[cfg(test)]
 mod tests;
 mod tracing;
-mod watch;
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
@@ -56,12 +49,13 @@ use crate::serializer::Message;
 use crate::tag_throttle::TagThrottles;
 use crate::time::{Instant, Rng};
 use crate::uid::Uid;
-use op::Timer;
+use ops::Timer;
 use state::Tx;
 
 pub(crate) use crate::ids::{RequestId, TransactionId};
 pub use db_options::DatabaseOption;
 pub use idempotency::{find_id_in_row, id_row_key, EXPIRED_VERSION_KEY, ID_ROWS_PREFIX};
+pub use ops::watch::{ABSOLUTE_MAX_WATCHES, MAX_OUTSTANDING_WATCHES};
 pub use options::{ConflictRangeType, TransactionOption};
 pub use range_option::{Prefix, RangeOption};
 pub use scan::{RangeCursor, RangeOptions, StreamingMode, REPLY_BYTE_LIMIT};
@@ -72,7 +66,6 @@ pub use special_writes::{SpecialWrite, TENANT_MANAGEMENT_RANGE};
 pub use state::check_conflict_range;
 pub use tenant::{tenant_prefix, TenantHandle};
 pub use tracing::TRACING_MODULE;
-pub use watch::{ABSOLUTE_MAX_WATCHES, MAX_OUTSTANDING_WATCHES};
 
 /// What the transactions act with: the time, the client's randomness, the network, the event
 /// queue, the read-version batcher, the cluster's proxies and the request counter.
@@ -224,7 +217,7 @@ pub(crate) struct Transactions {
     /// Where reads go: the location cache, lookups in flight and what is known of servers.
     routing: replicas::Routing,
     /// The operations in flight, their timers and the ready list.
-    table: op::OpTable,
+    table: ops::OpTable,
     next_tx: u64,
     txs: BTreeMap<TransactionId, Tx>,
     /// Options every new transaction starts with.
@@ -250,7 +243,7 @@ impl Default for Transactions {
         Transactions {
             special: special::SpecialContext::default(),
             routing: replicas::Routing::default(),
-            table: op::OpTable::default(),
+            table: ops::OpTable::default(),
             next_tx: 0,
             txs: BTreeMap::new(),
             defaults: Vec::new(),

@@ -12,7 +12,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use super::op::Timer;
+use super::ops::Timer;
 use super::{Transactions, TRANSACTION_SIZE_LIMIT};
 use crate::error::knobs;
 use crate::event::ClientError;

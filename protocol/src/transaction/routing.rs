@@ -1,22 +1,23 @@
 //! Where a read goes: the location cache and key-location lookups through the commit proxies
 //! (with the database-wide backoff while they are overloaded), replica choice by smoothed
 //! latency with failed replicas avoided, failover to the next replica, and relocation after
-//! `wrong_shard_server` / `all_alternatives_failed`. Storage replies are dispatched from here.
+//! `wrong_shard_server` / `all_alternatives_failed`. The state is
+//! [`Routing`](super::replicas::Routing)'s; this file lends
+//! it what an operation knows (its key, its tenant, its attempts).
 
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::op::{OpKind, Timer, Wait};
+use super::ops::{OpKind, Timer, Wait};
 use super::replicas::{Replica, FAILED_SERVER_AVOIDANCE, LOCATION_LIMIT, MAX_RELOCATION_DELAY};
 use super::state::ReadVersion;
-use super::{fdb, storage_error, Ctx, Transactions};
+use super::{Ctx, Transactions};
 use crate::error::{knobs, ErrorCode};
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
 use crate::location::Shard;
 use crate::messages::commit::{GetKeyServerLocationsReply, GetKeyServerLocationsRequest};
 use crate::messages::coordination::CommitProxyInterface;
-use crate::messages::storage::{GetValueReply, WatchValueReply};
 use crate::messages::types::{SpanContext, TenantInfo};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
@@ -249,9 +250,9 @@ impl Transactions {
     /// The key an op's storage request was about, for relocation.
     pub(super) fn op_key(&self, req: RequestId) -> Option<(Bytes, bool)> {
         match &self.table.ops.get(&req)?.kind {
-            OpKind::Get { key, .. } | OpKind::Watch { key, .. } | OpKind::Addresses { key, .. } => {
-                Some((key.clone(), false))
-            }
+            OpKind::Get(super::ops::get::GetOp { key, .. })
+            | OpKind::Watch { key, .. }
+            | OpKind::Addresses { key, .. } => Some((key.clone(), false)),
             OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => {
                 read.sent.as_ref().map(|s| (s.key.clone(), s.backward))
             }
@@ -285,39 +286,6 @@ impl Transactions {
         } else {
             op.wait = Wait::Ready;
             self.table.ready.push(req);
-        }
-    }
-
-    pub(crate) fn on_storage_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
-        self.server_answered(cx, req);
-        let Some(op) = self.table.ops.get(&req) else {
-            return;
-        };
-        match &op.kind {
-            OpKind::Get { .. } => {
-                let r = storage_error(decode_reply::<GetValueReply>(message)).and_then(|r| match r
-                    .error
-                {
-                    Some(e) => fdb(e),
-                    None => Ok(r.value),
-                });
-                self.on_get_reply(cx, req, r);
-            }
-            OpKind::Watch { value: None, .. } => {
-                let r = storage_error(decode_reply::<GetValueReply>(message)).and_then(|r| match r
-                    .error
-                {
-                    Some(e) => fdb(e),
-                    None => Ok(r.value),
-                });
-                self.on_watch_value(cx, req, r);
-            }
-            OpKind::Watch { .. } => {
-                let r = storage_error(decode_reply::<WatchValueReply>(message)).map(|r| r.version);
-                self.on_watch_reply(cx, req, r);
-            }
-            OpKind::GetKey { .. } | OpKind::Range { .. } => self.on_read_reply(cx, req, message),
-            _ => {}
         }
     }
 

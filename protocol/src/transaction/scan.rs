@@ -6,7 +6,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::native::{NativeKey, NativeRange, NativeStep};
+use super::ops::native::{NativeKey, NativeRange, NativeStep};
 use crate::event::RangeResult;
 use crate::messages::storage::MappedKeyValue;
 use crate::messages::types::{KeySelector, KeyValue};

@@ -11,7 +11,7 @@ use crate::uid::Uid;
 
 /// `CLIENT_KNOBS->TOO_MANY`: the shard limit of the split points' location lookup (the
 /// estimate asks for `INT_MAX`).
-pub(super) const TOO_MANY: i32 = 1_000_000;
+pub(in crate::transaction) const TOO_MANY: i32 = 1_000_000;
 
 /// What a metrics read asks the storage servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub(crate) enum Metric {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum PartState {
+pub(in crate::transaction) enum PartState {
     /// To be sent (again) to a replica.
     Unsent,
     InFlight,
@@ -34,49 +34,49 @@ pub(super) enum PartState {
 
 /// The request for one shard's part of the range.
 #[derive(Debug)]
-pub(super) struct Part {
-    pub(super) begin: Bytes,
-    pub(super) end: Bytes,
-    pub(super) servers: Vec<StorageServerInterface>,
-    pub(super) state: PartState,
+pub(in crate::transaction) struct Part {
+    pub(in crate::transaction) begin: Bytes,
+    pub(in crate::transaction) end: Bytes,
+    pub(in crate::transaction) servers: Vec<StorageServerInterface>,
+    pub(in crate::transaction) state: PartState,
     /// Replicas tried so far.
-    pub(super) attempt: usize,
+    pub(in crate::transaction) attempt: usize,
     /// The replica asked and when.
-    pub(super) sent: Option<(Uid, Instant)>,
+    pub(in crate::transaction) sent: Option<(Uid, Instant)>,
     /// Its split points, once answered.
-    pub(super) points: Vec<Bytes>,
+    pub(in crate::transaction) points: Vec<Bytes>,
 }
 
 /// The state of one metrics read.
 #[derive(Debug)]
 pub(crate) struct MetricsOp {
-    pub(super) metric: Metric,
-    pub(super) begin: Bytes,
-    pub(super) end: Bytes,
+    pub(in crate::transaction) metric: Metric,
+    pub(in crate::transaction) begin: Bytes,
+    pub(in crate::transaction) end: Bytes,
     /// Ranges still to locate, each not before its instant.
-    pub(super) todo: Vec<(Bytes, Bytes, Instant)>,
+    pub(in crate::transaction) todo: Vec<(Bytes, Bytes, Instant)>,
     /// Requests sent, in key order within one location pass.
-    pub(super) parts: Vec<Part>,
+    pub(in crate::transaction) parts: Vec<Part>,
     /// Bumped when split points start over: replies of earlier passes are stale.
-    pub(super) epoch: u32,
+    pub(in crate::transaction) epoch: u32,
     /// The bytes answered so far (estimate).
-    pub(super) bytes: i64,
+    pub(in crate::transaction) bytes: i64,
     /// Spreads first choices of replica across ops.
-    pub(super) seed: usize,
+    pub(in crate::transaction) seed: usize,
     /// The wake-up already armed.
-    pub(super) timer: Option<Instant>,
+    pub(in crate::transaction) timer: Option<Instant>,
     /// Whether the transaction has started (in a tenant: its tenant id and read version
     /// are known, and `todo` holds the prefixed ranges).
-    pub(super) started: bool,
+    pub(in crate::transaction) started: bool,
     /// The tenant's prefix, in a tenant: parts are located by their prefixed keys and asked
     /// for with the tenant's keys and its `TenantInfo`.
-    pub(super) prefix: Option<Bytes>,
+    pub(in crate::transaction) prefix: Option<Bytes>,
     /// The read version the requests carry (`latestVersion` outside a tenant).
-    pub(super) version: i64,
+    pub(in crate::transaction) version: i64,
 }
 
 /// Splits `[a, b)` by the cached shards, or `None` if some of it is not cached.
-pub(super) fn cover(
+pub(in crate::transaction) fn cover(
     cache: &LocationCache,
     a: &Bytes,
     b: &Bytes,

@@ -9,10 +9,7 @@
 use bytes::Bytes;
 
 use super::native::{NativeKey, NativeRange};
-use super::op::OpKind;
-use super::scan::{range_limits, NativeOp, RangeOptions, Read, ReadKind};
-use super::state::Tx;
-use super::{fdb, Ctx, Transactions};
+use super::OpKind;
 use crate::error::ErrorCode;
 use crate::event::{ClientError, MappedRangeResult, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -23,9 +20,12 @@ use crate::ryw::range_read::{
     NativeResult, ReadShape,
 };
 use crate::ryw::{RangeSet, WriteMap};
+use crate::transaction::scan::{range_limits, NativeOp, RangeOptions, Read, ReadKind};
+use crate::transaction::state::Tx;
+use crate::transaction::{fdb, Ctx, Transactions};
 
 /// Where a mapped read stands after one step.
-pub(super) enum MappedStep {
+pub(in crate::transaction) enum MappedStep {
     /// A NativeAPI read was set up: run it.
     Continue,
     Done(MappedRangeResult),
@@ -77,7 +77,7 @@ impl Transactions {
         // `validate_and_update_parameters`, as for `get_range`.
         self.check_range_args(tx, opts)?;
         // The special key space has no mapped reads.
-        if super::special::is_special_range(&begin.key, &end.key) {
+        if crate::transaction::special::is_special_range(&begin.key, &end.key) {
             return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
         }
         self.check_usable(tx)?;
@@ -114,7 +114,11 @@ impl Transactions {
 
 /// Runs a mapped read's RYW part: resolve a reverse read's end, start NativeAPI's walk, and
 /// when it is done add the conflict ranges and give the rows.
-pub(super) fn step(t: &mut Tx, kind: &mut ReadKind, native: &mut Option<NativeOp>) -> MappedStep {
+pub(in crate::transaction) fn step(
+    t: &mut Tx,
+    kind: &mut ReadKind,
+    native: &mut Option<NativeOp>,
+) -> MappedStep {
     let ReadKind::Mapped {
         begin,
         end,
@@ -162,7 +166,7 @@ pub(super) fn step(t: &mut Tx, kind: &mut ReadKind, native: &mut Option<NativeOp
 
 /// A reverse read's end, resolved by NativeAPI's `getKey` (a snapshot read: no conflict
 /// range), kept inside the readable keys (`readThrough`).
-pub(super) fn end_resolved(t: &Tx, kind: &mut ReadKind, key: Bytes) {
+pub(in crate::transaction) fn end_resolved(t: &Tx, kind: &mut ReadKind, key: Bytes) {
     if let ReadKind::Mapped {
         end, end_resolved, ..
     } = kind
@@ -227,7 +231,7 @@ fn add_conflicts(
 /// Whether a mapped reply's rows come in read order. A point mapper's middle rows carry no
 /// key (fdbserver keeps only the first and last, for the continuation), so only the keys
 /// present are checked.
-pub(super) fn in_order(rows: &[MappedKeyValue], reverse: bool) -> bool {
+pub(in crate::transaction) fn in_order(rows: &[MappedKeyValue], reverse: bool) -> bool {
     let mut last: Option<&Bytes> = None;
     for (i, m) in rows.iter().enumerate() {
         let k = &m.kv.key;

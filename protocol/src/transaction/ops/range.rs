@@ -8,9 +8,7 @@
 use bytes::Bytes;
 
 use super::native::{range_finished_conflict, NativeKey, NativeRange, NativeStep};
-use super::op::{OpKind, Wait};
-use super::scan::{range_limits, NativeOp, RangeOptions, Read, ReadKind, Sent, StreamingMode};
-use super::{fdb, storage_error, Ctx, Transactions};
+use super::{OpKind, Wait};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, RangeResult, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -26,6 +24,10 @@ use crate::ryw::range_read::{
     RangeRead, Step,
 };
 use crate::ryw::{Unreadable, WriteMap};
+use crate::transaction::scan::{
+    range_limits, NativeOp, RangeOptions, Read, ReadKind, Sent, StreamingMode,
+};
+use crate::transaction::{fdb, storage_error, Ctx, Transactions};
 
 /// Where a read stands after running.
 enum Progress {
@@ -98,7 +100,7 @@ impl Transactions {
 
     /// What `fdb_transaction_get_range` (and `get_mapped_range`) checks of its arguments
     /// before the transaction's state, then an error a write left for the next call.
-    pub(super) fn check_range_args(
+    pub(in crate::transaction) fn check_range_args(
         &self,
         tx: TransactionId,
         opts: &RangeOptions,
@@ -193,7 +195,12 @@ impl Transactions {
     // ----- running a read -----
 
     /// Runs a `get_key` or `get_range` as far as it goes.
-    pub(super) fn advance_read(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
+    pub(in crate::transaction) fn advance_read(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+    ) {
         let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
@@ -551,7 +558,12 @@ impl Transactions {
     }
 
     /// A storage server answered a `get_key` or `get_range` request.
-    pub(super) fn on_read_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
+    pub(in crate::transaction) fn on_read_reply(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        message: &Bytes,
+    ) {
         let Some((sent, mapped)) = self.table.ops.get(&req).and_then(|op| match &op.kind {
             OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => read
                 .sent

@@ -6,9 +6,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
-use super::op::{Op, OpKind, Timer, Wait};
-use super::state::{NativeTx, ReadVersion, Tx};
-use super::{fdb, Ctx, Transactions};
+use super::{Op, OpKind, Timer, Wait};
 use crate::error::{knobs, ErrorCode, OnErrorAction};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -18,6 +16,8 @@ use crate::messages::types::{KeyRange, TagSet, Version};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
 use crate::ryw::{key_after, RangeSet};
+use crate::transaction::state::{NativeTx, ReadVersion, Tx};
+use crate::transaction::{fdb, Ctx, Transactions};
 
 impl Transactions {
     /// Commits. Finishes with [`Reply::Committed`].
@@ -66,7 +66,12 @@ impl Transactions {
 
     // ----- commit -----
 
-    pub(super) fn advance_commit(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
+    pub(in crate::transaction) fn advance_commit(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+    ) {
         let t = &self.txs[&tx];
         let (mutations, mut write_conflicts, mut read_conflicts) = Self::commit_lists(t);
         let read_only = mutations.is_empty() && write_conflicts.is_empty();
@@ -162,7 +167,12 @@ impl Transactions {
         if t.options.bypass_storage_quota {
             flags |= CommitTransactionRequest::FLAG_BYPASS_STORAGE_QUOTA;
         }
-        super::log::log_commit(t, &mutations, read_conflicts.len(), write_conflicts.len());
+        crate::transaction::log::log_commit(
+            t,
+            &mutations,
+            read_conflicts.len(),
+            write_conflicts.len(),
+        );
         let causal_write_risky = t.options.causal_write_risky;
         let intersects = write_conflicts.iter().any(|w| {
             read_conflicts
@@ -201,14 +211,14 @@ impl Transactions {
         let mut mutations = mutations;
         let tenant_info = self.tenant_info(tx);
         if let Some(id) = self.tx_tenant(tx) {
-            let p = super::tenant::tenant_prefix(id);
-            super::tenant::prefix_commit(
+            let p = crate::transaction::tenant::tenant_prefix(id);
+            crate::transaction::tenant::prefix_commit(
                 &p,
                 &mut read_conflicts,
                 &mut write_conflicts,
                 &mut mutations,
             );
-            self_conflict = self_conflict.map(|k| super::tenant::with_prefix(&p, &k));
+            self_conflict = self_conflict.map(|k| crate::transaction::tenant::with_prefix(&p, &k));
         }
         let token = cx.rng.uid();
         let span = self.span(cx, tx);
@@ -242,7 +252,7 @@ impl Transactions {
             t.self_conflict = self_conflict;
             // libfdb_c expires the id only of a commit its load balancer placed (not with
             // `commit_on_first_proxy`).
-            t.idempotency = idempotency_id.map(|id| super::idempotency::SentId {
+            t.idempotency = idempotency_id.map(|id| crate::transaction::idempotency::SentId {
                 id,
                 read_snapshot: version,
                 expire_to: (t.options.automatic_idempotency && !t.options.commit_on_first_proxy)
@@ -263,7 +273,7 @@ impl Transactions {
         );
     }
 
-    pub(super) fn fail_commit(
+    pub(in crate::transaction) fn fail_commit(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -382,7 +392,7 @@ impl Transactions {
 
     /// The commit of `tx` went through: `version` is what the application is told (and what
     /// `get_committed_version` says), `at` the version it committed at.
-    pub(super) fn commit_succeeded(
+    pub(in crate::transaction) fn commit_succeeded(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -421,7 +431,12 @@ impl Transactions {
     /// commit a dummy transaction that reads and writes the commit's self-conflicting key: once
     /// it commits, the original can no longer commit later. Then report
     /// `commit_unknown_result`.
-    pub(super) fn outcome_unknown(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
+    pub(in crate::transaction) fn outcome_unknown(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+    ) {
         let key = self.txs.get(&tx).and_then(|t| t.self_conflict.clone());
         let Some(key) = key else {
             return self.fail_commit(
@@ -435,7 +450,12 @@ impl Transactions {
         self.start_dummy(cx, req, key);
     }
 
-    pub(super) fn start_dummy(&mut self, cx: &mut Ctx<'_>, parent: RequestId, key: Bytes) {
+    pub(in crate::transaction) fn start_dummy(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        parent: RequestId,
+        key: Bytes,
+    ) {
         let dummy = self.create_transaction(cx);
         if let Some(t) = self.txs.get_mut(&dummy) {
             t.options.access_system_keys = true;
@@ -455,7 +475,7 @@ impl Transactions {
         }
     }
 
-    pub(super) fn on_dummy_done(
+    pub(in crate::transaction) fn on_dummy_done(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -556,7 +576,7 @@ impl Transactions {
                 d
             }
         };
-        super::log::log_retry(t, code);
+        crate::transaction::log::log_retry(t, code);
         t.retries += 1;
         // NativeAPI's `Transaction::onError` resets the native transaction at once (its
         // read version and mutations: `reset()` before `delay(backoff)`), while RYW's
@@ -587,7 +607,7 @@ impl Transactions {
     /// options are reset, and `on_error` finishes. Another `on_error` still sleeping fails
     /// with `transaction_cancelled` and leaves the transaction cancelled until `reset` (the
     /// catch of RYW's `onError` sets the new `resetPromise`).
-    pub(super) fn end_backoff(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
+    pub(in crate::transaction) fn end_backoff(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
         let Some(op) = self.table.remove(req) else {
             return;
         };
@@ -666,7 +686,12 @@ impl Transactions {
 
     /// Fails the `on_error` calls of `tx` still sleeping: what sets RYW's `resetPromise`
     /// (a timeout, a cancel) ends their wait at once.
-    pub(super) fn fail_backoffs(&mut self, cx: &mut Ctx<'_>, tx: TransactionId, err: ErrorCode) {
+    pub(in crate::transaction) fn fail_backoffs(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        err: ErrorCode,
+    ) {
         let ids: Vec<RequestId> = self
             .table
             .ops

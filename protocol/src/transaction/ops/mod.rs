@@ -1,6 +1,25 @@
-//! The lifecycle of an operation: created ready, run, parked on what it waits for (a read
-//! version, a location, a reply, a timer), woken, finished with exactly one completion. Runnable
-//! operations sit in an ordered ready set, so a round runs only those, in request order.
+//! The operations, one file per kind, each telling its whole story: the checks when it is
+//! called, the requests it builds, the replies it decodes, how it finishes (`get.rs`,
+//! `range.rs` with `get_key`, NativeAPI's walks in `native.rs` and `get_mapped_range` in
+//! `mapped.rs`, `commit.rs` with `on_error`, `watch.rs`, `metrics.rs` over the plan in
+//! `shards.rs`, `addresses.rs`, `read_version.rs`).
+//!
+//! This file is their common lifecycle: created ready, run, parked on what it waits for (a
+//! read version, a location, a reply, a timer), woken, finished with exactly one completion.
+//! The [`OpTable`] owns them with their timers and ready list; runnable operations sit in an
+//! ordered ready set, so a round runs only those, in request order. A storage reply is handed
+//! to the file of its operation's kind.
+
+pub(super) mod addresses;
+pub(super) mod commit;
+pub(super) mod get;
+pub(super) mod mapped;
+pub(super) mod metrics;
+pub(super) mod native;
+pub(super) mod range;
+pub(super) mod read_version;
+pub(super) mod shards;
+pub(super) mod watch;
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
@@ -20,12 +39,7 @@ use crate::uid::Uid;
 #[derive(Debug)]
 pub(super) enum OpKind {
     ReadVersion,
-    Get {
-        key: Bytes,
-        snapshot: bool,
-        /// The writes' say on `key` when the read was issued (`None`: RYW disabled).
-        view: Option<crate::ryw::PointView>,
-    },
+    Get(get::GetOp),
     GetKey {
         snapshot: bool,
         read: Read,
@@ -60,7 +74,7 @@ pub(super) enum OpKind {
     /// `on_error` sleeping before the retry.
     Backoff,
     /// `get_estimated_range_size_bytes` or `get_range_split_points`.
-    Metrics(alloc::boxed::Box<super::shards::MetricsOp>),
+    Metrics(alloc::boxed::Box<shards::MetricsOp>),
     /// `get_versionstamp`: parked until the transaction's commit finishes.
     Versionstamp,
 }
@@ -239,7 +253,7 @@ impl Transactions {
     ) {
         if matches!(
             kind,
-            OpKind::Get { .. } | OpKind::GetKey { .. } | OpKind::Range { .. }
+            OpKind::Get(_) | OpKind::GetKey { .. } | OpKind::Range { .. }
         ) {
             if let Some(t) = self.txs.get_mut(&tx) {
                 t.read_started = true;
@@ -283,7 +297,7 @@ impl Transactions {
         if let Some(op) = self.table.remove(req) {
             let read = matches!(
                 op.kind,
-                OpKind::Get { .. } | OpKind::GetKey { .. } | OpKind::Range { .. }
+                OpKind::Get(_) | OpKind::GetKey { .. } | OpKind::Range { .. }
             );
             if read && err.code() != ErrorCode::TRANSACTION_CANCELLED {
                 if let Some(t) = self.txs.get_mut(&op.tx) {
@@ -432,7 +446,7 @@ impl Transactions {
                 Some(Err(e)) => self.fail_op(cx, req, e),
                 None => {}
             },
-            OpKind::Get { .. } => self.advance_get(cx, req, tx),
+            OpKind::Get(_) => self.advance_get(cx, req, tx),
             OpKind::GetKey { .. } | OpKind::Range { .. } => self.advance_read(cx, req, tx),
             OpKind::Commit => self.advance_commit(cx, req, tx),
             OpKind::Watch { .. } => self.advance_watch(cx, req, tx),
@@ -440,6 +454,20 @@ impl Transactions {
             OpKind::Metrics(_) => self.advance_metrics(cx, req, tx),
             OpKind::Addresses { .. } => self.advance_addresses(cx, req, tx),
             OpKind::Versionstamp => self.table.set_wait(req, Wait::Commit),
+        }
+    }
+
+    /// A storage server answered operation `req`: its file decodes the reply.
+    pub(crate) fn on_storage_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
+        self.server_answered(cx, req);
+        let Some(op) = self.table.ops.get(&req) else {
+            return;
+        };
+        match &op.kind {
+            OpKind::Get(_) => self.on_get_reply(cx, req, message),
+            OpKind::Watch { .. } => self.on_watch_storage_reply(cx, req, message),
+            OpKind::GetKey { .. } | OpKind::Range { .. } => self.on_read_reply(cx, req, message),
+            _ => {}
         }
     }
 
@@ -453,6 +481,6 @@ impl Transactions {
 fn is_read(kind: &OpKind) -> bool {
     matches!(
         kind,
-        OpKind::Get { .. } | OpKind::GetKey { .. } | OpKind::Range { .. }
+        OpKind::Get(_) | OpKind::GetKey { .. } | OpKind::Range { .. }
     )
 }

@@ -29,12 +29,8 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
-use super::op::{OpKind, Timer, Wait};
-use super::replicas::FAILED_SERVER_AVOIDANCE;
 use super::shards::{cover, Metric, MetricsOp, Part, PartState, TOO_MANY};
-use super::state::ReadVersion;
-use super::tenant::{relative_range, tenant_prefix, with_prefix};
-use super::{Ctx, Transactions};
+use super::{OpKind, Timer, Wait};
 use crate::error::{knobs, ErrorCode};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -47,6 +43,10 @@ use crate::messages::types::{KeyRange, SpanContext, TenantInfo, LATEST_VERSION};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
 use crate::time::Instant;
+use crate::transaction::replicas::FAILED_SERVER_AVOIDANCE;
+use crate::transaction::state::ReadVersion;
+use crate::transaction::tenant::{relative_range, tenant_prefix, with_prefix};
+use crate::transaction::{Ctx, Transactions};
 
 impl Transactions {
     /// `fdb_transaction_get_estimated_range_size_bytes`: about how many bytes `[begin, end)`
@@ -75,7 +75,7 @@ impl Transactions {
         self.start_metrics(cx, tx, begin, end, Metric::SplitPoints(chunk_size))
     }
 
-    pub(super) fn start_metrics(
+    pub(in crate::transaction) fn start_metrics(
         &mut self,
         cx: &mut Ctx<'_>,
         tx: TransactionId,
@@ -108,7 +108,7 @@ impl Transactions {
     }
 
     /// What libfdb_c refuses before asking anyone.
-    pub(super) fn check_metrics(
+    pub(in crate::transaction) fn check_metrics(
         &mut self,
         tx: TransactionId,
         begin: &[u8],
@@ -173,7 +173,7 @@ impl Transactions {
         true
     }
 
-    pub(super) fn metrics_op(&mut self, req: RequestId) -> Option<&mut MetricsOp> {
+    pub(in crate::transaction) fn metrics_op(&mut self, req: RequestId) -> Option<&mut MetricsOp> {
         match &mut self.table.ops.get_mut(&req)?.kind {
             OpKind::Metrics(m) => Some(m),
             _ => None,
@@ -181,7 +181,12 @@ impl Transactions {
     }
 
     /// Locates what is due, sends what is unsent, finishes when all parts answered.
-    pub(super) fn advance_metrics(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
+    pub(in crate::transaction) fn advance_metrics(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+    ) {
         if !self.metrics_op(req).is_some_and(|m| m.started) && !self.start_in_tenant(cx, req, tx) {
             return;
         }
@@ -271,7 +276,7 @@ impl Transactions {
     }
 
     /// Asks a commit proxy for every shard of `[begin, end)`, as `getKeyRangeLocations` does.
-    pub(super) fn locate_range(
+    pub(in crate::transaction) fn locate_range(
         &mut self,
         cx: &mut Ctx<'_>,
         tx: TransactionId,
@@ -345,7 +350,7 @@ impl Transactions {
     /// The replica for a part's attempt: like `choose_replica`, the healthy one with the
     /// lowest smoothed latency first, then the others in turn; recently failed ones only
     /// when nothing else is left.
-    pub(super) fn part_replica(
+    pub(in crate::transaction) fn part_replica(
         &self,
         cx: &Ctx<'_>,
         servers: &[StorageServerInterface],
@@ -373,7 +378,7 @@ impl Transactions {
         }
     }
 
-    pub(super) fn send_part(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+    pub(in crate::transaction) fn send_part(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
         let now = cx.now;
         let tenant = match self.table.ops.get(&req) {
             Some(o) => self.tenant_info(o.tx),
@@ -446,7 +451,7 @@ impl Transactions {
     }
 
     /// The part a reply or loss is about, if it is still waiting for one.
-    pub(super) fn waiting_part(
+    pub(in crate::transaction) fn waiting_part(
         &mut self,
         req: RequestId,
         part: u32,
@@ -528,7 +533,7 @@ impl Transactions {
         }
     }
 
-    pub(super) fn on_metrics_error(
+    pub(in crate::transaction) fn on_metrics_error(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -560,7 +565,12 @@ impl Transactions {
     /// `wrong_shard_server` / `all_alternatives_failed`: forget the locations and locate
     /// again after `WRONG_SHARD_SERVER_DELAY` (the part alone for the estimate, everything
     /// for split points).
-    pub(super) fn metrics_relocate(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+    pub(in crate::transaction) fn metrics_relocate(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        i: usize,
+    ) {
         let at = cx.now + knobs::WRONG_SHARD_SERVER_DELAY;
         let Some(m) = self.metrics_op(req) else {
             return;
@@ -585,7 +595,12 @@ impl Transactions {
     }
 
     /// The replica did not answer: try the next one; after all of them, relocate.
-    pub(super) fn metrics_next_replica(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+    pub(in crate::transaction) fn metrics_next_replica(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        i: usize,
+    ) {
         let until = cx.now + FAILED_SERVER_AVOIDANCE;
         let Some(p) = self.metrics_op(req).and_then(|m| m.parts.get_mut(i)) else {
             return;

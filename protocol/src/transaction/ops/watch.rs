@@ -5,17 +5,17 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::op::{OpKind, Timer, Wait};
-use super::{fdb, Ctx, Transactions};
+use super::{OpKind, Timer, Wait};
 use crate::error::{knobs, ErrorCode};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::grv::GetReadVersionRequest;
-use crate::messages::storage::{StorageServerInterface, WatchValueRequest};
+use crate::messages::storage::{StorageServerInterface, WatchValueReply, WatchValueRequest};
 use crate::messages::types::{SpanContext, TagSet, Version};
-use crate::messages::ReplyPromise;
+use crate::messages::{decode_reply, ReplyPromise};
 use crate::route::Route;
 use crate::ryw::Lookup;
+use crate::transaction::{fdb, storage_error, Ctx, Transactions};
 use crate::uid::Uid;
 
 /// `DEFAULT_MAX_OUTSTANDING_WATCHES` (the `max_watches` database option changes it).
@@ -75,7 +75,11 @@ impl Transactions {
 
     // ----- watches -----
 
-    pub(super) fn arm_watches(&mut self, tx: TransactionId, version: Option<Version>) {
+    pub(in crate::transaction) fn arm_watches(
+        &mut self,
+        tx: TransactionId,
+        version: Option<Version>,
+    ) {
         let Some(t) = self.txs.get_mut(&tx) else {
             return;
         };
@@ -92,7 +96,12 @@ impl Transactions {
         }
     }
 
-    pub(super) fn advance_watch(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
+    pub(in crate::transaction) fn advance_watch(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+    ) {
         let Some(op) = self.table.ops.get(&req) else {
             return;
         };
@@ -163,7 +172,7 @@ impl Transactions {
     }
 
     /// Reads the watched key's current value with a GetValue (reply handled as a watch reply).
-    pub(super) fn send_watch_read(
+    pub(in crate::transaction) fn send_watch_read(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -180,7 +189,27 @@ impl Transactions {
         }
     }
 
-    pub(super) fn on_watch_value(
+    /// A storage server answered the watch's first read (a `GetValueReply`) or the watch
+    /// itself (a `WatchValueReply`).
+    pub(in crate::transaction) fn on_watch_storage_reply(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        message: &Bytes,
+    ) {
+        let reading = matches!(
+            self.table.ops.get(&req).map(|o| &o.kind),
+            Some(OpKind::Watch { value: None, .. })
+        );
+        if reading {
+            self.on_watch_value(cx, req, super::get::decode_value(message));
+        } else {
+            let r = storage_error(decode_reply::<WatchValueReply>(message)).map(|r| r.version);
+            self.on_watch_reply(cx, req, r);
+        }
+    }
+
+    pub(in crate::transaction) fn on_watch_value(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -222,7 +251,7 @@ impl Transactions {
         }
     }
 
-    pub(super) fn on_watch_reply(
+    pub(in crate::transaction) fn on_watch_reply(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -262,7 +291,7 @@ impl Transactions {
     /// flags at all — the C++ constructor it is built with sets the priority bits on its
     /// parameter, not on the member, so libfdb_c sends 0 (the proxy reads that as default
     /// priority), as the `watch` capture shows.
-    pub(super) fn confirm_watch(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
+    pub(in crate::transaction) fn confirm_watch(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
         let Some((addr, dest)) = cx.grv_endpoint() else {
             // Every GRV proxy is gone: ask again with the next cluster info.
             return self.table.set_wait(req, Wait::Cluster);

@@ -14,10 +14,10 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::op::{OpKind, Wait};
-use super::{Ctx, Transactions};
+use super::{OpKind, Wait};
 use crate::event::Reply;
 use crate::ids::{RequestId, TransactionId};
+use crate::transaction::{Ctx, Transactions};
 
 /// `allKeys.end`: no shard holds keys from here on.
 const ALL_KEYS_END: &[u8] = b"\xff\xff";
@@ -41,7 +41,7 @@ impl Transactions {
         req
     }
 
-    pub(super) fn advance_addresses(
+    pub(in crate::transaction) fn advance_addresses(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
