@@ -8,7 +8,7 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::ops::{OpKind, Timer, Wait};
+use super::ops::{Timer, Wait};
 use super::replicas::{Replica, FAILED_SERVER_AVOIDANCE, LOCATION_LIMIT, MAX_RELOCATION_DELAY};
 use super::state::ReadVersion;
 use super::{Ctx, Transactions};
@@ -249,15 +249,7 @@ impl Transactions {
 
     /// The key an op's storage request was about, for relocation.
     pub(super) fn op_key(&self, req: RequestId) -> Option<(Bytes, bool)> {
-        match &self.table.ops.get(&req)?.kind {
-            OpKind::Get(super::ops::get::GetOp { key, .. })
-            | OpKind::Watch { key, .. }
-            | OpKind::Addresses { key, .. } => Some((key.clone(), false)),
-            OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => {
-                read.sent.as_ref().map(|s| (s.key.clone(), s.backward))
-            }
-            _ => None,
-        }
+        self.table.ops.get(&req)?.kind.storage_key()
     }
 
     pub(crate) fn on_storage_lost(&mut self, cx: &mut Ctx<'_>, req: RequestId) {

@@ -22,6 +22,14 @@ use crate::transaction::{Ctx, Transactions};
 /// `allKeys.end`: no shard holds keys from here on.
 const ALL_KEYS_END: &[u8] = b"\xff\xff";
 
+/// A `get_addresses_for_key` in flight: [`OpKind::Addresses`]'s state.
+#[derive(Debug)]
+pub(in crate::transaction) struct AddressesOp {
+    pub(in crate::transaction) key: Bytes,
+    /// Its location lookup was sent (the answer must come from a fresh one).
+    pub(in crate::transaction) asked: bool,
+}
+
 impl Transactions {
     /// `fdb_transaction_get_addresses_for_key`. Finishes with [`Reply::Addresses`].
     pub(crate) fn get_addresses_for_key(
@@ -37,7 +45,12 @@ impl Transactions {
             return req;
         }
         let key = Bytes::copy_from_slice(key);
-        self.insert_op(cx, req, tx, OpKind::Addresses { key, asked: false });
+        self.insert_op(
+            cx,
+            req,
+            tx,
+            OpKind::Addresses(AddressesOp { key, asked: false }),
+        );
         req
     }
 
@@ -47,7 +60,8 @@ impl Transactions {
         req: RequestId,
         tx: TransactionId,
     ) {
-        let Some(OpKind::Addresses { key, asked }) = self.table.ops.get(&req).map(|o| &o.kind)
+        let Some(OpKind::Addresses(AddressesOp { key, asked })) =
+            self.table.ops.get(&req).map(|o| &o.kind)
         else {
             return;
         };
@@ -64,7 +78,7 @@ impl Transactions {
         if !asked {
             // The lookup refreshes the cache; the op reads it once that lookup has answered.
             self.routing.forget(&absolute, false);
-            if let Some(OpKind::Addresses { asked, .. }) =
+            if let Some(OpKind::Addresses(AddressesOp { asked, .. })) =
                 self.table.ops.get_mut(&req).map(|o| &mut o.kind)
             {
                 *asked = true;

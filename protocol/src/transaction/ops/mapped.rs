@@ -9,6 +9,7 @@
 use bytes::Bytes;
 
 use super::native::{NativeKey, NativeRange};
+use super::range::ReadOp;
 use super::OpKind;
 use crate::error::ErrorCode;
 use crate::event::{ClientError, MappedRangeResult, Reply};
@@ -54,10 +55,10 @@ impl Transactions {
                 cx,
                 req,
                 tx,
-                OpKind::Range {
+                OpKind::Range(ReadOp {
                     snapshot,
                     read: Read::new(kind),
-                },
+                }),
             ),
         }
         req

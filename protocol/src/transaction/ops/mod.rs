@@ -25,7 +25,6 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::scan::Read;
 use super::{Ctx, Transactions};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
@@ -35,48 +34,41 @@ use crate::time::Instant;
 use crate::uid::Uid;
 
 // Ops live in a map and are few at a time; boxing the range state would only add a hop.
+// Each kind's state is defined in the kind's file.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(super) enum OpKind {
     ReadVersion,
     Get(get::GetOp),
-    GetKey {
-        snapshot: bool,
-        read: Read,
-    },
-    Range {
-        snapshot: bool,
-        read: Read,
-    },
+    GetKey(range::ReadOp),
+    Range(range::ReadOp),
     Commit,
     /// `get_addresses_for_key`.
-    Addresses {
-        key: Bytes,
-        /// Its location lookup was sent (the answer must come from a fresh one).
-        asked: bool,
-    },
-    Watch {
-        key: Bytes,
-        /// The value the watch compares against, once known.
-        value: Option<Option<Bytes>>,
-        /// The version from which to watch, once the transaction committed.
-        version: Option<Version>,
-        /// The value read is in flight.
-        reading: bool,
-        /// The storage server said the key changed at this version; the watch completes
-        /// once the cluster's committed version is known to have reached it.
-        fired: Option<Version>,
-        /// The transaction's trace id, kept for the requests the watch makes after it.
-        trace_id: Uid,
-        /// The transaction's read tags when the watch was set (`WatchParameters::tags`).
-        read_tags: Vec<Bytes>,
-    },
+    Addresses(addresses::AddressesOp),
+    Watch(watch::WatchOp),
     /// `on_error` sleeping before the retry.
     Backoff,
     /// `get_estimated_range_size_bytes` or `get_range_split_points`.
     Metrics(alloc::boxed::Box<shards::MetricsOp>),
     /// `get_versionstamp`: parked until the transaction's commit finishes.
     Versionstamp,
+}
+
+impl OpKind {
+    /// The key a storage request of this operation is about (keys before it when `true`),
+    /// for failover and relocation.
+    pub(super) fn storage_key(&self) -> Option<(Bytes, bool)> {
+        match self {
+            OpKind::Get(get::GetOp { key, .. })
+            | OpKind::Watch(watch::WatchOp { key, .. })
+            | OpKind::Addresses(addresses::AddressesOp { key, .. }) => Some((key.clone(), false)),
+            OpKind::GetKey(range::ReadOp { read, .. })
+            | OpKind::Range(range::ReadOp { read, .. }) => {
+                read.sent.as_ref().map(|s| (s.key.clone(), s.backward))
+            }
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,7 +181,7 @@ impl OpTable {
     /// Takes operation `req` out, uncounting it if a watch.
     pub(super) fn remove(&mut self, req: RequestId) -> Option<Op> {
         let op = self.ops.remove(&req)?;
-        if matches!(op.kind, OpKind::Watch { .. }) {
+        if matches!(op.kind, OpKind::Watch(_)) {
             self.watches -= 1;
         }
         Some(op)
@@ -251,10 +243,7 @@ impl Transactions {
         tx: TransactionId,
         kind: OpKind,
     ) {
-        if matches!(
-            kind,
-            OpKind::Get(_) | OpKind::GetKey { .. } | OpKind::Range { .. }
-        ) {
+        if matches!(kind, OpKind::Get(_) | OpKind::GetKey(_) | OpKind::Range(_)) {
             if let Some(t) = self.txs.get_mut(&tx) {
                 t.read_started = true;
             }
@@ -297,7 +286,7 @@ impl Transactions {
         if let Some(op) = self.table.remove(req) {
             let read = matches!(
                 op.kind,
-                OpKind::Get(_) | OpKind::GetKey { .. } | OpKind::Range { .. }
+                OpKind::Get(_) | OpKind::GetKey(_) | OpKind::Range(_)
             );
             if read && err.code() != ErrorCode::TRANSACTION_CANCELLED {
                 if let Some(t) = self.txs.get_mut(&op.tx) {
@@ -447,12 +436,12 @@ impl Transactions {
                 None => {}
             },
             OpKind::Get(_) => self.advance_get(cx, req, tx),
-            OpKind::GetKey { .. } | OpKind::Range { .. } => self.advance_read(cx, req, tx),
+            OpKind::GetKey(_) | OpKind::Range(_) => self.advance_read(cx, req, tx),
             OpKind::Commit => self.advance_commit(cx, req, tx),
-            OpKind::Watch { .. } => self.advance_watch(cx, req, tx),
+            OpKind::Watch(_) => self.advance_watch(cx, req, tx),
             OpKind::Backoff => self.table.set_wait(req, Wait::Timer),
             OpKind::Metrics(_) => self.advance_metrics(cx, req, tx),
-            OpKind::Addresses { .. } => self.advance_addresses(cx, req, tx),
+            OpKind::Addresses(_) => self.advance_addresses(cx, req, tx),
             OpKind::Versionstamp => self.table.set_wait(req, Wait::Commit),
         }
     }
@@ -465,8 +454,8 @@ impl Transactions {
         };
         match &op.kind {
             OpKind::Get(_) => self.on_get_reply(cx, req, message),
-            OpKind::Watch { .. } => self.on_watch_storage_reply(cx, req, message),
-            OpKind::GetKey { .. } | OpKind::Range { .. } => self.on_read_reply(cx, req, message),
+            OpKind::Watch(_) => self.on_watch_storage_reply(cx, req, message),
+            OpKind::GetKey(_) | OpKind::Range(_) => self.on_read_reply(cx, req, message),
             _ => {}
         }
     }
@@ -479,8 +468,5 @@ impl Transactions {
 
 /// The reads RYW runs against its snapshot of the writes (`readWithConflictRange`).
 fn is_read(kind: &OpKind) -> bool {
-    matches!(
-        kind,
-        OpKind::Get(_) | OpKind::GetKey { .. } | OpKind::Range { .. }
-    )
+    matches!(kind, OpKind::Get(_) | OpKind::GetKey(_) | OpKind::Range(_))
 }

@@ -29,6 +29,14 @@ use crate::transaction::scan::{
 };
 use crate::transaction::{fdb, storage_error, Ctx, Transactions};
 
+/// A `get_key` or `get_range` (or `get_mapped_range`) in flight: [`OpKind::GetKey`]'s and
+/// [`OpKind::Range`]'s state.
+#[derive(Debug)]
+pub(in crate::transaction) struct ReadOp {
+    pub(in crate::transaction) snapshot: bool,
+    pub(in crate::transaction) read: Read,
+}
+
 /// Where a read stands after running.
 enum Progress {
     /// Waiting for a read version, a location or a reply.
@@ -90,10 +98,10 @@ impl Transactions {
             cx,
             req,
             tx,
-            OpKind::GetKey {
+            OpKind::GetKey(ReadOp {
                 snapshot,
                 read: Read::new(kind),
-            },
+            }),
         );
         req
     }
@@ -184,10 +192,10 @@ impl Transactions {
             cx,
             req,
             tx,
-            OpKind::Range {
+            OpKind::Range(ReadOp {
                 snapshot,
                 read: Read::new(kind),
-            },
+            }),
         );
         req
     }
@@ -205,8 +213,8 @@ impl Transactions {
             return;
         };
         let (snapshot, mut read, is_key) = match core::mem::replace(&mut op.kind, OpKind::Backoff) {
-            OpKind::GetKey { snapshot, read } => (snapshot, read, true),
-            OpKind::Range { snapshot, read } => (snapshot, read, false),
+            OpKind::GetKey(ReadOp { snapshot, read }) => (snapshot, read, true),
+            OpKind::Range(ReadOp { snapshot, read }) => (snapshot, read, false),
             other => {
                 op.kind = other;
                 return;
@@ -215,9 +223,9 @@ impl Transactions {
         let progress = self.run_read(cx, req, tx, snapshot, &mut read);
         if let Some(op) = self.table.ops.get_mut(&req) {
             op.kind = if is_key {
-                OpKind::GetKey { snapshot, read }
+                OpKind::GetKey(ReadOp { snapshot, read })
             } else {
-                OpKind::Range { snapshot, read }
+                OpKind::Range(ReadOp { snapshot, read })
             };
         }
         match progress {
@@ -565,7 +573,7 @@ impl Transactions {
         message: &Bytes,
     ) {
         let Some((sent, mapped)) = self.table.ops.get(&req).and_then(|op| match &op.kind {
-            OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => read
+            OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) => read
                 .sent
                 .clone()
                 .map(|s| (s, matches!(read.native, Some(NativeOp::Mapped { .. })))),
@@ -598,7 +606,9 @@ impl Transactions {
         let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
-        let (OpKind::GetKey { read, .. } | OpKind::Range { read, .. }) = &mut op.kind else {
+        let (OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. })) =
+            &mut op.kind
+        else {
             return;
         };
         read.sent = None;
@@ -659,7 +669,7 @@ impl Transactions {
         // resolve the selectors first (`getRangeFallback`), at once.
         let falls_back = e.code() == ErrorCode::WRONG_SHARD_SERVER
             && self.table.ops.get(&req).is_some_and(|op| match &op.kind {
-                OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => {
+                OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) => {
                     matches!(&read.native, Some(n) if n.falls_back() && !sent.key_request)
                 }
                 _ => false,
@@ -667,7 +677,9 @@ impl Transactions {
         if falls_back {
             self.routing.forget(&sent.key, sent.backward);
             if let Some(op) = self.table.ops.get_mut(&req) {
-                if let OpKind::GetKey { read, .. } | OpKind::Range { read, .. } = &mut op.kind {
+                if let OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) =
+                    &mut op.kind
+                {
                     read.sent = None;
                     if let Some(n) = &mut read.native {
                         n.fall_back();
@@ -681,7 +693,9 @@ impl Transactions {
         }
         if self.retried_read_error(cx, req, &e) {
             if let Some(op) = self.table.ops.get_mut(&req) {
-                if let OpKind::GetKey { read, .. } | OpKind::Range { read, .. } = &mut op.kind {
+                if let OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) =
+                    &mut op.kind
+                {
                     if let Some(n) = &mut read.native {
                         n.retry();
                     }

@@ -23,6 +23,25 @@ pub const MAX_OUTSTANDING_WATCHES: usize = 10_000;
 /// `ABSOLUTE_MAX_WATCHES`: the most `max_watches` may be.
 pub const ABSOLUTE_MAX_WATCHES: usize = 1_000_000;
 
+/// A watch in flight: [`OpKind::Watch`]'s state.
+#[derive(Debug)]
+pub(in crate::transaction) struct WatchOp {
+    pub(in crate::transaction) key: Bytes,
+    /// The value the watch compares against, once known.
+    pub(in crate::transaction) value: Option<Option<Bytes>>,
+    /// The version from which to watch, once the transaction committed.
+    pub(in crate::transaction) version: Option<Version>,
+    /// The value read is in flight.
+    pub(in crate::transaction) reading: bool,
+    /// The storage server said the key changed at this version; the watch completes
+    /// once the cluster's committed version is known to have reached it.
+    pub(in crate::transaction) fired: Option<Version>,
+    /// The transaction's trace id, kept for the requests the watch makes after it.
+    pub(in crate::transaction) trace_id: Uid,
+    /// The transaction's read tags when the watch was set (`WatchParameters::tags`).
+    pub(in crate::transaction) read_tags: Vec<Bytes>,
+}
+
 impl Transactions {
     /// Watches `key`: fires once its value differs from the one this transaction sees, after
     /// the transaction commits.
@@ -57,7 +76,7 @@ impl Transactions {
             cx,
             req,
             tx,
-            OpKind::Watch {
+            OpKind::Watch(WatchOp {
                 key: Bytes::copy_from_slice(key),
                 value,
                 version: None,
@@ -65,7 +84,7 @@ impl Transactions {
                 fired: None,
                 trace_id,
                 read_tags,
-            },
+            }),
         );
         if let Some(t) = self.txs.get_mut(&tx) {
             t.watches.push(req);
@@ -87,7 +106,7 @@ impl Transactions {
         for w in watches {
             if let Some(op) = self.table.ops.get_mut(&w) {
                 op.detached = true;
-                if let OpKind::Watch { version: v, .. } = &mut op.kind {
+                if let OpKind::Watch(WatchOp { version: v, .. }) = &mut op.kind {
                     *v = version;
                 }
                 op.wait = Wait::Ready;
@@ -105,7 +124,7 @@ impl Transactions {
         let Some(op) = self.table.ops.get(&req) else {
             return;
         };
-        let OpKind::Watch {
+        let OpKind::Watch(WatchOp {
             key,
             value,
             version,
@@ -113,7 +132,7 @@ impl Transactions {
             fired,
             trace_id,
             read_tags,
-        } = &op.kind
+        }) = &op.kind
         else {
             return;
         };
@@ -181,7 +200,7 @@ impl Transactions {
         version: Version,
     ) {
         if self.send_get_value(cx, req, tx, key, version) {
-            if let Some(OpKind::Watch { reading, .. }) =
+            if let Some(OpKind::Watch(WatchOp { reading, .. })) =
                 self.table.ops.get_mut(&req).map(|o| &mut o.kind)
             {
                 *reading = true;
@@ -199,7 +218,7 @@ impl Transactions {
     ) {
         let reading = matches!(
             self.table.ops.get(&req).map(|o| &o.kind),
-            Some(OpKind::Watch { value: None, .. })
+            Some(OpKind::Watch(WatchOp { value: None, .. }))
         );
         if reading {
             self.on_watch_value(cx, req, super::get::decode_value(message));
@@ -215,7 +234,7 @@ impl Transactions {
         req: RequestId,
         r: Result<Option<Bytes>, ClientError>,
     ) {
-        if let Some(OpKind::Watch { reading, .. }) =
+        if let Some(OpKind::Watch(WatchOp { reading, .. })) =
             self.table.ops.get_mut(&req).map(|o| &mut o.kind)
         {
             *reading = false;
@@ -233,7 +252,7 @@ impl Transactions {
             return;
         };
         let tx = op.tx;
-        let OpKind::Watch { key, .. } = &op.kind else {
+        let OpKind::Watch(WatchOp { key, .. }) = &op.kind else {
             return;
         };
         // The transaction's own view: its atomic ops over the stored value.
@@ -243,7 +262,7 @@ impl Transactions {
             None => v,
         };
         if let Some(op) = self.table.ops.get_mut(&req) {
-            if let OpKind::Watch { value, .. } = &mut op.kind {
+            if let OpKind::Watch(WatchOp { value, .. }) = &mut op.kind {
                 *value = Some(v);
             }
             op.wait = Wait::Ready;
@@ -259,7 +278,7 @@ impl Transactions {
     ) {
         let e = match r {
             Ok(v) => {
-                if let Some(OpKind::Watch { fired, .. }) =
+                if let Some(OpKind::Watch(WatchOp { fired, .. })) =
                     self.table.ops.get_mut(&req).map(|o| &mut o.kind)
                 {
                     *fired = Some(v);
@@ -297,7 +316,7 @@ impl Transactions {
             return self.table.set_wait(req, Wait::Cluster);
         };
         let trace_id = match self.table.ops.get(&req).map(|o| &o.kind) {
-            Some(OpKind::Watch { trace_id, .. }) => *trace_id,
+            Some(OpKind::Watch(WatchOp { trace_id, .. })) => *trace_id,
             _ => return,
         };
         let token = cx.rng.uid();
@@ -334,7 +353,7 @@ impl Transactions {
         let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
-        let OpKind::Watch { fired, version, .. } = &mut op.kind else {
+        let OpKind::Watch(WatchOp { fired, version, .. }) = &mut op.kind else {
             return;
         };
         let Some(at) = *fired else {
