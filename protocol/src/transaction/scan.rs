@@ -290,6 +290,14 @@ pub(super) enum ReadKind {
     },
 }
 
+/// A `get_key` or `get_range` (or `get_mapped_range`) in flight: `OpKind::GetKey`'s and
+/// `OpKind::Range`'s state.
+#[derive(Debug)]
+pub(super) struct ReadOp {
+    pub(super) snapshot: bool,
+    pub(super) read: Read,
+}
+
 /// A selector or range read in progress.
 #[derive(Debug)]
 pub(super) struct Read {

@@ -9,7 +9,6 @@
 use bytes::Bytes;
 
 use super::native::{NativeKey, NativeRange};
-use super::range::ReadOp;
 use super::OpKind;
 use crate::error::ErrorCode;
 use crate::event::{ClientError, MappedRangeResult, Reply};
@@ -21,7 +20,7 @@ use crate::ryw::range_read::{
     NativeResult, ReadShape,
 };
 use crate::ryw::{RangeSet, WriteMap};
-use crate::transaction::scan::{range_limits, NativeOp, RangeOptions, Read, ReadKind};
+use crate::transaction::scan::{range_limits, NativeOp, RangeOptions, Read, ReadKind, ReadOp};
 use crate::transaction::state::Tx;
 use crate::transaction::{fdb, Ctx, Transactions};
 

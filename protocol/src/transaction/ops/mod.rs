@@ -13,6 +13,7 @@
 pub(super) mod addresses;
 pub(super) mod commit;
 pub(super) mod get;
+pub(super) mod get_key;
 pub(super) mod mapped;
 pub(super) mod metrics;
 pub(super) mod native;
@@ -40,8 +41,8 @@ use crate::uid::Uid;
 pub(super) enum OpKind {
     ReadVersion,
     Get(get::GetOp),
-    GetKey(range::ReadOp),
-    Range(range::ReadOp),
+    GetKey(super::scan::ReadOp),
+    Range(super::scan::ReadOp),
     Commit,
     /// `get_addresses_for_key`.
     Addresses(addresses::AddressesOp),
@@ -62,8 +63,8 @@ impl OpKind {
             OpKind::Get(get::GetOp { key, .. })
             | OpKind::Watch(watch::WatchOp { key, .. })
             | OpKind::Addresses(addresses::AddressesOp { key, .. }) => Some((key.clone(), false)),
-            OpKind::GetKey(range::ReadOp { read, .. })
-            | OpKind::Range(range::ReadOp { read, .. }) => {
+            OpKind::GetKey(super::scan::ReadOp { read, .. })
+            | OpKind::Range(super::scan::ReadOp { read, .. }) => {
                 read.sent.as_ref().map(|s| (s.key.clone(), s.backward))
             }
             _ => None,

@@ -1,10 +1,11 @@
-//! Range reads and key selectors. With read-your-writes on, both go through RYW's walk over
-//! the snapshot cache and the write map (`ryw::range_read`), which asks NativeAPI's range
-//! read for what it does not know; with it off, they are NativeAPI's `getKey` and `getRange`
-//! directly (`readThrough`). Either way the storage requests come from the NativeAPI state
-//! machines (`native.rs`): this module sends them to a replica of the right shard, feeds the
-//! replies back and, when the read is done, adds its read conflict range.
-
+//! `get_range`, whole, and the reading machinery `get_key` (`get_key.rs`) and
+//! `get_mapped_range` (`mapped.rs`) share. With read-your-writes on, a read goes through RYW's
+//! walk over the snapshot cache and the write map (`ryw::range_read`), which asks NativeAPI's
+//! range read for what it does not know; with it off, it is NativeAPI's `getKey` and
+//! `getRange` directly (`readThrough`). Either way the storage requests come from NativeAPI's
+//! walks (`native.rs`, with `getRangeFallback` when a selector's shard cannot resolve it): this
+//! file builds them for a replica of the right shard, decodes the replies and feeds them back,
+//! and, when the read is done, adds its read conflict range.
 use bytes::Bytes;
 
 use super::native::{range_finished_conflict, NativeKey, NativeRange, NativeStep};
@@ -20,22 +21,13 @@ use crate::messages::types::{KeyRange, KeySelector, KeyValue, VersionVector};
 use crate::messages::{decode_reply, ReplyPromise};
 use crate::route::Route;
 use crate::ryw::range_read::{
-    fdb_key_after, key_conflict, range_conflict, remove_or_equal, update_conflict_map, KeyRead,
-    RangeRead, Step,
+    fdb_key_after, range_conflict, remove_or_equal, update_conflict_map, RangeRead, Step,
 };
 use crate::ryw::{Unreadable, WriteMap};
 use crate::transaction::scan::{
-    range_limits, NativeOp, RangeOptions, Read, ReadKind, Sent, StreamingMode,
+    range_limits, NativeOp, RangeOptions, Read, ReadKind, ReadOp, Sent, StreamingMode,
 };
 use crate::transaction::{fdb, storage_error, Ctx, Transactions};
-
-/// A `get_key` or `get_range` (or `get_mapped_range`) in flight: [`OpKind::GetKey`]'s and
-/// [`OpKind::Range`]'s state.
-#[derive(Debug)]
-pub(in crate::transaction) struct ReadOp {
-    pub(in crate::transaction) snapshot: bool,
-    pub(in crate::transaction) read: Read,
-}
 
 /// Where a read stands after running.
 enum Progress {
@@ -57,55 +49,6 @@ enum Answer {
 }
 
 impl Transactions {
-    /// Resolves a key selector.
-    pub(crate) fn get_key(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        tx: TransactionId,
-        sel: KeySelector,
-        snapshot: bool,
-    ) -> RequestId {
-        let req = cx.new_request();
-        // The writes as they are now are the ones the read sees.
-        let (max, writes) = match self.txs.get(&tx) {
-            Some(t) => (
-                Bytes::from_static(t.max_read_key()),
-                t.writes_seen(snapshot),
-            ),
-            None => {
-                cx.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
-                return req;
-            }
-        };
-        if let Err(e) = self.check_usable(tx) {
-            cx.finish(req, Err(e));
-            return req;
-        }
-        if sel.key.as_ref() > max.as_ref() {
-            cx.finish(req, fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE));
-            return req;
-        }
-        let kind = if let Some(writes) = writes {
-            ReadKind::RywKey {
-                read: KeyRead::new(sel.clone(), max),
-                sel,
-                writes,
-            }
-        } else {
-            ReadKind::NativeKey { sel, result: None }
-        };
-        self.insert_op(
-            cx,
-            req,
-            tx,
-            OpKind::GetKey(ReadOp {
-                snapshot,
-                read: Read::new(kind),
-            }),
-        );
-        req
-    }
-
     /// What `fdb_transaction_get_range` (and `get_mapped_range`) checks of its arguments
     /// before the transaction's state, then an error a write left for the next call.
     pub(in crate::transaction) fn check_range_args(
@@ -277,33 +220,13 @@ impl Transactions {
             }
             let max = Bytes::from_static(t.max_read_key());
             match &mut read.kind {
-                ReadKind::RywKey {
-                    sel,
-                    read: kr,
-                    writes,
-                } => match kr.step(&t.cache, writes) {
-                    Err(u) => return Progress::Failed(unreadable(u)),
-                    Ok(Step::Native(n)) => {
-                        read.native = Some(NativeOp::Range(NativeRange::new(
-                            n.begin, n.end, n.limits, n.reverse,
-                        )));
+                ReadKind::RywKey { .. } | ReadKind::NativeKey { .. } => {
+                    match super::get_key::step(t, snapshot, &mut read.kind, &mut read.native, max) {
+                        None => {}
+                        Some(Ok(key)) => return Progress::Done(Reply::Key(key)),
+                        Some(Err(e)) => return Progress::Failed(e),
                     }
-                    Ok(Step::Done(key)) => {
-                        if !snapshot {
-                            match key_conflict(sel, &key) {
-                                Ok((b, e)) => {
-                                    update_conflict_map(writes, &b, &e, &mut t.read_conflicts)
-                                }
-                                Err(_) => {
-                                    return Progress::Failed(ClientError::Fdb(
-                                        ErrorCode::INVERTED_RANGE,
-                                    ))
-                                }
-                            }
-                        }
-                        return Progress::Done(Reply::Key(key));
-                    }
-                },
+                }
                 ReadKind::RywRange {
                     begin,
                     end,
@@ -334,30 +257,6 @@ impl Transactions {
                             rows: r.rows,
                             more: r.more,
                         }));
-                    }
-                },
-                ReadKind::NativeKey { sel, result } => match result.take() {
-                    None => read.native = Some(NativeOp::Key(NativeKey::new(sel.clone()))),
-                    Some(rep) => {
-                        if !snapshot {
-                            // `getKeyAndConflictRange`, with the key as storage gave it.
-                            let k = if sel.or_equal {
-                                fdb_key_after(&sel.key)
-                            } else {
-                                sel.key.clone()
-                            };
-                            let (b, e) = if sel.offset <= 0 {
-                                (rep.clone(), k)
-                            } else {
-                                (k, fdb_key_after(&rep))
-                            };
-                            if b < e {
-                                t.native.extra_read_conflicts.push(KeyRange::new(b, e));
-                            }
-                        }
-                        // `readThrough` keeps the answer inside the readable keys.
-                        let key = if rep > max { max } else { rep };
-                        return Progress::Done(Reply::Key(key));
                     }
                 },
                 ReadKind::NativeRange {
@@ -421,14 +320,11 @@ impl Transactions {
             .get_mut(&tx)
             .ok_or(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED))?;
         match (kind, native) {
-            (ReadKind::RywKey { read, .. }, NativeOp::Range(mut n)) => {
-                read.feed(&mut t.cache, n.take_result())
+            (kind @ (ReadKind::RywKey { .. } | ReadKind::NativeKey { .. }), native) => {
+                super::get_key::native_done(t, kind, native)
             }
             (ReadKind::RywRange { read, .. }, NativeOp::Range(mut n)) => {
                 read.feed(&mut t.cache, n.take_result())
-            }
-            (ReadKind::NativeKey { result, .. }, NativeOp::Key(k)) => {
-                *result = Some(k.result().cloned().unwrap_or_default());
             }
             (
                 ReadKind::NativeRange {
