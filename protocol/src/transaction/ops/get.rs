@@ -46,8 +46,22 @@ impl Transactions {
         key: &[u8],
         snapshot: bool,
     ) -> RequestId {
+        GetOp::start(self, cx, tx, key, snapshot)
+    }
+}
+
+/// The get's steps, each lent the transactions.
+impl GetOp {
+    /// Starts a get: the checks, then the writes' view of the key as it is now.
+    pub(in crate::transaction) fn start(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        key: &[u8],
+        snapshot: bool,
+    ) -> RequestId {
         let req = cx.new_request();
-        if let Err(e) = self.check_read_key(tx, key) {
+        if let Err(e) = txs.check_read_key(tx, key) {
             cx.finish(req, Err(e));
             return req;
         }
@@ -58,7 +72,7 @@ impl Transactions {
         }
         let key = Bytes::copy_from_slice(key);
         let mut view = None;
-        if let Some(t) = self.txs.get_mut(&tx) {
+        if let Some(t) = txs.txs.get_mut(&tx) {
             if t.options.ryw_disabled {
                 // NativeAPI's `get` adds its conflict range as the read starts.
                 if !snapshot {
@@ -74,7 +88,7 @@ impl Transactions {
                 view = Some(PointView::reading(&t.cache, &writes, &key, bypass));
             }
         }
-        self.insert_op(
+        txs.insert_op(
             cx,
             req,
             tx,
@@ -89,81 +103,87 @@ impl Transactions {
 
     /// RYW's `read(GetValueReq)`: the merged view, as it was when the read was issued, answers
     /// what it knows; storage the rest.
-    pub(in crate::transaction) fn advance_get(
-        &mut self,
+    pub(in crate::transaction) fn advance(
+        txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
         tx: TransactionId,
     ) {
-        let Some(OpKind::Get(GetOp { key, view, .. })) = self.table.ops.get(&req).map(|o| &o.kind)
+        let Some(OpKind::Get(GetOp { key, view, .. })) = txs.table.ops.get(&req).map(|o| &o.kind)
         else {
             return;
         };
         let key = key.clone();
         match view.as_ref().map(|v| &v.answer) {
             Some(PointAnswer::Unreadable) => {
-                self.fail_op(cx, req, ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE))
+                txs.fail_op(cx, req, ClientError::Fdb(ErrorCode::ACCESSED_UNREADABLE))
             }
             Some(PointAnswer::Known(v)) => {
                 let v = v.clone();
-                self.finish_get(cx, req, v)
+                GetOp::finish(txs, cx, req, v)
             }
-            Some(PointAnswer::Stored(_)) | None => self.read_stored(cx, req, tx, key),
+            Some(PointAnswer::Stored(_)) | None => GetOp::read_stored(txs, cx, req, tx, key),
         }
     }
 
-    fn read_stored(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId, key: Bytes) {
+    fn read_stored(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        key: Bytes,
+    ) {
         if key == METADATA_VERSION_KEY {
             // NativeAPI answers the metadata version from the read version's reply, or from
             // the database's cache of replies for a read version set by hand, without a read
             // (and without waiting for the tenant: the key is global).
-            let version = match self.read_version_only(cx, req, tx, false) {
+            let version = match txs.read_version_only(cx, req, tx, false) {
                 Some(Ok(v)) => v,
-                Some(Err(e)) => return self.fail_op(cx, req, e),
+                Some(Err(e)) => return txs.fail_op(cx, req, e),
                 None => return,
             };
-            let own = self.txs.get(&tx).and_then(|t| match t.read_version {
+            let own = txs.txs.get(&tx).and_then(|t| match t.read_version {
                 ReadVersion::Ready(v) if v == version => t.metadata_version.clone(),
                 _ => None,
             });
             if let Some(mv) = own.or_else(|| cx.grv.cached_metadata_version(version)) {
-                return self.on_get_value(cx, req, Ok(mv));
+                return GetOp::on_value(txs, cx, req, Ok(mv));
             }
         }
-        let version = match self.read_version_to_read(cx, req, tx) {
+        let version = match txs.read_version_to_read(cx, req, tx) {
             Some(Ok(v)) => v,
-            Some(Err(e)) => return self.fail_op(cx, req, e),
+            Some(Err(e)) => return txs.fail_op(cx, req, e),
             None => return,
         };
-        self.send_get_value(cx, req, tx, key, version);
+        GetOp::send(txs, cx, req, tx, key, version);
     }
 
     /// Sends a `GetValueRequest` for `key` to a replica of its shard (or looks the shard up
     /// first); `false` if the op now waits for the lookup.
-    pub(in crate::transaction) fn send_get_value(
-        &mut self,
+    pub(in crate::transaction) fn send(
+        txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
         tx: TransactionId,
         key: Bytes,
         version: Version,
     ) -> bool {
-        let Some(server) = self.pick_server(cx, req, tx, &key, false) else {
+        let Some(server) = txs.pick_server(cx, req, tx, &key, false) else {
             return false;
         };
         let token = cx.rng.uid();
-        let tags = self.sampled_read_tags(cx, tx);
+        let tags = txs.sampled_read_tags(cx, tx);
         let msg = GetValueRequest {
             key,
             version,
             tags,
             reply: ReplyPromise { token },
-            span_context: self.span(cx, tx),
-            tenant_info: self.tenant_info(tx),
-            options: self.read_options(cx.rng, tx),
+            span_context: txs.span(cx, tx),
+            tenant_info: txs.tenant_info(tx),
+            options: txs.read_options(cx.rng, tx),
             ss_latest_commit_versions: VersionVector::empty(-1),
         };
-        self.table.set_wait(req, Wait::Reply);
+        txs.table.set_wait(req, Wait::Reply);
         cx.send(
             &server.addr,
             server.stream(StorageServerInterface::GET_VALUE),
@@ -175,19 +195,19 @@ impl Transactions {
     }
 
     /// A storage server answered the `GetValueRequest`.
-    pub(in crate::transaction) fn on_get_reply(
-        &mut self,
+    pub(in crate::transaction) fn on_reply(
+        txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
         message: &Bytes,
     ) {
-        self.on_get_value(cx, req, decode_value(message));
+        GetOp::on_value(txs, cx, req, decode_value(message));
     }
 
     /// The value read (from storage, or the metadata version from the read version's reply):
     /// merged with the writes as they were when the read was issued.
-    fn on_get_value(
-        &mut self,
+    fn on_value(
+        txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
         r: Result<Option<Bytes>, ClientError>,
@@ -195,17 +215,17 @@ impl Transactions {
         let value = match r {
             Ok(v) => v,
             Err(e) => {
-                if !self.retried_read_error(cx, req, &e) {
-                    self.fail_op(cx, req, e);
+                if !txs.retried_read_error(cx, req, &e) {
+                    txs.fail_op(cx, req, e);
                 }
                 return;
             }
         };
-        let Some(op) = self.table.ops.get(&req) else {
+        let Some(op) = txs.table.ops.get(&req) else {
             return;
         };
         // One `key_after` for the snapshot cache and the read conflict range.
-        let (value, end) = match (&op.kind, self.txs.get_mut(&op.tx)) {
+        let (value, end) = match (&op.kind, txs.txs.get_mut(&op.tx)) {
             (
                 OpKind::Get(GetOp {
                     key,
@@ -222,29 +242,29 @@ impl Transactions {
             }
             _ => (value, None),
         };
-        self.finish_get_with_end(cx, req, value, end);
+        GetOp::finish_with_end(txs, cx, req, value, end);
     }
 
     /// Completes a get with its value, adding the read conflict range RYW adds
     /// (`updateConflictMap`: only where the writes leave the value to storage).
-    pub(in crate::transaction) fn finish_get(
-        &mut self,
+    pub(in crate::transaction) fn finish(
+        txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
         value: Option<Bytes>,
     ) {
-        self.finish_get_with_end(cx, req, value, None)
+        GetOp::finish_with_end(txs, cx, req, value, None)
     }
 
     /// [`finish_get`](Self::finish_get) given the key's `key_after` when the caller has it.
-    fn finish_get_with_end(
-        &mut self,
+    fn finish_with_end(
+        txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
         value: Option<Bytes>,
         end: Option<Bytes>,
     ) {
-        let Some(op) = self.table.ops.get(&req) else {
+        let Some(op) = txs.table.ops.get(&req) else {
             return;
         };
         let tx = op.tx;
@@ -258,13 +278,13 @@ impl Transactions {
         };
         let conflicts = !*snapshot && view.as_ref().is_some_and(|v| v.conflicts);
         let key = key.clone();
-        let Some(t) = self.txs.get_mut(&tx) else {
-            return self.fail_op(cx, req, ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED));
+        let Some(t) = txs.txs.get_mut(&tx) else {
+            return txs.fail_op(cx, req, ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED));
         };
         if conflicts {
             let end = end.unwrap_or_else(|| key_after(&key));
             t.read_conflicts.insert_owned(key, end);
         }
-        self.succeed_op(cx, req, Reply::Value(value));
+        txs.succeed_op(cx, req, Reply::Value(value));
     }
 }

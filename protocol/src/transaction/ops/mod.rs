@@ -436,7 +436,7 @@ impl Transactions {
                 Some(Err(e)) => self.fail_op(cx, req, e),
                 None => {}
             },
-            OpKind::Get(_) => self.advance_get(cx, req, tx),
+            OpKind::Get(_) => get::GetOp::advance(self, cx, req, tx),
             OpKind::GetKey(_) | OpKind::Range(_) => self.advance_read(cx, req, tx),
             OpKind::Commit => self.advance_commit(cx, req, tx),
             OpKind::Watch(_) => self.advance_watch(cx, req, tx),
@@ -454,7 +454,7 @@ impl Transactions {
             return;
         };
         match &op.kind {
-            OpKind::Get(_) => self.on_get_reply(cx, req, message),
+            OpKind::Get(_) => get::GetOp::on_reply(self, cx, req, message),
             OpKind::Watch(_) => self.on_watch_storage_reply(cx, req, message),
             OpKind::GetKey(_) | OpKind::Range(_) => self.on_read_reply(cx, req, message),
             _ => {}

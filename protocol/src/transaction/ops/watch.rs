@@ -199,7 +199,7 @@ impl Transactions {
         key: Bytes,
         version: Version,
     ) {
-        if self.send_get_value(cx, req, tx, key, version) {
+        if super::get::GetOp::send(self, cx, req, tx, key, version) {
             if let Some(OpKind::Watch(WatchOp { reading, .. })) =
                 self.table.ops.get_mut(&req).map(|o| &mut o.kind)
             {
