@@ -266,18 +266,15 @@ impl Transactions {
         let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
+        // The op and the routing are apart: one borrow serves both.
         if let Some((id, _)) = op.server.take() {
             self.routing.failed(id, until);
         }
-        let Some(op) = self.table.ops.get_mut(&req) else {
-            return;
-        };
         op.attempt += 1;
         if op.attempt >= n {
             self.relocate(cx, req, &key, reverse);
         } else {
-            op.wait = Wait::Ready;
-            self.table.ready.push(req);
+            self.table.set_wait(req, Wait::Ready);
         }
     }
 

@@ -25,9 +25,9 @@ const ALL_KEYS_END: &[u8] = b"\xff\xff";
 /// A `get_addresses_for_key` in flight: [`OpKind::Addresses`]'s state.
 #[derive(Debug)]
 pub(in crate::transaction) struct AddressesOp {
-    pub(in crate::transaction) key: Bytes,
+    pub(super) key: Bytes,
     /// Its location lookup was sent (the answer must come from a fresh one).
-    pub(in crate::transaction) asked: bool,
+    pub(super) asked: bool,
 }
 
 impl Transactions {
@@ -54,7 +54,7 @@ impl Transactions {
         req
     }
 
-    pub(in crate::transaction) fn advance_addresses(
+    pub(super) fn advance_addresses(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,

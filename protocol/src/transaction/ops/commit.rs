@@ -66,12 +66,7 @@ impl Transactions {
 
     // ----- commit -----
 
-    pub(in crate::transaction) fn advance_commit(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    pub(super) fn advance_commit(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
         let t = &self.txs[&tx];
         let (mutations, mut write_conflicts, mut read_conflicts) = Self::commit_lists(t);
         let read_only = mutations.is_empty() && write_conflicts.is_empty();
@@ -431,12 +426,7 @@ impl Transactions {
     /// commit a dummy transaction that reads and writes the commit's self-conflicting key: once
     /// it commits, the original can no longer commit later. Then report
     /// `commit_unknown_result`.
-    pub(in crate::transaction) fn outcome_unknown(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    pub(super) fn outcome_unknown(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
         let key = self.txs.get(&tx).and_then(|t| t.self_conflict.clone());
         let Some(key) = key else {
             return self.fail_commit(
@@ -450,12 +440,7 @@ impl Transactions {
         self.start_dummy(cx, req, key);
     }
 
-    pub(in crate::transaction) fn start_dummy(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        parent: RequestId,
-        key: Bytes,
-    ) {
+    pub(super) fn start_dummy(&mut self, cx: &mut Ctx<'_>, parent: RequestId, key: Bytes) {
         let dummy = self.create_transaction(cx);
         if let Some(t) = self.txs.get_mut(&dummy) {
             t.options.access_system_keys = true;
@@ -475,7 +460,7 @@ impl Transactions {
         }
     }
 
-    pub(in crate::transaction) fn on_dummy_done(
+    pub(super) fn on_dummy_done(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -607,7 +592,7 @@ impl Transactions {
     /// options are reset, and `on_error` finishes. Another `on_error` still sleeping fails
     /// with `transaction_cancelled` and leaves the transaction cancelled until `reset` (the
     /// catch of RYW's `onError` sets the new `resetPromise`).
-    pub(in crate::transaction) fn end_backoff(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
+    pub(super) fn end_backoff(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
         let Some(op) = self.table.remove(req) else {
             return;
         };

@@ -22,14 +22,14 @@ use crate::transaction::{fdb, storage_error, Ctx, Transactions};
 /// A get in flight: [`OpKind::Get`]'s state.
 #[derive(Debug)]
 pub(in crate::transaction) struct GetOp {
-    pub(in crate::transaction) key: Bytes,
+    pub(super) key: Bytes,
     snapshot: bool,
     /// The writes' say on `key` when the read was issued (`None`: RYW disabled).
     view: Option<PointView>,
 }
 
 /// A `GetValueReply`'s value, or its error (a watch's first read decodes the same reply).
-pub(in crate::transaction) fn decode_value(message: &Bytes) -> Result<Option<Bytes>, ClientError> {
+pub(super) fn decode_value(message: &Bytes) -> Result<Option<Bytes>, ClientError> {
     storage_error(decode_reply::<GetValueReply>(message)).and_then(|r| match r.error {
         Some(e) => fdb(e),
         None => Ok(r.value),
@@ -53,7 +53,7 @@ impl Transactions {
 /// The get's steps, each lent the transactions.
 impl GetOp {
     /// Starts a get: the checks, then the writes' view of the key as it is now.
-    pub(in crate::transaction) fn start(
+    pub(super) fn start(
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         tx: TransactionId,
@@ -103,7 +103,7 @@ impl GetOp {
 
     /// RYW's `read(GetValueReq)`: the merged view, as it was when the read was issued, answers
     /// what it knows; storage the rest.
-    pub(in crate::transaction) fn advance(
+    pub(super) fn advance(
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -160,7 +160,7 @@ impl GetOp {
 
     /// Sends a `GetValueRequest` for `key` to a replica of its shard (or looks the shard up
     /// first); `false` if the op now waits for the lookup.
-    pub(in crate::transaction) fn send(
+    pub(super) fn send(
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -195,7 +195,7 @@ impl GetOp {
     }
 
     /// A storage server answered the `GetValueRequest`.
-    pub(in crate::transaction) fn on_reply(
+    pub(super) fn on_reply(
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -247,7 +247,7 @@ impl GetOp {
 
     /// Completes a get with its value, adding the read conflict range RYW adds
     /// (`updateConflictMap`: only where the writes leave the value to storage).
-    pub(in crate::transaction) fn finish(
+    pub(super) fn finish(
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,

@@ -70,7 +70,7 @@ impl Transactions {
 
 /// A key selector's resolution once nothing is in flight: `None` after setting the NativeAPI
 /// read it waits for, else the key found (or why there is none).
-pub(in crate::transaction) fn step(
+pub(super) fn step(
     t: &mut Tx,
     snapshot: bool,
     kind: &mut ReadKind,
@@ -132,7 +132,7 @@ pub(in crate::transaction) fn step(
 
 /// The NativeAPI read a key selector's resolution waited for finished: RYW's walk takes its
 /// rows, NativeAPI's `getKey` its key.
-pub(in crate::transaction) fn native_done(t: &mut Tx, kind: &mut ReadKind, native: NativeOp) {
+pub(super) fn native_done(t: &mut Tx, kind: &mut ReadKind, native: NativeOp) {
     match (kind, native) {
         (ReadKind::RywKey { read, .. }, NativeOp::Range(mut n)) => {
             read.feed(&mut t.cache, n.take_result())

@@ -25,7 +25,7 @@ use crate::transaction::state::Tx;
 use crate::transaction::{fdb, Ctx, Transactions};
 
 /// Where a mapped read stands after one step.
-pub(in crate::transaction) enum MappedStep {
+pub(super) enum MappedStep {
     /// A NativeAPI read was set up: run it.
     Continue,
     Done(MappedRangeResult),
@@ -114,11 +114,7 @@ impl Transactions {
 
 /// Runs a mapped read's RYW part: resolve a reverse read's end, start NativeAPI's walk, and
 /// when it is done add the conflict ranges and give the rows.
-pub(in crate::transaction) fn step(
-    t: &mut Tx,
-    kind: &mut ReadKind,
-    native: &mut Option<NativeOp>,
-) -> MappedStep {
+pub(super) fn step(t: &mut Tx, kind: &mut ReadKind, native: &mut Option<NativeOp>) -> MappedStep {
     let ReadKind::Mapped {
         begin,
         end,
@@ -166,7 +162,7 @@ pub(in crate::transaction) fn step(
 
 /// A reverse read's end, resolved by NativeAPI's `getKey` (a snapshot read: no conflict
 /// range), kept inside the readable keys (`readThrough`).
-pub(in crate::transaction) fn end_resolved(t: &Tx, kind: &mut ReadKind, key: Bytes) {
+pub(super) fn end_resolved(t: &Tx, kind: &mut ReadKind, key: Bytes) {
     if let ReadKind::Mapped {
         end, end_resolved, ..
     } = kind
@@ -231,7 +227,7 @@ fn add_conflicts(
 /// Whether a mapped reply's rows come in read order. A point mapper's middle rows carry no
 /// key (fdbserver keeps only the first and last, for the continuation), so only the keys
 /// present are checked.
-pub(in crate::transaction) fn in_order(rows: &[MappedKeyValue], reverse: bool) -> bool {
+pub(super) fn in_order(rows: &[MappedKeyValue], reverse: bool) -> bool {
     let mut last: Option<&Bytes> = None;
     for (i, m) in rows.iter().enumerate() {
         let k = &m.kv.key;

@@ -75,7 +75,7 @@ impl Transactions {
         self.start_metrics(cx, tx, begin, end, Metric::SplitPoints(chunk_size))
     }
 
-    pub(in crate::transaction) fn start_metrics(
+    pub(super) fn start_metrics(
         &mut self,
         cx: &mut Ctx<'_>,
         tx: TransactionId,
@@ -108,7 +108,7 @@ impl Transactions {
     }
 
     /// What libfdb_c refuses before asking anyone.
-    pub(in crate::transaction) fn check_metrics(
+    pub(super) fn check_metrics(
         &mut self,
         tx: TransactionId,
         begin: &[u8],
@@ -173,7 +173,7 @@ impl Transactions {
         true
     }
 
-    pub(in crate::transaction) fn metrics_op(&mut self, req: RequestId) -> Option<&mut MetricsOp> {
+    pub(super) fn metrics_op(&mut self, req: RequestId) -> Option<&mut MetricsOp> {
         match &mut self.table.ops.get_mut(&req)?.kind {
             OpKind::Metrics(m) => Some(m),
             _ => None,
@@ -181,12 +181,7 @@ impl Transactions {
     }
 
     /// Locates what is due, sends what is unsent, finishes when all parts answered.
-    pub(in crate::transaction) fn advance_metrics(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    pub(super) fn advance_metrics(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
         if !self.metrics_op(req).is_some_and(|m| m.started) && !self.start_in_tenant(cx, req, tx) {
             return;
         }
@@ -276,7 +271,7 @@ impl Transactions {
     }
 
     /// Asks a commit proxy for every shard of `[begin, end)`, as `getKeyRangeLocations` does.
-    pub(in crate::transaction) fn locate_range(
+    pub(super) fn locate_range(
         &mut self,
         cx: &mut Ctx<'_>,
         tx: TransactionId,
@@ -350,7 +345,7 @@ impl Transactions {
     /// The replica for a part's attempt: like `choose_replica`, the healthy one with the
     /// lowest smoothed latency first, then the others in turn; recently failed ones only
     /// when nothing else is left.
-    pub(in crate::transaction) fn part_replica(
+    pub(super) fn part_replica(
         &self,
         cx: &Ctx<'_>,
         servers: &[StorageServerInterface],
@@ -378,7 +373,7 @@ impl Transactions {
         }
     }
 
-    pub(in crate::transaction) fn send_part(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+    pub(super) fn send_part(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
         let now = cx.now;
         let tenant = match self.table.ops.get(&req) {
             Some(o) => self.tenant_info(o.tx),
@@ -451,7 +446,7 @@ impl Transactions {
     }
 
     /// The part a reply or loss is about, if it is still waiting for one.
-    pub(in crate::transaction) fn waiting_part(
+    pub(super) fn waiting_part(
         &mut self,
         req: RequestId,
         part: u32,
@@ -533,7 +528,7 @@ impl Transactions {
         }
     }
 
-    pub(in crate::transaction) fn on_metrics_error(
+    pub(super) fn on_metrics_error(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -565,12 +560,7 @@ impl Transactions {
     /// `wrong_shard_server` / `all_alternatives_failed`: forget the locations and locate
     /// again after `WRONG_SHARD_SERVER_DELAY` (the part alone for the estimate, everything
     /// for split points).
-    pub(in crate::transaction) fn metrics_relocate(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        i: usize,
-    ) {
+    pub(super) fn metrics_relocate(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
         let at = cx.now + knobs::WRONG_SHARD_SERVER_DELAY;
         let Some(m) = self.metrics_op(req) else {
             return;
@@ -595,12 +585,7 @@ impl Transactions {
     }
 
     /// The replica did not answer: try the next one; after all of them, relocate.
-    pub(in crate::transaction) fn metrics_next_replica(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        i: usize,
-    ) {
+    pub(super) fn metrics_next_replica(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
         let until = cx.now + FAILED_SERVER_AVOIDANCE;
         let Some(p) = self.metrics_op(req).and_then(|m| m.parts.get_mut(i)) else {
             return;

@@ -146,12 +146,7 @@ impl Transactions {
     // ----- running a read -----
 
     /// Runs a `get_key` or `get_range` as far as it goes.
-    pub(in crate::transaction) fn advance_read(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    pub(super) fn advance_read(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
         let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
@@ -462,12 +457,7 @@ impl Transactions {
     }
 
     /// A storage server answered a `get_key` or `get_range` request.
-    pub(in crate::transaction) fn on_read_reply(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        message: &Bytes,
-    ) {
+    pub(super) fn on_read_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
         let Some((sent, mapped)) = self.table.ops.get(&req).and_then(|op| match &op.kind {
             OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) => read
                 .sent

@@ -36,11 +36,7 @@ impl Transactions {
 
     /// The `tags` of a read request: the transaction's read tags (`auto_throttle_tag`) in
     /// the sampled fraction of reads (`sampleReadTags`), else none.
-    pub(in crate::transaction) fn sampled_read_tags(
-        &self,
-        cx: &mut Ctx<'_>,
-        tx: TransactionId,
-    ) -> Option<TagSet> {
+    pub(super) fn sampled_read_tags(&self, cx: &mut Ctx<'_>, tx: TransactionId) -> Option<TagSet> {
         if !cx.sample_read_tags() {
             return None;
         }
@@ -49,7 +45,7 @@ impl Transactions {
     }
 
     /// The transaction's read version, asking for one if needed (`None`: wait).
-    pub(in crate::transaction) fn read_version_for(
+    pub(super) fn read_version_for(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -75,7 +71,7 @@ impl Transactions {
     /// The read version of a read sent to a storage server (a get, a range read, a key
     /// selector, a watch's first read): libfdb_c checks it against the database's floor
     /// first (`validateVersion`), which only a read version set by hand can fail.
-    pub(in crate::transaction) fn read_version_to_read(
+    pub(super) fn read_version_to_read(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -86,7 +82,7 @@ impl Transactions {
     }
 
     /// The read version alone (`getReadVersion` does not wait for the tenant).
-    pub(in crate::transaction) fn read_version_only(
+    pub(super) fn read_version_only(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,

@@ -11,7 +11,7 @@ use crate::uid::Uid;
 
 /// `CLIENT_KNOBS->TOO_MANY`: the shard limit of the split points' location lookup (the
 /// estimate asks for `INT_MAX`).
-pub(in crate::transaction) const TOO_MANY: i32 = 1_000_000;
+pub(super) const TOO_MANY: i32 = 1_000_000;
 
 /// What a metrics read asks the storage servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub(crate) enum Metric {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(in crate::transaction) enum PartState {
+pub(super) enum PartState {
     /// To be sent (again) to a replica.
     Unsent,
     InFlight,
@@ -34,49 +34,49 @@ pub(in crate::transaction) enum PartState {
 
 /// The request for one shard's part of the range.
 #[derive(Debug)]
-pub(in crate::transaction) struct Part {
-    pub(in crate::transaction) begin: Bytes,
-    pub(in crate::transaction) end: Bytes,
-    pub(in crate::transaction) servers: Vec<StorageServerInterface>,
-    pub(in crate::transaction) state: PartState,
+pub(super) struct Part {
+    pub(super) begin: Bytes,
+    pub(super) end: Bytes,
+    pub(super) servers: Vec<StorageServerInterface>,
+    pub(super) state: PartState,
     /// Replicas tried so far.
-    pub(in crate::transaction) attempt: usize,
+    pub(super) attempt: usize,
     /// The replica asked and when.
-    pub(in crate::transaction) sent: Option<(Uid, Instant)>,
+    pub(super) sent: Option<(Uid, Instant)>,
     /// Its split points, once answered.
-    pub(in crate::transaction) points: Vec<Bytes>,
+    pub(super) points: Vec<Bytes>,
 }
 
 /// The state of one metrics read.
 #[derive(Debug)]
 pub(crate) struct MetricsOp {
-    pub(in crate::transaction) metric: Metric,
-    pub(in crate::transaction) begin: Bytes,
-    pub(in crate::transaction) end: Bytes,
+    pub(super) metric: Metric,
+    pub(super) begin: Bytes,
+    pub(super) end: Bytes,
     /// Ranges still to locate, each not before its instant.
-    pub(in crate::transaction) todo: Vec<(Bytes, Bytes, Instant)>,
+    pub(super) todo: Vec<(Bytes, Bytes, Instant)>,
     /// Requests sent, in key order within one location pass.
-    pub(in crate::transaction) parts: Vec<Part>,
+    pub(super) parts: Vec<Part>,
     /// Bumped when split points start over: replies of earlier passes are stale.
-    pub(in crate::transaction) epoch: u32,
+    pub(super) epoch: u32,
     /// The bytes answered so far (estimate).
-    pub(in crate::transaction) bytes: i64,
+    pub(super) bytes: i64,
     /// Spreads first choices of replica across ops.
-    pub(in crate::transaction) seed: usize,
+    pub(super) seed: usize,
     /// The wake-up already armed.
-    pub(in crate::transaction) timer: Option<Instant>,
+    pub(super) timer: Option<Instant>,
     /// Whether the transaction has started (in a tenant: its tenant id and read version
     /// are known, and `todo` holds the prefixed ranges).
-    pub(in crate::transaction) started: bool,
+    pub(super) started: bool,
     /// The tenant's prefix, in a tenant: parts are located by their prefixed keys and asked
     /// for with the tenant's keys and its `TenantInfo`.
-    pub(in crate::transaction) prefix: Option<Bytes>,
+    pub(super) prefix: Option<Bytes>,
     /// The read version the requests carry (`latestVersion` outside a tenant).
-    pub(in crate::transaction) version: i64,
+    pub(super) version: i64,
 }
 
 /// Splits `[a, b)` by the cached shards, or `None` if some of it is not cached.
-pub(in crate::transaction) fn cover(
+pub(super) fn cover(
     cache: &LocationCache,
     a: &Bytes,
     b: &Bytes,

@@ -26,20 +26,20 @@ pub const ABSOLUTE_MAX_WATCHES: usize = 1_000_000;
 /// A watch in flight: [`OpKind::Watch`]'s state.
 #[derive(Debug)]
 pub(in crate::transaction) struct WatchOp {
-    pub(in crate::transaction) key: Bytes,
+    pub(super) key: Bytes,
     /// The value the watch compares against, once known.
-    pub(in crate::transaction) value: Option<Option<Bytes>>,
+    pub(super) value: Option<Option<Bytes>>,
     /// The version from which to watch, once the transaction committed.
-    pub(in crate::transaction) version: Option<Version>,
+    pub(super) version: Option<Version>,
     /// The value read is in flight.
-    pub(in crate::transaction) reading: bool,
+    pub(super) reading: bool,
     /// The storage server said the key changed at this version; the watch completes
     /// once the cluster's committed version is known to have reached it.
-    pub(in crate::transaction) fired: Option<Version>,
+    pub(super) fired: Option<Version>,
     /// The transaction's trace id, kept for the requests the watch makes after it.
-    pub(in crate::transaction) trace_id: Uid,
+    pub(super) trace_id: Uid,
     /// The transaction's read tags when the watch was set (`WatchParameters::tags`).
-    pub(in crate::transaction) read_tags: Vec<Bytes>,
+    pub(super) read_tags: Vec<Bytes>,
 }
 
 impl Transactions {
@@ -94,11 +94,7 @@ impl Transactions {
 
     // ----- watches -----
 
-    pub(in crate::transaction) fn arm_watches(
-        &mut self,
-        tx: TransactionId,
-        version: Option<Version>,
-    ) {
+    pub(super) fn arm_watches(&mut self, tx: TransactionId, version: Option<Version>) {
         let Some(t) = self.txs.get_mut(&tx) else {
             return;
         };
@@ -115,12 +111,7 @@ impl Transactions {
         }
     }
 
-    pub(in crate::transaction) fn advance_watch(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    pub(super) fn advance_watch(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
         let Some(op) = self.table.ops.get(&req) else {
             return;
         };
@@ -191,7 +182,7 @@ impl Transactions {
     }
 
     /// Reads the watched key's current value with a GetValue (reply handled as a watch reply).
-    pub(in crate::transaction) fn send_watch_read(
+    pub(super) fn send_watch_read(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -210,7 +201,7 @@ impl Transactions {
 
     /// A storage server answered the watch's first read (a `GetValueReply`) or the watch
     /// itself (a `WatchValueReply`).
-    pub(in crate::transaction) fn on_watch_storage_reply(
+    pub(super) fn on_watch_storage_reply(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -228,7 +219,7 @@ impl Transactions {
         }
     }
 
-    pub(in crate::transaction) fn on_watch_value(
+    pub(super) fn on_watch_value(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -270,7 +261,7 @@ impl Transactions {
         }
     }
 
-    pub(in crate::transaction) fn on_watch_reply(
+    pub(super) fn on_watch_reply(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -310,7 +301,7 @@ impl Transactions {
     /// flags at all — the C++ constructor it is built with sets the priority bits on its
     /// parameter, not on the member, so libfdb_c sends 0 (the proxy reads that as default
     /// priority), as the `watch` capture shows.
-    pub(in crate::transaction) fn confirm_watch(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
+    pub(super) fn confirm_watch(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
         let Some((addr, dest)) = cx.grv_endpoint() else {
             // Every GRV proxy is gone: ask again with the next cluster info.
             return self.table.set_wait(req, Wait::Cluster);
