@@ -188,12 +188,12 @@ impl Transactions {
             return Ok(());
         }
         match opt {
-            D::LocationCacheSize(n) => self.locations.set_capacity(n),
+            D::LocationCacheSize(n) => self.routing.locations.set_capacity(n),
             D::MaxWatches(n) => self.max_watches = n,
             D::SnapshotRywEnable => self.snapshot_ryw = self.snapshot_ryw.saturating_add(1),
             D::SnapshotRywDisable => self.snapshot_ryw = self.snapshot_ryw.saturating_sub(1),
-            D::MachineId(id) => self.locality.zone_id = Some(id.into_bytes().into()),
-            D::DatacenterId(id) => self.locality.dc_id = Some(id.into_bytes().into()),
+            D::MachineId(id) => self.routing.locality.zone_id = Some(id.into_bytes().into()),
+            D::DatacenterId(id) => self.routing.locality.dc_id = Some(id.into_bytes().into()),
             // Accepted with nothing to change, or refused by `check`.
             _ => {}
         }

@@ -226,7 +226,7 @@ impl Transactions {
         mut check: StatusCheck,
         result: Result<Reply, ClientError>,
     ) {
-        if !self.ops.contains_key(&check.parent) {
+        if !self.table.ops.contains_key(&check.parent) {
             // The application gave up on the commit.
             self.txs.remove(&check.tx);
             return;
@@ -299,7 +299,7 @@ impl Transactions {
         outcome: Result<Option<(Version, u16)>, ClientError>,
     ) {
         self.txs.remove(&check.tx);
-        let Some(parent_tx) = self.ops.get(&check.parent).map(|o| o.tx) else {
+        let Some(parent_tx) = self.table.ops.get(&check.parent).map(|o| o.tx) else {
             return;
         };
         if let Some(t) = self.txs.get_mut(&parent_tx) {

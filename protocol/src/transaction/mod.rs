@@ -2,12 +2,14 @@
 //! `on_error` retry rules and watches (`fdbclient/NativeAPI.actor.cpp`,
 //! `ReadYourWrites.actor.cpp`).
 //!
-//! [`Transactions`] owns every transaction's state and the operations in flight; the client
-//! hands it a [`Ctx`] (time, randomness, the network, the read-version batcher, the cluster's
-//! proxies) whenever it acts. Each asynchronous call is an operation that finishes with one
-//! [`Event::Complete`](crate::Event::Complete); writes are synchronous. The concerns live apart:
-//! options, per-transaction state and writes, the operation lifecycle, routing and replica
-//! choice, point reads, ranges and selectors, commits, watches, metrics and special keys.
+//! [`Transactions`] owns every transaction's state and, as parts of their own, where reads go
+//! (`replicas::Routing`: the location cache, lookups, replica choice) and the operations in
+//! flight (`ops::OpTable`: the operations, their timers, the ready list); the client hands it
+//! a [`Ctx`] (time, randomness, the network, the read-version batcher, the cluster's proxies)
+//! whenever it acts. Each asynchronous call is an operation that finishes with one
+//! [`Event::Complete`](crate::Event::Complete); writes are synchronous. Each kind of operation
+//! is one file under `ops/`, from its call to its completion; beside them live the options,
+//! per-transaction state and writes, routing, tenants and the special keys.
 //!
 //! What goes on the wire follows libfdb_c 7.3: each transaction has a random span trace id
 //! carried by its location, storage and commit requests; reads locate the shard through a
@@ -16,23 +18,15 @@
 //! a random `\xff/SC/` key when nothing read could conflict with what it writes.
 
 mod actor_lineage;
-mod addresses;
-mod commit;
 mod db_options;
 mod idempotency;
 mod log;
-mod mapped;
-mod metrics;
-mod native;
-mod op;
+mod ops;
 mod options;
-mod range;
 mod range_option;
-mod read;
 mod replicas;
 mod routing;
 mod scan;
-mod shards;
 mod special;
 mod special_writes;
 mod state;
@@ -40,17 +34,13 @@ mod tenant;
 #[cfg(test)]
 mod tests;
 mod tracing;
-mod watch;
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
-use bytes::Bytes;
 
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Completion, Event, Reply};
 use crate::grv::GrvBatcher;
-use crate::location::LocationBackoff;
-use crate::location::LocationCache;
 use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface};
 use crate::messages::{ErrorOr, NetworkAddress};
 use crate::net::{Io, Network};
@@ -59,13 +49,13 @@ use crate::serializer::Message;
 use crate::tag_throttle::TagThrottles;
 use crate::time::{Instant, Rng};
 use crate::uid::Uid;
-use op::{Op, Timer};
-use replicas::ServerStats;
+use ops::Timer;
 use state::Tx;
 
 pub(crate) use crate::ids::{RequestId, TransactionId};
 pub use db_options::DatabaseOption;
 pub use idempotency::{find_id_in_row, id_row_key, EXPIRED_VERSION_KEY, ID_ROWS_PREFIX};
+pub use ops::watch::{ABSOLUTE_MAX_WATCHES, MAX_OUTSTANDING_WATCHES};
 pub use options::{ConflictRangeType, TransactionOption};
 pub use range_option::{Prefix, RangeOption};
 pub use scan::{RangeCursor, RangeOptions, StreamingMode, REPLY_BYTE_LIMIT};
@@ -76,7 +66,6 @@ pub use special_writes::{SpecialWrite, TENANT_MANAGEMENT_RANGE};
 pub use state::check_conflict_range;
 pub use tenant::{tenant_prefix, TenantHandle};
 pub use tracing::TRACING_MODULE;
-pub use watch::{ABSOLUTE_MAX_WATCHES, MAX_OUTSTANDING_WATCHES};
 
 /// What the transactions act with: the time, the client's randomness, the network, the event
 /// queue, the read-version batcher, the cluster's proxies and the request counter.
@@ -225,24 +214,12 @@ pub const TRANSACTION_SIZE_LIMIT: usize = 10_000_000;
 pub(crate) struct Transactions {
     /// What the special keys show of the client (kept current by the client).
     pub(crate) special: special::SpecialContext,
-    locations: LocationCache,
-    /// Location lookups in flight: `(key, reverse)`.
-    locating: BTreeSet<(Bytes, bool)>,
-    /// The database-wide pause of location lookups while commit proxies are overloaded.
-    location_backoff: LocationBackoff,
+    /// Where reads go: the location cache, lookups in flight and what is known of servers.
+    routing: replicas::Routing,
+    /// The operations in flight, their timers and the ready list.
+    table: ops::OpTable,
     next_tx: u64,
     txs: BTreeMap<TransactionId, Tx>,
-    ops: BTreeMap<RequestId, Op>,
-    timers: BTreeMap<(Instant, u64), Timer>,
-    timer_seq: u64,
-    watches: usize,
-    servers: BTreeMap<Uid, ServerStats>,
-    /// Where the client runs (`machine_id`, `datacenter_id`), for replica choice.
-    locality: replicas::ClientLocality,
-    /// Operations that became runnable since the last round (may repeat; may have moved on).
-    ready: Vec<RequestId>,
-    /// The round `run_ready_ops` is running, kept for its allocation.
-    scratch: Vec<RequestId>,
     /// Options every new transaction starts with.
     defaults: Vec<TransactionOption>,
     /// The most watches outstanding at once (`max_watches`).
@@ -265,19 +242,10 @@ impl Default for Transactions {
     fn default() -> Self {
         Transactions {
             special: special::SpecialContext::default(),
-            locations: LocationCache::default(),
-            locating: BTreeSet::new(),
-            location_backoff: LocationBackoff::default(),
+            routing: replicas::Routing::default(),
+            table: ops::OpTable::default(),
             next_tx: 0,
             txs: BTreeMap::new(),
-            ops: BTreeMap::new(),
-            timers: BTreeMap::new(),
-            timer_seq: 0,
-            watches: 0,
-            servers: BTreeMap::new(),
-            locality: replicas::ClientLocality::default(),
-            ready: Vec::new(),
-            scratch: Vec::new(),
             defaults: Vec::new(),
             max_watches: MAX_OUTSTANDING_WATCHES,
             snapshot_ryw: 1,
@@ -293,7 +261,7 @@ impl Default for Transactions {
 impl Transactions {
     /// The transactions, requests and watches held (the core's [`crate::Census`]).
     pub(crate) fn census(&self) -> (usize, usize, usize) {
-        (self.txs.len(), self.ops.len(), self.watches)
+        (self.txs.len(), self.table.ops.len(), self.table.watches)
     }
 
     /// Whether `tx` is a live transaction.
@@ -302,12 +270,7 @@ impl Transactions {
     }
 
     pub(crate) fn next_timer(&self) -> Option<Instant> {
-        self.timers.keys().next().map(|(t, _)| *t)
-    }
-
-    fn add_timer(&mut self, at: Instant, t: Timer) {
-        self.timer_seq += 1;
-        self.timers.insert((at, self.timer_seq), t);
+        self.table.next_timer()
     }
 }
 
@@ -362,7 +325,7 @@ impl Transactions {
             }
         }
         if let Some(at) = deadline {
-            self.add_timer(at, Timer::Deadline(id));
+            self.table.add_timer(at, Timer::Deadline(id));
         }
         id
     }

@@ -1,14 +1,155 @@
-//! What a read needs to pick a storage server: the replica's endpoints, and what the client
-//! learned of each server (a smoothed latency, a recent failure).
+//! Where reads go ([`Routing`]): the location cache and its lookups, replica choice, and what
+//! the client learned of each server (a smoothed latency, a recent failure).
 
+use alloc::collections::{BTreeMap, BTreeSet};
 use core::time::Duration;
 
 use bytes::Bytes;
 
+use crate::location::{LocationBackoff, LocationCache, Shard};
 use crate::messages::network::LocalityData;
 use crate::messages::NetworkAddress;
 use crate::time::Instant;
 use crate::uid::Uid;
+
+/// Where reads go, owned apart from the operations: the location cache, the lookups in
+/// flight and their database-wide backoff, what is known of each storage server, and where
+/// the client runs.
+#[derive(Debug, Default)]
+pub(super) struct Routing {
+    pub(super) locations: LocationCache,
+    /// Location lookups in flight: `(key, reverse)`.
+    pub(super) locating: BTreeSet<(Bytes, bool)>,
+    /// The database-wide pause of location lookups while commit proxies are overloaded.
+    pub(super) location_backoff: LocationBackoff,
+    pub(super) servers: BTreeMap<Uid, ServerStats>,
+    /// Where the client runs (`machine_id`, `datacenter_id`), for replica choice.
+    pub(super) locality: ClientLocality,
+}
+
+impl Routing {
+    /// The cached shard holding `key` (keys before it when `reverse`).
+    pub(super) fn shard(&self, key: &[u8], reverse: bool) -> Option<&Shard> {
+        if reverse {
+            self.locations.lookup_before(key)
+        } else {
+            self.locations.lookup(key)
+        }
+    }
+
+    /// Forgets the cached shard holding `key` (keys before it when `reverse`).
+    pub(super) fn forget(&mut self, key: &[u8], reverse: bool) {
+        if reverse {
+            self.locations.invalidate_before(key);
+        } else {
+            self.locations.invalidate(key);
+        }
+    }
+
+    /// A lookup's answer: its shards are cached and the lookups' backoff ends.
+    pub(super) fn learn(&mut self, shards: impl IntoIterator<Item = Shard>) {
+        for shard in shards {
+            self.locations.insert(shard);
+        }
+        self.location_backoff.succeeded();
+    }
+
+    /// A proxy was overloaded: lookups pause until the returned time.
+    pub(super) fn overloaded(&mut self, now: Instant) -> Instant {
+        self.location_backoff.overloaded(now)
+    }
+
+    /// Whether lookups are paused (the proxies were overloaded).
+    pub(super) fn lookups_held(&self, now: Instant) -> bool {
+        self.location_backoff.holding(now)
+    }
+
+    /// Whether the lookup `(key, reverse)` is in flight.
+    pub(super) fn locating(&self, k: &(Bytes, bool)) -> bool {
+        self.locating.contains(k)
+    }
+
+    pub(super) fn start_locating(&mut self, k: (Bytes, bool)) {
+        self.locating.insert(k);
+    }
+
+    pub(super) fn end_locating(&mut self, k: &(Bytes, bool)) {
+        self.locating.remove(k);
+    }
+
+    /// What is known of server `id`.
+    pub(super) fn stats(&self, id: &Uid) -> ServerStats {
+        self.servers.get(id).copied().unwrap_or_default()
+    }
+
+    /// Server `id` answered after `latency`: smooth it in, and forget a past failure.
+    pub(super) fn answered(&mut self, id: Uid, latency: Duration) {
+        let s = self.servers.entry(id).or_default();
+        s.latency = Some(match s.latency {
+            Some(old) => (old * 4 + latency) / 5,
+            None => latency,
+        });
+        s.failed_until = None;
+    }
+
+    /// Server `id` failed: avoid it until `until`.
+    pub(super) fn failed(&mut self, id: Uid, until: Instant) {
+        self.servers.entry(id).or_default().failed_until = Some(until);
+    }
+
+    /// Load balancing over the replicas of the shard holding `key` (absolute) (keys before it when
+    /// `reverse`), or `None` if that shard's location is not cached: the first attempt goes
+    /// to the healthy replica with the lowest smoothed latency (untried ones first, so every
+    /// replica gets measured), among those in the client's datacenter if any of them is
+    /// healthy (`datacenter_id`); retries rotate through the others. Replicas whose connection
+    /// failed recently are avoided while another is available. Nothing is cloned or
+    /// allocated: this runs for every read.
+    pub(super) fn choose(
+        &self,
+        now: Instant,
+        key: &[u8],
+        reverse: bool,
+        start: usize,
+        attempt: usize,
+    ) -> Option<Replica> {
+        let shard = self.shard(key, reverse)?;
+        let servers = &shard.servers;
+        let n = servers.len();
+        let stats = &self.servers;
+        let at = |j: usize| start.wrapping_add(attempt).wrapping_add(j) % n;
+        let healthy = |i: usize| {
+            stats
+                .get(&servers[i].unique_id)
+                .and_then(|s| s.failed_until)
+                .is_none_or(|t| t <= now)
+        };
+        // A first attempt stays in the client's datacenter while a replica there is healthy
+        // (`loadBalance` over `countBest()`); retries may go anywhere.
+        let locality = &self.locality;
+        let local = |i: usize| attempt == 0 && locality.same_dc(&servers[i].locality);
+        let any_local = (0..n).any(|i| local(i) && healthy(i));
+        let any_healthy = any_local || (0..n).any(|j| healthy(at(j)));
+        let mut candidates = (0..n)
+            .map(at)
+            .filter(|&i| (!any_healthy || healthy(i)) && (!any_local || local(i)));
+        let pick = if attempt == 0 {
+            candidates.min_by_key(|&i| {
+                stats
+                    .get(&servers[i].unique_id)
+                    .and_then(|s| s.latency)
+                    .unwrap_or(Duration::ZERO)
+            })
+        } else {
+            candidates.next()
+        }?;
+        let s = &servers[pick];
+        Some(Replica {
+            id: s.unique_id,
+            addr: s.get_value.endpoint.address().clone(),
+            base: s.get_value.endpoint.token,
+        })
+    }
+}
 
 /// `LOCATION_CACHE` lookups ask for up to this many shards at once.
 pub(super) const LOCATION_LIMIT: i32 = 100;

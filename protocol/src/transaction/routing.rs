@@ -1,23 +1,23 @@
 //! Where a read goes: the location cache and key-location lookups through the commit proxies
 //! (with the database-wide backoff while they are overloaded), replica choice by smoothed
 //! latency with failed replicas avoided, failover to the next replica, and relocation after
-//! `wrong_shard_server` / `all_alternatives_failed`. Storage replies are dispatched from here.
+//! `wrong_shard_server` / `all_alternatives_failed`. The state is
+//! [`Routing`](super::replicas::Routing)'s; this file lends
+//! it what an operation knows (its key, its tenant, its attempts).
 
 use alloc::vec::Vec;
 use bytes::Bytes;
-use core::time::Duration;
 
-use super::op::{OpKind, Timer, Wait};
+use super::ops::{Timer, Wait};
 use super::replicas::{Replica, FAILED_SERVER_AVOIDANCE, LOCATION_LIMIT, MAX_RELOCATION_DELAY};
 use super::state::ReadVersion;
-use super::{fdb, storage_error, Ctx, Transactions};
+use super::{Ctx, Transactions};
 use crate::error::{knobs, ErrorCode};
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
 use crate::location::Shard;
 use crate::messages::commit::{GetKeyServerLocationsReply, GetKeyServerLocationsRequest};
 use crate::messages::coordination::CommitProxyInterface;
-use crate::messages::storage::{GetValueReply, WatchValueReply};
 use crate::messages::types::{SpanContext, TenantInfo};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
@@ -50,18 +50,13 @@ impl Transactions {
         if let Some(r) = self.choose_replica(cx, req, key, reverse) {
             return Some(r);
         }
-        self.set_wait(req, Wait::Location);
+        self.table.set_wait(req, Wait::Location);
         self.request_location(cx, tx, key, reverse);
         None
     }
 
-    /// Load balancing over the replicas of the shard holding `key` (keys before it when
-    /// `reverse`), or `None` if that shard's location is not cached: the first attempt goes
-    /// to the healthy replica with the lowest smoothed latency (untried ones first, so every
-    /// replica gets measured), among those in the client's datacenter if any of them is
-    /// healthy (`datacenter_id`); retries rotate through the others. Replicas whose connection
-    /// failed recently are avoided while another is available. Nothing is cloned or
-    /// allocated: this runs for every read.
+    /// [`Routing::choose`] for operation `req` (its key is its transaction's), which then
+    /// remembers the server it asks and when.
     pub(super) fn choose_replica(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -70,56 +65,12 @@ impl Transactions {
         reverse: bool,
     ) -> Option<Replica> {
         let now = cx.now;
-        let key = match self.ops.get(&req) {
-            Some(o) => self.absolute(o.tx, key),
-            None => alloc::borrow::Cow::Borrowed(key),
+        let (key, start, attempt) = match self.table.ops.get(&req) {
+            Some(o) => (self.absolute(o.tx, key), o.start, o.attempt),
+            None => (alloc::borrow::Cow::Borrowed(key), 0, 0),
         };
-        let engine = &mut *self;
-        let shard = if reverse {
-            engine.locations.lookup_before(&key)
-        } else {
-            engine.locations.lookup(&key)
-        }?;
-        let servers = &shard.servers;
-        let n = servers.len();
-        let (start, attempt) = engine
-            .ops
-            .get(&req)
-            .map_or((0, 0), |o| (o.start, o.attempt));
-        let stats = &engine.servers;
-        let at = |j: usize| start.wrapping_add(attempt).wrapping_add(j) % n;
-        let healthy = |i: usize| {
-            stats
-                .get(&servers[i].unique_id)
-                .and_then(|s| s.failed_until)
-                .is_none_or(|t| t <= now)
-        };
-        // A first attempt stays in the client's datacenter while a replica there is healthy
-        // (`loadBalance` over `countBest()`); retries may go anywhere.
-        let locality = &engine.locality;
-        let local = |i: usize| attempt == 0 && locality.same_dc(&servers[i].locality);
-        let any_local = (0..n).any(|i| local(i) && healthy(i));
-        let any_healthy = any_local || (0..n).any(|j| healthy(at(j)));
-        let mut candidates = (0..n)
-            .map(at)
-            .filter(|&i| (!any_healthy || healthy(i)) && (!any_local || local(i)));
-        let pick = if attempt == 0 {
-            candidates.min_by_key(|&i| {
-                stats
-                    .get(&servers[i].unique_id)
-                    .and_then(|s| s.latency)
-                    .unwrap_or(Duration::ZERO)
-            })
-        } else {
-            candidates.next()
-        }?;
-        let s = &servers[pick];
-        let replica = Replica {
-            id: s.unique_id,
-            addr: s.get_value.endpoint.address().clone(),
-            base: s.get_value.endpoint.token,
-        };
-        if let Some(op) = engine.ops.get_mut(&req) {
+        let replica = self.routing.choose(now, &key, reverse, start, attempt)?;
+        if let Some(op) = self.table.ops.get_mut(&req) {
             op.server = Some((replica.id, now));
         }
         Some(replica)
@@ -128,27 +79,15 @@ impl Transactions {
     /// A reply came from the op's server: update its latency.
     pub(super) fn server_answered(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
         let now = cx.now;
-        let Some((id, sent)) = self.ops.get_mut(&req).and_then(|o| o.server.take()) else {
-            return;
-        };
-        let s = self.servers.entry(id).or_default();
-        let lat = now.saturating_since(sent);
-        s.latency = Some(match s.latency {
-            Some(old) => (old * 4 + lat) / 5,
-            None => lat,
-        });
-        s.failed_until = None;
+        if let Some((id, sent)) = self.table.ops.get_mut(&req).and_then(|o| o.server.take()) {
+            self.routing.answered(id, now.saturating_since(sent));
+        }
     }
 
     /// The cached shard holding `key` of `tx` (keys before it when `reverse`); in a tenant,
     /// `key` is the tenant's and the location cache is searched with the prefixed key.
     pub(super) fn shard_of(&self, tx: TransactionId, key: &[u8], reverse: bool) -> Option<&Shard> {
-        let key = self.absolute(tx, key);
-        if reverse {
-            self.locations.lookup_before(&key)
-        } else {
-            self.locations.lookup(&key)
-        }
+        self.routing.shard(&self.absolute(tx, key), reverse)
     }
 
     /// [`Self::shard_of`]'s bounds as `tx` sees them (tenant-relative in a tenant).
@@ -174,7 +113,7 @@ impl Transactions {
         key: &[u8],
         reverse: bool,
     ) {
-        if self.location_backoff.holding(cx.now) {
+        if self.routing.lookups_held(cx.now) {
             return; // woken when the backoff ends
         }
         // In a tenant, libfdb_c 7.3 asks with the tenant's key and its `TenantInfo`
@@ -184,7 +123,7 @@ impl Transactions {
         // the prefixed key.
         let k = (Bytes::copy_from_slice(&self.absolute(tx, key)), reverse);
         let tenant = self.tenant_info(tx);
-        if self.locating.contains(&k) {
+        if self.routing.locating(&k) {
             return;
         }
         // Skips proxies whose endpoint is gone; with none left, wait for new proxies.
@@ -214,7 +153,7 @@ impl Transactions {
             tenant,
             min_tenant_version: min_version,
         };
-        self.locating.insert(k.clone());
+        self.routing.start_locating(k.clone());
         cx.send(
             &addr,
             dest,
@@ -234,29 +173,26 @@ impl Transactions {
         reverse: bool,
         message: &Bytes,
     ) {
-        self.locating.remove(&(key.clone(), reverse));
+        self.routing.end_locating(&(key.clone(), reverse));
         let e = match decode_reply::<GetKeyServerLocationsReply>(message) {
             Ok(ErrorOr::Ok(r)) => {
-                for loc in r.results {
-                    self.locations.insert(Shard {
-                        begin: loc.range.begin,
-                        end: loc.range.end,
-                        servers: loc.servers,
-                    });
-                }
-                self.location_backoff.succeeded();
-                self.wake(Wait::Location);
+                self.routing.learn(r.results.into_iter().map(|loc| Shard {
+                    begin: loc.range.begin,
+                    end: loc.range.end,
+                    servers: loc.servers,
+                }));
+                self.table.wake(Wait::Location);
                 return;
             }
             Ok(ErrorOr::Err(e)) if e == ErrorCode::COMMIT_PROXY_MEMORY_LIMIT_EXCEEDED => {
                 // `getKeyLocation_internal` eats an overloaded proxy's answer: the database
                 // backs off (`updateBackoff`) and every lookup asks again after it.
-                let at = self.location_backoff.overloaded(cx.now);
+                let at = self.routing.overloaded(cx.now);
                 tracing::debug!(
                     delay_ms = at.saturating_since(cx.now).as_millis() as u64,
                     "commit proxy overloaded: location lookups back off"
                 );
-                self.add_timer(at, Timer::Locations);
+                self.table.add_timer(at, Timer::Locations);
                 return;
             }
             Ok(ErrorOr::Err(e)) => ClientError::Fdb(e),
@@ -265,6 +201,7 @@ impl Transactions {
         // Any other answer fails the reads that needed this lookup, and only them; reads
         // waiting for other lookups ask again.
         let waiting: Vec<RequestId> = self
+            .table
             .ops
             .iter()
             .filter(|(_, o)| o.wait == Wait::Location)
@@ -273,7 +210,7 @@ impl Transactions {
         for id in waiting {
             // (An op's key is its tenant's; the lookup's is absolute.)
             let same = self.op_key(id).is_some_and(|(k, r)| {
-                let tx = self.ops.get(&id).map(|o| o.tx);
+                let tx = self.table.ops.get(&id).map(|o| o.tx);
                 let abs = match tx {
                     Some(tx) => self.absolute(tx, &k).into_owned(),
                     None => k.to_vec(),
@@ -283,7 +220,7 @@ impl Transactions {
             if same {
                 self.fail_op(cx, id, e.clone());
             } else {
-                self.set_wait(id, Wait::Ready);
+                self.table.set_wait(id, Wait::Ready);
             }
         }
     }
@@ -291,17 +228,13 @@ impl Transactions {
     /// The shard's location was wrong or all its replicas failed: forget it and try again
     /// after `WRONG_SHARD_SERVER_DELAY`.
     pub(super) fn relocate(&mut self, cx: &mut Ctx<'_>, req: RequestId, key: &[u8], reverse: bool) {
-        let key = match self.ops.get(&req) {
+        let key = match self.table.ops.get(&req) {
             Some(o) => Bytes::copy_from_slice(&self.absolute(o.tx, key)),
             None => Bytes::copy_from_slice(key),
         };
-        if reverse {
-            self.locations.invalidate_before(&key);
-        } else {
-            self.locations.invalidate(&key);
-        }
+        self.routing.forget(&key, reverse);
         let mut delay = knobs::WRONG_SHARD_SERVER_DELAY;
-        if let Some(op) = self.ops.get_mut(&req) {
+        if let Some(op) = self.table.ops.get_mut(&req) {
             op.attempt = 0;
             op.wait = Wait::Timer;
             // Repeated failures back off (`allAlternativesFailedDelay`).
@@ -311,20 +244,12 @@ impl Transactions {
             op.relocations += 1;
         }
         let at = cx.now + delay;
-        self.add_timer(at, Timer::Op(req));
+        self.table.add_timer(at, Timer::Op(req));
     }
 
     /// The key an op's storage request was about, for relocation.
     pub(super) fn op_key(&self, req: RequestId) -> Option<(Bytes, bool)> {
-        match &self.ops.get(&req)?.kind {
-            OpKind::Get { key, .. } | OpKind::Watch { key, .. } | OpKind::Addresses { key, .. } => {
-                Some((key.clone(), false))
-            }
-            OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => {
-                read.sent.as_ref().map(|s| (s.key.clone(), s.backward))
-            }
-            _ => None,
-        }
+        self.table.ops.get(&req)?.kind.storage_key()
     }
 
     pub(crate) fn on_storage_lost(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
@@ -332,60 +257,24 @@ impl Transactions {
         let Some((key, reverse)) = self.op_key(req) else {
             return;
         };
-        let n = match self.ops.get(&req) {
+        let n = match self.table.ops.get(&req) {
             Some(o) => self.shard_of(o.tx, &key, reverse),
             None => None,
         }
         .map_or(1, |s| s.servers.len());
         let until = cx.now + FAILED_SERVER_AVOIDANCE;
-        let Some(op) = self.ops.get_mut(&req) else {
+        let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
+        // The op and the routing are apart: one borrow serves both.
         if let Some((id, _)) = op.server.take() {
-            self.servers.entry(id).or_default().failed_until = Some(until);
+            self.routing.failed(id, until);
         }
-        let Some(op) = self.ops.get_mut(&req) else {
-            return;
-        };
         op.attempt += 1;
         if op.attempt >= n {
             self.relocate(cx, req, &key, reverse);
         } else {
-            op.wait = Wait::Ready;
-            self.ready.push(req);
-        }
-    }
-
-    pub(crate) fn on_storage_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
-        self.server_answered(cx, req);
-        let Some(op) = self.ops.get(&req) else {
-            return;
-        };
-        match &op.kind {
-            OpKind::Get { .. } => {
-                let r = storage_error(decode_reply::<GetValueReply>(message)).and_then(|r| match r
-                    .error
-                {
-                    Some(e) => fdb(e),
-                    None => Ok(r.value),
-                });
-                self.on_get_reply(cx, req, r);
-            }
-            OpKind::Watch { value: None, .. } => {
-                let r = storage_error(decode_reply::<GetValueReply>(message)).and_then(|r| match r
-                    .error
-                {
-                    Some(e) => fdb(e),
-                    None => Ok(r.value),
-                });
-                self.on_watch_value(cx, req, r);
-            }
-            OpKind::Watch { .. } => {
-                let r = storage_error(decode_reply::<WatchValueReply>(message)).map(|r| r.version);
-                self.on_watch_reply(cx, req, r);
-            }
-            OpKind::GetKey { .. } | OpKind::Range { .. } => self.on_read_reply(cx, req, message),
-            _ => {}
+            self.table.set_wait(req, Wait::Ready);
         }
     }
 
@@ -418,15 +307,15 @@ impl Transactions {
     /// Ops waiting for the cluster or for locations ask again (new proxies, or a lookup that
     /// was lost).
     pub(crate) fn wake_cluster_waiters(&mut self) {
-        self.wake(Wait::Cluster);
+        self.table.wake(Wait::Cluster);
         // Lookups sent to proxies that went away will never be answered.
-        self.wake(Wait::Location);
-        self.wake(Wait::Tenant);
+        self.table.wake(Wait::Location);
+        self.table.wake(Wait::Tenant);
     }
 
     /// A location lookup got no answer: whoever waited for it asks again.
     pub(crate) fn on_locations_lost(&mut self, key: Bytes, reverse: bool) {
-        self.locating.remove(&(key, reverse));
+        self.routing.end_locating(&(key, reverse));
         self.wake_cluster_waiters();
     }
 }

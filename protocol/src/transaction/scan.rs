@@ -6,7 +6,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::native::{NativeKey, NativeRange, NativeStep};
+use super::ops::native::{NativeKey, NativeRange, NativeStep};
 use crate::event::RangeResult;
 use crate::messages::storage::MappedKeyValue;
 use crate::messages::types::{KeySelector, KeyValue};
@@ -288,6 +288,14 @@ pub(super) enum ReadKind {
         end_resolved: bool,
         result: Option<NativeResult<MappedKeyValue>>,
     },
+}
+
+/// A `get_key` or `get_range` (or `get_mapped_range`) in flight: `OpKind::GetKey`'s and
+/// `OpKind::Range`'s state.
+#[derive(Debug)]
+pub(super) struct ReadOp {
+    pub(super) snapshot: bool,
+    pub(super) read: Read,
 }
 
 /// A selector or range read in progress.

@@ -18,7 +18,7 @@ use alloc::borrow::Cow;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::op::Wait;
+use super::ops::Wait;
 use super::{Ctx, Transactions};
 use crate::error::ErrorCode;
 use crate::event::ClientError;
@@ -157,18 +157,9 @@ impl Transactions {
     }
 
     fn wake_tenant_waiters(&mut self, h: TenantHandle) {
-        let Transactions {
-            ops,
-            tx_tenants,
-            ready,
-            ..
-        } = self;
-        for (id, op) in ops.iter_mut() {
-            if op.wait == Wait::Tenant && tx_tenants.get(&op.tx) == Some(&h) {
-                op.wait = Wait::Ready;
-                ready.push(*id);
-            }
-        }
+        let tx_tenants = &self.tx_tenants;
+        self.table
+            .wake_if(Wait::Tenant, |op| tx_tenants.get(&op.tx) == Some(&h));
     }
 
     /// Before an operation of `tx` touches data: its tenant's id (`Some(Ok(None))` without a
@@ -202,7 +193,7 @@ impl Transactions {
             Some(Lookup::Failed(e)) => Some(Err(ClientError::Fdb(*e))),
             None => Some(Err(ClientError::Fdb(ErrorCode::TENANT_NOT_FOUND))),
             Some(Lookup::Unsent) | Some(Lookup::Sent) => {
-                self.set_wait(req, Wait::Tenant);
+                self.table.set_wait(req, Wait::Tenant);
                 self.send_tenant_lookup(cx, h);
                 None
             }

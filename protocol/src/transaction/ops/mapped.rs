@@ -9,10 +9,7 @@
 use bytes::Bytes;
 
 use super::native::{NativeKey, NativeRange};
-use super::op::OpKind;
-use super::scan::{range_limits, NativeOp, RangeOptions, Read, ReadKind};
-use super::state::Tx;
-use super::{fdb, Ctx, Transactions};
+use super::OpKind;
 use crate::error::ErrorCode;
 use crate::event::{ClientError, MappedRangeResult, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -23,6 +20,9 @@ use crate::ryw::range_read::{
     NativeResult, ReadShape,
 };
 use crate::ryw::{RangeSet, WriteMap};
+use crate::transaction::scan::{range_limits, NativeOp, RangeOptions, Read, ReadKind, ReadOp};
+use crate::transaction::state::Tx;
+use crate::transaction::{fdb, Ctx, Transactions};
 
 /// Where a mapped read stands after one step.
 pub(super) enum MappedStep {
@@ -54,10 +54,10 @@ impl Transactions {
                 cx,
                 req,
                 tx,
-                OpKind::Range {
+                OpKind::Range(ReadOp {
                     snapshot,
                     read: Read::new(kind),
-                },
+                }),
             ),
         }
         req
@@ -77,7 +77,7 @@ impl Transactions {
         // `validate_and_update_parameters`, as for `get_range`.
         self.check_range_args(tx, opts)?;
         // The special key space has no mapped reads.
-        if super::special::is_special_range(&begin.key, &end.key) {
+        if crate::transaction::special::is_special_range(&begin.key, &end.key) {
             return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
         }
         self.check_usable(tx)?;

@@ -6,9 +6,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
-use super::op::{Op, OpKind, Timer, Wait};
-use super::state::{NativeTx, ReadVersion, Tx};
-use super::{fdb, Ctx, Transactions};
+use super::{Op, OpKind, Timer, Wait};
 use crate::error::{knobs, ErrorCode, OnErrorAction};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -18,6 +16,8 @@ use crate::messages::types::{KeyRange, TagSet, Version};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
 use crate::ryw::{key_after, RangeSet};
+use crate::transaction::state::{NativeTx, ReadVersion, Tx};
+use crate::transaction::{fdb, Ctx, Transactions};
 
 impl Transactions {
     /// Commits. Finishes with [`Reply::Committed`].
@@ -135,7 +135,7 @@ impl Transactions {
             cx.pick_commit_proxy(CommitProxyInterface::COMMIT)
         };
         let Some(proxy) = proxy else {
-            return self.set_wait(req, Wait::Cluster);
+            return self.table.set_wait(req, Wait::Cluster);
         };
         let idempotency_id = self.commit_idempotency_id(cx, tx);
         let t = &self.txs[&tx];
@@ -162,7 +162,12 @@ impl Transactions {
         if t.options.bypass_storage_quota {
             flags |= CommitTransactionRequest::FLAG_BYPASS_STORAGE_QUOTA;
         }
-        super::log::log_commit(t, &mutations, read_conflicts.len(), write_conflicts.len());
+        crate::transaction::log::log_commit(
+            t,
+            &mutations,
+            read_conflicts.len(),
+            write_conflicts.len(),
+        );
         let causal_write_risky = t.options.causal_write_risky;
         let intersects = write_conflicts.iter().any(|w| {
             read_conflicts
@@ -201,14 +206,14 @@ impl Transactions {
         let mut mutations = mutations;
         let tenant_info = self.tenant_info(tx);
         if let Some(id) = self.tx_tenant(tx) {
-            let p = super::tenant::tenant_prefix(id);
-            super::tenant::prefix_commit(
+            let p = crate::transaction::tenant::tenant_prefix(id);
+            crate::transaction::tenant::prefix_commit(
                 &p,
                 &mut read_conflicts,
                 &mut write_conflicts,
                 &mut mutations,
             );
-            self_conflict = self_conflict.map(|k| super::tenant::with_prefix(&p, &k));
+            self_conflict = self_conflict.map(|k| crate::transaction::tenant::with_prefix(&p, &k));
         }
         let token = cx.rng.uid();
         let span = self.span(cx, tx);
@@ -242,14 +247,14 @@ impl Transactions {
             t.self_conflict = self_conflict;
             // libfdb_c expires the id only of a commit its load balancer placed (not with
             // `commit_on_first_proxy`).
-            t.idempotency = idempotency_id.map(|id| super::idempotency::SentId {
+            t.idempotency = idempotency_id.map(|id| crate::transaction::idempotency::SentId {
                 id,
                 read_snapshot: version,
                 expire_to: (t.options.automatic_idempotency && !t.options.commit_on_first_proxy)
                     .then(|| (ep.address().clone(), expire_token, tenant_info)),
             });
         }
-        self.set_wait(req, Wait::Reply);
+        self.table.set_wait(req, Wait::Reply);
         // `getSize` counts about what the message carries per mutation and range; the rest
         // of the request is a few hundred bytes.
         let estimate = size + extra_size + 512;
@@ -263,7 +268,7 @@ impl Transactions {
         );
     }
 
-    pub(super) fn fail_commit(
+    pub(in crate::transaction) fn fail_commit(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -319,6 +324,7 @@ impl Transactions {
         outcome: Result<[u8; 10], ErrorCode>,
     ) {
         let waiting: Vec<RequestId> = self
+            .table
             .ops
             .iter()
             .filter(|(_, op)| op.tx == tx && matches!(op.kind, OpKind::Versionstamp))
@@ -333,7 +339,7 @@ impl Transactions {
     }
 
     pub(crate) fn on_commit_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
-        let Some((tx, dummy_for)) = self.ops.get(&req).map(|o| (o.tx, o.dummy_for)) else {
+        let Some((tx, dummy_for)) = self.table.ops.get(&req).map(|o| (o.tx, o.dummy_for)) else {
             return;
         };
         if let Some(parent) = dummy_for {
@@ -381,7 +387,7 @@ impl Transactions {
 
     /// The commit of `tx` went through: `version` is what the application is told (and what
     /// `get_committed_version` says), `at` the version it committed at.
-    pub(super) fn commit_succeeded(
+    pub(in crate::transaction) fn commit_succeeded(
         &mut self,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -407,7 +413,7 @@ impl Transactions {
 
     pub(crate) fn on_commit_lost(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
         // The request may or may not have reached the proxy.
-        let Some((tx, dummy_for)) = self.ops.get(&req).map(|o| (o.tx, o.dummy_for)) else {
+        let Some((tx, dummy_for)) = self.table.ops.get(&req).map(|o| (o.tx, o.dummy_for)) else {
             return;
         };
         match dummy_for {
@@ -430,7 +436,7 @@ impl Transactions {
                 ClientError::Fdb(ErrorCode::COMMIT_UNKNOWN_RESULT),
             );
         };
-        self.set_wait(req, Wait::Dummy);
+        self.table.set_wait(req, Wait::Dummy);
         self.start_dummy(cx, req, key);
     }
 
@@ -448,7 +454,7 @@ impl Transactions {
         }
         let req = cx.new_request();
         self.insert_op(cx, req, dummy, OpKind::Commit);
-        if let Some(op) = self.ops.get_mut(&req) {
+        if let Some(op) = self.table.ops.get_mut(&req) {
             op.dummy_for = Some(parent);
             op.detached = true;
         }
@@ -466,16 +472,16 @@ impl Transactions {
             .txs
             .get(&dummy)
             .and_then(|t| t.read_conflicts.ranges().next().map(|r| r.begin));
-        self.ops.remove(&req);
+        self.table.remove(req);
         self.txs.remove(&dummy);
-        let Some(parent_tx) = self.ops.get(&parent).map(|o| o.tx) else {
+        let Some(parent_tx) = self.table.ops.get(&parent).map(|o| o.tx) else {
             return; // the user gave up on the commit
         };
         match (ok, key) {
             (false, Some(key)) => {
                 // Try again until it commits, as `commitDummyTransaction` loops on `onError`.
                 let at = cx.now + knobs::DEFAULT_BACKOFF;
-                self.add_timer(at, Timer::Dummy(parent));
+                self.table.add_timer(at, Timer::Dummy(parent));
                 if let Some(t) = self.txs.get_mut(&parent_tx) {
                     t.self_conflict = Some(key);
                 }
@@ -555,7 +561,7 @@ impl Transactions {
                 d
             }
         };
-        super::log::log_retry(t, code);
+        crate::transaction::log::log_retry(t, code);
         t.retries += 1;
         // NativeAPI's `Transaction::onError` resets the native transaction at once (its
         // read version and mutations: `reset()` before `delay(backoff)`), while RYW's
@@ -563,7 +569,7 @@ impl Transactions {
         // what is still pending only after the delay (`resetRyow`). A read in flight keeps
         // the read version it had (NativeAPI's read actors hold the old `TransactionState`).
         if let ReadVersion::Ready(v) = t.read_version {
-            for op in self.ops.values_mut() {
+            for op in self.table.ops.values_mut() {
                 if op.tx == tx && !op.detached && op.version.is_none() && op.is_read() {
                     op.version = Some(v);
                 }
@@ -574,9 +580,10 @@ impl Transactions {
             t.metadata_version = None;
             t.native = NativeTx::default();
         }
-        self.ops
+        self.table
+            .ops
             .insert(req, Op::new(tx, OpKind::Backoff, Wait::Timer, 0, true));
-        self.add_timer(cx.now + delay, Timer::Op(req));
+        self.table.add_timer(cx.now + delay, Timer::Op(req));
         req
     }
 
@@ -586,7 +593,7 @@ impl Transactions {
     /// with `transaction_cancelled` and leaves the transaction cancelled until `reset` (the
     /// catch of RYW's `onError` sets the new `resetPromise`).
     pub(super) fn end_backoff(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
-        let Some(op) = self.ops.remove(&req) else {
+        let Some(op) = self.table.remove(req) else {
             return;
         };
         let tx = op.tx;
@@ -605,6 +612,7 @@ impl Transactions {
             return;
         }
         let others: Vec<RequestId> = self
+            .table
             .ops
             .iter()
             .filter(|(_, o)| o.tx == tx && matches!(o.kind, OpKind::Backoff))
@@ -654,7 +662,7 @@ impl Transactions {
 
     /// Whether a commit of `tx` is in flight or an `on_error` of it sleeps.
     pub(crate) fn commit_or_backoff_pending(&self, tx: TransactionId) -> bool {
-        self.ops.values().any(|o| {
+        self.table.ops.values().any(|o| {
             o.tx == tx
                 && (matches!(o.kind, OpKind::Backoff)
                     || (matches!(o.kind, OpKind::Commit) && o.dummy_for.is_none()))
@@ -663,8 +671,14 @@ impl Transactions {
 
     /// Fails the `on_error` calls of `tx` still sleeping: what sets RYW's `resetPromise`
     /// (a timeout, a cancel) ends their wait at once.
-    pub(super) fn fail_backoffs(&mut self, cx: &mut Ctx<'_>, tx: TransactionId, err: ErrorCode) {
+    pub(in crate::transaction) fn fail_backoffs(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        err: ErrorCode,
+    ) {
         let ids: Vec<RequestId> = self
+            .table
             .ops
             .iter()
             .filter(|(_, o)| o.tx == tx && matches!(o.kind, OpKind::Backoff))

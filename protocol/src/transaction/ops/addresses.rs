@@ -14,13 +14,21 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::op::{OpKind, Wait};
-use super::{Ctx, Transactions};
+use super::{OpKind, Wait};
 use crate::event::Reply;
 use crate::ids::{RequestId, TransactionId};
+use crate::transaction::{Ctx, Transactions};
 
 /// `allKeys.end`: no shard holds keys from here on.
 const ALL_KEYS_END: &[u8] = b"\xff\xff";
+
+/// A `get_addresses_for_key` in flight: [`OpKind::Addresses`]'s state.
+#[derive(Debug)]
+pub(in crate::transaction) struct AddressesOp {
+    pub(super) key: Bytes,
+    /// Its location lookup was sent (the answer must come from a fresh one).
+    pub(super) asked: bool,
+}
 
 impl Transactions {
     /// `fdb_transaction_get_addresses_for_key`. Finishes with [`Reply::Addresses`].
@@ -37,7 +45,12 @@ impl Transactions {
             return req;
         }
         let key = Bytes::copy_from_slice(key);
-        self.insert_op(cx, req, tx, OpKind::Addresses { key, asked: false });
+        self.insert_op(
+            cx,
+            req,
+            tx,
+            OpKind::Addresses(AddressesOp { key, asked: false }),
+        );
         req
     }
 
@@ -47,7 +60,9 @@ impl Transactions {
         req: RequestId,
         tx: TransactionId,
     ) {
-        let Some(OpKind::Addresses { key, asked }) = self.ops.get(&req).map(|o| &o.kind) else {
+        let Some(OpKind::Addresses(AddressesOp { key, asked })) =
+            self.table.ops.get(&req).map(|o| &o.kind)
+        else {
             return;
         };
         let (key, asked) = (key.clone(), *asked);
@@ -62,14 +77,14 @@ impl Transactions {
         }
         if !asked {
             // The lookup refreshes the cache; the op reads it once that lookup has answered.
-            self.locations.invalidate(&absolute);
-            if let Some(OpKind::Addresses { asked, .. }) =
-                self.ops.get_mut(&req).map(|o| &mut o.kind)
+            self.routing.forget(&absolute, false);
+            if let Some(OpKind::Addresses(AddressesOp { asked, .. })) =
+                self.table.ops.get_mut(&req).map(|o| &mut o.kind)
             {
                 *asked = true;
             }
-        } else if self.locating.contains(&(absolute, false)) {
-            return self.set_wait(req, Wait::Location);
+        } else if self.routing.locating(&(absolute, false)) {
+            return self.table.set_wait(req, Wait::Location);
         }
         let addresses: Option<Vec<String>> = self.shard_of(tx, &key, false).map(|sh| {
             sh.servers
@@ -80,7 +95,7 @@ impl Transactions {
         match addresses {
             Some(a) => self.succeed_op(cx, req, Reply::Addresses(a)),
             None => {
-                self.set_wait(req, Wait::Location);
+                self.table.set_wait(req, Wait::Location);
                 self.request_location(cx, tx, &key, false);
             }
         }
@@ -92,7 +107,8 @@ impl Transactions {
     pub(crate) fn known_storage_servers(
         &self,
     ) -> alloc::vec::Vec<(crate::uid::Uid, crate::messages::NetworkAddress)> {
-        self.locations
+        self.routing
+            .locations
             .servers()
             .into_iter()
             .map(|(id, s)| (id, s.get_value.endpoint.address().clone()))

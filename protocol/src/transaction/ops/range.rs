@@ -1,16 +1,15 @@
-//! Range reads and key selectors. With read-your-writes on, both go through RYW's walk over
-//! the snapshot cache and the write map (`ryw::range_read`), which asks NativeAPI's range
-//! read for what it does not know; with it off, they are NativeAPI's `getKey` and `getRange`
-//! directly (`readThrough`). Either way the storage requests come from the NativeAPI state
-//! machines (`native.rs`): this module sends them to a replica of the right shard, feeds the
-//! replies back and, when the read is done, adds its read conflict range.
-
+//! `get_range`, whole, and the reading machinery `get_key` (`get_key.rs`) and
+//! `get_mapped_range` (`mapped.rs`) share. With read-your-writes on, a read goes through RYW's
+//! walk over the snapshot cache and the write map (`ryw::range_read`), which asks NativeAPI's
+//! range read for what it does not know; with it off, it is NativeAPI's `getKey` and
+//! `getRange` directly (`readThrough`). Either way the storage requests come from NativeAPI's
+//! walks (`native.rs`, with `getRangeFallback` when a selector's shard cannot resolve it): this
+//! file builds them for a replica of the right shard, decodes the replies and feeds them back,
+//! and, when the read is done, adds its read conflict range.
 use bytes::Bytes;
 
 use super::native::{range_finished_conflict, NativeKey, NativeRange, NativeStep};
-use super::op::{OpKind, Wait};
-use super::scan::{range_limits, NativeOp, RangeOptions, Read, ReadKind, Sent, StreamingMode};
-use super::{fdb, storage_error, Ctx, Transactions};
+use super::{OpKind, Wait};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, RangeResult, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -22,10 +21,13 @@ use crate::messages::types::{KeyRange, KeySelector, KeyValue, VersionVector};
 use crate::messages::{decode_reply, ReplyPromise};
 use crate::route::Route;
 use crate::ryw::range_read::{
-    fdb_key_after, key_conflict, range_conflict, remove_or_equal, update_conflict_map, KeyRead,
-    RangeRead, Step,
+    fdb_key_after, range_conflict, remove_or_equal, update_conflict_map, RangeRead, Step,
 };
 use crate::ryw::{Unreadable, WriteMap};
+use crate::transaction::scan::{
+    range_limits, NativeOp, RangeOptions, Read, ReadKind, ReadOp, Sent, StreamingMode,
+};
+use crate::transaction::{fdb, storage_error, Ctx, Transactions};
 
 /// Where a read stands after running.
 enum Progress {
@@ -47,58 +49,9 @@ enum Answer {
 }
 
 impl Transactions {
-    /// Resolves a key selector.
-    pub(crate) fn get_key(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        tx: TransactionId,
-        sel: KeySelector,
-        snapshot: bool,
-    ) -> RequestId {
-        let req = cx.new_request();
-        // The writes as they are now are the ones the read sees.
-        let (max, writes) = match self.txs.get(&tx) {
-            Some(t) => (
-                Bytes::from_static(t.max_read_key()),
-                t.writes_seen(snapshot),
-            ),
-            None => {
-                cx.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
-                return req;
-            }
-        };
-        if let Err(e) = self.check_usable(tx) {
-            cx.finish(req, Err(e));
-            return req;
-        }
-        if sel.key.as_ref() > max.as_ref() {
-            cx.finish(req, fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE));
-            return req;
-        }
-        let kind = if let Some(writes) = writes {
-            ReadKind::RywKey {
-                read: KeyRead::new(sel.clone(), max),
-                sel,
-                writes,
-            }
-        } else {
-            ReadKind::NativeKey { sel, result: None }
-        };
-        self.insert_op(
-            cx,
-            req,
-            tx,
-            OpKind::GetKey {
-                snapshot,
-                read: Read::new(kind),
-            },
-        );
-        req
-    }
-
     /// What `fdb_transaction_get_range` (and `get_mapped_range`) checks of its arguments
     /// before the transaction's state, then an error a write left for the next call.
-    pub(super) fn check_range_args(
+    pub(in crate::transaction) fn check_range_args(
         &self,
         tx: TransactionId,
         opts: &RangeOptions,
@@ -182,10 +135,10 @@ impl Transactions {
             cx,
             req,
             tx,
-            OpKind::Range {
+            OpKind::Range(ReadOp {
                 snapshot,
                 read: Read::new(kind),
-            },
+            }),
         );
         req
     }
@@ -194,23 +147,23 @@ impl Transactions {
 
     /// Runs a `get_key` or `get_range` as far as it goes.
     pub(super) fn advance_read(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
-        let Some(op) = self.ops.get_mut(&req) else {
+        let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
         let (snapshot, mut read, is_key) = match core::mem::replace(&mut op.kind, OpKind::Backoff) {
-            OpKind::GetKey { snapshot, read } => (snapshot, read, true),
-            OpKind::Range { snapshot, read } => (snapshot, read, false),
+            OpKind::GetKey(ReadOp { snapshot, read }) => (snapshot, read, true),
+            OpKind::Range(ReadOp { snapshot, read }) => (snapshot, read, false),
             other => {
                 op.kind = other;
                 return;
             }
         };
         let progress = self.run_read(cx, req, tx, snapshot, &mut read);
-        if let Some(op) = self.ops.get_mut(&req) {
+        if let Some(op) = self.table.ops.get_mut(&req) {
             op.kind = if is_key {
-                OpKind::GetKey { snapshot, read }
+                OpKind::GetKey(ReadOp { snapshot, read })
             } else {
-                OpKind::Range { snapshot, read }
+                OpKind::Range(ReadOp { snapshot, read })
             };
         }
         match progress {
@@ -262,33 +215,13 @@ impl Transactions {
             }
             let max = Bytes::from_static(t.max_read_key());
             match &mut read.kind {
-                ReadKind::RywKey {
-                    sel,
-                    read: kr,
-                    writes,
-                } => match kr.step(&t.cache, writes) {
-                    Err(u) => return Progress::Failed(unreadable(u)),
-                    Ok(Step::Native(n)) => {
-                        read.native = Some(NativeOp::Range(NativeRange::new(
-                            n.begin, n.end, n.limits, n.reverse,
-                        )));
+                ReadKind::RywKey { .. } | ReadKind::NativeKey { .. } => {
+                    match super::get_key::step(t, snapshot, &mut read.kind, &mut read.native, max) {
+                        None => {}
+                        Some(Ok(key)) => return Progress::Done(Reply::Key(key)),
+                        Some(Err(e)) => return Progress::Failed(e),
                     }
-                    Ok(Step::Done(key)) => {
-                        if !snapshot {
-                            match key_conflict(sel, &key) {
-                                Ok((b, e)) => {
-                                    update_conflict_map(writes, &b, &e, &mut t.read_conflicts)
-                                }
-                                Err(_) => {
-                                    return Progress::Failed(ClientError::Fdb(
-                                        ErrorCode::INVERTED_RANGE,
-                                    ))
-                                }
-                            }
-                        }
-                        return Progress::Done(Reply::Key(key));
-                    }
-                },
+                }
                 ReadKind::RywRange {
                     begin,
                     end,
@@ -319,30 +252,6 @@ impl Transactions {
                             rows: r.rows,
                             more: r.more,
                         }));
-                    }
-                },
-                ReadKind::NativeKey { sel, result } => match result.take() {
-                    None => read.native = Some(NativeOp::Key(NativeKey::new(sel.clone()))),
-                    Some(rep) => {
-                        if !snapshot {
-                            // `getKeyAndConflictRange`, with the key as storage gave it.
-                            let k = if sel.or_equal {
-                                fdb_key_after(&sel.key)
-                            } else {
-                                sel.key.clone()
-                            };
-                            let (b, e) = if sel.offset <= 0 {
-                                (rep.clone(), k)
-                            } else {
-                                (k, fdb_key_after(&rep))
-                            };
-                            if b < e {
-                                t.native.extra_read_conflicts.push(KeyRange::new(b, e));
-                            }
-                        }
-                        // `readThrough` keeps the answer inside the readable keys.
-                        let key = if rep > max { max } else { rep };
-                        return Progress::Done(Reply::Key(key));
                     }
                 },
                 ReadKind::NativeRange {
@@ -406,14 +315,11 @@ impl Transactions {
             .get_mut(&tx)
             .ok_or(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED))?;
         match (kind, native) {
-            (ReadKind::RywKey { read, .. }, NativeOp::Range(mut n)) => {
-                read.feed(&mut t.cache, n.take_result())
+            (kind @ (ReadKind::RywKey { .. } | ReadKind::NativeKey { .. }), native) => {
+                super::get_key::native_done(t, kind, native)
             }
             (ReadKind::RywRange { read, .. }, NativeOp::Range(mut n)) => {
                 read.feed(&mut t.cache, n.take_result())
-            }
-            (ReadKind::NativeKey { result, .. }, NativeOp::Key(k)) => {
-                *result = Some(k.result().cloned().unwrap_or_default());
             }
             (
                 ReadKind::NativeRange {
@@ -475,7 +381,7 @@ impl Transactions {
             backward,
         });
         let Some((sb, se)) = self.shard_bounds(tx, &key, backward) else {
-            self.set_wait(req, Wait::Location);
+            self.table.set_wait(req, Wait::Location);
             self.request_location(cx, tx, &key, backward);
             return;
         };
@@ -490,7 +396,7 @@ impl Transactions {
         let options = self.read_options(cx.rng, tx);
         let tags = self.sampled_read_tags(cx, tx);
         let addr = server.addr.clone();
-        self.set_wait(req, Wait::Reply);
+        self.table.set_wait(req, Wait::Reply);
         if key_request {
             let sel = match native {
                 NativeOp::Key(k) => k.selector().clone(),
@@ -552,8 +458,8 @@ impl Transactions {
 
     /// A storage server answered a `get_key` or `get_range` request.
     pub(super) fn on_read_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
-        let Some((sent, mapped)) = self.ops.get(&req).and_then(|op| match &op.kind {
-            OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => read
+        let Some((sent, mapped)) = self.table.ops.get(&req).and_then(|op| match &op.kind {
+            OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) => read
                 .sent
                 .clone()
                 .map(|s| (s, matches!(read.native, Some(NativeOp::Mapped { .. })))),
@@ -583,10 +489,12 @@ impl Transactions {
             Ok(a) => a,
             Err(e) => return self.on_read_error(cx, req, &sent, e),
         };
-        let Some(op) = self.ops.get_mut(&req) else {
+        let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
-        let (OpKind::GetKey { read, .. } | OpKind::Range { read, .. }) = &mut op.kind else {
+        let (OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. })) =
+            &mut op.kind
+        else {
             return;
         };
         read.sent = None;
@@ -630,7 +538,7 @@ impl Transactions {
         };
         op.attempt = 0;
         op.wait = Wait::Ready;
-        self.ready.push(req);
+        self.table.ready.push(req);
         if fed.is_err() {
             self.fail_op(
                 cx,
@@ -646,20 +554,18 @@ impl Transactions {
         // `getRange` meets a selector its storage server cannot resolve: forget the shard and
         // resolve the selectors first (`getRangeFallback`), at once.
         let falls_back = e.code() == ErrorCode::WRONG_SHARD_SERVER
-            && self.ops.get(&req).is_some_and(|op| match &op.kind {
-                OpKind::GetKey { read, .. } | OpKind::Range { read, .. } => {
+            && self.table.ops.get(&req).is_some_and(|op| match &op.kind {
+                OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) => {
                     matches!(&read.native, Some(n) if n.falls_back() && !sent.key_request)
                 }
                 _ => false,
             });
         if falls_back {
-            if sent.backward {
-                self.locations.invalidate_before(&sent.key);
-            } else {
-                self.locations.invalidate(&sent.key);
-            }
-            if let Some(op) = self.ops.get_mut(&req) {
-                if let OpKind::GetKey { read, .. } | OpKind::Range { read, .. } = &mut op.kind {
+            self.routing.forget(&sent.key, sent.backward);
+            if let Some(op) = self.table.ops.get_mut(&req) {
+                if let OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) =
+                    &mut op.kind
+                {
                     read.sent = None;
                     if let Some(n) = &mut read.native {
                         n.fall_back();
@@ -667,13 +573,15 @@ impl Transactions {
                 }
                 op.attempt = 0;
                 op.wait = Wait::Ready;
-                self.ready.push(req);
+                self.table.ready.push(req);
             }
             return;
         }
         if self.retried_read_error(cx, req, &e) {
-            if let Some(op) = self.ops.get_mut(&req) {
-                if let OpKind::GetKey { read, .. } | OpKind::Range { read, .. } = &mut op.kind {
+            if let Some(op) = self.table.ops.get_mut(&req) {
+                if let OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) =
+                    &mut op.kind
+                {
                     if let Some(n) = &mut read.native {
                         n.retry();
                     }

@@ -53,7 +53,7 @@ fn definitely_less(s: &KeySelector, k: &[u8]) -> bool {
 }
 
 /// `transformRangeLimits`: a request's row and byte limits.
-pub(super) fn request_limits(l: &RangeLimits, reverse: bool) -> (i32, i32) {
+pub(in crate::transaction) fn request_limits(l: &RangeLimits, reverse: bool) -> (i32, i32) {
     let (rows, bytes) = if l.bytes != 0 {
         let rows = if l.has_row_limit() {
             l.rows.min(REPLY_BYTE_LIMIT)
@@ -74,7 +74,7 @@ pub(super) fn request_limits(l: &RangeLimits, reverse: bool) -> (i32, i32) {
 
 /// What a NativeAPI read asks next.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum NativeStep {
+pub(in crate::transaction) enum NativeStep {
     /// A range request to the shard of `key` (of the keys before it when `backward`).
     Range { key: Bytes, backward: bool },
     /// A key request to the shard of `key`.
@@ -85,22 +85,22 @@ pub(super) enum NativeStep {
 
 /// A storage answer that breaks the protocol (rows where there can be none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct BadReply;
+pub(in crate::transaction) struct BadReply;
 
 /// NativeAPI's `getKey`: follows the selector the storage servers hand back until one
 /// resolves it.
 #[derive(Clone, Debug)]
-pub(super) struct NativeKey {
+pub(in crate::transaction) struct NativeKey {
     sel: KeySelector,
     result: Option<Bytes>,
 }
 
 impl NativeKey {
-    pub(super) fn new(sel: KeySelector) -> Self {
+    pub(in crate::transaction) fn new(sel: KeySelector) -> Self {
         NativeKey { sel, result: None }
     }
 
-    pub(super) fn step(&mut self) -> NativeStep {
+    pub(in crate::transaction) fn step(&mut self) -> NativeStep {
         if self.result.is_some() {
             return NativeStep::Done;
         }
@@ -121,12 +121,12 @@ impl NativeKey {
     }
 
     /// The selector to send.
-    pub(super) fn selector(&self) -> &KeySelector {
+    pub(in crate::transaction) fn selector(&self) -> &KeySelector {
         &self.sel
     }
 
     /// The storage server's answer: resolved, or a selector to go on from.
-    pub(super) fn on_reply(&mut self, sel: KeySelector) {
+    pub(in crate::transaction) fn on_reply(&mut self, sel: KeySelector) {
         if sel.offset == 0 && sel.or_equal {
             self.result = Some(sel.key);
         } else {
@@ -134,7 +134,7 @@ impl NativeKey {
         }
     }
 
-    pub(super) fn result(&self) -> Option<&Bytes> {
+    pub(in crate::transaction) fn result(&self) -> Option<&Bytes> {
         self.result.as_ref()
     }
 }
@@ -285,7 +285,7 @@ enum Phase<R> {
 /// NativeAPI's `getRange` between two selectors (`or_equal` removed): plain rows, or a
 /// mapped read's rows (the same actor serves both in NativeAPI).
 #[derive(Clone, Debug)]
-pub(super) struct NativeRange<R = KeyValue> {
+pub(in crate::transaction) struct NativeRange<R = KeyValue> {
     original_begin: KeySelector,
     original_end: KeySelector,
     original_limits: RangeLimits,
@@ -301,7 +301,7 @@ pub(super) struct NativeRange<R = KeyValue> {
 }
 
 impl<R: Row> NativeRange<R> {
-    pub(super) fn new(
+    pub(in crate::transaction) fn new(
         begin: KeySelector,
         end: KeySelector,
         limits: RangeLimits,
@@ -327,7 +327,7 @@ impl<R: Row> NativeRange<R> {
         r
     }
 
-    pub(super) fn step(&mut self) -> NativeStep {
+    pub(in crate::transaction) fn step(&mut self) -> NativeStep {
         match &mut self.phase {
             Phase::Done => NativeStep::Done,
             Phase::Range => {
@@ -417,7 +417,7 @@ impl<R: Row> NativeRange<R> {
     }
 
     /// The key request of the fallback's selector resolution.
-    pub(super) fn key_selector(&self) -> Option<&KeySelector> {
+    pub(in crate::transaction) fn key_selector(&self) -> Option<&KeySelector> {
         match &self.phase {
             Phase::Fallback(f) => f.key.as_ref().map(NativeKey::selector),
             _ => None,
@@ -426,7 +426,7 @@ impl<R: Row> NativeRange<R> {
 
     /// The range request for `shard` (the shard of [`NativeStep::Range`]'s key): selectors
     /// and limits.
-    pub(super) fn range_request(
+    pub(in crate::transaction) fn range_request(
         &mut self,
         shard: (&Bytes, &Bytes),
     ) -> (KeySelector, KeySelector, i32, i32) {
@@ -460,7 +460,11 @@ impl<R: Row> NativeRange<R> {
     }
 
     /// A range reply (rows in read order).
-    pub(super) fn on_range_reply(&mut self, rows: Vec<R>, more: bool) -> Result<(), BadReply> {
+    pub(in crate::transaction) fn on_range_reply(
+        &mut self,
+        rows: Vec<R>,
+        more: bool,
+    ) -> Result<(), BadReply> {
         if let Phase::Fallback(f) = &mut self.phase {
             if let Some(exact) = &mut f.exact {
                 return exact.on_reply(rows, more);
@@ -528,7 +532,7 @@ impl<R: Row> NativeRange<R> {
     }
 
     /// A key reply of the fallback's selector resolution.
-    pub(super) fn on_key_reply(&mut self, sel: KeySelector) {
+    pub(in crate::transaction) fn on_key_reply(&mut self, sel: KeySelector) {
         if let Phase::Fallback(f) = &mut self.phase {
             if let Some(k) = &mut f.key {
                 k.on_reply(sel);
@@ -538,7 +542,7 @@ impl<R: Row> NativeRange<R> {
 
     /// `wrong_shard_server` to a range request of `getRange`: resolve the selectors first
     /// and read the exact range (`getRangeFallback`), from the start.
-    pub(super) fn fall_back(&mut self) {
+    pub(in crate::transaction) fn fall_back(&mut self) {
         self.phase = Phase::Fallback(Box::new(Fallback {
             begin: None,
             end: None,
@@ -548,18 +552,18 @@ impl<R: Row> NativeRange<R> {
     }
 
     /// Rows come in descending order.
-    pub(super) fn reverse(&self) -> bool {
+    pub(in crate::transaction) fn reverse(&self) -> bool {
         self.reverse
     }
 
     /// Whether a `wrong_shard_server` now means falling back (rather than trying again).
-    pub(super) fn in_range_phase(&self) -> bool {
+    pub(in crate::transaction) fn in_range_phase(&self) -> bool {
         matches!(self.phase, Phase::Range)
     }
 
     /// Before trying the shard again (after `all_alternatives_failed`, or `wrong_shard_server`
     /// in the fallback): forget the request in flight.
-    pub(super) fn retry(&mut self) {
+    pub(in crate::transaction) fn retry(&mut self) {
         self.shard = None;
         if let Phase::Fallback(f) = &mut self.phase {
             if let Some(exact) = &mut f.exact {
@@ -569,13 +573,13 @@ impl<R: Row> NativeRange<R> {
     }
 
     /// The result, once [`NativeStep::Done`].
-    pub(super) fn take_result(&mut self) -> NativeResult<R> {
+    pub(in crate::transaction) fn take_result(&mut self) -> NativeResult<R> {
         core::mem::take(&mut self.out)
     }
 }
 
 /// `getRangeFinished`'s read conflict range of a non-snapshot NativeAPI range read.
-pub(super) fn range_finished_conflict(
+pub(in crate::transaction) fn range_finished_conflict(
     begin: &KeySelector,
     end: &KeySelector,
     reverse: bool,

@@ -1,11 +1,31 @@
-//! The lifecycle of an operation: created ready, run, parked on what it waits for (a read
-//! version, a location, a reply, a timer), woken, finished with exactly one completion. Runnable
-//! operations sit in an ordered ready set, so a round runs only those, in request order.
+//! The operations, one file per kind, each telling its whole story: the checks when it is
+//! called, the requests it builds, the replies it decodes, how it finishes (`get.rs`,
+//! `range.rs` with `get_key`, NativeAPI's walks in `native.rs` and `get_mapped_range` in
+//! `mapped.rs`, `commit.rs` with `on_error`, `watch.rs`, `metrics.rs` over the plan in
+//! `shards.rs`, `addresses.rs`, `read_version.rs`).
+//!
+//! This file is their common lifecycle: created ready, run, parked on what it waits for (a
+//! read version, a location, a reply, a timer), woken, finished with exactly one completion.
+//! The [`OpTable`] owns them with their timers and ready list; runnable operations sit in an
+//! ordered ready set, so a round runs only those, in request order. A storage reply is handed
+//! to the file of its operation's kind.
 
+pub(super) mod addresses;
+pub(super) mod commit;
+pub(super) mod get;
+pub(super) mod get_key;
+pub(super) mod mapped;
+pub(super) mod metrics;
+pub(super) mod native;
+pub(super) mod range;
+pub(super) mod read_version;
+pub(super) mod shards;
+pub(super) mod watch;
+
+use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::scan::Read;
 use super::{Ctx, Transactions};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
@@ -15,53 +35,41 @@ use crate::time::Instant;
 use crate::uid::Uid;
 
 // Ops live in a map and are few at a time; boxing the range state would only add a hop.
+// Each kind's state is defined in the kind's file.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(super) enum OpKind {
     ReadVersion,
-    Get {
-        key: Bytes,
-        snapshot: bool,
-        /// The writes' say on `key` when the read was issued (`None`: RYW disabled).
-        view: Option<crate::ryw::PointView>,
-    },
-    GetKey {
-        snapshot: bool,
-        read: Read,
-    },
-    Range {
-        snapshot: bool,
-        read: Read,
-    },
+    Get(get::GetOp),
+    GetKey(super::scan::ReadOp),
+    Range(super::scan::ReadOp),
     Commit,
     /// `get_addresses_for_key`.
-    Addresses {
-        key: Bytes,
-        /// Its location lookup was sent (the answer must come from a fresh one).
-        asked: bool,
-    },
-    Watch {
-        key: Bytes,
-        /// The value the watch compares against, once known.
-        value: Option<Option<Bytes>>,
-        /// The version from which to watch, once the transaction committed.
-        version: Option<Version>,
-        /// The value read is in flight.
-        reading: bool,
-        /// The storage server said the key changed at this version; the watch completes
-        /// once the cluster's committed version is known to have reached it.
-        fired: Option<Version>,
-        /// The transaction's trace id, kept for the requests the watch makes after it.
-        trace_id: Uid,
-        /// The transaction's read tags when the watch was set (`WatchParameters::tags`).
-        read_tags: Vec<Bytes>,
-    },
+    Addresses(addresses::AddressesOp),
+    Watch(watch::WatchOp),
     /// `on_error` sleeping before the retry.
     Backoff,
     /// `get_estimated_range_size_bytes` or `get_range_split_points`.
-    Metrics(alloc::boxed::Box<super::shards::MetricsOp>),
+    Metrics(alloc::boxed::Box<shards::MetricsOp>),
     /// `get_versionstamp`: parked until the transaction's commit finishes.
     Versionstamp,
+}
+
+impl OpKind {
+    /// The key a storage request of this operation is about (keys before it when `true`),
+    /// for failover and relocation.
+    pub(super) fn storage_key(&self) -> Option<(Bytes, bool)> {
+        match self {
+            OpKind::Get(get::GetOp { key, .. })
+            | OpKind::Watch(watch::WatchOp { key, .. })
+            | OpKind::Addresses(addresses::AddressesOp { key, .. }) => Some((key.clone(), false)),
+            OpKind::GetKey(super::scan::ReadOp { read, .. })
+            | OpKind::Range(super::scan::ReadOp { read, .. }) => {
+                read.sent.as_ref().map(|s| (s.key.clone(), s.backward))
+            }
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,6 +137,91 @@ impl Op {
     }
 }
 
+/// The operations in flight and what wakes them: their timers (ordered by time, then by
+/// when they were set) and the ready list. Owned apart from the transactions so that what
+/// only schedules can be seen to touch nothing else.
+#[derive(Debug, Default)]
+pub(super) struct OpTable {
+    pub(super) ops: BTreeMap<RequestId, Op>,
+    pub(super) timers: BTreeMap<(Instant, u64), Timer>,
+    pub(super) timer_seq: u64,
+    /// Watches among `ops` (counted against `max_watches`).
+    pub(super) watches: usize,
+    /// Operations that became runnable since the last round (may repeat; may have moved on).
+    pub(super) ready: Vec<RequestId>,
+    /// The round `run_ready_ops` is running, kept for its allocation.
+    pub(super) scratch: Vec<RequestId>,
+}
+
+impl OpTable {
+    /// When the earliest timer is due.
+    pub(super) fn next_timer(&self) -> Option<Instant> {
+        self.timers.keys().next().map(|(t, _)| *t)
+    }
+
+    pub(super) fn add_timer(&mut self, at: Instant, t: Timer) {
+        self.timer_seq += 1;
+        self.timers.insert((at, self.timer_seq), t);
+    }
+
+    /// Takes the earliest timer due at `now`.
+    fn pop_due(&mut self, now: Instant) -> Option<Timer> {
+        let (&(at, seq), _) = self.timers.iter().next()?;
+        if at > now {
+            return None;
+        }
+        self.timers.remove(&(at, seq))
+    }
+
+    /// Adds a runnable operation.
+    fn insert(&mut self, req: RequestId, op: Op) {
+        self.ops.insert(req, op);
+        self.ready.push(req);
+    }
+
+    /// Takes operation `req` out, uncounting it if a watch.
+    pub(super) fn remove(&mut self, req: RequestId) -> Option<Op> {
+        let op = self.ops.remove(&req)?;
+        if matches!(op.kind, OpKind::Watch(_)) {
+            self.watches -= 1;
+        }
+        Some(op)
+    }
+
+    pub(super) fn set_wait(&mut self, req: RequestId, wait: Wait) {
+        if let Some(op) = self.ops.get_mut(&req) {
+            op.wait = wait;
+            if wait == Wait::Ready {
+                self.ready.push(req);
+            }
+        }
+    }
+
+    /// Every operation waiting for `wait` becomes runnable.
+    pub(super) fn wake(&mut self, wait: Wait) {
+        self.wake_if(wait, |_| true);
+    }
+
+    /// Every operation waiting for `wait` that `which` picks becomes runnable.
+    pub(super) fn wake_if(&mut self, wait: Wait, which: impl Fn(&Op) -> bool) {
+        for (id, op) in self.ops.iter_mut() {
+            if op.wait == wait && which(op) {
+                op.wait = Wait::Ready;
+                self.ready.push(*id);
+            }
+        }
+    }
+
+    /// The ids of the operations `which` picks, in request order.
+    pub(super) fn ids_where(&self, which: impl Fn(&Op) -> bool) -> Vec<RequestId> {
+        self.ops
+            .iter()
+            .filter(|(_, op)| which(op))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+}
+
 /// `run_ready_ops` gives up after this many rounds (each round advances every runnable op once;
 /// real work needs a handful).
 pub(super) const MAX_READY_ROUNDS: u32 = 10_000;
@@ -151,28 +244,19 @@ impl Transactions {
         tx: TransactionId,
         kind: OpKind,
     ) {
-        if matches!(
-            kind,
-            OpKind::Get { .. } | OpKind::GetKey { .. } | OpKind::Range { .. }
-        ) {
+        if matches!(kind, OpKind::Get(_) | OpKind::GetKey(_) | OpKind::Range(_)) {
             if let Some(t) = self.txs.get_mut(&tx) {
                 t.read_started = true;
             }
         }
         let start = cx.rng.next_u64() as usize;
-        self.ops
+        self.table
             .insert(req, Op::new(tx, kind, Wait::Ready, start, false));
-        self.ready.push(req);
     }
 
     /// Fails every unfinished request of `tx`.
     pub(super) fn cancel_tx_ops(&mut self, cx: &mut Ctx<'_>, tx: TransactionId, err: ErrorCode) {
-        let ids: Vec<RequestId> = self
-            .ops
-            .iter()
-            .filter(|(_, op)| op.tx == tx && !op.detached)
-            .map(|(id, _)| *id)
-            .collect();
+        let ids = self.table.ids_where(|op| op.tx == tx && !op.detached);
         for id in ids {
             self.fail_op(cx, id, ClientError::Fdb(err));
         }
@@ -180,7 +264,7 @@ impl Transactions {
 
     /// Fails operation `req` (a commit cut off by a protocol change, say).
     pub(crate) fn fail_request(&mut self, cx: &mut Ctx<'_>, req: RequestId, err: ErrorCode) {
-        let Some(op) = self.ops.get(&req) else {
+        let Some(op) = self.table.ops.get(&req) else {
             return;
         };
         let (tx, commit) = (op.tx, matches!(op.kind, OpKind::Commit));
@@ -193,20 +277,17 @@ impl Transactions {
 
     /// Fails every unfinished operation (the cluster speaks a protocol this client cannot).
     pub(crate) fn fail_all(&mut self, cx: &mut Ctx<'_>, err: ErrorCode) {
-        let ids: Vec<RequestId> = self.ops.keys().copied().collect();
+        let ids: Vec<RequestId> = self.table.ops.keys().copied().collect();
         for id in ids {
             self.fail_request(cx, id, err);
         }
     }
 
     pub(super) fn fail_op(&mut self, cx: &mut Ctx<'_>, req: RequestId, err: ClientError) {
-        if let Some(op) = self.ops.remove(&req) {
-            if matches!(op.kind, OpKind::Watch { .. }) {
-                self.watches -= 1;
-            }
+        if let Some(op) = self.table.remove(req) {
             let read = matches!(
                 op.kind,
-                OpKind::Get { .. } | OpKind::GetKey { .. } | OpKind::Range { .. }
+                OpKind::Get(_) | OpKind::GetKey(_) | OpKind::Range(_)
             );
             if read && err.code() != ErrorCode::TRANSACTION_CANCELLED {
                 if let Some(t) = self.txs.get_mut(&op.tx) {
@@ -218,27 +299,20 @@ impl Transactions {
     }
 
     pub(super) fn succeed_op(&mut self, cx: &mut Ctx<'_>, req: RequestId, reply: Reply) {
-        if let Some(op) = self.ops.remove(&req) {
-            if matches!(op.kind, OpKind::Watch { .. }) {
-                self.watches -= 1;
-            }
+        if self.table.remove(req).is_some() {
             cx.finish(req, Ok(reply));
         }
     }
 
     pub(crate) fn fire_timers(&mut self, cx: &mut Ctx<'_>) {
-        while let Some((&(at, seq), _)) = self.timers.iter().next() {
-            if at > cx.now {
-                break;
-            }
-            let t = self.timers.remove(&(at, seq)).expect("present");
+        while let Some(t) = self.table.pop_due(cx.now) {
             match t {
                 Timer::Op(req) => {
-                    let backoff = match self.ops.get_mut(&req) {
+                    let backoff = match self.table.ops.get_mut(&req) {
                         Some(op) if matches!(op.kind, OpKind::Backoff) => true,
                         Some(op) => {
                             op.wait = Wait::Ready;
-                            self.ready.push(req);
+                            self.table.ready.push(req);
                             false
                         }
                         None => false,
@@ -247,9 +321,10 @@ impl Transactions {
                         self.end_backoff(cx, req);
                     }
                 }
-                Timer::Locations => self.wake(Wait::Location),
+                Timer::Locations => self.table.wake(Wait::Location),
                 Timer::Dummy(parent) => {
                     let key = self
+                        .table
                         .ops
                         .get(&parent)
                         .and_then(|o| self.txs.get(&o.tx))
@@ -279,19 +354,24 @@ impl Transactions {
     /// runs in the next round. Only the ready list is looked at, never every operation.
     pub(crate) fn run_ready_ops(&mut self, cx: &mut Ctx<'_>) {
         // Two lists, swapped and reused: this runs on every input and every call.
-        let mut round = core::mem::take(&mut self.scratch);
+        let mut round = core::mem::take(&mut self.table.scratch);
         let mut rounds = 0u32;
         loop {
             // What the core's own requests finished may start new operations.
             self.settle_internal(cx);
-            if self.ready.is_empty() {
+            if self.table.ready.is_empty() {
                 break;
             }
             round.clear();
-            core::mem::swap(&mut round, &mut self.ready);
+            core::mem::swap(&mut round, &mut self.table.ready);
             round.sort_unstable();
             round.dedup();
-            round.retain(|id| self.ops.get(id).is_some_and(|o| o.wait == Wait::Ready));
+            round.retain(|id| {
+                self.table
+                    .ops
+                    .get(id)
+                    .is_some_and(|o| o.wait == Wait::Ready)
+            });
             rounds += 1;
             if rounds > MAX_READY_ROUNDS {
                 // An operation that stays runnable without progress is a bug; fail it rather
@@ -299,7 +379,7 @@ impl Transactions {
                 for &id in &round {
                     self.fail_op(cx, id, ClientError::Fdb(ErrorCode::INTERNAL_ERROR));
                 }
-                self.ready.clear();
+                self.table.ready.clear();
                 break;
             }
             for &id in &round {
@@ -307,30 +387,11 @@ impl Transactions {
             }
         }
         round.clear();
-        self.scratch = round;
-    }
-
-    pub(super) fn set_wait(&mut self, req: RequestId, wait: Wait) {
-        if let Some(op) = self.ops.get_mut(&req) {
-            op.wait = wait;
-            if wait == Wait::Ready {
-                self.ready.push(req);
-            }
-        }
-    }
-
-    /// Every operation waiting for `wait` becomes runnable.
-    pub(super) fn wake(&mut self, wait: Wait) {
-        for (id, op) in self.ops.iter_mut() {
-            if op.wait == wait {
-                op.wait = Wait::Ready;
-                self.ready.push(*id);
-            }
-        }
+        self.table.scratch = round;
     }
 
     pub(super) fn advance(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
-        let Some(op) = self.ops.get(&req) else {
+        let Some(op) = self.table.ops.get(&req) else {
             return;
         };
         let tx = op.tx;
@@ -375,31 +436,38 @@ impl Transactions {
                 Some(Err(e)) => self.fail_op(cx, req, e),
                 None => {}
             },
-            OpKind::Get { .. } => self.advance_get(cx, req, tx),
-            OpKind::GetKey { .. } | OpKind::Range { .. } => self.advance_read(cx, req, tx),
+            OpKind::Get(_) => get::GetOp::advance(self, cx, req, tx),
+            OpKind::GetKey(_) | OpKind::Range(_) => self.advance_read(cx, req, tx),
             OpKind::Commit => self.advance_commit(cx, req, tx),
-            OpKind::Watch { .. } => self.advance_watch(cx, req, tx),
-            OpKind::Backoff => self.set_wait(req, Wait::Timer),
+            OpKind::Watch(_) => self.advance_watch(cx, req, tx),
+            OpKind::Backoff => self.table.set_wait(req, Wait::Timer),
             OpKind::Metrics(_) => self.advance_metrics(cx, req, tx),
-            OpKind::Addresses { .. } => self.advance_addresses(cx, req, tx),
-            OpKind::Versionstamp => self.set_wait(req, Wait::Commit),
+            OpKind::Addresses(_) => self.advance_addresses(cx, req, tx),
+            OpKind::Versionstamp => self.table.set_wait(req, Wait::Commit),
+        }
+    }
+
+    /// A storage server answered operation `req`: its file decodes the reply.
+    pub(crate) fn on_storage_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
+        self.server_answered(cx, req);
+        let Some(op) = self.table.ops.get(&req) else {
+            return;
+        };
+        match &op.kind {
+            OpKind::Get(_) => get::GetOp::on_reply(self, cx, req, message),
+            OpKind::Watch(_) => self.on_watch_storage_reply(cx, req, message),
+            OpKind::GetKey(_) | OpKind::Range(_) => self.on_read_reply(cx, req, message),
+            _ => {}
         }
     }
 
     /// Gives up on a request: no event will come for it.
     pub(crate) fn cancel(&mut self, req: RequestId) {
-        if let Some(op) = self.ops.remove(&req) {
-            if matches!(op.kind, OpKind::Watch { .. }) {
-                self.watches -= 1;
-            }
-        }
+        self.table.remove(req);
     }
 }
 
 /// The reads RYW runs against its snapshot of the writes (`readWithConflictRange`).
 fn is_read(kind: &OpKind) -> bool {
-    matches!(
-        kind,
-        OpKind::Get { .. } | OpKind::GetKey { .. } | OpKind::Range { .. }
-    )
+    matches!(kind, OpKind::Get(_) | OpKind::GetKey(_) | OpKind::Range(_))
 }

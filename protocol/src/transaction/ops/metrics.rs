@@ -29,12 +29,8 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
-use super::op::{OpKind, Timer, Wait};
-use super::replicas::FAILED_SERVER_AVOIDANCE;
 use super::shards::{cover, Metric, MetricsOp, Part, PartState, TOO_MANY};
-use super::state::ReadVersion;
-use super::tenant::{relative_range, tenant_prefix, with_prefix};
-use super::{Ctx, Transactions};
+use super::{OpKind, Timer, Wait};
 use crate::error::{knobs, ErrorCode};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -47,6 +43,10 @@ use crate::messages::types::{KeyRange, SpanContext, TenantInfo, LATEST_VERSION};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
 use crate::time::Instant;
+use crate::transaction::replicas::FAILED_SERVER_AVOIDANCE;
+use crate::transaction::state::ReadVersion;
+use crate::transaction::tenant::{relative_range, tenant_prefix, with_prefix};
+use crate::transaction::{Ctx, Transactions};
 
 impl Transactions {
     /// `fdb_transaction_get_estimated_range_size_bytes`: about how many bytes `[begin, end)`
@@ -174,7 +174,7 @@ impl Transactions {
     }
 
     pub(super) fn metrics_op(&mut self, req: RequestId) -> Option<&mut MetricsOp> {
-        match &mut self.ops.get_mut(&req)?.kind {
+        match &mut self.table.ops.get_mut(&req)?.kind {
             OpKind::Metrics(m) => Some(m),
             _ => None,
         }
@@ -187,7 +187,7 @@ impl Transactions {
         }
         let now = cx.now;
         let engine = &mut *self;
-        let Some(OpKind::Metrics(m)) = engine.ops.get_mut(&req).map(|o| &mut o.kind) else {
+        let Some(OpKind::Metrics(m)) = engine.table.ops.get_mut(&req).map(|o| &mut o.kind) else {
             return;
         };
         let mut lookups = Vec::new();
@@ -198,7 +198,7 @@ impl Transactions {
                 m.todo.push((a, b, at));
                 continue;
             }
-            match cover(&engine.locations, &a, &b) {
+            match cover(&engine.routing.locations, &a, &b) {
                 Some(pieces) => {
                     for (begin, end, servers) in pieces {
                         m.parts.push(Part {
@@ -254,7 +254,7 @@ impl Transactions {
             .filter(|&i| m.parts[i].state == PartState::Unsent)
             .collect();
         if let Some(at) = arm {
-            engine.add_timer(at, Timer::Op(req));
+            engine.table.add_timer(at, Timer::Op(req));
         }
         for i in unsent {
             self.send_part(cx, req, i);
@@ -267,7 +267,7 @@ impl Transactions {
         } else {
             Wait::Location
         };
-        self.set_wait(req, wait);
+        self.table.set_wait(req, wait);
     }
 
     /// Asks a commit proxy for every shard of `[begin, end)`, as `getKeyRangeLocations` does.
@@ -279,18 +279,18 @@ impl Transactions {
         end: &Bytes,
         metric: Metric,
     ) {
-        if self.location_backoff.holding(cx.now) {
+        if self.routing.lookups_held(cx.now) {
             return; // woken when the backoff ends
         }
         let k = (begin.clone(), false);
-        if self.locating.contains(&k) {
+        if self.routing.locating(&k) {
             return;
         }
         let Some(proxy) = cx.pick_commit_proxy(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS)
         else {
             return; // woken again when the cluster names proxies
         };
-        let tenant_version = self.ops.values().find_map(|o| match &o.kind {
+        let tenant_version = self.table.ops.values().find_map(|o| match &o.kind {
             OpKind::Metrics(m) if o.tx == tx && m.prefix.is_some() => Some(m.version),
             _ => None,
         });
@@ -334,7 +334,7 @@ impl Transactions {
         };
         let addr = proxy.commit.endpoint.address().clone();
         let dest = proxy.stream(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS);
-        self.locating.insert(k);
+        self.routing.start_locating(k);
         let pending = Route::Locations {
             key: begin.clone(),
             reverse: false,
@@ -356,12 +356,7 @@ impl Transactions {
         let order: Vec<usize> = (0..n)
             .map(|j| start.wrapping_add(attempt).wrapping_add(j) % n)
             .collect();
-        let stats = |i: &usize| {
-            self.servers
-                .get(&servers[*i].unique_id)
-                .copied()
-                .unwrap_or_default()
-        };
+        let stats = |i: &usize| self.routing.stats(&servers[*i].unique_id);
         let healthy: Vec<usize> = order
             .iter()
             .copied()
@@ -380,7 +375,7 @@ impl Transactions {
 
     pub(super) fn send_part(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
         let now = cx.now;
-        let tenant = match self.ops.get(&req) {
+        let tenant = match self.table.ops.get(&req) {
             Some(o) => self.tenant_info(o.tx),
             None => return,
         };
@@ -485,13 +480,7 @@ impl Transactions {
             None => (p.begin.clone(), p.end.clone()),
         };
         if let Some((id, sent)) = p.sent.take() {
-            let s = self.servers.entry(id).or_default();
-            let lat = now.saturating_since(sent);
-            s.latency = Some(match s.latency {
-                Some(old) => (old * 4 + lat) / 5,
-                None => lat,
-            });
-            s.failed_until = None;
+            self.routing.answered(id, now.saturating_since(sent));
         }
         let Some(metric) = self.metrics_op(req).map(|m| m.metric) else {
             return;
@@ -532,7 +521,7 @@ impl Transactions {
                         p.points = points;
                     }
                 }
-                self.set_wait(req, Wait::Ready);
+                self.table.set_wait(req, Wait::Ready);
             }
             Err(ClientError::Fdb(code)) => self.on_metrics_error(cx, req, i, metric, code),
             Err(e) => self.fail_op(cx, req, e),
@@ -562,7 +551,7 @@ impl Transactions {
                     m.todo.push((p.begin.clone(), p.end.clone(), at));
                 }
             }
-            self.set_wait(req, Wait::Ready);
+            self.table.set_wait(req, Wait::Ready);
         } else {
             self.fail_op(cx, req, ClientError::Fdb(code));
         }
@@ -591,8 +580,8 @@ impl Transactions {
             }
         };
         m.todo.push((a.clone(), b.clone(), at));
-        self.locations.invalidate_range(&a, &b);
-        self.set_wait(req, Wait::Ready);
+        self.routing.locations.invalidate_range(&a, &b);
+        self.table.set_wait(req, Wait::Ready);
     }
 
     /// The replica did not answer: try the next one; after all of them, relocate.
@@ -608,12 +597,12 @@ impl Transactions {
             p.state = PartState::Unsent;
         }
         if let Some(id) = failed {
-            self.servers.entry(id).or_default().failed_until = Some(until);
+            self.routing.failed(id, until);
         }
         if all_failed {
             self.metrics_relocate(cx, req, i);
         } else {
-            self.set_wait(req, Wait::Ready);
+            self.table.set_wait(req, Wait::Ready);
         }
     }
 

@@ -5,23 +5,42 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::op::{OpKind, Timer, Wait};
-use super::{fdb, Ctx, Transactions};
+use super::{OpKind, Timer, Wait};
 use crate::error::{knobs, ErrorCode};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::grv::GetReadVersionRequest;
-use crate::messages::storage::{StorageServerInterface, WatchValueRequest};
+use crate::messages::storage::{StorageServerInterface, WatchValueReply, WatchValueRequest};
 use crate::messages::types::{SpanContext, TagSet, Version};
-use crate::messages::ReplyPromise;
+use crate::messages::{decode_reply, ReplyPromise};
 use crate::route::Route;
 use crate::ryw::Lookup;
+use crate::transaction::{fdb, storage_error, Ctx, Transactions};
 use crate::uid::Uid;
 
 /// `DEFAULT_MAX_OUTSTANDING_WATCHES` (the `max_watches` database option changes it).
 pub const MAX_OUTSTANDING_WATCHES: usize = 10_000;
 /// `ABSOLUTE_MAX_WATCHES`: the most `max_watches` may be.
 pub const ABSOLUTE_MAX_WATCHES: usize = 1_000_000;
+
+/// A watch in flight: [`OpKind::Watch`]'s state.
+#[derive(Debug)]
+pub(in crate::transaction) struct WatchOp {
+    pub(super) key: Bytes,
+    /// The value the watch compares against, once known.
+    pub(super) value: Option<Option<Bytes>>,
+    /// The version from which to watch, once the transaction committed.
+    pub(super) version: Option<Version>,
+    /// The value read is in flight.
+    pub(super) reading: bool,
+    /// The storage server said the key changed at this version; the watch completes
+    /// once the cluster's committed version is known to have reached it.
+    pub(super) fired: Option<Version>,
+    /// The transaction's trace id, kept for the requests the watch makes after it.
+    pub(super) trace_id: Uid,
+    /// The transaction's read tags when the watch was set (`WatchParameters::tags`).
+    pub(super) read_tags: Vec<Bytes>,
+}
 
 impl Transactions {
     /// Watches `key`: fires once its value differs from the one this transaction sees, after
@@ -33,7 +52,7 @@ impl Transactions {
             if t.options.ryw_disabled {
                 return fdb(ErrorCode::WATCHES_DISABLED);
             }
-            if self.watches >= self.max_watches {
+            if self.table.watches >= self.max_watches {
                 return fdb(ErrorCode::TOO_MANY_WATCHES);
             }
             Ok(())
@@ -42,7 +61,7 @@ impl Transactions {
             cx.finish(req, Err(e));
             return req;
         }
-        self.watches += 1;
+        self.table.watches += 1;
         let trace_id = self.txs.get(&tx).map_or(Uid::default(), |t| t.trace_id);
         let read_tags = self
             .txs
@@ -57,7 +76,7 @@ impl Transactions {
             cx,
             req,
             tx,
-            OpKind::Watch {
+            OpKind::Watch(WatchOp {
                 key: Bytes::copy_from_slice(key),
                 value,
                 version: None,
@@ -65,7 +84,7 @@ impl Transactions {
                 fired: None,
                 trace_id,
                 read_tags,
-            },
+            }),
         );
         if let Some(t) = self.txs.get_mut(&tx) {
             t.watches.push(req);
@@ -81,22 +100,22 @@ impl Transactions {
         };
         let watches = core::mem::take(&mut t.watches);
         for w in watches {
-            if let Some(op) = self.ops.get_mut(&w) {
+            if let Some(op) = self.table.ops.get_mut(&w) {
                 op.detached = true;
-                if let OpKind::Watch { version: v, .. } = &mut op.kind {
+                if let OpKind::Watch(WatchOp { version: v, .. }) = &mut op.kind {
                     *v = version;
                 }
                 op.wait = Wait::Ready;
-                self.ready.push(w);
+                self.table.ready.push(w);
             }
         }
     }
 
     pub(super) fn advance_watch(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
-        let Some(op) = self.ops.get(&req) else {
+        let Some(op) = self.table.ops.get(&req) else {
             return;
         };
-        let OpKind::Watch {
+        let OpKind::Watch(WatchOp {
             key,
             value,
             version,
@@ -104,7 +123,7 @@ impl Transactions {
             fired,
             trace_id,
             read_tags,
-        } = &op.kind
+        }) = &op.kind
         else {
             return;
         };
@@ -118,7 +137,7 @@ impl Transactions {
         }
         let Some(value) = value else {
             if reading {
-                self.set_wait(req, Wait::Reply);
+                self.table.set_wait(req, Wait::Reply);
                 return;
             }
             // Learn the value to compare with: a snapshot read at the read version, or at the
@@ -134,7 +153,7 @@ impl Transactions {
             return self.send_watch_read(cx, req, tx, key, at);
         };
         let Some(version) = version else {
-            self.set_wait(req, Wait::Commit);
+            self.table.set_wait(req, Wait::Commit);
             return;
         };
         let Some(server) = self.pick_server(cx, req, tx, &key, false) else {
@@ -158,7 +177,7 @@ impl Transactions {
         };
         let addr = server.addr.clone();
         let dest = server.stream(StorageServerInterface::WATCH_VALUE);
-        self.set_wait(req, Wait::Reply);
+        self.table.set_wait(req, Wait::Reply);
         cx.send(&addr, dest, &msg, token, Route::Storage(req));
     }
 
@@ -171,11 +190,32 @@ impl Transactions {
         key: Bytes,
         version: Version,
     ) {
-        if self.send_get_value(cx, req, tx, key, version) {
-            if let Some(OpKind::Watch { reading, .. }) = self.ops.get_mut(&req).map(|o| &mut o.kind)
+        if super::get::GetOp::send(self, cx, req, tx, key, version) {
+            if let Some(OpKind::Watch(WatchOp { reading, .. })) =
+                self.table.ops.get_mut(&req).map(|o| &mut o.kind)
             {
                 *reading = true;
             }
+        }
+    }
+
+    /// A storage server answered the watch's first read (a `GetValueReply`) or the watch
+    /// itself (a `WatchValueReply`).
+    pub(super) fn on_watch_storage_reply(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        message: &Bytes,
+    ) {
+        let reading = matches!(
+            self.table.ops.get(&req).map(|o| &o.kind),
+            Some(OpKind::Watch(WatchOp { value: None, .. }))
+        );
+        if reading {
+            self.on_watch_value(cx, req, super::get::decode_value(message));
+        } else {
+            let r = storage_error(decode_reply::<WatchValueReply>(message)).map(|r| r.version);
+            self.on_watch_reply(cx, req, r);
         }
     }
 
@@ -185,7 +225,9 @@ impl Transactions {
         req: RequestId,
         r: Result<Option<Bytes>, ClientError>,
     ) {
-        if let Some(OpKind::Watch { reading, .. }) = self.ops.get_mut(&req).map(|o| &mut o.kind) {
+        if let Some(OpKind::Watch(WatchOp { reading, .. })) =
+            self.table.ops.get_mut(&req).map(|o| &mut o.kind)
+        {
             *reading = false;
         }
         let v = match r {
@@ -197,11 +239,11 @@ impl Transactions {
                 return;
             }
         };
-        let Some(op) = self.ops.get(&req) else {
+        let Some(op) = self.table.ops.get(&req) else {
             return;
         };
         let tx = op.tx;
-        let OpKind::Watch { key, .. } = &op.kind else {
+        let OpKind::Watch(WatchOp { key, .. }) = &op.kind else {
             return;
         };
         // The transaction's own view: its atomic ops over the stored value.
@@ -210,12 +252,12 @@ impl Transactions {
             Some(l) => l.decided().unwrap_or(v),
             None => v,
         };
-        if let Some(op) = self.ops.get_mut(&req) {
-            if let OpKind::Watch { value, .. } = &mut op.kind {
+        if let Some(op) = self.table.ops.get_mut(&req) {
+            if let OpKind::Watch(WatchOp { value, .. }) = &mut op.kind {
                 *value = Some(v);
             }
             op.wait = Wait::Ready;
-            self.ready.push(req);
+            self.table.ready.push(req);
         }
     }
 
@@ -227,8 +269,8 @@ impl Transactions {
     ) {
         let e = match r {
             Ok(v) => {
-                if let Some(OpKind::Watch { fired, .. }) =
-                    self.ops.get_mut(&req).map(|o| &mut o.kind)
+                if let Some(OpKind::Watch(WatchOp { fired, .. })) =
+                    self.table.ops.get_mut(&req).map(|o| &mut o.kind)
                 {
                     *fired = Some(v);
                 }
@@ -249,9 +291,9 @@ impl Transactions {
         } else {
             return self.fail_op(cx, req, e);
         };
-        self.set_wait(req, Wait::Timer);
+        self.table.set_wait(req, Wait::Timer);
         let at = cx.now + again;
-        self.add_timer(at, Timer::Op(req));
+        self.table.add_timer(at, Timer::Op(req));
     }
 
     /// `waitForCommittedVersion`: read versions, until one reaches the version the watch
@@ -262,10 +304,10 @@ impl Transactions {
     pub(super) fn confirm_watch(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
         let Some((addr, dest)) = cx.grv_endpoint() else {
             // Every GRV proxy is gone: ask again with the next cluster info.
-            return self.set_wait(req, Wait::Cluster);
+            return self.table.set_wait(req, Wait::Cluster);
         };
-        let trace_id = match self.ops.get(&req).map(|o| &o.kind) {
-            Some(OpKind::Watch { trace_id, .. }) => *trace_id,
+        let trace_id = match self.table.ops.get(&req).map(|o| &o.kind) {
+            Some(OpKind::Watch(WatchOp { trace_id, .. })) => *trace_id,
             _ => return,
         };
         let token = cx.rng.uid();
@@ -282,14 +324,14 @@ impl Transactions {
             },
             max_version: crate::messages::types::INVALID_VERSION,
         };
-        self.set_wait(req, Wait::Reply);
+        self.table.set_wait(req, Wait::Reply);
         cx.send(&addr, dest, &msg, token, Route::CommittedVersion(req));
     }
 
     /// The confirmation read was lost with its connection or proxy: send it again.
     pub(crate) fn on_watch_confirm_lost(&mut self, req: RequestId) {
-        if self.ops.contains_key(&req) {
-            self.set_wait(req, Wait::Ready);
+        if self.table.ops.contains_key(&req) {
+            self.table.set_wait(req, Wait::Ready);
         }
     }
 
@@ -299,10 +341,10 @@ impl Transactions {
         req: RequestId,
         r: Result<Version, ClientError>,
     ) {
-        let Some(op) = self.ops.get_mut(&req) else {
+        let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
-        let OpKind::Watch { fired, version, .. } = &mut op.kind else {
+        let OpKind::Watch(WatchOp { fired, version, .. }) = &mut op.kind else {
             return;
         };
         let Some(at) = *fired else {
@@ -317,7 +359,7 @@ impl Transactions {
                 *fired = None;
                 *version = Some(committed);
                 op.wait = Wait::Ready;
-                self.ready.push(req);
+                self.table.ready.push(req);
                 return;
             }
             Ok(_) => knobs::FUTURE_VERSION_RETRY_DELAY,
@@ -329,8 +371,8 @@ impl Transactions {
             }
             Err(e) => return self.fail_op(cx, req, e),
         };
-        self.set_wait(req, Wait::Timer);
+        self.table.set_wait(req, Wait::Timer);
         let at = cx.now + retry;
-        self.add_timer(at, Timer::Op(req));
+        self.table.add_timer(at, Timer::Op(req));
     }
 }
