@@ -266,6 +266,7 @@ impl Transactions {
         let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
+        op.kind.request_lost();
         // The op and the routing are apart: one borrow serves both.
         if let Some((id, _)) = op.server.take() {
             self.routing.failed(id, until);

@@ -70,6 +70,15 @@ impl OpKind {
             _ => None,
         }
     }
+
+    /// Its storage request was lost (the connection went, or the server failed): nothing of
+    /// it is in flight any more, so the next step sends again instead of waiting for a
+    /// reply that cannot come.
+    pub(super) fn request_lost(&mut self) {
+        if let OpKind::Watch(watch::WatchOp { reading, .. }) = self {
+            *reading = false;
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
