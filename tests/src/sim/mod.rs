@@ -27,6 +27,9 @@ mod driver;
 mod executor;
 pub mod fuzzing;
 mod net;
+#[cfg(feature = "planted-bugs")]
+pub mod plant;
+pub mod workloads;
 
 pub use cluster::SimCluster;
 pub use driver::{Database, SimDriver};
@@ -70,6 +73,16 @@ pub struct Faults {
     /// Mean time between shard moves (a random key's shard to a random storage server;
     /// `None`: none).
     pub move_every: Option<Duration>,
+    /// Clock drift on the clients: each database's clock runs at a rate drawn from
+    /// `1000 ± clock_drift` per mille of the world's (0: the world's clock). Its timers
+    /// (pings, backoffs, timeouts) fire early or late against the cluster's.
+    pub clock_drift: u32,
+    /// Kills and pauses may pick a coordinator too.
+    pub coordinator_faults: bool,
+    /// Mean time between partitions (`None`: none): one direction of a random open
+    /// connection loses everything sent on it (a close included) until the connection is
+    /// reset, by its client noticing or after at most `max_downtime`.
+    pub partition_every: Option<Duration>,
     /// Faults stop after this much virtual time, so the workload can finish.
     pub until: Duration,
 }
@@ -85,6 +98,9 @@ impl Default for Faults {
             max_downtime: Duration::from_secs(2),
             pause_every: None,
             move_every: None,
+            clock_drift: 0,
+            coordinator_faults: false,
+            partition_every: None,
             until: Duration::from_secs(60),
         }
     }
@@ -95,12 +111,14 @@ impl Faults {
     /// (so messages on different connections reorder), connection resets every 20..300 ms
     /// in half of the seeds, a process killed every 100 ms..1 s (and restarted within
     /// 50 ms..1.5 s) in a third, a process paused as often in a third, a shard moved every
-    /// 20..500 ms in half.
+    /// 20..500 ms in half; client clocks drifting by up to 5..50 % in a third, coordinators
+    /// among the processes killed and paused in half, a partition every 100 ms..1 s in a
+    /// third.
     pub fn swarm(seed: u64) -> Faults {
         let mut rng = seed ^ 0x5eed_fa17;
         let mut pick = |n: u64| splitmix(&mut rng) % n;
         let max_delay = [50, 500, 2_000, 20_000][pick(4) as usize];
-        Faults {
+        let mut f = Faults {
             min_delay: Duration::from_micros(10),
             max_delay: Duration::from_micros(max_delay),
             reset_every: (pick(2) == 0).then(|| Duration::from_millis(20 + pick(280))),
@@ -109,7 +127,16 @@ impl Faults {
             pause_every: (pick(3) == 0).then(|| Duration::from_millis(100 + pick(900))),
             move_every: (pick(2) == 0).then(|| Duration::from_millis(20 + pick(480))),
             until: Duration::from_secs(30),
-        }
+            ..Faults::default()
+        };
+        f.clock_drift = if pick(3) == 0 {
+            50 + pick(451) as u32
+        } else {
+            0
+        };
+        f.coordinator_faults = pick(2) == 0;
+        f.partition_every = (pick(3) == 0).then(|| Duration::from_millis(100 + pick(900)));
+        f
     }
 }
 
@@ -121,6 +148,21 @@ pub struct FaultCounts {
     pub restarts: u64,
     pub pauses: u64,
     pub moves: u64,
+    pub partitions: u64,
+}
+
+impl FaultCounts {
+    /// Both counts added up (a swarm's total).
+    pub fn plus(&self, o: &FaultCounts) -> FaultCounts {
+        FaultCounts {
+            resets: self.resets + o.resets,
+            kills: self.kills + o.kills,
+            restarts: self.restarts + o.restarts,
+            pauses: self.pauses + o.pauses,
+            moves: self.moves + o.moves,
+            partitions: self.partitions + o.partitions,
+        }
+    }
 }
 
 /// A fault the schedule planned.
@@ -138,6 +180,10 @@ pub(crate) enum Fault {
     Continue(Role),
     /// Move a random key's shard to a random storage server.
     Move,
+    /// Cut one direction of a random open connection.
+    Partition,
+    /// Reset a partitioned connection (if it is still open).
+    Heal(u64),
 }
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -176,6 +222,8 @@ impl Trace {
                 b'p' => "process paused",
                 b'P' => "process continued",
                 b'm' => "shard moved",
+                b'|' => "connection partitioned",
+                b'~' => "partitioned connection reset",
                 b't' => "client timer",
                 b'w' => "task timer",
                 _ => "?",
@@ -194,6 +242,23 @@ impl Trace {
 struct SimClient {
     engine: Engine,
     shared: Arc<driver::Shared>,
+    /// Its clock: `since + (world time - since) * rate / 1000`.
+    since: Duration,
+    rate: u64,
+}
+
+impl SimClient {
+    /// The client's time at world time `t`.
+    fn local(&self, t: Duration) -> Duration {
+        let d = t.saturating_sub(self.since).as_nanos() * self.rate as u128 / 1000;
+        self.since + Duration::from_nanos(d as u64)
+    }
+
+    /// The first world time at which the client's time reaches `local`.
+    fn world(&self, local: Duration) -> Duration {
+        let d = local.saturating_sub(self.since).as_nanos() * 1000;
+        self.since + Duration::from_nanos(d.div_ceil(self.rate as u128) as u64)
+    }
 }
 
 /// What tasks reach through the thread while a simulation runs ([`spawn`], [`sleep`],
@@ -379,6 +444,10 @@ impl Sim {
             let t = sim.draw(every * 2);
             sim.net.at(t, Ev::Fault(Fault::Move));
         }
+        if let Some(every) = sim.faults.partition_every {
+            let t = sim.draw(every * 2);
+            sim.net.at(t, Ev::Fault(Fault::Partition));
+        }
         sim
     }
 
@@ -498,7 +567,18 @@ impl Sim {
         loop {
             let mut busy = self.exec.run_ready();
             for (engine, shared) in driver::take_opened() {
-                self.clients.push(SimClient { engine, shared });
+                let d = self.faults.clock_drift as u64;
+                let rate = if d == 0 {
+                    1000
+                } else {
+                    1000 - d.min(999) + splitmix(&mut self.rng) % (2 * d.min(999) + 1)
+                };
+                self.clients.push(SimClient {
+                    engine,
+                    shared,
+                    since: self.now,
+                    rate,
+                });
             }
             for i in 0..self.clients.len() {
                 loop {
@@ -540,7 +620,7 @@ impl Sim {
                     let now = self.now;
                     let l = self.net.links.get_mut(&id).expect("a link");
                     l.client_open = false;
-                    if l.server_open {
+                    if l.server_open && !l.cut_to_server {
                         let at = (now + d).max(l.to_server_at);
                         self.net.at(at, Ev::ServerSeesClose(id));
                     }
@@ -561,7 +641,7 @@ impl Sim {
             let d = self.delay();
             let now = self.now;
             let l = self.net.links.get_mut(&id).expect("a link");
-            if l.client_open && l.server_open {
+            if l.client_open && l.server_open && !l.cut_to_server {
                 let at = (now + d).max(l.to_server_at);
                 l.to_server_at = at;
                 self.net.at(at, Ev::ToServer(id, t.data));
@@ -588,16 +668,17 @@ impl Sim {
                 continue;
             }
             let at = (now + d).max(l.to_client_at);
+            let cut = l.cut_to_client;
             match bytes {
                 Some(b) => {
-                    if l.client_open {
+                    if l.client_open && !cut {
                         l.to_client_at = at;
                         self.net.at(at, Ev::ToClient(conn.id, b));
                     }
                 }
                 None => {
                     l.server_open = false;
-                    if l.client_open {
+                    if l.client_open && !cut {
                         self.net.at(at, Ev::ClientSeesClose(conn.id));
                     }
                     self.net.reap(conn.id);
@@ -612,7 +693,7 @@ impl Sim {
         let clients = self
             .clients
             .iter_mut()
-            .filter_map(|c| c.engine.client().poll_timeout().map(|t| t.0));
+            .filter_map(|c| c.engine.client().poll_timeout().map(|t| c.world(t.0)));
         let cluster = self
             .cluster
             .borrow()
@@ -637,6 +718,11 @@ impl Sim {
     fn advance(&mut self, to: Duration) {
         self.now = to;
         self.clock.store(to.as_nanos() as u64, Ordering::SeqCst);
+        for c in &self.clients {
+            c.shared
+                .nanos
+                .store(c.local(to).as_nanos() as u64, Ordering::SeqCst);
+        }
         self.cluster.borrow_mut().set_now(Instant(to));
         let wake: Vec<Waker> = CTX.with(|c| {
             let mut c = c.borrow_mut();
@@ -662,11 +748,12 @@ impl Sim {
             }
         }
         for i in 0..self.clients.len() {
+            let local = self.clients[i].local(to);
             let due = self.clients[i]
                 .engine
                 .client()
                 .poll_timeout()
-                .is_some_and(|t| t.0 <= to);
+                .is_some_and(|t| t.0 <= local);
             if due {
                 self.steps += 1;
                 self.trace.record(to, b't', i as u64, &[]);
@@ -746,7 +833,7 @@ impl Sim {
                 let Some(l) = self.net.links.get(&id) else {
                     return;
                 };
-                if let (true, Some(c)) = (l.server_open, l.server.clone()) {
+                if let (true, false, Some(c)) = (l.server_open, l.cut_to_server, l.server.clone()) {
                     self.trace.record(now, b'>', id, &bytes);
                     self.cluster.borrow_mut().input(&c, &bytes);
                 }
@@ -755,7 +842,7 @@ impl Sim {
                 let Some(l) = self.net.links.get(&id) else {
                     return;
                 };
-                if l.client_open {
+                if l.client_open && !l.cut_to_client {
                     let (c, conn) = (l.client, l.conn);
                     self.trace.record(now, b'<', id, &bytes);
                     self.clients[c].engine.handle_input(conn, &bytes);
@@ -765,7 +852,7 @@ impl Sim {
                 let Some(l) = self.net.links.get_mut(&id) else {
                     return;
                 };
-                if l.server_open {
+                if l.server_open && !l.cut_to_server {
                     l.server_open = false;
                     self.trace.record(now, b'x', id, &[]);
                     if let Some(c) = l.server.clone() {
@@ -778,7 +865,7 @@ impl Sim {
                 let Some(l) = self.net.links.get_mut(&id) else {
                     return;
                 };
-                if l.client_open {
+                if l.client_open && !l.cut_to_client {
                     l.client_open = false;
                     let (c, conn) = (l.client, l.conn);
                     self.trace.record(now, b'X', id, &[]);
@@ -790,15 +877,45 @@ impl Sim {
         }
     }
 
-    /// A storage server or the proxies, from the seed.
+    /// A storage server or the proxies (or, with `coordinator_faults`, a coordinator), from
+    /// the seed.
     fn random_role(&mut self) -> Role {
         let n = self.cluster.borrow().storage_server_count() as u64;
-        let pick = splitmix(&mut self.rng) % (n + 1);
-        if pick == n {
+        let coordinators: Vec<Role> = if self.faults.coordinator_faults {
+            let mut c: Vec<Role> = (self.cluster.borrow().processes().iter())
+                .filter_map(|(r, _, _)| matches!(r, Role::Coordinator(_)).then_some(*r))
+                .collect();
+            c.dedup();
+            c
+        } else {
+            Vec::new()
+        };
+        let pick = splitmix(&mut self.rng) % (n + 1 + coordinators.len() as u64);
+        if pick < n {
+            Role::Storage(pick as usize)
+        } else if pick == n {
             Role::Proxies
         } else {
-            Role::Storage(pick as usize)
+            coordinators[(pick - n - 1) as usize]
         }
+    }
+
+    /// Closes both ends of link `id` at once (what was in flight is lost).
+    fn cut(&mut self, id: u64) {
+        let Some(l) = self.net.links.get_mut(&id) else {
+            return;
+        };
+        let (c, conn, server) = (l.client, l.conn, l.server.clone());
+        let (client_open, server_open) = (l.client_open, l.server_open);
+        l.client_open = false;
+        l.server_open = false;
+        if let (true, Some(s)) = (server_open, server) {
+            self.cluster.borrow_mut().closed(&s);
+        }
+        if client_open {
+            self.clients[c].engine.handle_closed(conn);
+        }
+        self.net.reap(id);
     }
 
     fn fault(&mut self, f: Fault) {
@@ -817,15 +934,7 @@ impl Sim {
                     let id = open[(splitmix(&mut self.rng) % open.len() as u64) as usize];
                     self.trace.record(now, b'!', id, &[]);
                     self.counts.resets += 1;
-                    let l = self.net.links.get_mut(&id).expect("open");
-                    l.client_open = false;
-                    l.server_open = false;
-                    let (c, conn, server) = (l.client, l.conn, l.server.clone());
-                    if let Some(s) = server {
-                        self.cluster.borrow_mut().closed(&s);
-                    }
-                    self.clients[c].engine.handle_closed(conn);
-                    self.net.reap(id);
+                    self.cut(id);
                 }
                 if active {
                     let every = self.faults.reset_every.expect("resets on");
@@ -880,6 +989,41 @@ impl Sim {
                     let every = self.faults.move_every.expect("moves on");
                     let t = self.draw(every * 2);
                     self.net.at(now + t, Ev::Fault(Fault::Move));
+                }
+            }
+            Fault::Partition => {
+                let open: Vec<u64> = self
+                    .net
+                    .links
+                    .iter()
+                    .filter(|(_, l)| l.connected && l.client_open && l.server_open)
+                    .filter(|(_, l)| !l.cut_to_server && !l.cut_to_client)
+                    .map(|(id, _)| *id)
+                    .collect();
+                if active && !open.is_empty() {
+                    let id = open[(splitmix(&mut self.rng) % open.len() as u64) as usize];
+                    let to_server = splitmix(&mut self.rng) % 2 == 0;
+                    self.trace.record(now, b'|', id, &[to_server as u8]);
+                    self.counts.partitions += 1;
+                    let l = self.net.links.get_mut(&id).expect("open");
+                    if to_server {
+                        l.cut_to_server = true;
+                    } else {
+                        l.cut_to_client = true;
+                    }
+                    let down = self.draw(self.faults.max_downtime);
+                    self.net.at(now + down, Ev::Fault(Fault::Heal(id)));
+                }
+                if active {
+                    let every = self.faults.partition_every.expect("partitions on");
+                    let t = self.draw(every * 2);
+                    self.net.at(now + t, Ev::Fault(Fault::Partition));
+                }
+            }
+            Fault::Heal(id) => {
+                if self.net.links.contains_key(&id) {
+                    self.trace.record(now, b'~', id, &[]);
+                    self.cut(id);
                 }
             }
             Fault::Restart(role) => {

@@ -31,6 +31,9 @@ pub(crate) struct Link {
     /// When the last thing sent each way arrives: later sends arrive no earlier.
     pub(crate) to_server_at: Duration,
     pub(crate) to_client_at: Duration,
+    /// A partition: everything sent this way is lost until the link is reset.
+    pub(crate) cut_to_server: bool,
+    pub(crate) cut_to_client: bool,
 }
 
 /// Something the network will do.
@@ -102,6 +105,8 @@ impl Net {
                 server_open: false,
                 to_server_at: Duration::ZERO,
                 to_client_at: Duration::ZERO,
+                cut_to_server: false,
+                cut_to_client: false,
             },
         );
         self.by_client.insert((client, conn), id);
