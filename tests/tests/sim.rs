@@ -441,3 +441,49 @@ fn directory_prefixes_replay() {
     };
     assert_eq!(prefixes(21), prefixes(21));
 }
+
+/// The planted-bug report (`--features planted-bugs` only): for each bug of `sim::plant` and
+/// each workload, how many seeds (with `Faults::swarm`) it takes until a run breaks an
+/// invariant, from five starting seeds (at most 500 seeds each). `cargo test -p fdb-tests
+/// --features planted-bugs --test sim -- planted --nocapture`; the numbers are in
+/// tests/src/sim/README.md. Every bug must be found by some workload.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn planted_bugs_are_found() {
+    use fdb_tests::sim::plant::{self, Plant};
+    let first_break = |w: Workload, from: u64| {
+        (from..from + 500).find_map(|seed| {
+            let r = std::panic::catch_unwind(|| workloads::run(w, seed, Faults::swarm(seed), 1));
+            let why = match r {
+                Ok(r) => r.violations.first().cloned()?,
+                Err(e) => format!("did not finish: {}", panic_text(&e)),
+            };
+            Some((seed - from + 1, why))
+        })
+    };
+    eprintln!("| planted bug | bank | queue | ryw | watches |\n|---|---|---|---|---|");
+    for p in Plant::ALL {
+        plant::set(Some(p));
+        let mut row = format!("| {p:?} |");
+        let mut found = false;
+        for w in Workload::ALL {
+            let mut counts = Vec::new();
+            for from in [1, 10_001, 20_001, 30_001, 40_001] {
+                match first_break(w, from) {
+                    Some((n, why)) => {
+                        if counts.is_empty() {
+                            eprintln!("{p:?}, {}: seed {} broke: {why}", w.name(), from + n - 1);
+                        }
+                        counts.push(n.to_string());
+                    }
+                    None => counts.push(">500".into()),
+                }
+            }
+            found |= counts.iter().any(|c| !c.starts_with('>'));
+            row += &format!(" {} |", counts.join(", "));
+        }
+        plant::set(None);
+        eprintln!("{row}");
+        assert!(found, "{p:?} was not found");
+    }
+}
