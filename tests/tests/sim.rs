@@ -167,7 +167,8 @@ fn panic_text(e: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_default()
 }
 
-/// Replays one seed (`SIM_SEED`; its workload, or `SIM_WORKLOAD`), printing what happened.
+/// Replays one seed (`SIM_SEED`; its workload, or `SIM_WORKLOAD`), printing what happened
+/// (`SIM_LOG=1`: every event of the world; `SIM_LOG=2`: the client's debug log too).
 #[test]
 fn swarm_replay() {
     let Some(seed) = std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) else {
@@ -177,6 +178,14 @@ fn swarm_replay() {
         .ok()
         .map(|n| Workload::parse(&n).expect("bank, queue, ryw or watches"))
         .unwrap_or(Workload::of_seed(seed));
+    // SIM_LOG=2: the client's own debug log too.
+    if std::env::var("SIM_LOG").is_ok_and(|v| v == "2") {
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_writer(std::io::stderr)
+            .without_time()
+            .init();
+    }
     let r = workloads::run(w, seed, Faults::swarm(seed), 1);
     eprintln!(
         "seed {seed} ({}): {:?}\ntrace {:016x}, {} steps, {:?} virtual, {:?}, {}/{} done, \

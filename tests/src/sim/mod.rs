@@ -1002,7 +1002,7 @@ impl Sim {
                     .collect();
                 if active && !open.is_empty() {
                     let id = open[(splitmix(&mut self.rng) % open.len() as u64) as usize];
-                    let to_server = splitmix(&mut self.rng) % 2 == 0;
+                    let to_server = splitmix(&mut self.rng) & 1 == 0;
                     self.trace.record(now, b'|', id, &[to_server as u8]);
                     self.counts.partitions += 1;
                     let l = self.net.links.get_mut(&id).expect("open");

@@ -840,8 +840,8 @@ fn watches(
         .requests(crate::cluster::RequestKind::WatchValue);
     for (i, w) in state.iter().enumerate() {
         if w.changes && w.fired.is_none() {
-            // Open: the client loses a watch under connection resets and shard moves
-            // (seed 1059); the cluster no longer holds it.
+            // Open (README, "Found"): a watch whose value read is lost with its connection
+            // stays `reading` and never asks again (seeds 1059, 1387, 1571).
             v.push(format!(
                 "{KNOWN}the watch on changed key w/{i} never fired (set at {:?}, changed at {:?}, \
                  errors {:?}; the cluster holds {held} watches of {asked} asked)",
