@@ -950,18 +950,24 @@ impl Sim {
         self.net.reap(id);
     }
 
+    /// The connections open at both ends and not partitioned (a partitioned one is reset
+    /// by its heal).
+    fn open_links(&self) -> Vec<u64> {
+        self.net
+            .links
+            .iter()
+            .filter(|(_, l)| l.connected && l.client_open && l.server_open)
+            .filter(|(_, l)| !l.cut_to_server && !l.cut_to_client)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     fn fault(&mut self, f: Fault) {
         let now = self.now;
         let active = now < self.faults.until;
         match f {
             Fault::Reset => {
-                let open: Vec<u64> = self
-                    .net
-                    .links
-                    .iter()
-                    .filter(|(_, l)| l.connected && l.client_open && l.server_open)
-                    .map(|(id, _)| *id)
-                    .collect();
+                let open = self.open_links();
                 if active && !open.is_empty() {
                     let id = open[(splitmix(&mut self.rng) % open.len() as u64) as usize];
                     self.trace.record(now, b'!', id, &[]);
@@ -1024,14 +1030,7 @@ impl Sim {
                 }
             }
             Fault::Partition => {
-                let open: Vec<u64> = self
-                    .net
-                    .links
-                    .iter()
-                    .filter(|(_, l)| l.connected && l.client_open && l.server_open)
-                    .filter(|(_, l)| !l.cut_to_server && !l.cut_to_client)
-                    .map(|(id, _)| *id)
-                    .collect();
+                let open = self.open_links();
                 if active && !open.is_empty() {
                     let id = open[(splitmix(&mut self.rng) % open.len() as u64) as usize];
                     let to_server = splitmix(&mut self.rng) & 1 == 0;
