@@ -281,12 +281,18 @@ impl SimClient {
 
     /// The client's time at world time `t`.
     fn local(&self, t: Duration) -> Duration {
+        if self.rate == 1000 {
+            return t;
+        }
         let d = t.saturating_sub(self.since).as_nanos() * self.rate as u128 / 1000;
         self.since + Duration::from_nanos(d as u64)
     }
 
     /// The first world time at which the client's time reaches `local`.
     fn world(&self, local: Duration) -> Duration {
+        if self.rate == 1000 {
+            return local;
+        }
         let d = local.saturating_sub(self.since).as_nanos() * 1000;
         self.since + Duration::from_nanos(d.div_ceil(self.rate as u128) as u64)
     }
@@ -792,12 +798,12 @@ impl Sim {
                 self.clients[i].engine().handle_timeout();
             }
         }
-        let cluster_due = self
-            .cluster
-            .borrow_mut()
-            .poll_timeout()
-            .is_some_and(|t| t.0 <= to)
-            && to >= self.cluster_ticked + Duration::from_millis(1);
+        let cluster_due = to >= self.cluster_ticked + Duration::from_millis(1)
+            && self
+                .cluster
+                .borrow_mut()
+                .poll_timeout()
+                .is_some_and(|t| t.0 <= to);
         if cluster_due {
             self.steps += 1;
             self.cluster_ticked = to;
