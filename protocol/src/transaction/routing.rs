@@ -347,6 +347,9 @@ impl Transactions {
         let Some(op) = self.ops.get_mut(&req) else {
             return;
         };
+        if let OpKind::Watch { reading, .. } = &mut op.kind {
+            *reading = false;
+        }
         op.attempt += 1;
         if op.attempt >= n {
             self.relocate(cx, req, &key, reverse);
