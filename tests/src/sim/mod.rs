@@ -579,6 +579,9 @@ impl Sim {
 
     /// Runs the world until `done`.
     fn drive(&mut self, done: impl Fn() -> bool) -> Result<(), String> {
+        // Rounds in a row at one virtual time: a timer that fires again and again without
+        // time moving would spin forever.
+        let mut still = 0u32;
         loop {
             self.settle();
             if done() {
@@ -593,6 +596,12 @@ impl Sim {
             };
             if next > self.limit {
                 return Err(format!("still running at the limit {:?}", self.limit));
+            }
+            still = if next == self.now { still + 1 } else { 0 };
+            if still > 100_000 {
+                return Err(format!(
+                    "time stopped at {next:?}: a timer fires without end"
+                ));
             }
             self.advance(next);
         }

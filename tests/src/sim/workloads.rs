@@ -73,9 +73,6 @@ pub struct Report {
     pub hash: u64,
     /// Broken invariants, one line each (empty: the run passed).
     pub violations: Vec<String>,
-    /// Broken invariants of a bug the swarm found that is open (see the README's list):
-    /// reported with their replay, not failing the run.
-    pub known: Vec<String>,
     /// Operations the application was told succeeded, of those it tried.
     pub done: usize,
     pub tried: usize,
@@ -108,13 +105,11 @@ pub fn run(workload: Workload, seed: u64, faults: Faults, scale: usize) -> Repor
         Workload::Ryw => ryw(&mut world, seed, scale),
         Workload::Watches => watches(&mut world, seed, scale, &faults),
     };
-    let (known, violations) = violations.into_iter().partition(|v| v.starts_with(KNOWN));
     Report {
         workload,
         seed,
         hash: world.trace_hash(),
         violations,
-        known,
         done,
         tried,
         steps: world.steps(),
@@ -157,9 +152,6 @@ where
         }
     }
 }
-
-/// How a violation of an open, known bug starts.
-const KNOWN: &str = "known: ";
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -842,10 +834,8 @@ fn watches(
         .requests(crate::cluster::RequestKind::WatchValue);
     for (i, w) in state.iter().enumerate() {
         if w.changes && w.fired.is_none() {
-            // Open (README, "Found"): a watch whose value read is lost with its connection
-            // stays `reading` and never asks again (seeds 1059, 1387, 1571).
             v.push(format!(
-                "{KNOWN}the watch on changed key w/{i} never fired (set at {:?}, changed at {:?}, \
+                "the watch on changed key w/{i} never fired (set at {:?}, changed at {:?}, \
                  errors {:?}; the cluster holds {held} watches of {asked} asked)",
                 w.set_at, w.changed_at, w.errors
             ));
