@@ -9,7 +9,8 @@
 //! * Each **database** is an `fdb-api` [`Database`] on the [`SimDriver`]: the same API as the
 //!   tokio and mio drivers, its engine run by the world between the application's polls.
 //! * The **network** ([`net`]) delivers each connection's bytes in order with a delay from
-//!   the seed; connections overtake each other. [`Faults`] adds resets and process kills.
+//!   the seed; connections overtake each other. [`Faults`] adds resets, kills, pauses, shard
+//!   moves, client clock drift and partitions.
 //! * The **executor** ([`executor`]) polls the application's tasks in wake order.
 //!
 //! Time moves only when nothing can run without it: to the next message, timer or fault.
