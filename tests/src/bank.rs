@@ -191,7 +191,7 @@ impl Loop {
 
     /// After `on_error` accepted `code`.
     fn retried(&mut self, code: ErrorCode, stage: Stage) {
-        if code.is_maybe_committed() {
+        if crate::sim::workloads::maybe_committed(code) {
             self.check_id = true;
         }
         self.record.retried.push((code, stage));
@@ -206,7 +206,7 @@ impl Loop {
         error: String,
         rejected: Option<(Option<ErrorCode>, String)>,
     ) -> TxRecord {
-        let maybe = code.is_some_and(|c| c.is_maybe_committed());
+        let maybe = code.is_some_and(crate::sim::workloads::maybe_committed);
         let ambiguous =
             self.check_id || maybe || (stage == Stage::Commit && commit_outcome_open(code));
         let (stage, code, error) = match rejected {

@@ -3,108 +3,28 @@
 //! one thread, one virtual clock and one simulated network, all from one seed.
 //!
 //! A failing seed replays with `SIM_SEED=<seed> cargo test -p fdb-tests --test sim --
-//! bank_replay --nocapture`.
+//! swarm_replay --nocapture`.
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::framing::ProtocolVersion;
-use fdb_tests::bank::{Bank, Rng, TxRecord, Verdict};
-use fdb_tests::cluster::{RequestKind, Role, TestClusterBuilder};
-use fdb_tests::sim::{self, FaultCounts, Faults, Sim};
+use fdb_tests::bank::Rng;
+use fdb_tests::cluster::{RequestKind, Role};
+use fdb_tests::sim::workloads::{self, Report, Workload};
+use fdb_tests::sim::{self, FaultCounts, Faults};
 
-/// What one bank run left: the trace hash, the verdict, transfers committed, virtual time.
-struct BankRun {
-    hash: u64,
-    verdict: Verdict,
-    committed: usize,
-    transfers: usize,
-    virtual_time: Duration,
-    steps: u64,
-    faults: FaultCounts,
-}
-
-/// The bank workload on a world of `seed` with `faults`: `workers` concurrent workers (on
-/// two databases), each making `per_worker` transfers, then the bank read back and judged.
-fn bank_run(seed: u64, faults: Faults, workers: usize, per_worker: usize) -> BankRun {
-    let mut world = Sim::with(seed, TestClusterBuilder::default(), faults);
-    let bank = Bank::new(b"bank/", 6, 1000, Duration::from_secs(5));
-    let records: Rc<RefCell<Vec<TxRecord>>> = Rc::default();
-    let recs = records.clone();
-    let b = bank.clone();
-    let state = world.run(move |db| async move {
-        init_bank(&db, &b).await;
-        let other = sim::open();
-        let mut rng = Rng::new(seed);
-        let jobs: Vec<_> = (0..workers)
-            .map(|w| {
-                let db = if w % 2 == 0 {
-                    db.clone()
-                } else {
-                    other.clone()
-                };
-                let transfers: Vec<_> = (0..per_worker)
-                    .map(|_| b.random_transfer(&mut rng))
-                    .collect();
-                let (b, recs) = (b.clone(), recs.clone());
-                let mut think = Rng::new(seed ^ w as u64);
-                async move {
-                    for t in transfers {
-                        // Think time, so the run spans the faults.
-                        sim::sleep(Duration::from_millis(think.below(40))).await;
-                        let r = b.transfer(&db, t, "sim").await;
-                        sim::note(format!("{:?}", r.outcome).as_bytes());
-                        recs.borrow_mut().push(r);
-                    }
-                }
-            })
-            .collect();
-        futures::future::join_all(jobs).await;
-        // Faults may still be on: read until a read gets through.
-        loop {
-            match b.read_once(&db).await {
-                Ok(state) => return state,
-                Err(_) => sim::sleep(Duration::from_millis(100)).await,
-            }
-        }
-    });
-    let records = records.borrow();
-    let verdict = state.judge(&bank, &records, Duration::from_secs(3600));
-    BankRun {
-        hash: world.trace_hash(),
-        verdict,
-        committed: records.iter().filter(|r| r.committed()).count(),
-        transfers: records.len(),
-        virtual_time: world.now(),
-        steps: world.steps(),
-        faults: world.fault_counts(),
-    }
-}
-
-/// `init` through the retry loop, again until it goes through (faults may be on).
-async fn init_bank(db: &sim::Database, bank: &Bank) {
-    while bank.init(db).await.is_err() {
-        sim::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn replay_hint(seed: u64) -> String {
-    format!(
-        "replay: SIM_SEED={seed} cargo test -p fdb-tests --test sim -- bank_replay --nocapture \
-         (with SIM_LOG=1: every event)"
-    )
-}
-
-fn check(seed: u64, run: &BankRun) {
+fn check(r: &Report) {
     assert!(
-        run.verdict.violations.is_empty(),
-        "seed {seed} ({:?}): {:?}\n{}",
-        Faults::swarm(seed),
-        run.verdict.violations,
-        replay_hint(seed)
+        r.violations.is_empty(),
+        "seed {} ({}, {:?}): {:#?}\nreplay: {}",
+        r.seed,
+        r.workload.name(),
+        Faults::swarm(r.seed),
+        r.violations,
+        workloads::replay_command(r.seed, r.workload)
     );
 }
 
@@ -144,90 +64,143 @@ fn the_same_seed_gives_the_same_trace() {
         reset_every: Some(Duration::from_millis(300)),
         ..Faults::swarm(seed)
     };
-    let a = bank_run(11, faults(11), 4, 10);
-    let b = bank_run(11, faults(11), 4, 10);
-    let c = bank_run(12, faults(12), 4, 10);
-    check(11, &a);
-    check(12, &c);
+    let a = workloads::run(Workload::Bank, 11, faults(11), 1);
+    let b = workloads::run(Workload::Bank, 11, faults(11), 1);
+    let c = workloads::run(Workload::Bank, 12, faults(12), 1);
+    check(&a);
+    check(&c);
     assert_eq!(a.hash, b.hash, "seed 11 twice");
-    assert_eq!(a.committed, b.committed);
+    assert_eq!(a.done, b.done);
     assert_eq!(a.virtual_time, b.virtual_time);
     assert_ne!(a.hash, c.hash, "seeds 11 and 12");
 }
 
-/// The bounded swarm: bank runs over many seeds, each with the faults its seed picks,
-/// for a few seconds.
+/// Every workload replays: the same seed, the same trace.
 #[test]
-fn bank_swarm() {
-    let budget = Duration::from_secs(
-        std::env::var("SIM_SWARM_SECS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(4),
-    );
+fn every_workload_replays() {
+    for w in Workload::ALL {
+        let seed = 40 + w as u64;
+        let a = workloads::run(w, seed, Faults::swarm(seed), 1);
+        let b = workloads::run(w, seed, Faults::swarm(seed), 1);
+        check(&a);
+        assert_eq!(a.hash, b.hash, "{w:?} seed {seed} twice");
+        assert!(a.done > 0, "{w:?}: {a:?}");
+    }
+}
+
+/// The swarm: the workloads in turn over many seeds, each with the faults its seed picks,
+/// for `SIM_SWARM_SECS` (4 by default; `.ci/run` gives it 90) from `SIM_FIRST_SEED`. With
+/// `SIM_LONG=1` it runs until stopped, four times the work per seed, and reports every minute
+/// (a machine left to run); a failing seed stops it. Every failure prints its replay.
+#[test]
+fn swarm() {
+    let env = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u64>().ok());
+    let long = env("SIM_LONG").is_some_and(|v| v != 0);
+    let budget = Duration::from_secs(env("SIM_SWARM_SECS").unwrap_or(4));
+    let scale = if long { 4 } else { 1 };
+    let first = env("SIM_FIRST_SEED").unwrap_or(1000);
     let start = Instant::now();
-    let first: u64 = std::env::var("SIM_FIRST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
+    let mut report_at = Duration::from_secs(60);
     let mut seed = first;
-    let (mut runs, mut committed, mut transfers) = (0, 0, 0);
+    let mut per: BTreeMap<Workload, (u64, usize, usize)> = BTreeMap::new();
     let mut faults = FaultCounts::default();
     let mut virtual_time = Duration::ZERO;
-    while start.elapsed() < budget || runs < 3 {
-        let run = bank_run(seed, Faults::swarm(seed), 4, 8);
-        check(seed, &run);
+    let mut runs = 0u64;
+    while (long || start.elapsed() < budget) || runs < 8 {
+        let w = Workload::of_seed(seed);
+        let r = std::panic::catch_unwind(|| workloads::run(w, seed, Faults::swarm(seed), scale))
+            .unwrap_or_else(|e| {
+                panic!(
+                    "seed {seed} ({}) did not finish: {}\nreplay: {}",
+                    w.name(),
+                    panic_text(&e),
+                    workloads::replay_command(seed, w)
+                )
+            });
+        check(&r);
         runs += 1;
-        committed += run.committed;
-        transfers += run.transfers;
-        faults.resets += run.faults.resets;
-        faults.kills += run.faults.kills;
-        faults.restarts += run.faults.restarts;
-        faults.pauses += run.faults.pauses;
-        faults.moves += run.faults.moves;
-        virtual_time += run.virtual_time;
+        let e = per.entry(w).or_default();
+        e.0 += 1;
+        e.1 += r.done;
+        e.2 += r.tried;
+        faults = faults.plus(&r.faults);
+        virtual_time += r.virtual_time;
         seed += 1;
+        if long && start.elapsed() >= report_at {
+            report_at += Duration::from_secs(60);
+            eprintln!(
+                "swarm: {runs} seeds ({first}..{seed}) in {:?}, {faults:?}",
+                start.elapsed()
+            );
+        }
     }
     eprintln!(
-        "bank swarm: {runs} seeds ({first}..{seed}) in {:?} ({virtual_time:?} simulated), \
-         {committed}/{transfers} transfers committed, {faults:?}",
+        "swarm: {runs} seeds ({first}..{seed}) in {:?} ({virtual_time:?} simulated), no \
+         violations; per workload (seeds, done/tried): {per:?}; {faults:?}",
         start.elapsed()
     );
-    assert!(committed > 0);
+    assert!(
+        per.values().all(|p| p.1 > 0),
+        "every workload did something: {per:?}"
+    );
     assert!(
         faults.resets > 0 && faults.kills > 0,
         "the swarm made faults: {faults:?}"
     );
 }
 
-/// Replays one seed (`SIM_SEED`), printing what happened.
+fn panic_text(e: &Box<dyn std::any::Any + Send>) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+/// Replays one seed (`SIM_SEED`; its workload, or `SIM_WORKLOAD`), printing what happened
+/// (`SIM_LOG=1`: every event of the world; `SIM_LOG=2`: the client's debug log too).
 #[test]
-fn bank_replay() {
+fn swarm_replay() {
     let Some(seed) = std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) else {
         return;
     };
-    let run = bank_run(seed, Faults::swarm(seed), 4, 8);
+    let w = std::env::var("SIM_WORKLOAD")
+        .ok()
+        .map(|n| Workload::parse(&n).expect("bank, queue, ryw or watches"))
+        .unwrap_or(Workload::of_seed(seed));
+    // SIM_LOG=2: the client's own debug log too.
+    if std::env::var("SIM_LOG").is_ok_and(|v| v == "2") {
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_writer(std::io::stderr)
+            .without_time()
+            .init();
+    }
+    let r = workloads::run(w, seed, Faults::swarm(seed), 1);
     eprintln!(
-        "seed {seed}: {:?}\ntrace {:016x}, {} steps, {:?} virtual, {:?}, {}/{} committed, violations {:?}",
+        "seed {seed} ({}): {:?}\ntrace {:016x}, {} steps, {:?} virtual, {:?}, {}/{} done, \
+         violations {:#?}",
+        w.name(),
         Faults::swarm(seed),
-        run.hash,
-        run.steps,
-        run.virtual_time,
-        run.faults,
-        run.committed,
-        run.transfers,
-        run.verdict.violations
+        r.hash,
+        r.steps,
+        r.virtual_time,
+        r.faults,
+        r.done,
+        r.tried,
+        r.violations
     );
-    check(seed, &run);
+    check(&r);
 }
 
 /// Runs per second of a small session (one database, a write and a read, no faults): the
-/// number the fuzz target on the simulated world is measured by.
+/// number the fuzz target on the simulated world is measured by. A measurement, not a test
+/// (`cargo test --release -p fdb-tests --test sim -- --ignored small_sessions --nocapture`).
 #[test]
+#[ignore]
 fn small_sessions_per_second() {
     let start = Instant::now();
     let mut n = 0u64;
-    while start.elapsed() < Duration::from_secs(1) {
+    while start.elapsed() < Duration::from_secs(3) {
         let v = sim::run(n, |db| async move {
             db.run(|tx| async move {
                 tx.set(b"k", b"v");
@@ -242,7 +215,10 @@ fn small_sessions_per_second() {
         assert!(v.is_some());
         n += 1;
     }
-    eprintln!("small sessions: {n} per second");
+    eprintln!(
+        "small sessions: {:.0} per second",
+        n as f64 / start.elapsed().as_secs_f64()
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -378,6 +354,63 @@ fn conformance_storage_restarted() {
     })
 }
 
+/// A watch set before its connection is reset, or its key's shard moves, still fires when
+/// the key changes.
+#[test]
+fn watches_survive_resets_and_moves() {
+    for (seed, fault) in [(30, 0), (31, 1), (32, 2), (33, 3)] {
+        sim::run(seed, move |db| async move {
+            set(&db, b"w", b"0").await;
+            let tx = db.create_transaction();
+            let w = tx.watch(b"w");
+            tx.commit().await.unwrap();
+            sim::sleep(Duration::from_millis(20)).await;
+            let c = sim::cluster();
+            match fault {
+                0 => c.drop_connections(),
+                3 => c.recover(),
+                1 => {
+                    let to = (c.servers_of(b"w")[0] + 1) % c.storage_server_count();
+                    c.move_shard(b"w", to);
+                }
+                _ => {
+                    c.drop_connections();
+                    c.move_shard(b"w", 0);
+                }
+            }
+            sim::sleep(Duration::from_millis(20)).await;
+            set(&db, b"w", b"1").await;
+            w.await.unwrap_or_else(|e| panic!("fault {fault}: {e}"));
+        })
+    }
+}
+
+/// A watch whose value read is lost with its connection reads again and fires (the swarm
+/// found it waiting for a reply that could never come: seeds 1059, 1387, 1571).
+#[test]
+fn a_watch_whose_read_is_lost_reads_again() {
+    sim::run(34, |db| async move {
+        set(&db, b"w", b"0").await;
+        let c = sim::cluster();
+        let reads = c.requests(RequestKind::GetValue);
+        c.hold_replies(Some(RequestKind::GetValue));
+        let tx = db.create_transaction();
+        let w = tx.watch(b"w");
+        sim::spawn(async move {
+            tx.commit().await.unwrap();
+        });
+        while c.requests(RequestKind::GetValue) == reads {
+            sim::sleep(Duration::from_millis(1)).await;
+        }
+        // The watch's read is at the storage server; its reply is lost with the connection.
+        c.drop_connections();
+        c.clear_faults();
+        sim::sleep(Duration::from_millis(20)).await;
+        set(&db, b"w", b"1").await;
+        w.await.unwrap();
+    })
+}
+
 /// Coordinators change under the client (new processes, a forward, a recovery): it follows.
 #[test]
 fn coordinators_change_in_simulation() {
@@ -431,4 +464,50 @@ fn directory_prefixes_replay() {
         })
     };
     assert_eq!(prefixes(21), prefixes(21));
+}
+
+/// The planted-bug report (`--features planted-bugs` only): for each bug of `sim::plant` and
+/// each workload, how many seeds (with `Faults::swarm`) it takes until a run breaks an
+/// invariant, from five starting seeds (at most 500 seeds each). `cargo test -p fdb-tests
+/// --features planted-bugs --test sim -- planted --nocapture`; the numbers are in
+/// tests/src/sim/README.md. Every bug must be found by some workload.
+#[cfg(feature = "planted-bugs")]
+#[test]
+fn planted_bugs_are_found() {
+    use fdb_tests::sim::plant::{self, Plant};
+    let first_break = |w: Workload, from: u64| {
+        (from..from + 500).find_map(|seed| {
+            let r = std::panic::catch_unwind(|| workloads::run(w, seed, Faults::swarm(seed), 1));
+            let why = match r {
+                Ok(r) => r.violations.first().cloned()?,
+                Err(e) => format!("did not finish: {}", panic_text(&e)),
+            };
+            Some((seed - from + 1, why))
+        })
+    };
+    eprintln!("| planted bug | bank | queue | ryw | watches |\n|---|---|---|---|---|");
+    for p in Plant::ALL {
+        plant::set(Some(p));
+        let mut row = format!("| {p:?} |");
+        let mut found = false;
+        for w in Workload::ALL {
+            let mut counts = Vec::new();
+            for from in [1, 10_001, 20_001, 30_001, 40_001] {
+                match first_break(w, from) {
+                    Some((n, why)) => {
+                        if counts.is_empty() {
+                            eprintln!("{p:?}, {}: seed {} broke: {why}", w.name(), from + n - 1);
+                        }
+                        counts.push(n.to_string());
+                    }
+                    None => counts.push(">500".into()),
+                }
+            }
+            found |= counts.iter().any(|c| !c.starts_with('>'));
+            row += &format!(" {} |", counts.join(", "));
+        }
+        plant::set(None);
+        eprintln!("{row}");
+        assert!(found, "{p:?} was not found");
+    }
 }

@@ -1704,6 +1704,12 @@ impl State {
         }
         let mut conflicting = Vec::new();
         for (i, r) in tr.read_conflict_ranges.iter().enumerate() {
+            #[cfg(feature = "planted-bugs")]
+            if crate::sim::plant::is(crate::sim::plant::Plant::SkipReadConflictRange)
+                && i + 1 == tr.read_conflict_ranges.len()
+            {
+                continue;
+            }
             let hit = self
                 .history
                 .iter()
@@ -1716,6 +1722,10 @@ impl State {
                     break;
                 }
             }
+        }
+        #[cfg(feature = "planted-bugs")]
+        if crate::sim::plant::is(crate::sim::plant::Plant::ResolverIgnoresConflicts) {
+            conflicting.clear();
         }
         if !conflicting.is_empty() {
             if tr.report_conflicting_keys {

@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fdb_api::driver::{Clock, Driver, Engine, Op};
@@ -14,6 +14,9 @@ use fdb_api::Error;
 pub(crate) struct Shared {
     pub(crate) ops: Mutex<VecDeque<Op>>,
     pub(crate) clock: Clock,
+    /// The database's own clock (nanoseconds), which the world moves: it may drift from the
+    /// world's.
+    pub(crate) nanos: Arc<AtomicU64>,
 }
 
 /// A handle to a database's engine in the simulation (see [`super`]). Cheap to clone.
@@ -29,6 +32,9 @@ pub type Database = fdb_api::Database<SimDriver>;
 thread_local! {
     /// The running simulation's clock (`None` outside one).
     static CLOCK: RefCell<Option<Arc<AtomicU64>>> = const { RefCell::new(None) };
+    /// The clock [`SimDriver::new_clock`] made last, for the engine [`SimDriver::start`]
+    /// gets next.
+    static NEW_CLOCK: RefCell<Option<Arc<AtomicU64>>> = const { RefCell::new(None) };
     /// Engines opened since the world last looked.
     static OPENED: RefCell<Vec<(Engine, Arc<Shared>)>> = const { RefCell::new(Vec::new()) };
 }
@@ -43,6 +49,7 @@ pub(crate) fn enter(nanos: Arc<AtomicU64>, seed: u64) {
 /// Ends what [`enter`] began; engines not taken are dropped.
 pub(crate) fn leave() {
     CLOCK.with(|c| *c.borrow_mut() = None);
+    NEW_CLOCK.with(|n| *n.borrow_mut() = None);
     fdb_api::driver::seed_thread_randomness(None);
     OPENED.with(|o| o.borrow_mut().clear());
 }
@@ -52,20 +59,25 @@ pub(crate) fn take_opened() -> Vec<(Engine, Arc<Shared>)> {
     OPENED.with(|o| std::mem::take(&mut *o.borrow_mut()))
 }
 
+/// A new clock for a database, starting at the world's time (`None` outside a simulation).
 fn sim_clock() -> Option<Clock> {
-    CLOCK.with(|c| c.borrow().clone().map(Clock::manual))
+    let world = CLOCK.with(|c| c.borrow().clone())?;
+    let own = Arc::new(AtomicU64::new(world.load(Ordering::SeqCst)));
+    NEW_CLOCK.with(|n| *n.borrow_mut() = Some(own.clone()));
+    Some(Clock::manual(own))
 }
 
 impl Driver for SimDriver {
     fn start(engine: Engine) -> Result<Self, Error> {
-        if sim_clock().is_none() {
+        let Some(nanos) = NEW_CLOCK.with(|n| n.borrow_mut().take()) else {
             return Err(Error::Io(std::io::Error::other(
                 "a simulated database opens only inside a running simulation",
             )));
-        }
+        };
         let shared = Arc::new(Shared {
             ops: Mutex::new(VecDeque::new()),
             clock: engine.clock(),
+            nanos,
         });
         OPENED.with(|o| o.borrow_mut().push((engine, shared.clone())));
         Ok(SimDriver { shared })

@@ -36,6 +36,9 @@ fn faults(bits: u8) -> Faults {
         max_downtime: Duration::from_millis(300),
         pause_every: (bits & 8 != 0).then(|| Duration::from_millis(20)),
         move_every: (bits & 16 != 0).then(|| Duration::from_millis(5)),
+        clock_drift: if bits & 32 != 0 { 300 } else { 0 },
+        coordinator_faults: bits & 64 != 0,
+        partition_every: (bits & 128 != 0).then(|| Duration::from_millis(10)),
         until: Duration::from_secs(2),
     }
 }

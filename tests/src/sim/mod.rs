@@ -9,7 +9,8 @@
 //! * Each **database** is an `fdb-api` [`Database`] on the [`SimDriver`]: the same API as the
 //!   tokio and mio drivers, its engine run by the world between the application's polls.
 //! * The **network** ([`net`]) delivers each connection's bytes in order with a delay from
-//!   the seed; connections overtake each other. [`Faults`] adds resets and process kills.
+//!   the seed; connections overtake each other. [`Faults`] adds resets, kills, pauses, shard
+//!   moves, client clock drift and partitions.
 //! * The **executor** ([`executor`]) polls the application's tasks in wake order.
 //!
 //! Time moves only when nothing can run without it: to the next message, timer or fault.
@@ -27,6 +28,9 @@ mod driver;
 mod executor;
 pub mod fuzzing;
 mod net;
+#[cfg(feature = "planted-bugs")]
+pub mod plant;
+pub mod workloads;
 
 pub use cluster::SimCluster;
 pub use driver::{Database, SimDriver};
@@ -70,6 +74,16 @@ pub struct Faults {
     /// Mean time between shard moves (a random key's shard to a random storage server;
     /// `None`: none).
     pub move_every: Option<Duration>,
+    /// Clock drift on the clients: each database's clock runs at a rate drawn from
+    /// `1000 ± clock_drift` per mille of the world's (0: the world's clock). Its timers
+    /// (pings, backoffs, timeouts) fire early or late against the cluster's.
+    pub clock_drift: u32,
+    /// Kills and pauses may pick a coordinator too.
+    pub coordinator_faults: bool,
+    /// Mean time between partitions (`None`: none): one direction of a random open
+    /// connection loses everything sent on it (a close included) until the connection is
+    /// reset, by its client noticing or after at most `max_downtime`.
+    pub partition_every: Option<Duration>,
     /// Faults stop after this much virtual time, so the workload can finish.
     pub until: Duration,
 }
@@ -85,6 +99,9 @@ impl Default for Faults {
             max_downtime: Duration::from_secs(2),
             pause_every: None,
             move_every: None,
+            clock_drift: 0,
+            coordinator_faults: false,
+            partition_every: None,
             until: Duration::from_secs(60),
         }
     }
@@ -95,12 +112,14 @@ impl Faults {
     /// (so messages on different connections reorder), connection resets every 20..300 ms
     /// in half of the seeds, a process killed every 100 ms..1 s (and restarted within
     /// 50 ms..1.5 s) in a third, a process paused as often in a third, a shard moved every
-    /// 20..500 ms in half.
+    /// 20..500 ms in half; client clocks drifting by up to 5..50 % in a third, coordinators
+    /// among the processes killed and paused in half, a partition every 100 ms..1 s in a
+    /// third.
     pub fn swarm(seed: u64) -> Faults {
         let mut rng = seed ^ 0x5eed_fa17;
         let mut pick = |n: u64| splitmix(&mut rng) % n;
         let max_delay = [50, 500, 2_000, 20_000][pick(4) as usize];
-        Faults {
+        let mut f = Faults {
             min_delay: Duration::from_micros(10),
             max_delay: Duration::from_micros(max_delay),
             reset_every: (pick(2) == 0).then(|| Duration::from_millis(20 + pick(280))),
@@ -109,7 +128,16 @@ impl Faults {
             pause_every: (pick(3) == 0).then(|| Duration::from_millis(100 + pick(900))),
             move_every: (pick(2) == 0).then(|| Duration::from_millis(20 + pick(480))),
             until: Duration::from_secs(30),
-        }
+            ..Faults::default()
+        };
+        f.clock_drift = if pick(3) == 0 {
+            50 + pick(451) as u32
+        } else {
+            0
+        };
+        f.coordinator_faults = pick(2) == 0;
+        f.partition_every = (pick(3) == 0).then(|| Duration::from_millis(100 + pick(900)));
+        f
     }
 }
 
@@ -121,6 +149,21 @@ pub struct FaultCounts {
     pub restarts: u64,
     pub pauses: u64,
     pub moves: u64,
+    pub partitions: u64,
+}
+
+impl FaultCounts {
+    /// Both counts added up (a swarm's total).
+    pub fn plus(&self, o: &FaultCounts) -> FaultCounts {
+        FaultCounts {
+            resets: self.resets + o.resets,
+            kills: self.kills + o.kills,
+            restarts: self.restarts + o.restarts,
+            pauses: self.pauses + o.pauses,
+            moves: self.moves + o.moves,
+            partitions: self.partitions + o.partitions,
+        }
+    }
 }
 
 /// A fault the schedule planned.
@@ -138,6 +181,10 @@ pub(crate) enum Fault {
     Continue(Role),
     /// Move a random key's shard to a random storage server.
     Move,
+    /// Cut one direction of a random open connection.
+    Partition,
+    /// Reset a partitioned connection (if it is still open).
+    Heal(u64),
 }
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -148,16 +195,28 @@ fn splitmix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// FNV-1a, 64 bits: a hash fixed forever (std's hashers may change between releases).
+/// A hash fixed forever (std's hashers may change between releases): eight bytes per
+/// multiply-rotate step, as byte-at-a-time FNV cost a few per cent of a run.
 /// With its flag, every event is also printed (`SIM_LOG=1`: what a replay shows).
 #[derive(Clone, Copy, Debug)]
 struct Trace(u64, bool);
 
 impl Trace {
+    fn mix(&mut self, w: u64) {
+        self.0 = (self.0 ^ w)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+    }
     fn add(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= b as u64;
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.mix(u64::from_le_bytes(w.try_into().expect("eight bytes")));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.mix(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
         }
     }
     fn record(&mut self, now: Duration, tag: u8, id: u64, bytes: &[u8]) {
@@ -176,16 +235,18 @@ impl Trace {
                 b'p' => "process paused",
                 b'P' => "process continued",
                 b'm' => "shard moved",
+                b'|' => "connection partitioned",
+                b'~' => "partitioned connection reset",
                 b't' => "client timer",
                 b'w' => "task timer",
                 _ => "?",
             };
             eprintln!("{now:>14?} {what} #{id} ({} bytes)", bytes.len());
         }
-        self.add(&(now.as_nanos() as u64).to_le_bytes());
-        self.add(&[tag]);
-        self.add(&id.to_le_bytes());
-        self.add(&(bytes.len() as u64).to_le_bytes());
+        self.mix(now.as_nanos() as u64);
+        self.mix(tag as u64);
+        self.mix(id);
+        self.mix(bytes.len() as u64);
         self.add(bytes);
     }
 }
@@ -194,6 +255,48 @@ impl Trace {
 struct SimClient {
     engine: Engine,
     shared: Arc<driver::Shared>,
+    /// Its clock: `since + (world time - since) * rate / 1000`.
+    since: Duration,
+    rate: u64,
+    /// Its next timer as last asked (`poll_timeout` is a good part of a step's cost), and
+    /// whether the engine was called since.
+    timer: Option<Duration>,
+    dirty: bool,
+}
+
+impl SimClient {
+    /// The engine, to call into (its timer is asked again after).
+    fn engine(&mut self) -> &mut Engine {
+        self.dirty = true;
+        &mut self.engine
+    }
+
+    /// The client's next timer, in its own time.
+    fn timer(&mut self) -> Option<Duration> {
+        if self.dirty {
+            self.dirty = false;
+            self.timer = self.engine.client().poll_timeout().map(|t| t.0);
+        }
+        self.timer
+    }
+
+    /// The client's time at world time `t`.
+    fn local(&self, t: Duration) -> Duration {
+        if self.rate == 1000 {
+            return t;
+        }
+        let d = t.saturating_sub(self.since).as_nanos() * self.rate as u128 / 1000;
+        self.since + Duration::from_nanos(d as u64)
+    }
+
+    /// The first world time at which the client's time reaches `local`.
+    fn world(&self, local: Duration) -> Duration {
+        if self.rate == 1000 {
+            return local;
+        }
+        let d = local.saturating_sub(self.since).as_nanos() * 1000;
+        self.since + Duration::from_nanos(d.div_ceil(self.rate as u128) as u64)
+    }
 }
 
 /// What tasks reach through the thread while a simulation runs ([`spawn`], [`sleep`],
@@ -379,6 +482,10 @@ impl Sim {
             let t = sim.draw(every * 2);
             sim.net.at(t, Ev::Fault(Fault::Move));
         }
+        if let Some(every) = sim.faults.partition_every {
+            let t = sim.draw(every * 2);
+            sim.net.at(t, Ev::Fault(Fault::Partition));
+        }
         sim
     }
 
@@ -473,6 +580,9 @@ impl Sim {
 
     /// Runs the world until `done`.
     fn drive(&mut self, done: impl Fn() -> bool) -> Result<(), String> {
+        // Rounds in a row at one virtual time: a timer that fires again and again without
+        // time moving would spin forever.
+        let mut still = 0u32;
         loop {
             self.settle();
             if done() {
@@ -488,6 +598,12 @@ impl Sim {
             if next > self.limit {
                 return Err(format!("still running at the limit {:?}", self.limit));
             }
+            still = if next == self.now { still + 1 } else { 0 };
+            if still > 100_000 {
+                return Err(format!(
+                    "time stopped at {next:?}: a timer fires without end"
+                ));
+            }
             self.advance(next);
         }
     }
@@ -498,7 +614,20 @@ impl Sim {
         loop {
             let mut busy = self.exec.run_ready();
             for (engine, shared) in driver::take_opened() {
-                self.clients.push(SimClient { engine, shared });
+                let d = self.faults.clock_drift as u64;
+                let rate = if d == 0 {
+                    1000
+                } else {
+                    1000 - d.min(999) + splitmix(&mut self.rng) % (2 * d.min(999) + 1)
+                };
+                self.clients.push(SimClient {
+                    engine,
+                    shared,
+                    since: self.now,
+                    rate,
+                    timer: None,
+                    dirty: true,
+                });
             }
             for i in 0..self.clients.len() {
                 loop {
@@ -509,7 +638,7 @@ impl Sim {
                         .unwrap_or_else(|e| e.into_inner())
                         .pop_front();
                     let Some(op) = op else { break };
-                    op(&mut self.clients[i].engine);
+                    op(self.clients[i].engine());
                     busy = true;
                 }
                 busy |= self.pump_client(i);
@@ -540,7 +669,7 @@ impl Sim {
                     let now = self.now;
                     let l = self.net.links.get_mut(&id).expect("a link");
                     l.client_open = false;
-                    if l.server_open {
+                    if l.server_open && !l.cut_to_server {
                         let at = (now + d).max(l.to_server_at);
                         self.net.at(at, Ev::ServerSeesClose(id));
                     }
@@ -548,7 +677,7 @@ impl Sim {
                 }
                 // Coordinators are addresses here; a cluster file written is not kept.
                 IoRequest::Resolve { host, port } => {
-                    self.clients[i].engine.handle_resolved(&host, port, &[]);
+                    self.clients[i].engine().handle_resolved(&host, port, &[]);
                 }
                 IoRequest::WriteClusterFile { .. } => {}
             }
@@ -561,7 +690,7 @@ impl Sim {
             let d = self.delay();
             let now = self.now;
             let l = self.net.links.get_mut(&id).expect("a link");
-            if l.client_open && l.server_open {
+            if l.client_open && l.server_open && !l.cut_to_server {
                 let at = (now + d).max(l.to_server_at);
                 l.to_server_at = at;
                 self.net.at(at, Ev::ToServer(id, t.data));
@@ -588,16 +717,17 @@ impl Sim {
                 continue;
             }
             let at = (now + d).max(l.to_client_at);
+            let cut = l.cut_to_client;
             match bytes {
                 Some(b) => {
-                    if l.client_open {
+                    if l.client_open && !cut {
                         l.to_client_at = at;
                         self.net.at(at, Ev::ToClient(conn.id, b));
                     }
                 }
                 None => {
                     l.server_open = false;
-                    if l.client_open {
+                    if l.client_open && !cut {
                         self.net.at(at, Ev::ClientSeesClose(conn.id));
                     }
                     self.net.reap(conn.id);
@@ -612,7 +742,7 @@ impl Sim {
         let clients = self
             .clients
             .iter_mut()
-            .filter_map(|c| c.engine.client().poll_timeout().map(|t| t.0));
+            .filter_map(|c| c.timer().map(|t| c.world(t)));
         let cluster = self
             .cluster
             .borrow()
@@ -637,11 +767,19 @@ impl Sim {
     fn advance(&mut self, to: Duration) {
         self.now = to;
         self.clock.store(to.as_nanos() as u64, Ordering::SeqCst);
+        for c in &self.clients {
+            c.shared
+                .nanos
+                .store(c.local(to).as_nanos() as u64, Ordering::SeqCst);
+        }
         self.cluster.borrow_mut().set_now(Instant(to));
         let wake: Vec<Waker> = CTX.with(|c| {
             let mut c = c.borrow_mut();
             let c = c.as_mut().expect("running");
             c.now = to;
+            if !c.timers.iter().any(|(t, _)| *t <= to) {
+                return Vec::new();
+            }
             let (due, rest) = std::mem::take(&mut c.timers)
                 .into_iter()
                 .partition(|(t, _)| *t <= to);
@@ -662,23 +800,20 @@ impl Sim {
             }
         }
         for i in 0..self.clients.len() {
-            let due = self.clients[i]
-                .engine
-                .client()
-                .poll_timeout()
-                .is_some_and(|t| t.0 <= to);
+            let local = self.clients[i].local(to);
+            let due = self.clients[i].timer().is_some_and(|t| t <= local);
             if due {
                 self.steps += 1;
                 self.trace.record(to, b't', i as u64, &[]);
-                self.clients[i].engine.handle_timeout();
+                self.clients[i].engine().handle_timeout();
             }
         }
-        let cluster_due = self
-            .cluster
-            .borrow_mut()
-            .poll_timeout()
-            .is_some_and(|t| t.0 <= to)
-            && to >= self.cluster_ticked + Duration::from_millis(1);
+        let cluster_due = to >= self.cluster_ticked + Duration::from_millis(1)
+            && self
+                .cluster
+                .borrow_mut()
+                .poll_timeout()
+                .is_some_and(|t| t.0 <= to);
         if cluster_due {
             self.steps += 1;
             self.cluster_ticked = to;
@@ -727,7 +862,7 @@ impl Sim {
                     l.connected = true;
                     let (c, conn) = (l.client, l.conn);
                     self.trace.record(now, b'C', id, &[]);
-                    self.clients[c].engine.handle_connected(conn);
+                    self.clients[c].engine().handle_connected(conn);
                 }
             }
             Ev::Refused(id) => {
@@ -738,7 +873,7 @@ impl Sim {
                     l.client_open = false;
                     let (c, conn) = (l.client, l.conn);
                     self.trace.record(now, b'R', id, &[]);
-                    self.clients[c].engine.handle_connect_failed(conn);
+                    self.clients[c].engine().handle_connect_failed(conn);
                 }
                 self.net.reap(id);
             }
@@ -746,7 +881,7 @@ impl Sim {
                 let Some(l) = self.net.links.get(&id) else {
                     return;
                 };
-                if let (true, Some(c)) = (l.server_open, l.server.clone()) {
+                if let (true, false, Some(c)) = (l.server_open, l.cut_to_server, l.server.clone()) {
                     self.trace.record(now, b'>', id, &bytes);
                     self.cluster.borrow_mut().input(&c, &bytes);
                 }
@@ -755,17 +890,17 @@ impl Sim {
                 let Some(l) = self.net.links.get(&id) else {
                     return;
                 };
-                if l.client_open {
+                if l.client_open && !l.cut_to_client {
                     let (c, conn) = (l.client, l.conn);
                     self.trace.record(now, b'<', id, &bytes);
-                    self.clients[c].engine.handle_input(conn, &bytes);
+                    self.clients[c].engine().handle_input(conn, &bytes);
                 }
             }
             Ev::ServerSeesClose(id) => {
                 let Some(l) = self.net.links.get_mut(&id) else {
                     return;
                 };
-                if l.server_open {
+                if l.server_open && !l.cut_to_server {
                     l.server_open = false;
                     self.trace.record(now, b'x', id, &[]);
                     if let Some(c) = l.server.clone() {
@@ -778,11 +913,11 @@ impl Sim {
                 let Some(l) = self.net.links.get_mut(&id) else {
                     return;
                 };
-                if l.client_open {
+                if l.client_open && !l.cut_to_client {
                     l.client_open = false;
                     let (c, conn) = (l.client, l.conn);
                     self.trace.record(now, b'X', id, &[]);
-                    self.clients[c].engine.handle_closed(conn);
+                    self.clients[c].engine().handle_closed(conn);
                 }
                 self.net.reap(id);
             }
@@ -790,15 +925,57 @@ impl Sim {
         }
     }
 
-    /// A storage server or the proxies, from the seed.
+    /// A storage server or the proxies (or, with `coordinator_faults`, a coordinator), from
+    /// the seed.
     fn random_role(&mut self) -> Role {
         let n = self.cluster.borrow().storage_server_count() as u64;
-        let pick = splitmix(&mut self.rng) % (n + 1);
-        if pick == n {
+        let coordinators: Vec<Role> = if self.faults.coordinator_faults {
+            let mut c: Vec<Role> = (self.cluster.borrow().processes().iter())
+                .filter_map(|(r, _, _)| matches!(r, Role::Coordinator(_)).then_some(*r))
+                .collect();
+            c.dedup();
+            c
+        } else {
+            Vec::new()
+        };
+        let pick = splitmix(&mut self.rng) % (n + 1 + coordinators.len() as u64);
+        if pick < n {
+            Role::Storage(pick as usize)
+        } else if pick == n {
             Role::Proxies
         } else {
-            Role::Storage(pick as usize)
+            coordinators[(pick - n - 1) as usize]
         }
+    }
+
+    /// Closes both ends of link `id` at once (what was in flight is lost).
+    fn cut(&mut self, id: u64) {
+        let Some(l) = self.net.links.get_mut(&id) else {
+            return;
+        };
+        let (c, conn, server) = (l.client, l.conn, l.server.clone());
+        let (client_open, server_open) = (l.client_open, l.server_open);
+        l.client_open = false;
+        l.server_open = false;
+        if let (true, Some(s)) = (server_open, server) {
+            self.cluster.borrow_mut().closed(&s);
+        }
+        if client_open {
+            self.clients[c].engine().handle_closed(conn);
+        }
+        self.net.reap(id);
+    }
+
+    /// The connections open at both ends and not partitioned (a partitioned one is reset
+    /// by its heal).
+    fn open_links(&self) -> Vec<u64> {
+        self.net
+            .links
+            .iter()
+            .filter(|(_, l)| l.connected && l.client_open && l.server_open)
+            .filter(|(_, l)| !l.cut_to_server && !l.cut_to_client)
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     fn fault(&mut self, f: Fault) {
@@ -806,26 +983,12 @@ impl Sim {
         let active = now < self.faults.until;
         match f {
             Fault::Reset => {
-                let open: Vec<u64> = self
-                    .net
-                    .links
-                    .iter()
-                    .filter(|(_, l)| l.connected && l.client_open && l.server_open)
-                    .map(|(id, _)| *id)
-                    .collect();
+                let open = self.open_links();
                 if active && !open.is_empty() {
                     let id = open[(splitmix(&mut self.rng) % open.len() as u64) as usize];
                     self.trace.record(now, b'!', id, &[]);
                     self.counts.resets += 1;
-                    let l = self.net.links.get_mut(&id).expect("open");
-                    l.client_open = false;
-                    l.server_open = false;
-                    let (c, conn, server) = (l.client, l.conn, l.server.clone());
-                    if let Some(s) = server {
-                        self.cluster.borrow_mut().closed(&s);
-                    }
-                    self.clients[c].engine.handle_closed(conn);
-                    self.net.reap(id);
+                    self.cut(id);
                 }
                 if active {
                     let every = self.faults.reset_every.expect("resets on");
@@ -880,6 +1043,34 @@ impl Sim {
                     let every = self.faults.move_every.expect("moves on");
                     let t = self.draw(every * 2);
                     self.net.at(now + t, Ev::Fault(Fault::Move));
+                }
+            }
+            Fault::Partition => {
+                let open = self.open_links();
+                if active && !open.is_empty() {
+                    let id = open[(splitmix(&mut self.rng) % open.len() as u64) as usize];
+                    let to_server = splitmix(&mut self.rng) & 1 == 0;
+                    self.trace.record(now, b'|', id, &[to_server as u8]);
+                    self.counts.partitions += 1;
+                    let l = self.net.links.get_mut(&id).expect("open");
+                    if to_server {
+                        l.cut_to_server = true;
+                    } else {
+                        l.cut_to_client = true;
+                    }
+                    let down = self.draw(self.faults.max_downtime);
+                    self.net.at(now + down, Ev::Fault(Fault::Heal(id)));
+                }
+                if active {
+                    let every = self.faults.partition_every.expect("partitions on");
+                    let t = self.draw(every * 2);
+                    self.net.at(now + t, Ev::Fault(Fault::Partition));
+                }
+            }
+            Fault::Heal(id) => {
+                if self.net.links.contains_key(&id) {
+                    self.trace.record(now, b'~', id, &[]);
+                    self.cut(id);
                 }
             }
             Fault::Restart(role) => {

@@ -31,6 +31,9 @@ pub(crate) struct Link {
     /// When the last thing sent each way arrives: later sends arrive no earlier.
     pub(crate) to_server_at: Duration,
     pub(crate) to_client_at: Duration,
+    /// A partition: everything sent this way is lost until the link is reset.
+    pub(crate) cut_to_server: bool,
+    pub(crate) cut_to_client: bool,
 }
 
 /// Something the network will do.
@@ -51,13 +54,33 @@ pub(crate) enum Ev {
     Fault(super::Fault),
 }
 
+/// An event in the queue, ordered by (time, sequence number) alone.
+struct Queued(Duration, u64, Ev);
+
+impl PartialEq for Queued {
+    fn eq(&self, o: &Self) -> bool {
+        (self.0, self.1) == (o.0, o.1)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.0, self.1).cmp(&(o.0, o.1))
+    }
+}
+
 /// The links and the event queue.
 #[derive(Default)]
 pub(crate) struct Net {
     pub(crate) links: BTreeMap<u64, Link>,
     pub(crate) by_client: BTreeMap<(usize, ConnectionId), u64>,
-    queue: BinaryHeap<Reverse<(Duration, u64)>>,
-    events: BTreeMap<u64, Ev>,
+    /// The events themselves in the heap (a side map of them cost a few per cent a step).
+    queue: BinaryHeap<Reverse<Queued>>,
     seq: u64,
     next_link: u64,
 }
@@ -66,22 +89,18 @@ impl Net {
     /// Queues `ev` to happen at `at`.
     pub(crate) fn at(&mut self, at: Duration, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Reverse((at, self.seq)));
-        self.events.insert(self.seq, ev);
+        self.queue.push(Reverse(Queued(at, self.seq, ev)));
     }
 
     /// When the next event happens.
     pub(crate) fn next_time(&self) -> Option<Duration> {
-        self.queue.peek().map(|Reverse((t, _))| *t)
+        self.queue.peek().map(|Reverse(q)| q.0)
     }
 
     /// The next event if it is due at `now`.
     pub(crate) fn pop_due(&mut self, now: Duration) -> Option<Ev> {
         match self.queue.peek() {
-            Some(Reverse((t, _))) if *t <= now => {
-                let Reverse((_, seq)) = self.queue.pop().expect("peeked");
-                self.events.remove(&seq)
-            }
+            Some(Reverse(q)) if q.0 <= now => self.queue.pop().map(|Reverse(q)| q.2),
             _ => None,
         }
     }
@@ -102,6 +121,8 @@ impl Net {
                 server_open: false,
                 to_server_at: Duration::ZERO,
                 to_client_at: Duration::ZERO,
+                cut_to_server: false,
+                cut_to_client: false,
             },
         );
         self.by_client.insert((client, conn), id);
