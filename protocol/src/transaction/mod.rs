@@ -325,9 +325,14 @@ impl Transactions {
             }
         }
         if let Some(at) = deadline {
-            self.table.add_timer(at, Timer::Deadline(id));
+            self.arm_deadline(at, id);
         }
         id
+    }
+
+    /// Arms `tx`'s `timeout` deadline, at `at`.
+    fn arm_deadline(&mut self, at: Instant, tx: TransactionId) {
+        self.table.add_timer(at, Timer::Deadline(tx));
     }
 
     /// Ends a transaction; its unfinished requests fail with `transaction_cancelled`.

@@ -12,7 +12,6 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use super::ops::Timer;
 use super::{Transactions, TRANSACTION_SIZE_LIMIT};
 use crate::error::knobs;
 use crate::event::ClientError;
@@ -713,7 +712,7 @@ impl Transactions {
         }
         if let (true, Some(d)) = (is_timeout, t.options.timeout) {
             let at = t.created + d;
-            self.table.add_timer(at, Timer::Deadline(tx));
+            self.arm_deadline(at, tx);
         }
         Ok(())
     }
