@@ -136,7 +136,7 @@ impl Transactions {
                 batch_index_high_byte: (batch_index >> 8) as u8,
                 tenant,
             };
-            cx.send_one_way(&addr, token, &msg);
+            cx.io().send_one_way(&addr, token, &msg);
         }
     }
 

@@ -44,8 +44,6 @@ use crate::grv::GrvBatcher;
 use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface};
 use crate::messages::{ErrorOr, NetworkAddress};
 use crate::net::{Io, Network};
-use crate::route::Route;
-use crate::serializer::Message;
 use crate::tag_throttle::TagThrottles;
 use crate::time::{Instant, Rng};
 use crate::uid::Uid;
@@ -94,8 +92,8 @@ pub(crate) struct Internal {
 }
 
 impl Ctx<'_> {
-    /// The network part of this context, reborrowed.
-    fn io(&mut self) -> Io<'_> {
+    /// The network part of this context, reborrowed: what an operation sends with.
+    pub(crate) fn io(&mut self) -> Io<'_> {
         Io {
             now: self.now,
             rng: self.rng,
@@ -110,37 +108,6 @@ impl Ctx<'_> {
     pub(crate) fn sample_read_tags(&mut self) -> bool {
         let rate = self.read_tag_sample_rate;
         rate > 0.0 && self.rng.random01() <= rate
-    }
-
-    /// Sends `msg` to endpoint `dest` at `addr`; its reply (on token `reply`) takes `route`.
-    pub(crate) fn send<M: Message>(
-        &mut self,
-        addr: &NetworkAddress,
-        dest: Uid,
-        msg: &M,
-        reply: Uid,
-        route: Route,
-    ) {
-        self.io().send(addr, dest, msg, reply, route);
-    }
-
-    /// Sends a message that asks for no reply (see [`crate::net::Io::send_one_way`]).
-    pub(crate) fn send_one_way<M: Message>(&mut self, addr: &NetworkAddress, dest: Uid, msg: &M) {
-        self.io().send_one_way(addr, dest, msg);
-    }
-
-    /// [`Ctx::send`] of a message of about `size` encoded bytes (its buffer is made that
-    /// large at once, not doubled up to it).
-    pub(crate) fn send_sized<M: Message>(
-        &mut self,
-        addr: &NetworkAddress,
-        dest: Uid,
-        msg: &M,
-        reply: Uid,
-        route: Route,
-        size: usize,
-    ) {
-        self.io().send_sized(addr, dest, msg, reply, route, size);
     }
 
     /// Finishes application request `req`.

@@ -154,7 +154,7 @@ impl Transactions {
             min_tenant_version: min_version,
         };
         self.routing.start_locating(k.clone());
-        cx.send(
+        cx.io().send(
             &addr,
             dest,
             &msg,

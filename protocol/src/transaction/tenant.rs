@@ -131,7 +131,7 @@ impl Transactions {
             min_tenant_version: LATEST_VERSION,
         };
         slot.lookup = Lookup::Sent;
-        cx.send(&addr, dest, &msg, token, Route::TenantId(h));
+        cx.io().send(&addr, dest, &msg, token, Route::TenantId(h));
     }
 
     pub(crate) fn on_tenant_id_reply(&mut self, h: TenantHandle, message: &Bytes) {

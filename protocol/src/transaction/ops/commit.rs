@@ -258,7 +258,7 @@ impl Transactions {
         // `getSize` counts about what the message carries per mutation and range; the rest
         // of the request is a few hundred bytes.
         let estimate = size + extra_size + 512;
-        cx.send_sized(
+        cx.io().send_sized(
             ep.address(),
             ep.token,
             &msg,

@@ -184,7 +184,7 @@ impl GetOp {
             ss_latest_commit_versions: VersionVector::empty(-1),
         };
         txs.table.set_wait(req, Wait::Reply);
-        cx.send(
+        cx.io().send(
             &server.addr,
             server.stream(StorageServerInterface::GET_VALUE),
             &msg,

@@ -339,7 +339,7 @@ impl Transactions {
             key: begin.clone(),
             reverse: false,
         };
-        cx.send(&addr, dest, &msg, token, pending);
+        cx.io().send(&addr, dest, &msg, token, pending);
     }
 
     /// The replica for a part's attempt: like `choose_replica`, the healthy one with the
@@ -426,7 +426,7 @@ impl Transactions {
                     min_version: version,
                 };
                 let dest = server.stream(StorageServerInterface::WAIT_METRICS);
-                cx.send(&addr, dest, &msg, token, pending);
+                cx.io().send(&addr, dest, &msg, token, pending);
             }
             Metric::SplitPoints(chunk_size) => {
                 let msg = SplitRangeRequest {
@@ -436,7 +436,7 @@ impl Transactions {
                     tenant_info,
                 };
                 let dest = server.stream(StorageServerInterface::GET_RANGE_SPLIT_POINTS);
-                cx.send(&addr, dest, &msg, token, pending);
+                cx.io().send(&addr, dest, &msg, token, pending);
             }
         }
         if let Some(p) = self.metrics_op(req).and_then(|m| m.parts.get_mut(i)) {

@@ -414,7 +414,7 @@ impl Transactions {
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
             let dest = server.stream(StorageServerInterface::GET_KEY);
-            cx.send(&addr, dest, &msg, token, Route::Storage(req));
+            cx.io().send(&addr, dest, &msg, token, Route::Storage(req));
         } else if let NativeOp::Mapped { range, mapper } = native {
             let (begin, end, limit, limit_bytes) = range.range_request((&sb, &se));
             let msg = GetMappedKeyValuesRequest {
@@ -432,7 +432,7 @@ impl Transactions {
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
             let dest = server.stream(StorageServerInterface::GET_MAPPED_KEY_VALUES);
-            cx.send(&addr, dest, &msg, token, Route::Storage(req));
+            cx.io().send(&addr, dest, &msg, token, Route::Storage(req));
         } else {
             let NativeOp::Range(r) = native else {
                 return;
@@ -452,7 +452,7 @@ impl Transactions {
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
             let dest = server.stream(StorageServerInterface::GET_KEY_VALUES);
-            cx.send(&addr, dest, &msg, token, Route::Storage(req));
+            cx.io().send(&addr, dest, &msg, token, Route::Storage(req));
         }
     }
 

@@ -178,7 +178,7 @@ impl Transactions {
         let addr = server.addr.clone();
         let dest = server.stream(StorageServerInterface::WATCH_VALUE);
         self.table.set_wait(req, Wait::Reply);
-        cx.send(&addr, dest, &msg, token, Route::Storage(req));
+        cx.io().send(&addr, dest, &msg, token, Route::Storage(req));
     }
 
     /// Reads the watched key's current value with a GetValue (reply handled as a watch reply).
@@ -325,7 +325,8 @@ impl Transactions {
             max_version: crate::messages::types::INVALID_VERSION,
         };
         self.table.set_wait(req, Wait::Reply);
-        cx.send(&addr, dest, &msg, token, Route::CommittedVersion(req));
+        cx.io()
+            .send(&addr, dest, &msg, token, Route::CommittedVersion(req));
     }
 
     /// The confirmation read was lost with its connection or proxy: send it again.
