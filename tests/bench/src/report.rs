@@ -486,7 +486,7 @@ fn wire_table(s: &mut String, r: &Results) {
         s,
         "\n## Wire work per transaction (as the cluster receives it)\n"
     );
-    let _ = writeln!(s, "Pooled over blocks. From this process's sockets to the cluster (`TCP_INFO`): connections, data segments (on loopback with `TCP_NODELAY`, one segment is one arrival at the other end) and bytes, client → server and back. From perf counters on the `sys_enter_*` tracepoints of every thread: this process's socket send calls (`sendto`, `sendmsg`, `writev`) and `epoll_wait`s, and the cluster's socket receive calls (`recvfrom`, `recvmsg`: fdbserver reads each readable socket until it would block, so about two per arrival it serves), send calls and `epoll_wait`s (its run loop's sleeps). \"n/a\": not counted (no permission or no tracefs).\n");
+    let _ = writeln!(s, "Pooled over blocks. From this process's sockets to the cluster (`TCP_INFO`): connections that carried data, data segments (on loopback with `TCP_NODELAY`, one segment is one arrival at the other end) and bytes, client → server and back. From perf counters on the `sys_enter_*` tracepoints of every thread: this process's socket send calls (`sendto`, `sendmsg`, `writev`) and `epoll_wait`s, and the cluster's socket receive calls (`recvfrom`, `recvmsg`: fdbserver reads each readable socket until it would block, so about two per arrival it serves), send calls and `epoll_wait`s (its run loop's sleeps). \"n/a\": not counted (no permission or no tracefs).\n");
     let _ = writeln!(s, "| workload | workers | arm | conns | c→s segs | c→s B | s→c segs | s→c B | client sends | client epoll waits | server recvs | server sends | server epoll waits | server turns |");
     let _ = writeln!(
         s,

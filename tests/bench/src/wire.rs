@@ -76,8 +76,9 @@ pub struct WireMark {
 /// What crossed the wire in a window (sums, so runs pool by adding).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct WireSpent {
-    /// Connections to the cluster open in the window (summed over pooled runs, with
-    /// `windows` to average them).
+    /// Connections to the cluster that carried data in the window (summed over pooled runs,
+    /// with `windows` to average them; an idle one, a database of an earlier run not yet
+    /// closed, say, is left out).
     pub conns: u64,
     pub windows: u64,
     /// Client → server data segments and bytes; server → client.
@@ -265,8 +266,10 @@ impl WireProbe {
             // SAFETY: the duplicate made in `start`, closed once.
             unsafe { libc::close(fd) };
         }
-        spent.conns = now.len() as u64;
         for (b, e) in &now {
+            if e.data_segs_out > b.data_segs_out || e.data_segs_in > b.data_segs_in {
+                spent.conns += 1;
+            }
             spent.c2s_segs += e.data_segs_out.saturating_sub(b.data_segs_out);
             spent.s2c_segs += e.data_segs_in.saturating_sub(b.data_segs_in);
             spent.c2s_bytes += e.bytes_sent.saturating_sub(b.bytes_sent);
