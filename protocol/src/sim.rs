@@ -441,7 +441,9 @@ impl<S: Server> Sim<S> {
     // ----- the loop -----
 
     /// Runs the client until it is quiet: events collected, connections accepted (when
-    /// automatic), what it wrote decoded and served.
+    /// automatic), what it wrote decoded and served, and a deadline that has come (one the
+    /// client set for now: a read-version window of zero length) handled, as a driver's
+    /// next turn would.
     pub fn drive(&mut self) {
         for _ in 0..MAX_ROUNDS {
             let mut progress = false;
@@ -452,6 +454,10 @@ impl<S: Server> Sim<S> {
             while let Some(t) = self.client.poll_transmit() {
                 progress = true;
                 self.on_transmit(t);
+            }
+            if !progress && self.client.poll_timeout().is_some_and(|d| d <= self.now) {
+                progress = true;
+                self.client.handle_timeout(self.now);
             }
             if !progress {
                 return;

@@ -236,6 +236,7 @@ impl Client {
             self.monitor.poll_timeout(),
             self.txs.next_timer(),
             self.parts.poll_timeout(),
+            self.grv.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -249,6 +250,7 @@ impl Client {
             .handle_timeout(now, &mut self.rng, &mut self.events);
         self.deliver();
         self.with_txs(|txs, cx| txs.fire_timers(cx));
+        self.grv.on_timeout(now);
         self.drive(now);
     }
 
@@ -323,7 +325,7 @@ impl Client {
                 }
             }
             Route::Grv(batch) => {
-                let Some(a) = self.grv.on_reply(batch, message) else {
+                let Some(a) = self.grv.on_reply(self.now, batch, message) else {
                     return;
                 };
                 if a.result.is_ok() {
@@ -615,6 +617,8 @@ impl Client {
         if self.monitor.info().is_some() {
             self.with_txs(|txs, cx| txs.run_ready_ops(cx));
         }
-        self.grv.flush(&mut io!(self), self.monitor.info());
+        let open_transactions = self.txs.census().0;
+        self.grv
+            .flush(&mut io!(self), self.monitor.info(), open_transactions);
     }
 }

@@ -14,6 +14,7 @@ use crate::harness::{Counts, Metric, Probes, RunStats, Summary};
 use crate::server::Servers;
 use crate::server_cpu::ServerCpu;
 use crate::stats::{bootstrap, Estimate};
+use crate::wire::WireProbe;
 use crate::workload::{KeySet, Workload};
 
 /// A workload × worker-level cell.
@@ -244,12 +245,20 @@ pub fn run(config: Config) -> Result<Results, String> {
         data_ready: false,
         data_missing: None,
         rt,
-        probes: Probes {
-            requests: servers.request_probe(),
-            server: match &config.cluster_file {
+        probes: {
+            let server = match &config.cluster_file {
                 Some(path) => ServerCpu::for_cluster_file(path),
                 None => ServerCpu::for_pid(servers.pid()),
-            },
+            };
+            // The floor's port is the child's, beside the in-process cluster's.
+            let wire = server
+                .as_ref()
+                .and_then(|s| WireProbe::new(s.pids(), Some(servers.floor.port())));
+            Probes {
+                requests: servers.request_probe(),
+                server,
+                wire,
+            }
         },
     };
 

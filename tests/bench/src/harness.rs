@@ -19,6 +19,7 @@ use crate::alloc::{self, AllocCounts};
 use crate::cpu::process_cpu;
 use crate::server::RequestProbe;
 use crate::server_cpu::{ServerCpu, ServerSpent, ThreadTimes};
+use crate::wire::{WireMark, WirePerTxn, WireProbe, WireSpent};
 
 /// Highest latency the histograms hold (longer ones saturate): 60 s.
 const MAX_NS: u64 = 60_000_000_000;
@@ -40,6 +41,8 @@ pub struct RunStats {
     pub requests: Option<BTreeMap<String, u64>>,
     /// The cluster's own CPU time in the window, where its processes can be read.
     pub server: Option<ServerSpent>,
+    /// What crossed the wire to and from the cluster in the window.
+    pub wire: Option<WireSpent>,
 }
 
 /// What is read around every measured window besides the client's own counters.
@@ -49,6 +52,8 @@ pub struct Probes {
     pub requests: Option<Arc<RequestProbe>>,
     /// The cluster processes' CPU time.
     pub server: Option<ServerCpu>,
+    /// The traffic to and from the cluster, and the syscalls that moved it.
+    pub wire: Option<WireProbe>,
 }
 
 impl RunStats {
@@ -61,6 +66,7 @@ impl RunStats {
             txns: 0,
             requests: None,
             server: None,
+            wire: None,
         }
     }
 
@@ -84,6 +90,12 @@ impl RunStats {
             self.server
                 .get_or_insert_with(ServerSpent::default)
                 .add(theirs);
+        }
+        if let Some(theirs) = &o.wire {
+            match &mut self.wire {
+                Some(mine) => mine.add(theirs),
+                None => self.wire = Some(*theirs),
+            }
         }
         if let Some(theirs) = &o.requests {
             let mine = self.requests.get_or_insert_with(BTreeMap::new);
@@ -116,6 +128,7 @@ impl RunStats {
             server_busy: self.server.and_then(|sv| {
                 (!self.wall.is_zero()).then(|| sv.busiest_ns as f64 / 1e9 / self.wall.as_secs_f64())
             }),
+            wire: self.wire.map(|w| w.per_txn(self.txns)),
         }
     }
 }
@@ -141,6 +154,8 @@ pub struct Summary {
     /// Times the busiest cluster thread was put on a CPU, per transaction: about its run
     /// loop's turns, fewer when requests arrive together.
     pub server_turns_per_txn: Option<f64>,
+    /// Traffic and syscalls per transaction.
+    pub wire: Option<WirePerTxn>,
 }
 
 impl Summary {
@@ -264,6 +279,7 @@ pub(crate) struct Mark {
     alloc: AllocCounts,
     requests: Option<BTreeMap<String, u64>>,
     server: Option<ThreadTimes>,
+    wire: Option<WireMark>,
 }
 
 impl Mark {
@@ -276,24 +292,32 @@ impl Mark {
             alloc,
             requests: None,
             server: None,
+            wire: None,
         }
     }
     /// The start of a window: the cluster's counters, then ours.
     pub(crate) fn start(probes: &Probes) -> Mark {
         let requests = probes.requests.as_deref().and_then(RequestProbe::read);
         let server = probes.server.as_ref().map(ServerCpu::read);
+        let wire = probes.wire.as_ref().map(WireProbe::start);
         Mark {
             requests,
             server,
+            wire,
             ..Mark::counters()
         }
     }
-    /// The end of a window: ours, then the cluster's.
-    pub(crate) fn end(probes: &Probes) -> Mark {
+    /// The end of a window: ours, then the cluster's. The wire counters are closed against
+    /// `start`'s (taking them out of it).
+    pub(crate) fn end(probes: &Probes, start: &mut Mark) -> (Mark, Option<WireSpent>) {
         let mut m = Mark::counters();
         m.server = probes.server.as_ref().map(ServerCpu::read);
+        let wire = match (probes.wire.as_ref(), start.wire.take()) {
+            (Some(p), Some(w)) => Some(p.end(w)),
+            _ => None,
+        };
         m.requests = probes.requests.as_deref().and_then(RequestProbe::read);
-        m
+        (m, wire)
     }
 }
 
@@ -313,7 +337,11 @@ fn requests_between(
     )
 }
 
-pub(crate) fn finish(start: Mark, end: Mark, hists: Vec<Histogram<u64>>) -> RunStats {
+pub(crate) fn finish(
+    start: Mark,
+    (end, wire): (Mark, Option<WireSpent>),
+    hists: Vec<Histogram<u64>>,
+) -> RunStats {
     let mut hist = new_histogram();
     for h in &hists {
         hist.add(h).expect("same histogram bounds");
@@ -329,6 +357,7 @@ pub(crate) fn finish(start: Mark, end: Mark, hists: Vec<Histogram<u64>>) -> RunS
             (Some(a), Some(b)) => Some(ServerSpent::between(a, b)),
             _ => None,
         },
+        wire,
     }
 }
 
@@ -387,10 +416,10 @@ where
             })
             .collect();
         barrier.wait();
-        let start = Mark::start(probes);
+        let mut start = Mark::start(probes);
         barrier.wait();
         barrier.wait();
-        let end = Mark::end(probes);
+        let end = Mark::end(probes, &mut start);
         let hists: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().expect("worker thread panicked"))
@@ -450,10 +479,10 @@ pub fn run_tokio<W: AsyncWorker>(
             })
             .collect();
         barrier.wait().await;
-        let start = Mark::start(probes);
+        let mut start = Mark::start(probes);
         barrier.wait().await;
         barrier.wait().await;
-        let end = Mark::end(probes);
+        let end = Mark::end(probes, &mut start);
         let mut hists = Vec::new();
         for t in tasks {
             hists.push(t.await.map_err(|e| format!("worker task failed: {e}"))?);
@@ -522,9 +551,9 @@ pub fn run_local<W: LocalWorker>(
             })
         })
         .collect();
-    let start = Mark::start(probes);
+    let mut start = Mark::start(probes);
     let ran = ex.run();
-    let end = Mark::end(probes);
+    let end = Mark::end(probes, &mut start);
     ran.map_err(|e| format!("executor: {e}"))?;
     let hists = tasks
         .iter()

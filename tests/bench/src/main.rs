@@ -10,6 +10,7 @@ mod report;
 mod server;
 mod server_cpu;
 mod stats;
+mod wire;
 mod workload;
 
 #[global_allocator]

@@ -26,6 +26,19 @@ fn summary_json(s: &Summary) -> Value {
         "server_busiest_thread_us_per_txn": s.server_busiest_us_per_txn,
         "server_busiest_thread_busy": s.server_busy,
         "server_busiest_thread_turns_per_txn": s.server_turns_per_txn,
+        "wire_per_txn": s.wire.map(|w| json!({
+            "connections": w.conns,
+            "client_to_server_segments": w.c2s_segs,
+            "client_to_server_bytes": w.c2s_bytes,
+            "server_to_client_segments": w.s2c_segs,
+            "server_to_client_bytes": w.s2c_bytes,
+            "client_send_calls": w.client_sends,
+            "client_recv_calls": w.client_recvs,
+            "client_epoll_waits": w.client_epolls,
+            "server_send_calls": w.server_sends,
+            "server_recv_calls": w.server_recvs,
+            "server_epoll_waits": w.server_epolls,
+        })),
     })
 }
 
@@ -431,6 +444,7 @@ pub fn to_markdown(r: &Results) -> String {
         }
     }
     latency_misses(&mut s, r);
+    wire_table(&mut s, r);
     requests_table(&mut s, r);
     if !r.skipped.is_empty() {
         let _ = writeln!(s, "\n## Skipped (no numbers reported)\n");
@@ -456,6 +470,51 @@ pub fn to_markdown(r: &Results) -> String {
         }
     }
     s
+}
+
+/// The traffic to and from the cluster per transaction, for every arm: what the server
+/// receives and how it is spread over packets, receive calls and run-loop turns.
+fn wire_table(s: &mut String, r: &Results) {
+    if !r
+        .cells
+        .iter()
+        .any(|c| c.pooled.is_some_and(|p| p.wire.is_some()))
+    {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n## Wire work per transaction (as the cluster receives it)\n"
+    );
+    let _ = writeln!(s, "Pooled over blocks. From this process's sockets to the cluster (`TCP_INFO`): connections that carried data, data segments (on loopback with `TCP_NODELAY`, one segment is one arrival at the other end) and bytes, client → server and back. From perf counters on the `sys_enter_*` tracepoints of every thread: this process's socket send calls (`sendto`, `sendmsg`, `writev`) and `epoll_wait`s, and the cluster's socket receive calls (`recvfrom`, `recvmsg`: fdbserver reads each readable socket until it would block, so about two per arrival it serves), send calls and `epoll_wait`s (its run loop's sleeps). \"n/a\": not counted (no permission or no tracefs).\n");
+    let _ = writeln!(s, "| workload | workers | arm | conns | c→s segs | c→s B | s→c segs | s→c B | client sends | client epoll waits | server recvs | server sends | server epoll waits | server turns |");
+    let _ = writeln!(
+        s,
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let o = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+    for ca in &r.cells {
+        let Some(p) = &ca.pooled else { continue };
+        let Some(w) = p.wire else { continue };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.1} | {:.2} | {:.0} | {:.2} | {:.0} | {} | {} | {} | {} | {} | {} |",
+            ca.cell.workload.name(),
+            ca.cell.workers,
+            ca.arm,
+            w.conns,
+            w.c2s_segs,
+            w.c2s_bytes,
+            w.s2c_segs,
+            w.s2c_bytes,
+            o(w.client_sends),
+            o(w.client_epolls),
+            o(w.server_recvs),
+            o(w.server_sends),
+            o(w.server_epolls),
+            o(p.server_turns_per_txn),
+        );
+    }
 }
 
 /// The request kinds a transaction's own work is made of, first in the table; any other kind

@@ -59,6 +59,11 @@ impl ServerCpu {
         (!pids.is_empty()).then_some(ServerCpu { pids })
     }
 
+    /// The server processes' ids.
+    pub fn pids(&self) -> &[u32] {
+        &self.pids
+    }
+
     /// How many server processes are read.
     pub fn processes(&self) -> usize {
         self.pids.len()

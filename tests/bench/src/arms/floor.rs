@@ -235,10 +235,7 @@ pub fn run_floor(
             ready.push(ev.token().0);
         }
     }
-    let end = Mark::end(&Probes::default());
-    Ok(finish(
-        start.expect("measured window opened"),
-        end,
-        vec![hist],
-    ))
+    let mut start = start.expect("measured window opened");
+    let end = Mark::end(&Probes::default(), &mut start);
+    Ok(finish(start, end, vec![hist]))
 }
