@@ -146,7 +146,7 @@ fn a_throttled_tag_fails_its_transactions_with_tag_throttled() {
 fn transactions_batched_together_have_their_tags_counted() {
     let mut s = sim();
     let now = s.now();
-    // A read version in flight holds the next ones back into one batch.
+    // Read versions asked within one batching window go out as one batch.
     let first = s.client.create_transaction(now);
     let c0 = s.client.tx_read_version(now, first);
     let txs: Vec<_> = (0..3)
