@@ -511,3 +511,20 @@ fn planted_bugs_are_found() {
         assert!(found, "{p:?} was not found");
     }
 }
+
+/// The example in the top-level README, as written there.
+#[test]
+fn counter_round_trip() {
+    let n = fdb_tests::sim::run(42, |db| async move {
+        db.run(|tx| async move {
+            tx.set(b"counter", b"1");
+            Ok(())
+        })
+        .await
+        .unwrap();
+        db.run(|tx| async move { tx.get(b"counter").await })
+            .await
+            .unwrap()
+    });
+    assert_eq!(n.as_deref(), Some(&b"1"[..]));
+}
