@@ -391,8 +391,8 @@ impl<D: Driver> Transaction<D> {
     /// One batch of rows between two selectors (`fdb_transaction_get_range`). Like every
     /// read here the request is made when this is called, so it sees the writes made before
     /// the call and none made while it is pending (libfdb_c reads a snapshot of its write map
-    /// taken when the read starts). The read is routed once, as [`Transaction::get_with`]
-    /// routes a key.
+    /// taken when the read starts). Special-key reads are routed once, as a point read's
+    /// key is (`fdb_protocol::route_special_range`).
     pub fn get_range_batch(
         &self,
         begin: KeySelector,
