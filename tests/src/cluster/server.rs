@@ -306,6 +306,24 @@ struct Process {
     pub(crate) generation: u64,
 }
 
+impl Process {
+    /// A process just started with `role` at `addr`: alive, holding no log, forwarding nothing.
+    fn new(role: Role, addr: SocketAddr) -> Process {
+        Process {
+            role,
+            addr,
+            alive: true,
+            silent: false,
+            stopped: None,
+            dead_since: None,
+            log: false,
+            retired: false,
+            forwards: Vec::new(),
+            generation: 0,
+        }
+    }
+}
+
 /// A stopped process's state.
 #[derive(Clone, Copy, Debug)]
 struct Stopped {
@@ -2492,18 +2510,7 @@ impl State {
         }
         if let Some(addr) = new_proxies {
             self.procs[p].retired = true;
-            self.procs.push(Process {
-                role: Role::Proxies,
-                addr,
-                alive: true,
-                silent: false,
-                stopped: None,
-                dead_since: None,
-                log: false,
-                retired: false,
-                forwards: Vec::new(),
-                generation: 0,
-            });
+            self.procs.push(Process::new(Role::Proxies, addr));
         }
         // A master that failed is replaced by one in a new process (which serves nothing a
         // client reaches: its address refuses connections).
@@ -2511,18 +2518,7 @@ impl State {
         if !self.procs[m].alive || self.procs[m].stopped.is_some() {
             self.procs[m].retired = true;
             let addr = (self.new_addr)();
-            self.procs.push(Process {
-                role: Role::Master,
-                addr,
-                alive: true,
-                silent: false,
-                stopped: None,
-                dead_since: None,
-                log: false,
-                retired: false,
-                forwards: Vec::new(),
-                generation: 0,
-            });
+            self.procs.push(Process::new(Role::Master, addr));
         }
         // The new generation recruits logs on live processes only.
         for proc in &mut self.procs {
@@ -2604,16 +2600,8 @@ impl State {
             .iter()
             .zip(addrs)
             .map(|(&role, &addr)| Process {
-                role,
-                addr,
-                alive: true,
-                silent: false,
-                stopped: None,
-                dead_since: None,
                 log: matches!(role, Role::Storage(i) if cfg.log_storage.contains(&i)),
-                retired: false,
-                forwards: Vec::new(),
-                generation: 0,
+                ..Process::new(role, addr)
             })
             .collect();
 
@@ -3280,18 +3268,8 @@ impl State {
             .unwrap_or(0);
         for j in 0..add {
             let addr = (self.new_addr)();
-            self.procs.push(Process {
-                role: Role::Coordinator(next + j),
-                addr,
-                alive: true,
-                silent: false,
-                stopped: None,
-                dead_since: None,
-                log: false,
-                retired: false,
-                forwards: Vec::new(),
-                generation: 0,
-            });
+            self.procs
+                .push(Process::new(Role::Coordinator(next + j), addr));
             new_set.push(self.procs.len() - 1);
         }
         assert!(!new_set.is_empty(), "a cluster needs a coordinator");
