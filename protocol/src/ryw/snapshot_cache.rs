@@ -3,10 +3,12 @@
 //! range again needs no request. Iterating gives *segments*: unknown ranges (between
 //! entries), known-empty ranges and single rows, as RYW's iterator sees them.
 
+use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::ops::Bound;
+use once_cell::race::OnceBox;
 
 use super::ext_key::{cmp_bytes, ExtKey};
 use super::write_map::ALL_KEYS_END;
@@ -26,26 +28,32 @@ impl CacheEntry {
 }
 
 /// The snapshot cache of one transaction.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct SnapshotCache {
+    /// Empty until the first insert: a transaction that reads nothing (a batch of writes)
+    /// allocates no tree; until then readers see [`blank`]'s sentinels.
     entries: BTreeMap<Bytes, CacheEntry>,
 }
 
-impl Default for SnapshotCache {
-    fn default() -> Self {
-        // Empty entries at both ends, as FDB keeps them: every unknown range lies between
-        // two entries.
-        let mut entries = BTreeMap::new();
-        entries.insert(Bytes::new(), CacheEntry::default());
-        entries.insert(
-            Bytes::from_static(ALL_KEYS_END),
-            CacheEntry {
-                end: Bytes::from_static(b"\xff\xff\x00"),
-                values: Vec::new(),
-            },
-        );
-        SnapshotCache { entries }
-    }
+/// The entries of a cache that knows nothing: empty entries at both ends, as FDB keeps
+/// them, so every unknown range lies between two entries. Built once, shared by every
+/// transaction that has read nothing yet.
+fn sentinels() -> BTreeMap<Bytes, CacheEntry> {
+    let mut entries = BTreeMap::new();
+    entries.insert(Bytes::new(), CacheEntry::default());
+    entries.insert(
+        Bytes::from_static(ALL_KEYS_END),
+        CacheEntry {
+            end: Bytes::from_static(b"\xff\xff\x00"),
+            values: Vec::new(),
+        },
+    );
+    entries
+}
+
+fn blank() -> &'static BTreeMap<Bytes, CacheEntry> {
+    static BLANK: OnceBox<BTreeMap<Bytes, CacheEntry>> = OnceBox::new();
+    BLANK.get_or_init(|| Box::new(sentinels()))
 }
 
 /// What a cache segment is (`SnapshotCache::iterator::SEGMENT_TYPE`).
@@ -228,15 +236,23 @@ impl<'a> CacheIter<'a> {
 }
 
 impl SnapshotCache {
+    /// Gives the cache its own sentinels before its first insert.
+    fn fill_sentinels(&mut self) {
+        if self.entries.is_empty() {
+            self.entries = sentinels();
+        }
+    }
+
     /// An iterator at the segment holding `key`.
     pub(crate) fn iter_at(&self, key: &[u8]) -> CacheIter<'_> {
-        let (k, e) = self
-            .entries
-            .iter()
-            .next()
-            .expect("the cache holds its sentinels");
+        let map = if self.entries.is_empty() {
+            blank()
+        } else {
+            &self.entries
+        };
+        let (k, e) = map.iter().next().expect("the cache holds its sentinels");
         let mut it = CacheIter {
-            map: &self.entries,
+            map,
             key: k,
             entry: e,
             prev_end: k,
@@ -250,6 +266,7 @@ impl SnapshotCache {
     /// the cache already knows. `end` is `key_after(key)`, which the caller shares with the
     /// read conflict range: the keys are kept, not copied.
     pub(crate) fn insert_point(&mut self, key: &Bytes, end: &Bytes, value: Option<Bytes>) {
+        self.fill_sentinels();
         if self.iter_at(key).seg() != CacheSeg::Unknown {
             return;
         }
@@ -270,6 +287,7 @@ impl SnapshotCache {
         if begin >= end {
             return;
         }
+        self.fill_sentinels();
         let itb = self.iter_at(&begin);
         let ite = self.iter_at(&end);
         let mut from = begin;

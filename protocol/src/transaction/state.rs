@@ -116,7 +116,7 @@ impl Tx {
             options: TxOptions::default(),
             read_version: ReadVersion::None,
             metadata_version: None,
-            writes: Arc::new(WriteMap::new()),
+            writes: WriteMap::blank(),
             read_conflicts: RangeSet::new(),
             native: NativeTx::default(),
             trace_id,
@@ -150,7 +150,7 @@ impl Tx {
         if self.options.ryw_disabled {
             None
         } else if snapshot && self.options.snapshot_ryw <= 0 {
-            Some(Arc::new(WriteMap::new()))
+            Some(WriteMap::blank())
         } else {
             Some(self.writes.clone())
         }

@@ -21,9 +21,12 @@ mod op_stack;
 #[cfg(test)]
 mod tests;
 
+use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
 use bytes::Bytes;
 use core::ops::Bound;
+use once_cell::race::OnceBox;
 use smallvec::SmallVec;
 
 use super::ext_key::ExtKey;
@@ -146,6 +149,16 @@ impl Default for WriteMap {
 impl WriteMap {
     pub(crate) fn new() -> Self {
         Self::default()
+    }
+
+    /// The map of a transaction that wrote nothing, one for all of them: a transaction
+    /// copies it at its first write (`Arc::make_mut`), so one that only reads allocates no
+    /// map of its own.
+    pub(crate) fn blank() -> Arc<WriteMap> {
+        static BLANK: OnceBox<Arc<WriteMap>> = OnceBox::new();
+        BLANK
+            .get_or_init(|| Box::new(Arc::new(WriteMap::new())))
+            .clone()
     }
 
     /// How many entries the map holds (its sentinels included).

@@ -90,7 +90,7 @@ impl Transactions {
         }
         let (max, writes) = match self.txs.get(&tx) {
             Some(t) => (t.max_read_key(), t.writes_seen(snapshot)),
-            None => (&b""[..], Some(alloc::sync::Arc::new(WriteMap::new()))),
+            None => (&b""[..], Some(WriteMap::blank())),
         };
         if begin.key.as_ref() > max || end.key.as_ref() > max {
             cx.finish(req, fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE));
