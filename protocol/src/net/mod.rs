@@ -31,7 +31,7 @@ use crate::framing::ProtocolVersion;
 use crate::ids::ConnectionId;
 use crate::messages::{reply_error, EnsureTable, NetworkAddress};
 use crate::route::{Loss, Route};
-use crate::serializer::{decode_root, encode_sized, Message};
+use crate::serializer::{decode_root, encode_in, Message};
 use crate::time::{Instant, Rng};
 use crate::uid::{well_known, Uid};
 use crate::version::Protocol;
@@ -151,6 +151,9 @@ pub(crate) struct Network {
     deliveries: VecDeque<Delivery>,
     /// The protocol new connections speak.
     protocol: Protocol,
+    /// Where messages are encoded before their connection copies them (kept zeroed):
+    /// sending allocates no buffer per message.
+    scratch: Vec<u8>,
 }
 
 /// How the connection to one address stands, as the client status reports it
@@ -313,12 +316,13 @@ impl Network {
         size_hint: usize,
     ) -> ConnectionId {
         let conn = self.peer_for(now, rng, events, addr);
-        let bytes = encode_sized(msg, size_hint);
-        self.peers
+        let peer = self
+            .peers
             .get_mut(&conn)
-            .expect("peer_for returns a live peer")
-            .conn
-            .send(now, dest, &bytes);
+            .expect("peer_for returns a live peer");
+        encode_in(msg, &mut self.scratch, size_hint, |bytes| {
+            peer.conn.send(now, dest, bytes)
+        });
         conn
     }
 

@@ -111,12 +111,44 @@ struct FakeRoot<'a, T>(&'a T);
 
 /// Encodes `value` as a complete ObjectSerializer message with this file identifier.
 pub fn encode_with<T: Fb + 'static>(value: &T, file_identifier: u32) -> Vec<u8> {
-    encode_with_size(value, file_identifier, 0)
+    with_writer::<T, _>(|mut w| {
+        let root = write_root(&mut w, value);
+        w.finish(root, file_identifier)
+    })
 }
 
-/// [`encode_with`] into a buffer made `size` bytes at once (an estimate of the encoded size:
-/// too small only costs the doublings it would have cost anyway).
-fn encode_with_size<T: Fb + 'static>(value: &T, file_identifier: u32, size: usize) -> Vec<u8> {
+/// Encodes `m` in `scratch` (all zeros, as it is left again afterwards; at least `size`
+/// bytes) and hands the message to `f`: a sender that copies each message into its
+/// connection's buffer anyway allocates nothing per message this way.
+pub(crate) fn encode_in<M: Message, R>(
+    m: &M,
+    scratch: &mut Vec<u8>,
+    size: usize,
+    f: impl FnOnce(&[u8]) -> R,
+) -> R {
+    if scratch.len() < size {
+        scratch.resize(size, 0);
+    }
+    let (mut buf, total) = with_writer::<M, _>(|mut w| {
+        w.buf = core::mem::take(scratch);
+        let root = write_root(&mut w, m);
+        w.finish_in_place(root, M::FILE_IDENTIFIER)
+    });
+    let start = buf.len() - total;
+    let out = f(&buf[start..]);
+    // A large commit's buffer is let go rather than kept for every later message.
+    if buf.len() <= SCRATCH_KEPT {
+        buf[start..].fill(0);
+        *scratch = buf;
+    }
+    out
+}
+
+/// The largest scratch buffer [`encode_in`] keeps between messages.
+const SCRATCH_KEPT: usize = 64 * 1024;
+
+/// Runs `f` with a writer that packs `T`'s vtables (from the memo, or worked out now).
+fn with_writer<T: Fb + 'static, R>(f: impl FnOnce(Writer<'_>) -> R) -> R {
     let computed;
     let set = match memo::vtables_of::<T>() {
         Some(s) => s,
@@ -125,26 +157,21 @@ fn encode_with_size<T: Fb + 'static>(value: &T, file_identifier: u32, size: usiz
             &computed
         }
     };
-    let mut w = Writer::new(set);
-    if size > 0 {
-        w.buf = alloc::vec![0u8; size];
-    }
+    f(Writer::new(set))
+}
+
+/// Writes `value` as the root's one member (FDB's `FakeRoot`), returning the root's place.
+fn write_root<T: Fb>(w: &mut Writer<'_>, value: &T) -> u32 {
     let root = FakeRoot(value);
     let mut t = w.begin_table(&[T::LAYOUT]);
-    let s = root.0.save(&mut w);
+    let s = root.0.save(w);
     t.push(s);
-    let root_pos = w.end_table(t);
-    w.finish(root_pos, file_identifier)
+    w.end_table(t)
 }
 
 /// Encodes a message.
 pub fn encode<M: Message>(m: &M) -> Vec<u8> {
     encode_with(m, M::FILE_IDENTIFIER)
-}
-
-/// Encodes a message of about `size` bytes ([`encode`] for `0`).
-pub(crate) fn encode_sized<M: Message>(m: &M, size: usize) -> Vec<u8> {
-    encode_with_size(m, M::FILE_IDENTIFIER, size)
 }
 
 /// The file identifier in a message header.
@@ -254,4 +281,40 @@ macro_rules! fb_message {
             const FILE_IDENTIFIER: u32 = $fid;
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::storage::GetValueReply;
+    use bytes::Bytes;
+
+    fn reply(value_len: usize, penalty: f64) -> GetValueReply {
+        GetValueReply {
+            penalty,
+            error: None,
+            value: (value_len > 0).then(|| Bytes::from(alloc::vec![7u8; value_len])),
+            cached: value_len % 2 == 1,
+        }
+    }
+
+    /// One scratch buffer for messages of every size, growing and let go, gives each the
+    /// bytes `encode` gives it, and is left zeroed.
+    #[test]
+    fn encoding_in_scratch_matches_encode() {
+        let mut scratch = Vec::new();
+        for (i, len) in [0, 5, 300, 1, 5_000, 2, 100_000, 3, 0]
+            .into_iter()
+            .enumerate()
+        {
+            let m = reply(len, i as f64);
+            let n = encode_in(&m, &mut scratch, 64, |b| {
+                assert_eq!(b, &encode(&m)[..], "message {i} of {len} value bytes");
+                b.len()
+            });
+            assert!(n > len);
+            assert!(scratch.iter().all(|&b| b == 0), "scratch zeroed after {i}");
+            assert!(scratch.len() <= SCRATCH_KEPT);
+        }
+    }
 }

@@ -193,7 +193,15 @@ impl<'v> Writer<'v> {
     }
 
     /// Finishes the message: vtables, then the 8-byte header, padded to 8.
-    pub(super) fn finish(mut self, root: u32, file_identifier: u32) -> Vec<u8> {
+    pub(super) fn finish(self, root: u32, file_identifier: u32) -> Vec<u8> {
+        let (mut buf, total) = self.finish_in_place(root, file_identifier);
+        buf.drain(..buf.len() - total);
+        buf
+    }
+
+    /// [`Writer::finish`], leaving the message where it was written: the buffer's last
+    /// `total` bytes, returned with the buffer.
+    pub(super) fn finish_in_place(mut self, root: u32, file_identifier: u32) -> (Vec<u8>, usize) {
         let packed = self.vtables.packed_len as usize;
         let vtable_start = self.current + packed;
         let mut at = vtable_start;
@@ -211,10 +219,7 @@ impl<'v> Writer<'v> {
             let at = self.buf.len() - table as usize;
             self.buf[at..at + 4].copy_from_slice(&rel.to_le_bytes());
         }
-        let total = self.current;
-        let mut buf = self.buf;
-        buf.drain(..buf.len() - total);
-        buf
+        (self.buf, self.current)
     }
 }
 
