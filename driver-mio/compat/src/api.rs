@@ -15,6 +15,7 @@ use std::thread;
 
 use fdb_protocol::error::ErrorCode;
 
+use crate::net::{phase, set_phase, Phase, NETWORK};
 use crate::options::NetworkOption;
 use crate::{FdbError, FdbResult};
 
@@ -55,52 +56,6 @@ pub fn get_max_api_version() -> i32 {
 }
 
 static VERSION_SELECTED: AtomicBool = AtomicBool::new(false);
-
-/// Where the process's network is in its one life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Phase {
-    /// No `NetworkBuilder::build` yet.
-    Unset,
-    /// Set up: databases may be opened; their loops turn.
-    Setup,
-    /// `NetworkRunner::run` is blocked.
-    Running,
-    /// Stopped for good.
-    Stopped,
-}
-
-pub(crate) struct Network {
-    pub(crate) phase: Mutex<Phase>,
-    changed: Condvar,
-    /// The loop threads of the open databases (ended and joined when the network stops).
-    pub(crate) loops: Mutex<Vec<crate::net::LoopHandle>>,
-}
-
-pub(crate) static NETWORK: Network = Network {
-    phase: Mutex::new(Phase::Unset),
-    changed: Condvar::new(),
-    loops: Mutex::new(Vec::new()),
-};
-
-pub(crate) fn phase() -> Phase {
-    *NETWORK.phase.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Set once the network stopped: every future's poll looks at it, a lock each time would
-/// cost more than the rest of the poll.
-static STOPPED: AtomicBool = AtomicBool::new(false);
-
-pub(crate) fn stopped() -> bool {
-    STOPPED.load(Ordering::Acquire)
-}
-
-fn set_phase(p: Phase) {
-    *NETWORK.phase.lock().unwrap_or_else(|e| e.into_inner()) = p;
-    if p == Phase::Stopped {
-        STOPPED.store(true, Ordering::Release);
-    }
-    NETWORK.changed.notify_all();
-}
 
 /// Selects the API version (`fdb_select_api_version`); once per process.
 pub struct FdbApiBuilder {

@@ -15,7 +15,7 @@ use futures::FutureExt;
 use crate::error::FdbBindingError;
 use crate::future::{FdbFuture, FdbSlice};
 use crate::metrics::{MetricsReport, TransactionMetrics};
-use crate::net::LoopThread;
+use crate::net::{DbHandle, LoopThread};
 use crate::options;
 use crate::transaction::{
     RetryableTransaction, Transaction, TransactionCommitError, TransactionCommitted,
@@ -207,16 +207,9 @@ where
     }
 }
 
-/// What a `Database` and its transactions share: the database and its loop thread (ended
-/// when the last of them drops; the database is dropped first).
-pub(crate) struct DbHandle {
-    pub(crate) db: AsyncDatabase,
-    pub(crate) loop_thread: LoopThread,
-}
-
 /// A database (`FDBDatabase`): `Send + Sync`, share it behind an `Arc`.
 pub struct Database {
-    inner: Arc<DbHandle>,
+    pub(crate) inner: Arc<DbHandle>,
 }
 
 impl Database {
@@ -224,7 +217,7 @@ impl Database {
     /// then `fdb.cluster` then the default path). The network must be set up
     /// (`network_not_setup` otherwise, as in libfdb_c).
     pub fn new(path: Option<&str>) -> FdbResult<Database> {
-        if crate::api::phase() == crate::api::Phase::Unset {
+        if crate::net::phase() == crate::net::Phase::Unset {
             return Err(FdbError::of(ErrorCode::NETWORK_NOT_SETUP));
         }
         let path = path.map(Path::new);
@@ -260,16 +253,6 @@ impl Database {
         let opt = fdb_protocol::DatabaseOption::from_code(opt.code(), raw.as_deref())
             .map_err(FdbError::of)?;
         Ok(self.inner.db.set_option(opt)?)
-    }
-
-    /// A tenant (`fdb_database_open_tenant`): its id is looked up now, and its transactions
-    /// read and write only its keys.
-    #[cfg(feature = "tenant-experimental")]
-    pub fn open_tenant(&self, tenant_name: &[u8]) -> FdbResult<crate::tenant::FdbTenant> {
-        Ok(crate::tenant::FdbTenant::new(
-            self.inner.db.open_tenant(tenant_name),
-            self.inner.clone(),
-        ))
     }
 
     /// A new transaction.

@@ -46,7 +46,7 @@ impl<T> Future for FdbFuture<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<FdbResult<T>> {
         // After `stop_network` nothing turns the loop: a request would wait forever.
-        if crate::api::stopped() {
+        if crate::net::stopped() {
             return Poll::Ready(Err(FdbError::of(ErrorCode::OPERATION_CANCELLED)));
         }
         let this = self.get_mut();

@@ -4,9 +4,8 @@
 //! libfdb_c.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
-
-use crate::transaction::ConflictingKeyRange;
 
 /// A metric's labels, sorted by name.
 pub type Labels = Vec<(String, String)>;
@@ -284,5 +283,35 @@ impl TransactionMetrics {
     /// All `on_error` waits together.
     pub fn get_total_error_time(&self) -> u64 {
         self.data().time.get_total_error_time()
+    }
+}
+
+/// One range of keys whose read conflicted (`report_conflicting_keys`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ConflictingKeyRange {
+    pub(crate) begin: Vec<u8>,
+    pub(crate) end: Vec<u8>,
+}
+
+impl ConflictingKeyRange {
+    /// First key of the range.
+    pub fn begin(&self) -> &[u8] {
+        &self.begin
+    }
+
+    /// End of the range (excluded).
+    pub fn end(&self) -> &[u8] {
+        &self.end
+    }
+}
+
+impl fmt::Display for ConflictingKeyRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}..{}",
+            String::from_utf8_lossy(&self.begin),
+            String::from_utf8_lossy(&self.end)
+        )
     }
 }

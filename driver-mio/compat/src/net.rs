@@ -1,5 +1,6 @@
-//! The loop threads: each database's mio loop turned by a thread of its own, under the
-//! process-wide network state of `crate::api`; and the network options.
+//! The process-wide network state ("the network" of `crate::api`: its phase and the open
+//! databases' loops) and the loop threads: each database's mio loop turned by a thread of
+//! its own; and the network options.
 //!
 //! The mio driver's loop is "run by whichever thread waits on it". Here no application
 //! thread ever waits on it (foundationdb-rs's futures run on any executor), so a dedicated
@@ -9,17 +10,62 @@
 //! ends when its database's last handle drops or the network stops.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::{self, JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
 use fdb_api::TlsConfig;
-use fdb_driver_mio::MioDriver;
+use fdb_driver_mio::{AsyncDatabase, MioDriver};
 use fdb_protocol::error::ErrorCode;
 
-use crate::api::{Phase, NETWORK};
 use crate::options::NetworkOption;
 use crate::{FdbError, FdbResult};
+
+/// Where the process's network is in its one life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// No `NetworkBuilder::build` yet.
+    Unset,
+    /// Set up: databases may be opened; their loops turn.
+    Setup,
+    /// `NetworkRunner::run` is blocked.
+    Running,
+    /// Stopped for good.
+    Stopped,
+}
+
+pub(crate) struct Network {
+    pub(crate) phase: Mutex<Phase>,
+    pub(crate) changed: Condvar,
+    /// The loop threads of the open databases (ended and joined when the network stops).
+    pub(crate) loops: Mutex<Vec<LoopHandle>>,
+}
+
+pub(crate) static NETWORK: Network = Network {
+    phase: Mutex::new(Phase::Unset),
+    changed: Condvar::new(),
+    loops: Mutex::new(Vec::new()),
+};
+
+pub(crate) fn phase() -> Phase {
+    *NETWORK.phase.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Set once the network stopped: every future's poll looks at it, a lock each time would
+/// cost more than the rest of the poll.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn stopped() -> bool {
+    STOPPED.load(Ordering::Acquire)
+}
+
+pub(crate) fn set_phase(p: Phase) {
+    *NETWORK.phase.lock().unwrap_or_else(|e| e.into_inner()) = p;
+    if p == Phase::Stopped {
+        STOPPED.store(true, Ordering::Release);
+    }
+    NETWORK.changed.notify_all();
+}
 
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -57,7 +103,7 @@ impl LoopThread {
     /// (`network_not_setup`, as libfdb_c) and after it stopped.
     pub(crate) fn start(driver: &MioDriver) -> FdbResult<LoopThread> {
         let mut loops = NETWORK.loops.lock().unwrap_or_else(|e| e.into_inner());
-        match crate::api::phase() {
+        match phase() {
             Phase::Setup | Phase::Running => {}
             Phase::Unset => return Err(FdbError::of(ErrorCode::NETWORK_NOT_SETUP)),
             Phase::Stopped => return Err(FdbError::of(ErrorCode::OPERATION_CANCELLED)),
@@ -206,4 +252,11 @@ pub(crate) fn network_option(option: &NetworkOption) -> FdbResult<()> {
         N::ExternalClientDirectory(_) | N::ExternalClientLibrary(_) => Ok(()),
         _ => Err(FdbError::of(ErrorCode::UNSUPPORTED_OPERATION)),
     }
+}
+
+/// What a `Database` and its transactions share: the database and its loop thread (ended
+/// when the last of them drops; the database is dropped first).
+pub(crate) struct DbHandle {
+    pub(crate) db: AsyncDatabase,
+    pub(crate) loop_thread: LoopThread,
 }

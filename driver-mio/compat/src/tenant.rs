@@ -11,7 +11,8 @@ use fdb_api::ErrorCode;
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
-use crate::database::{run_loop, transact_loop, DatabaseTransact, DbHandle, NoopHooks};
+use crate::database::{run_loop, transact_loop, DatabaseTransact, NoopHooks};
+use crate::net::DbHandle;
 use crate::options::TransactionOption;
 use crate::{
     Database, FdbBindingError, FdbError, FdbResult, KeySelector, MaybeCommitted, RangeOption,
@@ -25,6 +26,19 @@ const MAP_END: &[u8] = b"\xff\xff/management/tenant/map0";
 pub struct FdbTenant {
     inner: fdb_api::Tenant<fdb_driver_mio::MioDriver>,
     db: Arc<DbHandle>,
+}
+
+// `Database::open_tenant` lives here, beside what it returns, so that the database's file
+// needs nothing of the tenant's (which runs its transactions through the database's loops).
+impl Database {
+    /// A tenant (`fdb_database_open_tenant`): its id is looked up now, and its transactions
+    /// read and write only its keys.
+    pub fn open_tenant(&self, tenant_name: &[u8]) -> FdbResult<FdbTenant> {
+        Ok(FdbTenant::new(
+            self.inner.db.open_tenant(tenant_name),
+            self.inner.clone(),
+        ))
+    }
 }
 
 impl FdbTenant {

@@ -9,49 +9,20 @@ use fdb_driver_mio::AsyncTransaction;
 use futures::future::Either;
 use futures::{stream, Future, FutureExt, Stream, TryStreamExt};
 
-use crate::database::DbHandle;
 use crate::error::{FdbBindingError, TransactionMetricsNotFound};
 use crate::fdb_keys::FdbKeys;
 use crate::future::{FdbAddress, FdbAddresses, FdbFuture, FdbSlice, FdbValue, FdbValues};
 use crate::keyselector::KeySelector;
 use crate::mapped_key_values::{FdbMappedKeyValue, MappedKeyValues};
+pub use crate::metrics::ConflictingKeyRange;
 use crate::metrics::{FdbCommand, TransactionMetrics};
+use crate::net::DbHandle;
 use crate::options;
 use crate::{FdbError, FdbResult};
 
 const METADATA_VERSION_KEY: &[u8] = b"\xff/metadataVersion";
 const CONFLICTING_KEYS: &[u8] = b"\xff\xff/transaction/conflicting_keys/";
 const CONFLICTING_KEYS_END: &[u8] = b"\xff\xff/transaction/conflicting_keys/\xff\xff";
-
-/// One range of keys whose read conflicted (`report_conflicting_keys`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ConflictingKeyRange {
-    begin: Vec<u8>,
-    end: Vec<u8>,
-}
-
-impl ConflictingKeyRange {
-    /// First key of the range.
-    pub fn begin(&self) -> &[u8] {
-        &self.begin
-    }
-
-    /// End of the range (excluded).
-    pub fn end(&self) -> &[u8] {
-        &self.end
-    }
-}
-
-impl fmt::Display for ConflictingKeyRange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}..{}",
-            String::from_utf8_lossy(&self.begin),
-            String::from_utf8_lossy(&self.end)
-        )
-    }
-}
 
 /// A transaction that committed.
 #[derive(Debug)]
