@@ -283,13 +283,13 @@ fn coordinators_safe(coordinators: &LeaderAsks, excluded: &[bool]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::ClientConfig;
     use crate::cluster_file::ClusterFile;
     use crate::error::ErrorCode;
     use crate::messages::coordination::ClientDBInfo;
     use crate::messages::{EnsureTable, IpAddress};
     use crate::sim::{loopback_stream, Request, Server, Sim, Wire};
     use crate::uid::{well_known, Uid};
-    use crate::ClientConfig;
 
     /// Answers the client's `ClientDBInfo`; the proxy's and coordinators' requests wait for
     /// the test.
@@ -342,7 +342,7 @@ mod tests {
         }
     }
 
-    fn start(s: &mut Sim<Cluster>, exclusions: Vec<AddressExclusion>) -> crate::Call<bool> {
+    fn start(s: &mut Sim<Cluster>, exclusions: Vec<AddressExclusion>) -> crate::event::Call<bool> {
         let now = s.now();
         let call = s.client.check_safe_exclusions(now, exclusions);
         s.drive();

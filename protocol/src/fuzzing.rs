@@ -376,14 +376,14 @@ impl crate::sim::Server for Bootstrap {
 /// checks the client's side of the contract on the way: every byte it writes frames and
 /// decodes, on connections it was given.
 pub fn client_session(data: &[u8]) {
+    use crate::client::ClientConfig;
     use crate::cluster_file::ClusterFile;
     use crate::messages::coordination::{CommitProxyInterface, GrvProxyInterface};
     use crate::messages::types::KeySelector;
     use crate::messages::{Endpoint, IpAddress, NetworkAddress, NetworkAddressList, RequestStream};
     use crate::sim::{Request, Sim};
+    use crate::transaction::RangeOptions;
     use crate::uid::Uid;
-    use crate::ClientConfig;
-    use crate::RangeOptions;
     use core::time::Duration;
 
     let Ok(cluster) = ClusterFile::parse("fuzz:fuzz@127.0.0.1:4500") else {
@@ -572,12 +572,13 @@ pub fn global_config(data: &[u8]) {
 /// then speaks it), refuse an unsupported one with `incompatible_client`, or drop a connection
 /// that breaks the framing; it never panics, and its reconnections stay paced by the backoff.
 pub fn protocol_handshake(data: &[u8]) {
+    use crate::client::ClientConfig;
     use crate::cluster_file::ClusterFile;
     use crate::error::ErrorCode;
     use crate::event::Event;
+    use crate::grv::Priority;
     use crate::sim::Sim;
     use crate::version::Protocol;
-    use crate::{ClientConfig, Priority};
     use core::time::Duration;
 
     let Ok(cluster) = ClusterFile::parse("fuzz:fuzz@127.0.0.1:4500") else {

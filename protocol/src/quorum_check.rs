@@ -140,13 +140,13 @@ impl Part for QuorumChecks {
 
 #[cfg(test)]
 mod tests {
+    use crate::client::ClientConfig;
     use crate::cluster_file::{ClusterFile, Coordinator, NetworkAddress as Addr};
     use crate::error::ErrorCode;
     use crate::event::ClientError;
     use crate::messages::{AnyMessage, EnsureTable, ErrorOr};
     use crate::sim::Sim;
     use crate::uid::well_known;
-    use crate::ClientConfig;
     use alloc::vec::Vec;
     use core::time::Duration;
 

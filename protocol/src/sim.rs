@@ -27,6 +27,8 @@ use alloc::vec::Vec;
 use bytes::{Bytes, BytesMut};
 use core::time::Duration;
 
+use crate::client::Client;
+use crate::client::ClientConfig;
 use crate::error::ErrorCode;
 use crate::event::{Call, ClientError, Completion, Event, Outcome, Transmit};
 use crate::framing::{encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion};
@@ -35,7 +37,6 @@ use crate::messages::{decode_any, encode_reply, AnyMessage, ErrorOr, NetworkAddr
 use crate::serializer::{encode_with, Message};
 use crate::time::Instant;
 use crate::uid::{well_known, Uid};
-use crate::{Client, ClientConfig};
 
 /// `UID::file_identifier`: FDB's endpoint-not-found notice is a bare UID.
 const UID_FILE_IDENTIFIER: u32 = 15597147;
@@ -566,10 +567,12 @@ pub(crate) fn loopback_stream(port: u16, token: Uid) -> crate::messages::Request
 mod tests {
     use super::*;
     use crate::cluster_file::ClusterFile;
+    use crate::connection::ConnectionError;
+    use crate::connection::CONNECTION_MONITOR_TIMEOUT;
+    use crate::grv::Priority;
     use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxyInterface};
     use crate::messages::grv::GetReadVersionReply;
     use crate::messages::{Endpoint, NetworkAddressList, RequestStream};
-    use crate::{ConnectionError, Priority, CONNECTION_MONITOR_TIMEOUT};
     use alloc::string::ToString;
 
     const GRV: Uid = Uid::new(1, 0x10);

@@ -210,7 +210,7 @@ impl Client {
     }
 
     /// libfdb_c's client status at `now` (see [`crate::client_status`]).
-    pub fn client_status(&self, now: Instant) -> crate::ClientStatus {
+    pub fn client_status(&self, now: Instant) -> crate::client_status::ClientStatus {
         crate::client_status::build(
             now,
             &self.monitor,

@@ -26,10 +26,10 @@ use crate::event::{ClientError, RangeResult};
 use crate::ids::TransactionId;
 use crate::messages::types::{KeyRange, KeySelector, KeyValue};
 use crate::time::Instant;
+use crate::transaction::TENANT_MANAGEMENT_RANGE;
 use crate::transaction::{
     is_special_key, is_special_range, RangeOptions, SpecialRead, SpecialWrite,
 };
-use crate::TENANT_MANAGEMENT_RANGE;
 
 /// Who serves a special key's module (see the table above).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

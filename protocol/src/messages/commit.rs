@@ -73,7 +73,7 @@ impl Fb for MutationRef {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// The body of a commit: conflict ranges, mutations, and the read version they were
     /// computed at.
     pub struct CommitTransactionRef {
@@ -88,7 +88,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A `(int, u64)` pair of [`ClientTrCommitCostEstimation::clear_idx_costs`].
     pub struct ClearIdxCost {
         pub index: i32,
@@ -96,7 +96,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// Write cost estimate sent with tagged commits (`TagThrottle.actor.h`).
     pub struct ClientTrCommitCostEstimation {
         pub ops_count: i32,
@@ -106,7 +106,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// A commit, sent to a commit proxy's `commit` stream.
     pub struct CommitTransactionRequest = 93948; {
         pub transaction: CommitTransactionRef,
@@ -132,7 +132,7 @@ impl CommitTransactionRequest {
     pub const FLAG_BYPASS_STORAGE_QUOTA: u32 = 4;
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The commit's outcome: the commit version (`-1` is never sent; conflicts come back as
     /// the `not_committed` error) and the batch index used for versionstamps.
     pub struct CommitID = 14254927; {
@@ -153,7 +153,7 @@ impl CommitID {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Which storage servers hold the keys from `begin` (to `end`, or `limit` shards), sent
     /// to a commit proxy's `getKeyServersLocations` stream (index 2).
     pub struct GetKeyServerLocationsRequest = 9144680; {
@@ -168,7 +168,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// One shard of a location reply: its range and the servers holding it.
     pub struct ShardLocation {
         pub range: KeyRange,
@@ -176,7 +176,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A storage server and its testing shadow (TSS).
     pub struct TssMapping {
         pub ss_id: Uid,
@@ -184,7 +184,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A storage server id and its tag.
     pub struct TagMapping {
         pub ss_id: Uid,
@@ -192,7 +192,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Where keys live.
     pub struct GetKeyServerLocationsReply = 10636023; {
         pub results: Vec<ShardLocation>,
@@ -201,7 +201,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Tells the commit proxy that the client learnt the outcome of an `automatic_idempotency`
     /// commit, sent to its `expireIdempotencyId` stream (index 10) with no reply: once every id
     /// of the commit's row (`\xff\x02/idmp/` + version + the batch index's high byte) is
@@ -213,7 +213,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The value at `\xff\x02/idmpExpiredVersion` (an ObjectSerializer value, unversioned):
     /// the rows of commits at or below `expired` may have been purged, so an id not found
     /// there proves nothing.
@@ -223,7 +223,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Which id a tenant name has, sent to a commit proxy's `getTenantId` stream (index 11)
     /// (`CommitProxyInterface.h`). `min_tenant_version` is the metadata version the proxy must
     /// have seen before it may answer `tenant_not_found`; libfdb_c sends `latestVersion` (-2).
@@ -234,14 +234,14 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The tenant's id (its key prefix is the id as 8 big-endian bytes).
     pub struct GetTenantIdReply = 11441284; {
         pub tenant_id: i64,
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// A tenant's entry in the tenant map `\xff/tenant/map/<id>` (`fdbclient/Tenant.h`),
     /// stored as an ObjectWriter value with the protocol version in front
     /// ([`TenantMapEntry::encode_value`]). `lock_state`: 0 unlocked, 1 read-only, 2 locked.
@@ -268,7 +268,7 @@ impl TenantMapEntry {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// A tenant group's entry in `\xff/tenant/tenantGroup/map/` (7.3 gives it no fields).
     pub struct TenantGroupEntry = 10764222; {}
 }

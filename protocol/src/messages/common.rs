@@ -99,12 +99,12 @@ pub fn reply_error(msg: &bytes::Bytes) -> Option<ErrorCode> {
     root.ok().flatten()
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// FDB's `Void`: a table with no members, the reply of requests that only need an ack.
     pub struct Void {}
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// Where the reply goes: only the token travels; the reply comes back on the same
     /// connection (`serializable_traits<ReplyPromise<T>>` in `fdbrpc/include/fdbrpc/fdbrpc.h`).
     pub struct ReplyPromise {

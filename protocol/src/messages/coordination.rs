@@ -11,7 +11,7 @@ pub use super::network::{LocalityData, LocalityEntry};
 use super::network::{NetworkAddress, RequestStream};
 use crate::uid::Uid;
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A client build: version, source hash, and protocol as a hex string (`ClientVersion.h`).
     pub struct ClientVersionRef {
         pub client_version: Bytes,
@@ -20,7 +20,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A coordinator given by name (`flow/include/flow/Hostname.h`); `service` is the port.
     pub struct Hostname {
         pub host: Bytes,
@@ -29,7 +29,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Asks a coordinator for the cluster's proxies. It answers at once if its `ClientDBInfo`
     /// id differs from `known_client_info_id`, otherwise when the info next changes: the
     /// client keeps one of these outstanding to follow proxy changes.
@@ -46,7 +46,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A GRV proxy. Only the first stream travels; see [`GrvProxyInterface::stream`].
     pub struct GrvProxyInterface {
         pub process_id: Option<Bytes>,
@@ -74,7 +74,7 @@ impl GrvProxyInterface {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A commit proxy. Only `commit` travels; the rest are derived from its token.
     pub struct CommitProxyInterface {
         pub process_id: Option<Bytes>,
@@ -117,7 +117,7 @@ impl CommitProxyInterface {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// Global configuration history entry (`fdbclient/GlobalConfig.h`).
     pub struct VersionHistory {
         pub mutations: Vec<MutationRef>,
@@ -125,14 +125,14 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// `TenantMode`: 0 disabled, 1 optional, 2 required.
     pub struct TenantMode {
         pub mode: u32,
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// The encryption key proxy (only its first stream travels).
     pub struct EncryptKeyProxyInterface {
         pub locality: LocalityData,
@@ -141,7 +141,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// What a client needs to run transactions: the proxies, and `id`, which changes whenever
     /// anything else does. `forward` set means the cluster moved to other coordinators.
     pub struct ClientDBInfo = 5355080; {
@@ -183,7 +183,7 @@ fn streams<'a>(
         .collect()
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Asks a coordinator who leads the cluster (used to reach the cluster controller).
     pub struct GetLeaderRequest = 214727; {
         pub key: Bytes,
@@ -192,21 +192,21 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Asks any process for its protocol version; works across versions.
     pub struct ProtocolInfoRequest = 13261233; {
         pub reply: ReplyPromise,
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The answer to [`ProtocolInfoRequest`]: the version *with* its flag bits.
     pub struct ProtocolInfoReply = 7784298; {
         pub version: u64,
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The connection monitor's ping, sent to the well-known `PING_PACKET` token; answered
     /// with `Void`.
     pub struct PingRequest = 4707015; {
@@ -214,7 +214,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Who leads the cluster. `serialized_info` holds the cluster controller's client
     /// interface; `forward` means the coordinators moved (then it holds the new connection
     /// string).
@@ -225,7 +225,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Asks the cluster controller for `\xff\xff/status/json`. `status_field` is new in 7.4
     /// (empty: the whole document); a 7.3 peer gets [`StatusRequestV7_3`]'s shape, and a 7.3
     /// request decodes with the field empty.
@@ -235,7 +235,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// [`StatusRequest`] as 7.3 writes it, before `statusField` existed: only for encoding
     /// to a 7.3 cluster (see [`crate::version::Protocol::status_request_has_field`]).
     pub struct StatusRequestV7_3 = 14419140; {
@@ -256,7 +256,7 @@ impl StatusRequest {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The status document, as JSON text.
     pub struct StatusReply = 9980504; {
         pub status_str: Bytes,
@@ -268,7 +268,7 @@ impl crate::serializer::Message for Void {
     const FILE_IDENTIFIER: u32 = 2010442;
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// The cluster controller's interface for clients (`ClusterInterface`), every stream
     /// serialized in full.
     pub struct ClusterInterface {
@@ -285,7 +285,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// What `LeaderInfo::serialized_info` holds, after an 8-byte protocol version
     /// (`ObjectWriter` with `IncludeVersion`).
     pub struct ClusterControllerClientInterface = 14997695; {

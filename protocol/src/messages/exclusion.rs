@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 use super::common::ReplyPromise;
 use super::network::AddressExclusion;
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Asks whether the processes `exclusions` name can be marked failed.
     pub struct ExclusionSafetyCheckRequest = 13852702; {
         pub exclusions: Vec<AddressExclusion>,
@@ -17,7 +17,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The answer to [`ExclusionSafetyCheckRequest`].
     pub struct ExclusionSafetyCheckReply = 11; {
         pub safe: bool,

@@ -9,7 +9,7 @@ use super::common::ReplyPromise;
 use super::types::{KeyValue, SpanContext, Version, VersionVector};
 use crate::uid::Uid;
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// How many transactions of the batch carry one tag.
     pub struct TagCount {
         pub tag: Bytes,
@@ -17,7 +17,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Asks a GRV proxy for a read version for `transaction_count` transactions at once.
     pub struct GetReadVersionRequest = 838566; {
         pub transaction_count: u32,
@@ -49,7 +49,7 @@ impl GetReadVersionRequest {
     pub const FLAG_PRIORITY_MASK: u32 = Self::PRIORITY_SYSTEM_IMMEDIATE;
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// Throttling limits for one tag.
     pub struct ClientTagThrottleLimits {
         pub tps_rate: f64,
@@ -59,7 +59,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// `(tag, limits)` entry of [`GetReadVersionReply::tag_throttle_info`].
     pub struct TagThrottleEntry {
         pub tag: Bytes,
@@ -67,7 +67,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// A read version.
     pub struct GetReadVersionReply = 15709388; {
         pub process_busy_time: i32,
@@ -84,7 +84,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Asks a GRV proxy for global configuration newer than `last_known`.
     pub struct GlobalConfigRefreshRequest = 2828131; {
         pub last_known: Version,
@@ -92,7 +92,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// `RangeResultRef`: rows plus where the read stopped.
     pub struct RangeResult {
         pub data: Vec<KeyValue>,
@@ -103,7 +103,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Global configuration as of `version`.
     pub struct GlobalConfigRefreshReply = 12680327; {
         pub result: RangeResult,

@@ -20,7 +20,7 @@ use super::types::KeyRange;
 use crate::serializer::DecodeError;
 use crate::uid::Uid;
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Asks for the data distributor's metrics of the shards beginning in `keys`.
     pub struct GetDDMetricsRequest = 14536812; {
         pub keys: KeyRange,
@@ -29,7 +29,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// One shard's metrics. The wire order puts `begin_key` between the two numbers.
     pub struct DDMetricsRef {
         pub shard_bytes: i64,
@@ -38,14 +38,14 @@ crate::fb_table! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The answer to [`GetDDMetricsRequest`], shards in key order.
     pub struct GetDDMetricsReply = 7277713; {
         pub storage_metrics_list: Vec<DDMetricsRef>,
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Asks a GRV proxy for the cluster's health; `detailed` adds every storage server's and
     /// log's own figures.
     pub struct GetHealthMetricsRequest = 11403900; {
@@ -54,7 +54,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The answer to [`GetHealthMetricsRequest`]: [`HealthMetrics`] as a `BinaryWriter`
     /// blob (see [`HealthMetrics::decode`]).
     pub struct GetHealthMetricsReply = 11544290; {

@@ -95,7 +95,7 @@ impl Fb for IpAddress {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A process address. `flags`: 1 = private, 2 = TLS.
     pub struct NetworkAddress {
         pub ip: IpAddress,
@@ -136,7 +136,7 @@ impl fmt::Display for NetworkAddress {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A process's addresses: the main one and, when it listens on both, the other of TLS/plain.
     pub struct NetworkAddressList {
         pub address: NetworkAddress,
@@ -144,7 +144,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// Where a stream lives: addresses plus token.
     pub struct Endpoint {
         pub addresses: NetworkAddressList,
@@ -181,7 +181,7 @@ impl Endpoint {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// Processes to exclude (`AddressExclusion`): a whole machine when `port` is 0, else the
     /// one process at `ip:port`.
     pub struct AddressExclusion {
@@ -197,14 +197,14 @@ impl AddressExclusion {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A `RequestStream<T>`: serialized as its endpoint.
     pub struct RequestStream {
         pub endpoint: Endpoint,
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A process's locality: `std::map<key, Optional<value>>` as pairs (`fdbrpc/Locality.h`).
     pub struct LocalityEntry {
         pub key: Bytes,
@@ -212,7 +212,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// Where a process is (zone, machine, dc, process id ...).
     pub struct LocalityData {
         pub data: Vec<LocalityEntry>,

@@ -12,7 +12,7 @@ use crate::error::ErrorCode;
 use crate::serializer::{DecodeError, Fb, Layout, Reader, Result, Saved, Writer};
 use crate::uid::Uid;
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A storage server as location replies carry it. Only `get_value` travels; every other
     /// stream is derived from its token (see [`StorageServerInterface::stream`]).
     pub struct StorageServerInterface {
@@ -62,7 +62,7 @@ impl StorageServerInterface {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// Per-read options (`ReadOptions` in `FDBTypes.h`). `read_type`: 0 eager, 1 fetch,
     /// 2 low, 3 normal, 4 high.
     pub struct ReadOptions {
@@ -74,7 +74,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Reads one key at a version.
     pub struct GetValueRequest = 8454530; {
         pub key: Bytes,
@@ -88,7 +88,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// A value, or `error` set (e.g. `transaction_too_old`, `wrong_shard_server`): storage
     /// replies carry their errors inside a successful `ErrorOr` (`LoadBalancedReply`).
     pub struct GetValueReply = 1378929; {
@@ -99,7 +99,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Resolves a key selector at a version.
     pub struct GetKeyRequest = 10457870; {
         pub sel: KeySelector,
@@ -113,7 +113,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The resolved selector. If the answer lies outside this server's shard, `sel` is a
     /// selector to continue from (offset not yet 0 / or_equal adjusted).
     pub struct GetKeyReply = 11226513; {
@@ -124,7 +124,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Reads a range between two selectors, at most `limit` rows and about `limit_bytes`.
     /// A negative `limit` reads backwards.
     pub struct GetKeyValuesRequest = 6795746; {
@@ -207,7 +207,7 @@ impl Fb for KeyValueBlob {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Rows of a range read. `more` means the limit or the shard end stopped it.
     pub struct GetKeyValuesReply = 1783066; {
         pub penalty: f64,
@@ -219,7 +219,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Fires when `key` no longer has `value` (absent `value` = the key is absent), at or
     /// after `version`.
     pub struct WatchValueRequest = 14747733; {
@@ -234,7 +234,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The version at which the watched value changed. Its file identifier really is 3.
     pub struct WatchValueReply = 3; {
         pub version: Version,
@@ -242,7 +242,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// A storage server's estimate of a key range's load (`StorageMetrics` in
     /// `StorageServerInterface.h`): bytes from the byte sample, rates per thousand seconds.
     /// Also the reply to [`WaitMetricsRequest`] (a plain `ReplyPromise<StorageMetrics>`, so
@@ -256,7 +256,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Answers with the range's metrics once any of them is below `min` or above `max`; a
     /// client wanting them at once sends `min.bytes = 0, max.bytes = -1`
     /// (`doGetStorageMetrics`). `min_version` only matters for tenant-aware requests.
@@ -271,7 +271,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Asks where to cut `keys` into chunks of about `chunk_size` bytes (by the byte sample).
     /// Sent to [`StorageServerInterface::GET_RANGE_SPLIT_POINTS`].
     pub struct SplitRangeRequest = 10725174; {
@@ -282,7 +282,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The split points inside the requested range, ascending (empty when the range is
     /// smaller than a chunk). Errors travel in the `ErrorOr`.
     pub struct SplitRangeReply = 11813134; {
@@ -290,7 +290,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// `getMappedKeyValues` (7.3): a range read whose storage server also reads, for each row
     /// it returns, the key or range `mapper` (a packed tuple) derives from the row's key and
     /// value tuples. The same members as [`GetKeyValuesRequest`], with `mapper` after `end`.
@@ -310,7 +310,7 @@ crate::fb_message! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// `RangeResultRef` as a table (a mapped range's secondary rows): the rows as a
     /// flatbuffers vector of `KeyValueRef` tables, not the string form of range replies.
     pub struct RangeResultTable {
@@ -322,7 +322,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// `GetValueReqAndResultRef`: the key a mapper named and its value, if set.
     pub struct GetValueReqAndResult {
         pub key: Bytes,
@@ -330,7 +330,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// `GetRangeReqAndResultRef`: the range a mapper named (`{...}` last) and its rows.
     pub struct GetRangeReqAndResult {
         pub begin: KeySelector,
@@ -386,7 +386,7 @@ impl Fb for MappedReqAndResult {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// `MappedKeyValueRef`: a row of the primary range (its `KeyValueRef` base, a nested
     /// table) and what its mapper read.
     pub struct MappedKeyValue {
@@ -395,7 +395,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// The reply to [`GetMappedKeyValuesRequest`]: `LoadBalancedReply`'s members, then the
     /// rows as a flatbuffers vector (not the string form of [`GetKeyValuesReply`]).
     pub struct GetMappedKeyValuesReply = 1783067; {
@@ -514,14 +514,14 @@ mod mapped_tests {
         }
     }
 
-    crate::fb_table! {
+    crate::serializer::fb_table! {
         struct RawRow {
             kv: KeyValue,
             mapped: RawUnion,
         }
     }
 
-    crate::fb_message! {
+    crate::serializer::fb_message! {
         struct RawReply = 1783067; {
             penalty: f64,
             error: Option<ErrorCode>,

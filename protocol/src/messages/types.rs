@@ -56,11 +56,11 @@ impl Fb for KeyRange {
     }
 }
 
-crate::fb_table! { impl KeyValue { key: Bytes, value: Bytes } }
+crate::serializer::fb_table! { impl KeyValue { key: Bytes, value: Bytes } }
 
-crate::fb_table! { impl KeySelector { key: Bytes, or_equal: bool, offset: i32 } }
+crate::serializer::fb_table! { impl KeySelector { key: Bytes, or_equal: bool, offset: i32 } }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// Tracing context carried by requests; all zero when tracing is off.
     pub struct SpanContext {
         pub trace_id: Uid,
@@ -69,7 +69,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// Which tenant a request is for (`fdbrpc/include/fdbrpc/TenantInfo.h`);
     /// `tenant_id == -1` means none.
     pub struct TenantInfo {
@@ -78,7 +78,7 @@ crate::fb_table! {
     }
 }
 
-crate::fb_table! {
+crate::serializer::fb_table! {
     /// A secret string FDB wipes from memory after use (`flow/WipedString.h`); on the wire,
     /// a table holding the string.
     pub struct WipedString {

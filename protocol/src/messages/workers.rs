@@ -14,14 +14,14 @@ use super::common::{fid, EnsureTable, ErrorOr, ReplyPromise};
 use super::network::{IpAddress, NetworkAddress, RequestStream};
 use crate::serializer::{decode_root, encode_with, file_identifier, DecodeError, Message};
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// Asks the cluster controller for every worker's client interface.
     pub struct GetClientWorkersRequest = 10771791; {
         pub reply: ReplyPromise,
     }
 }
 
-crate::fb_message! {
+crate::serializer::fb_message! {
     /// What a client may ask of a worker process: reboot, the profiler, failure injection.
     pub struct ClientWorkerInterface = 12418152; {
         pub reboot: RequestStream,

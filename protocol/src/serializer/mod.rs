@@ -246,7 +246,7 @@ macro_rules! fb_table {
             $fvis $field: $ty
         ),* }
 
-        $crate::fb_table! { impl $name { $( $field: $ty ),* } }
+        $crate::serializer::fb_table! { impl $name { $( $field: $ty ),* } }
     };
     // The encoding alone, for a type defined elsewhere (the data model's own types, which
     // sit below the messages).
@@ -276,12 +276,16 @@ macro_rules! fb_table {
 #[macro_export]
 macro_rules! fb_message {
     ($(#[$m:meta])* $vis:vis struct $name:ident = $fid:expr; { $($body:tt)* }) => {
-        $crate::fb_table! { $(#[$m])* $vis struct $name { $($body)* } }
+        $crate::serializer::fb_table! { $(#[$m])* $vis struct $name { $($body)* } }
         impl $crate::serializer::Message for $name {
             const FILE_IDENTIFIER: u32 = $fid;
         }
     };
 }
+
+// The declaring macros by this module's path too, so that the types declared with them
+// (the messages, the data model) name the serializer they use, not the crate root.
+pub use crate::{fb_message, fb_table};
 
 #[cfg(test)]
 mod tests {

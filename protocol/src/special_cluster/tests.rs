@@ -130,6 +130,7 @@ mod on_a_scripted_cluster {
     //! for the test.
 
     use super::super::*;
+    use crate::client::ClientConfig;
     use crate::cluster_file::ClusterFile;
     use crate::event::RangeResult;
     use crate::messages::coordination::{ClientDBInfo, LeaderInfo};
@@ -139,7 +140,6 @@ mod on_a_scripted_cluster {
     use crate::serializer::DecodeError;
     use crate::sim::{Request, Server, Sim, Wire};
     use crate::transaction::RangeOptions;
-    use crate::ClientConfig;
 
     use crate::sim::loopback_stream as stream;
 

@@ -7,8 +7,10 @@ use alloc::vec;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
+use crate::client::ClientConfig;
 use crate::cluster_file::ClusterFile;
 use crate::error::ErrorCode;
+use crate::event::Call;
 use crate::event::ClientError;
 use crate::ids::TransactionId;
 use crate::messages::commit::{CommitID, GetKeyServerLocationsReply, ShardLocation};
@@ -21,7 +23,6 @@ use crate::messages::types::{KeyRange, KeyValue};
 use crate::messages::{AnyMessage, ErrorOr};
 use crate::sim::{Request, Server, Sim, Wire};
 use crate::uid::Uid;
-use crate::{Call, ClientConfig};
 
 use crate::sim::loopback_stream as stream;
 

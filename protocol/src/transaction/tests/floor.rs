@@ -10,8 +10,10 @@ use super::backoff::sim;
 use crate::cluster_file::ClusterFile;
 use crate::error::ErrorCode;
 use crate::event::ClientError;
+use crate::grv::Priority;
+use crate::messages::types::KeySelector;
 use crate::messages::AnyMessage;
-use crate::{KeySelector, Priority, RangeOptions};
+use crate::transaction::RangeOptions;
 
 const TOO_OLD: ClientError = ClientError::Fdb(ErrorCode::TRANSACTION_TOO_OLD);
 

@@ -14,7 +14,7 @@ use crate::messages::types::{KeySelector, KeyValue, TagSet};
 use crate::messages::AnyMessage;
 use crate::time::Instant;
 use crate::transaction::RangeOptions;
-use crate::TransactionOption as O;
+use crate::transaction::TransactionOption as O;
 use core::time::Duration;
 
 fn tag(s: &str) -> Vec<u8> {
@@ -243,7 +243,7 @@ fn set_sample_rate(s: &mut super::backoff::SimCluster, rate: f64) {
         value: Bytes::from(crate::tuple::pack(&(rate,))),
     }];
     let tx = s.client.create_transaction(now);
-    let (b, e) = crate::GLOBAL_CONFIG_MODULE;
+    let (b, e) = crate::global_config::GLOBAL_CONFIG_MODULE;
     let (b, e) = (
         KeySelector::first_greater_or_equal(b),
         KeySelector::first_greater_or_equal(e),

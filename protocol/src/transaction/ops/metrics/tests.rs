@@ -4,13 +4,13 @@
 //! and storage requests wait for the test.
 
 use super::*;
+use crate::client::ClientConfig;
 use crate::cluster_file::ClusterFile;
 use crate::messages::commit::{GetKeyServerLocationsReply, ShardLocation};
 use crate::messages::coordination::{ClientDBInfo, GrvProxyInterface};
 use crate::messages::{encode_reply, AnyMessage};
 use crate::sim::{Request, Server, Sim, Wire};
 use crate::uid::Uid;
-use crate::ClientConfig;
 
 use crate::sim::loopback_stream as stream;
 
