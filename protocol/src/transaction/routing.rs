@@ -279,6 +279,24 @@ impl Transactions {
         }
     }
 
+    /// What a read of operation `req` got, or `None` when its error was retried or failed it.
+    pub(super) fn read_or_retry<T>(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        r: Result<T, ClientError>,
+    ) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                if !self.retried_read_error(cx, req, &e) {
+                    self.fail_op(cx, req, e);
+                }
+                None
+            }
+        }
+    }
+
     /// Handles the read errors the client retries by itself; `true` if it did.
     pub(super) fn retried_read_error(
         &mut self,

@@ -94,7 +94,7 @@ impl Transactions {
                 t.committed = Some((-1, None));
             }
             self.settle_versionstamps(cx, tx, Err(ErrorCode::NO_COMMIT_VERSION));
-            self.arm_watches(tx, v);
+            super::watch::WatchOp::arm(&mut self.table, self.txs.get_mut(&tx), v);
             return self.succeed_op(
                 cx,
                 req,
@@ -400,7 +400,7 @@ impl Transactions {
             t.committed = Some((version, Some(stamp)));
         }
         self.settle_versionstamps(cx, tx, Ok(stamp));
-        self.arm_watches(tx, Some(at));
+        super::watch::WatchOp::arm(&mut self.table, self.txs.get_mut(&tx), Some(at));
         self.succeed_op(
             cx,
             req,

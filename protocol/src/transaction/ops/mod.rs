@@ -75,8 +75,8 @@ impl OpKind {
     /// it is in flight any more, so the next step sends again instead of waiting for a
     /// reply that cannot come.
     pub(super) fn request_lost(&mut self) {
-        if let OpKind::Watch(watch::WatchOp { reading, .. }) = self {
-            *reading = false;
+        if let OpKind::Watch(w) = self {
+            w.request_lost();
         }
     }
 }
@@ -195,6 +195,25 @@ impl OpTable {
             self.watches -= 1;
         }
         Some(op)
+    }
+
+    /// Finishes operation `req` with `result`. Only for an operation that is no read: a read's
+    /// failure is the transaction's too ([`Transactions::fail_op`]).
+    pub(super) fn finish(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        result: Result<Reply, ClientError>,
+    ) {
+        if self.remove(req).is_some() {
+            cx.finish(req, result);
+        }
+    }
+
+    /// Operation `req` waits until `at`.
+    pub(super) fn sleep(&mut self, at: Instant, req: RequestId) {
+        self.set_wait(req, Wait::Timer);
+        self.add_timer(at, Timer::Op(req));
     }
 
     pub(super) fn set_wait(&mut self, req: RequestId, wait: Wait) {
@@ -448,7 +467,7 @@ impl Transactions {
             OpKind::Get(_) => get::GetOp::advance(self, cx, req, tx),
             OpKind::GetKey(_) | OpKind::Range(_) => self.advance_read(cx, req, tx),
             OpKind::Commit => self.advance_commit(cx, req, tx),
-            OpKind::Watch(_) => self.advance_watch(cx, req, tx),
+            OpKind::Watch(_) => watch::WatchOp::advance(self, cx, req, tx),
             OpKind::Backoff => self.table.set_wait(req, Wait::Timer),
             OpKind::Metrics(_) => self.advance_metrics(cx, req, tx),
             OpKind::Addresses(_) => self.advance_addresses(cx, req, tx),
@@ -464,7 +483,7 @@ impl Transactions {
         };
         match &op.kind {
             OpKind::Get(_) => get::GetOp::on_reply(self, cx, req, message),
-            OpKind::Watch(_) => self.on_watch_storage_reply(cx, req, message),
+            OpKind::Watch(_) => watch::WatchOp::on_reply(self, cx, req, message),
             OpKind::GetKey(_) | OpKind::Range(_) => self.on_read_reply(cx, req, message),
             _ => {}
         }
