@@ -313,7 +313,12 @@ impl Transactions {
     /// and so does every call after, until the transaction is reset.
     pub(crate) fn cancel_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
-        self.fail_backoffs(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
+        ops::on_error::BackoffOp::fail_sleeping(
+            &mut self.table,
+            cx,
+            tx,
+            ErrorCode::TRANSACTION_CANCELLED,
+        );
         if let Some(t) = self.txs.get_mut(&tx) {
             t.finished = Some(ErrorCode::TRANSACTION_CANCELLED);
             // A commit in flight failed with the rest: later calls see the cancel.

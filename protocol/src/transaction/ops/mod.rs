@@ -1,8 +1,8 @@
 //! The operations, one file per kind, each telling its whole story: the checks when it is
 //! called, the requests it builds, the replies it decodes, how it finishes (`get.rs`,
 //! `range.rs` with `get_key`, NativeAPI's walks in `native.rs` and `get_mapped_range` in
-//! `mapped.rs`, `commit.rs` with `on_error`, `watch.rs`, `metrics.rs` over the plan in
-//! `shards.rs`, `addresses.rs`, `read_version.rs`).
+//! `mapped.rs`, `commit.rs`, `on_error.rs`, `versionstamp.rs`, `watch.rs`, `metrics.rs` over
+//! the plan in `shards.rs`, `addresses.rs`, `read_version.rs`).
 //!
 //! This file is their common lifecycle: created ready, run, parked on what it waits for (a
 //! read version, a location, a reply, a timer), woken, finished with exactly one completion.
@@ -17,9 +17,11 @@ pub(super) mod get_key;
 pub(super) mod mapped;
 pub(super) mod metrics;
 pub(super) mod native;
+pub(super) mod on_error;
 pub(super) mod range;
 pub(super) mod read_version;
 pub(super) mod shards;
+pub(super) mod versionstamp;
 pub(super) mod watch;
 
 use alloc::collections::BTreeMap;
@@ -43,16 +45,16 @@ pub(super) enum OpKind {
     Get(get::GetOp),
     GetKey(super::scan::ReadOp),
     Range(super::scan::ReadOp),
-    Commit,
+    Commit(commit::CommitOp),
     /// `get_addresses_for_key`.
     Addresses(addresses::AddressesOp),
     Watch(watch::WatchOp),
     /// `on_error` sleeping before the retry.
-    Backoff,
+    Backoff(on_error::BackoffOp),
     /// `get_estimated_range_size_bytes` or `get_range_split_points`.
     Metrics(alloc::boxed::Box<shards::MetricsOp>),
     /// `get_versionstamp`: parked until the transaction's commit finishes.
-    Versionstamp,
+    Versionstamp(versionstamp::VersionstampOp),
 }
 
 impl OpKind {
@@ -113,8 +115,6 @@ pub(crate) struct Op {
     pub(super) server: Option<(Uid, Instant)>,
     /// How many times the shard was looked up again (grows the relocation delay).
     pub(super) relocations: u32,
-    /// For the dummy commit after `commit_unknown_result`: the user's commit it stands for.
-    pub(super) dummy_for: Option<RequestId>,
     /// A read in flight when `on_error` reset the read version keeps the one it had.
     pub(super) version: Option<Version>,
 }
@@ -136,7 +136,6 @@ impl Op {
             detached,
             server: None,
             relocations: 0,
-            dummy_for: None,
             version: None,
         }
     }
@@ -295,11 +294,21 @@ impl Transactions {
         let Some(op) = self.table.ops.get(&req) else {
             return;
         };
-        let (tx, commit) = (op.tx, matches!(op.kind, OpKind::Commit));
-        if commit {
-            self.fail_commit(cx, req, tx, ClientError::Fdb(err));
-        } else {
-            self.fail_op(cx, req, ClientError::Fdb(err));
+        let tx = op.tx;
+        self.fail_by_kind(cx, req, tx, ClientError::Fdb(err));
+    }
+
+    /// Fails operation `req` of `tx` as its kind fails (a commit fails its watches too).
+    fn fail_by_kind(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        e: ClientError,
+    ) {
+        match self.table.ops.get(&req).map(|o| &o.kind) {
+            Some(OpKind::Commit(_)) => commit::CommitOp::fail(self, cx, req, tx, e),
+            _ => self.fail_op(cx, req, e),
         }
     }
 
@@ -335,32 +344,13 @@ impl Transactions {
     pub(crate) fn fire_timers(&mut self, cx: &mut Ctx<'_>) {
         while let Some(t) = self.table.pop_due(cx.now) {
             match t {
-                Timer::Op(req) => {
-                    let backoff = match self.table.ops.get_mut(&req) {
-                        Some(op) if matches!(op.kind, OpKind::Backoff) => true,
-                        Some(op) => {
-                            op.wait = Wait::Ready;
-                            self.table.ready.push(req);
-                            false
-                        }
-                        None => false,
-                    };
-                    if backoff {
-                        self.end_backoff(cx, req);
-                    }
-                }
+                Timer::Op(req) => match self.table.ops.get(&req).map(|o| &o.kind) {
+                    Some(OpKind::Backoff(_)) => on_error::BackoffOp::end(self, cx, req),
+                    Some(_) => self.table.set_wait(req, Wait::Ready),
+                    None => {}
+                },
                 Timer::Locations => self.table.wake(Wait::Location),
-                Timer::Dummy(parent) => {
-                    let key = self
-                        .table
-                        .ops
-                        .get(&parent)
-                        .and_then(|o| self.txs.get(&o.tx))
-                        .and_then(|t| t.self_conflict.clone());
-                    if let Some(key) = key {
-                        self.start_dummy(cx, parent, key);
-                    }
-                }
+                Timer::Dummy(parent) => commit::CommitOp::retry_dummy(self, cx, parent),
                 Timer::Deadline(tx) => {
                     let due = self.txs.get(&tx).is_some_and(|t| {
                         t.options.timeout.is_some_and(|d| t.created + d <= cx.now)
@@ -370,7 +360,12 @@ impl Transactions {
                             t.timed_out = true;
                         }
                         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_TIMED_OUT);
-                        self.fail_backoffs(cx, tx, ErrorCode::TRANSACTION_TIMED_OUT);
+                        on_error::BackoffOp::fail_sleeping(
+                            &mut self.table,
+                            cx,
+                            tx,
+                            ErrorCode::TRANSACTION_TIMED_OUT,
+                        );
                     }
                 }
             }
@@ -450,10 +445,7 @@ impl Transactions {
                 }
                 Some(t) if t.deferred.is_some() => {
                     let e = t.deferred.clone().expect("checked");
-                    if matches!(op.kind, OpKind::Commit) {
-                        return self.fail_commit(cx, req, tx, e);
-                    }
-                    return self.fail_op(cx, req, e);
+                    return self.fail_by_kind(cx, req, tx, e);
                 }
                 _ => {}
             }
@@ -466,12 +458,12 @@ impl Transactions {
             },
             OpKind::Get(_) => get::GetOp::advance(self, cx, req, tx),
             OpKind::GetKey(_) | OpKind::Range(_) => self.advance_read(cx, req, tx),
-            OpKind::Commit => self.advance_commit(cx, req, tx),
+            OpKind::Commit(_) => commit::CommitOp::advance(self, cx, req, tx),
             OpKind::Watch(_) => watch::WatchOp::advance(self, cx, req, tx),
-            OpKind::Backoff => self.table.set_wait(req, Wait::Timer),
+            OpKind::Backoff(_) => on_error::BackoffOp::advance(&mut self.table, req),
             OpKind::Metrics(_) => self.advance_metrics(cx, req, tx),
             OpKind::Addresses(_) => self.advance_addresses(cx, req, tx),
-            OpKind::Versionstamp => self.table.set_wait(req, Wait::Commit),
+            OpKind::Versionstamp(_) => versionstamp::VersionstampOp::advance(&mut self.table, req),
         }
     }
 

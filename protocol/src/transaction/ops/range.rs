@@ -150,14 +150,15 @@ impl Transactions {
         let Some(op) = self.table.ops.get_mut(&req) else {
             return;
         };
-        let (snapshot, mut read, is_key) = match core::mem::replace(&mut op.kind, OpKind::Backoff) {
-            OpKind::GetKey(ReadOp { snapshot, read }) => (snapshot, read, true),
-            OpKind::Range(ReadOp { snapshot, read }) => (snapshot, read, false),
-            other => {
-                op.kind = other;
-                return;
-            }
-        };
+        let (snapshot, mut read, is_key) =
+            match core::mem::replace(&mut op.kind, OpKind::Backoff(super::on_error::BackoffOp)) {
+                OpKind::GetKey(ReadOp { snapshot, read }) => (snapshot, read, true),
+                OpKind::Range(ReadOp { snapshot, read }) => (snapshot, read, false),
+                other => {
+                    op.kind = other;
+                    return;
+                }
+            };
         let progress = self.run_read(cx, req, tx, snapshot, &mut read);
         if let Some(op) = self.table.ops.get_mut(&req) {
             op.kind = if is_key {
