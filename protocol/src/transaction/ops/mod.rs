@@ -43,8 +43,9 @@ use crate::uid::Uid;
 pub(super) enum OpKind {
     ReadVersion,
     Get(get::GetOp),
-    GetKey(super::scan::ReadOp),
-    Range(super::scan::ReadOp),
+    GetKey(range::ReadOp),
+    /// `get_range` or `get_mapped_range`.
+    Range(range::ReadOp),
     Commit(commit::CommitOp),
     /// `get_addresses_for_key`.
     Addresses(addresses::AddressesOp),
@@ -65,10 +66,7 @@ impl OpKind {
             OpKind::Get(get::GetOp { key, .. })
             | OpKind::Watch(watch::WatchOp { key, .. })
             | OpKind::Addresses(addresses::AddressesOp { key, .. }) => Some((key.clone(), false)),
-            OpKind::GetKey(super::scan::ReadOp { read, .. })
-            | OpKind::Range(super::scan::ReadOp { read, .. }) => {
-                read.sent.as_ref().map(|s| (s.key.clone(), s.backward))
-            }
+            OpKind::GetKey(r) | OpKind::Range(r) => r.storage_key(),
             _ => None,
         }
     }
@@ -457,7 +455,7 @@ impl Transactions {
                 None => {}
             },
             OpKind::Get(_) => get::GetOp::advance(self, cx, req, tx),
-            OpKind::GetKey(_) | OpKind::Range(_) => self.advance_read(cx, req, tx),
+            OpKind::GetKey(_) | OpKind::Range(_) => range::ReadOp::advance(self, cx, req, tx),
             OpKind::Commit(_) => commit::CommitOp::advance(self, cx, req, tx),
             OpKind::Watch(_) => watch::WatchOp::advance(self, cx, req, tx),
             OpKind::Backoff(_) => on_error::BackoffOp::advance(&mut self.table, req),
@@ -476,7 +474,7 @@ impl Transactions {
         match &op.kind {
             OpKind::Get(_) => get::GetOp::on_reply(self, cx, req, message),
             OpKind::Watch(_) => watch::WatchOp::on_reply(self, cx, req, message),
-            OpKind::GetKey(_) | OpKind::Range(_) => self.on_read_reply(cx, req, message),
+            OpKind::GetKey(_) | OpKind::Range(_) => range::ReadOp::on_reply(self, cx, req, message),
             _ => {}
         }
     }
