@@ -53,7 +53,7 @@ pub(super) enum OpKind {
     /// `on_error` sleeping before the retry.
     Backoff(on_error::BackoffOp),
     /// `get_estimated_range_size_bytes` or `get_range_split_points`.
-    Metrics(alloc::boxed::Box<shards::MetricsOp>),
+    Metrics(alloc::boxed::Box<metrics::MetricsOp>),
     /// `get_versionstamp`: parked until the transaction's commit finishes.
     Versionstamp(versionstamp::VersionstampOp),
 }
@@ -459,7 +459,7 @@ impl Transactions {
             OpKind::Commit(_) => commit::CommitOp::advance(self, cx, req, tx),
             OpKind::Watch(_) => watch::WatchOp::advance(self, cx, req, tx),
             OpKind::Backoff(_) => on_error::BackoffOp::advance(&mut self.table, req),
-            OpKind::Metrics(_) => self.advance_metrics(cx, req, tx),
+            OpKind::Metrics(_) => metrics::MetricsOp::advance(self, cx, req, tx),
             OpKind::Addresses(_) => self.advance_addresses(cx, req, tx),
             OpKind::Versionstamp(_) => versionstamp::VersionstampOp::advance(&mut self.table, req),
         }
