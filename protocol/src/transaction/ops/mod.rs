@@ -41,7 +41,7 @@ use crate::uid::Uid;
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(super) enum OpKind {
-    ReadVersion,
+    ReadVersion(read_version::ReadVersionOp),
     Get(get::GetOp),
     GetKey(range::ReadOp),
     /// `get_range` or `get_mapped_range`.
@@ -449,18 +449,14 @@ impl Transactions {
             }
         }
         match &op.kind {
-            OpKind::ReadVersion => match self.read_version_only(cx, req, tx, false) {
-                Some(Ok(v)) => self.succeed_op(cx, req, Reply::Version(v)),
-                Some(Err(e)) => self.fail_op(cx, req, e),
-                None => {}
-            },
+            OpKind::ReadVersion(_) => read_version::ReadVersionOp::advance(self, cx, req, tx),
             OpKind::Get(_) => get::GetOp::advance(self, cx, req, tx),
             OpKind::GetKey(_) | OpKind::Range(_) => range::ReadOp::advance(self, cx, req, tx),
             OpKind::Commit(_) => commit::CommitOp::advance(self, cx, req, tx),
             OpKind::Watch(_) => watch::WatchOp::advance(self, cx, req, tx),
             OpKind::Backoff(_) => on_error::BackoffOp::advance(&mut self.table, req),
             OpKind::Metrics(_) => metrics::MetricsOp::advance(self, cx, req, tx),
-            OpKind::Addresses(_) => self.advance_addresses(cx, req, tx),
+            OpKind::Addresses(_) => addresses::AddressesOp::advance(self, cx, req, tx),
             OpKind::Versionstamp(_) => versionstamp::VersionstampOp::advance(&mut self.table, req),
         }
     }
