@@ -313,11 +313,7 @@ impl Transactions {
         key: Bytes,
         value: Bytes,
     ) -> Result<(), ClientError> {
-        if let Some(e) = self.skipped(tx) {
-            return Err(e);
-        }
-        let r = self.set_inner(tx, key, None, value);
-        self.defer(tx, r)
+        self.write(tx, |s| s.set_inner(tx, key, None, value))
     }
 
     /// [`Client::set_packed`]: key, the key's write-conflict end and value cut from one
@@ -376,11 +372,7 @@ impl Transactions {
 
     /// Removes `key`.
     pub(crate) fn clear(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
-        if let Some(e) = self.skipped(tx) {
-            return Err(e);
-        }
-        let r = self.clear_inner(tx, key);
-        self.defer(tx, r)
+        self.write(tx, |s| s.clear_inner(tx, key))
     }
 
     pub(super) fn clear_inner(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
@@ -411,11 +403,7 @@ impl Transactions {
         begin: &[u8],
         end: &[u8],
     ) -> Result<(), ClientError> {
-        if let Some(e) = self.skipped(tx) {
-            return Err(e);
-        }
-        let r = self.clear_range_inner(tx, begin, end);
-        self.defer(tx, r)
+        self.write(tx, |s| s.clear_range_inner(tx, begin, end))
     }
 
     pub(super) fn clear_range_inner(
@@ -460,11 +448,7 @@ impl Transactions {
         param: &[u8],
         kind: u8,
     ) -> Result<(), ClientError> {
-        if let Some(e) = self.skipped(tx) {
-            return Err(e);
-        }
-        let r = self.atomic_op_inner(tx, key, param, kind);
-        self.defer(tx, r)
+        self.write(tx, |s| s.atomic_op_inner(tx, key, param, kind))
     }
 
     pub(super) fn atomic_op_inner(
@@ -570,11 +554,7 @@ impl Transactions {
         kind: ConflictRangeType,
     ) -> Result<(), ClientError> {
         check_conflict_range(begin, end)?;
-        if let Some(e) = self.skipped(tx) {
-            return Err(e);
-        }
-        let r = self.add_conflict_range_inner(tx, begin, end, kind);
-        self.defer(tx, r)
+        self.write(tx, |s| s.add_conflict_range_inner(tx, begin, end, kind))
     }
 
     pub(super) fn add_conflict_range_inner(
@@ -639,6 +619,20 @@ impl Transactions {
     }
 
     // ----- helpers -----
+
+    /// A write of `tx`: skipped with the error a write already left, else run, its error left
+    /// for the next call.
+    fn write(
+        &mut self,
+        tx: TransactionId,
+        f: impl FnOnce(&mut Self) -> Result<(), ClientError>,
+    ) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
+        let r = f(self);
+        self.defer(tx, r)
+    }
 
     pub(super) fn defer(
         &mut self,

@@ -46,33 +46,19 @@ impl Transactions {
         opts: RangeOptions,
         snapshot: bool,
     ) -> RequestId {
-        ReadOp::start_mapped(self, cx, tx, begin, end, mapper, opts, snapshot)
+        // The read's start is its checks, then the op (no wrapper: the arguments are many).
+        let req = cx.new_request();
+        match ReadOp::check_mapped(self, tx, begin, end, mapper, &opts, snapshot) {
+            Err(e) => cx.finish(req, Err(e)),
+            Ok(None) => cx.finish(req, Ok(Reply::Mapped(MappedRangeResult::default()))),
+            Ok(Some(kind)) => ReadOp::insert(self, cx, req, tx, snapshot, kind),
+        }
+        req
     }
 }
 
 /// The mapped read's steps; the rest are the range read's.
 impl ReadOp {
-    /// Starts a `get_mapped_range`: the checks, then NativeAPI's `getRange` with the mapper.
-    #[allow(clippy::too_many_arguments)]
-    fn start_mapped(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        tx: TransactionId,
-        begin: KeySelector,
-        end: KeySelector,
-        mapper: Bytes,
-        opts: RangeOptions,
-        snapshot: bool,
-    ) -> RequestId {
-        let req = cx.new_request();
-        match ReadOp::check_mapped(txs, tx, begin, end, mapper, &opts, snapshot) {
-            Err(e) => cx.finish(req, Err(e)),
-            Ok(None) => cx.finish(req, Ok(Reply::Mapped(MappedRangeResult::default()))),
-            Ok(Some(kind)) => ReadOp::insert(txs, cx, req, tx, snapshot, kind),
-        }
-        req
-    }
-
     /// `fdb_transaction_get_mapped_range`'s and RYW `getMappedRange`'s checks, in their
     /// order: the read to run, or `None` for no rows without a read.
     fn check_mapped(
