@@ -13,7 +13,6 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::ops::commit::CommitOp;
 use super::{Ctx, Transactions};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
@@ -313,16 +312,15 @@ impl Transactions {
                 let mut stamp = [0u8; 10];
                 stamp[..8].copy_from_slice(&version.to_be_bytes());
                 stamp[8..].copy_from_slice(&batch.to_be_bytes());
-                CommitOp::succeeded(self, cx, check.parent, parent_tx, -1, version, stamp);
+                self.commit_succeeded(cx, check.parent, parent_tx, -1, version, stamp);
             }
-            Ok(None) => CommitOp::fail(
-                self,
+            Ok(None) => self.fail_commit(
                 cx,
                 check.parent,
                 parent_tx,
                 ClientError::Fdb(ErrorCode::TRANSACTION_TOO_OLD),
             ),
-            Err(e) => CommitOp::fail(self, cx, check.parent, parent_tx, e),
+            Err(e) => self.fail_commit(cx, check.parent, parent_tx, e),
         }
     }
 }

@@ -47,7 +47,7 @@ use crate::net::{Io, Network};
 use crate::tag_throttle::TagThrottles;
 use crate::time::{Instant, Rng};
 use crate::uid::Uid;
-use ops::Timer;
+use ops::wait::Timer;
 use state::Tx;
 
 pub(crate) use crate::ids::{RequestId, TransactionId};
@@ -313,12 +313,7 @@ impl Transactions {
     /// and so does every call after, until the transaction is reset.
     pub(crate) fn cancel_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
-        ops::on_error::BackoffOp::fail_sleeping(
-            &mut self.table,
-            cx,
-            tx,
-            ErrorCode::TRANSACTION_CANCELLED,
-        );
+        self.fail_backoffs(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
         if let Some(t) = self.txs.get_mut(&tx) {
             t.finished = Some(ErrorCode::TRANSACTION_CANCELLED);
             // A commit in flight failed with the rest: later calls see the cancel.

@@ -8,7 +8,7 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::ops::{Timer, Wait};
+use super::ops::wait::{Timer, Wait};
 use super::replicas::{Replica, FAILED_SERVER_AVOIDANCE, LOCATION_LIMIT, MAX_RELOCATION_DELAY};
 use super::state::ReadVersion;
 use super::{Ctx, Transactions};

@@ -863,12 +863,7 @@ impl Transactions {
     pub(crate) fn deliver_trips(&mut self, cx: &mut Ctx<'_>) {
         for tx in core::mem::take(&mut self.trips) {
             self.cancel_tx_ops(cx, tx, ErrorCode::USED_DURING_COMMIT);
-            super::ops::on_error::BackoffOp::fail_sleeping(
-                &mut self.table,
-                cx,
-                tx,
-                ErrorCode::USED_DURING_COMMIT,
-            );
+            self.fail_backoffs(cx, tx, ErrorCode::USED_DURING_COMMIT);
         }
     }
 

@@ -9,7 +9,7 @@
 use bytes::Bytes;
 
 use super::native::{NativeKey, NativeRange};
-use super::range::ReadOp;
+use super::range::{Progress, ReadOp};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, MappedRangeResult, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -23,14 +23,6 @@ use crate::ryw::{RangeSet, WriteMap};
 use crate::transaction::scan::{range_limits, NativeOp, RangeOptions, ReadKind};
 use crate::transaction::state::Tx;
 use crate::transaction::{fdb, Ctx, Transactions};
-
-/// Where a mapped read stands after one step.
-pub(super) enum MappedStep {
-    /// A NativeAPI read was set up: run it.
-    Continue,
-    Done(MappedRangeResult),
-    Failed(ClientError),
-}
 
 impl Transactions {
     /// Reads one batch of the rows between two selectors, each with what `mapper` makes of
@@ -108,12 +100,13 @@ impl ReadOp {
     }
 
     /// Runs a mapped read's RYW part: resolve a reverse read's end, start NativeAPI's walk, and
-    /// when it is done add the conflict ranges and give the rows.
+    /// when it is done add the conflict ranges and give the rows (`None`: run the NativeAPI
+    /// read it set up).
     pub(super) fn mapped_step(
         t: &mut Tx,
         kind: &mut ReadKind,
         native: &mut Option<NativeOp>,
-    ) -> MappedStep {
+    ) -> Option<Progress> {
         let ReadKind::Mapped {
             begin,
             end,
@@ -124,22 +117,24 @@ impl ReadOp {
             result,
         } = kind
         else {
-            return MappedStep::Failed(ClientError::Fdb(ErrorCode::INTERNAL_ERROR));
+            return Some(Progress::Failed(ClientError::Fdb(
+                ErrorCode::INTERNAL_ERROR,
+            )));
         };
         if !*end_resolved {
             *native = Some(NativeOp::Key(NativeKey::new(end.clone())));
-            return MappedStep::Continue;
+            return None;
         }
         let Some(r) = result.take() else {
             // `getRangeInternal`: nothing to read between these selectors.
             if limits.is_reached() || (begin.offset >= end.offset && begin.key >= end.key) {
-                return MappedStep::Done(MappedRangeResult::default());
+                return Some(Progress::Done(Reply::Mapped(MappedRangeResult::default())));
             }
             *native = Some(NativeOp::Mapped {
                 range: NativeRange::new(begin.clone(), end.clone(), *limits, *reverse),
                 mapper: mapper.clone(),
             });
-            return MappedStep::Continue;
+            return None;
         };
         let max = Bytes::from_static(t.max_read_key());
         if let Err(e) = add_conflicts(
@@ -151,12 +146,12 @@ impl ReadOp {
             &max,
             &mut t.read_conflicts,
         ) {
-            return MappedStep::Failed(e);
+            return Some(Progress::Failed(e));
         }
-        MappedStep::Done(MappedRangeResult {
+        Some(Progress::Done(Reply::Mapped(MappedRangeResult {
             rows: r.rows,
             more: r.more,
-        })
+        })))
     }
 
     /// A reverse read's end, resolved by NativeAPI's `getKey` (a snapshot read: no conflict
@@ -174,6 +169,27 @@ impl ReadOp {
             };
             *end_resolved = true;
         }
+    }
+
+    /// Whether a mapped reply's rows come in read order. A point mapper's middle rows carry no
+    /// key (fdbserver keeps only the first and last, for the continuation), so only the keys
+    /// present are checked.
+    pub(super) fn mapped_in_order(rows: &[MappedKeyValue], reverse: bool) -> bool {
+        let mut last: Option<&Bytes> = None;
+        for (i, m) in rows.iter().enumerate() {
+            let k = &m.kv.key;
+            if k.is_empty() && i != 0 {
+                continue;
+            }
+            if let Some(l) = last {
+                let ordered = if reverse { l > k } else { l < k };
+                if !ordered {
+                    return false;
+                }
+            }
+            last = Some(k);
+        }
+        true
     }
 }
 
@@ -222,27 +238,6 @@ fn add_conflicts(
         }
     }
     Ok(())
-}
-
-/// Whether a mapped reply's rows come in read order. A point mapper's middle rows carry no
-/// key (fdbserver keeps only the first and last, for the continuation), so only the keys
-/// present are checked.
-pub(super) fn in_order(rows: &[MappedKeyValue], reverse: bool) -> bool {
-    let mut last: Option<&Bytes> = None;
-    for (i, m) in rows.iter().enumerate() {
-        let k = &m.kv.key;
-        if k.is_empty() && i != 0 {
-            continue;
-        }
-        if let Some(l) = last {
-            let ordered = if reverse { l > k } else { l < k };
-            if !ordered {
-                return false;
-            }
-        }
-        last = Some(k);
-    }
-    true
 }
 
 /// A mapped row counts against the limits by its primary row alone, as

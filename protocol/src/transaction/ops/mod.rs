@@ -22,11 +22,14 @@ pub(super) mod range;
 pub(super) mod read_version;
 pub(super) mod shards;
 pub(super) mod versionstamp;
+pub(super) mod wait;
 pub(super) mod watch;
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use bytes::Bytes;
+
+pub(super) use wait::{Timer, Wait};
 
 use super::{Ctx, Transactions};
 use crate::error::ErrorCode;
@@ -79,24 +82,6 @@ impl OpKind {
             w.request_lost();
         }
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Wait {
-    /// Runnable.
-    Ready,
-    ReadVersion,
-    /// Waiting for the transaction's tenant id.
-    Tenant,
-    Location,
-    Reply,
-    Timer,
-    /// A watch waiting for its transaction to commit.
-    Commit,
-    /// Waiting for the cluster to name its commit proxies.
-    Cluster,
-    /// A commit whose outcome is unknown, waiting for its dummy transaction.
-    Dummy,
 }
 
 #[derive(Debug)]
@@ -251,16 +236,6 @@ impl OpTable {
 /// real work needs a handful).
 pub(super) const MAX_READY_ROUNDS: u32 = 10_000;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Timer {
-    Op(RequestId),
-    /// The location lookups' backoff ended: ask again.
-    Locations,
-    Deadline(TransactionId),
-    /// Retry the dummy commit of this user commit.
-    Dummy(RequestId),
-}
-
 impl Transactions {
     pub(super) fn insert_op(
         &mut self,
@@ -358,12 +333,7 @@ impl Transactions {
                             t.timed_out = true;
                         }
                         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_TIMED_OUT);
-                        on_error::BackoffOp::fail_sleeping(
-                            &mut self.table,
-                            cx,
-                            tx,
-                            ErrorCode::TRANSACTION_TIMED_OUT,
-                        );
+                        self.fail_backoffs(cx, tx, ErrorCode::TRANSACTION_TIMED_OUT);
                     }
                 }
             }

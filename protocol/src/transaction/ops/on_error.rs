@@ -28,6 +28,17 @@ impl Transactions {
     ) -> RequestId {
         BackoffOp::start(self, cx, tx, code)
     }
+
+    /// Fails the `on_error` calls of `tx` still sleeping (what sets RYW's `resetPromise`: a
+    /// timeout, a cancel, a use during the commit).
+    pub(in crate::transaction) fn fail_backoffs(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        err: ErrorCode,
+    ) {
+        BackoffOp::fail_sleeping(&mut self.table, cx, tx, err)
+    }
 }
 
 /// The backoff's steps.
@@ -194,7 +205,7 @@ impl BackoffOp {
 
     /// Fails the `on_error` calls of `tx` still sleeping: what sets RYW's `resetPromise`
     /// (a timeout, a cancel) ends their wait at once.
-    pub(in crate::transaction) fn fail_sleeping(
+    pub(super) fn fail_sleeping(
         table: &mut OpTable,
         cx: &mut Ctx<'_>,
         tx: TransactionId,

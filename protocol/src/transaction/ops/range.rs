@@ -54,7 +54,7 @@ struct Sent {
 }
 
 /// Where a read stands after running.
-enum Progress {
+pub(super) enum Progress {
     /// Waiting for a read version, a location or a reply.
     Wait,
     Done(Reply),
@@ -281,9 +281,8 @@ impl ReadOp {
             };
             if matches!(self.kind, ReadKind::Mapped { .. }) {
                 match ReadOp::mapped_step(t, &mut self.kind, &mut self.native) {
-                    super::mapped::MappedStep::Continue => continue,
-                    super::mapped::MappedStep::Done(r) => return Progress::Done(Reply::Mapped(r)),
-                    super::mapped::MappedStep::Failed(e) => return Progress::Failed(e),
+                    None => continue,
+                    Some(p) => return p,
                 }
             }
             let max = Bytes::from_static(t.max_read_key());
@@ -580,7 +579,7 @@ impl ReadOp {
                 Ok(())
             }
             (Some(NativeOp::Mapped { range, .. }), Answer::Mapped(rows, more)) => {
-                if super::mapped::in_order(&rows, range.reverse()) {
+                if ReadOp::mapped_in_order(&rows, range.reverse()) {
                     range.on_range_reply(rows, more).map_err(|_| ())
                 } else {
                     Err(())
