@@ -7,8 +7,9 @@
 //! This file is their common lifecycle: created ready, run, parked on what it waits for (a
 //! read version, a location, a reply, a timer), woken, finished with exactly one completion.
 //! The [`OpTable`] owns them with their timers and ready list; runnable operations sit in an
-//! ordered ready set, so a round runs only those, in request order. A storage reply is handed
-//! to the file of its operation's kind.
+//! ordered ready set, so a round runs only those, in request order. Running an operation and
+//! a storage reply to it are each one `match` over [`OpKind`], handing it to its kind's type;
+//! what it waits for and the timers are `wait.rs`'s.
 
 pub(super) mod addresses;
 pub(super) mod commit;
@@ -40,7 +41,7 @@ use crate::time::Instant;
 use crate::uid::Uid;
 
 // Ops live in a map and are few at a time; boxing the range state would only add a hop.
-// Each kind's state is defined in the kind's file.
+// Each kind's state is defined in the kind's file, its steps beside it.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(super) enum OpKind {
