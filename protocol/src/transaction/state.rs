@@ -19,9 +19,7 @@ use crate::ids::{RequestId, TransactionId};
 use crate::messages::commit::{mutation_type as mt, MutationRef};
 use crate::messages::types::{KeyRange, Version};
 use crate::ryw::range_read::update_conflict_map;
-use crate::ryw::{
-    key_after, RangeSet, SnapshotCache, WriteMap, ALL_KEYS_END, MUTATION_OVERHEAD, RANGE_OVERHEAD,
-};
+use crate::ryw::{key_after, RangeSet, SnapshotCache, WriteMap};
 use crate::time::Instant;
 use crate::uid::Uid;
 
@@ -761,66 +759,6 @@ impl Transactions {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
         }
         Ok(())
-    }
-
-    /// What NativeAPI commits: the mutations, write conflict ranges and read conflict ranges
-    /// it holds, after RYW wrote out its whole write map and its read conflict ranges
-    /// (`writeRangeToNativeTransaction`, in RYW's `commit`).
-    pub(super) fn commit_lists(t: &Tx) -> (Vec<MutationRef>, Vec<KeyRange>, Vec<KeyRange>) {
-        let mut mutations = t.native.mutations.clone();
-        let mut writes = t.native.write_conflicts.clone();
-        let mut reads = t.native.read_conflicts.clone();
-        if !t.options.ryw_disabled {
-            // About one mutation and one conflict range per entry of the write map: room
-            // for them at once, not a doubling per power of two.
-            let entries = t.writes.entry_count();
-            mutations.reserve(entries);
-            writes.reserve(entries);
-            let (all_b, all_e) = (Bytes::new(), Bytes::from_static(ALL_KEYS_END));
-            t.writes
-                .write_to_native(&all_b, &all_e, &mut mutations, &mut writes);
-            reads.extend(t.read_conflicts.ranges());
-        }
-        (mutations, writes, reads)
-    }
-
-    /// NativeAPI's `getSize`, checked against `size_limit`: each mutation's parameters plus
-    /// `sizeof(MutationRef)` (44 bytes in libfdb_c 7.3.77, measured with `size_limit`), and
-    /// both conflict range lists, each element counting `sizeof(KeyRangeRef)` (24 bytes)
-    /// besides its keys.
-    pub(super) fn list_size(
-        mutations: &[MutationRef],
-        writes: &[KeyRange],
-        reads: &[KeyRange],
-    ) -> usize {
-        let m: usize = mutations
-            .iter()
-            .map(|m| m.param1.len() + m.param2.len() + MUTATION_OVERHEAD)
-            .sum();
-        m + Self::ranges_size(writes.iter().chain(reads))
-    }
-
-    fn ranges_size<'r>(ranges: impl Iterator<Item = &'r KeyRange>) -> usize {
-        ranges
-            .map(|r| r.begin.len() + r.end.len() + RANGE_OVERHEAD)
-            .sum()
-    }
-
-    /// [`Transactions::list_size`] of what the transaction would commit now, counted
-    /// without building the lists (`get_approximate_size` may be called after every write).
-    pub(super) fn commit_size(t: &Tx) -> usize {
-        let n = &t.native;
-        let mut size = Self::list_size(&n.mutations, &n.write_conflicts, &n.read_conflicts);
-        if !t.options.ryw_disabled {
-            let (all_b, all_e) = (Bytes::new(), Bytes::from_static(ALL_KEYS_END));
-            size += t.writes.native_size(&all_b, &all_e);
-            size += t
-                .read_conflicts
-                .iter()
-                .map(|(b, e)| b.len() + e.len() + RANGE_OVERHEAD)
-                .sum::<usize>();
-        }
-        size
     }
 
     // ----- helpers -----

@@ -18,10 +18,8 @@ use bytes::Bytes;
 use super::{OpKind, Wait};
 use crate::event::Reply;
 use crate::ids::{RequestId, TransactionId};
+use crate::ryw::ALL_KEYS_END;
 use crate::transaction::{Ctx, Transactions};
-
-/// `allKeys.end`: no shard holds keys from here on.
-const ALL_KEYS_END: &[u8] = b"\xff\xff";
 
 /// A `get_addresses_for_key` in flight: [`OpKind::Addresses`]'s state.
 #[derive(Debug)]

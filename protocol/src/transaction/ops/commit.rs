@@ -7,6 +7,7 @@
 //! self-conflicting key (`commitDummyTransaction`) before `commit_unknown_result`, or the
 //! idempotency rows read back (`idempotency.rs`).
 
+use alloc::vec::Vec;
 use bytes::Bytes;
 
 use super::versionstamp::VersionstampOp;
@@ -15,12 +16,14 @@ use super::{OpKind, Timer, Wait};
 use crate::error::{knobs, ErrorCode};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
+use crate::messages::commit::MutationRef;
 use crate::messages::commit::{CommitID, CommitTransactionRef, CommitTransactionRequest};
 use crate::messages::coordination::CommitProxyInterface;
 use crate::messages::types::{KeyRange, TagSet, Version};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
-use crate::ryw::{key_after, RangeSet};
+use crate::ryw::{key_after, RangeSet, ALL_KEYS_END, MUTATION_OVERHEAD, RANGE_OVERHEAD};
+use crate::transaction::state::Tx;
 use crate::transaction::{fdb, Ctx, Transactions};
 
 /// A commit in flight: [`OpKind::Commit`]'s state. Its steps take the whole of the
@@ -82,6 +85,71 @@ impl Transactions {
                     _ => false,
                 }
         })
+    }
+}
+
+/// What a commit sends, and its size (`get_approximate_size` counts it too).
+impl Transactions {
+    /// What NativeAPI commits: the mutations, write conflict ranges and read conflict ranges
+    /// it holds, after RYW wrote out its whole write map and its read conflict ranges
+    /// (`writeRangeToNativeTransaction`, in RYW's `commit`).
+    pub(in crate::transaction) fn commit_lists(
+        t: &Tx,
+    ) -> (Vec<MutationRef>, Vec<KeyRange>, Vec<KeyRange>) {
+        let mut mutations = t.native.mutations.clone();
+        let mut writes = t.native.write_conflicts.clone();
+        let mut reads = t.native.read_conflicts.clone();
+        if !t.options.ryw_disabled {
+            // About one mutation and one conflict range per entry of the write map: room
+            // for them at once, not a doubling per power of two.
+            let entries = t.writes.entry_count();
+            mutations.reserve(entries);
+            writes.reserve(entries);
+            let (all_b, all_e) = (Bytes::new(), Bytes::from_static(ALL_KEYS_END));
+            t.writes
+                .write_to_native(&all_b, &all_e, &mut mutations, &mut writes);
+            reads.extend(t.read_conflicts.ranges());
+        }
+        (mutations, writes, reads)
+    }
+
+    /// NativeAPI's `getSize`, checked against `size_limit`: each mutation's parameters plus
+    /// `sizeof(MutationRef)` (44 bytes in libfdb_c 7.3.77, measured with `size_limit`), and
+    /// both conflict range lists, each element counting `sizeof(KeyRangeRef)` (24 bytes)
+    /// besides its keys.
+    pub(in crate::transaction) fn list_size(
+        mutations: &[MutationRef],
+        writes: &[KeyRange],
+        reads: &[KeyRange],
+    ) -> usize {
+        let m: usize = mutations
+            .iter()
+            .map(|m| m.param1.len() + m.param2.len() + MUTATION_OVERHEAD)
+            .sum();
+        m + Self::ranges_size(writes.iter().chain(reads))
+    }
+
+    fn ranges_size<'r>(ranges: impl Iterator<Item = &'r KeyRange>) -> usize {
+        ranges
+            .map(|r| r.begin.len() + r.end.len() + RANGE_OVERHEAD)
+            .sum()
+    }
+
+    /// [`Transactions::list_size`] of what the transaction would commit now, counted
+    /// without building the lists (`get_approximate_size` may be called after every write).
+    pub(in crate::transaction) fn commit_size(t: &Tx) -> usize {
+        let n = &t.native;
+        let mut size = Self::list_size(&n.mutations, &n.write_conflicts, &n.read_conflicts);
+        if !t.options.ryw_disabled {
+            let (all_b, all_e) = (Bytes::new(), Bytes::from_static(ALL_KEYS_END));
+            size += t.writes.native_size(&all_b, &all_e);
+            size += t
+                .read_conflicts
+                .iter()
+                .map(|(b, e)| b.len() + e.len() + RANGE_OVERHEAD)
+                .sum::<usize>();
+        }
+        size
     }
 }
 
