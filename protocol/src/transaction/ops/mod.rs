@@ -132,17 +132,33 @@ impl Op {
 /// The operations in flight and what wakes them: their timers (ordered by time, then by
 /// when they were set) and the ready list. Owned apart from the transactions so that what
 /// only schedules can be seen to touch nothing else.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct OpTable {
     pub(super) ops: BTreeMap<RequestId, Op>,
     pub(super) timers: BTreeMap<(Instant, u64), Timer>,
     pub(super) timer_seq: u64,
-    /// Watches among `ops` (counted against `max_watches`).
+    /// Watches among `ops`.
     pub(super) watches: usize,
+    /// The most watches outstanding at once (`max_watches`).
+    pub(super) max_watches: usize,
     /// Operations that became runnable since the last round (may repeat; may have moved on).
     pub(super) ready: Vec<RequestId>,
     /// The round `run_ready_ops` is running, kept for its allocation.
     pub(super) scratch: Vec<RequestId>,
+}
+
+impl Default for OpTable {
+    fn default() -> Self {
+        OpTable {
+            ops: BTreeMap::new(),
+            timers: BTreeMap::new(),
+            timer_seq: 0,
+            watches: 0,
+            max_watches: watch::MAX_OUTSTANDING_WATCHES,
+            ready: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
 }
 
 impl OpTable {

@@ -81,7 +81,7 @@ impl WatchOp {
             if t.options.ryw_disabled {
                 return fdb(ErrorCode::WATCHES_DISABLED);
             }
-            if txs.table.watches >= txs.max_watches {
+            if txs.table.watches >= txs.table.max_watches {
                 return fdb(ErrorCode::TOO_MANY_WATCHES);
             }
             Ok(())
