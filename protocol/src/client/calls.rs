@@ -173,6 +173,7 @@ impl Client {
     /// write of the transaction; it adds read conflict ranges for the range and for every
     /// mapped key and range.
     #[allow(clippy::too_many_arguments)]
+    // `Transactions::get_mapped_range`'s arguments: this is its public door, nothing to fold.
     pub fn get_mapped_range(
         &mut self,
         now: Instant,
@@ -252,6 +253,7 @@ impl Client {
     }
 
     /// Adds a read or write conflict range by hand.
+    // `Transactions::add_conflict_range`'s arguments: this is its public door, nothing to fold.
     pub fn add_conflict_range(
         &mut self,
         tx: TransactionId,

@@ -120,6 +120,7 @@ impl Client {
 
     /// [`Client::get_range`] with the read already routed: `module` must be
     /// [`route_range`]`(&begin, &end)`.
+    // `get_range`'s arguments and its route: the door a caller that routed already takes.
     #[allow(clippy::too_many_arguments)]
     pub fn get_range_routed(
         &mut self,
@@ -206,6 +207,7 @@ impl Client {
     /// caller read them from the database (each `\xff\xff/management/tenant/map/<name>` and
     /// the tenant's JSON, as libfdb_c's `TenantRangeImpl` builds them). Selectors, limits and
     /// direction apply as to any special-key read.
+    // `get_range`'s arguments and the rows: a door of its own, one line over `get_range_with_rows`.
     pub fn get_range_with_tenants(
         &mut self,
         now: Instant,

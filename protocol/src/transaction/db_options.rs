@@ -189,7 +189,7 @@ impl Transactions {
         }
         match opt {
             D::LocationCacheSize(n) => self.routing.locations.set_capacity(n),
-            D::MaxWatches(n) => self.max_watches = n,
+            D::MaxWatches(n) => self.table.max_watches = n,
             D::SnapshotRywEnable => self.snapshot_ryw = self.snapshot_ryw.saturating_add(1),
             D::SnapshotRywDisable => self.snapshot_ryw = self.snapshot_ryw.saturating_sub(1),
             D::MachineId(id) => self.routing.locality.zone_id = Some(id.into_bytes().into()),

@@ -47,7 +47,7 @@ use crate::net::{Io, Network};
 use crate::tag_throttle::TagThrottles;
 use crate::time::{Instant, Rng};
 use crate::uid::Uid;
-use ops::Timer;
+use ops::wait::Timer;
 use state::Tx;
 
 pub(crate) use crate::ids::{RequestId, TransactionId};
@@ -189,8 +189,6 @@ pub(crate) struct Transactions {
     txs: BTreeMap<TransactionId, Tx>,
     /// Options every new transaction starts with.
     defaults: Vec<TransactionOption>,
-    /// The most watches outstanding at once (`max_watches`).
-    max_watches: usize,
     /// `snapshot_ryw_enable` / `_disable` on the database: a counter (1 at API 300 and
     /// later) each new or reset transaction starts its own from.
     snapshot_ryw: i32,
@@ -214,7 +212,6 @@ impl Default for Transactions {
             next_tx: 0,
             txs: BTreeMap::new(),
             defaults: Vec::new(),
-            max_watches: MAX_OUTSTANDING_WATCHES,
             snapshot_ryw: 1,
             tenants: BTreeMap::new(),
             next_tenant: 0,

@@ -8,7 +8,7 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::ops::{Timer, Wait};
+use super::ops::wait::{Timer, Wait};
 use super::replicas::{Replica, FAILED_SERVER_AVOIDANCE, LOCATION_LIMIT, MAX_RELOCATION_DELAY};
 use super::state::ReadVersion;
 use super::{Ctx, Transactions};
@@ -276,6 +276,24 @@ impl Transactions {
             self.relocate(cx, req, &key, reverse);
         } else {
             self.table.set_wait(req, Wait::Ready);
+        }
+    }
+
+    /// What a read of operation `req` got, or `None` when its error was retried or failed it.
+    pub(super) fn read_or_retry<T>(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        r: Result<T, ClientError>,
+    ) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                if !self.retried_read_error(cx, req, &e) {
+                    self.fail_op(cx, req, e);
+                }
+                None
+            }
         }
     }
 

@@ -1,6 +1,6 @@
 //! The state of a range read and of a key selector's resolution: its limits (rows, bytes, the
-//! streaming mode's batch sizes), the RYW or NativeAPI read behind it and the storage request
-//! in flight, and the bindings' iteration of a whole range batch by batch ([`RangeCursor`]).
+//! streaming mode's batch sizes), the RYW or NativeAPI read behind it (the read itself is
+//! `ops/range.rs`'s `ReadOp`), and the bindings' iteration of a whole range batch by batch ([`RangeCursor`]).
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -231,15 +231,6 @@ impl NativeOp {
     }
 }
 
-/// The storage request in flight: a key request (else a range request), to the shard of
-/// `key` (of the keys before it when `backward`).
-#[derive(Clone, Debug)]
-pub(super) struct Sent {
-    pub(super) key_request: bool,
-    pub(super) key: Bytes,
-    pub(super) backward: bool,
-}
-
 /// What a `get_key` or `get_range` reads through.
 #[derive(Debug)]
 pub(super) enum ReadKind {
@@ -288,33 +279,6 @@ pub(super) enum ReadKind {
         end_resolved: bool,
         result: Option<NativeResult<MappedKeyValue>>,
     },
-}
-
-/// A `get_key` or `get_range` (or `get_mapped_range`) in flight: `OpKind::GetKey`'s and
-/// `OpKind::Range`'s state.
-#[derive(Debug)]
-pub(super) struct ReadOp {
-    pub(super) snapshot: bool,
-    pub(super) read: Read,
-}
-
-/// A selector or range read in progress.
-#[derive(Debug)]
-pub(super) struct Read {
-    pub(super) kind: ReadKind,
-    /// The NativeAPI read it waits for.
-    pub(super) native: Option<NativeOp>,
-    pub(super) sent: Option<Sent>,
-}
-
-impl Read {
-    pub(super) fn new(kind: ReadKind) -> Self {
-        Read {
-            kind,
-            native: None,
-            sent: None,
-        }
-    }
 }
 
 /// The `GetRangeLimits` libfdb_c builds from `fdb_transaction_get_range`'s arguments: the

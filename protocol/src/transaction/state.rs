@@ -19,9 +19,7 @@ use crate::ids::{RequestId, TransactionId};
 use crate::messages::commit::{mutation_type as mt, MutationRef};
 use crate::messages::types::{KeyRange, Version};
 use crate::ryw::range_read::update_conflict_map;
-use crate::ryw::{
-    key_after, RangeSet, SnapshotCache, WriteMap, ALL_KEYS_END, MUTATION_OVERHEAD, RANGE_OVERHEAD,
-};
+use crate::ryw::{key_after, RangeSet, SnapshotCache, WriteMap};
 use crate::time::Instant;
 use crate::uid::Uid;
 
@@ -313,11 +311,7 @@ impl Transactions {
         key: Bytes,
         value: Bytes,
     ) -> Result<(), ClientError> {
-        if let Some(e) = self.skipped(tx) {
-            return Err(e);
-        }
-        let r = self.set_inner(tx, key, None, value);
-        self.defer(tx, r)
+        self.write(tx, |s| s.set_inner(tx, key, None, value))
     }
 
     /// [`Client::set_packed`]: key, the key's write-conflict end and value cut from one
@@ -376,11 +370,7 @@ impl Transactions {
 
     /// Removes `key`.
     pub(crate) fn clear(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
-        if let Some(e) = self.skipped(tx) {
-            return Err(e);
-        }
-        let r = self.clear_inner(tx, key);
-        self.defer(tx, r)
+        self.write(tx, |s| s.clear_inner(tx, key))
     }
 
     pub(super) fn clear_inner(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
@@ -411,11 +401,7 @@ impl Transactions {
         begin: &[u8],
         end: &[u8],
     ) -> Result<(), ClientError> {
-        if let Some(e) = self.skipped(tx) {
-            return Err(e);
-        }
-        let r = self.clear_range_inner(tx, begin, end);
-        self.defer(tx, r)
+        self.write(tx, |s| s.clear_range_inner(tx, begin, end))
     }
 
     pub(super) fn clear_range_inner(
@@ -460,11 +446,7 @@ impl Transactions {
         param: &[u8],
         kind: u8,
     ) -> Result<(), ClientError> {
-        if let Some(e) = self.skipped(tx) {
-            return Err(e);
-        }
-        let r = self.atomic_op_inner(tx, key, param, kind);
-        self.defer(tx, r)
+        self.write(tx, |s| s.atomic_op_inner(tx, key, param, kind))
     }
 
     pub(super) fn atomic_op_inner(
@@ -570,11 +552,7 @@ impl Transactions {
         kind: ConflictRangeType,
     ) -> Result<(), ClientError> {
         check_conflict_range(begin, end)?;
-        if let Some(e) = self.skipped(tx) {
-            return Err(e);
-        }
-        let r = self.add_conflict_range_inner(tx, begin, end, kind);
-        self.defer(tx, r)
+        self.write(tx, |s| s.add_conflict_range_inner(tx, begin, end, kind))
     }
 
     pub(super) fn add_conflict_range_inner(
@@ -639,6 +617,20 @@ impl Transactions {
     }
 
     // ----- helpers -----
+
+    /// A write of `tx`: skipped with the error a write already left, else run, its error left
+    /// for the next call.
+    fn write(
+        &mut self,
+        tx: TransactionId,
+        f: impl FnOnce(&mut Self) -> Result<(), ClientError>,
+    ) -> Result<(), ClientError> {
+        if let Some(e) = self.skipped(tx) {
+            return Err(e);
+        }
+        let r = f(self);
+        self.defer(tx, r)
+    }
 
     pub(super) fn defer(
         &mut self,
@@ -767,66 +759,6 @@ impl Transactions {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
         }
         Ok(())
-    }
-
-    /// What NativeAPI commits: the mutations, write conflict ranges and read conflict ranges
-    /// it holds, after RYW wrote out its whole write map and its read conflict ranges
-    /// (`writeRangeToNativeTransaction`, in RYW's `commit`).
-    pub(super) fn commit_lists(t: &Tx) -> (Vec<MutationRef>, Vec<KeyRange>, Vec<KeyRange>) {
-        let mut mutations = t.native.mutations.clone();
-        let mut writes = t.native.write_conflicts.clone();
-        let mut reads = t.native.read_conflicts.clone();
-        if !t.options.ryw_disabled {
-            // About one mutation and one conflict range per entry of the write map: room
-            // for them at once, not a doubling per power of two.
-            let entries = t.writes.entry_count();
-            mutations.reserve(entries);
-            writes.reserve(entries);
-            let (all_b, all_e) = (Bytes::new(), Bytes::from_static(ALL_KEYS_END));
-            t.writes
-                .write_to_native(&all_b, &all_e, &mut mutations, &mut writes);
-            reads.extend(t.read_conflicts.ranges());
-        }
-        (mutations, writes, reads)
-    }
-
-    /// NativeAPI's `getSize`, checked against `size_limit`: each mutation's parameters plus
-    /// `sizeof(MutationRef)` (44 bytes in libfdb_c 7.3.77, measured with `size_limit`), and
-    /// both conflict range lists, each element counting `sizeof(KeyRangeRef)` (24 bytes)
-    /// besides its keys.
-    pub(super) fn list_size(
-        mutations: &[MutationRef],
-        writes: &[KeyRange],
-        reads: &[KeyRange],
-    ) -> usize {
-        let m: usize = mutations
-            .iter()
-            .map(|m| m.param1.len() + m.param2.len() + MUTATION_OVERHEAD)
-            .sum();
-        m + Self::ranges_size(writes.iter().chain(reads))
-    }
-
-    fn ranges_size<'r>(ranges: impl Iterator<Item = &'r KeyRange>) -> usize {
-        ranges
-            .map(|r| r.begin.len() + r.end.len() + RANGE_OVERHEAD)
-            .sum()
-    }
-
-    /// [`Transactions::list_size`] of what the transaction would commit now, counted
-    /// without building the lists (`get_approximate_size` may be called after every write).
-    pub(super) fn commit_size(t: &Tx) -> usize {
-        let n = &t.native;
-        let mut size = Self::list_size(&n.mutations, &n.write_conflicts, &n.read_conflicts);
-        if !t.options.ryw_disabled {
-            let (all_b, all_e) = (Bytes::new(), Bytes::from_static(ALL_KEYS_END));
-            size += t.writes.native_size(&all_b, &all_e);
-            size += t
-                .read_conflicts
-                .iter()
-                .map(|(b, e)| b.len() + e.len() + RANGE_OVERHEAD)
-                .sum::<usize>();
-        }
-        size
     }
 
     // ----- helpers -----

@@ -18,7 +18,7 @@ use alloc::borrow::Cow;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::ops::Wait;
+use super::ops::wait::Wait;
 use super::{Ctx, Transactions};
 use crate::error::ErrorCode;
 use crate::event::ClientError;

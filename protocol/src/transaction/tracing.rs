@@ -158,6 +158,7 @@ impl Transactions {
 impl Transactions {
     /// A write into the module, from `check_special_write`: `Ok(true)`, taken by the special
     /// key space (kept for the commit when too late), or the error it fails with.
+    // `check_special_write`'s arguments, passed on whole: the tracing module is its branch.
     pub(super) fn tracing_special_write(
         &mut self,
         tx: TransactionId,

@@ -1,7 +1,8 @@
-//! `get_addresses_for_key`: the addresses of the storage servers holding a key, as
+//! `get_addresses_for_key`, whole: the addresses of the storage servers holding a key, as
 //! `getAddressesForKeyActor` (`fdbclient/NativeAPI.actor.cpp`, 7.3) answers it.
 //!
-//! NativeAPI starts the transaction (its tenant and read version), then reads the key's team
+//! RYW checks the transaction is usable (not committing, not reset or cancelled). NativeAPI
+//! then starts the transaction (its tenant and read version), then reads the key's team
 //! from `\xff/keyServers/` and the servers' interfaces from `\xff/serverList/` at that
 //! version. The commit proxy's location answer names the same team (the shard's source
 //! servers, in the same order), so the key is looked up there — always afresh, never from the
@@ -17,17 +18,15 @@ use bytes::Bytes;
 use super::{OpKind, Wait};
 use crate::event::Reply;
 use crate::ids::{RequestId, TransactionId};
+use crate::ryw::ALL_KEYS_END;
 use crate::transaction::{Ctx, Transactions};
-
-/// `allKeys.end`: no shard holds keys from here on.
-const ALL_KEYS_END: &[u8] = b"\xff\xff";
 
 /// A `get_addresses_for_key` in flight: [`OpKind::Addresses`]'s state.
 #[derive(Debug)]
 pub(in crate::transaction) struct AddressesOp {
     pub(super) key: Bytes,
     /// Its location lookup was sent (the answer must come from a fresh one).
-    pub(super) asked: bool,
+    asked: bool,
 }
 
 impl Transactions {
@@ -38,14 +37,22 @@ impl Transactions {
         tx: TransactionId,
         key: &[u8],
     ) -> RequestId {
+        AddressesOp::start(self, cx, tx, key)
+    }
+}
+
+/// The addresses' steps.
+impl AddressesOp {
+    /// The checks, then the op.
+    fn start(txs: &mut Transactions, cx: &mut Ctx<'_>, tx: TransactionId, key: &[u8]) -> RequestId {
         let req = cx.new_request();
         // RYW's checks: not during the commit, not once reset or cancelled.
-        if let Err(e) = self.check_usable(tx) {
+        if let Err(e) = txs.check_usable(tx) {
             cx.finish(req, Err(e));
             return req;
         }
         let key = Bytes::copy_from_slice(key);
-        self.insert_op(
+        txs.insert_op(
             cx,
             req,
             tx,
@@ -54,49 +61,52 @@ impl Transactions {
         req
     }
 
-    pub(super) fn advance_addresses(
-        &mut self,
+    /// The read version, then a fresh location lookup of the key, then its team's addresses.
+    /// Takes the whole of the transactions: it reads the read version, the tenant and the
+    /// location cache.
+    pub(super) fn advance(
+        txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
         tx: TransactionId,
     ) {
         let Some(OpKind::Addresses(AddressesOp { key, asked })) =
-            self.table.ops.get(&req).map(|o| &o.kind)
+            txs.table.ops.get(&req).map(|o| &o.kind)
         else {
             return;
         };
         let (key, asked) = (key.clone(), *asked);
-        match self.read_version_for(cx, req, tx, false) {
+        match txs.read_version_for(cx, req, tx, false) {
             Some(Ok(_)) => {}
-            Some(Err(e)) => return self.fail_op(cx, req, e),
+            Some(Err(e)) => return txs.fail_op(cx, req, e),
             None => return,
         }
-        let absolute = Bytes::copy_from_slice(&self.absolute(tx, &key));
+        let absolute = Bytes::copy_from_slice(&txs.absolute(tx, &key));
         if absolute >= ALL_KEYS_END {
-            return self.succeed_op(cx, req, Reply::Addresses(Vec::new()));
+            return txs.succeed_op(cx, req, Reply::Addresses(Vec::new()));
         }
         if !asked {
             // The lookup refreshes the cache; the op reads it once that lookup has answered.
-            self.routing.forget(&absolute, false);
+            txs.routing.forget(&absolute, false);
             if let Some(OpKind::Addresses(AddressesOp { asked, .. })) =
-                self.table.ops.get_mut(&req).map(|o| &mut o.kind)
+                txs.table.ops.get_mut(&req).map(|o| &mut o.kind)
             {
                 *asked = true;
             }
-        } else if self.routing.locating(&(absolute, false)) {
-            return self.table.set_wait(req, Wait::Location);
+        } else if txs.routing.locating(&(absolute, false)) {
+            return txs.table.set_wait(req, Wait::Location);
         }
-        let addresses: Option<Vec<String>> = self.shard_of(tx, &key, false).map(|sh| {
+        let addresses: Option<Vec<String>> = txs.shard_of(tx, &key, false).map(|sh| {
             sh.servers
                 .iter()
                 .map(|s| s.get_value.endpoint.addresses.address.to_string())
                 .collect()
         });
         match addresses {
-            Some(a) => self.succeed_op(cx, req, Reply::Addresses(a)),
+            Some(a) => txs.succeed_op(cx, req, Reply::Addresses(a)),
             None => {
-                self.table.set_wait(req, Wait::Location);
-                self.request_location(cx, tx, &key, false);
+                txs.table.set_wait(req, Wait::Location);
+                txs.request_location(cx, tx, &key, false);
             }
         }
     }

@@ -212,14 +212,8 @@ impl GetOp {
         req: RequestId,
         r: Result<Option<Bytes>, ClientError>,
     ) {
-        let value = match r {
-            Ok(v) => v,
-            Err(e) => {
-                if !txs.retried_read_error(cx, req, &e) {
-                    txs.fail_op(cx, req, e);
-                }
-                return;
-            }
+        let Some(value) = txs.read_or_retry(cx, req, r) else {
+            return;
         };
         let Some(op) = txs.table.ops.get(&req) else {
             return;

@@ -7,13 +7,13 @@
 use bytes::Bytes;
 
 use super::native::{NativeKey, NativeRange};
-use super::OpKind;
+use super::range::ReadOp;
 use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::types::{KeyRange, KeySelector};
 use crate::ryw::range_read::{fdb_key_after, key_conflict, update_conflict_map, KeyRead, Step};
-use crate::transaction::scan::{NativeOp, Read, ReadKind, ReadOp};
+use crate::transaction::scan::{NativeOp, ReadKind};
 use crate::transaction::state::Tx;
 use crate::transaction::{fdb, Ctx, Transactions};
 
@@ -26,9 +26,23 @@ impl Transactions {
         sel: KeySelector,
         snapshot: bool,
     ) -> RequestId {
+        ReadOp::start_key(self, cx, tx, sel, snapshot)
+    }
+}
+
+/// The key read's own steps; the rest are the range read's.
+impl ReadOp {
+    /// Starts a `get_key`: the checks, then RYW's walk or NativeAPI's `getKey`.
+    fn start_key(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        sel: KeySelector,
+        snapshot: bool,
+    ) -> RequestId {
         let req = cx.new_request();
         // The writes as they are now are the ones the read sees.
-        let (max, writes) = match self.txs.get(&tx) {
+        let (max, writes) = match txs.txs.get(&tx) {
             Some(t) => (
                 Bytes::from_static(t.max_read_key()),
                 t.writes_seen(snapshot),
@@ -38,7 +52,7 @@ impl Transactions {
                 return req;
             }
         };
-        if let Err(e) = self.check_usable(tx) {
+        if let Err(e) = txs.check_usable(tx) {
             cx.finish(req, Err(e));
             return req;
         }
@@ -55,91 +69,85 @@ impl Transactions {
         } else {
             ReadKind::NativeKey { sel, result: None }
         };
-        self.insert_op(
-            cx,
-            req,
-            tx,
-            OpKind::GetKey(ReadOp {
-                snapshot,
-                read: Read::new(kind),
-            }),
-        );
+        ReadOp::insert(txs, cx, req, tx, snapshot, kind);
         req
     }
-}
 
-/// A key selector's resolution once nothing is in flight: `None` after setting the NativeAPI
-/// read it waits for, else the key found (or why there is none).
-pub(super) fn step(
-    t: &mut Tx,
-    snapshot: bool,
-    kind: &mut ReadKind,
-    native: &mut Option<NativeOp>,
-    max: Bytes,
-) -> Option<Result<Bytes, ClientError>> {
-    match kind {
-        ReadKind::RywKey {
-            sel,
-            read: kr,
-            writes,
-        } => match kr.step(&t.cache, writes) {
-            Err(_) => Some(fdb(ErrorCode::ACCESSED_UNREADABLE)),
-            Ok(Step::Native(n)) => {
-                *native = Some(NativeOp::Range(NativeRange::new(
-                    n.begin, n.end, n.limits, n.reverse,
-                )));
-                None
-            }
-            Ok(Step::Done(key)) => {
-                if !snapshot {
-                    match key_conflict(sel, &key) {
-                        Ok((b, e)) => update_conflict_map(writes, &b, &e, &mut t.read_conflicts),
-                        Err(_) => return Some(fdb(ErrorCode::INVERTED_RANGE)),
-                    }
+    /// A key selector's resolution once nothing is in flight: `None` after setting the NativeAPI
+    /// read it waits for, else the key found (or why there is none).
+    pub(super) fn key_step(
+        t: &mut Tx,
+        snapshot: bool,
+        kind: &mut ReadKind,
+        native: &mut Option<NativeOp>,
+        max: Bytes,
+    ) -> Option<Result<Bytes, ClientError>> {
+        match kind {
+            ReadKind::RywKey {
+                sel,
+                read: kr,
+                writes,
+            } => match kr.step(&t.cache, writes) {
+                Err(_) => Some(fdb(ErrorCode::ACCESSED_UNREADABLE)),
+                Ok(Step::Native(n)) => {
+                    *native = Some(NativeOp::Range(NativeRange::new(
+                        n.begin, n.end, n.limits, n.reverse,
+                    )));
+                    None
                 }
-                Some(Ok(key))
-            }
-        },
-        ReadKind::NativeKey { sel, result } => match result.take() {
-            None => {
-                *native = Some(NativeOp::Key(NativeKey::new(sel.clone())));
-                None
-            }
-            Some(rep) => {
-                if !snapshot {
-                    // `getKeyAndConflictRange`, with the key as storage gave it.
-                    let k = if sel.or_equal {
-                        fdb_key_after(&sel.key)
-                    } else {
-                        sel.key.clone()
-                    };
-                    let (b, e) = if sel.offset <= 0 {
-                        (rep.clone(), k)
-                    } else {
-                        (k, fdb_key_after(&rep))
-                    };
-                    if b < e {
-                        t.native.extra_read_conflicts.push(KeyRange::new(b, e));
+                Ok(Step::Done(key)) => {
+                    if !snapshot {
+                        match key_conflict(sel, &key) {
+                            Ok((b, e)) => {
+                                update_conflict_map(writes, &b, &e, &mut t.read_conflicts)
+                            }
+                            Err(_) => return Some(fdb(ErrorCode::INVERTED_RANGE)),
+                        }
                     }
+                    Some(Ok(key))
                 }
-                // `readThrough` keeps the answer inside the readable keys.
-                Some(Ok(if rep > max { max } else { rep }))
-            }
-        },
-        _ => unreachable!("only a key selector's read steps here"),
+            },
+            ReadKind::NativeKey { sel, result } => match result.take() {
+                None => {
+                    *native = Some(NativeOp::Key(NativeKey::new(sel.clone())));
+                    None
+                }
+                Some(rep) => {
+                    if !snapshot {
+                        // `getKeyAndConflictRange`, with the key as storage gave it.
+                        let k = if sel.or_equal {
+                            fdb_key_after(&sel.key)
+                        } else {
+                            sel.key.clone()
+                        };
+                        let (b, e) = if sel.offset <= 0 {
+                            (rep.clone(), k)
+                        } else {
+                            (k, fdb_key_after(&rep))
+                        };
+                        if b < e {
+                            t.native.extra_read_conflicts.push(KeyRange::new(b, e));
+                        }
+                    }
+                    // `readThrough` keeps the answer inside the readable keys.
+                    Some(Ok(if rep > max { max } else { rep }))
+                }
+            },
+            _ => unreachable!("only a key selector's read steps here"),
+        }
     }
-}
 
-/// The NativeAPI read a key selector's resolution waited for finished: RYW's walk takes its
-/// rows, NativeAPI's `getKey` its key.
-pub(super) fn native_done(t: &mut Tx, kind: &mut ReadKind, native: NativeOp) {
-    match (kind, native) {
-        (ReadKind::RywKey { read, .. }, NativeOp::Range(mut n)) => {
-            read.feed(&mut t.cache, n.take_result())
+    /// The NativeAPI read a key selector's resolution waited for finished: RYW's walk takes its
+    /// rows, NativeAPI's `getKey` its key.
+    pub(super) fn key_native_done(t: &mut Tx, kind: &mut ReadKind, native: NativeOp) {
+        match (kind, native) {
+            (ReadKind::RywKey { read, .. }, NativeOp::Range(mut n)) => {
+                read.feed(&mut t.cache, n.take_result())
+            }
+            (ReadKind::NativeKey { result, .. }, NativeOp::Key(k)) => {
+                *result = Some(k.result().cloned().unwrap_or_default());
+            }
+            _ => {}
         }
-        (ReadKind::NativeKey { result, .. }, NativeOp::Key(k)) => {
-            *result = Some(k.result().cloned().unwrap_or_default());
-        }
-        _ => {}
     }
 }

@@ -9,7 +9,7 @@
 use bytes::Bytes;
 
 use super::native::{NativeKey, NativeRange};
-use super::OpKind;
+use super::range::{Progress, ReadOp};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, MappedRangeResult, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -20,17 +20,9 @@ use crate::ryw::range_read::{
     NativeResult, ReadShape,
 };
 use crate::ryw::{RangeSet, WriteMap};
-use crate::transaction::scan::{range_limits, NativeOp, RangeOptions, Read, ReadKind, ReadOp};
+use crate::transaction::scan::{range_limits, NativeOp, RangeOptions, ReadKind};
 use crate::transaction::state::Tx;
 use crate::transaction::{fdb, Ctx, Transactions};
-
-/// Where a mapped read stands after one step.
-pub(super) enum MappedStep {
-    /// A NativeAPI read was set up: run it.
-    Continue,
-    Done(MappedRangeResult),
-    Failed(ClientError),
-}
 
 impl Transactions {
     /// Reads one batch of the rows between two selectors, each with what `mapper` makes of
@@ -46,27 +38,23 @@ impl Transactions {
         opts: RangeOptions,
         snapshot: bool,
     ) -> RequestId {
+        // The read's start is its checks, then the op (no wrapper: the arguments are many).
         let req = cx.new_request();
-        match self.check_mapped(tx, begin, end, mapper, &opts, snapshot) {
+        match ReadOp::check_mapped(self, tx, begin, end, mapper, &opts, snapshot) {
             Err(e) => cx.finish(req, Err(e)),
             Ok(None) => cx.finish(req, Ok(Reply::Mapped(MappedRangeResult::default()))),
-            Ok(Some(kind)) => self.insert_op(
-                cx,
-                req,
-                tx,
-                OpKind::Range(ReadOp {
-                    snapshot,
-                    read: Read::new(kind),
-                }),
-            ),
+            Ok(Some(kind)) => ReadOp::insert(self, cx, req, tx, snapshot, kind),
         }
         req
     }
+}
 
+/// The mapped read's steps; the rest are the range read's.
+impl ReadOp {
     /// `fdb_transaction_get_mapped_range`'s and RYW `getMappedRange`'s checks, in their
     /// order: the read to run, or `None` for no rows without a read.
     fn check_mapped(
-        &mut self,
+        txs: &mut Transactions,
         tx: TransactionId,
         mut begin: KeySelector,
         mut end: KeySelector,
@@ -75,13 +63,13 @@ impl Transactions {
         snapshot: bool,
     ) -> Result<Option<ReadKind>, ClientError> {
         // `validate_and_update_parameters`, as for `get_range`.
-        self.check_range_args(tx, opts)?;
+        txs.check_range_args(tx, opts)?;
         // The special key space has no mapped reads.
         if crate::transaction::special::is_special_range(&begin.key, &end.key) {
             return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
         }
-        self.check_usable(tx)?;
-        let t = self.tx_ref(tx)?;
+        txs.check_usable(tx)?;
+        let t = txs.tx_ref(tx)?;
         let max = t.max_read_key();
         if begin.key.as_ref() > max || end.key.as_ref() > max {
             return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
@@ -110,70 +98,98 @@ impl Transactions {
             result: None,
         }))
     }
-}
 
-/// Runs a mapped read's RYW part: resolve a reverse read's end, start NativeAPI's walk, and
-/// when it is done add the conflict ranges and give the rows.
-pub(super) fn step(t: &mut Tx, kind: &mut ReadKind, native: &mut Option<NativeOp>) -> MappedStep {
-    let ReadKind::Mapped {
-        begin,
-        end,
-        mapper,
-        reverse,
-        limits,
-        end_resolved,
-        result,
-    } = kind
-    else {
-        return MappedStep::Failed(ClientError::Fdb(ErrorCode::INTERNAL_ERROR));
-    };
-    if !*end_resolved {
-        *native = Some(NativeOp::Key(NativeKey::new(end.clone())));
-        return MappedStep::Continue;
-    }
-    let Some(r) = result.take() else {
-        // `getRangeInternal`: nothing to read between these selectors.
-        if limits.is_reached() || (begin.offset >= end.offset && begin.key >= end.key) {
-            return MappedStep::Done(MappedRangeResult::default());
-        }
-        *native = Some(NativeOp::Mapped {
-            range: NativeRange::new(begin.clone(), end.clone(), *limits, *reverse),
-            mapper: mapper.clone(),
-        });
-        return MappedStep::Continue;
-    };
-    let max = Bytes::from_static(t.max_read_key());
-    if let Err(e) = add_conflicts(
-        &t.writes,
-        begin,
-        end,
-        *reverse,
-        &r,
-        &max,
-        &mut t.read_conflicts,
-    ) {
-        return MappedStep::Failed(e);
-    }
-    MappedStep::Done(MappedRangeResult {
-        rows: r.rows,
-        more: r.more,
-    })
-}
-
-/// A reverse read's end, resolved by NativeAPI's `getKey` (a snapshot read: no conflict
-/// range), kept inside the readable keys (`readThrough`).
-pub(super) fn end_resolved(t: &Tx, kind: &mut ReadKind, key: Bytes) {
-    if let ReadKind::Mapped {
-        end, end_resolved, ..
-    } = kind
-    {
-        let max = t.max_read_key();
-        *end = if key.as_ref() > max {
-            KeySelector::first_greater_or_equal(Bytes::from_static(max))
-        } else {
-            KeySelector::first_greater_or_equal(key)
+    /// Runs a mapped read's RYW part: resolve a reverse read's end, start NativeAPI's walk, and
+    /// when it is done add the conflict ranges and give the rows (`None`: run the NativeAPI
+    /// read it set up).
+    pub(super) fn mapped_step(
+        t: &mut Tx,
+        kind: &mut ReadKind,
+        native: &mut Option<NativeOp>,
+    ) -> Option<Progress> {
+        let ReadKind::Mapped {
+            begin,
+            end,
+            mapper,
+            reverse,
+            limits,
+            end_resolved,
+            result,
+        } = kind
+        else {
+            return Some(Progress::Failed(ClientError::Fdb(
+                ErrorCode::INTERNAL_ERROR,
+            )));
         };
-        *end_resolved = true;
+        if !*end_resolved {
+            *native = Some(NativeOp::Key(NativeKey::new(end.clone())));
+            return None;
+        }
+        let Some(r) = result.take() else {
+            // `getRangeInternal`: nothing to read between these selectors.
+            if limits.is_reached() || (begin.offset >= end.offset && begin.key >= end.key) {
+                return Some(Progress::Done(Reply::Mapped(MappedRangeResult::default())));
+            }
+            *native = Some(NativeOp::Mapped {
+                range: NativeRange::new(begin.clone(), end.clone(), *limits, *reverse),
+                mapper: mapper.clone(),
+            });
+            return None;
+        };
+        let max = Bytes::from_static(t.max_read_key());
+        if let Err(e) = add_conflicts(
+            &t.writes,
+            begin,
+            end,
+            *reverse,
+            &r,
+            &max,
+            &mut t.read_conflicts,
+        ) {
+            return Some(Progress::Failed(e));
+        }
+        Some(Progress::Done(Reply::Mapped(MappedRangeResult {
+            rows: r.rows,
+            more: r.more,
+        })))
+    }
+
+    /// A reverse read's end, resolved by NativeAPI's `getKey` (a snapshot read: no conflict
+    /// range), kept inside the readable keys (`readThrough`).
+    pub(super) fn mapped_end_resolved(t: &Tx, kind: &mut ReadKind, key: Bytes) {
+        if let ReadKind::Mapped {
+            end, end_resolved, ..
+        } = kind
+        {
+            let max = t.max_read_key();
+            *end = if key.as_ref() > max {
+                KeySelector::first_greater_or_equal(Bytes::from_static(max))
+            } else {
+                KeySelector::first_greater_or_equal(key)
+            };
+            *end_resolved = true;
+        }
+    }
+
+    /// Whether a mapped reply's rows come in read order. A point mapper's middle rows carry no
+    /// key (fdbserver keeps only the first and last, for the continuation), so only the keys
+    /// present are checked.
+    pub(super) fn mapped_in_order(rows: &[MappedKeyValue], reverse: bool) -> bool {
+        let mut last: Option<&Bytes> = None;
+        for (i, m) in rows.iter().enumerate() {
+            let k = &m.kv.key;
+            if k.is_empty() && i != 0 {
+                continue;
+            }
+            if let Some(l) = last {
+                let ordered = if reverse { l > k } else { l < k };
+                if !ordered {
+                    return false;
+                }
+            }
+            last = Some(k);
+        }
+        true
     }
 }
 
@@ -222,27 +238,6 @@ fn add_conflicts(
         }
     }
     Ok(())
-}
-
-/// Whether a mapped reply's rows come in read order. A point mapper's middle rows carry no
-/// key (fdbserver keeps only the first and last, for the continuation), so only the keys
-/// present are checked.
-pub(super) fn in_order(rows: &[MappedKeyValue], reverse: bool) -> bool {
-    let mut last: Option<&Bytes> = None;
-    for (i, m) in rows.iter().enumerate() {
-        let k = &m.kv.key;
-        if k.is_empty() && i != 0 {
-            continue;
-        }
-        if let Some(l) = last {
-            let ordered = if reverse { l > k } else { l < k };
-            if !ordered {
-                return false;
-            }
-        }
-        last = Some(k);
-    }
-    true
 }
 
 /// A mapped row counts against the limits by its primary row alone, as

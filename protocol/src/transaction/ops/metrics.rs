@@ -2,7 +2,9 @@
 //! (`fdbclient/NativeAPI.actor.cpp`: `getStorageMetricsLargeKeyRange`, `doGetStorageMetrics`,
 //! `getRangeSplitPoints`; the checks before them in `ReadYourWrites.actor.cpp`).
 //!
-//! Both locate every shard of `[begin, end)` (from the location cache, or with one
+//! Both check their range first (inverted, empty, past the readable keys for split points)
+//! and, in a tenant, wait for the transaction's tenant id and read version. Both then locate
+//! every shard of `[begin, end)` (from the location cache, or with one
 //! `GetKeyServerLocationsRequest` for the whole range) and send one request per shard, clipped
 //! to the range, to a replica of the shard, all at once:
 //!
@@ -29,8 +31,8 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
-use super::shards::{cover, Metric, MetricsOp, Part, PartState, TOO_MANY};
-use super::{OpKind, Timer, Wait};
+use super::shards::{cover, Metric, Part, PartState, TOO_MANY};
+use super::{OpKind, OpTable, Timer, Wait};
 use crate::error::{knobs, ErrorCode};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -43,10 +45,38 @@ use crate::messages::types::{KeyRange, SpanContext, TenantInfo, LATEST_VERSION};
 use crate::messages::{decode_reply, ErrorOr, ReplyPromise};
 use crate::route::Route;
 use crate::time::Instant;
-use crate::transaction::replicas::FAILED_SERVER_AVOIDANCE;
+use crate::transaction::replicas::{Routing, FAILED_SERVER_AVOIDANCE};
 use crate::transaction::state::ReadVersion;
 use crate::transaction::tenant::{relative_range, tenant_prefix, with_prefix};
 use crate::transaction::{Ctx, Transactions};
+
+/// A metrics read in flight: [`OpKind::Metrics`]'s state.
+#[derive(Debug)]
+pub(in crate::transaction) struct MetricsOp {
+    metric: Metric,
+    begin: Bytes,
+    end: Bytes,
+    /// Ranges still to locate, each not before its instant.
+    todo: Vec<(Bytes, Bytes, Instant)>,
+    /// Requests sent, in key order within one location pass.
+    parts: Vec<Part>,
+    /// Bumped when split points start over: replies of earlier passes are stale.
+    epoch: u32,
+    /// The bytes answered so far (estimate).
+    bytes: i64,
+    /// Spreads first choices of replica across ops.
+    seed: usize,
+    /// The wake-up already armed.
+    timer: Option<Instant>,
+    /// Whether the transaction has started (in a tenant: its tenant id and read version
+    /// are known, and `todo` holds the prefixed ranges).
+    started: bool,
+    /// The tenant's prefix, in a tenant: parts are located by their prefixed keys and asked
+    /// for with the tenant's keys and its `TenantInfo`.
+    prefix: Option<Bytes>,
+    /// The read version the requests carry (`latestVersion` outside a tenant).
+    version: i64,
+}
 
 impl Transactions {
     /// `fdb_transaction_get_estimated_range_size_bytes`: about how many bytes `[begin, end)`
@@ -58,7 +88,7 @@ impl Transactions {
         begin: &[u8],
         end: &[u8],
     ) -> RequestId {
-        self.start_metrics(cx, tx, begin, end, Metric::Size)
+        MetricsOp::start(self, cx, tx, begin, end, Metric::Size)
     }
 
     /// `fdb_transaction_get_range_split_points`: keys cutting `[begin, end)` into chunks of
@@ -72,11 +102,50 @@ impl Transactions {
         end: &[u8],
         chunk_size: i64,
     ) -> RequestId {
-        self.start_metrics(cx, tx, begin, end, Metric::SplitPoints(chunk_size))
+        MetricsOp::start(self, cx, tx, begin, end, Metric::SplitPoints(chunk_size))
     }
 
-    pub(super) fn start_metrics(
+    /// A storage server answered part `part` of metrics read `req` (pass `epoch`).
+    pub(crate) fn on_metrics_reply(
         &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        part: u32,
+        epoch: u32,
+        msg: &Bytes,
+    ) {
+        MetricsOp::on_reply(
+            &mut self.table,
+            &mut self.routing,
+            cx,
+            req,
+            part,
+            epoch,
+            msg,
+        )
+    }
+
+    /// Part `part`'s request of metrics read `req` (pass `epoch`) got no answer.
+    pub(crate) fn on_metrics_lost(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        part: u32,
+        epoch: u32,
+    ) {
+        if MetricsOp::waiting_part(&mut self.table, req, part, epoch).is_some() {
+            MetricsOp::next_replica(&mut self.table, &mut self.routing, cx, req, part as usize);
+        }
+    }
+}
+
+/// The metrics read's steps. Those after the requests are sent take only the op table and
+/// the routing (a metrics read is no read of the transaction: failing it touches no
+/// transaction).
+impl MetricsOp {
+    /// Starts a metrics read: the checks, then the op.
+    fn start(
+        txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         tx: TransactionId,
         begin: &[u8],
@@ -84,7 +153,7 @@ impl Transactions {
         metric: Metric,
     ) -> RequestId {
         let req = cx.new_request();
-        if let Err(e) = self.check_metrics(tx, begin, end, metric) {
+        if let Err(e) = MetricsOp::check(txs, tx, begin, end, metric) {
             cx.finish(req, Err(e));
             return req;
         }
@@ -103,13 +172,13 @@ impl Transactions {
             prefix: None,
             version: LATEST_VERSION,
         };
-        self.insert_op(cx, req, tx, OpKind::Metrics(Box::new(op)));
+        txs.insert_op(cx, req, tx, OpKind::Metrics(Box::new(op)));
         req
     }
 
     /// What libfdb_c refuses before asking anyone.
-    pub(super) fn check_metrics(
-        &mut self,
+    fn check(
+        txs: &mut Transactions,
         tx: TransactionId,
         begin: &[u8],
         end: &[u8],
@@ -122,8 +191,8 @@ impl Transactions {
         }
         // `ThreadSafeTransaction` checks the deferred error, then RYW whether the commit
         // started and whether the transaction is finished (cancelled: `resetPromise`).
-        self.check_usable(tx)?;
-        let t = self.tx_ref(tx)?;
+        txs.check_usable(tx)?;
+        let t = txs.tx_ref(tx)?;
         if let Metric::SplitPoints(_) = metric {
             let max = t.max_read_key();
             if begin > max || end > max {
@@ -141,24 +210,29 @@ impl Transactions {
     /// In a tenant, both wait for the transaction to start (`startTransaction`: its tenant
     /// id and read version; a failed tenant lookup fails them) and then work on the tenant's
     /// keys. `false` while waiting or once failed.
-    fn start_in_tenant(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) -> bool {
+    fn start_in_tenant(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+    ) -> bool {
         let mut tenant = None;
-        if self.tx_tenants.contains_key(&tx) {
-            let version = match self.read_version_for(cx, req, tx, false) {
+        if txs.tx_tenants.contains_key(&tx) {
+            let version = match txs.read_version_for(cx, req, tx, false) {
                 Some(Ok(v)) => v,
                 Some(Err(e)) => {
-                    self.fail_op(cx, req, e);
+                    txs.fail_op(cx, req, e);
                     return false;
                 }
                 None => return false,
             };
-            let Some(id) = self.tx_tenant(tx) else {
-                self.fail_op(cx, req, ClientError::Fdb(ErrorCode::TENANT_NOT_FOUND));
+            let Some(id) = txs.tx_tenant(tx) else {
+                txs.fail_op(cx, req, ClientError::Fdb(ErrorCode::TENANT_NOT_FOUND));
                 return false;
             };
             tenant = Some((Bytes::copy_from_slice(&tenant_prefix(id)), version));
         }
-        let Some(m) = self.metrics_op(req) else {
+        let Some(m) = MetricsOp::of(&mut txs.table, req) else {
             return false;
         };
         m.started = true;
@@ -173,20 +247,28 @@ impl Transactions {
         true
     }
 
-    pub(super) fn metrics_op(&mut self, req: RequestId) -> Option<&mut MetricsOp> {
-        match &mut self.table.ops.get_mut(&req)?.kind {
+    /// Operation `req`'s metrics read.
+    fn of(table: &mut OpTable, req: RequestId) -> Option<&mut MetricsOp> {
+        match &mut table.ops.get_mut(&req)?.kind {
             OpKind::Metrics(m) => Some(m),
             _ => None,
         }
     }
 
     /// Locates what is due, sends what is unsent, finishes when all parts answered.
-    pub(super) fn advance_metrics(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
-        if !self.metrics_op(req).is_some_and(|m| m.started) && !self.start_in_tenant(cx, req, tx) {
+    pub(super) fn advance(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+    ) {
+        if !MetricsOp::of(&mut txs.table, req).is_some_and(|m| m.started)
+            && !MetricsOp::start_in_tenant(txs, cx, req, tx)
+        {
             return;
         }
         let now = cx.now;
-        let engine = &mut *self;
+        let engine = &mut *txs;
         let Some(OpKind::Metrics(m)) = engine.table.ops.get_mut(&req).map(|o| &mut o.kind) else {
             return;
         };
@@ -243,7 +325,7 @@ impl Transactions {
                     Reply::Keys(keys)
                 }
             };
-            return self.succeed_op(cx, req, reply);
+            return txs.succeed_op(cx, req, reply);
         }
         let metric = m.metric;
         let arm = wake_at.filter(|w| m.timer.is_none_or(|t| t > *w || t <= now));
@@ -257,40 +339,40 @@ impl Transactions {
             engine.table.add_timer(at, Timer::Op(req));
         }
         for i in unsent {
-            self.send_part(cx, req, i);
+            MetricsOp::send_part(txs, cx, req, i);
         }
         for (a, b) in &lookups {
-            self.locate_range(cx, tx, a, b, metric);
+            MetricsOp::locate(txs, cx, tx, a, b, metric);
         }
         let wait = if lookups.is_empty() {
             Wait::Reply
         } else {
             Wait::Location
         };
-        self.table.set_wait(req, wait);
+        txs.table.set_wait(req, wait);
     }
 
     /// Asks a commit proxy for every shard of `[begin, end)`, as `getKeyRangeLocations` does.
-    pub(super) fn locate_range(
-        &mut self,
+    fn locate(
+        txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         tx: TransactionId,
         begin: &Bytes,
         end: &Bytes,
         metric: Metric,
     ) {
-        if self.routing.lookups_held(cx.now) {
+        if txs.routing.lookups_held(cx.now) {
             return; // woken when the backoff ends
         }
         let k = (begin.clone(), false);
-        if self.routing.locating(&k) {
+        if txs.routing.locating(&k) {
             return;
         }
         let Some(proxy) = cx.pick_commit_proxy(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS)
         else {
             return; // woken again when the cluster names proxies
         };
-        let tenant_version = self.table.ops.values().find_map(|o| match &o.kind {
+        let tenant_version = txs.table.ops.values().find_map(|o| match &o.kind {
             OpKind::Metrics(m) if o.tx == tx && m.prefix.is_some() => Some(m.version),
             _ => None,
         });
@@ -298,7 +380,7 @@ impl Transactions {
             // `getStorageMetricsLargeKeyRange` in a tenant: the transaction's read version.
             Metric::Size if tenant_version.is_some() => (
                 i32::MAX,
-                self.span(cx, tx),
+                txs.span(cx, tx),
                 tenant_version.unwrap_or(LATEST_VERSION),
             ),
             // `getStorageMetricsLargeKeyRange` without a transaction: a span of its own and
@@ -314,11 +396,11 @@ impl Transactions {
             // `getKeyRangeLocations(trState, ...)`: the transaction's span, and its read
             // version if it has one.
             Metric::SplitPoints(_) => {
-                let version = match self.txs.get(&tx).map(|t| t.read_version) {
+                let version = match txs.txs.get(&tx).map(|t| t.read_version) {
                     Some(ReadVersion::Ready(v)) => v,
                     _ => LATEST_VERSION,
                 };
-                (TOO_MANY, self.span(cx, tx), version)
+                (TOO_MANY, txs.span(cx, tx), version)
             }
         };
         let token = cx.rng.uid();
@@ -334,7 +416,7 @@ impl Transactions {
         };
         let addr = proxy.commit.endpoint.address().clone();
         let dest = proxy.stream(CommitProxyInterface::GET_KEY_SERVERS_LOCATIONS);
-        self.routing.start_locating(k);
+        txs.routing.start_locating(k);
         let pending = Route::Locations {
             key: begin.clone(),
             reverse: false,
@@ -345,8 +427,8 @@ impl Transactions {
     /// The replica for a part's attempt: like `choose_replica`, the healthy one with the
     /// lowest smoothed latency first, then the others in turn; recently failed ones only
     /// when nothing else is left.
-    pub(super) fn part_replica(
-        &self,
+    fn part_replica(
+        routing: &Routing,
         cx: &Ctx<'_>,
         servers: &[StorageServerInterface],
         start: usize,
@@ -356,7 +438,7 @@ impl Transactions {
         let order: Vec<usize> = (0..n)
             .map(|j| start.wrapping_add(attempt).wrapping_add(j) % n)
             .collect();
-        let stats = |i: &usize| self.routing.stats(&servers[*i].unique_id);
+        let stats = |i: &usize| routing.stats(&servers[*i].unique_id);
         let healthy: Vec<usize> = order
             .iter()
             .copied()
@@ -373,13 +455,13 @@ impl Transactions {
         }
     }
 
-    pub(super) fn send_part(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+    fn send_part(txs: &mut Transactions, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
         let now = cx.now;
-        let tenant = match self.table.ops.get(&req) {
-            Some(o) => self.tenant_info(o.tx),
+        let tenant = match txs.table.ops.get(&req) {
+            Some(o) => txs.tenant_info(o.tx),
             None => return,
         };
-        let Some(m) = self.metrics_op(req) else {
+        let Some(m) = MetricsOp::of(&mut txs.table, req) else {
             return;
         };
         let (metric, epoch, start) = (m.metric, m.epoch, m.seed.wrapping_add(i));
@@ -390,7 +472,7 @@ impl Transactions {
         if p.servers.is_empty() {
             return;
         }
-        // In a tenant the storage server gets the tenant's keys and adds the prefix itself.
+        // In a tenant the storage server gets the tenant's keys and adds the prefix ittxs.
         let (keys, tenant_info) = match &m.prefix {
             Some(prefix) => {
                 let (b, e) = relative_range(prefix, &p.begin, &p.end);
@@ -402,7 +484,8 @@ impl Transactions {
             ),
         };
         let (servers, attempt) = (p.servers.clone(), p.attempt);
-        let server = servers[self.part_replica(cx, &servers, start, attempt)].clone();
+        let server =
+            servers[MetricsOp::part_replica(&txs.routing, cx, &servers, start, attempt)].clone();
         let token = cx.rng.uid();
         let reply = ReplyPromise { token };
         let addr = server.get_value.endpoint.address().clone();
@@ -439,20 +522,20 @@ impl Transactions {
                 cx.io().send(&addr, dest, &msg, token, pending);
             }
         }
-        if let Some(p) = self.metrics_op(req).and_then(|m| m.parts.get_mut(i)) {
+        if let Some(p) = MetricsOp::of(&mut txs.table, req).and_then(|m| m.parts.get_mut(i)) {
             p.state = PartState::InFlight;
             p.sent = Some((server.unique_id, now));
         }
     }
 
     /// The part a reply or loss is about, if it is still waiting for one.
-    pub(super) fn waiting_part(
-        &mut self,
+    fn waiting_part(
+        table: &mut OpTable,
         req: RequestId,
         part: u32,
         epoch: u32,
     ) -> Option<&mut Part> {
-        let m = self.metrics_op(req)?;
+        let m = MetricsOp::of(table, req)?;
         if m.epoch != epoch {
             return None;
         }
@@ -461,8 +544,11 @@ impl Transactions {
             .filter(|p| p.state == PartState::InFlight)
     }
 
-    pub(crate) fn on_metrics_reply(
-        &mut self,
+    /// A part's answer: its bytes or split points, or an error.
+    #[allow(clippy::too_many_arguments)]
+    fn on_reply(
+        table: &mut OpTable,
+        routing: &mut Routing,
         cx: &mut Ctx<'_>,
         req: RequestId,
         part: u32,
@@ -470,8 +556,8 @@ impl Transactions {
         msg: &Bytes,
     ) {
         let now = cx.now;
-        let prefix = self.metrics_op(req).and_then(|m| m.prefix.clone());
-        let Some(p) = self.waiting_part(req, part, epoch) else {
+        let prefix = MetricsOp::of(table, req).and_then(|m| m.prefix.clone());
+        let Some(p) = MetricsOp::waiting_part(table, req, part, epoch) else {
             return;
         };
         // In a tenant the points are the tenant's keys, as the part was asked for.
@@ -480,9 +566,9 @@ impl Transactions {
             None => (p.begin.clone(), p.end.clone()),
         };
         if let Some((id, sent)) = p.sent.take() {
-            self.routing.answered(id, now.saturating_since(sent));
+            routing.answered(id, now.saturating_since(sent));
         }
-        let Some(metric) = self.metrics_op(req).map(|m| m.metric) else {
+        let Some(metric) = MetricsOp::of(table, req).map(|m| m.metric) else {
             return;
         };
         let i = part as usize;
@@ -514,22 +600,27 @@ impl Transactions {
         };
         match outcome {
             Ok((bytes, points)) => {
-                if let Some(m) = self.metrics_op(req) {
+                if let Some(m) = MetricsOp::of(table, req) {
                     m.bytes = m.bytes.saturating_add(bytes);
                     if let Some(p) = m.parts.get_mut(i) {
                         p.state = PartState::Done;
                         p.points = points;
                     }
                 }
-                self.table.set_wait(req, Wait::Ready);
+                table.set_wait(req, Wait::Ready);
             }
-            Err(ClientError::Fdb(code)) => self.on_metrics_error(cx, req, i, metric, code),
-            Err(e) => self.fail_op(cx, req, e),
+            Err(ClientError::Fdb(code)) => {
+                MetricsOp::on_error(table, routing, cx, req, i, metric, code)
+            }
+            Err(e) => table.finish(cx, req, Err(e)),
         }
     }
 
-    pub(super) fn on_metrics_error(
-        &mut self,
+    /// A part's error: relocate, try the next replica, retry later, or fail.
+    #[allow(clippy::too_many_arguments)]
+    fn on_error(
+        table: &mut OpTable,
+        routing: &mut Routing,
         cx: &mut Ctx<'_>,
         req: RequestId,
         i: usize,
@@ -537,32 +628,38 @@ impl Transactions {
         code: ErrorCode,
     ) {
         if code == ErrorCode::WRONG_SHARD_SERVER || code == ErrorCode::ALL_ALTERNATIVES_FAILED {
-            self.metrics_relocate(cx, req, i);
+            MetricsOp::relocate(table, routing, cx, req, i);
         } else if code == ErrorCode::BROKEN_PROMISE
             || code == ErrorCode::REQUEST_MAYBE_DELIVERED
             || code == ErrorCode::SERVER_OVERLOADED
         {
-            self.metrics_next_replica(cx, req, i);
+            MetricsOp::next_replica(table, routing, cx, req, i);
         } else if code == ErrorCode::FUTURE_VERSION && metric == Metric::Size {
             let at = cx.now + knobs::FUTURE_VERSION_RETRY_DELAY;
-            if let Some(m) = self.metrics_op(req) {
+            if let Some(m) = MetricsOp::of(table, req) {
                 if let Some(p) = m.parts.get_mut(i) {
                     p.state = PartState::Retired;
                     m.todo.push((p.begin.clone(), p.end.clone(), at));
                 }
             }
-            self.table.set_wait(req, Wait::Ready);
+            table.set_wait(req, Wait::Ready);
         } else {
-            self.fail_op(cx, req, ClientError::Fdb(code));
+            table.finish(cx, req, Err(ClientError::Fdb(code)));
         }
     }
 
     /// `wrong_shard_server` / `all_alternatives_failed`: forget the locations and locate
     /// again after `WRONG_SHARD_SERVER_DELAY` (the part alone for the estimate, everything
     /// for split points).
-    pub(super) fn metrics_relocate(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+    fn relocate(
+        table: &mut OpTable,
+        routing: &mut Routing,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        i: usize,
+    ) {
         let at = cx.now + knobs::WRONG_SHARD_SERVER_DELAY;
-        let Some(m) = self.metrics_op(req) else {
+        let Some(m) = MetricsOp::of(table, req) else {
             return;
         };
         let (a, b) = match m.metric {
@@ -580,14 +677,20 @@ impl Transactions {
             }
         };
         m.todo.push((a.clone(), b.clone(), at));
-        self.routing.locations.invalidate_range(&a, &b);
-        self.table.set_wait(req, Wait::Ready);
+        routing.locations.invalidate_range(&a, &b);
+        table.set_wait(req, Wait::Ready);
     }
 
     /// The replica did not answer: try the next one; after all of them, relocate.
-    pub(super) fn metrics_next_replica(&mut self, cx: &mut Ctx<'_>, req: RequestId, i: usize) {
+    fn next_replica(
+        table: &mut OpTable,
+        routing: &mut Routing,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        i: usize,
+    ) {
         let until = cx.now + FAILED_SERVER_AVOIDANCE;
-        let Some(p) = self.metrics_op(req).and_then(|m| m.parts.get_mut(i)) else {
+        let Some(p) = MetricsOp::of(table, req).and_then(|m| m.parts.get_mut(i)) else {
             return;
         };
         let failed = p.sent.take().map(|(id, _)| id);
@@ -597,24 +700,12 @@ impl Transactions {
             p.state = PartState::Unsent;
         }
         if let Some(id) = failed {
-            self.routing.failed(id, until);
+            routing.failed(id, until);
         }
         if all_failed {
-            self.metrics_relocate(cx, req, i);
+            MetricsOp::relocate(table, routing, cx, req, i);
         } else {
-            self.table.set_wait(req, Wait::Ready);
-        }
-    }
-
-    pub(crate) fn on_metrics_lost(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        part: u32,
-        epoch: u32,
-    ) {
-        if self.waiting_part(req, part, epoch).is_some() {
-            self.metrics_next_replica(cx, req, part as usize);
+            table.set_wait(req, Wait::Ready);
         }
     }
 }

@@ -1,14 +1,15 @@
 //! The operations, one file per kind, each telling its whole story: the checks when it is
 //! called, the requests it builds, the replies it decodes, how it finishes (`get.rs`,
 //! `range.rs` with `get_key`, NativeAPI's walks in `native.rs` and `get_mapped_range` in
-//! `mapped.rs`, `commit.rs` with `on_error`, `watch.rs`, `metrics.rs` over the plan in
-//! `shards.rs`, `addresses.rs`, `read_version.rs`).
+//! `mapped.rs`, `commit.rs`, `on_error.rs`, `versionstamp.rs`, `watch.rs`, `metrics.rs` over
+//! the plan in `shards.rs`, `addresses.rs`, `read_version.rs`).
 //!
 //! This file is their common lifecycle: created ready, run, parked on what it waits for (a
 //! read version, a location, a reply, a timer), woken, finished with exactly one completion.
 //! The [`OpTable`] owns them with their timers and ready list; runnable operations sit in an
-//! ordered ready set, so a round runs only those, in request order. A storage reply is handed
-//! to the file of its operation's kind.
+//! ordered ready set, so a round runs only those, in request order. Running an operation and
+//! a storage reply to it are each one `match` over [`OpKind`], handing it to its kind's type;
+//! what it waits for and the timers are `wait.rs`'s.
 
 pub(super) mod addresses;
 pub(super) mod commit;
@@ -17,14 +18,19 @@ pub(super) mod get_key;
 pub(super) mod mapped;
 pub(super) mod metrics;
 pub(super) mod native;
+pub(super) mod on_error;
 pub(super) mod range;
 pub(super) mod read_version;
 pub(super) mod shards;
+pub(super) mod versionstamp;
+pub(super) mod wait;
 pub(super) mod watch;
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use bytes::Bytes;
+
+pub(super) use wait::{Timer, Wait};
 
 use super::{Ctx, Transactions};
 use crate::error::ErrorCode;
@@ -35,24 +41,25 @@ use crate::time::Instant;
 use crate::uid::Uid;
 
 // Ops live in a map and are few at a time; boxing the range state would only add a hop.
-// Each kind's state is defined in the kind's file.
+// Each kind's state is defined in the kind's file, its steps beside it.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(super) enum OpKind {
-    ReadVersion,
+    ReadVersion(read_version::ReadVersionOp),
     Get(get::GetOp),
-    GetKey(super::scan::ReadOp),
-    Range(super::scan::ReadOp),
-    Commit,
+    GetKey(range::ReadOp),
+    /// `get_range` or `get_mapped_range`.
+    Range(range::ReadOp),
+    Commit(commit::CommitOp),
     /// `get_addresses_for_key`.
     Addresses(addresses::AddressesOp),
     Watch(watch::WatchOp),
     /// `on_error` sleeping before the retry.
-    Backoff,
+    Backoff(on_error::BackoffOp),
     /// `get_estimated_range_size_bytes` or `get_range_split_points`.
-    Metrics(alloc::boxed::Box<shards::MetricsOp>),
+    Metrics(alloc::boxed::Box<metrics::MetricsOp>),
     /// `get_versionstamp`: parked until the transaction's commit finishes.
-    Versionstamp,
+    Versionstamp(versionstamp::VersionstampOp),
 }
 
 impl OpKind {
@@ -63,10 +70,7 @@ impl OpKind {
             OpKind::Get(get::GetOp { key, .. })
             | OpKind::Watch(watch::WatchOp { key, .. })
             | OpKind::Addresses(addresses::AddressesOp { key, .. }) => Some((key.clone(), false)),
-            OpKind::GetKey(super::scan::ReadOp { read, .. })
-            | OpKind::Range(super::scan::ReadOp { read, .. }) => {
-                read.sent.as_ref().map(|s| (s.key.clone(), s.backward))
-            }
+            OpKind::GetKey(r) | OpKind::Range(r) => r.storage_key(),
             _ => None,
         }
     }
@@ -75,28 +79,10 @@ impl OpKind {
     /// it is in flight any more, so the next step sends again instead of waiting for a
     /// reply that cannot come.
     pub(super) fn request_lost(&mut self) {
-        if let OpKind::Watch(watch::WatchOp { reading, .. }) = self {
-            *reading = false;
+        if let OpKind::Watch(w) = self {
+            w.request_lost();
         }
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Wait {
-    /// Runnable.
-    Ready,
-    ReadVersion,
-    /// Waiting for the transaction's tenant id.
-    Tenant,
-    Location,
-    Reply,
-    Timer,
-    /// A watch waiting for its transaction to commit.
-    Commit,
-    /// Waiting for the cluster to name its commit proxies.
-    Cluster,
-    /// A commit whose outcome is unknown, waiting for its dummy transaction.
-    Dummy,
 }
 
 #[derive(Debug)]
@@ -113,8 +99,6 @@ pub(crate) struct Op {
     pub(super) server: Option<(Uid, Instant)>,
     /// How many times the shard was looked up again (grows the relocation delay).
     pub(super) relocations: u32,
-    /// For the dummy commit after `commit_unknown_result`: the user's commit it stands for.
-    pub(super) dummy_for: Option<RequestId>,
     /// A read in flight when `on_error` reset the read version keeps the one it had.
     pub(super) version: Option<Version>,
 }
@@ -136,7 +120,6 @@ impl Op {
             detached,
             server: None,
             relocations: 0,
-            dummy_for: None,
             version: None,
         }
     }
@@ -149,17 +132,33 @@ impl Op {
 /// The operations in flight and what wakes them: their timers (ordered by time, then by
 /// when they were set) and the ready list. Owned apart from the transactions so that what
 /// only schedules can be seen to touch nothing else.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct OpTable {
     pub(super) ops: BTreeMap<RequestId, Op>,
     pub(super) timers: BTreeMap<(Instant, u64), Timer>,
     pub(super) timer_seq: u64,
-    /// Watches among `ops` (counted against `max_watches`).
+    /// Watches among `ops`.
     pub(super) watches: usize,
+    /// The most watches outstanding at once (`max_watches`).
+    pub(super) max_watches: usize,
     /// Operations that became runnable since the last round (may repeat; may have moved on).
     pub(super) ready: Vec<RequestId>,
     /// The round `run_ready_ops` is running, kept for its allocation.
     pub(super) scratch: Vec<RequestId>,
+}
+
+impl Default for OpTable {
+    fn default() -> Self {
+        OpTable {
+            ops: BTreeMap::new(),
+            timers: BTreeMap::new(),
+            timer_seq: 0,
+            watches: 0,
+            max_watches: watch::MAX_OUTSTANDING_WATCHES,
+            ready: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
 }
 
 impl OpTable {
@@ -195,6 +194,25 @@ impl OpTable {
             self.watches -= 1;
         }
         Some(op)
+    }
+
+    /// Finishes operation `req` with `result`. Only for an operation that is no read: a read's
+    /// failure is the transaction's too ([`Transactions::fail_op`]).
+    pub(super) fn finish(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        result: Result<Reply, ClientError>,
+    ) {
+        if self.remove(req).is_some() {
+            cx.finish(req, result);
+        }
+    }
+
+    /// Operation `req` waits until `at`.
+    pub(super) fn sleep(&mut self, at: Instant, req: RequestId) {
+        self.set_wait(req, Wait::Timer);
+        self.add_timer(at, Timer::Op(req));
     }
 
     pub(super) fn set_wait(&mut self, req: RequestId, wait: Wait) {
@@ -235,16 +253,6 @@ impl OpTable {
 /// real work needs a handful).
 pub(super) const MAX_READY_ROUNDS: u32 = 10_000;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Timer {
-    Op(RequestId),
-    /// The location lookups' backoff ended: ask again.
-    Locations,
-    Deadline(TransactionId),
-    /// Retry the dummy commit of this user commit.
-    Dummy(RequestId),
-}
-
 impl Transactions {
     pub(super) fn insert_op(
         &mut self,
@@ -276,11 +284,21 @@ impl Transactions {
         let Some(op) = self.table.ops.get(&req) else {
             return;
         };
-        let (tx, commit) = (op.tx, matches!(op.kind, OpKind::Commit));
-        if commit {
-            self.fail_commit(cx, req, tx, ClientError::Fdb(err));
-        } else {
-            self.fail_op(cx, req, ClientError::Fdb(err));
+        let tx = op.tx;
+        self.fail_by_kind(cx, req, tx, ClientError::Fdb(err));
+    }
+
+    /// Fails operation `req` of `tx` as its kind fails (a commit fails its watches too).
+    fn fail_by_kind(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        e: ClientError,
+    ) {
+        match self.table.ops.get(&req).map(|o| &o.kind) {
+            Some(OpKind::Commit(_)) => commit::CommitOp::fail(self, cx, req, tx, e),
+            _ => self.fail_op(cx, req, e),
         }
     }
 
@@ -316,32 +334,13 @@ impl Transactions {
     pub(crate) fn fire_timers(&mut self, cx: &mut Ctx<'_>) {
         while let Some(t) = self.table.pop_due(cx.now) {
             match t {
-                Timer::Op(req) => {
-                    let backoff = match self.table.ops.get_mut(&req) {
-                        Some(op) if matches!(op.kind, OpKind::Backoff) => true,
-                        Some(op) => {
-                            op.wait = Wait::Ready;
-                            self.table.ready.push(req);
-                            false
-                        }
-                        None => false,
-                    };
-                    if backoff {
-                        self.end_backoff(cx, req);
-                    }
-                }
+                Timer::Op(req) => match self.table.ops.get(&req).map(|o| &o.kind) {
+                    Some(OpKind::Backoff(_)) => on_error::BackoffOp::end(self, cx, req),
+                    Some(_) => self.table.set_wait(req, Wait::Ready),
+                    None => {}
+                },
                 Timer::Locations => self.table.wake(Wait::Location),
-                Timer::Dummy(parent) => {
-                    let key = self
-                        .table
-                        .ops
-                        .get(&parent)
-                        .and_then(|o| self.txs.get(&o.tx))
-                        .and_then(|t| t.self_conflict.clone());
-                    if let Some(key) = key {
-                        self.start_dummy(cx, parent, key);
-                    }
-                }
+                Timer::Dummy(parent) => commit::CommitOp::retry_dummy(self, cx, parent),
                 Timer::Deadline(tx) => {
                     let due = self.txs.get(&tx).is_some_and(|t| {
                         t.options.timeout.is_some_and(|d| t.created + d <= cx.now)
@@ -431,28 +430,21 @@ impl Transactions {
                 }
                 Some(t) if t.deferred.is_some() => {
                     let e = t.deferred.clone().expect("checked");
-                    if matches!(op.kind, OpKind::Commit) {
-                        return self.fail_commit(cx, req, tx, e);
-                    }
-                    return self.fail_op(cx, req, e);
+                    return self.fail_by_kind(cx, req, tx, e);
                 }
                 _ => {}
             }
         }
         match &op.kind {
-            OpKind::ReadVersion => match self.read_version_only(cx, req, tx, false) {
-                Some(Ok(v)) => self.succeed_op(cx, req, Reply::Version(v)),
-                Some(Err(e)) => self.fail_op(cx, req, e),
-                None => {}
-            },
+            OpKind::ReadVersion(_) => read_version::ReadVersionOp::advance(self, cx, req, tx),
             OpKind::Get(_) => get::GetOp::advance(self, cx, req, tx),
-            OpKind::GetKey(_) | OpKind::Range(_) => self.advance_read(cx, req, tx),
-            OpKind::Commit => self.advance_commit(cx, req, tx),
-            OpKind::Watch(_) => self.advance_watch(cx, req, tx),
-            OpKind::Backoff => self.table.set_wait(req, Wait::Timer),
-            OpKind::Metrics(_) => self.advance_metrics(cx, req, tx),
-            OpKind::Addresses(_) => self.advance_addresses(cx, req, tx),
-            OpKind::Versionstamp => self.table.set_wait(req, Wait::Commit),
+            OpKind::GetKey(_) | OpKind::Range(_) => range::ReadOp::advance(self, cx, req, tx),
+            OpKind::Commit(_) => commit::CommitOp::advance(self, cx, req, tx),
+            OpKind::Watch(_) => watch::WatchOp::advance(self, cx, req, tx),
+            OpKind::Backoff(_) => on_error::BackoffOp::advance(&mut self.table, req),
+            OpKind::Metrics(_) => metrics::MetricsOp::advance(self, cx, req, tx),
+            OpKind::Addresses(_) => addresses::AddressesOp::advance(self, cx, req, tx),
+            OpKind::Versionstamp(_) => versionstamp::VersionstampOp::advance(&mut self.table, req),
         }
     }
 
@@ -464,8 +456,8 @@ impl Transactions {
         };
         match &op.kind {
             OpKind::Get(_) => get::GetOp::on_reply(self, cx, req, message),
-            OpKind::Watch(_) => self.on_watch_storage_reply(cx, req, message),
-            OpKind::GetKey(_) | OpKind::Range(_) => self.on_read_reply(cx, req, message),
+            OpKind::Watch(_) => watch::WatchOp::on_reply(self, cx, req, message),
+            OpKind::GetKey(_) | OpKind::Range(_) => range::ReadOp::on_reply(self, cx, req, message),
             _ => {}
         }
     }

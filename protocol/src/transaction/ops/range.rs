@@ -1,11 +1,15 @@
 //! `get_range`, whole, and the reading machinery `get_key` (`get_key.rs`) and
-//! `get_mapped_range` (`mapped.rs`) share. With read-your-writes on, a read goes through RYW's
-//! walk over the snapshot cache and the write map (`ryw::range_read`), which asks NativeAPI's
-//! range read for what it does not know; with it off, it is NativeAPI's `getKey` and
-//! `getRange` directly (`readThrough`). Either way the storage requests come from NativeAPI's
-//! walks (`native.rs`, with `getRangeFallback` when a selector's shard cannot resolve it): this
-//! file builds them for a replica of the right shard, decodes the replies and feeds them back,
-//! and, when the read is done, adds its read conflict range.
+//! `get_mapped_range` (`mapped.rs`) share, all three a [`ReadOp`]: the checks when it is
+//! called (the arguments, then the transaction, the readable keys, selectors that enclose no
+//! key), then, with read-your-writes on, RYW's walk over the snapshot cache and the write map
+//! (`ryw::range_read`), which asks NativeAPI's range read for what it does not know; with it
+//! off, NativeAPI's `getKey` and `getRange` directly (`readThrough`). Either way the storage
+//! requests come from NativeAPI's walks (`native.rs`, with `getRangeFallback` when a
+//! selector's shard cannot resolve it): this file builds them for a replica of the right shard
+//! (`GetKeyRequest`, `GetKeyValuesRequest`, `GetMappedKeyValuesRequest`), decodes the replies
+//! and feeds them back (falling back, retrying or failing on an error), and, when the read is
+//! done, adds its read conflict range and finishes with the rows.
+
 use bytes::Bytes;
 
 use super::native::{range_finished_conflict, NativeKey, NativeRange, NativeStep};
@@ -24,13 +28,33 @@ use crate::ryw::range_read::{
     fdb_key_after, range_conflict, remove_or_equal, update_conflict_map, RangeRead, Step,
 };
 use crate::ryw::{Unreadable, WriteMap};
-use crate::transaction::scan::{
-    range_limits, NativeOp, RangeOptions, Read, ReadKind, ReadOp, Sent, StreamingMode,
-};
+use crate::transaction::scan::{range_limits, NativeOp, RangeOptions, ReadKind, StreamingMode};
+use crate::transaction::state::Tx;
 use crate::transaction::{fdb, storage_error, Ctx, Transactions};
 
+/// A `get_key`, `get_range` or `get_mapped_range` in flight: [`OpKind::GetKey`]'s and
+/// [`OpKind::Range`]'s state.
+#[derive(Debug)]
+pub(in crate::transaction) struct ReadOp {
+    snapshot: bool,
+    kind: ReadKind,
+    /// The NativeAPI read it waits for.
+    native: Option<NativeOp>,
+    /// The storage request in flight.
+    sent: Option<Sent>,
+}
+
+/// The storage request in flight: a key request (else a range request), to the shard of
+/// `key` (of the keys before it when `backward`).
+#[derive(Clone, Debug)]
+struct Sent {
+    key_request: bool,
+    key: Bytes,
+    backward: bool,
+}
+
 /// Where a read stands after running.
-enum Progress {
+pub(super) enum Progress {
     /// Waiting for a read version, a location or a reply.
     Wait,
     Done(Reply),
@@ -78,17 +102,63 @@ impl Transactions {
         opts: RangeOptions,
         snapshot: bool,
     ) -> RequestId {
+        ReadOp::start_range(self, cx, tx, begin, end, opts, snapshot)
+    }
+}
+
+/// The read's steps.
+impl ReadOp {
+    /// A new read of `kind`, runnable, for operation `req` of `tx`: a `get_key` if `key`.
+    pub(super) fn insert(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        snapshot: bool,
+        kind: ReadKind,
+    ) {
+        let key = matches!(kind, ReadKind::RywKey { .. } | ReadKind::NativeKey { .. });
+        let op = ReadOp {
+            snapshot,
+            kind,
+            native: None,
+            sent: None,
+        };
+        let kind = if key {
+            OpKind::GetKey(op)
+        } else {
+            OpKind::Range(op)
+        };
+        txs.insert_op(cx, req, tx, kind);
+    }
+
+    /// The key its storage request in flight is about (keys before it when `true`).
+    pub(super) fn storage_key(&self) -> Option<(Bytes, bool)> {
+        self.sent.as_ref().map(|s| (s.key.clone(), s.backward))
+    }
+
+    /// Starts a `get_range`: the checks, then RYW's walk or NativeAPI's `getRange`.
+    #[allow(clippy::too_many_arguments)]
+    fn start_range(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        tx: TransactionId,
+        begin: KeySelector,
+        end: KeySelector,
+        opts: RangeOptions,
+        snapshot: bool,
+    ) -> RequestId {
         let req = cx.new_request();
-        if let Err(e) = self.check_range_args(tx, &opts) {
+        if let Err(e) = txs.check_range_args(tx, &opts) {
             cx.finish(req, Err(e));
             return req;
         }
         let (mut begin, mut end) = (begin, end);
-        if let Err(e) = self.check_usable(tx) {
+        if let Err(e) = txs.check_usable(tx) {
             cx.finish(req, Err(e));
             return req;
         }
-        let (max, writes) = match self.txs.get(&tx) {
+        let (max, writes) = match txs.txs.get(&tx) {
             Some(t) => (t.max_read_key(), t.writes_seen(snapshot)),
             None => (&b""[..], Some(WriteMap::blank())),
         };
@@ -131,92 +201,94 @@ impl Transactions {
                 result: None,
             }
         };
-        self.insert_op(
-            cx,
-            req,
-            tx,
-            OpKind::Range(ReadOp {
-                snapshot,
-                read: Read::new(kind),
-            }),
-        );
+        ReadOp::insert(txs, cx, req, tx, snapshot, kind);
         req
     }
 
-    // ----- running a read -----
-
-    /// Runs a `get_key` or `get_range` as far as it goes.
-    pub(super) fn advance_read(&mut self, cx: &mut Ctx<'_>, req: RequestId, tx: TransactionId) {
-        let Some(op) = self.table.ops.get_mut(&req) else {
+    /// Runs a `get_key` or `get_range` as far as it goes. Takes the whole of the
+    /// transactions: a read reads the read version, the tenant and the location cache.
+    pub(super) fn advance(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+    ) {
+        let Some(op) = txs.table.ops.get_mut(&req) else {
             return;
         };
-        let (snapshot, mut read, is_key) = match core::mem::replace(&mut op.kind, OpKind::Backoff) {
-            OpKind::GetKey(ReadOp { snapshot, read }) => (snapshot, read, true),
-            OpKind::Range(ReadOp { snapshot, read }) => (snapshot, read, false),
+        // The read is taken out while it runs (it and the transactions are borrowed
+        // together); meanwhile its op stands as a kind that is no read and has no key.
+        let placeholder = OpKind::Backoff(super::on_error::BackoffOp);
+        let (mut read, is_key) = match core::mem::replace(&mut op.kind, placeholder) {
+            OpKind::GetKey(r) => (r, true),
+            OpKind::Range(r) => (r, false),
             other => {
                 op.kind = other;
                 return;
             }
         };
-        let progress = self.run_read(cx, req, tx, snapshot, &mut read);
-        if let Some(op) = self.table.ops.get_mut(&req) {
+        let progress = read.run(txs, cx, req, tx);
+        if let Some(op) = txs.table.ops.get_mut(&req) {
             op.kind = if is_key {
-                OpKind::GetKey(ReadOp { snapshot, read })
+                OpKind::GetKey(read)
             } else {
-                OpKind::Range(ReadOp { snapshot, read })
+                OpKind::Range(read)
             };
         }
         match progress {
             Progress::Wait => {}
-            Progress::Done(reply) => self.succeed_op(cx, req, reply),
-            Progress::Failed(e) => self.fail_op(cx, req, e),
+            Progress::Done(reply) => txs.succeed_op(cx, req, reply),
+            Progress::Failed(e) => txs.fail_op(cx, req, e),
         }
     }
 
-    fn run_read(
+    /// Steps the read until it waits or ends.
+    fn run(
         &mut self,
+        txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
         tx: TransactionId,
-        snapshot: bool,
-        read: &mut Read,
     ) -> Progress {
+        let snapshot = self.snapshot;
         loop {
-            if let Some(native) = &mut read.native {
+            if let Some(native) = &mut self.native {
                 // NativeAPI's reads start by waiting for the read version.
-                let version = match self.read_version_to_read(cx, req, tx) {
+                let version = match txs.read_version_to_read(cx, req, tx) {
                     Some(Ok(v)) => v,
                     Some(Err(e)) => return Progress::Failed(e),
                     None => return Progress::Wait,
                 };
                 let (key, backward, key_request) = match native.step() {
                     NativeStep::Done => {
-                        let n = read.native.take().expect("stepped");
-                        if let Err(e) = self.native_done(tx, snapshot, &mut read.kind, n) {
-                            return Progress::Failed(e);
-                        }
+                        let n = self.native.take().expect("stepped");
+                        let Some(t) = txs.txs.get_mut(&tx) else {
+                            return Progress::Failed(ClientError::Fdb(
+                                ErrorCode::TRANSACTION_CANCELLED,
+                            ));
+                        };
+                        ReadOp::native_done(t, snapshot, &mut self.kind, n);
                         continue;
                     }
                     NativeStep::Range { key, backward } => (key, backward, false),
                     NativeStep::Key { key, backward } => (key, backward, true),
                 };
-                self.send_native(cx, req, tx, version, read, key, backward, key_request);
+                self.send(txs, cx, req, tx, version, key, backward, key_request);
                 return Progress::Wait;
             }
-            let Some(t) = self.txs.get_mut(&tx) else {
+            let Some(t) = txs.txs.get_mut(&tx) else {
                 return Progress::Failed(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED));
             };
-            if matches!(read.kind, ReadKind::Mapped { .. }) {
-                match super::mapped::step(t, &mut read.kind, &mut read.native) {
-                    super::mapped::MappedStep::Continue => continue,
-                    super::mapped::MappedStep::Done(r) => return Progress::Done(Reply::Mapped(r)),
-                    super::mapped::MappedStep::Failed(e) => return Progress::Failed(e),
+            if matches!(self.kind, ReadKind::Mapped { .. }) {
+                match ReadOp::mapped_step(t, &mut self.kind, &mut self.native) {
+                    None => continue,
+                    Some(p) => return p,
                 }
             }
             let max = Bytes::from_static(t.max_read_key());
-            match &mut read.kind {
+            match &mut self.kind {
                 ReadKind::RywKey { .. } | ReadKind::NativeKey { .. } => {
-                    match super::get_key::step(t, snapshot, &mut read.kind, &mut read.native, max) {
+                    match ReadOp::key_step(t, snapshot, &mut self.kind, &mut self.native, max) {
                         None => {}
                         Some(Ok(key)) => return Progress::Done(Reply::Key(key)),
                         Some(Err(e)) => return Progress::Failed(e),
@@ -231,7 +303,7 @@ impl Transactions {
                 } => match rr.step(&t.cache, writes) {
                     Err(u) => return Progress::Failed(unreadable(u)),
                     Ok(Step::Native(n)) => {
-                        read.native = Some(NativeOp::Range(NativeRange::new(
+                        self.native = Some(NativeOp::Range(NativeRange::new(
                             n.begin, n.end, n.limits, n.reverse,
                         )));
                     }
@@ -263,7 +335,7 @@ impl Transactions {
                     result,
                 } => {
                     if !*end_resolved {
-                        read.native = Some(NativeOp::Key(NativeKey::new(end.clone())));
+                        self.native = Some(NativeOp::Key(NativeKey::new(end.clone())));
                         continue;
                     }
                     let Some(r) = result.take() else {
@@ -273,7 +345,7 @@ impl Transactions {
                         {
                             return Progress::Done(Reply::Range(RangeResult::default()));
                         }
-                        read.native = Some(NativeOp::Range(NativeRange::new(
+                        self.native = Some(NativeOp::Range(NativeRange::new(
                             begin.clone(),
                             end.clone(),
                             *limits,
@@ -303,20 +375,10 @@ impl Transactions {
     }
 
     /// A NativeAPI read finished: its answer goes where it was needed.
-    fn native_done(
-        &mut self,
-        tx: TransactionId,
-        snapshot: bool,
-        kind: &mut ReadKind,
-        native: NativeOp,
-    ) -> Result<(), ClientError> {
-        let t = self
-            .txs
-            .get_mut(&tx)
-            .ok_or(ClientError::Fdb(ErrorCode::TRANSACTION_CANCELLED))?;
+    fn native_done(t: &mut Tx, snapshot: bool, kind: &mut ReadKind, native: NativeOp) {
         match (kind, native) {
             (kind @ (ReadKind::RywKey { .. } | ReadKind::NativeKey { .. }), native) => {
-                super::get_key::native_done(t, kind, native)
+                ReadOp::key_native_done(t, kind, native)
             }
             (ReadKind::RywRange { read, .. }, NativeOp::Range(mut n)) => {
                 read.feed(&mut t.cache, n.take_result())
@@ -351,52 +413,52 @@ impl Transactions {
                 *result = Some(n.take_result());
             }
             (kind @ ReadKind::Mapped { .. }, NativeOp::Key(k)) => {
-                super::mapped::end_resolved(t, kind, k.result().cloned().unwrap_or_default());
+                ReadOp::mapped_end_resolved(t, kind, k.result().cloned().unwrap_or_default());
             }
             (ReadKind::Mapped { result, .. }, NativeOp::Mapped { mut range, .. }) => {
                 *result = Some(range.take_result());
             }
             _ => {}
         }
-        Ok(())
     }
 
     /// Sends the NativeAPI read's next request to a replica of the shard of `key` (after
     /// looking the shard up if needed).
     #[allow(clippy::too_many_arguments)]
-    fn send_native(
+    fn send(
         &mut self,
+        txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
         tx: TransactionId,
         version: i64,
-        read: &mut Read,
         key: Bytes,
         backward: bool,
         key_request: bool,
     ) {
-        read.sent = Some(Sent {
+        self.sent = Some(Sent {
             key_request,
             key: key.clone(),
             backward,
         });
-        let Some((sb, se)) = self.shard_bounds(tx, &key, backward) else {
-            self.table.set_wait(req, Wait::Location);
-            self.request_location(cx, tx, &key, backward);
+        let Some((sb, se)) = txs.shard_bounds(tx, &key, backward) else {
+            txs.table.set_wait(req, Wait::Location);
+            txs.request_location(cx, tx, &key, backward);
             return;
         };
-        let Some(native) = &mut read.native else {
+        let Some(native) = &mut self.native else {
             return;
         };
-        let server = self
+        let server = txs
             .choose_replica(cx, req, &key, backward)
             .expect("the shard was found above");
         let token = cx.rng.uid();
-        let span_context = self.span(cx, tx);
-        let options = self.read_options(cx.rng, tx);
-        let tags = self.sampled_read_tags(cx, tx);
+        let span_context = txs.span(cx, tx);
+        let options = txs.read_options(cx.rng, tx);
+        let tags = txs.sampled_read_tags(cx, tx);
+        let tenant_info = txs.tenant_info(tx);
         let addr = server.addr.clone();
-        self.table.set_wait(req, Wait::Reply);
+        txs.table.set_wait(req, Wait::Reply);
         if key_request {
             let sel = match native {
                 NativeOp::Key(k) => k.selector().clone(),
@@ -409,13 +471,15 @@ impl Transactions {
                 tags,
                 reply: ReplyPromise { token },
                 span_context,
-                tenant_info: self.tenant_info(tx),
+                tenant_info,
                 options,
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
             let dest = server.stream(StorageServerInterface::GET_KEY);
             cx.io().send(&addr, dest, &msg, token, Route::Storage(req));
         } else if let NativeOp::Mapped { range, mapper } = native {
+            // The mapped request is the range request's fields and the mapper, but another
+            // wire message: the two literals stay apart.
             let (begin, end, limit, limit_bytes) = range.range_request((&sb, &se));
             let msg = GetMappedKeyValuesRequest {
                 begin,
@@ -427,7 +491,7 @@ impl Transactions {
                 tags,
                 reply: ReplyPromise { token },
                 span_context,
-                tenant_info: self.tenant_info(tx),
+                tenant_info,
                 options,
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
@@ -447,7 +511,7 @@ impl Transactions {
                 tags,
                 reply: ReplyPromise { token },
                 span_context,
-                tenant_info: self.tenant_info(tx),
+                tenant_info,
                 options,
                 ss_latest_commit_versions: VersionVector::empty(-1),
             };
@@ -457,9 +521,14 @@ impl Transactions {
     }
 
     /// A storage server answered a `get_key` or `get_range` request.
-    pub(super) fn on_read_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
-        let Some((sent, mapped)) = self.table.ops.get(&req).and_then(|op| match &op.kind {
-            OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) => read
+    pub(super) fn on_reply(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        message: &Bytes,
+    ) {
+        let Some((sent, mapped)) = txs.table.ops.get(&req).and_then(|op| match &op.kind {
+            OpKind::GetKey(read) | OpKind::Range(read) => read
                 .sent
                 .clone()
                 .map(|s| (s, matches!(read.native, Some(NativeOp::Mapped { .. })))),
@@ -487,14 +556,12 @@ impl Transactions {
         };
         let answer = match answer {
             Ok(a) => a,
-            Err(e) => return self.on_read_error(cx, req, &sent, e),
+            Err(e) => return ReadOp::on_error(txs, cx, req, &sent, e),
         };
-        let Some(op) = self.table.ops.get_mut(&req) else {
+        let Some(op) = txs.table.ops.get_mut(&req) else {
             return;
         };
-        let (OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. })) =
-            &mut op.kind
-        else {
+        let (OpKind::GetKey(read) | OpKind::Range(read)) = &mut op.kind else {
             return;
         };
         read.sent = None;
@@ -512,7 +579,7 @@ impl Transactions {
                 Ok(())
             }
             (Some(NativeOp::Mapped { range, .. }), Answer::Mapped(rows, more)) => {
-                if super::mapped::in_order(&rows, range.reverse()) {
+                if ReadOp::mapped_in_order(&rows, range.reverse()) {
                     range.on_range_reply(rows, more).map_err(|_| ())
                 } else {
                     Err(())
@@ -538,9 +605,9 @@ impl Transactions {
         };
         op.attempt = 0;
         op.wait = Wait::Ready;
-        self.table.ready.push(req);
+        txs.table.ready.push(req);
         if fed.is_err() {
-            self.fail_op(
+            txs.fail_op(
                 cx,
                 req,
                 ClientError::Decode(crate::serializer::DecodeError::InvalidValue(
@@ -550,22 +617,26 @@ impl Transactions {
         }
     }
 
-    fn on_read_error(&mut self, cx: &mut Ctx<'_>, req: RequestId, sent: &Sent, e: ClientError) {
+    fn on_error(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        sent: &Sent,
+        e: ClientError,
+    ) {
         // `getRange` meets a selector its storage server cannot resolve: forget the shard and
         // resolve the selectors first (`getRangeFallback`), at once.
         let falls_back = e.code() == ErrorCode::WRONG_SHARD_SERVER
-            && self.table.ops.get(&req).is_some_and(|op| match &op.kind {
-                OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) => {
+            && txs.table.ops.get(&req).is_some_and(|op| match &op.kind {
+                OpKind::GetKey(read) | OpKind::Range(read) => {
                     matches!(&read.native, Some(n) if n.falls_back() && !sent.key_request)
                 }
                 _ => false,
             });
         if falls_back {
-            self.routing.forget(&sent.key, sent.backward);
-            if let Some(op) = self.table.ops.get_mut(&req) {
-                if let OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) =
-                    &mut op.kind
-                {
+            txs.routing.forget(&sent.key, sent.backward);
+            if let Some(op) = txs.table.ops.get_mut(&req) {
+                if let OpKind::GetKey(read) | OpKind::Range(read) = &mut op.kind {
                     read.sent = None;
                     if let Some(n) = &mut read.native {
                         n.fall_back();
@@ -573,15 +644,13 @@ impl Transactions {
                 }
                 op.attempt = 0;
                 op.wait = Wait::Ready;
-                self.table.ready.push(req);
+                txs.table.ready.push(req);
             }
             return;
         }
-        if self.retried_read_error(cx, req, &e) {
-            if let Some(op) = self.table.ops.get_mut(&req) {
-                if let OpKind::GetKey(ReadOp { read, .. }) | OpKind::Range(ReadOp { read, .. }) =
-                    &mut op.kind
-                {
+        if txs.retried_read_error(cx, req, &e) {
+            if let Some(op) = txs.table.ops.get_mut(&req) {
+                if let OpKind::GetKey(read) | OpKind::Range(read) = &mut op.kind {
                     if let Some(n) = &mut read.native {
                         n.retry();
                     }
@@ -589,6 +658,6 @@ impl Transactions {
             }
             return;
         }
-        self.fail_op(cx, req, e);
+        txs.fail_op(cx, req, e);
     }
 }

@@ -1,5 +1,6 @@
-//! Read versions: the transaction's own (`get_read_version`, an operation of its own) and the
-//! one every read waits for first, asked of the read-version batcher once per transaction
+//! Read versions: the transaction's own (`get_read_version`, [`ReadVersionOp`]: refused once
+//! the transaction is failed or reset, else the read version below) and the one every read
+//! waits for first, asked of the read-version batcher once per transaction
 //! (after its tenant's id, refused early by a known tag throttle), and checked against the
 //! database's floor before a storage read.
 
@@ -7,7 +8,7 @@ use bytes::Bytes;
 
 use super::{OpKind, Wait};
 use crate::error::ErrorCode;
-use crate::event::ClientError;
+use crate::event::{ClientError, Reply};
 use crate::grv::GrvWaiter;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::grv::GetReadVersionRequest;
@@ -18,22 +19,55 @@ use crate::time::Instant;
 use crate::transaction::state::ReadVersion;
 use crate::transaction::{fdb, Ctx, Transactions};
 
+/// A `get_read_version` in flight: [`OpKind::ReadVersion`] (its state is the transaction's).
+#[derive(Debug)]
+pub(in crate::transaction) struct ReadVersionOp;
+
+/// A read version, an error, or `None` while the op waits for it.
+pub(super) type Awaited<T> = Option<Result<T, ClientError>>;
+
 impl Transactions {
     /// The transaction's read version.
     pub(crate) fn tx_read_version(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) -> RequestId {
+        ReadVersionOp::start(self, cx, tx)
+    }
+}
+
+/// The `get_read_version`'s steps.
+impl ReadVersionOp {
+    /// The checks, then the op.
+    fn start(txs: &mut Transactions, cx: &mut Ctx<'_>, tx: TransactionId) -> RequestId {
         let req = cx.new_request();
         // Even after the commit (RYW's `getReadVersion` looks only at `resetPromise`).
-        if let Some(t) = self.txs.get(&tx) {
+        if let Some(t) = txs.txs.get(&tx) {
             let e = t.deferred.clone().or(t.finished.map(ClientError::Fdb));
             if let Some(e) = e {
                 cx.finish(req, Err(e));
                 return req;
             }
         }
-        self.insert_op(cx, req, tx, OpKind::ReadVersion);
+        txs.insert_op(cx, req, tx, OpKind::ReadVersion(ReadVersionOp));
         req
     }
 
+    /// Finishes with the transaction's read version once it has one.
+    pub(super) fn advance(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+    ) {
+        match txs.read_version_only(cx, req, tx, false) {
+            Some(Ok(v)) => txs.succeed_op(cx, req, Reply::Version(v)),
+            Some(Err(e)) => txs.fail_op(cx, req, e),
+            None => {}
+        }
+    }
+}
+
+/// The read version every operation waits for: the transaction's, shared by all its
+/// operations, so these stay the transactions' own.
+impl Transactions {
     /// The `tags` of a read request: the transaction's read tags (`auto_throttle_tag`) in
     /// the sampled fraction of reads (`sampleReadTags`), else none.
     pub(super) fn sampled_read_tags(&self, cx: &mut Ctx<'_>, tx: TransactionId) -> Option<TagSet> {
@@ -51,7 +85,7 @@ impl Transactions {
         req: RequestId,
         tx: TransactionId,
         for_commit: bool,
-    ) -> Option<Result<Version, ClientError>> {
+    ) -> Awaited<Version> {
         if let Some(v) = self.table.ops.get(&req).and_then(|o| o.version) {
             return Some(Ok(v));
         }
@@ -76,7 +110,7 @@ impl Transactions {
         cx: &mut Ctx<'_>,
         req: RequestId,
         tx: TransactionId,
-    ) -> Option<Result<Version, ClientError>> {
+    ) -> Awaited<Version> {
         let r = self.read_version_for(cx, req, tx, false)?;
         Some(r.and_then(|v| cx.grv.check_read_version(v).map(|()| v)))
     }
@@ -88,7 +122,7 @@ impl Transactions {
         req: RequestId,
         tx: TransactionId,
         for_commit: bool,
-    ) -> Option<Result<Version, ClientError>> {
+    ) -> Awaited<Version> {
         let t = self.txs.get_mut(&tx)?;
         match t.read_version {
             ReadVersion::Ready(v) => Some(Ok(v)),

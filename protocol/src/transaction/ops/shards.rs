@@ -1,5 +1,6 @@
-//! A metrics read's plan: the shards that cover its range, and for each shard's part of the
-//! range the request in flight, its replica attempts and its answer.
+//! A metrics read's plan (`metrics.rs`'s `MetricsOp` holds it): the shards that cover its
+//! range, and for each shard's part of the range the request in flight, its replica attempts
+//! and its answer.
 
 use alloc::vec::Vec;
 use bytes::Bytes;
@@ -45,34 +46,6 @@ pub(super) struct Part {
     pub(super) sent: Option<(Uid, Instant)>,
     /// Its split points, once answered.
     pub(super) points: Vec<Bytes>,
-}
-
-/// The state of one metrics read.
-#[derive(Debug)]
-pub(crate) struct MetricsOp {
-    pub(super) metric: Metric,
-    pub(super) begin: Bytes,
-    pub(super) end: Bytes,
-    /// Ranges still to locate, each not before its instant.
-    pub(super) todo: Vec<(Bytes, Bytes, Instant)>,
-    /// Requests sent, in key order within one location pass.
-    pub(super) parts: Vec<Part>,
-    /// Bumped when split points start over: replies of earlier passes are stale.
-    pub(super) epoch: u32,
-    /// The bytes answered so far (estimate).
-    pub(super) bytes: i64,
-    /// Spreads first choices of replica across ops.
-    pub(super) seed: usize,
-    /// The wake-up already armed.
-    pub(super) timer: Option<Instant>,
-    /// Whether the transaction has started (in a tenant: its tenant id and read version
-    /// are known, and `todo` holds the prefixed ranges).
-    pub(super) started: bool,
-    /// The tenant's prefix, in a tenant: parts are located by their prefixed keys and asked
-    /// for with the tenant's keys and its `TenantInfo`.
-    pub(super) prefix: Option<Bytes>,
-    /// The read version the requests carry (`latestVersion` outside a tenant).
-    pub(super) version: i64,
 }
 
 /// Splits `[a, b)` by the cached shards, or `None` if some of it is not cached.
