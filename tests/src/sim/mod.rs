@@ -262,12 +262,17 @@ struct SimClient {
     /// whether the engine was called since.
     timer: Option<Duration>,
     dirty: bool,
+    /// The engine was called since its output (events, connects, bytes) was last taken:
+    /// an engine not called has nothing new to give, and asking costs a walk of its
+    /// connections.
+    touched: bool,
 }
 
 impl SimClient {
     /// The engine, to call into (its timer is asked again after).
     fn engine(&mut self) -> &mut Engine {
         self.dirty = true;
+        self.touched = true;
         &mut self.engine
     }
 
@@ -410,6 +415,11 @@ pub struct Sim {
     /// When the cluster last had its timers run (it is woken at most every millisecond, as
     /// the threaded runner's ticker does).
     cluster_ticked: Duration,
+    /// The cluster's next timer as last asked (`None`: ask again). Its `poll_timeout` walks
+    /// every process, read and watch, and the world asked twice a step; anything that may
+    /// change the cluster (the world's calls, a task run: it may hold a `SimCluster`)
+    /// forgets it.
+    cluster_timer: Option<Option<Duration>>,
     clients: Vec<SimClient>,
     net: Net,
     exec: Executor,
@@ -455,6 +465,7 @@ impl Sim {
             clock: Arc::new(AtomicU64::new(0)),
             cluster,
             cluster_ticked: Duration::ZERO,
+            cluster_timer: None,
             clients: Vec::new(),
             net: Net::default(),
             exec: Executor::default(),
@@ -531,6 +542,20 @@ impl Sim {
         })
     }
 
+    /// The cluster, to change: its timer is asked again after.
+    fn cluster_mut(&mut self) -> std::cell::RefMut<'_, State> {
+        self.cluster_timer = None;
+        self.cluster.borrow_mut()
+    }
+
+    /// The cluster's next timer (cached until something may have changed it).
+    fn cluster_timer(&mut self) -> Option<Duration> {
+        if self.cluster_timer.is_none() {
+            self.cluster_timer = Some(self.cluster.borrow().poll_timeout().map(|t| t.0));
+        }
+        self.cluster_timer.flatten()
+    }
+
     fn delay(&mut self) -> Duration {
         let spread = self.faults.max_delay.saturating_sub(self.faults.min_delay);
         self.faults.min_delay + self.draw(spread)
@@ -564,6 +589,7 @@ impl Sim {
             let v = fut.await;
             *done.borrow_mut() = Some(v);
         }));
+        self.cluster_timer = None;
         let result = self.drive(|| out.borrow().is_some());
         let notes = CTX.with(|c| c.borrow_mut().take().map(|c| c.notes.0));
         self.trace.add(&notes.unwrap_or(0).to_le_bytes());
@@ -613,6 +639,9 @@ impl Sim {
     fn settle(&mut self) {
         loop {
             let mut busy = self.exec.run_ready();
+            if busy {
+                self.cluster_timer = None;
+            }
             for (engine, shared) in driver::take_opened() {
                 let d = self.faults.clock_drift as u64;
                 let rate = if d == 0 {
@@ -627,6 +656,7 @@ impl Sim {
                     rate,
                     timer: None,
                     dirty: true,
+                    touched: true,
                 });
             }
             for i in 0..self.clients.len() {
@@ -652,6 +682,9 @@ impl Sim {
 
     /// Takes what client `i`'s engine wants done: connects, closes, bytes.
     fn pump_client(&mut self, i: usize) -> bool {
+        if !std::mem::take(&mut self.clients[i].touched) {
+            return false;
+        }
         let mut busy = false;
         while let Some(io) = self.clients[i].engine.poll_io() {
             busy = true;
@@ -739,15 +772,14 @@ impl Sim {
 
     /// When something next happens.
     fn next_time(&mut self) -> Option<Duration> {
+        let ticked = self.cluster_ticked;
+        let cluster = self
+            .cluster_timer()
+            .map(|t| t.max(ticked + Duration::from_millis(1)));
         let clients = self
             .clients
             .iter_mut()
             .filter_map(|c| c.timer().map(|t| c.world(t)));
-        let cluster = self
-            .cluster
-            .borrow()
-            .poll_timeout()
-            .map(|t| t.0.max(self.cluster_ticked + Duration::from_millis(1)));
         let timers = CTX.with(|c| {
             c.borrow()
                 .as_ref()
@@ -809,15 +841,11 @@ impl Sim {
             }
         }
         let cluster_due = to >= self.cluster_ticked + Duration::from_millis(1)
-            && self
-                .cluster
-                .borrow_mut()
-                .poll_timeout()
-                .is_some_and(|t| t.0 <= to);
+            && self.cluster_timer().is_some_and(|t| t <= to);
         if cluster_due {
             self.steps += 1;
             self.cluster_ticked = to;
-            self.cluster.borrow_mut().handle_timeout();
+            self.cluster_mut().handle_timeout();
         }
     }
 
@@ -836,7 +864,7 @@ impl Sim {
                     .processes()
                     .iter()
                     .position(|(_, a, up)| *up && *a == l.addr);
-                let conn = p.and_then(|p| self.cluster.borrow_mut().accept(p, id));
+                let conn = p.and_then(|p| self.cluster_mut().accept(p, id));
                 let d = self.delay();
                 let l = self.net.links.get_mut(&id).expect("a link");
                 match conn {
@@ -883,7 +911,7 @@ impl Sim {
                 };
                 if let (true, false, Some(c)) = (l.server_open, l.cut_to_server, l.server.clone()) {
                     self.trace.record(now, b'>', id, &bytes);
-                    self.cluster.borrow_mut().input(&c, &bytes);
+                    self.cluster_mut().input(&c, &bytes);
                 }
             }
             Ev::ToClient(id, bytes) => {
@@ -904,6 +932,7 @@ impl Sim {
                     l.server_open = false;
                     self.trace.record(now, b'x', id, &[]);
                     if let Some(c) = l.server.clone() {
+                        self.cluster_timer = None;
                         self.cluster.borrow_mut().closed(&c);
                     }
                 }
@@ -958,7 +987,7 @@ impl Sim {
         l.client_open = false;
         l.server_open = false;
         if let (true, Some(s)) = (server_open, server) {
-            self.cluster.borrow_mut().closed(&s);
+            self.cluster_mut().closed(&s);
         }
         if client_open {
             self.clients[c].engine().handle_closed(conn);
@@ -999,7 +1028,7 @@ impl Sim {
             Fault::Kill => {
                 if active {
                     let role = self.random_role();
-                    if self.cluster.borrow_mut().kill(role) {
+                    if self.cluster_mut().kill(role) {
                         self.trace.record(now, b'k', 0, &[]);
                         self.counts.kills += 1;
                         let down = self.draw(self.faults.max_downtime);
@@ -1014,6 +1043,7 @@ impl Sim {
                 if active {
                     let role = self.random_role();
                     let cluster = self.cluster.clone();
+                    self.cluster_timer = None;
                     let mut cl = cluster.borrow_mut();
                     if cl.is_alive(role) && !cl.role_is_stopped(role) {
                         cl.sigstop(role);
@@ -1030,7 +1060,7 @@ impl Sim {
             }
             Fault::Continue(role) => {
                 self.trace.record(now, b'P', 0, &[]);
-                self.cluster.borrow_mut().sigcont(role);
+                self.cluster_mut().sigcont(role);
             }
             Fault::Move => {
                 if active {
@@ -1039,7 +1069,7 @@ impl Sim {
                     let to = (splitmix(&mut self.rng) % n) as usize;
                     self.trace.record(now, b'm', to as u64, &key);
                     self.counts.moves += 1;
-                    self.cluster.borrow_mut().move_shard(&key, to);
+                    self.cluster_mut().move_shard(&key, to);
                     let every = self.faults.move_every.expect("moves on");
                     let t = self.draw(every * 2);
                     self.net.at(now + t, Ev::Fault(Fault::Move));
@@ -1074,10 +1104,10 @@ impl Sim {
                 }
             }
             Fault::Restart(role) => {
-                if !self.cluster.borrow_mut().is_alive(role) {
+                if !self.cluster.borrow().is_alive(role) {
                     self.trace.record(now, b'r', 0, &[]);
                     self.counts.restarts += 1;
-                    self.cluster.borrow_mut().restart(role);
+                    self.cluster_mut().restart(role);
                 }
             }
         }
