@@ -80,6 +80,15 @@ pub struct Faults {
     pub clock_drift: u32,
     /// Kills and pauses may pick a coordinator too.
     pub coordinator_faults: bool,
+    /// Mean time between clock jumps (`None`: none): a random database's clock steps, up
+    /// to `max_clock_jump` forward or a quarter of that backward (a clock set by hand or
+    /// by NTP); the core must take time going back without a panic or a hang.
+    pub clock_jump_every: Option<Duration>,
+    pub max_clock_jump: Duration,
+    /// Mean time between coordinator changes (`None`: none), as `fdbcli coordinators`
+    /// makes them: some of the current coordinators kept, maybe a new one added; the old
+    /// ones forward clients to the new set, and the cluster recovers.
+    pub coordinator_change_every: Option<Duration>,
     /// Mean time between partitions (`None`: none): one direction of a random open
     /// connection loses everything sent on it (a close included) until the connection is
     /// reset, by its client noticing or after at most `max_downtime`.
@@ -101,6 +110,9 @@ impl Default for Faults {
             move_every: None,
             clock_drift: 0,
             coordinator_faults: false,
+            clock_jump_every: None,
+            max_clock_jump: Duration::from_secs(2),
+            coordinator_change_every: None,
             partition_every: None,
             until: Duration::from_secs(60),
         }
@@ -114,7 +126,8 @@ impl Faults {
     /// 50 ms..1.5 s) in a third, a process paused as often in a third, a shard moved every
     /// 20..500 ms in half; client clocks drifting by up to 5..50 % in a third, coordinators
     /// among the processes killed and paused in half, a partition every 100 ms..1 s in a
-    /// third.
+    /// third; a client clock jump (up to 0.1..5 s) every 100 ms..2 s in a quarter, a
+    /// coordinator change every 300 ms..3 s in a quarter.
     pub fn swarm(seed: u64) -> Faults {
         let mut rng = seed ^ 0x5eed_fa17;
         let mut pick = |n: u64| splitmix(&mut rng) % n;
@@ -137,6 +150,10 @@ impl Faults {
         };
         f.coordinator_faults = pick(2) == 0;
         f.partition_every = (pick(3) == 0).then(|| Duration::from_millis(100 + pick(900)));
+        f.clock_jump_every = (pick(4) == 0).then(|| Duration::from_millis(100 + pick(1900)));
+        f.max_clock_jump = Duration::from_millis(100 + pick(4900));
+        f.coordinator_change_every =
+            (pick(4) == 0).then(|| Duration::from_millis(300 + pick(2700)));
         f
     }
 }
@@ -150,6 +167,8 @@ pub struct FaultCounts {
     pub pauses: u64,
     pub moves: u64,
     pub partitions: u64,
+    pub clock_jumps: u64,
+    pub coordinator_changes: u64,
 }
 
 impl FaultCounts {
@@ -162,6 +181,8 @@ impl FaultCounts {
             pauses: self.pauses + o.pauses,
             moves: self.moves + o.moves,
             partitions: self.partitions + o.partitions,
+            clock_jumps: self.clock_jumps + o.clock_jumps,
+            coordinator_changes: self.coordinator_changes + o.coordinator_changes,
         }
     }
 }
@@ -185,6 +206,10 @@ pub(crate) enum Fault {
     Partition,
     /// Reset a partitioned connection (if it is still open).
     Heal(u64),
+    /// Step a random database's clock.
+    ClockJump,
+    /// Change the coordinators.
+    ChangeCoordinators,
 }
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -237,6 +262,8 @@ impl Trace {
                 b'm' => "shard moved",
                 b'|' => "connection partitioned",
                 b'~' => "partitioned connection reset",
+                b'j' => "client clock jumped",
+                b'q' => "coordinators changed",
                 b't' => "client timer",
                 b'w' => "task timer",
                 _ => "?",
@@ -255,8 +282,10 @@ impl Trace {
 struct SimClient {
     engine: Engine,
     shared: Arc<driver::Shared>,
-    /// Its clock: `since + (world time - since) * rate / 1000`.
+    /// Its clock: `base + (world time - since) * rate / 1000` (`base` is where its clock
+    /// stood at world time `since`: a jump moves it).
     since: Duration,
+    base: Duration,
     rate: u64,
     /// Its next timer as last asked (`poll_timeout` is a good part of a step's cost), and
     /// whether the engine was called since.
@@ -287,20 +316,38 @@ impl SimClient {
 
     /// The client's time at world time `t`.
     fn local(&self, t: Duration) -> Duration {
+        let since = t.saturating_sub(self.since);
         if self.rate == 1000 {
-            return t;
+            return self.base + since;
         }
-        let d = t.saturating_sub(self.since).as_nanos() * self.rate as u128 / 1000;
-        self.since + Duration::from_nanos(d as u64)
+        let d = since.as_nanos() * self.rate as u128 / 1000;
+        self.base + Duration::from_nanos(d as u64)
     }
 
     /// The first world time at which the client's time reaches `local`.
+    /// (A time its clock has passed, or stepped back from: `since`, due now.)
     fn world(&self, local: Duration) -> Duration {
+        let ahead = local.saturating_sub(self.base);
         if self.rate == 1000 {
-            return local;
+            return self.since + ahead;
         }
-        let d = local.saturating_sub(self.since).as_nanos() * 1000;
+        let d = ahead.as_nanos() * 1000;
         self.since + Duration::from_nanos(d.div_ceil(self.rate as u128) as u64)
+    }
+
+    /// Steps its clock by `by` nanoseconds (back if negative, not before its origin) at
+    /// world time `now`.
+    fn jump(&mut self, now: Duration, by: i64) {
+        let at = self.local(now);
+        self.base = if by >= 0 {
+            at + Duration::from_nanos(by as u64)
+        } else {
+            at.saturating_sub(Duration::from_nanos(by.unsigned_abs()))
+        };
+        self.since = now;
+        self.shared
+            .nanos
+            .store(self.base.as_nanos() as u64, Ordering::SeqCst);
     }
 }
 
@@ -497,6 +544,14 @@ impl Sim {
             let t = sim.draw(every * 2);
             sim.net.at(t, Ev::Fault(Fault::Partition));
         }
+        if let Some(every) = sim.faults.clock_jump_every {
+            let t = sim.draw(every * 2);
+            sim.net.at(t, Ev::Fault(Fault::ClockJump));
+        }
+        if let Some(every) = sim.faults.coordinator_change_every {
+            let t = sim.draw(every * 2);
+            sim.net.at(t, Ev::Fault(Fault::ChangeCoordinators));
+        }
         sim
     }
 
@@ -653,6 +708,7 @@ impl Sim {
                     engine,
                     shared,
                     since: self.now,
+                    base: self.now,
                     rate,
                     timer: None,
                     dirty: true,
@@ -1095,6 +1151,44 @@ impl Sim {
                     let every = self.faults.partition_every.expect("partitions on");
                     let t = self.draw(every * 2);
                     self.net.at(now + t, Ev::Fault(Fault::Partition));
+                }
+            }
+            Fault::ClockJump => {
+                if active && !self.clients.is_empty() {
+                    let i = (splitmix(&mut self.rng) % self.clients.len() as u64) as usize;
+                    let max = self.faults.max_clock_jump.as_nanos() as i64;
+                    // Forward up to the maximum, back up to a quarter of it.
+                    let span = (max + max / 4) as u64;
+                    let by = (splitmix(&mut self.rng) % (span + 1)) as i64 - max / 4;
+                    self.trace.record(now, b'j', i as u64, &by.to_le_bytes());
+                    self.counts.clock_jumps += 1;
+                    self.clients[i].jump(now, by);
+                    // Its engine learns the new time when next called; a timer of its
+                    // that is now due fires in this step.
+                    self.clients[i].dirty = true;
+                }
+                if active {
+                    let every = self.faults.clock_jump_every.expect("jumps on");
+                    let t = self.draw(every * 2);
+                    self.net.at(now + t, Ev::Fault(Fault::ClockJump));
+                }
+            }
+            Fault::ChangeCoordinators => {
+                if active {
+                    let current = self.cluster.borrow().coordinator_roles();
+                    // Each current one kept or not; one new one added in half the changes,
+                    // and whenever none is kept.
+                    let keep: Vec<usize> = (current.iter().copied())
+                        .filter(|_| splitmix(&mut self.rng) & 1 == 0)
+                        .collect();
+                    let add = usize::from(keep.is_empty() || splitmix(&mut self.rng) & 1 == 0);
+                    self.trace
+                        .record(now, b'q', add as u64, &[keep.len() as u8]);
+                    self.counts.coordinator_changes += 1;
+                    self.cluster_mut().change_coordinators(&keep, add);
+                    let every = self.faults.coordinator_change_every.expect("changes on");
+                    let t = self.draw(every * 2);
+                    self.net.at(now + t, Ev::Fault(Fault::ChangeCoordinators));
                 }
             }
             Fault::Heal(id) => {
