@@ -10,7 +10,7 @@
 //!   tokio and mio drivers, its engine run by the world between the application's polls.
 //! * The **network** ([`net`]) delivers each connection's bytes in order with a delay from
 //!   the seed; connections overtake each other. [`Faults`] adds resets, kills, pauses, shard
-//!   moves, client clock drift and partitions.
+//!   moves, client clock drift and jumps, coordinator changes and partitions.
 //! * The **executor** ([`executor`]) polls the application's tasks in wake order.
 //!
 //! Time moves only when nothing can run without it: to the next message, timer or fault.
