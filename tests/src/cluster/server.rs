@@ -2555,6 +2555,10 @@ impl State {
     /// The `ClientDBInfo` changed: answer every held long poll.
     fn info_changed(&mut self, out: &mut Vec<Outgoing>) {
         self.info_id = self.new_token();
+        // Encoded only for someone waiting (a simulated run publishes at every recovery).
+        if self.long_polls.is_empty() {
+            return;
+        }
         let body = ok(self.client_db_info());
         for (conn, reply, _) in std::mem::take(&mut self.long_polls) {
             self.emit(out, &conn, RequestKind::OpenDatabase, reply, body.clone());
@@ -3245,6 +3249,16 @@ impl State {
     /// `fdbcli coordinators` (see `TestCluster::change_coordinators`): the new
     /// coordinators get addresses of their own, a recovery follows. The new connection
     /// string.
+    /// The current coordinators, as the `i` of their `Role::Coordinator(i)`.
+    pub(crate) fn coordinator_roles(&self) -> Vec<usize> {
+        (self.coordinators.iter())
+            .filter_map(|&p| match self.procs[p].role {
+                Role::Coordinator(i) => Some(i),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub(crate) fn change_coordinators(&mut self, keep: &[usize], add: usize) -> String {
         let mut out = Vec::new();
         let old_key = Bytes::from(self.connection.clone());

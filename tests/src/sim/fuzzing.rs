@@ -26,7 +26,8 @@ fn key(k: u8) -> Vec<u8> {
     format!("k{}", k % 8).into_bytes()
 }
 
-/// The faults one byte picks: each bit turns one on, at rates that hit a short session.
+/// The faults one byte picks: each bit turns one on, at rates that hit a short session
+/// (bit 5: client clocks drift and jump; bit 6: coordinators are killed, paused and changed).
 fn faults(bits: u8) -> Faults {
     Faults {
         min_delay: Duration::from_micros(10),
@@ -37,7 +38,10 @@ fn faults(bits: u8) -> Faults {
         pause_every: (bits & 8 != 0).then(|| Duration::from_millis(20)),
         move_every: (bits & 16 != 0).then(|| Duration::from_millis(5)),
         clock_drift: if bits & 32 != 0 { 300 } else { 0 },
+        clock_jump_every: (bits & 32 != 0).then(|| Duration::from_millis(200)),
+        max_clock_jump: Duration::from_millis(500),
         coordinator_faults: bits & 64 != 0,
+        coordinator_change_every: (bits & 64 != 0).then(|| Duration::from_millis(500)),
         partition_every: (bits & 128 != 0).then(|| Duration::from_millis(10)),
         until: Duration::from_secs(2),
     }

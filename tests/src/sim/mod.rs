@@ -10,7 +10,7 @@
 //!   tokio and mio drivers, its engine run by the world between the application's polls.
 //! * The **network** ([`net`]) delivers each connection's bytes in order with a delay from
 //!   the seed; connections overtake each other. [`Faults`] adds resets, kills, pauses, shard
-//!   moves, client clock drift and partitions.
+//!   moves, client clock drift and jumps, coordinator changes and partitions.
 //! * The **executor** ([`executor`]) polls the application's tasks in wake order.
 //!
 //! Time moves only when nothing can run without it: to the next message, timer or fault.
@@ -80,6 +80,15 @@ pub struct Faults {
     pub clock_drift: u32,
     /// Kills and pauses may pick a coordinator too.
     pub coordinator_faults: bool,
+    /// Mean time between clock jumps (`None`: none): a random database's clock steps, up
+    /// to `max_clock_jump` forward or a quarter of that backward (a clock set by hand or
+    /// by NTP); the core must take time going back without a panic or a hang.
+    pub clock_jump_every: Option<Duration>,
+    pub max_clock_jump: Duration,
+    /// Mean time between coordinator changes (`None`: none), as `fdbcli coordinators`
+    /// makes them: some of the current coordinators kept, maybe a new one added; the old
+    /// ones forward clients to the new set, and the cluster recovers.
+    pub coordinator_change_every: Option<Duration>,
     /// Mean time between partitions (`None`: none): one direction of a random open
     /// connection loses everything sent on it (a close included) until the connection is
     /// reset, by its client noticing or after at most `max_downtime`.
@@ -101,6 +110,9 @@ impl Default for Faults {
             move_every: None,
             clock_drift: 0,
             coordinator_faults: false,
+            clock_jump_every: None,
+            max_clock_jump: Duration::from_secs(2),
+            coordinator_change_every: None,
             partition_every: None,
             until: Duration::from_secs(60),
         }
@@ -114,7 +126,8 @@ impl Faults {
     /// 50 ms..1.5 s) in a third, a process paused as often in a third, a shard moved every
     /// 20..500 ms in half; client clocks drifting by up to 5..50 % in a third, coordinators
     /// among the processes killed and paused in half, a partition every 100 ms..1 s in a
-    /// third.
+    /// third; a client clock jump (up to 0.1..5 s) every 100 ms..2 s in a quarter, a
+    /// coordinator change every 300 ms..3 s in a quarter.
     pub fn swarm(seed: u64) -> Faults {
         let mut rng = seed ^ 0x5eed_fa17;
         let mut pick = |n: u64| splitmix(&mut rng) % n;
@@ -137,6 +150,10 @@ impl Faults {
         };
         f.coordinator_faults = pick(2) == 0;
         f.partition_every = (pick(3) == 0).then(|| Duration::from_millis(100 + pick(900)));
+        f.clock_jump_every = (pick(4) == 0).then(|| Duration::from_millis(100 + pick(1900)));
+        f.max_clock_jump = Duration::from_millis(100 + pick(4900));
+        f.coordinator_change_every =
+            (pick(4) == 0).then(|| Duration::from_millis(300 + pick(2700)));
         f
     }
 }
@@ -150,6 +167,8 @@ pub struct FaultCounts {
     pub pauses: u64,
     pub moves: u64,
     pub partitions: u64,
+    pub clock_jumps: u64,
+    pub coordinator_changes: u64,
 }
 
 impl FaultCounts {
@@ -162,6 +181,8 @@ impl FaultCounts {
             pauses: self.pauses + o.pauses,
             moves: self.moves + o.moves,
             partitions: self.partitions + o.partitions,
+            clock_jumps: self.clock_jumps + o.clock_jumps,
+            coordinator_changes: self.coordinator_changes + o.coordinator_changes,
         }
     }
 }
@@ -185,6 +206,10 @@ pub(crate) enum Fault {
     Partition,
     /// Reset a partitioned connection (if it is still open).
     Heal(u64),
+    /// Step a random database's clock.
+    ClockJump,
+    /// Change the coordinators.
+    ChangeCoordinators,
 }
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -237,6 +262,8 @@ impl Trace {
                 b'm' => "shard moved",
                 b'|' => "connection partitioned",
                 b'~' => "partitioned connection reset",
+                b'j' => "client clock jumped",
+                b'q' => "coordinators changed",
                 b't' => "client timer",
                 b'w' => "task timer",
                 _ => "?",
@@ -255,19 +282,26 @@ impl Trace {
 struct SimClient {
     engine: Engine,
     shared: Arc<driver::Shared>,
-    /// Its clock: `since + (world time - since) * rate / 1000`.
+    /// Its clock: `base + (world time - since) * rate / 1000` (`base` is where its clock
+    /// stood at world time `since`: a jump moves it).
     since: Duration,
+    base: Duration,
     rate: u64,
     /// Its next timer as last asked (`poll_timeout` is a good part of a step's cost), and
     /// whether the engine was called since.
     timer: Option<Duration>,
     dirty: bool,
+    /// The engine was called since its output (events, connects, bytes) was last taken:
+    /// an engine not called has nothing new to give, and asking costs a walk of its
+    /// connections.
+    touched: bool,
 }
 
 impl SimClient {
     /// The engine, to call into (its timer is asked again after).
     fn engine(&mut self) -> &mut Engine {
         self.dirty = true;
+        self.touched = true;
         &mut self.engine
     }
 
@@ -282,20 +316,38 @@ impl SimClient {
 
     /// The client's time at world time `t`.
     fn local(&self, t: Duration) -> Duration {
+        let since = t.saturating_sub(self.since);
         if self.rate == 1000 {
-            return t;
+            return self.base + since;
         }
-        let d = t.saturating_sub(self.since).as_nanos() * self.rate as u128 / 1000;
-        self.since + Duration::from_nanos(d as u64)
+        let d = since.as_nanos() * self.rate as u128 / 1000;
+        self.base + Duration::from_nanos(d as u64)
     }
 
     /// The first world time at which the client's time reaches `local`.
+    /// (A time its clock has passed, or stepped back from: `since`, due now.)
     fn world(&self, local: Duration) -> Duration {
+        let ahead = local.saturating_sub(self.base);
         if self.rate == 1000 {
-            return local;
+            return self.since + ahead;
         }
-        let d = local.saturating_sub(self.since).as_nanos() * 1000;
+        let d = ahead.as_nanos() * 1000;
         self.since + Duration::from_nanos(d.div_ceil(self.rate as u128) as u64)
+    }
+
+    /// Steps its clock by `by` nanoseconds (back if negative, not before its origin) at
+    /// world time `now`.
+    fn jump(&mut self, now: Duration, by: i64) {
+        let at = self.local(now);
+        self.base = if by >= 0 {
+            at + Duration::from_nanos(by as u64)
+        } else {
+            at.saturating_sub(Duration::from_nanos(by.unsigned_abs()))
+        };
+        self.since = now;
+        self.shared
+            .nanos
+            .store(self.base.as_nanos() as u64, Ordering::SeqCst);
     }
 }
 
@@ -410,6 +462,11 @@ pub struct Sim {
     /// When the cluster last had its timers run (it is woken at most every millisecond, as
     /// the threaded runner's ticker does).
     cluster_ticked: Duration,
+    /// The cluster's next timer as last asked (`None`: ask again). Its `poll_timeout` walks
+    /// every process, read and watch, and the world asked twice a step; anything that may
+    /// change the cluster (the world's calls, a task run: it may hold a `SimCluster`)
+    /// forgets it.
+    cluster_timer: Option<Option<Duration>>,
     clients: Vec<SimClient>,
     net: Net,
     exec: Executor,
@@ -455,6 +512,7 @@ impl Sim {
             clock: Arc::new(AtomicU64::new(0)),
             cluster,
             cluster_ticked: Duration::ZERO,
+            cluster_timer: None,
             clients: Vec::new(),
             net: Net::default(),
             exec: Executor::default(),
@@ -485,6 +543,14 @@ impl Sim {
         if let Some(every) = sim.faults.partition_every {
             let t = sim.draw(every * 2);
             sim.net.at(t, Ev::Fault(Fault::Partition));
+        }
+        if let Some(every) = sim.faults.clock_jump_every {
+            let t = sim.draw(every * 2);
+            sim.net.at(t, Ev::Fault(Fault::ClockJump));
+        }
+        if let Some(every) = sim.faults.coordinator_change_every {
+            let t = sim.draw(every * 2);
+            sim.net.at(t, Ev::Fault(Fault::ChangeCoordinators));
         }
         sim
     }
@@ -531,6 +597,20 @@ impl Sim {
         })
     }
 
+    /// The cluster, to change: its timer is asked again after.
+    fn cluster_mut(&mut self) -> std::cell::RefMut<'_, State> {
+        self.cluster_timer = None;
+        self.cluster.borrow_mut()
+    }
+
+    /// The cluster's next timer (cached until something may have changed it).
+    fn cluster_timer(&mut self) -> Option<Duration> {
+        if self.cluster_timer.is_none() {
+            self.cluster_timer = Some(self.cluster.borrow().poll_timeout().map(|t| t.0));
+        }
+        self.cluster_timer.flatten()
+    }
+
     fn delay(&mut self) -> Duration {
         let spread = self.faults.max_delay.saturating_sub(self.faults.min_delay);
         self.faults.min_delay + self.draw(spread)
@@ -564,6 +644,7 @@ impl Sim {
             let v = fut.await;
             *done.borrow_mut() = Some(v);
         }));
+        self.cluster_timer = None;
         let result = self.drive(|| out.borrow().is_some());
         let notes = CTX.with(|c| c.borrow_mut().take().map(|c| c.notes.0));
         self.trace.add(&notes.unwrap_or(0).to_le_bytes());
@@ -613,6 +694,9 @@ impl Sim {
     fn settle(&mut self) {
         loop {
             let mut busy = self.exec.run_ready();
+            if busy {
+                self.cluster_timer = None;
+            }
             for (engine, shared) in driver::take_opened() {
                 let d = self.faults.clock_drift as u64;
                 let rate = if d == 0 {
@@ -624,9 +708,11 @@ impl Sim {
                     engine,
                     shared,
                     since: self.now,
+                    base: self.now,
                     rate,
                     timer: None,
                     dirty: true,
+                    touched: true,
                 });
             }
             for i in 0..self.clients.len() {
@@ -652,6 +738,9 @@ impl Sim {
 
     /// Takes what client `i`'s engine wants done: connects, closes, bytes.
     fn pump_client(&mut self, i: usize) -> bool {
+        if !std::mem::take(&mut self.clients[i].touched) {
+            return false;
+        }
         let mut busy = false;
         while let Some(io) = self.clients[i].engine.poll_io() {
             busy = true;
@@ -739,15 +828,14 @@ impl Sim {
 
     /// When something next happens.
     fn next_time(&mut self) -> Option<Duration> {
+        let ticked = self.cluster_ticked;
+        let cluster = self
+            .cluster_timer()
+            .map(|t| t.max(ticked + Duration::from_millis(1)));
         let clients = self
             .clients
             .iter_mut()
             .filter_map(|c| c.timer().map(|t| c.world(t)));
-        let cluster = self
-            .cluster
-            .borrow()
-            .poll_timeout()
-            .map(|t| t.0.max(self.cluster_ticked + Duration::from_millis(1)));
         let timers = CTX.with(|c| {
             c.borrow()
                 .as_ref()
@@ -809,15 +897,11 @@ impl Sim {
             }
         }
         let cluster_due = to >= self.cluster_ticked + Duration::from_millis(1)
-            && self
-                .cluster
-                .borrow_mut()
-                .poll_timeout()
-                .is_some_and(|t| t.0 <= to);
+            && self.cluster_timer().is_some_and(|t| t <= to);
         if cluster_due {
             self.steps += 1;
             self.cluster_ticked = to;
-            self.cluster.borrow_mut().handle_timeout();
+            self.cluster_mut().handle_timeout();
         }
     }
 
@@ -836,7 +920,7 @@ impl Sim {
                     .processes()
                     .iter()
                     .position(|(_, a, up)| *up && *a == l.addr);
-                let conn = p.and_then(|p| self.cluster.borrow_mut().accept(p, id));
+                let conn = p.and_then(|p| self.cluster_mut().accept(p, id));
                 let d = self.delay();
                 let l = self.net.links.get_mut(&id).expect("a link");
                 match conn {
@@ -883,7 +967,7 @@ impl Sim {
                 };
                 if let (true, false, Some(c)) = (l.server_open, l.cut_to_server, l.server.clone()) {
                     self.trace.record(now, b'>', id, &bytes);
-                    self.cluster.borrow_mut().input(&c, &bytes);
+                    self.cluster_mut().input(&c, &bytes);
                 }
             }
             Ev::ToClient(id, bytes) => {
@@ -904,6 +988,7 @@ impl Sim {
                     l.server_open = false;
                     self.trace.record(now, b'x', id, &[]);
                     if let Some(c) = l.server.clone() {
+                        self.cluster_timer = None;
                         self.cluster.borrow_mut().closed(&c);
                     }
                 }
@@ -958,7 +1043,7 @@ impl Sim {
         l.client_open = false;
         l.server_open = false;
         if let (true, Some(s)) = (server_open, server) {
-            self.cluster.borrow_mut().closed(&s);
+            self.cluster_mut().closed(&s);
         }
         if client_open {
             self.clients[c].engine().handle_closed(conn);
@@ -999,7 +1084,7 @@ impl Sim {
             Fault::Kill => {
                 if active {
                     let role = self.random_role();
-                    if self.cluster.borrow_mut().kill(role) {
+                    if self.cluster_mut().kill(role) {
                         self.trace.record(now, b'k', 0, &[]);
                         self.counts.kills += 1;
                         let down = self.draw(self.faults.max_downtime);
@@ -1014,6 +1099,7 @@ impl Sim {
                 if active {
                     let role = self.random_role();
                     let cluster = self.cluster.clone();
+                    self.cluster_timer = None;
                     let mut cl = cluster.borrow_mut();
                     if cl.is_alive(role) && !cl.role_is_stopped(role) {
                         cl.sigstop(role);
@@ -1030,7 +1116,7 @@ impl Sim {
             }
             Fault::Continue(role) => {
                 self.trace.record(now, b'P', 0, &[]);
-                self.cluster.borrow_mut().sigcont(role);
+                self.cluster_mut().sigcont(role);
             }
             Fault::Move => {
                 if active {
@@ -1039,7 +1125,7 @@ impl Sim {
                     let to = (splitmix(&mut self.rng) % n) as usize;
                     self.trace.record(now, b'm', to as u64, &key);
                     self.counts.moves += 1;
-                    self.cluster.borrow_mut().move_shard(&key, to);
+                    self.cluster_mut().move_shard(&key, to);
                     let every = self.faults.move_every.expect("moves on");
                     let t = self.draw(every * 2);
                     self.net.at(now + t, Ev::Fault(Fault::Move));
@@ -1067,6 +1153,44 @@ impl Sim {
                     self.net.at(now + t, Ev::Fault(Fault::Partition));
                 }
             }
+            Fault::ClockJump => {
+                if active && !self.clients.is_empty() {
+                    let i = (splitmix(&mut self.rng) % self.clients.len() as u64) as usize;
+                    let max = self.faults.max_clock_jump.as_nanos() as i64;
+                    // Forward up to the maximum, back up to a quarter of it.
+                    let span = (max + max / 4) as u64;
+                    let by = (splitmix(&mut self.rng) % (span + 1)) as i64 - max / 4;
+                    self.trace.record(now, b'j', i as u64, &by.to_le_bytes());
+                    self.counts.clock_jumps += 1;
+                    self.clients[i].jump(now, by);
+                    // Its engine learns the new time when next called; a timer of its
+                    // that is now due fires in this step.
+                    self.clients[i].dirty = true;
+                }
+                if active {
+                    let every = self.faults.clock_jump_every.expect("jumps on");
+                    let t = self.draw(every * 2);
+                    self.net.at(now + t, Ev::Fault(Fault::ClockJump));
+                }
+            }
+            Fault::ChangeCoordinators => {
+                if active {
+                    let current = self.cluster.borrow().coordinator_roles();
+                    // Each current one kept or not; one new one added in half the changes,
+                    // and whenever none is kept.
+                    let keep: Vec<usize> = (current.iter().copied())
+                        .filter(|_| splitmix(&mut self.rng) & 1 == 0)
+                        .collect();
+                    let add = usize::from(keep.is_empty() || splitmix(&mut self.rng) & 1 == 0);
+                    self.trace
+                        .record(now, b'q', add as u64, &[keep.len() as u8]);
+                    self.counts.coordinator_changes += 1;
+                    self.cluster_mut().change_coordinators(&keep, add);
+                    let every = self.faults.coordinator_change_every.expect("changes on");
+                    let t = self.draw(every * 2);
+                    self.net.at(now + t, Ev::Fault(Fault::ChangeCoordinators));
+                }
+            }
             Fault::Heal(id) => {
                 if self.net.links.contains_key(&id) {
                     self.trace.record(now, b'~', id, &[]);
@@ -1074,10 +1198,10 @@ impl Sim {
                 }
             }
             Fault::Restart(role) => {
-                if !self.cluster.borrow_mut().is_alive(role) {
+                if !self.cluster.borrow().is_alive(role) {
                     self.trace.record(now, b'r', 0, &[]);
                     self.counts.restarts += 1;
-                    self.cluster.borrow_mut().restart(role);
+                    self.cluster_mut().restart(role);
                 }
             }
         }

@@ -54,33 +54,17 @@ pub(crate) enum Ev {
     Fault(super::Fault),
 }
 
-/// An event in the queue, ordered by (time, sequence number) alone.
-struct Queued(Duration, u64, Ev);
-
-impl PartialEq for Queued {
-    fn eq(&self, o: &Self) -> bool {
-        (self.0, self.1) == (o.0, o.1)
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.0, self.1).cmp(&(o.0, o.1))
-    }
-}
-
 /// The links and the event queue.
 #[derive(Default)]
 pub(crate) struct Net {
     pub(crate) links: BTreeMap<u64, Link>,
     pub(crate) by_client: BTreeMap<(usize, ConnectionId), u64>,
-    /// The events themselves in the heap (a side map of them cost a few per cent a step).
-    queue: BinaryHeap<Reverse<Queued>>,
+    /// (time in nanoseconds, sequence number, slot): the heap moves its elements on every
+    /// push and pop, so they stay small; the events wait in `slots` (a free list reuses
+    /// them, so no map is searched).
+    queue: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    slots: Vec<Option<Ev>>,
+    free: Vec<u32>,
     seq: u64,
     next_link: u64,
 }
@@ -89,18 +73,35 @@ impl Net {
     /// Queues `ev` to happen at `at`.
     pub(crate) fn at(&mut self, at: Duration, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Reverse(Queued(at, self.seq, ev)));
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(ev);
+                i
+            }
+            None => {
+                self.slots.push(Some(ev));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.queue
+            .push(Reverse((at.as_nanos() as u64, self.seq, slot)));
     }
 
     /// When the next event happens.
     pub(crate) fn next_time(&self) -> Option<Duration> {
-        self.queue.peek().map(|Reverse(q)| q.0)
+        self.queue
+            .peek()
+            .map(|Reverse(q)| Duration::from_nanos(q.0))
     }
 
     /// The next event if it is due at `now`.
     pub(crate) fn pop_due(&mut self, now: Duration) -> Option<Ev> {
         match self.queue.peek() {
-            Some(Reverse(q)) if q.0 <= now => self.queue.pop().map(|Reverse(q)| q.2),
+            Some(Reverse(q)) if q.0 <= now.as_nanos() as u64 => {
+                let Reverse((_, _, slot)) = self.queue.pop()?;
+                self.free.push(slot);
+                self.slots[slot as usize].take()
+            }
             _ => None,
         }
     }

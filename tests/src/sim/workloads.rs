@@ -8,8 +8,10 @@
 //!   clear it, record the pop) in one transaction: every item pushed is popped exactly once,
 //!   in push order per producer.
 //! * [`Workload::Ryw`]: random programs of sets, clears, range clears, atomic ops and
-//!   (snapshot or not) point and range reads; every read must match a model of what
-//!   committed plus the transaction's own writes, and the cluster must end holding the model.
+//!   (snapshot or not) point and range reads over keys the tasks share; judged as a
+//!   serializable history: the committed programs in commit-version order make a model,
+//!   every read equals it at the read version (plus the program's own writes), every
+//!   non-snapshot read also just before the commit, and the cluster ends holding it.
 //! * [`Workload::Watches`]: a watch on a key another task then changes must fire; one on a
 //!   key nobody changes must not fire.
 
@@ -20,7 +22,6 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use fdb_api::{Error, KeySelector, MutationType, RangeOptions, Transaction};
 use fdb_protocol::messages::commit::mutation_type as mt;
 
@@ -482,14 +483,16 @@ fn value_ops() -> Vec<MutationType> {
         .collect()
 }
 
-/// Key `k` (0..=10; 10 is the end of the range) of task `t`.
-fn ryw_key(t: u8, k: u8) -> Vec<u8> {
-    vec![b'r', b'0' + t, b'/', b'0' + k]
+/// Key `k` (0..=10; 10 is the end of the range): the tasks share the ten keys, so their
+/// programs conflict.
+fn ryw_key(k: u8) -> Vec<u8> {
+    vec![b'r', b'/', b'0' + k]
 }
 
-/// The number of the task's last committed program.
+/// Task `t`'s mark: its last committed program, the attempt that landed, and that commit's
+/// versionstamp (so a commit the task was not told of still has its place in the order).
 fn ryw_mark(t: u8) -> Vec<u8> {
-    vec![b'r', b'0' + t, b'/', b'm']
+    vec![b'r', b'm', b'0' + t]
 }
 
 fn random_value(rng: &mut Rng) -> Vec<u8> {
@@ -529,20 +532,20 @@ fn random_program(rng: &mut Rng) -> Vec<Op> {
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// Applies a write to the model (reads change nothing).
-fn model_apply(m: &mut Model, t: u8, op: &Op) {
+fn model_apply(m: &mut Model, op: &Op) {
     match op {
         Op::Set(k, v) => {
-            m.insert(ryw_key(t, *k), v.clone());
+            m.insert(ryw_key(*k), v.clone());
         }
         Op::Clear(k) => {
-            m.remove(&ryw_key(t, *k));
+            m.remove(&ryw_key(*k));
         }
         Op::ClearRange(a, b) => {
-            let (a, b) = (ryw_key(t, *a), ryw_key(t, *b));
+            let (a, b) = (ryw_key(*a), ryw_key(*b));
             m.retain(|k, _| !(a <= *k && *k < b));
         }
         Op::Atomic(op, k, param) => {
-            let key = ryw_key(t, *k);
+            let key = ryw_key(*k);
             // The client sends `and` and `min` as their second versions (a missing value
             // becomes the operand), as libfdb_c does at this API version.
             let code = match op.code() {
@@ -559,34 +562,89 @@ fn model_apply(m: &mut Model, t: u8, op: &Op) {
     }
 }
 
-/// One attempt of program `ops`: reads checked against `view` (the committed model, then the
-/// program's own writes); a disagreement is pushed to `bad`.
+/// What one read of an attempt returned.
+#[derive(Clone, Debug, PartialEq)]
+enum Got {
+    One(Option<Vec<u8>>),
+    Rows(Vec<(Vec<u8>, Vec<u8>)>),
+}
+
+/// One attempt of a program: its read version (once it read) and what each read returned,
+/// in program order.
+#[derive(Clone, Debug, Default)]
+struct Attempt {
+    read_version: Option<i64>,
+    reads: Vec<Got>,
+}
+
+/// A program that committed: at which version, and the attempt that did.
+#[derive(Clone, Debug)]
+struct Committed {
+    task: u8,
+    program: u32,
+    version: i64,
+    ops: Vec<Op>,
+    attempt: Attempt,
+}
+
+/// What `op` (a read) returns over `view`.
+fn read_of(view: &Model, op: &Op) -> Option<Got> {
+    match *op {
+        Op::Get { key, .. } => Some(Got::One(view.get(&ryw_key(key)).cloned())),
+        Op::Range {
+            begin,
+            end,
+            limit,
+            reverse,
+            ..
+        } => {
+            let rows = view.range(ryw_key(begin)..ryw_key(end));
+            let mut rows: Vec<(Vec<u8>, Vec<u8>)> =
+                rows.map(|(k, v)| (k.clone(), v.clone())).collect();
+            if reverse {
+                rows.reverse();
+            }
+            if limit > 0 {
+                rows.truncate(limit);
+            }
+            Some(Got::Rows(rows))
+        }
+        _ => None,
+    }
+}
+
+/// Runs `ops` on `tx`, recording what each read returns into `rec`.
 async fn ryw_attempt(
     tx: &Transaction<SimDriver>,
-    t: u8,
     ops: &[Op],
-    mut view: Model,
-    bad: &RefCell<Vec<String>>,
+    rec: &RefCell<Attempt>,
 ) -> Result<(), Error> {
-    for (j, op) in ops.iter().enumerate() {
-        match *op {
-            Op::Set(k, ref v) => tx.set(ryw_key(t, k), v),
-            Op::Clear(k) => tx.clear(ryw_key(t, k)),
-            Op::ClearRange(a, b) => tx.clear_range(ryw_key(t, a), ryw_key(t, b)),
-            Op::Atomic(m, k, ref p) => tx.atomic_op(ryw_key(t, k), p, m),
+    for op in ops {
+        let got = match *op {
+            Op::Set(k, ref v) => {
+                tx.set(ryw_key(k), v);
+                continue;
+            }
+            Op::Clear(k) => {
+                tx.clear(ryw_key(k));
+                continue;
+            }
+            Op::ClearRange(a, b) => {
+                tx.clear_range(ryw_key(a), ryw_key(b));
+                continue;
+            }
+            Op::Atomic(m, k, ref p) => {
+                tx.atomic_op(ryw_key(k), p, m);
+                continue;
+            }
             Op::Get { key, snapshot } => {
-                let k = ryw_key(t, key);
-                let got = if snapshot {
+                let k = ryw_key(key);
+                let v = if snapshot {
                     tx.snapshot_get(&k).await?
                 } else {
                     tx.get(&k).await?
                 };
-                let want = view.get(&k).map(|v| &v[..]);
-                if got.as_deref() != want {
-                    bad.borrow_mut().push(format!(
-                        "task {t} op {j} {op:?}: read {got:?}, the model says {want:?}"
-                    ));
-                }
+                Got::One(v.map(|v| v.to_vec()))
             }
             Op::Range {
                 begin,
@@ -595,7 +653,7 @@ async fn ryw_attempt(
                 reverse,
                 snapshot,
             } => {
-                let (b, e) = (ryw_key(t, begin), ryw_key(t, end));
+                let (b, e) = (ryw_key(begin), ryw_key(end));
                 let opts = RangeOptions {
                     limit,
                     reverse,
@@ -609,74 +667,162 @@ async fn ryw_attempt(
                         snapshot,
                     )
                     .await?;
-                let got: Vec<(Bytes, Bytes)> =
-                    rows.into_iter().map(|kv| (kv.key, kv.value)).collect();
-                let mut want: Vec<(Bytes, Bytes)> = view
-                    .range(b..e)
-                    .map(|(k, v)| (Bytes::from(k.clone()), Bytes::from(v.clone())))
-                    .collect();
-                if reverse {
-                    want.reverse();
-                }
-                if limit > 0 {
-                    want.truncate(limit);
-                }
-                if got != want {
-                    bad.borrow_mut().push(format!(
-                        "task {t} op {j} {op:?}: read {got:?}, the model says {want:?}"
-                    ));
-                }
+                Got::Rows(
+                    rows.into_iter()
+                        .map(|kv| (kv.key.to_vec(), kv.value.to_vec()))
+                        .collect(),
+                )
             }
+        };
+        if rec.borrow().read_version.is_none() {
+            let rv = tx.get_read_version().await?;
+            rec.borrow_mut().read_version = Some(rv);
         }
-        model_apply(&mut view, t, op);
+        rec.borrow_mut().reads.push(got);
     }
     Ok(())
+}
+
+/// The mark's value: a versionstamp, then the program and attempt numbers (the param ends
+/// with the stamp's offset, 0).
+fn mark_param(program: u32, attempt: u32) -> Vec<u8> {
+    [
+        &[0u8; 10][..],
+        &program.to_be_bytes(),
+        &attempt.to_be_bytes(),
+        &0u32.to_le_bytes(),
+    ]
+    .concat()
+}
+
+/// The mark's (commit version, program, attempt).
+fn parse_mark(v: &[u8]) -> Option<(i64, u32, u32)> {
+    if v.len() != 18 {
+        return None;
+    }
+    let version = i64::from_be_bytes(v[..8].try_into().ok()?);
+    let program = u32::from_be_bytes(v[10..14].try_into().ok()?);
+    let attempt = u32::from_be_bytes(v[14..18].try_into().ok()?);
+    Some((version, program, attempt))
+}
+
+/// Judges the committed programs as a serializable history: put in commit-version order
+/// and applied to a model, every read must equal the model at its read version (plus the
+/// program's own earlier writes), and every non-snapshot read must also equal the model
+/// just before its commit — what conflict checking guarantees: a program whose read was
+/// overwritten between its read version and its commit must not commit.
+fn judge_serial(mut committed: Vec<Committed>) -> (Model, Vec<String>) {
+    committed.sort_by_key(|c| c.version);
+    let mut bad = Vec::new();
+    // The model after each commit, to find the one at a read version.
+    let mut states: Vec<(i64, Model)> = vec![(i64::MIN, Model::new())];
+    for c in &committed {
+        let before = states.last().expect("the initial state").1.clone();
+        let rv = c.attempt.read_version.unwrap_or(c.version - 1);
+        let at_rv = &states[states.partition_point(|(v, _)| *v <= rv) - 1].1;
+        let (mut then, mut now) = (at_rv.clone(), before.clone());
+        let mut reads = c.attempt.reads.iter();
+        for (j, op) in c.ops.iter().enumerate() {
+            if let Some(want) = read_of(&then, op) {
+                let Some(got) = reads.next() else {
+                    bad.push(format!(
+                        "task {} program {}: a read missing",
+                        c.task, c.program
+                    ));
+                    break;
+                };
+                let snapshot = matches!(
+                    op,
+                    Op::Get { snapshot: true, .. } | Op::Range { snapshot: true, .. }
+                );
+                let what = format!("task {} program {} op {j} {op:?}", c.task, c.program);
+                if *got != want {
+                    bad.push(format!(
+                        "{what}: read {got:?}, the model at its read version {rv} says {want:?}"
+                    ));
+                } else if !snapshot {
+                    let want = read_of(&now, op).expect("a read");
+                    if *got != want {
+                        bad.push(format!(
+                            "{what}: read {got:?} at {rv}, but before its commit at {} the \
+                             model says {want:?} (a conflict missed)",
+                            c.version
+                        ));
+                    }
+                }
+            }
+            model_apply(&mut then, op);
+            model_apply(&mut now, op);
+        }
+        states.push((c.version, now));
+    }
+    let end = states.pop().expect("the initial state").1;
+    (end, bad)
 }
 
 fn ryw(world: &mut Sim, seed: u64, scale: usize) -> (Vec<String>, usize, usize) {
     let (tasks, programs) = (3u8, 6 * scale as u32);
     let bad: Rc<RefCell<Vec<String>>> = Rc::default();
-    let models: Rc<RefCell<Vec<Model>>> = Rc::new(RefCell::new(vec![Model::new(); 3]));
+    let committed: Rc<RefCell<Vec<Committed>>> = Rc::default();
     let done = Rc::new(Cell::new(0usize));
-    let (bd, md, dn) = (bad.clone(), models.clone(), done.clone());
+    let (bd, cm, dn) = (bad.clone(), committed.clone(), done.clone());
     world.run(move |db| async move {
         let other = super::open();
         let mut jobs: Vec<Job> = Vec::new();
         for t in 0..tasks {
             let db = if t % 2 == 0 { &db } else { &other }.clone();
-            let (bad, models, done) = (bd.clone(), md.clone(), dn.clone());
+            let (bad, committed, done) = (bd.clone(), cm.clone(), dn.clone());
             let mut rng = Rng::new(seed ^ (t as u64) << 24);
             jobs.push(Box::pin(async move {
                 for i in 1..=programs {
                     super::sleep(ms(rng.below(30))).await;
                     let ops = random_program(&mut rng);
-                    let base = models.borrow()[t as usize].clone();
+                    let attempts: RefCell<Vec<Attempt>> = RefCell::default();
+                    // The attempt that landed and its commit version.
+                    let landed: Cell<Option<(u32, i64)>> = Cell::new(None);
                     let r = retry(&db, |tx, maybe| {
-                        let (ops, base, bad) = (&ops, base.clone(), &bad);
+                        let (ops, attempts, landed) = (&ops, &attempts, &landed);
                         async move {
                             // After a maybe-committed attempt: did it land?
-                            if maybe
-                                && tx.get(ryw_mark(t)).await?.as_deref()
-                                    == Some(&i.to_be_bytes()[..])
-                            {
-                                return Ok(());
+                            if maybe {
+                                let mark = tx.get(ryw_mark(t)).await?;
+                                if let Some((v, p, a)) = mark.as_deref().and_then(parse_mark) {
+                                    if p == i {
+                                        landed.set(Some((a, v)));
+                                        return Ok(());
+                                    }
+                                }
                             }
-                            ryw_attempt(&tx, t, ops, base, bad).await?;
-                            tx.set(ryw_mark(t), i.to_be_bytes());
+                            attempts.borrow_mut().push(Attempt::default());
+                            let n = attempts.borrow().len() as u32 - 1;
+                            let rec = RefCell::new(Attempt::default());
+                            let out = ryw_attempt(&tx, ops, &rec).await;
+                            attempts.borrow_mut()[n as usize] = rec.into_inner();
+                            out?;
+                            tx.atomic_op(
+                                ryw_mark(t),
+                                mark_param(i, n),
+                                MutationType::SetVersionstampedValue,
+                            );
                             tx.commit().await?;
+                            landed.set(Some((n, tx.get_committed_version().await?)));
                             Ok(())
                         }
                     })
                     .await;
-                    match r {
-                        Ok(()) => {
-                            let mut m = models.borrow_mut();
-                            for op in &ops {
-                                model_apply(&mut m[t as usize], t, op);
-                            }
+                    match (r, landed.get()) {
+                        (Ok(()), Some((a, version))) => {
+                            committed.borrow_mut().push(Committed {
+                                task: t,
+                                program: i,
+                                version,
+                                ops: ops.clone(),
+                                attempt: attempts.borrow()[a as usize].clone(),
+                            });
                             done.set(done.get() + 1);
                         }
-                        Err(e) => {
+                        (Ok(()), None) => unreachable!("a program ends committed or given up"),
+                        (Err(e), _) => {
                             bad.borrow_mut()
                                 .push(format!("task {t} program {i} gave up: {e}"));
                             return;
@@ -689,19 +835,18 @@ fn ryw(world: &mut Sim, seed: u64, scale: usize) -> (Vec<String>, usize, usize) 
     });
     let held = world.cluster().snapshot();
     let mut v = bad.borrow().clone();
+    let (model, serial) = judge_serial(committed.borrow().clone());
+    v.extend(serial);
     if v.is_empty() {
-        for t in 0..tasks {
-            let (b, e) = (ryw_key(t, 0), ryw_key(t, 10));
-            let has: Model = held
-                .range(b.clone()..e)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            if has != models.borrow()[t as usize] {
-                v.push(format!(
-                    "task {t}: the cluster holds {has:?}, the model {:?}",
-                    models.borrow()[t as usize]
-                ));
-            }
+        let (b, e) = (ryw_key(0), ryw_key(10));
+        let has: Model = held
+            .range(b.clone()..e)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if has != model {
+            v.push(format!(
+                "the cluster holds {has:?}, the committed programs in order make {model:?}"
+            ));
         }
     }
     let done = done.get();
