@@ -217,15 +217,20 @@ impl RawInt<'_> {
 
     /// The value, when it fits an `i128`.
     pub(super) fn to_i128(&self) -> Option<i128> {
-        let m = self.magnitude_u128()?;
-        if !self.negative {
-            i128::try_from(m).ok()
-        } else if m <= 1 << 127 {
-            // 2^127 wraps to i128::MIN, which is its own negation.
-            Some((m as i128).wrapping_neg())
-        } else {
-            None
-        }
+        signed_i128(self.negative, self.magnitude_u128()?)
+    }
+}
+
+/// The integer of a sign and a magnitude, when it fits an `i128` (the wire's integers and
+/// [`super::BigInt`] both keep the two apart).
+pub(super) fn signed_i128(negative: bool, m: u128) -> Option<i128> {
+    if !negative {
+        i128::try_from(m).ok()
+    } else if m <= 1 << 127 {
+        // 2^127 wraps to i128::MIN, which is its own negation.
+        Some((m as i128).wrapping_neg())
+    } else {
+        None
     }
 }
 
