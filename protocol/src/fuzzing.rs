@@ -377,11 +377,8 @@ impl crate::sim::Server for Bootstrap {
 /// decodes, on connections it was given.
 pub fn client_session(data: &[u8]) {
     use crate::cluster_file::ClusterFile;
-    use crate::messages::coordination::{CommitProxyInterface, GrvProxyInterface};
     use crate::messages::types::KeySelector;
-    use crate::messages::{Endpoint, IpAddress, NetworkAddress, NetworkAddressList, RequestStream};
     use crate::sim::{Request, Sim};
-    use crate::uid::Uid;
     use crate::ClientConfig;
     use crate::RangeOptions;
     use core::time::Duration;
@@ -389,32 +386,7 @@ pub fn client_session(data: &[u8]) {
     let Ok(cluster) = ClusterFile::parse("fuzz:fuzz@127.0.0.1:4500") else {
         return;
     };
-    let stream = |token| RequestStream {
-        endpoint: Endpoint {
-            addresses: NetworkAddressList {
-                address: NetworkAddress {
-                    ip: IpAddress::V4(0x7f00_0001),
-                    port: 4500,
-                    flags: 0,
-                    from_hostname: false,
-                },
-                secondary_address: None,
-            },
-            token,
-        },
-    };
-    let info = ClientDBInfo {
-        grv_proxies: alloc::vec![GrvProxyInterface {
-            get_consistent_read_version: stream(Uid::new(1, 0x10)),
-            ..Default::default()
-        }],
-        commit_proxies: alloc::vec![CommitProxyInterface {
-            commit: stream(Uid::new(2, 0x20)),
-            ..Default::default()
-        }],
-        id: Uid::new(3, 3),
-        ..Default::default()
-    };
+    let info = crate::sim::loopback_proxies();
     let mut s = Sim::with_server(
         ClientConfig::new(cluster, 1),
         Bootstrap { info: Some(info) },

@@ -542,8 +542,7 @@ impl<S: Server> Sim<S> {
 }
 
 /// A request stream at `127.0.0.1:port` with `token`: the interfaces the core's scripted
-/// clusters hand out in their tests.
-#[cfg(test)]
+/// clusters hand out in their tests and the fuzzer.
 pub(crate) fn loopback_stream(port: u16, token: Uid) -> crate::messages::RequestStream {
     use crate::messages::{Endpoint, IpAddress, NetworkAddressList, RequestStream};
     RequestStream {
@@ -562,13 +561,30 @@ pub(crate) fn loopback_stream(port: u16, token: Uid) -> crate::messages::Request
     }
 }
 
+/// One GRV proxy (token `1:0x10`) and one commit proxy (`2:0x20`) at `127.0.0.1:4500`, the
+/// coordinator's address in the unit tests and the fuzzer.
+pub(crate) fn loopback_proxies() -> crate::messages::coordination::ClientDBInfo {
+    use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxyInterface};
+    ClientDBInfo {
+        grv_proxies: alloc::vec![GrvProxyInterface {
+            get_consistent_read_version: loopback_stream(4500, Uid::new(1, 0x10)),
+            ..Default::default()
+        }],
+        commit_proxies: alloc::vec![CommitProxyInterface {
+            commit: loopback_stream(4500, Uid::new(2, 0x20)),
+            ..Default::default()
+        }],
+        id: Uid::new(3, 3),
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cluster_file::ClusterFile;
-    use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxyInterface};
+    use crate::messages::coordination::ClientDBInfo;
     use crate::messages::grv::GetReadVersionReply;
-    use crate::messages::{Endpoint, NetworkAddressList, RequestStream};
     use crate::{ConnectionError, Priority, CONNECTION_MONITOR_TIMEOUT};
     use alloc::string::ToString;
 
@@ -583,30 +599,7 @@ mod tests {
 
     /// One GRV proxy and one commit proxy at the coordinator's address.
     fn info() -> ClientDBInfo {
-        let stream = |token| RequestStream {
-            endpoint: Endpoint {
-                addresses: NetworkAddressList {
-                    address: NetworkAddress::new(
-                        core::net::IpAddr::V4(core::net::Ipv4Addr::LOCALHOST),
-                        4500,
-                    ),
-                    secondary_address: None,
-                },
-                token,
-            },
-        };
-        ClientDBInfo {
-            grv_proxies: alloc::vec![GrvProxyInterface {
-                get_consistent_read_version: stream(GRV),
-                ..Default::default()
-            }],
-            commit_proxies: alloc::vec![CommitProxyInterface {
-                commit: stream(Uid::new(2, 0x20)),
-                ..Default::default()
-            }],
-            id: Uid::new(3, 3),
-            ..Default::default()
-        }
+        loopback_proxies()
     }
 
     /// Answers the bootstrap request; returns the long poll.
