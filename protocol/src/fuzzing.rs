@@ -245,41 +245,26 @@ fn roundtrip_reply<T: Message + PartialEq + Debug>(v: &ErrorOr<T>) {
     assert_eq!(again, enc, "reply re-encoding is not stable");
 }
 
-pub fn client_db_info(data: &[u8]) {
-    reply_target::<ClientDBInfo>(data)
+/// A fuzz target for each reply type: [`reply_target`] of it.
+macro_rules! reply_targets {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
+        $($(#[$doc])* pub fn $name(data: &[u8]) {
+            reply_target::<$ty>(data)
+        })*
+    };
 }
 
-pub fn get_read_version_reply(data: &[u8]) {
-    reply_target::<GetReadVersionReply>(data)
-}
-
-pub fn commit_id(data: &[u8]) {
-    reply_target::<CommitID>(data)
-}
-
-pub fn get_key_server_locations_reply(data: &[u8]) {
-    reply_target::<GetKeyServerLocationsReply>(data)
-}
-
-pub fn get_value_reply(data: &[u8]) {
-    reply_target::<GetValueReply>(data)
-}
-
-pub fn get_key_reply(data: &[u8]) {
-    reply_target::<GetKeyReply>(data)
-}
-
-pub fn get_key_values_reply(data: &[u8]) {
-    reply_target::<GetKeyValuesReply>(data)
-}
-
-/// A mapped range reply: nested tables and a two-alternative union per row.
-pub fn get_mapped_key_values_reply(data: &[u8]) {
-    reply_target::<crate::messages::storage::GetMappedKeyValuesReply>(data)
-}
-
-pub fn watch_value_reply(data: &[u8]) {
-    reply_target::<WatchValueReply>(data)
+reply_targets! {
+    client_db_info: ClientDBInfo;
+    get_read_version_reply: GetReadVersionReply;
+    commit_id: CommitID;
+    get_key_server_locations_reply: GetKeyServerLocationsReply;
+    get_value_reply: GetValueReply;
+    get_key_reply: GetKeyReply;
+    get_key_values_reply: GetKeyValuesReply;
+    /// A mapped range reply: nested tables and a two-alternative union per row.
+    get_mapped_key_values_reply: crate::messages::storage::GetMappedKeyValuesReply;
+    watch_value_reply: WatchValueReply;
 }
 
 /// `LeaderInfo::serialized_info` as a coordinator might send it: a protocol version, then the
