@@ -70,6 +70,7 @@ impl QuorumChecks {
     }
 }
 
+// len and cancel are its request table's, as in every part (status.rs, special_cluster).
 impl Part for QuorumChecks {
     type Leg = usize;
 

@@ -378,6 +378,7 @@ impl Database {
         run_loop(tx, &NoopHooks, closure).await
     }
 
+    // The bounds are run_loop's, which this forwards to.
     /// [`Database::run`] with hooks at each step.
     pub async fn run_with_hooks<F, Fut, T, H: RunnerHooks>(
         &self,
@@ -546,6 +547,7 @@ impl TransactError for FdbError {
     }
 }
 
+// foundationdb-rs 0.11's struct (no max_retry_delay); fdb_api::TransactOption stays apart.
 /// [`Database::transact`]'s limits.
 #[derive(Default, Clone)]
 pub struct TransactOption {

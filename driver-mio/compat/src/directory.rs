@@ -484,6 +484,8 @@ mod ops {
 }
 
 /// The trait for each kind of directory, through `ops`.
+// Each method below is foundationdb-rs's `Directory` signature forwarding to one `ops` call,
+// so the signatures repeat the trait's.
 macro_rules! directory_impl {
     ($t:ty, $self:ident => $at:expr) => {
         #[async_trait]

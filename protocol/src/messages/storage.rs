@@ -82,6 +82,7 @@ crate::fb_message! {
 }
 
 crate::fb_message! {
+    // Its fields after `sel` are GetValueRequest's: each request is its own table on the wire.
     /// Resolves a key selector at a version.
     pub struct GetKeyRequest = 10457870; {
         pub sel: KeySelector,

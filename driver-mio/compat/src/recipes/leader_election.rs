@@ -296,6 +296,7 @@ impl LeaderElection {
         Ok(config)
     }
 
+    // The public methods keep foundationdb-rs's signatures, alike by design.
     /// Registers (or re-registers, with a new versionstamp) a candidate, heartbeating now.
     pub async fn register_candidate<T: Deref<Target = Transaction>>(
         &self,
