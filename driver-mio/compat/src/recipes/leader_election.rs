@@ -64,17 +64,10 @@ impl fmt::Display for LeaderElectionError {
 
 impl std::error::Error for LeaderElectionError {}
 
-impl From<FdbError> for LeaderElectionError {
-    fn from(e: FdbError) -> Self {
-        Self::Fdb(e)
-    }
-}
-
-impl From<PackError> for LeaderElectionError {
-    fn from(e: PackError) -> Self {
-        Self::PackError(e)
-    }
-}
+crate::impls::from_variants!(LeaderElectionError {
+    FdbError => Fdb,
+    PackError => PackError,
+});
 
 /// The election's result type.
 pub type Result<T> = std::result::Result<T, LeaderElectionError>;
