@@ -338,6 +338,8 @@ pub struct Transaction {
     inner: fdb_api::Transaction<MioDriver>,
 }
 
+// Each method is fdb_api::Transaction's signature with its future waited on: the blocking API
+// mirrors it one for one (and Snapshot mirrors fdb_api::Snapshot), so the signatures repeat.
 impl Transaction {
     fn wait<T>(&self, fut: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
         self.inner.driver().block_on(fut, CALL_LIMIT)?

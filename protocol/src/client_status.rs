@@ -217,7 +217,7 @@ impl ClientStatus {
         let mut o = String::new();
         o.push('{');
         o.push_str("\"ClusterID\":");
-        string(&mut o, &self.cluster_id);
+        json_string(&mut o, &self.cluster_id);
         o.push_str(",\"CommitProxies\":");
         strings(&mut o, &self.commit_proxies);
         o.push_str(",\"Connections\":[");
@@ -231,7 +231,7 @@ impl ClientStatus {
         strings(&mut o, &self.coordinators);
         if let Some(c) = &self.current_coordinator {
             o.push_str(",\"CurrentCoordinator\":");
-            string(&mut o, c);
+            json_string(&mut o, c);
         }
         o.push_str(",\"GrvProxies\":");
         strings(&mut o, &self.grv_proxies);
@@ -245,9 +245,9 @@ impl ClientStatus {
                 o.push(',');
             }
             o.push_str("{\"Address\":");
-            string(&mut o, &s.address);
+            json_string(&mut o, &s.address);
             o.push_str(",\"SSID\":");
-            string(&mut o, &s.ssid);
+            json_string(&mut o, &s.ssid);
             o.push('}');
         }
         o.push_str("]}");
@@ -258,7 +258,7 @@ impl ClientStatus {
 impl ConnectionStatus {
     fn write(&self, o: &mut String) {
         o.push_str("{\"Address\":");
-        string(o, &self.address);
+        json_string(o, &self.address);
         if let Some(p) = &self.peer {
             let _ = write!(
                 o,
@@ -276,11 +276,11 @@ impl ConnectionStatus {
             );
             if let Some(v) = &p.protocol_version {
                 o.push_str(",\"ProtocolVersion\":");
-                string(o, v);
+                json_string(o, v);
             }
         }
         o.push_str(",\"Status\":");
-        string(o, &self.status);
+        json_string(o, &self.status);
         o.push('}');
     }
 }
@@ -305,12 +305,13 @@ fn strings(o: &mut String, v: &[String]) {
         if i > 0 {
             o.push(',');
         }
-        string(o, s);
+        json_string(o, s);
     }
     o.push(']');
 }
 
-fn string(o: &mut String, s: &str) {
+/// Writes `s` as a JSON string (also the status document's).
+pub(crate) fn json_string(o: &mut String, s: &str) {
     o.push('"');
     for c in s.chars() {
         match c {

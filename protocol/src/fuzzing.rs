@@ -245,41 +245,26 @@ fn roundtrip_reply<T: Message + PartialEq + Debug>(v: &ErrorOr<T>) {
     assert_eq!(again, enc, "reply re-encoding is not stable");
 }
 
-pub fn client_db_info(data: &[u8]) {
-    reply_target::<ClientDBInfo>(data)
+/// A fuzz target for each reply type: [`reply_target`] of it.
+macro_rules! reply_targets {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
+        $($(#[$doc])* pub fn $name(data: &[u8]) {
+            reply_target::<$ty>(data)
+        })*
+    };
 }
 
-pub fn get_read_version_reply(data: &[u8]) {
-    reply_target::<GetReadVersionReply>(data)
-}
-
-pub fn commit_id(data: &[u8]) {
-    reply_target::<CommitID>(data)
-}
-
-pub fn get_key_server_locations_reply(data: &[u8]) {
-    reply_target::<GetKeyServerLocationsReply>(data)
-}
-
-pub fn get_value_reply(data: &[u8]) {
-    reply_target::<GetValueReply>(data)
-}
-
-pub fn get_key_reply(data: &[u8]) {
-    reply_target::<GetKeyReply>(data)
-}
-
-pub fn get_key_values_reply(data: &[u8]) {
-    reply_target::<GetKeyValuesReply>(data)
-}
-
-/// A mapped range reply: nested tables and a two-alternative union per row.
-pub fn get_mapped_key_values_reply(data: &[u8]) {
-    reply_target::<crate::messages::storage::GetMappedKeyValuesReply>(data)
-}
-
-pub fn watch_value_reply(data: &[u8]) {
-    reply_target::<WatchValueReply>(data)
+reply_targets! {
+    client_db_info: ClientDBInfo;
+    get_read_version_reply: GetReadVersionReply;
+    commit_id: CommitID;
+    get_key_server_locations_reply: GetKeyServerLocationsReply;
+    get_value_reply: GetValueReply;
+    get_key_reply: GetKeyReply;
+    get_key_values_reply: GetKeyValuesReply;
+    /// A mapped range reply: nested tables and a two-alternative union per row.
+    get_mapped_key_values_reply: crate::messages::storage::GetMappedKeyValuesReply;
+    watch_value_reply: WatchValueReply;
 }
 
 /// `LeaderInfo::serialized_info` as a coordinator might send it: a protocol version, then the
@@ -378,43 +363,15 @@ impl crate::sim::Server for Bootstrap {
 pub fn client_session(data: &[u8]) {
     use crate::client::ClientConfig;
     use crate::cluster_file::ClusterFile;
-    use crate::messages::coordination::{CommitProxyInterface, GrvProxyInterface};
     use crate::messages::types::KeySelector;
-    use crate::messages::{Endpoint, IpAddress, NetworkAddress, NetworkAddressList, RequestStream};
     use crate::sim::{Request, Sim};
     use crate::transaction::RangeOptions;
-    use crate::uid::Uid;
     use core::time::Duration;
 
     let Ok(cluster) = ClusterFile::parse("fuzz:fuzz@127.0.0.1:4500") else {
         return;
     };
-    let stream = |token| RequestStream {
-        endpoint: Endpoint {
-            addresses: NetworkAddressList {
-                address: NetworkAddress {
-                    ip: IpAddress::V4(0x7f00_0001),
-                    port: 4500,
-                    flags: 0,
-                    from_hostname: false,
-                },
-                secondary_address: None,
-            },
-            token,
-        },
-    };
-    let info = ClientDBInfo {
-        grv_proxies: alloc::vec![GrvProxyInterface {
-            get_consistent_read_version: stream(Uid::new(1, 0x10)),
-            ..Default::default()
-        }],
-        commit_proxies: alloc::vec![CommitProxyInterface {
-            commit: stream(Uid::new(2, 0x20)),
-            ..Default::default()
-        }],
-        id: Uid::new(3, 3),
-        ..Default::default()
-    };
+    let info = crate::sim::loopback_proxies();
     let mut s = Sim::with_server(
         ClientConfig::new(cluster, 1),
         Bootstrap { info: Some(info) },

@@ -202,6 +202,7 @@ mod tests {
     }
 
     #[test]
+    // Set up like the test above, on purpose: each test lists the shards it starts from.
     fn invalidate_range_forgets_overlapping_shards() {
         let mut c = LocationCache::new();
         c.insert(shard(b"a", b"c"));

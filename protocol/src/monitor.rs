@@ -395,36 +395,20 @@ impl ClusterMonitor {
     /// `shrinkProxyList`: with more proxies than the client may talk to, use a random subset,
     /// and keep using the same subset while the proxies stay the same.
     fn shrink_proxy_list(&mut self, rng: &mut Rng, info: &mut ClientDBInfo) {
-        if info.commit_proxies.len() > MAX_COMMIT_PROXY_CONNECTIONS {
-            let ids: Vec<Uid> = info
-                .commit_proxies
-                .iter()
-                .map(|p| p.commit.endpoint.token)
-                .collect();
-            if ids != self.last_commit_ids {
-                self.last_commit_ids = ids;
-                let mut chosen = info.commit_proxies.clone();
-                shuffle(rng, &mut chosen);
-                chosen.truncate(MAX_COMMIT_PROXY_CONNECTIONS);
-                self.last_commit = chosen;
-            }
-            info.commit_proxies = self.last_commit.clone();
-        }
-        if info.grv_proxies.len() > MAX_GRV_PROXY_CONNECTIONS {
-            let ids: Vec<Uid> = info
-                .grv_proxies
-                .iter()
-                .map(|p| p.get_consistent_read_version.endpoint.token)
-                .collect();
-            if ids != self.last_grv_ids {
-                self.last_grv_ids = ids;
-                let mut chosen = info.grv_proxies.clone();
-                shuffle(rng, &mut chosen);
-                chosen.truncate(MAX_GRV_PROXY_CONNECTIONS);
-                self.last_grv = chosen;
-            }
-            info.grv_proxies = self.last_grv.clone();
-        }
+        shrink(
+            rng,
+            &mut info.commit_proxies,
+            MAX_COMMIT_PROXY_CONNECTIONS,
+            |p| p.commit.endpoint.token,
+            (&mut self.last_commit_ids, &mut self.last_commit),
+        );
+        shrink(
+            rng,
+            &mut info.grv_proxies,
+            MAX_GRV_PROXY_CONNECTIONS,
+            |p| p.get_consistent_read_version.endpoint.token,
+            (&mut self.last_grv_ids, &mut self.last_grv),
+        );
     }
 
     /// A coordinator says the cluster moved: switch to the new connection string and carry
@@ -517,4 +501,28 @@ impl ClusterMonitor {
             Route::OpenDatabase,
         );
     }
+}
+
+/// One kind of proxies of `ClusterMonitor::shrink_proxy_list`: more than `max` become a random
+/// subset of `max`, the one in `last` (chosen again when the proxies' tokens differ from
+/// `last`'s ids).
+fn shrink<P: Clone>(
+    rng: &mut Rng,
+    proxies: &mut Vec<P>,
+    max: usize,
+    token: impl Fn(&P) -> Uid,
+    (last_ids, last): (&mut Vec<Uid>, &mut Vec<P>),
+) {
+    if proxies.len() <= max {
+        return;
+    }
+    let ids: Vec<Uid> = proxies.iter().map(token).collect();
+    if ids != *last_ids {
+        *last_ids = ids;
+        let mut chosen = proxies.clone();
+        shuffle(rng, &mut chosen);
+        chosen.truncate(max);
+        *last = chosen;
+    }
+    *proxies = last.clone();
 }

@@ -70,6 +70,7 @@ impl QuorumChecks {
     }
 }
 
+// len and cancel are its request table's, as in every part (status.rs, special_cluster).
 impl Part for QuorumChecks {
     type Leg = usize;
 
@@ -182,16 +183,28 @@ mod tests {
         out
     }
 
-    const NO_LEADER: AnyMessage = AnyMessage::Leader(ErrorOr::Ok(EnsureTable(None)));
-
-    #[test]
-    fn every_new_coordinator_must_answer() {
+    /// A check of [`new_coordinators`] started: the simulation, when, the call and the
+    /// requests it sent.
+    fn started() -> (
+        Sim,
+        crate::Instant,
+        crate::event::Call<bool>,
+        Vec<crate::sim::Request>,
+    ) {
         let mut s = sim();
         let now = s.now();
         let call = s
             .client
             .check_coordinators(now, "new:key", &new_coordinators());
         let reqs = asked(&mut s);
+        (s, now, call, reqs)
+    }
+
+    const NO_LEADER: AnyMessage = AnyMessage::Leader(ErrorOr::Ok(EnsureTable(None)));
+
+    #[test]
+    fn every_new_coordinator_must_answer() {
+        let (mut s, _, call, reqs) = started();
         assert_eq!(reqs.len(), 2);
         s.reply_bytes(&reqs[0], &NO_LEADER.encode());
         // `broken_promise` is asked again; then an answer without a leader counts.
@@ -205,12 +218,7 @@ mod tests {
 
     #[test]
     fn a_coordinator_that_never_answers_fails_the_check_after_five_seconds() {
-        let mut s = sim();
-        let now = s.now();
-        let call = s
-            .client
-            .check_coordinators(now, "new:key", &new_coordinators());
-        let reqs = asked(&mut s);
+        let (mut s, now, call, reqs) = started();
         s.reply_bytes(&reqs[0], &NO_LEADER.encode());
         // The other never answers: its connection drops under each request, which is sent
         // again after a pause, until the deadline.
@@ -238,12 +246,7 @@ mod tests {
             .into_iter()
             .enumerate()
         {
-            let mut s = sim();
-            let now = s.now();
-            let call = s
-                .client
-                .check_coordinators(now, "new:key", &new_coordinators());
-            let reqs = asked(&mut s);
+            let (mut s, _, call, reqs) = started();
             s.reply_bytes(&reqs[0], &body);
             match s.run(call) {
                 Some(Err(ClientError::Fdb(e))) if i == 0 => {

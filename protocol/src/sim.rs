@@ -543,8 +543,7 @@ impl<S: Server> Sim<S> {
 }
 
 /// A request stream at `127.0.0.1:port` with `token`: the interfaces the core's scripted
-/// clusters hand out in their tests.
-#[cfg(test)]
+/// clusters hand out in their tests and the fuzzer.
 pub(crate) fn loopback_stream(port: u16, token: Uid) -> crate::messages::RequestStream {
     use crate::messages::{Endpoint, IpAddress, NetworkAddressList, RequestStream};
     RequestStream {
@@ -563,6 +562,24 @@ pub(crate) fn loopback_stream(port: u16, token: Uid) -> crate::messages::Request
     }
 }
 
+/// One GRV proxy (token `1:0x10`) and one commit proxy (`2:0x20`) at `127.0.0.1:4500`, the
+/// coordinator's address in the unit tests and the fuzzer.
+pub(crate) fn loopback_proxies() -> crate::messages::coordination::ClientDBInfo {
+    use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxyInterface};
+    ClientDBInfo {
+        grv_proxies: alloc::vec![GrvProxyInterface {
+            get_consistent_read_version: loopback_stream(4500, Uid::new(1, 0x10)),
+            ..Default::default()
+        }],
+        commit_proxies: alloc::vec![CommitProxyInterface {
+            commit: loopback_stream(4500, Uid::new(2, 0x20)),
+            ..Default::default()
+        }],
+        id: Uid::new(3, 3),
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,9 +587,8 @@ mod tests {
     use crate::connection::ConnectionError;
     use crate::connection::CONNECTION_MONITOR_TIMEOUT;
     use crate::grv::Priority;
-    use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxyInterface};
+    use crate::messages::coordination::ClientDBInfo;
     use crate::messages::grv::GetReadVersionReply;
-    use crate::messages::{Endpoint, NetworkAddressList, RequestStream};
     use alloc::string::ToString;
 
     const GRV: Uid = Uid::new(1, 0x10);
@@ -586,30 +602,7 @@ mod tests {
 
     /// One GRV proxy and one commit proxy at the coordinator's address.
     fn info() -> ClientDBInfo {
-        let stream = |token| RequestStream {
-            endpoint: Endpoint {
-                addresses: NetworkAddressList {
-                    address: NetworkAddress::new(
-                        core::net::IpAddr::V4(core::net::Ipv4Addr::LOCALHOST),
-                        4500,
-                    ),
-                    secondary_address: None,
-                },
-                token,
-            },
-        };
-        ClientDBInfo {
-            grv_proxies: alloc::vec![GrvProxyInterface {
-                get_consistent_read_version: stream(GRV),
-                ..Default::default()
-            }],
-            commit_proxies: alloc::vec![CommitProxyInterface {
-                commit: stream(Uid::new(2, 0x20)),
-                ..Default::default()
-            }],
-            id: Uid::new(3, 3),
-            ..Default::default()
-        }
+        loopback_proxies()
     }
 
     /// Answers the bootstrap request; returns the long poll.

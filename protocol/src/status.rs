@@ -83,7 +83,7 @@ impl StatusOp {
                 s.push(',');
             }
             s.push_str("{\"address\":");
-            json_string(&mut s, &p.name);
+            crate::client_status::json_string(&mut s, &p.name);
             let _ = write!(s, ",\"reachable\":{}", p.reachable == Some(true));
             if let Some(v) = p.protocol {
                 let _ = write!(s, ",\"protocol\":\"{:x}\"", ProtocolVersion(v).version());
@@ -114,9 +114,9 @@ impl StatusOp {
                 s.push(',');
             }
             s.push_str("{\"name\":");
-            json_string(&mut s, name);
+            crate::client_status::json_string(&mut s, name);
             s.push_str(",\"description\":");
-            json_string(&mut s, desc);
+            crate::client_status::json_string(&mut s, desc);
             s.push('}');
         }
         s.push_str("]},\"cluster\":");
@@ -129,21 +129,6 @@ impl StatusOp {
         s.push('}');
         Bytes::from(s)
     }
-}
-
-fn json_string(out: &mut String, v: &str) {
-    out.push('"');
-    for c in v.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// Which question of a status read a reply answers.

@@ -361,6 +361,7 @@ impl Database {
         run_loop(tx, &NoopHooks, closure).await
     }
 
+    // The bounds are run_loop's, which this forwards to.
     /// [`Database::run`] with hooks at each step.
     pub async fn run_with_hooks<F, Fut, T, H: RunnerHooks>(
         &self,
@@ -438,101 +439,75 @@ pub trait DatabaseTransact: Sized {
     fn transact(self, trx: Transaction) -> Self::Future;
 }
 
-#[allow(clippy::needless_lifetimes, clippy::type_complexity)]
-mod boxed {
-    use super::*;
+/// foundationdb-rs's two boxed bodies, alike but for `Send`: `FnMutBoxed` (its future and
+/// data `Send`, for `transact_boxed`) and `FnMutBoxedLocal` (for `transact_boxed_local`).
+macro_rules! boxed_body {
+    ($module:ident, $name:ident, $boxed:ident, $doc:literal $(, $send:ident)?) => {
+        #[allow(clippy::needless_lifetimes, clippy::type_complexity)]
+        mod $module {
+            use super::*;
 
-    async fn run<'t, F, T, E, D>(
-        mut f: FnMutBoxed<'t, F, D>,
-        trx: Transaction,
-    ) -> (FnMutBoxed<'t, F, D>, Transaction, Result<T, E>)
-    where
-        F: for<'a> FnMut(
-            &'a Transaction,
-            &'a mut D,
-        ) -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'a>>,
-        E: TransactError,
-    {
-        let r = (f.f)(&trx, &mut f.d).await;
-        (f, trx, r)
-    }
+            async fn run<'t, F, T, E, D>(
+                mut f: $name<'t, F, D>,
+                trx: Transaction,
+            ) -> ($name<'t, F, D>, Transaction, Result<T, E>)
+            where
+                F: for<'a> FnMut(
+                    &'a Transaction,
+                    &'a mut D,
+                ) -> Pin<Box<dyn Future<Output = Result<T, E>> $(+ $send)? + 'a>>,
+                E: TransactError,
+            {
+                let r = (f.f)(&trx, &mut f.d).await;
+                (f, trx, r)
+            }
 
-    /// A boxed `Send` closure with its data.
-    pub struct FnMutBoxed<'t, F, D> {
-        pub f: F,
-        pub d: D,
-        pub m: PhantomData<&'t ()>,
-    }
+            #[doc = $doc]
+            pub struct $name<'t, F, D> {
+                pub f: F,
+                pub d: D,
+                pub m: PhantomData<&'t ()>,
+            }
 
-    impl<'t, F, T, E, D> DatabaseTransact for FnMutBoxed<'t, F, D>
-    where
-        F: for<'a> FnMut(
-            &'a Transaction,
-            &'a mut D,
-        ) -> Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'a>>,
-        F: 't + Send,
-        T: 't,
-        E: 't,
-        D: 't + Send,
-        E: TransactError,
-    {
-        type Item = T;
-        type Error = E;
-        type Future = Pin<Box<dyn Future<Output = (Self, Transaction, Result<T, E>)> + Send + 't>>;
+            impl<'t, F, T, E, D> DatabaseTransact for $name<'t, F, D>
+            where
+                F: for<'a> FnMut(
+                    &'a Transaction,
+                    &'a mut D,
+                ) -> Pin<Box<dyn Future<Output = Result<T, E>> $(+ $send)? + 'a>>,
+                F: 't $(+ $send)?,
+                T: 't,
+                E: 't,
+                D: 't $(+ $send)?,
+                E: TransactError,
+            {
+                type Item = T;
+                type Error = E;
+                type Future = Pin<
+                    Box<dyn Future<Output = (Self, Transaction, Result<T, E>)> $(+ $send)? + 't>,
+                >;
 
-        fn transact(self, trx: Transaction) -> Self::Future {
-            run(self, trx).boxed()
+                fn transact(self, trx: Transaction) -> Self::Future {
+                    run(self, trx).$boxed()
+                }
+            }
         }
-    }
+    };
 }
 
-#[allow(clippy::needless_lifetimes, clippy::type_complexity)]
-mod boxed_local {
-    use super::*;
-
-    async fn run<'t, F, T, E, D>(
-        mut f: FnMutBoxedLocal<'t, F, D>,
-        trx: Transaction,
-    ) -> (FnMutBoxedLocal<'t, F, D>, Transaction, Result<T, E>)
-    where
-        F: for<'a> FnMut(
-            &'a Transaction,
-            &'a mut D,
-        ) -> Pin<Box<dyn Future<Output = Result<T, E>> + 'a>>,
-        E: TransactError,
-    {
-        let r = (f.f)(&trx, &mut f.d).await;
-        (f, trx, r)
-    }
-
-    /// A boxed closure with its data.
-    pub struct FnMutBoxedLocal<'t, F, D> {
-        pub f: F,
-        pub d: D,
-        pub m: PhantomData<&'t ()>,
-    }
-
-    impl<'t, F, T, E, D> DatabaseTransact for FnMutBoxedLocal<'t, F, D>
-    where
-        F: for<'a> FnMut(
-            &'a Transaction,
-            &'a mut D,
-        ) -> Pin<Box<dyn Future<Output = Result<T, E>> + 'a>>,
-        F: 't,
-        T: 't,
-        E: 't,
-        D: 't,
-        E: TransactError,
-    {
-        type Item = T;
-        type Error = E;
-        type Future = Pin<Box<dyn Future<Output = (Self, Transaction, Result<T, E>)> + 't>>;
-
-        fn transact(self, trx: Transaction) -> Self::Future {
-            run(self, trx).boxed_local()
-        }
-    }
-}
+boxed_body!(
+    boxed,
+    FnMutBoxed,
+    boxed,
+    "A boxed `Send` closure with its data.",
+    Send
+);
+boxed_body!(
+    boxed_local,
+    FnMutBoxedLocal,
+    boxed_local,
+    "A boxed closure with its data."
+);
 
 /// An application error the retry loop can look into for an FDB error to retry.
 pub trait TransactError: From<FdbError> {
@@ -555,6 +530,7 @@ impl TransactError for FdbError {
     }
 }
 
+// foundationdb-rs 0.11's struct (no max_retry_delay); fdb_api::TransactOption stays apart.
 /// [`Database::transact`]'s limits.
 #[derive(Default, Clone)]
 pub struct TransactOption {

@@ -71,23 +71,11 @@ pub enum DirectoryError {
     Other(String),
 }
 
-impl From<FdbError> for DirectoryError {
-    fn from(e: FdbError) -> Self {
-        DirectoryError::FdbError(e)
-    }
-}
-
-impl From<HcaError> for DirectoryError {
-    fn from(e: HcaError) -> Self {
-        DirectoryError::HcaError(e)
-    }
-}
-
-impl From<PackError> for DirectoryError {
-    fn from(e: PackError) -> Self {
-        DirectoryError::PackError(e)
-    }
-}
+crate::impls::from_variants!(DirectoryError {
+    FdbError => FdbError,
+    HcaError => HcaError,
+    PackError => PackError,
+});
 
 impl From<api::DirectoryError> for DirectoryError {
     fn from(e: api::DirectoryError) -> Self {
@@ -496,6 +484,8 @@ mod ops {
 }
 
 /// The trait for each kind of directory, through `ops`.
+// Each method below is foundationdb-rs's `Directory` signature forwarding to one `ops` call,
+// so the signatures repeat the trait's.
 macro_rules! directory_impl {
     ($t:ty, $self:ident => $at:expr) => {
         #[async_trait]

@@ -153,29 +153,12 @@ impl FdbBindingError {
     }
 }
 
-impl From<FdbError> for FdbBindingError {
-    fn from(e: FdbError) -> Self {
-        Self::NonRetryableFdbError(e)
-    }
-}
-
-impl From<HcaError> for FdbBindingError {
-    fn from(e: HcaError) -> Self {
-        Self::HcaError(e)
-    }
-}
-
-impl From<DirectoryError> for FdbBindingError {
-    fn from(e: DirectoryError) -> Self {
-        Self::DirectoryError(e)
-    }
-}
-
-impl From<PackError> for FdbBindingError {
-    fn from(e: PackError) -> Self {
-        Self::PackError(e)
-    }
-}
+crate::impls::from_variants!(FdbBindingError {
+    FdbError => NonRetryableFdbError,
+    HcaError => HcaError,
+    DirectoryError => DirectoryError,
+    PackError => PackError,
+});
 
 #[cfg(feature = "recipes-leader-election")]
 impl From<crate::recipes::leader_election::LeaderElectionError> for FdbBindingError {

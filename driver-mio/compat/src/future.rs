@@ -4,7 +4,6 @@
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::future::Future;
-use std::ops::Deref;
 use std::pin::Pin;
 use std::sync::Mutex;
 use std::task::{Context, Poll};
@@ -65,18 +64,7 @@ impl<T> fmt::Debug for FdbFuture<T> {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct FdbSlice(pub(crate) Bytes);
 
-impl Deref for FdbSlice {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl AsRef<[u8]> for FdbSlice {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
+crate::impls::view_as!(FdbSlice => [u8]);
 
 impl fmt::Debug for FdbSlice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -88,35 +76,13 @@ impl fmt::Debug for FdbSlice {
 #[derive(Clone, Debug)]
 pub struct FdbAddresses(pub(crate) Vec<FdbAddress>);
 
-impl Deref for FdbAddresses {
-    type Target = [FdbAddress];
-    fn deref(&self) -> &[FdbAddress] {
-        &self.0
-    }
-}
-
-impl AsRef<[FdbAddress]> for FdbAddresses {
-    fn as_ref(&self) -> &[FdbAddress] {
-        &self.0
-    }
-}
+crate::impls::view_as!(FdbAddresses => [FdbAddress]);
 
 /// One address, `ip:port` (a C string, as libfdb_c gives it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FdbAddress(pub(crate) CString);
 
-impl Deref for FdbAddress {
-    type Target = CStr;
-    fn deref(&self) -> &CStr {
-        &self.0
-    }
-}
-
-impl AsRef<CStr> for FdbAddress {
-    fn as_ref(&self) -> &CStr {
-        &self.0
-    }
-}
+crate::impls::view_as!(FdbAddress => CStr);
 
 /// One batch of a range read.
 pub struct FdbValues {
@@ -138,35 +104,6 @@ impl FdbValues {
     }
 }
 
-impl Deref for FdbValues {
-    type Target = [FdbKeyValue];
-    fn deref(&self) -> &[FdbKeyValue] {
-        &self.rows
-    }
-}
-
-impl AsRef<[FdbKeyValue]> for FdbValues {
-    fn as_ref(&self) -> &[FdbKeyValue] {
-        &self.rows
-    }
-}
-
-impl<'a> IntoIterator for &'a FdbValues {
-    type Item = &'a FdbKeyValue;
-    type IntoIter = std::slice::Iter<'a, FdbKeyValue>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.rows.iter()
-    }
-}
-
-impl IntoIterator for FdbValues {
-    type Item = FdbValue;
-    type IntoIter = FdbValuesIter;
-    fn into_iter(self) -> FdbValuesIter {
-        FdbValuesIter(self.rows.into_iter())
-    }
-}
-
 impl fmt::Debug for FdbValues {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FdbValues")
@@ -179,43 +116,9 @@ impl fmt::Debug for FdbValues {
 /// The rows of a batch, owned.
 pub struct FdbValuesIter(std::vec::IntoIter<FdbKeyValue>);
 
-impl Iterator for FdbValuesIter {
-    type Item = FdbValue;
-    fn next(&mut self) -> Option<FdbValue> {
-        self.0.next().map(FdbValue)
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.0.size_hint()
-    }
-    fn nth(&mut self, n: usize) -> Option<FdbValue> {
-        self.0.nth(n).map(FdbValue)
-    }
-}
-
-impl ExactSizeIterator for FdbValuesIter {}
-
-impl DoubleEndedIterator for FdbValuesIter {
-    fn next_back(&mut self) -> Option<FdbValue> {
-        self.0.next_back().map(FdbValue)
-    }
-}
-
 /// One row, owned.
 #[derive(Clone, PartialEq, Eq)]
 pub struct FdbValue(FdbKeyValue);
-
-impl Deref for FdbValue {
-    type Target = FdbKeyValue;
-    fn deref(&self) -> &FdbKeyValue {
-        &self.0
-    }
-}
-
-impl AsRef<FdbKeyValue> for FdbValue {
-    fn as_ref(&self) -> &FdbKeyValue {
-        &self.0
-    }
-}
 
 impl fmt::Debug for FdbValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -257,3 +160,5 @@ impl fmt::Debug for FdbKeyValue {
         )
     }
 }
+
+crate::impls::item_list!(FdbValues, rows, FdbKeyValue, FdbValuesIter, FdbValue);

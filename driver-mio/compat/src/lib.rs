@@ -23,6 +23,7 @@ mod error;
 mod error_messages;
 pub mod fdb_keys;
 pub mod future;
+mod impls;
 mod keyselector;
 pub mod mapped_key_values;
 pub mod metrics;

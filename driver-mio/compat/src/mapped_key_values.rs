@@ -2,7 +2,6 @@
 //! the range read, with the rows its mapper selected.
 
 use std::fmt;
-use std::ops::Deref;
 
 use bytes::Bytes;
 use fdb_protocol::MappedReqAndResult;
@@ -119,69 +118,17 @@ impl FdbMappedKeyValue {
     }
 }
 
-impl Deref for MappedKeyValues {
-    type Target = [FdbMappedKeyValue];
-    fn deref(&self) -> &[FdbMappedKeyValue] {
-        &self.rows
-    }
-}
-
-impl AsRef<[FdbMappedKeyValue]> for MappedKeyValues {
-    fn as_ref(&self) -> &[FdbMappedKeyValue] {
-        &self.rows
-    }
-}
-
-impl<'a> IntoIterator for &'a MappedKeyValues {
-    type Item = &'a FdbMappedKeyValue;
-    type IntoIter = std::slice::Iter<'a, FdbMappedKeyValue>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.rows.iter()
-    }
-}
-
-impl IntoIterator for MappedKeyValues {
-    type Item = FdbMappedValue;
-    type IntoIter = FdbMappedValuesIter;
-    fn into_iter(self) -> FdbMappedValuesIter {
-        FdbMappedValuesIter(self.rows.into_iter())
-    }
-}
-
 /// One mapped row, owned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FdbMappedValue(FdbMappedKeyValue);
 
-impl Deref for FdbMappedValue {
-    type Target = FdbMappedKeyValue;
-    fn deref(&self) -> &FdbMappedKeyValue {
-        &self.0
-    }
-}
-
-impl AsRef<FdbMappedKeyValue> for FdbMappedValue {
-    fn as_ref(&self) -> &FdbMappedKeyValue {
-        &self.0
-    }
-}
-
 /// The mapped rows, owned.
 pub struct FdbMappedValuesIter(std::vec::IntoIter<FdbMappedKeyValue>);
 
-impl Iterator for FdbMappedValuesIter {
-    type Item = FdbMappedValue;
-    fn next(&mut self) -> Option<FdbMappedValue> {
-        self.0.next().map(FdbMappedValue)
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.0.size_hint()
-    }
-}
-
-impl ExactSizeIterator for FdbMappedValuesIter {}
-
-impl DoubleEndedIterator for FdbMappedValuesIter {
-    fn next_back(&mut self) -> Option<FdbMappedValue> {
-        self.0.next_back().map(FdbMappedValue)
-    }
-}
+crate::impls::item_list!(
+    MappedKeyValues,
+    rows,
+    FdbMappedKeyValue,
+    FdbMappedValuesIter,
+    FdbMappedValue
+);

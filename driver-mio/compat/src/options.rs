@@ -272,6 +272,8 @@ impl NetworkOption {
     }
 }
 
+// foundationdb-rs 0.11's public enum, spelled out; the core's own
+// (transaction/db_options.rs) stays apart.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum DatabaseOption {
@@ -391,6 +393,8 @@ impl DatabaseOption {
     }
 }
 
+// foundationdb-rs 0.11's public enum, spelled out; the core's own
+// (transaction/options.rs) stays apart.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum TransactionOption {
@@ -628,6 +632,8 @@ impl TransactionOption {
     }
 }
 
+// foundationdb-rs 0.11's public enum, spelled out; the core's own
+// (transaction/scan.rs) stays apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum StreamingMode {
@@ -662,6 +668,8 @@ impl StreamingMode {
     }
 }
 
+// foundationdb-rs 0.11's public enum, spelled out; the core's own
+// (atomic.rs) stays apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum MutationType {

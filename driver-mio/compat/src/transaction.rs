@@ -112,6 +112,7 @@ pub struct TransactionCancelled {
     tr: Transaction,
 }
 
+// foundationdb-rs's outcome types each have their own reset and From (see TransactionCommitted).
 impl TransactionCancelled {
     /// The transaction, reset for reuse.
     pub fn reset(mut self) -> Transaction {

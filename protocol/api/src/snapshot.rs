@@ -50,6 +50,7 @@ impl<D: Driver> Snapshot<D> {
         self.tx.get_key(sel, true)
     }
 
+    // The snapshot view repeats Transaction's read signatures, each calling it with snapshot set.
     /// Every row in `[begin, end)` (at most `limit` if non-zero).
     pub async fn get_range(
         &self,

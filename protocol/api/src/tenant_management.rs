@@ -501,16 +501,9 @@ pub async fn create_tenant_with<D: Driver>(
     config: &TenantConfig,
 ) -> Result<(), Error> {
     let name = name.as_ref().to_vec();
-    let mut first = true;
-    db.run(|tx| {
+    run_refused_first(db, ErrorCode::TENANT_ALREADY_EXISTS, |tx| {
         let name = name.clone();
-        let was_first = std::mem::replace(&mut first, false);
-        async move {
-            if !create_tenant_with_in(&tx, &name, config).await? && was_first {
-                return Err(ErrorCode::TENANT_ALREADY_EXISTS.into());
-            }
-            Ok(())
-        }
+        async move { create_tenant_with_in(&tx, &name, config).await }
     })
     .await
 }
@@ -523,13 +516,33 @@ pub async fn delete_tenant<D: Driver>(
     name: impl AsRef<[u8]>,
 ) -> Result<(), Error> {
     let name = name.as_ref().to_vec();
+    run_refused_first(db, ErrorCode::TENANT_NOT_FOUND, |tx| {
+        let name = name.clone();
+        async move { delete_tenant_in(&tx, &name).await }
+    })
+    .await
+}
+
+/// Runs `step` (which says whether it made its change) in `db`'s retry loop, failing with
+/// `refusal` when the first attempt made none: a later attempt that finds nothing to do
+/// follows one whose commit may have succeeded.
+async fn run_refused_first<D, F, Fut>(
+    db: &Database<D>,
+    refusal: ErrorCode,
+    mut step: F,
+) -> Result<(), Error>
+where
+    D: Driver,
+    F: FnMut(Transaction<D>) -> Fut,
+    Fut: core::future::Future<Output = Result<bool, Error>>,
+{
     let mut first = true;
     db.run(|tx| {
-        let name = name.clone();
         let was_first = std::mem::replace(&mut first, false);
+        let attempt = step(tx);
         async move {
-            if !delete_tenant_in(&tx, &name).await? && was_first {
-                return Err(ErrorCode::TENANT_NOT_FOUND.into());
+            if !attempt.await? && was_first {
+                return Err(refusal.into());
             }
             Ok(())
         }

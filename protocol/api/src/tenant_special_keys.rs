@@ -291,6 +291,7 @@ impl<D: Driver> Transaction<D> {
         })
     }
 
+    // Shaped like management_range, but its rows and its core call are the tenant module's.
     /// A range read's batch in the tenant module: its rows first, then the core answers.
     pub(crate) fn tenant_range(
         &self,

@@ -55,22 +55,12 @@ crate::serializer::fb_table! {
     }
 }
 
-impl GrvProxyInterface {
-    /// Index of the `getConsistentReadVersion` stream among the interface's endpoints.
-    pub const GET_CONSISTENT_READ_VERSION: u32 = 0;
-    /// Index of the `waitFailure` stream among the interface's endpoints.
-    pub const WAIT_FAILURE: u32 = 1;
-    /// Index of the `getHealthMetrics` stream among the interface's endpoints.
-    pub const GET_HEALTH_METRICS: u32 = 2;
-    /// Index of the `refreshGlobalConfig` stream among the interface's endpoints.
-    pub const REFRESH_GLOBAL_CONFIG: u32 = 3;
-
-    /// The token of stream `index` (one of the constants above).
-    pub fn stream(&self, index: u32) -> Uid {
-        self.get_consistent_read_version
-            .endpoint
-            .token
-            .adjusted(index)
+super::interface_streams! {
+    GrvProxyInterface, through get_consistent_read_version {
+        GET_CONSISTENT_READ_VERSION = 0, "getConsistentReadVersion";
+        WAIT_FAILURE = 1, "waitFailure";
+        GET_HEALTH_METRICS = 2, "getHealthMetrics";
+        REFRESH_GLOBAL_CONFIG = 3, "refreshGlobalConfig";
     }
 }
 
@@ -83,37 +73,21 @@ crate::serializer::fb_table! {
     }
 }
 
-impl CommitProxyInterface {
-    /// Index of the `commit` stream among the interface's endpoints.
-    pub const COMMIT: u32 = 0;
-    /// Index of the `getConsistentReadVersion` stream among the interface's endpoints.
-    pub const GET_CONSISTENT_READ_VERSION: u32 = 1;
-    /// Index of the `getKeyServersLocations` stream among the interface's endpoints.
-    pub const GET_KEY_SERVERS_LOCATIONS: u32 = 2;
-    /// Index of the `getStorageServerRejoinInfo` stream among the interface's endpoints.
-    pub const GET_STORAGE_SERVER_REJOIN_INFO: u32 = 3;
-    /// Index of the `waitFailure` stream among the interface's endpoints.
-    pub const WAIT_FAILURE: u32 = 4;
-    /// Index of the `txnState` stream among the interface's endpoints.
-    pub const TXN_STATE: u32 = 5;
-    /// Index of the `getHealthMetrics` stream among the interface's endpoints.
-    pub const GET_HEALTH_METRICS: u32 = 6;
-    /// Index of the `proxySnapReq` stream among the interface's endpoints.
-    pub const PROXY_SNAP_REQ: u32 = 7;
-    /// Index of the `exclusionSafetyCheckReq` stream among the interface's endpoints.
-    pub const EXCLUSION_SAFETY_CHECK_REQ: u32 = 8;
-    /// Index of the `getDDMetrics` stream among the interface's endpoints.
-    pub const GET_DD_METRICS: u32 = 9;
-    /// Index of the `expireIdempotencyId` stream among the interface's endpoints.
-    pub const EXPIRE_IDEMPOTENCY_ID: u32 = 10;
-    /// Index of the `getTenantId` stream among the interface's endpoints.
-    pub const GET_TENANT_ID: u32 = 11;
-    /// Index of the `getBlobGranuleLocations` stream among the interface's endpoints.
-    pub const GET_BLOB_GRANULE_LOCATIONS: u32 = 12;
-
-    /// The token of stream `index` (one of the constants above).
-    pub fn stream(&self, index: u32) -> Uid {
-        self.commit.endpoint.token.adjusted(index)
+super::interface_streams! {
+    CommitProxyInterface, through commit {
+        COMMIT = 0, "commit";
+        GET_CONSISTENT_READ_VERSION = 1, "getConsistentReadVersion";
+        GET_KEY_SERVERS_LOCATIONS = 2, "getKeyServersLocations";
+        GET_STORAGE_SERVER_REJOIN_INFO = 3, "getStorageServerRejoinInfo";
+        WAIT_FAILURE = 4, "waitFailure";
+        TXN_STATE = 5, "txnState";
+        GET_HEALTH_METRICS = 6, "getHealthMetrics";
+        PROXY_SNAP_REQ = 7, "proxySnapReq";
+        EXCLUSION_SAFETY_CHECK_REQ = 8, "exclusionSafetyCheckReq";
+        GET_DD_METRICS = 9, "getDDMetrics";
+        EXPIRE_IDEMPOTENCY_ID = 10, "expireIdempotencyId";
+        GET_TENANT_ID = 11, "getTenantId";
+        GET_BLOB_GRANULE_LOCATIONS = 12, "getBlobGranuleLocations";
     }
 }
 

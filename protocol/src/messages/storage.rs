@@ -24,41 +24,23 @@ crate::serializer::fb_table! {
     }
 }
 
-impl StorageServerInterface {
-    /// Index of the `getValue` stream among the interface's endpoints.
-    pub const GET_VALUE: u32 = 0;
-    /// Index of the `getKey` stream among the interface's endpoints.
-    pub const GET_KEY: u32 = 1;
-    /// Index of the `getKeyValues` stream among the interface's endpoints.
-    pub const GET_KEY_VALUES: u32 = 2;
-    /// Index of the `getShardState` stream among the interface's endpoints.
-    pub const GET_SHARD_STATE: u32 = 3;
-    /// Index of the `waitMetrics` stream among the interface's endpoints.
-    pub const WAIT_METRICS: u32 = 4;
-    /// Index of the `splitMetrics` stream among the interface's endpoints.
-    pub const SPLIT_METRICS: u32 = 5;
-    /// Index of the `getStorageMetrics` stream among the interface's endpoints.
-    pub const GET_STORAGE_METRICS: u32 = 6;
-    /// Index of the `waitFailure` stream among the interface's endpoints.
-    pub const WAIT_FAILURE: u32 = 7;
-    /// Index of the `getQueuingMetrics` stream among the interface's endpoints.
-    pub const GET_QUEUING_METRICS: u32 = 8;
-    /// Index of the `getKeyValueStoreType` stream among the interface's endpoints.
-    pub const GET_KEY_VALUE_STORE_TYPE: u32 = 9;
-    /// Index of the `watchValue` stream among the interface's endpoints.
-    pub const WATCH_VALUE: u32 = 10;
-    /// Index of the `getReadHotRanges` stream among the interface's endpoints.
-    pub const GET_READ_HOT_RANGES: u32 = 11;
-    /// Index of the `getRangeSplitPoints` stream among the interface's endpoints.
-    pub const GET_RANGE_SPLIT_POINTS: u32 = 12;
-    /// Index of the `getKeyValuesStream` stream among the interface's endpoints.
-    pub const GET_KEY_VALUES_STREAM: u32 = 13;
-    /// Index of the `getMappedKeyValues` stream among the interface's endpoints.
-    pub const GET_MAPPED_KEY_VALUES: u32 = 14;
-
-    /// The token of stream `index` (one of the constants above).
-    pub fn stream(&self, index: u32) -> Uid {
-        self.get_value.endpoint.token.adjusted(index)
+super::interface_streams! {
+    StorageServerInterface, through get_value {
+        GET_VALUE = 0, "getValue";
+        GET_KEY = 1, "getKey";
+        GET_KEY_VALUES = 2, "getKeyValues";
+        GET_SHARD_STATE = 3, "getShardState";
+        WAIT_METRICS = 4, "waitMetrics";
+        SPLIT_METRICS = 5, "splitMetrics";
+        GET_STORAGE_METRICS = 6, "getStorageMetrics";
+        WAIT_FAILURE = 7, "waitFailure";
+        GET_QUEUING_METRICS = 8, "getQueuingMetrics";
+        GET_KEY_VALUE_STORE_TYPE = 9, "getKeyValueStoreType";
+        WATCH_VALUE = 10, "watchValue";
+        GET_READ_HOT_RANGES = 11, "getReadHotRanges";
+        GET_RANGE_SPLIT_POINTS = 12, "getRangeSplitPoints";
+        GET_KEY_VALUES_STREAM = 13, "getKeyValuesStream";
+        GET_MAPPED_KEY_VALUES = 14, "getMappedKeyValues";
     }
 }
 
@@ -100,6 +82,7 @@ crate::serializer::fb_message! {
 }
 
 crate::serializer::fb_message! {
+    // Its fields after `sel` are GetValueRequest's: each request is its own table on the wire.
     /// Resolves a key selector at a version.
     pub struct GetKeyRequest = 10457870; {
         pub sel: KeySelector,

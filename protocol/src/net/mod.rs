@@ -292,6 +292,7 @@ impl Network {
         self.pending.insert(reply, (conn, route));
     }
 
+    // send without a reply to wait for: the same parameters, no token kept.
     /// [`Io::send_one_way`].
     pub(crate) fn send_one_way<M: Message>(
         &mut self,

@@ -272,6 +272,8 @@ macro_rules! fb_table {
     };
 }
 
+// Messages whose field lists look alike are FDB's wire structs, each its own table: a
+// message is written as its field list only, through this macro or fb_table!.
 /// Declares a [`Message`]: an [`fb_table!`] with a file identifier.
 #[macro_export]
 macro_rules! fb_message {

@@ -54,14 +54,7 @@ impl BigInt {
 
     /// The value as an `i128`, when it fits.
     pub fn to_i128(&self) -> Option<i128> {
-        let m = self.magnitude_u128()?;
-        if !self.negative {
-            i128::try_from(m).ok()
-        } else if m <= 1 << 127 {
-            Some((m as i128).wrapping_neg())
-        } else {
-            None
-        }
+        super::pack::signed_i128(self.negative, self.magnitude_u128()?)
     }
 
     /// The value as a `u128`, when it is non-negative and fits.

@@ -288,10 +288,24 @@ impl<'de> TupleUnpack<'de> for Element<'de> {
     }
 }
 
-impl From<i64> for Element<'_> {
-    fn from(v: i64) -> Self {
-        Element::Int(v)
-    }
+/// The plain variants: each wraps its value as it is.
+macro_rules! from_plain {
+    ($($t:ty => $variant:ident),* $(,)?) => {
+        $(impl From<$t> for Element<'_> {
+            fn from(v: $t) -> Self {
+                Element::$variant(v)
+            }
+        })*
+    };
+}
+
+from_plain! {
+    i64 => Int,
+    bool => Bool,
+    f32 => Float,
+    f64 => Double,
+    Uuid => Uuid,
+    Versionstamp => Versionstamp,
 }
 
 impl From<BigInt> for Element<'_> {
@@ -330,35 +344,5 @@ impl From<Vec<u8>> for Element<'_> {
 impl<'a> From<Vec<Element<'a>>> for Element<'a> {
     fn from(v: Vec<Element<'a>>) -> Self {
         Element::Tuple(v)
-    }
-}
-
-impl From<bool> for Element<'_> {
-    fn from(v: bool) -> Self {
-        Element::Bool(v)
-    }
-}
-
-impl From<f32> for Element<'_> {
-    fn from(v: f32) -> Self {
-        Element::Float(v)
-    }
-}
-
-impl From<f64> for Element<'_> {
-    fn from(v: f64) -> Self {
-        Element::Double(v)
-    }
-}
-
-impl From<Uuid> for Element<'_> {
-    fn from(v: Uuid) -> Self {
-        Element::Uuid(v)
-    }
-}
-
-impl From<Versionstamp> for Element<'_> {
-    fn from(v: Versionstamp) -> Self {
-        Element::Versionstamp(v)
     }
 }

@@ -217,15 +217,20 @@ impl RawInt<'_> {
 
     /// The value, when it fits an `i128`.
     pub(super) fn to_i128(&self) -> Option<i128> {
-        let m = self.magnitude_u128()?;
-        if !self.negative {
-            i128::try_from(m).ok()
-        } else if m <= 1 << 127 {
-            // 2^127 wraps to i128::MIN, which is its own negation.
-            Some((m as i128).wrapping_neg())
-        } else {
-            None
-        }
+        signed_i128(self.negative, self.magnitude_u128()?)
+    }
+}
+
+/// The integer of a sign and a magnitude, when it fits an `i128` (the wire's integers and
+/// [`super::BigInt`] both keep the two apart).
+pub(super) fn signed_i128(negative: bool, m: u128) -> Option<i128> {
+    if !negative {
+        i128::try_from(m).ok()
+    } else if m <= 1 << 127 {
+        // 2^127 wraps to i128::MIN, which is its own negation.
+        Some((m as i128).wrapping_neg())
+    } else {
+        None
     }
 }
 
@@ -504,32 +509,28 @@ int_impls! {
     usize => unsigned as u128;
 }
 
-impl TuplePack for f32 {
-    fn pack(&self, w: &mut Vec<u8>, _depth: TupleDepth) -> VersionstampOffset {
-        w.push(FLOAT);
-        w.extend_from_slice(&f32_to_key(*self).to_be_bytes());
-        VersionstampOffset::None
-    }
+/// The two floats: their type code, their order-preserving bits, their parser.
+macro_rules! float_impls {
+    ($($t:ty => $code:ident, $to_key:ident, $parse:ident;)*) => {
+        $(impl TuplePack for $t {
+            fn pack(&self, w: &mut Vec<u8>, _depth: TupleDepth) -> VersionstampOffset {
+                w.push($code);
+                w.extend_from_slice(&$to_key(*self).to_be_bytes());
+                VersionstampOffset::None
+            }
+        }
+
+        impl TupleUnpack<'_> for $t {
+            fn unpack(input: &[u8], _depth: TupleDepth) -> PackResult<(&[u8], Self)> {
+                $parse(input)
+            }
+        })*
+    };
 }
 
-impl TupleUnpack<'_> for f32 {
-    fn unpack(input: &[u8], _depth: TupleDepth) -> PackResult<(&[u8], Self)> {
-        parse_f32(input)
-    }
-}
-
-impl TuplePack for f64 {
-    fn pack(&self, w: &mut Vec<u8>, _depth: TupleDepth) -> VersionstampOffset {
-        w.push(DOUBLE);
-        w.extend_from_slice(&f64_to_key(*self).to_be_bytes());
-        VersionstampOffset::None
-    }
-}
-
-impl TupleUnpack<'_> for f64 {
-    fn unpack(input: &[u8], _depth: TupleDepth) -> PackResult<(&[u8], Self)> {
-        parse_f64(input)
-    }
+float_impls! {
+    f32 => FLOAT, f32_to_key, parse_f32;
+    f64 => DOUBLE, f64_to_key, parse_f64;
 }
 
 impl TuplePack for bool {

@@ -148,6 +148,7 @@
 //! * [`TestCluster`]: a thread per connection; it is meant for a handful of clients, not for
 //!   load. ([`crate::sim`] runs the same core on one thread, without sockets.)
 
+pub(crate) mod checks;
 mod raw_client;
 mod runner;
 pub(crate) mod server;

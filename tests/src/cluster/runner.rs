@@ -12,19 +12,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
-use fdb_protocol::error::ErrorCode;
-use fdb_protocol::framing::ProtocolVersion;
-use fdb_protocol::messages::commit::{mutation_type as mt, MutationRef};
 use fdb_protocol::messages::coordination::ClientDBInfo;
 use fdb_protocol::messages::storage::StorageServerInterface;
-use fdb_protocol::messages::types::Version;
 use fdb_protocol::Instant;
 
-use bytes::Bytes;
-
-use super::server::{
-    Conn, Injected, Io, Recovery, ReleaseOrder, RequestKind, Role, ShardInfo, State,
-};
+use super::server::{Conn, Io, RequestKind, Role, State};
 use super::TestClusterBuilder;
 
 /// A connection's socket (the core holds the connection itself).
@@ -258,13 +250,9 @@ impl TestCluster {
         self.inner.with(f)
     }
 
-    // --- addresses -----------------------------------------------------------------------------
+    super::checks::checks_and_faults!();
 
-    /// The cluster file contents: `description:id@coordinator[,coordinator...]`.
-    /// After [`TestCluster::change_coordinators`], the new one.
-    pub fn cluster_file_string(&self) -> String {
-        self.with(|st| st.cluster_file_string())
-    }
+    // --- what only the threaded runner has ----------------------------------------------------
 
     /// Writes `fdb.cluster` into `dir` and returns its path.
     pub fn write_cluster_file(&self, dir: &Path) -> PathBuf {
@@ -283,11 +271,6 @@ impl TestCluster {
         self.addr(Role::Coordinator(0))
     }
 
-    /// How many storage servers there are.
-    pub fn storage_server_count(&self) -> usize {
-        self.with(|st| st.storage_server_count())
-    }
-
     /// The current `ClientDBInfo` (what a coordinator would answer).
     pub fn client_db_info(&self) -> ClientDBInfo {
         self.with(|st| st.client_db_info())
@@ -298,63 +281,9 @@ impl TestCluster {
         self.with(|st| st.ss_interface(i))
     }
 
-    /// The shard map.
-    pub fn shards(&self) -> Vec<ShardInfo> {
-        self.with(|st| st.shards())
-    }
-
-    /// The storage servers holding `key`.
-    pub fn servers_of(&self, key: &[u8]) -> Vec<usize> {
-        self.with(|st| st.servers_of(key))
-    }
-
-    // --- data ------------------------------------------------------------------------------------
-
-    /// The newest committed version.
-    pub fn version(&self) -> Version {
-        self.with(|st| st.newest_version())
-    }
-
-    /// Every key and value as of the newest version, read directly (no client involved).
-    pub fn snapshot(&self) -> BTreeMap<Vec<u8>, Vec<u8>> {
-        self.with(|st| st.snapshot())
-    }
-
-    /// The newest value of one key, read directly.
-    pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.with(|st| st.get(key))
-    }
-
-    /// Commits `mutations` directly (no conflict check; watches fire) and returns the version.
-    pub fn apply(&self, mutations: &[MutationRef]) -> Version {
-        self.with(|st| st.apply_direct(mutations))
-    }
-
-    /// Sets one key directly (see [`TestCluster::apply`]).
-    pub fn set(&self, key: &[u8], value: &[u8]) -> Version {
-        self.apply(&[MutationRef::new(
-            mt::SET_VALUE,
-            Bytes::copy_from_slice(key),
-            Bytes::copy_from_slice(value),
-        )])
-    }
-
-    // --- counters ------------------------------------------------------------------------------
-
-    /// How many requests of `kind` arrived (and were routed to a live role) so far.
-    pub fn requests(&self, kind: RequestKind) -> u64 {
-        self.with(|st| st.requests(kind))
-    }
-
     /// All request counters.
     pub fn request_counts(&self) -> BTreeMap<RequestKind, u64> {
         self.with(|st| st.request_counts())
-    }
-
-    /// How many requests of `kind` arrived at the processes that held `role` (a recovery
-    /// may have moved the proxies: every process they were in counts).
-    pub fn requests_to(&self, role: Role, kind: RequestKind) -> u64 {
-        self.with(|st| st.requests_to(role, kind))
     }
 
     /// Zeroes the request counters.
@@ -369,11 +298,6 @@ impl TestCluster {
         self.with(|st| st.injections_left(kind))
     }
 
-    /// Connections accepted so far, by every process (a client that reconnects adds to it).
-    pub fn connections_accepted(&self) -> u64 {
-        self.with(|st| st.connections_accepted())
-    }
-
     /// Watches currently held by storage servers.
     pub fn pending_watches(&self) -> usize {
         self.with(|st| st.pending_watches())
@@ -382,36 +306,6 @@ impl TestCluster {
     /// Open connections (all processes).
     pub fn connection_count(&self) -> usize {
         self.with(|st| st.connection_count())
-    }
-
-    // --- faults ----------------------------------------------------------------------------------
-
-    /// Faults: closes every open connection of every process (they keep accepting new ones).
-    pub fn drop_connections(&self) {
-        self.with(|st| st.drop_connections_of(None))
-    }
-
-    /// Faults: closes the open connections of one role's process.
-    pub fn drop_connections_of(&self, role: Role) {
-        self.with(|st| st.drop_role_connections(role))
-    }
-
-    /// Faults: delays every reply to requests of `kind` (`None`: of every kind without a delay
-    /// of its own) by `delay`. `Duration::ZERO` removes the delay.
-    pub fn set_reply_delay(&self, kind: Option<RequestKind>, delay: Duration) {
-        self.with(|st| st.set_reply_delay(kind, delay))
-    }
-
-    /// Faults: from now on, replies to requests of `kind` (`None`: all) are held back until
-    /// [`TestCluster::release_replies`]; use it to reorder replies.
-    pub fn hold_replies(&self, kind: Option<RequestKind>) {
-        self.with(|st| st.hold_replies(kind))
-    }
-
-    /// Faults: stops holding replies and sends the held ones in `order` (those of a stopped
-    /// process when it continues). Returns how many.
-    pub fn release_replies(&self, order: ReleaseOrder) -> usize {
-        self.with(|st| st.release_replies(order))
     }
 
     /// Replies currently held by [`TestCluster::hold_replies`].
@@ -430,34 +324,6 @@ impl TestCluster {
         self.with(|st| st.set_all_silent(silent))
     }
 
-    /// Faults: the next `count` requests of `kind` get `what` instead of being served.
-    pub fn inject(&self, kind: RequestKind, count: u32, what: Injected) {
-        self.with(|st| st.inject(kind, count, what))
-    }
-
-    /// Faults: the next `count` requests of `kind` fail with `error` (e.g.
-    /// `ErrorCode::WRONG_SHARD_SERVER`, `FUTURE_VERSION`, `PROCESS_BEHIND`,
-    /// `ALL_ALTERNATIVES_FAILED`).
-    pub fn fail_next(&self, kind: RequestKind, count: u32, error: ErrorCode) {
-        self.inject(kind, count, Injected::Error(error));
-    }
-
-    /// Faults: the next `count` commits answer `commit_unknown_result`, with the commit applied
-    /// (if it resolves) or not.
-    pub fn commit_unknown_result_next(&self, count: u32, applied: bool) {
-        self.inject(
-            RequestKind::Commit,
-            count,
-            Injected::CommitUnknownResult { applied },
-        );
-    }
-
-    /// Faults: removes every delay, hold (sending what was held, in order), injection and
-    /// silence, and continues stopped processes. Killed roles stay killed.
-    pub fn clear_faults(&self) {
-        self.with(|st| st.clear_faults())
-    }
-
     /// Faults: kills a role's process: its port stops listening (connections are refused) and
     /// its connections close. Pending long polls, watches and parked reads on it are lost.
     pub fn kill(&self, role: Role) {
@@ -471,17 +337,6 @@ impl TestCluster {
         if let Some(h) = handle {
             let _ = h.join();
         }
-    }
-
-    /// Faults: the role ends while its process stays up, as roles end in an FDB recovery (a
-    /// master or a transaction-system process failed) or when a storage server is removed.
-    /// Like fdbserver, everything it still owes — held, delayed and parked replies, reads
-    /// waiting for a version, watches — is answered with `broken_promise`; it comes back at
-    /// once with new tokens (its old ones get `ENDPOINT_NOT_FOUND`), and new proxies publish a
-    /// new `ClientDBInfo`. Connections stay open. Commits whose replies were held had been
-    /// applied; parked ones ([`Injected::NoReply`]) had not.
-    pub fn end_role(&self, role: Role) {
-        self.with(|st| st.end_role(role))
     }
 
     /// Faults: restarts a killed role (or restarts a live one: kill, then start) on the same
@@ -504,17 +359,6 @@ impl TestCluster {
         self.inner.spawn_accept(listener, p);
     }
 
-    /// Faults: whether a role's process is up.
-    pub fn is_alive(&self, role: Role) -> bool {
-        self.with(|st| st.is_alive(role))
-    }
-
-    /// Faults: moves the shard holding `key` to storage server `to` (alone). Its old servers
-    /// answer `wrong_shard_server` for it from now on; their watches on it fail the same way.
-    pub fn move_shard(&self, key: &[u8], to: usize) {
-        self.with(|st| st.move_shard(key, to))
-    }
-
     /// Faults: moves the next shard off an excluded storage server now, as the next step
     /// of data distribution after an `exclude` would (see
     /// [`crate::cluster::TestClusterBuilder::data_move_delay`]); `false` when no shard is
@@ -529,79 +373,9 @@ impl TestCluster {
         self.with(|st| st.wrong_shard_replies())
     }
 
-    /// Faults: jumps the version forward by `versions` (as a recovery does), so that reads
-    /// and commits at older read versions become `transaction_too_old` at once.
-    pub fn advance_version(&self, versions: i64) {
-        self.with(|st| st.advance_version(versions))
-    }
-
-    /// Faults: a recovery of the transaction system in fdbserver 7.3.77's shape
-    /// ([`Recovery::default`]); see [`TestCluster::recover_with`].
-    pub fn recover(&self) {
-        self.recover_with(&Recovery::default());
-    }
-
-    /// Faults: a recovery, as a failed master, proxy or log makes one. The proxies end (what
-    /// they owed is answered with `broken_promise`; commits stalled behind a stopped log
-    /// survive or not, as `shape` says) and come back with new tokens — in a new process on
-    /// loopback if theirs is stopped or dead. The `ClientDBInfo` first lists no proxies at
-    /// all, then, `shape.without_proxies` later, the new ones, then is published again
-    /// `shape.republish` times with the same proxies. The version jumps by
-    /// `shape.version_jump` and the resolver starts empty: reads and commits at read
-    /// versions from before the recovery are `transaction_too_old`. Logs on stopped
-    /// processes are replaced. Storage servers keep their data, tokens and shards.
-    pub fn recover_with(&self, shape: &Recovery) {
-        self.with(|st| st.recover_with(shape))
-    }
-
-    /// How many recoveries the cluster went through (asked for, or after failure
-    /// detection, or caused by a coordinator change).
-    pub fn recoveries(&self) -> u64 {
-        self.with(|st| st.recoveries())
-    }
-
-    /// Faults: `SIGSTOP` of a role's process. It keeps its sockets open (new connections
-    /// are still accepted by the kernel) and reads nothing, answers nothing — pings
-    /// included — and its timers stand still; replies it owed go out late when it is
-    /// continued ([`TestCluster::sigcont`]), and what clients sent meanwhile is served
-    /// then. If it holds the proxies or a log (see
-    /// [`super::TestClusterBuilder::logs_on_storage`]), every commit and read version
-    /// stalls, and after the builder's failure-detection delay the cluster recovers without
-    /// it ([`TestCluster::recover_with`] in the builder's shape; the proxies move to a new
-    /// process). Unlike [`TestCluster::set_silent`], nothing is lost.
-    pub fn sigstop(&self, role: Role) {
-        self.with(|st| st.sigstop(role))
-    }
-
-    /// Faults: `SIGCONT` of every stopped process that held `role` (also one whose proxies
-    /// a recovery moved elsewhere). It sends the replies it owed, late, and reads what
-    /// waited in its sockets. A storage server then catches up for the builder's catch-up
-    /// time, answering reads at versions past the one it stopped at only after that
-    /// (`future_version` if they wait longer than the future-version delay). A log that no
-    /// recovery replaced meanwhile lets the stalled commits and read versions through.
-    pub fn sigcont(&self, role: Role) {
-        self.with(|st| st.sigcont(role))
-    }
-
     /// Whether a role's process is stopped ([`TestCluster::sigstop`]).
     pub fn is_stopped(&self, role: Role) -> bool {
         self.with(|st| st.role_is_stopped(role))
-    }
-
-    /// Faults: `fdbcli coordinators`: the coordinators become those of `keep` (indexes of
-    /// [`Role::Coordinator`]) plus `add` new ones (new processes on loopback, numbered
-    /// after the existing ones), under a connection string with the same description and a
-    /// new random id. Every old coordinator forwards the old connection string's clients
-    /// to the new one (`ClientDBInfo.forward`, a forwarding `LeaderInfo`; held long polls
-    /// are answered with it at once) — chains of changes forward step by step — and the
-    /// change makes a recovery in the builder's shape. Returns the new connection string.
-    pub fn change_coordinators(&self, keep: &[usize], add: usize) -> String {
-        self.with(|st| st.change_coordinators(keep, add))
-    }
-
-    /// Faults: the protocol version announced in the ConnectPacket of new connections.
-    pub fn set_protocol_version(&self, v: ProtocolVersion) {
-        self.with(|st| st.set_protocol_version(v))
     }
 
     /// Stops every process and the background thread (also done on drop).

@@ -64,17 +64,10 @@ impl fmt::Display for LeaderElectionError {
 
 impl std::error::Error for LeaderElectionError {}
 
-impl From<FdbError> for LeaderElectionError {
-    fn from(e: FdbError) -> Self {
-        Self::Fdb(e)
-    }
-}
-
-impl From<PackError> for LeaderElectionError {
-    fn from(e: PackError) -> Self {
-        Self::PackError(e)
-    }
-}
+crate::impls::from_variants!(LeaderElectionError {
+    FdbError => Fdb,
+    PackError => PackError,
+});
 
 /// The election's result type.
 pub type Result<T> = std::result::Result<T, LeaderElectionError>;
@@ -296,6 +289,7 @@ impl LeaderElection {
         Ok(config)
     }
 
+    // The public methods keep foundationdb-rs's signatures, alike by design.
     /// Registers (or re-registers, with a new versionstamp) a candidate, heartbeating now.
     pub async fn register_candidate<T: Deref<Target = Transaction>>(
         &self,

@@ -36,17 +36,10 @@ impl fmt::Display for RankedRegisterError {
 
 impl std::error::Error for RankedRegisterError {}
 
-impl From<FdbError> for RankedRegisterError {
-    fn from(e: FdbError) -> Self {
-        Self::Fdb(e)
-    }
-}
-
-impl From<PackError> for RankedRegisterError {
-    fn from(e: PackError) -> Self {
-        Self::PackError(e)
-    }
-}
+crate::impls::from_variants!(RankedRegisterError {
+    FdbError => Fdb,
+    PackError => PackError,
+});
 
 /// The register's result type.
 pub type Result<T> = std::result::Result<T, RankedRegisterError>;

@@ -33,17 +33,10 @@ impl fmt::Debug for HcaError {
     }
 }
 
-impl From<FdbError> for HcaError {
-    fn from(e: FdbError) -> Self {
-        HcaError::FdbError(e)
-    }
-}
-
-impl From<PackError> for HcaError {
-    fn from(e: PackError) -> Self {
-        HcaError::PackError(e)
-    }
-}
+crate::impls::from_variants!(HcaError {
+    FdbError => FdbError,
+    PackError => PackError,
+});
 
 impl<T> From<std::sync::PoisonError<T>> for HcaError {
     fn from(_: std::sync::PoisonError<T>) -> Self {

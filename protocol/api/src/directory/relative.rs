@@ -123,6 +123,7 @@ macro_rules! directory_ops {
                 self.at().create(tx, path, prefix, layer, true).await
             }
 
+            // create_or_open and create differ only in the flag they pass: two public methods.
             /// Creates the directory at `path` below this one (and its missing parents);
             /// fails if it exists. With `prefix`, the directory gets that prefix (if the
             /// layer allows manual prefixes and the prefix is free); otherwise one is

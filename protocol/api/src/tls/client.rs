@@ -150,6 +150,7 @@ impl ServerCertVerifier for ChainVerifier {
         Ok(ServerCertVerified::assertion())
     }
 
+    // rustls's TLS 1.2 and 1.3 checks: two trait methods, each its own rustls function.
     fn verify_tls12_signature(
         &self,
         message: &[u8],

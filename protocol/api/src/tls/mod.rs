@@ -50,6 +50,7 @@ impl TlsConfig {
         TlsConfig::default()
     }
 
+    // One public setter per libfdb_c TLS option (a file or PEM bytes each), alike by design.
     /// The certificate chain's file (`TLS_cert_path`; else `FDB_TLS_CERTIFICATE_FILE`).
     pub fn certificate_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.certificate = Some(PemSource::File(path.into()));
