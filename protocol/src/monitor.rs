@@ -28,7 +28,6 @@ use crate::net::Io;
 use crate::route::Route;
 use crate::time::{Instant, Rng};
 use crate::uid::{well_known, Uid};
-use crate::version::Protocol;
 
 /// `COORDINATOR_RECONNECTION_DELAY` (`fdbclient/ClientKnobs.cpp`).
 pub const COORDINATOR_RECONNECTION_DELAY: Duration = Duration::from_secs(1);
@@ -126,18 +125,14 @@ pub(crate) struct InfoUpdate {
 #[derive(Debug)]
 pub(crate) struct ClusterMonitor {
     cluster: ClusterFile,
+    /// Sent to coordinators for their client statistics.
+    trace_log_group: Bytes,
     /// The client version announced to the cluster.
     client_version: Bytes,
     coordinators: Vec<CoordinatorSlot>,
-    /// The `OpenDatabaseCoordRequest` sent on each (re)connect, kept between sends: only
-    /// its reply token and known info id change per send, its supported version when the
-    /// protocol changes, its connection string's parts when the connection string does.
-    request: OpenDatabaseCoordRequest,
-    /// The protocol `request`'s supported version was written for.
-    request_protocol: Option<Protocol>,
-    /// `request` encoded, to be sent again with its token and info id written in; `None`
-    /// after the request changed otherwise (or if those could not be located).
-    encoded: Option<EncodedRequest>,
+    /// What `OpenDatabaseCoordRequest` says about the connection string.
+    wire_coordinators: Vec<NetworkAddress>,
+    wire_hostnames: Vec<Hostname>,
     coordinator_index: usize,
     success_index: usize,
     /// Earliest time to ask a coordinator again (after a full failed round).
@@ -166,25 +161,13 @@ impl ClusterMonitor {
     ) -> ClusterMonitor {
         let coordinators = coordinator_slots(&cluster, rng);
         let (wire_coordinators, wire_hostnames) = wire_coordinators(&cluster);
-        let request = OpenDatabaseCoordRequest {
-            issues: Vec::new(),
-            supported_versions: Vec::new(),
-            // Sent to coordinators for their client statistics.
-            trace_log_group,
-            known_client_info_id: Uid::default(),
-            cluster_key: Bytes::from(cluster.cluster_key()),
-            coordinators: wire_coordinators,
-            reply: ReplyPromise::default(),
-            hostnames: wire_hostnames,
-            internal: false,
-        };
         ClusterMonitor {
             cluster,
+            trace_log_group,
             client_version,
             coordinators,
-            request,
-            request_protocol: None,
-            encoded: None,
+            wire_coordinators,
+            wire_hostnames,
             coordinator_index: 0,
             success_index: 0,
             open_db_at: Some(now),
@@ -273,10 +256,8 @@ impl ClusterMonitor {
         tracing::info!(connection_string = %cluster, "switching coordinators");
         self.coordinators = coordinator_slots(&cluster, io.rng);
         let (addrs, hosts) = wire_coordinators(&cluster);
-        self.request.coordinators = addrs;
-        self.request.hostnames = hosts;
-        self.request.cluster_key = Bytes::from(cluster.cluster_key());
-        self.encoded = None;
+        self.wire_coordinators = addrs;
+        self.wire_hostnames = hosts;
         self.cluster = cluster;
         self.restart(io);
     }
@@ -488,97 +469,37 @@ impl ClusterMonitor {
             }
         };
         let token = io.token();
-        let protocol = io.net.protocol();
-        if self.request_protocol != Some(protocol) {
-            self.request_protocol = Some(protocol);
-            self.request.supported_versions = alloc::vec![ClientVersionRef {
+        let req = OpenDatabaseCoordRequest {
+            issues: Vec::new(),
+            supported_versions: alloc::vec![ClientVersionRef {
                 client_version: if self.client_version.is_empty() {
-                    Bytes::from_static(protocol.release().as_bytes())
+                    Bytes::from_static(io.net.protocol().release().as_bytes())
                 } else {
                     self.client_version.clone()
                 },
                 source_version: Bytes::new(),
                 // FDB prints it with `%llx`: no leading zero.
-                protocol_version: Bytes::from(alloc::format!("{:x}", protocol.version().version())),
-            }];
-            self.encoded = None;
-        }
-        let known = self.info.as_ref().map(|i| i.id).unwrap_or_default();
-        self.request.known_client_info_id = known;
-        self.request.reply = ReplyPromise { token };
-        self.open_db_outstanding = true;
-        let bytes = match self.encoded.as_mut().and_then(|e| e.with(token, known)) {
-            Some(bytes) => {
-                debug_assert_eq!(bytes, &crate::serializer::encode(&self.request)[..]);
-                bytes
-            }
-            None => {
-                let bytes = crate::serializer::encode(&self.request);
-                self.encoded = EncodedRequest::new(&self.request, bytes.clone());
-                return io.send_encoded(
-                    &addr,
-                    well_known::CLIENT_LEADER_REG_OPEN_DATABASE,
-                    &bytes,
-                    token,
-                    Route::OpenDatabase,
-                );
-            }
+                protocol_version: Bytes::from(alloc::format!(
+                    "{:x}",
+                    io.net.protocol().version().version()
+                )),
+            }],
+            trace_log_group: self.trace_log_group.clone(),
+            known_client_info_id: self.info.as_ref().map(|i| i.id).unwrap_or_default(),
+            cluster_key: Bytes::from(self.cluster.cluster_key()),
+            coordinators: self.wire_coordinators.clone(),
+            reply: ReplyPromise { token },
+            hostnames: self.wire_hostnames.clone(),
+            internal: false,
         };
-        io.send_encoded(
+        self.open_db_outstanding = true;
+        io.send(
             &addr,
             well_known::CLIENT_LEADER_REG_OPEN_DATABASE,
-            bytes,
+            &req,
             token,
             Route::OpenDatabase,
         );
-    }
-}
-
-/// An `OpenDatabaseCoordRequest`, encoded, with the places of its two fields that change
-/// between sends (each a [`Uid`], written as its 16 bytes): a reconnect writes them in
-/// rather than encode the whole request again.
-#[derive(Debug)]
-struct EncodedRequest {
-    bytes: Vec<u8>,
-    token_at: usize,
-    /// Where the known info id is, if it could be told apart (not while it is all zeros),
-    /// and the id encoded.
-    info_at: Option<usize>,
-    info: Uid,
-}
-
-impl EncodedRequest {
-    /// `bytes`, `req` encoded, with the places of its reply token and known info id: each is
-    /// where its 16 bytes occur, if they occur once (the field holds them, so a single
-    /// occurrence is the field). `None` if the token's place cannot be told.
-    fn new(req: &OpenDatabaseCoordRequest, bytes: Vec<u8>) -> Option<EncodedRequest> {
-        let once = |v: Uid| {
-            let b = v.to_bytes();
-            let mut at = bytes.windows(16).enumerate().filter(|(_, w)| *w == b);
-            let first = at.next()?.0;
-            at.next().is_none().then_some(first)
-        };
-        let token_at = once(req.reply.token)?;
-        let info = req.known_client_info_id;
-        let info_at = once(info);
-        Some(EncodedRequest {
-            token_at,
-            info_at,
-            info,
-            bytes,
-        })
-    }
-
-    /// The request with this reply token and known info id, if this encoding can say it.
-    fn with(&mut self, token: Uid, known: Uid) -> Option<&[u8]> {
-        match self.info_at {
-            Some(at) => self.bytes[at..at + 16].copy_from_slice(&known.to_bytes()),
-            None if known != self.info => return None,
-            None => {}
-        }
-        self.info = known;
-        self.bytes[self.token_at..self.token_at + 16].copy_from_slice(&token.to_bytes());
-        Some(&self.bytes)
     }
 }
 
