@@ -146,23 +146,81 @@ impl RealCluster {
 
     /// Moves the whole cluster to `version` as an operator upgrades it (`cluster.sh upgrade`:
     /// every process killed at once and started again on its port and data with that
-    /// version's fdbserver), returning once the database is available again.
-    pub fn upgrade(&self, version: &str, limit: Duration) -> Result<(), String> {
-        let out = run_bounded(
+    /// version's fdbserver), returning once the database is available again, with the
+    /// ports whose new process had to be started again.
+    ///
+    /// Like the `fdbmonitor` an operator runs, this restarts a new process that exits: a
+    /// killed fdbserver can hold its data directory's lock or its port a moment longer on a
+    /// loaded machine, and its successor then dies at once ("Unable to lock the file",
+    /// "Local address in use"), which `cluster.sh` alone would wait on for minutes.
+    pub fn upgrade(&self, version: &str, limit: Duration) -> Result<Vec<u16>, String> {
+        let before = self.procs();
+        let mut restarted: Vec<(u16, Instant)> = Vec::new();
+        let mut supervise = || {
+            let now = self.procs();
+            // Until every port has its new process, `cluster.sh` is still writing `procs`.
+            let started = now.len() >= before.len()
+                && now.iter().all(|p| before.iter().all(|b| b.pid != p.pid));
+            if !started {
+                return;
+            }
+            for p in now {
+                let recent = restarted
+                    .iter()
+                    .any(|(port, at)| *port == p.port && at.elapsed() < Duration::from_secs(1));
+                if !recent && !self.is_alive(p.port) {
+                    let _ = self.restart(p.port);
+                    restarted.push((p.port, Instant::now()));
+                }
+            }
+        };
+        let out = run_supervised(
             Command::new(&self.script)
                 .arg("upgrade")
                 .arg(&self.dir)
                 .arg(version),
             limit,
-        )?;
-        if out.ok {
-            Ok(())
-        } else {
-            Err(format!(
-                "cluster.sh upgrade failed:\n{}{}",
-                out.stdout, out.stderr
-            ))
+            &mut supervise,
+        );
+        let ports: Vec<u16> = restarted.iter().map(|r| r.0).collect();
+        let restarts = format!("\nrestarted after exiting: {ports:?}");
+        match out {
+            Ok(out) if out.ok => Ok(ports),
+            Ok(out) => Err(format!(
+                "cluster.sh upgrade failed:\n{}{}{restarts}{}",
+                out.stdout,
+                out.stderr,
+                self.diagnosis()
+            )),
+            Err(e) => Err(format!("{e}{restarts}{}", self.diagnosis())),
         }
+    }
+
+    /// Each process's state, the end of its stdout (where fdbserver reports a fatal start)
+    /// and its last logged errors: what a failed upgrade or restart needs to be understood.
+    pub fn diagnosis(&self) -> String {
+        let mut s = String::new();
+        for p in self.procs() {
+            let stdout = std::fs::read_to_string(
+                self.dir
+                    .join("logs")
+                    .join(p.port.to_string())
+                    .join("stdout"),
+            )
+            .unwrap_or_default();
+            let tail: Vec<&str> = stdout.lines().rev().take(5).collect();
+            s += &format!(
+                "\nport {} pid {} state {:?}; stdout ends {:?}",
+                p.port,
+                p.pid,
+                self.state(p.port),
+                tail.into_iter().rev().collect::<Vec<_>>()
+            );
+            for e in self.server_errors(p.port, 3) {
+                s += &format!("\n  {e}");
+            }
+        }
+        s
     }
 
     /// A one-process `memory` cluster whose fdbserver runs with these `--knob_NAME=VALUE`
@@ -319,8 +377,14 @@ impl RealCluster {
         matches!(self.state(port), Some(s) if s != 'Z' && s != 'X')
     }
 
-    /// Starts the process for `port` again (same data directory, same locality).
+    /// Starts the process for `port` again (same data directory, same locality), once the
+    /// previous one is gone: a successor started while a killed process still holds the
+    /// data directory's lock or the port exits at once.
     pub fn restart(&self, port: u16) -> Result<(), String> {
+        let gone_by = Instant::now() + Duration::from_secs(10);
+        while self.is_alive(port) && Instant::now() < gone_by {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let out = run_bounded(
             Command::new(&self.script)
                 .arg("restart")
@@ -676,6 +740,15 @@ struct Output {
 
 /// Runs `cmd` with its output captured, killing it after `limit`.
 fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<Output, String> {
+    run_supervised(cmd, limit, &mut || {})
+}
+
+/// [`run_bounded`], calling `tick` about every 20 ms while the command runs.
+fn run_supervised(
+    cmd: &mut Command,
+    limit: Duration,
+    tick: &mut dyn FnMut(),
+) -> Result<Output, String> {
     let what = format!("{cmd:?}");
     let mut child = cmd
         .stdin(Stdio::null())
@@ -700,7 +773,10 @@ fn run_bounded(cmd: &mut Command, limit: Duration) -> Result<Output, String> {
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break s,
-            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) if start.elapsed() < limit => {
+                tick();
+                std::thread::sleep(Duration::from_millis(20));
+            }
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();

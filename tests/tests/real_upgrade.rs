@@ -181,12 +181,12 @@ fn a_live_upgrade_fails_no_transaction() {
     let w = start_workload(&rt, &tokio_db, mio_dbs, &bank);
     thread::sleep(WARM);
     let upgrade_start = Instant::now();
-    cluster
+    let restarted = cluster
         .upgrade(TO, UPGRADE_LIMIT)
         .unwrap_or_else(|e| panic!("real_upgrade: {e}"));
     let upgrade_end = Instant::now();
     println!(
-        "real_upgrade: cluster.sh upgrade {TO} took {:.1?}",
+        "real_upgrade: cluster.sh upgrade {TO} took {:.1?} (new processes that exited and were started again, as fdbmonitor does: {restarted:?})",
         upgrade_end - upgrade_start
     );
     thread::sleep(AFTER);
