@@ -6,7 +6,6 @@
 //! payload and exists only on plain TCP: FDB leaves it out on TLS connections, where the TLS
 //! record MAC already protects the bytes (`checksumEnabled = !isTLS()`).
 
-use alloc::vec::Vec;
 use bytes::{BufMut, Bytes, BytesMut};
 use core::fmt;
 use nom::number::complete::{le_u16, le_u32, le_u64};
@@ -270,8 +269,8 @@ pub struct FrameDecoder {
     /// Bytes after a large packet that `buf` holds whole (see `feed`); they move to `buf`
     /// once that packet is taken.
     spill: BytesMut,
-    /// Handles on the buffers of recent large packets (see `keep_spare`).
-    spares: Vec<BytesMut>,
+    /// Handles on the buffers of recent large packets (see `keep_spare`), at most `SPARES`.
+    spares: heapless::Vec<BytesMut, SPARES>,
     expect_connect: bool,
     with_checksum: bool,
     limit: u32,
@@ -284,7 +283,7 @@ impl FrameDecoder {
         FrameDecoder {
             buf: BytesMut::new(),
             spill: BytesMut::new(),
-            spares: Vec::new(),
+            spares: heapless::Vec::new(),
             expect_connect,
             with_checksum,
             limit: PACKET_LIMIT,
@@ -398,10 +397,11 @@ impl FrameDecoder {
     fn keep_spare(&mut self) {
         if self.buf.is_empty() && self.buf.capacity() == 0 {
             let b = core::mem::take(&mut self.buf);
-            if self.spares.len() == SPARES {
+            if self.spares.is_full() {
                 self.spares.remove(0);
             }
-            self.spares.push(b);
+            // Room was just made.
+            let _ = self.spares.push(b);
         }
     }
 
@@ -609,6 +609,28 @@ mod tests {
                 assert_eq!(&p.message[..], &m[..], "packet {i}, reads of {read}");
             }
         }
+    }
+
+    #[test]
+    fn spare_buffers_stay_bounded_while_frames_are_held() {
+        // More large packets than `SPARES`, every frame kept alive: no buffer can be reused,
+        // the decoder lets the oldest handles go, and every packet still comes out whole.
+        let n = SPARES + 6;
+        let mut d = FrameDecoder::new(false, true);
+        let mut held = Vec::new();
+        for i in 0..n {
+            let msg = vec![i as u8; SPILL_AFTER + 100];
+            let mut b = BytesMut::new();
+            encode_packet(&mut b, Uid::new(i as u64, 0), &msg, true);
+            d.feed(&b);
+            let Some(Incoming::Packet(p)) = d.next_frame().unwrap() else {
+                panic!("packet {i} not whole")
+            };
+            assert_eq!(&p.message[..], &msg[..], "packet {i}");
+            held.push(p);
+        }
+        assert_eq!(d.spares.len(), SPARES);
+        assert_eq!(held.len(), n);
     }
 
     #[test]
