@@ -385,6 +385,27 @@ impl<S: Server> Sim<S> {
         self.drive();
     }
 
+    /// Answers several requests of one connection in a single read, as a server that flushed
+    /// them together: the client takes them all in before it runs again.
+    pub fn reply_together(&mut self, answers: &[(&Request, &[u8])]) {
+        let Some((first, _)) = answers.first() else {
+            return;
+        };
+        let conn = first.conn;
+        let checksum = self
+            .conns
+            .get(&conn)
+            .unwrap_or_else(|| panic!("{conn:?} was never opened"))
+            .checksum;
+        let mut b = BytesMut::new();
+        for (req, message) in answers {
+            assert_eq!(req.conn, conn, "answers together share a connection");
+            encode_packet(&mut b, req.reply_token(), message, checksum);
+        }
+        self.client.handle_input(conn, self.now, &b);
+        self.drive();
+    }
+
     // ----- what came out -----
 
     /// The requests waiting for the test, oldest first.

@@ -607,7 +607,7 @@ impl ReadOp {
         op.wait = Wait::Ready;
         txs.table.ready.push(req);
         if fed.is_err() {
-            txs.fail_op(
+            return txs.fail_op(
                 cx,
                 req,
                 ClientError::Decode(crate::serializer::DecodeError::InvalidValue(
@@ -615,6 +615,11 @@ impl ReadOp {
                 )),
             );
         }
+        // The read goes on now, before the next reply is taken in: libfdb_c delivers each
+        // reply as a task of its own, and RYW's walk resumes inside it. Left for the next
+        // round, the walk would see what replies after this one put in the snapshot cache (a
+        // get of the next key, say) and batch rows libfdb_c does not.
+        txs.advance(cx, req);
     }
 
     fn on_error(

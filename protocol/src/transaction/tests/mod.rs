@@ -3,4 +3,5 @@
 
 mod backoff;
 mod floor;
+mod reply_order;
 mod tag;
