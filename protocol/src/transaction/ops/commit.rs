@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::versionstamp::VersionstampOp;
 use super::watch::WatchOp;
-use super::{OpKind, Timer, Wait};
+use super::{OpId, OpKind, Timer, Wait};
 use crate::error::{knobs, ErrorCode};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -200,12 +200,8 @@ impl CommitOp {
     }
 
     /// The checks that need the writes, the read version, then the request to a commit proxy.
-    pub(super) fn advance(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    pub(super) fn advance(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId) {
+        let OpId { req, tx } = id;
         let t = &txs.txs[&tx];
         let (mutations, mut write_conflicts, mut read_conflicts) = Transactions::commit_lists(t);
         let read_only = mutations.is_empty() && write_conflicts.is_empty();
@@ -217,13 +213,13 @@ impl CommitOp {
             let v = if t.watches.is_empty() {
                 None
             } else if !txs.tx_tenants.contains_key(&tx) {
-                match txs.read_version_only(cx, req, tx, false) {
+                match txs.read_version_only(cx, id, false) {
                     Some(Ok(v)) => Some(v),
                     Some(Err(e)) => return CommitOp::fail(txs, cx, req, tx, e),
                     None => return,
                 }
             } else {
-                match txs.read_version_for(cx, req, tx, false) {
+                match txs.read_version_for(cx, id, false) {
                     Some(Ok(v)) => Some(v),
                     Some(Err(e)) => return CommitOp::fail(txs, cx, req, tx, e),
                     None => return,
@@ -265,7 +261,7 @@ impl CommitOp {
                 ClientError::Fdb(ErrorCode::TRANSACTION_TOO_LARGE),
             );
         }
-        let version = match txs.read_version_for(cx, req, tx, true) {
+        let version = match txs.read_version_for(cx, id, true) {
             Some(Ok(v)) => v,
             Some(Err(e)) => return CommitOp::fail(txs, cx, req, tx, e),
             None => return,
@@ -453,7 +449,7 @@ impl CommitOp {
                 if e == ErrorCode::COMMIT_UNKNOWN_RESULT
                     || e == ErrorCode::REQUEST_MAYBE_DELIVERED =>
             {
-                CommitOp::outcome_unknown(txs, cx, req, tx)
+                CommitOp::outcome_unknown(txs, cx, OpId { req, tx })
             }
             Ok(ErrorOr::Ok(id)) if id.version == crate::messages::types::INVALID_VERSION => {
                 // With `report_conflicting_keys` a conflict comes back as a `CommitID` without
@@ -517,7 +513,7 @@ impl CommitOp {
         };
         match dummy_for {
             Some(parent) => CommitOp::on_dummy_done(txs, cx, req, tx, parent, false),
-            None => CommitOp::outcome_unknown(txs, cx, req, tx),
+            None => CommitOp::outcome_unknown(txs, cx, OpId { req, tx }),
         }
     }
 
@@ -525,12 +521,8 @@ impl CommitOp {
     /// commit a dummy transaction that reads and writes the commit's self-conflicting key: once
     /// it commits, the original can no longer commit later. Then report
     /// `commit_unknown_result`.
-    fn outcome_unknown(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    fn outcome_unknown(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId) {
+        let OpId { req, tx } = id;
         let key = txs.txs.get(&tx).and_then(|t| t.self_conflict.clone());
         let Some(key) = key else {
             return CommitOp::fail(

@@ -129,6 +129,14 @@ impl Op {
     }
 }
 
+/// An operation as its steps see it: its request and the transaction it belongs to, passed
+/// together because every step needs both.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OpId {
+    pub(super) req: RequestId,
+    pub(super) tx: TransactionId,
+}
+
 /// The operations in flight and what wakes them: their timers (ordered by time, then by
 /// when they were set) and the ready list. Owned apart from the transactions so that what
 /// only schedules can be seen to touch nothing else.
@@ -435,15 +443,16 @@ impl Transactions {
                 _ => {}
             }
         }
+        let id = OpId { req, tx };
         match &op.kind {
-            OpKind::ReadVersion(_) => read_version::ReadVersionOp::advance(self, cx, req, tx),
-            OpKind::Get(_) => get::GetOp::advance(self, cx, req, tx),
-            OpKind::GetKey(_) | OpKind::Range(_) => range::ReadOp::advance(self, cx, req, tx),
-            OpKind::Commit(_) => commit::CommitOp::advance(self, cx, req, tx),
-            OpKind::Watch(_) => watch::WatchOp::advance(self, cx, req, tx),
+            OpKind::ReadVersion(_) => read_version::ReadVersionOp::advance(self, cx, id),
+            OpKind::Get(_) => get::GetOp::advance(self, cx, id),
+            OpKind::GetKey(_) | OpKind::Range(_) => range::ReadOp::advance(self, cx, id),
+            OpKind::Commit(_) => commit::CommitOp::advance(self, cx, id),
+            OpKind::Watch(_) => watch::WatchOp::advance(self, cx, id),
             OpKind::Backoff(_) => on_error::BackoffOp::advance(&mut self.table, req),
-            OpKind::Metrics(_) => metrics::MetricsOp::advance(self, cx, req, tx),
-            OpKind::Addresses(_) => addresses::AddressesOp::advance(self, cx, req, tx),
+            OpKind::Metrics(_) => metrics::MetricsOp::advance(self, cx, id),
+            OpKind::Addresses(_) => addresses::AddressesOp::advance(self, cx, id),
             OpKind::Versionstamp(_) => versionstamp::VersionstampOp::advance(&mut self.table, req),
         }
     }
