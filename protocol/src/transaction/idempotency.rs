@@ -13,6 +13,7 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
+use super::ops::commit::CommitOp;
 use super::{Ctx, Transactions};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
@@ -312,15 +313,16 @@ impl Transactions {
                 let mut stamp = [0u8; 10];
                 stamp[..8].copy_from_slice(&version.to_be_bytes());
                 stamp[8..].copy_from_slice(&batch.to_be_bytes());
-                self.commit_succeeded(cx, check.parent, parent_tx, -1, version, stamp);
+                CommitOp::succeeded(self, cx, check.parent, parent_tx, -1, version, stamp);
             }
-            Ok(None) => self.fail_commit(
+            Ok(None) => CommitOp::fail(
+                self,
                 cx,
                 check.parent,
                 parent_tx,
                 ClientError::Fdb(ErrorCode::TRANSACTION_TOO_OLD),
             ),
-            Err(e) => self.fail_commit(cx, check.parent, parent_tx, e),
+            Err(e) => CommitOp::fail(self, cx, check.parent, parent_tx, e),
         }
     }
 }

@@ -51,30 +51,6 @@ impl Transactions {
         CommitOp::on_lost(self, cx, req)
     }
 
-    /// The idempotency rows said commit `req` of `tx` went through (see [`CommitOp::succeeded`]).
-    pub(in crate::transaction) fn commit_succeeded(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-        version: Version,
-        at: Version,
-        stamp: [u8; 10],
-    ) {
-        CommitOp::succeeded(self, cx, req, tx, version, at, stamp)
-    }
-
-    /// Fails commit `req` of `tx` (see [`CommitOp::fail`]).
-    pub(in crate::transaction) fn fail_commit(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-        e: ClientError,
-    ) {
-        CommitOp::fail(self, cx, req, tx, e)
-    }
-
     /// Whether a commit of `tx` is in flight or an `on_error` of it sleeps.
     pub(crate) fn commit_or_backoff_pending(&self, tx: TransactionId) -> bool {
         self.table.ops.values().any(|o| {
@@ -406,7 +382,7 @@ impl CommitOp {
     }
 
     /// Fails commit `req` of `tx` with `e`, and the watches waiting for it.
-    pub(super) fn fail(
+    pub(in crate::transaction) fn fail(
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
@@ -482,7 +458,7 @@ impl CommitOp {
 
     /// The commit of `tx` went through: `version` is what the application is told (and what
     /// `get_committed_version` says), `at` the version it committed at.
-    pub(super) fn succeeded(
+    pub(in crate::transaction) fn succeeded(
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
         req: RequestId,
