@@ -166,7 +166,7 @@ impl CommitOp {
                 t.committing = true;
                 if let Some(e) = t.read_failed.clone() {
                     txs.insert_op(cx, req, tx, OpKind::Commit(CommitOp { dummy_for: None }));
-                    CommitOp::fail(txs, cx, req, tx, e);
+                    CommitOp::fail(txs, cx, OpId { req, tx }, e);
                     return req;
                 }
             }
@@ -191,13 +191,13 @@ impl CommitOp {
             } else if !txs.tx_tenants.contains_key(&tx) {
                 match txs.read_version_only(cx, id, false) {
                     Some(Ok(v)) => Some(v),
-                    Some(Err(e)) => return CommitOp::fail(txs, cx, req, tx, e),
+                    Some(Err(e)) => return CommitOp::fail(txs, cx, id, e),
                     None => return,
                 }
             } else {
                 match txs.read_version_for(cx, id, false) {
                     Some(Ok(v)) => Some(v),
-                    Some(Err(e)) => return CommitOp::fail(txs, cx, req, tx, e),
+                    Some(Err(e)) => return CommitOp::fail(txs, cx, id, e),
                     None => return,
                 }
             };
@@ -220,8 +220,7 @@ impl CommitOp {
             return CommitOp::fail(
                 txs,
                 cx,
-                req,
-                tx,
+                id,
                 ClientError::Fdb(ErrorCode::TRANSACTION_READ_ONLY),
             );
         }
@@ -232,14 +231,13 @@ impl CommitOp {
             return CommitOp::fail(
                 txs,
                 cx,
-                req,
-                tx,
+                id,
                 ClientError::Fdb(ErrorCode::TRANSACTION_TOO_LARGE),
             );
         }
         let version = match txs.read_version_for(cx, id, true) {
             Some(Ok(v)) => v,
-            Some(Err(e)) => return CommitOp::fail(txs, cx, req, tx, e),
+            Some(Err(e)) => return CommitOp::fail(txs, cx, id, e),
             None => return,
         };
         let proxy = if txs.txs[&tx].options.commit_on_first_proxy {
@@ -385,10 +383,10 @@ impl CommitOp {
     pub(in crate::transaction) fn fail(
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
+        id: OpId,
         e: ClientError,
     ) {
+        let OpId { req, tx } = id;
         if let Some(t) = txs.txs.get_mut(&tx) {
             let watches = core::mem::take(&mut t.watches);
             for w in watches {
@@ -413,6 +411,7 @@ impl CommitOp {
         let Some((tx, dummy_for)) = CommitOp::of(txs, req) else {
             return;
         };
+        let op = OpId { req, tx };
         if let Some(parent) = dummy_for {
             let ok = matches!(
                 decode_reply::<CommitID>(message),
@@ -442,17 +441,17 @@ impl CommitOp {
                     }
                     t.conflicting = Some(set);
                 }
-                CommitOp::fail(txs, cx, req, tx, ClientError::Fdb(ErrorCode::NOT_COMMITTED))
+                CommitOp::fail(txs, cx, op, ClientError::Fdb(ErrorCode::NOT_COMMITTED))
             }
             Ok(ErrorOr::Ok(id)) => {
                 cx.grv
                     .note_metadata_version(id.version, id.metadata_version.clone());
                 txs.expire_idempotency_id(cx, tx, id.version, id.txn_batch_id);
                 let stamp = id.versionstamp();
-                CommitOp::succeeded(txs, cx, req, tx, id.version, id.version, stamp);
+                CommitOp::succeeded(txs, cx, op, id.version, id.version, stamp);
             }
-            Ok(ErrorOr::Err(e)) => CommitOp::fail(txs, cx, req, tx, ClientError::Fdb(e)),
-            Err(e) => CommitOp::fail(txs, cx, req, tx, ClientError::Decode(e)),
+            Ok(ErrorOr::Err(e)) => CommitOp::fail(txs, cx, op, ClientError::Fdb(e)),
+            Err(e) => CommitOp::fail(txs, cx, op, ClientError::Decode(e)),
         }
     }
 
@@ -461,12 +460,12 @@ impl CommitOp {
     pub(in crate::transaction) fn succeeded(
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
+        id: OpId,
         version: Version,
         at: Version,
         stamp: [u8; 10],
     ) {
+        let OpId { req, tx } = id;
         if let Some(t) = txs.txs.get_mut(&tx) {
             t.committed = Some((version, Some(stamp)));
         }
@@ -504,8 +503,7 @@ impl CommitOp {
             return CommitOp::fail(
                 txs,
                 cx,
-                req,
-                tx,
+                id,
                 ClientError::Fdb(ErrorCode::COMMIT_UNKNOWN_RESULT),
             );
         };
@@ -564,8 +562,10 @@ impl CommitOp {
             _ => CommitOp::fail(
                 txs,
                 cx,
-                parent,
-                parent_tx,
+                OpId {
+                    req: parent,
+                    tx: parent_tx,
+                },
                 ClientError::Fdb(ErrorCode::COMMIT_UNKNOWN_RESULT),
             ),
         }

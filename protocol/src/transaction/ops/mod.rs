@@ -293,20 +293,14 @@ impl Transactions {
             return;
         };
         let tx = op.tx;
-        self.fail_by_kind(cx, req, tx, ClientError::Fdb(err));
+        self.fail_by_kind(cx, OpId { req, tx }, ClientError::Fdb(err));
     }
 
     /// Fails operation `req` of `tx` as its kind fails (a commit fails its watches too).
-    fn fail_by_kind(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-        e: ClientError,
-    ) {
-        match self.table.ops.get(&req).map(|o| &o.kind) {
-            Some(OpKind::Commit(_)) => commit::CommitOp::fail(self, cx, req, tx, e),
-            _ => self.fail_op(cx, req, e),
+    fn fail_by_kind(&mut self, cx: &mut Ctx<'_>, id: OpId, e: ClientError) {
+        match self.table.ops.get(&id.req).map(|o| &o.kind) {
+            Some(OpKind::Commit(_)) => commit::CommitOp::fail(self, cx, id, e),
+            _ => self.fail_op(cx, id.req, e),
         }
     }
 
@@ -438,7 +432,7 @@ impl Transactions {
                 }
                 Some(t) if t.deferred.is_some() => {
                     let e = t.deferred.clone().expect("checked");
-                    return self.fail_by_kind(cx, req, tx, e);
+                    return self.fail_by_kind(cx, OpId { req, tx }, e);
                 }
                 _ => {}
             }
