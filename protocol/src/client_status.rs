@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 
 use crate::cluster_file::Coordinator;
-use crate::messages::{IpAddress, NetworkAddress};
+use crate::messages::NetworkAddress;
 use crate::monitor::{wire_address, ClusterMonitor};
 use crate::net::Network;
 use crate::time::Instant;
@@ -91,14 +91,7 @@ pub struct PeerStatus {
 /// FDB's `NetworkAddress` order (`operator<`): flags (TLS) first, then the IP (v4 before
 /// v6), then the port.
 pub(crate) fn address_order(a: &NetworkAddress) -> (bool, bool, [u8; 16], u16) {
-    let (v6, ip) = match a.ip {
-        IpAddress::V4(v) => {
-            let mut b = [0u8; 16];
-            b[..4].copy_from_slice(&v.to_be_bytes());
-            (false, b)
-        }
-        IpAddress::V6(b) => (true, b),
-    };
+    let (ip, v6) = a.ip.octets16();
     (a.is_tls(), v6, ip, a.port)
 }
 
@@ -332,6 +325,7 @@ pub(crate) fn json_string(o: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::messages::IpAddress;
     use alloc::string::ToString;
     use alloc::vec;
 

@@ -288,36 +288,13 @@ mod tests {
     use crate::error::ErrorCode;
     use crate::messages::coordination::ClientDBInfo;
     use crate::messages::{EnsureTable, IpAddress};
-    use crate::sim::{loopback_stream, Request, Server, Sim, Wire};
+    use crate::sim::{loopback_stream, InfoServer, Request, Sim};
     use crate::uid::{well_known, Uid};
-
-    /// Answers the client's `ClientDBInfo`; the proxy's and coordinators' requests wait for
-    /// the test.
-    struct Cluster {
-        info: ClientDBInfo,
-    }
-
-    impl Server for Cluster {
-        fn serve(&mut self, wire: &mut Wire<'_>, req: Request) -> Option<Request> {
-            match &req.msg {
-                AnyMessage::OpenDatabaseCoordRequest(r)
-                    if r.known_client_info_id == Uid::default() =>
-                {
-                    wire.reply(&req, ErrorOr::Ok(self.info.clone()));
-                    None
-                }
-                AnyMessage::OpenDatabaseCoordRequest(_) | AnyMessage::GetReadVersionRequest(_) => {
-                    None
-                }
-                _ => Some(req),
-            }
-        }
-    }
 
     const PROXY: Uid = Uid::new(2, 0x20);
     const OTHER_PROXY: Uid = Uid::new(2, 0x40);
 
-    fn sim() -> Sim<Cluster> {
+    fn sim() -> Sim<InfoServer> {
         let cs = "t:t@127.0.0.1:4500,127.0.0.2:4500,127.0.0.3:4500";
         let info = ClientDBInfo {
             commit_proxies: [PROXY, OTHER_PROXY]
@@ -330,7 +307,7 @@ mod tests {
             ..Default::default()
         };
         let config = ClientConfig::new(ClusterFile::parse(cs).unwrap(), 7);
-        let mut s = Sim::with_server(config, Cluster { info });
+        let mut s = Sim::with_server(config, InfoServer { info });
         s.drive();
         s
     }
@@ -342,19 +319,22 @@ mod tests {
         }
     }
 
-    fn start(s: &mut Sim<Cluster>, exclusions: Vec<AddressExclusion>) -> crate::event::Call<bool> {
+    fn start(
+        s: &mut Sim<InfoServer>,
+        exclusions: Vec<AddressExclusion>,
+    ) -> crate::event::Call<bool> {
         let now = s.now();
         let call = s.client.check_safe_exclusions(now, exclusions);
         s.drive();
         call
     }
 
-    fn proxy_request(s: &mut Sim<Cluster>) -> Request {
+    fn proxy_request(s: &mut Sim<InfoServer>) -> Request {
         s.take_request(|r| matches!(r.msg, AnyMessage::ExclusionSafetyCheckRequest(_)))
             .expect("the proxy was asked")
     }
 
-    fn leader_requests(s: &mut Sim<Cluster>) -> Vec<Request> {
+    fn leader_requests(s: &mut Sim<InfoServer>) -> Vec<Request> {
         s.drive();
         let mut out = Vec::new();
         while let Some(r) = s.take_request(|r| r.dest == well_known::CLIENT_LEADER_REG_GET_LEADER) {
@@ -363,7 +343,7 @@ mod tests {
         out
     }
 
-    fn answer_leader(s: &mut Sim<Cluster>, r: &Request) {
+    fn answer_leader(s: &mut Sim<InfoServer>, r: &Request) {
         let none = AnyMessage::Leader(ErrorOr::Ok(EnsureTable(None)));
         s.reply_bytes(r, &none.encode());
     }

@@ -86,6 +86,27 @@ impl Server for () {
     }
 }
 
+/// A scripted cluster that answers the client's first `ClientDBInfo` request with `info`,
+/// holds the long poll and read-version requests unanswered, and leaves the rest to the test.
+#[cfg(test)]
+pub(crate) struct InfoServer {
+    pub(crate) info: crate::messages::coordination::ClientDBInfo,
+}
+
+#[cfg(test)]
+impl Server for InfoServer {
+    fn serve(&mut self, wire: &mut Wire<'_>, req: Request) -> Option<Request> {
+        match &req.msg {
+            AnyMessage::OpenDatabaseCoordRequest(r) if r.known_client_info_id == Uid::default() => {
+                wire.reply(&req, crate::messages::ErrorOr::Ok(self.info.clone()));
+                None
+            }
+            AnyMessage::OpenDatabaseCoordRequest(_) | AnyMessage::GetReadVersionRequest(_) => None,
+            _ => Some(req),
+        }
+    }
+}
+
 /// Where a connection stands, as the simulated peer sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {

@@ -243,6 +243,31 @@ impl HealthMetrics {
     }
 }
 
+/// Health metrics as a 7.3 cluster reported them, for the tests of their decoding and of
+/// the special keys that show them.
+#[cfg(test)]
+pub(crate) fn sample_health() -> HealthMetrics {
+    HealthMetrics {
+        worst_storage_queue: 2018,
+        limiting_storage_queue: 2000,
+        worst_storage_durability_lag: 5_000_000,
+        limiting_storage_durability_lag: 4_000_000,
+        worst_tlog_queue: 258,
+        tps_limit: 507561.17099314946,
+        batch_limited: true,
+        storage_stats: alloc::vec![(
+            Uid::new(0x3532_35af_d43f_c358, 0x3d50_fa4b_7ca9_8773),
+            StorageStats {
+                storage_queue: 2020,
+                storage_durability_lag: 5_000_000,
+                disk_usage: 0.559_985_714_323_170_8,
+                cpu_usage: 2.2116835782091884,
+            },
+        )],
+        tlog_queue: alloc::vec![(Uid::new(1, 2), 258), (Uid::new(3, 4), 4804)],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,31 +276,9 @@ mod tests {
 
     const V73: u64 = 0x0FDB_00B0_7300_0000;
 
-    fn sample() -> HealthMetrics {
-        HealthMetrics {
-            worst_storage_queue: 2018,
-            limiting_storage_queue: 2000,
-            worst_storage_durability_lag: 5_000_000,
-            limiting_storage_durability_lag: 4_000_000,
-            worst_tlog_queue: 258,
-            tps_limit: 507561.17099314946,
-            batch_limited: true,
-            storage_stats: alloc::vec![(
-                Uid::new(0x3532_35af_d43f_c358, 0x3d50_fa4b_7ca9_8773),
-                StorageStats {
-                    storage_queue: 2020,
-                    storage_durability_lag: 5_000_000,
-                    disk_usage: 0.559_985_714_323_170_8,
-                    cpu_usage: 2.2116835782091884,
-                },
-            )],
-            tlog_queue: alloc::vec![(Uid::new(1, 2), 258), (Uid::new(3, 4), 4804)],
-        }
-    }
-
     #[test]
     fn health_metrics_round_trip_through_the_reply() {
-        let m = sample();
+        let m = sample_health();
         let reply = GetHealthMetricsReply {
             serialized: Bytes::from(m.encode(V73)),
         };
@@ -305,7 +308,7 @@ mod tests {
 
     #[test]
     fn bad_health_blobs_are_typed_errors() {
-        let blob = sample().encode(V73);
+        let blob = sample_health().encode(V73);
         for cut in 0..blob.len() {
             assert!(
                 matches!(

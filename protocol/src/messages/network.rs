@@ -21,6 +21,21 @@ pub enum IpAddress {
     V6([u8; 16]),
 }
 
+impl IpAddress {
+    /// The address as sixteen bytes (a v4 one in the first four, zeros after) and whether it
+    /// is v6: what FDB compares addresses by.
+    pub(crate) fn octets16(&self) -> ([u8; 16], bool) {
+        match *self {
+            IpAddress::V4(v) => {
+                let mut b = [0u8; 16];
+                b[..4].copy_from_slice(&v.to_be_bytes());
+                (b, false)
+            }
+            IpAddress::V6(b) => (b, true),
+        }
+    }
+}
+
 impl Default for IpAddress {
     fn default() -> Self {
         IpAddress::V4(0)

@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use crate::connection::Connection;
-use crate::messages::{IpAddress, NetworkAddress};
+use crate::messages::NetworkAddress;
 use crate::time::Instant;
 use crate::uid::Uid;
 
@@ -41,14 +41,7 @@ pub(crate) struct AddrKey {
 
 impl AddrKey {
     pub(crate) fn of(a: &NetworkAddress) -> AddrKey {
-        let (ip, v6) = match a.ip {
-            IpAddress::V4(v) => {
-                let mut b = [0u8; 16];
-                b[..4].copy_from_slice(&v.to_be_bytes());
-                (b, false)
-            }
-            IpAddress::V6(b) => (b, true),
-        };
+        let (ip, v6) = a.ip.octets16();
         AddrKey {
             ip,
             v6,

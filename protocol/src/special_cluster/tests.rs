@@ -1,7 +1,6 @@
 //! The cluster-filled modules' unit tests: row building, and whole reads on a scripted cluster.
 
 use super::*;
-use crate::messages::metrics::StorageStats;
 
 fn g17(x: f64) -> String {
     let mut s = String::new();
@@ -69,23 +68,11 @@ fn parts_follow_the_selectors() {
 #[test]
 fn health_rows_as_libfdb_c_writes_them() {
     let m = HealthMetrics {
-        worst_storage_queue: 2018,
         limiting_storage_queue: 2018,
-        worst_storage_durability_lag: 5_000_000,
         limiting_storage_durability_lag: 5_000_000,
-        worst_tlog_queue: 258,
-        tps_limit: 507561.17099314946,
         batch_limited: false,
-        storage_stats: alloc::vec![(
-            Uid::new(0x3532_35af_d43f_c358, 0x3d50_fa4b_7ca9_8773),
-            StorageStats {
-                storage_queue: 2020,
-                storage_durability_lag: 5_000_000,
-                disk_usage: 0.559_985_714_323_170_8,
-                cpu_usage: 2.2116835782091884,
-            },
-        )],
         tlog_queue: alloc::vec![(Uid::new(0x06d7_0def_58d1_090e, 0xd2e3_6004_3d0e_6c24), 258)],
+        ..crate::messages::metrics::sample_health()
     };
     let all = KeyRange::new(Bytes::from_static(HEALTH.0), Bytes::from_static(HEALTH.1));
     let rows = health_rows(&m, &all);
@@ -138,33 +125,12 @@ mod on_a_scripted_cluster {
     use crate::messages::metrics::DDMetricsRef;
     use crate::messages::workers::{encode_client_workers, ClientWorkerInterface};
     use crate::serializer::DecodeError;
-    use crate::sim::{Request, Server, Sim, Wire};
+    use crate::sim::{InfoServer, Request, Sim};
     use crate::transaction::RangeOptions;
 
     use crate::sim::loopback_stream as stream;
 
-    struct Cluster {
-        info: ClientDBInfo,
-    }
-
-    impl Server for Cluster {
-        fn serve(&mut self, wire: &mut Wire<'_>, req: Request) -> Option<Request> {
-            match &req.msg {
-                AnyMessage::OpenDatabaseCoordRequest(r)
-                    if r.known_client_info_id == Uid::default() =>
-                {
-                    wire.reply(&req, ErrorOr::Ok(self.info.clone()));
-                    None
-                }
-                AnyMessage::OpenDatabaseCoordRequest(_) | AnyMessage::GetReadVersionRequest(_) => {
-                    None
-                }
-                _ => Some(req),
-            }
-        }
-    }
-
-    fn sim() -> Sim<Cluster> {
+    fn sim() -> Sim<InfoServer> {
         let cluster_file = ClusterFile::parse("t:t@127.0.0.1:4500").unwrap();
         let info = ClientDBInfo {
             grv_proxies: alloc::vec![
@@ -185,7 +151,7 @@ mod on_a_scripted_cluster {
             cluster_id: Uid::new(0xabc, 0xdef),
             ..Default::default()
         };
-        let mut s = Sim::with_server(ClientConfig::new(cluster_file, 7), Cluster { info });
+        let mut s = Sim::with_server(ClientConfig::new(cluster_file, 7), InfoServer { info });
         s.drive();
         s
     }
@@ -194,7 +160,7 @@ mod on_a_scripted_cluster {
         KeySelector::first_greater_or_equal(Bytes::copy_from_slice(k))
     }
 
-    fn read(s: &mut Sim<Cluster>, b: &[u8], e: &[u8]) -> crate::event::Call<RangeResult> {
+    fn read(s: &mut Sim<InfoServer>, b: &[u8], e: &[u8]) -> crate::event::Call<RangeResult> {
         let now = s.now();
         let tx = s.client.create_transaction(now);
         let call = s
@@ -204,7 +170,7 @@ mod on_a_scripted_cluster {
         call
     }
 
-    fn take(s: &mut Sim<Cluster>, pick: impl FnMut(&Request) -> bool) -> Request {
+    fn take(s: &mut Sim<InfoServer>, pick: impl FnMut(&Request) -> bool) -> Request {
         s.take_request(pick).expect("the request was sent")
     }
 
@@ -366,7 +332,7 @@ mod on_a_scripted_cluster {
             tlog_queue: alloc::vec![(Uid::new(2, 2), 5)],
             ..HealthMetrics::default()
         };
-        let answer = |s: &mut Sim<Cluster>, req: &Request, m: &HealthMetrics| {
+        let answer = |s: &mut Sim<InfoServer>, req: &Request, m: &HealthMetrics| {
             s.reply(
                 req,
                 ErrorOr::Ok(GetHealthMetricsReply {

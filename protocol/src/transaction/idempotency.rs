@@ -13,6 +13,8 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
+use super::ops::commit::CommitOp;
+use super::ops::OpId;
 use super::{Ctx, Transactions};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
@@ -305,6 +307,10 @@ impl Transactions {
         if let Some(t) = self.txs.get_mut(&parent_tx) {
             t.idempotency = None;
         }
+        let commit = OpId {
+            req: check.parent,
+            tx: parent_tx,
+        };
         match outcome {
             // libfdb_c sends the versionstamp but leaves the committed version unset
             // (`invalidVersion`) on this path; watches start from the version found.
@@ -312,15 +318,15 @@ impl Transactions {
                 let mut stamp = [0u8; 10];
                 stamp[..8].copy_from_slice(&version.to_be_bytes());
                 stamp[8..].copy_from_slice(&batch.to_be_bytes());
-                self.commit_succeeded(cx, check.parent, parent_tx, -1, version, stamp);
+                CommitOp::succeeded(self, cx, commit, -1, version, stamp);
             }
-            Ok(None) => self.fail_commit(
+            Ok(None) => CommitOp::fail(
+                self,
                 cx,
-                check.parent,
-                parent_tx,
+                commit,
                 ClientError::Fdb(ErrorCode::TRANSACTION_TOO_OLD),
             ),
-            Err(e) => self.fail_commit(cx, check.parent, parent_tx, e),
+            Err(e) => CommitOp::fail(self, cx, commit, e),
         }
     }
 }

@@ -370,28 +370,26 @@ impl Transactions {
 
     /// Removes `key`.
     pub(crate) fn clear(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
-        self.write(tx, |s| s.clear_inner(tx, key))
-    }
-
-    pub(super) fn clear_inner(&mut self, tx: TransactionId, key: &[u8]) -> Result<(), ClientError> {
-        let conflict = self.take_write_conflict(tx)?;
-        self.check_not_committing(tx)?;
-        if self.check_special_write_key(tx, key, None)? {
-            return Ok(());
-        }
-        self.check_write(tx, key)?;
-        // No key that long exists: clearing it does nothing (RYW's `clear(key)`).
-        if key.len() > max_key_size(key) {
-            return Ok(());
-        }
-        let end = key_after(key);
-        let t = self.tx_mut(tx)?;
-        if t.options.ryw_disabled {
-            t.native.clear(Bytes::copy_from_slice(key), end, conflict);
-        } else {
-            Arc::make_mut(&mut t.writes).clear(key, &end, conflict);
-        }
-        Ok(())
+        self.write(tx, |s| {
+            let conflict = s.take_write_conflict(tx)?;
+            s.check_not_committing(tx)?;
+            if s.check_special_write_key(tx, key, None)? {
+                return Ok(());
+            }
+            s.check_write(tx, key)?;
+            // No key that long exists: clearing it does nothing (RYW's `clear(key)`).
+            if key.len() > max_key_size(key) {
+                return Ok(());
+            }
+            let end = key_after(key);
+            let t = s.tx_mut(tx)?;
+            if t.options.ryw_disabled {
+                t.native.clear(Bytes::copy_from_slice(key), end, conflict);
+            } else {
+                Arc::make_mut(&mut t.writes).clear(key, &end, conflict);
+            }
+            Ok(())
+        })
     }
 
     /// Removes every key in `[begin, end)`.
@@ -401,40 +399,33 @@ impl Transactions {
         begin: &[u8],
         end: &[u8],
     ) -> Result<(), ClientError> {
-        self.write(tx, |s| s.clear_range_inner(tx, begin, end))
-    }
-
-    pub(super) fn clear_range_inner(
-        &mut self,
-        tx: TransactionId,
-        begin: &[u8],
-        end: &[u8],
-    ) -> Result<(), ClientError> {
-        // libfdb_c checks the order first (`ThreadSafeTransaction::clear`), then RYW's rules:
-        // either end beyond the legal range fails (nothing is clamped), and ends longer than
-        // any key are cut to one byte past the longest key.
-        if begin > end {
-            return fdb(ErrorCode::INVERTED_RANGE);
-        }
-        let conflict = self.take_write_conflict(tx)?;
-        self.check_not_committing(tx)?;
-        if self.check_special_write(tx, begin, end, None, false)? {
-            return Ok(());
-        }
-        let t = self.tx_mut(tx)?;
-        let max = t.max_write_key();
-        if begin > max || end > max {
-            return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
-        }
-        let (begin, end) = (truncate_key(begin), truncate_key(end));
-        let t = self.tx_mut(tx)?;
-        if t.options.ryw_disabled {
-            let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
-            t.native.clear(b, e, conflict);
-        } else {
-            Arc::make_mut(&mut t.writes).clear(begin, end, conflict);
-        }
-        Ok(())
+        self.write(tx, |s| {
+            // libfdb_c checks the order first (`ThreadSafeTransaction::clear`), then RYW's rules:
+            // either end beyond the legal range fails (nothing is clamped), and ends longer than
+            // any key are cut to one byte past the longest key.
+            if begin > end {
+                return fdb(ErrorCode::INVERTED_RANGE);
+            }
+            let conflict = s.take_write_conflict(tx)?;
+            s.check_not_committing(tx)?;
+            if s.check_special_write(tx, begin, end, None, false)? {
+                return Ok(());
+            }
+            let t = s.tx_mut(tx)?;
+            let max = t.max_write_key();
+            if begin > max || end > max {
+                return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
+            }
+            let (begin, end) = (truncate_key(begin), truncate_key(end));
+            let t = s.tx_mut(tx)?;
+            if t.options.ryw_disabled {
+                let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
+                t.native.clear(b, e, conflict);
+            } else {
+                Arc::make_mut(&mut t.writes).clear(begin, end, conflict);
+            }
+            Ok(())
+        })
     }
 
     /// An atomic operation (`mutation_type`: ADD_VALUE, AND, OR, XOR, APPEND_IF_FITS, MAX, MIN,
@@ -446,99 +437,91 @@ impl Transactions {
         param: &[u8],
         kind: u8,
     ) -> Result<(), ClientError> {
-        self.write(tx, |s| s.atomic_op_inner(tx, key, param, kind))
-    }
-
-    pub(super) fn atomic_op_inner(
-        &mut self,
-        tx: TransactionId,
-        key: &[u8],
-        param: &[u8],
-        kind: u8,
-    ) -> Result<(), ClientError> {
-        // RYW's order: the legal range, then the mutation type, then the sizes.
-        let conflict = self.take_write_conflict(tx)?;
-        if key == crate::keys::METADATA_VERSION_KEY {
-            // RYW's `atomicOp`: the metadata version takes one write, a versionstamp of the
-            // whole value (`metadataVersionRequiredValue`), and no other system-key check.
-            self.check_not_committing(tx)?;
-            if kind != mt::SET_VERSIONSTAMPED_VALUE || param != [0u8; 14] {
-                return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
-            }
-        } else {
-            self.check_write(tx, key)?;
-        }
-        let valid = atomic::is_atomic_op(kind)
-            || kind == mt::SET_VERSIONSTAMPED_KEY
-            || kind == mt::SET_VERSIONSTAMPED_VALUE;
-        if !valid {
-            return fdb(ErrorCode::INVALID_MUTATION_TYPE);
-        }
-        check_write_size(key, self.tx_ref(tx)?.options.raw_access())?;
-        // Since API 510 `and` and `min` mean their V2 forms.
-        let kind = match kind {
-            mt::AND => mt::AND_V2,
-            mt::MIN => mt::MIN_V2,
-            k => k,
-        };
-        if param.len() > VALUE_SIZE_LIMIT {
-            return fdb(ErrorCode::VALUE_TOO_LARGE);
-        }
-        let t = self.tx_mut(tx)?;
-        let read_version = match t.read_version {
-            ReadVersion::Ready(v) => v,
-            _ => 0,
-        };
-        let ryw = !t.options.ryw_disabled;
-        let (key, conflict) = match kind {
-            mt::SET_VERSIONSTAMPED_KEY => {
-                let Some(pos) = atomic::versionstamp_offset(key) else {
-                    return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
-                };
-                // `getVersionstampKeyRange`: where the key may land, from the read version
-                // libfdb_c knows (zeros otherwise), cut at the readable end.
-                let stem = &key[..key.len() - 4];
-                let mut lo = stem.to_vec();
-                atomic::place_versionstamp(&mut lo[pos..pos + 10], read_version, 0);
-                let mut hi = stem.to_vec();
-                hi[pos..pos + 10].fill(0xff);
-                hi.push(0);
-                let hi = Bytes::copy_from_slice(core::cmp::min(&hi[..], t.max_read_key()));
-                let lo = Bytes::from(lo);
-                if lo > hi {
-                    return fdb(ErrorCode::INVERTED_RANGE);
-                }
-                if ryw {
-                    // RYW hands what it holds there to NativeAPI now, and from then on
-                    // reads there fail (`addUnmodifiedAndUnreadableRange`).
-                    let native = &mut t.native;
-                    t.writes.write_to_native(
-                        &lo,
-                        &hi,
-                        &mut native.mutations,
-                        &mut native.write_conflicts,
-                    );
-                    Arc::make_mut(&mut t.writes).add_unmodified_and_unreadable_range(&lo, &hi);
-                }
-                let mut k = key.to_vec();
-                atomic::place_versionstamp(&mut k[pos..pos + 10], read_version, 0);
-                (Bytes::from(k), false)
-            }
-            mt::SET_VERSIONSTAMPED_VALUE => {
-                if atomic::versionstamp_offset(param).is_none() {
+        self.write(tx, |s| {
+            // RYW's order: the legal range, then the mutation type, then the sizes.
+            let conflict = s.take_write_conflict(tx)?;
+            if key == crate::keys::METADATA_VERSION_KEY {
+                // RYW's `atomicOp`: the metadata version takes one write, a versionstamp of the
+                // whole value (`metadataVersionRequiredValue`), and no other system-key check.
+                s.check_not_committing(tx)?;
+                if kind != mt::SET_VERSIONSTAMPED_VALUE || param != [0u8; 14] {
                     return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
                 }
-                (Bytes::copy_from_slice(key), conflict)
+            } else {
+                s.check_write(tx, key)?;
             }
-            _ => (Bytes::copy_from_slice(key), conflict),
-        };
-        let param = Bytes::copy_from_slice(param);
-        if ryw {
-            Arc::make_mut(&mut t.writes).mutate(key, kind, param, conflict);
-        } else {
-            t.native.atomic(key, param, kind, conflict);
-        }
-        Ok(())
+            let valid = atomic::is_atomic_op(kind)
+                || kind == mt::SET_VERSIONSTAMPED_KEY
+                || kind == mt::SET_VERSIONSTAMPED_VALUE;
+            if !valid {
+                return fdb(ErrorCode::INVALID_MUTATION_TYPE);
+            }
+            check_write_size(key, s.tx_ref(tx)?.options.raw_access())?;
+            // Since API 510 `and` and `min` mean their V2 forms.
+            let kind = match kind {
+                mt::AND => mt::AND_V2,
+                mt::MIN => mt::MIN_V2,
+                k => k,
+            };
+            if param.len() > VALUE_SIZE_LIMIT {
+                return fdb(ErrorCode::VALUE_TOO_LARGE);
+            }
+            let t = s.tx_mut(tx)?;
+            let read_version = match t.read_version {
+                ReadVersion::Ready(v) => v,
+                _ => 0,
+            };
+            let ryw = !t.options.ryw_disabled;
+            let (key, conflict) = match kind {
+                mt::SET_VERSIONSTAMPED_KEY => {
+                    let Some(pos) = atomic::versionstamp_offset(key) else {
+                        return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
+                    };
+                    // `getVersionstampKeyRange`: where the key may land, from the read version
+                    // libfdb_c knows (zeros otherwise), cut at the readable end.
+                    let stem = &key[..key.len() - 4];
+                    let mut lo = stem.to_vec();
+                    atomic::place_versionstamp(&mut lo[pos..pos + 10], read_version, 0);
+                    let mut hi = stem.to_vec();
+                    hi[pos..pos + 10].fill(0xff);
+                    hi.push(0);
+                    let hi = Bytes::copy_from_slice(core::cmp::min(&hi[..], t.max_read_key()));
+                    let lo = Bytes::from(lo);
+                    if lo > hi {
+                        return fdb(ErrorCode::INVERTED_RANGE);
+                    }
+                    if ryw {
+                        // RYW hands what it holds there to NativeAPI now, and from then on
+                        // reads there fail (`addUnmodifiedAndUnreadableRange`).
+                        let native = &mut t.native;
+                        t.writes.write_to_native(
+                            &lo,
+                            &hi,
+                            &mut native.mutations,
+                            &mut native.write_conflicts,
+                        );
+                        Arc::make_mut(&mut t.writes).add_unmodified_and_unreadable_range(&lo, &hi);
+                    }
+                    let mut k = key.to_vec();
+                    atomic::place_versionstamp(&mut k[pos..pos + 10], read_version, 0);
+                    (Bytes::from(k), false)
+                }
+                mt::SET_VERSIONSTAMPED_VALUE => {
+                    if atomic::versionstamp_offset(param).is_none() {
+                        return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
+                    }
+                    (Bytes::copy_from_slice(key), conflict)
+                }
+                _ => (Bytes::copy_from_slice(key), conflict),
+            };
+            let param = Bytes::copy_from_slice(param);
+            if ryw {
+                Arc::make_mut(&mut t.writes).mutate(key, kind, param, conflict);
+            } else {
+                t.native.atomic(key, param, kind, conflict);
+            }
+            Ok(())
+        })
     }
 
     /// Adds a read or write conflict range by hand. An inverted range is refused at once and
@@ -552,43 +535,36 @@ impl Transactions {
         kind: ConflictRangeType,
     ) -> Result<(), ClientError> {
         check_conflict_range(begin, end)?;
-        self.write(tx, |s| s.add_conflict_range_inner(tx, begin, end, kind))
-    }
-
-    pub(super) fn add_conflict_range_inner(
-        &mut self,
-        tx: TransactionId,
-        begin: &[u8],
-        end: &[u8],
-        kind: ConflictRangeType,
-    ) -> Result<(), ClientError> {
-        self.check_not_committing(tx)?;
-        let t = self.tx_mut(tx)?;
-        let max = match kind {
-            ConflictRangeType::Read => t.max_read_key(),
-            ConflictRangeType::Write => t.max_write_key(),
-        };
-        if begin > max || end > max {
-            return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
-        }
-        let (begin, end) = (truncate_key(begin), truncate_key(end));
-        if begin >= end {
-            return Ok(());
-        }
-        let range = || KeyRange::new(Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
-        match kind {
-            // RYW's `updateConflictMap`: not over what the transaction's writes decide.
-            ConflictRangeType::Read if !t.options.ryw_disabled => {
-                let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
-                update_conflict_map(&t.writes, &b, &e, &mut t.read_conflicts);
+        self.write(tx, |s| {
+            s.check_not_committing(tx)?;
+            let t = s.tx_mut(tx)?;
+            let max = match kind {
+                ConflictRangeType::Read => t.max_read_key(),
+                ConflictRangeType::Write => t.max_write_key(),
+            };
+            if begin > max || end > max {
+                return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
             }
-            ConflictRangeType::Read => t.native.read_conflicts.push(range()),
-            ConflictRangeType::Write if !t.options.ryw_disabled => {
-                Arc::make_mut(&mut t.writes).add_conflict_range(begin, end)
+            let (begin, end) = (truncate_key(begin), truncate_key(end));
+            if begin >= end {
+                return Ok(());
             }
-            ConflictRangeType::Write => t.native.write_conflicts.push(range()),
-        }
-        Ok(())
+            let range =
+                || KeyRange::new(Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
+            match kind {
+                // RYW's `updateConflictMap`: not over what the transaction's writes decide.
+                ConflictRangeType::Read if !t.options.ryw_disabled => {
+                    let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
+                    update_conflict_map(&t.writes, &b, &e, &mut t.read_conflicts);
+                }
+                ConflictRangeType::Read => t.native.read_conflicts.push(range()),
+                ConflictRangeType::Write if !t.options.ryw_disabled => {
+                    Arc::make_mut(&mut t.writes).add_conflict_range(begin, end)
+                }
+                ConflictRangeType::Write => t.native.write_conflicts.push(range()),
+            }
+            Ok(())
+        })
     }
 
     /// The versionstamp of a committed transaction.

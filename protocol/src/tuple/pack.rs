@@ -72,6 +72,19 @@ pub(crate) fn take(input: &[u8], n: usize) -> PackResult<(&[u8], &[u8])> {
     }
 }
 
+/// A fixed-size element's body: its type `code`, then exactly `N` bytes.
+pub(crate) fn fixed<'a, const N: usize>(
+    input: &'a [u8],
+    code: u8,
+    expected: &'static str,
+) -> PackResult<(&'a [u8], [u8; N])> {
+    let input = expect_code(input, code, expected)?;
+    let (rest, b) = take(input, N)?;
+    let mut bytes = [0u8; N];
+    bytes.copy_from_slice(b);
+    Ok((rest, bytes))
+}
+
 /// Writes a null: escaped inside a nested tuple, where a bare 0x00 ends the tuple.
 pub(crate) fn write_nil(w: &mut Vec<u8>, depth: TupleDepth) {
     w.push(NIL);
@@ -296,18 +309,13 @@ pub(crate) fn f64_from_key(k: u64) -> f64 {
 }
 
 pub(crate) fn parse_f32(input: &[u8]) -> PackResult<(&[u8], f32)> {
-    let input = expect_code(input, FLOAT, "float")?;
-    let (rest, b) = take(input, 4)?;
-    let k = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-    Ok((rest, f32_from_key(k)))
+    let (rest, b) = fixed(input, FLOAT, "float")?;
+    Ok((rest, f32_from_key(u32::from_be_bytes(b))))
 }
 
 pub(crate) fn parse_f64(input: &[u8]) -> PackResult<(&[u8], f64)> {
-    let input = expect_code(input, DOUBLE, "double")?;
-    let (rest, b) = take(input, 8)?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(b);
-    Ok((rest, f64_from_key(u64::from_be_bytes(a))))
+    let (rest, b) = fixed(input, DOUBLE, "double")?;
+    Ok((rest, f64_from_key(u64::from_be_bytes(b))))
 }
 
 /// Consumes the start of a nested tuple whose elements will be at `depth.increment()`,

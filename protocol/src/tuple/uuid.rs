@@ -3,7 +3,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::pack::{expect_code, take};
+use super::pack::fixed;
 use super::*;
 
 /// A UUID: its 16 bytes, big-endian, which is also how it sorts.
@@ -67,10 +67,7 @@ impl TuplePack for Uuid {
 
 impl TupleUnpack<'_> for Uuid {
     fn unpack(input: &[u8], _depth: TupleDepth) -> PackResult<(&[u8], Self)> {
-        let input = expect_code(input, UUID, "UUID")?;
-        let (rest, b) = take(input, 16)?;
-        let mut bytes = [0u8; 16];
-        bytes.copy_from_slice(b);
+        let (rest, bytes) = fixed(input, UUID, "UUID")?;
         Ok((rest, Uuid(bytes)))
     }
 }

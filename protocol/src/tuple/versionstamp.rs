@@ -9,7 +9,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::pack::{expect_code, take};
+use super::pack::fixed;
 use super::*;
 
 /// A 96-bit versionstamp: 10 bytes of transaction version, 2 of user version.
@@ -90,10 +90,7 @@ impl TuplePack for Versionstamp {
 
 impl TupleUnpack<'_> for Versionstamp {
     fn unpack(input: &[u8], _depth: TupleDepth) -> PackResult<(&[u8], Self)> {
-        let input = expect_code(input, VERSIONSTAMP, "versionstamp")?;
-        let (rest, b) = take(input, 12)?;
-        let mut bytes = [0u8; 12];
-        bytes.copy_from_slice(b);
+        let (rest, bytes) = fixed(input, VERSIONSTAMP, "versionstamp")?;
         Ok((rest, Versionstamp { bytes }))
     }
 }

@@ -137,6 +137,7 @@ impl<'a> From<ManualPrefix<'a>> for &'a [u8] {
 pub const LAYOUT_VERSION: (u32, u32, u32) = (1, 0, 0);
 
 /// Why a directory operation failed.
+// Unit variants with a doc line each, as in any error list: alike in shape only.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum DirectoryError {

@@ -10,6 +10,7 @@ use crate::ryw::iterator::{RywIter, Unreadable};
 
 impl RangeRead {
     /// `getRangeValueBack`'s loop.
+    // Mirrors `walk` as RYW's two loops mirror each other; their checks differ in order.
     pub(super) fn walk_back(
         &mut self,
         mut it: RywIter<'_>,

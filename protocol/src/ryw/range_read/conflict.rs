@@ -15,28 +15,8 @@ pub(crate) fn update_conflict_map(
     end: &Bytes,
     out: &mut RangeSet,
 ) {
-    if begin >= end {
-        return;
-    }
-    let mut it = writes.iter_at(begin);
-    while it.begin_key().cmp_key(end).is_lt() {
-        if it.is_unmodified_range() || (it.is_operation() && !it.is_independent()) {
-            let b = it.begin_key();
-            let e = it.end_key();
-            let lo = if b.cmp_key(begin).is_gt() {
-                b.to_bytes()
-            } else {
-                begin.clone()
-            };
-            let hi = if e.cmp_key(end).is_lt() {
-                e.to_bytes()
-            } else {
-                end.clone()
-            };
-            out.insert_owned(lo, hi);
-        }
-        it.advance();
-    }
+    // Only the unmodified walk fails.
+    let _ = conflict_walk(writes, begin, end, out, false);
 }
 
 /// A mapped read met a key or range the transaction wrote
@@ -53,27 +33,41 @@ pub(crate) fn update_conflict_map_unmodified(
     end: &Bytes,
     out: &mut RangeSet,
 ) -> Result<(), ReadsYourWrites> {
+    conflict_walk(writes, begin, end, out, true)
+}
+
+/// The walk of both: `updateConflictMap` with its `mustUnmodified` parameter.
+fn conflict_walk(
+    writes: &WriteMap,
+    begin: &Bytes,
+    end: &Bytes,
+    out: &mut RangeSet,
+    must_unmodified: bool,
+) -> Result<(), ReadsYourWrites> {
     if begin >= end {
         return Ok(());
     }
     let mut it = writes.iter_at(begin);
     while it.begin_key().cmp_key(end).is_lt() {
-        if !it.is_unmodified_range() {
+        let unmodified = it.is_unmodified_range();
+        if must_unmodified && !unmodified {
             return Err(ReadsYourWrites);
         }
-        let b = it.begin_key();
-        let e = it.end_key();
-        let lo = if b.cmp_key(begin).is_gt() {
-            b.to_bytes()
-        } else {
-            begin.clone()
-        };
-        let hi = if e.cmp_key(end).is_lt() {
-            e.to_bytes()
-        } else {
-            end.clone()
-        };
-        out.insert_owned(lo, hi);
+        if unmodified || (it.is_operation() && !it.is_independent()) {
+            let b = it.begin_key();
+            let e = it.end_key();
+            let lo = if b.cmp_key(begin).is_gt() {
+                b.to_bytes()
+            } else {
+                begin.clone()
+            };
+            let hi = if e.cmp_key(end).is_lt() {
+                e.to_bytes()
+            } else {
+                end.clone()
+            };
+            out.insert_owned(lo, hi);
+        }
         it.advance();
     }
     Ok(())

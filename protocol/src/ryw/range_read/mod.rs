@@ -59,15 +59,18 @@ pub(crate) fn remove_or_equal(sel: &mut KeySelector) {
     }
 }
 
-fn is_fge(sel: &KeySelector) -> bool {
+/// `first_greater_or_equal`: the selector names its own key.
+pub(crate) fn is_fge(sel: &KeySelector) -> bool {
     !sel.or_equal && sel.offset == 1
 }
 
-fn is_backward(sel: &KeySelector) -> bool {
+/// A selector that lands before its key (`last_less_than` or further back).
+pub(crate) fn is_backward(sel: &KeySelector) -> bool {
     !sel.or_equal && sel.offset <= 0
 }
 
-fn fge(key: Bytes) -> KeySelector {
+/// `first_greater_or_equal(key)`.
+pub(crate) fn fge(key: Bytes) -> KeySelector {
     KeySelector::new(key, false, 1)
 }
 

@@ -15,6 +15,22 @@ fn kv(k: &[u8]) -> KeyValue {
     }
 }
 
+/// Rows of `keys`, each with the value `v`.
+fn rows(keys: &[&[u8]]) -> Vec<KeyValue> {
+    keys.iter().map(|k| kv(k)).collect()
+}
+
+/// An unlimited forward read between two selectors, below `\xff`.
+fn read(begin: KeySelector, end: KeySelector) -> RangeRead {
+    RangeRead::new(
+        begin,
+        end,
+        RangeLimits::new(RangeLimits::UNLIMITED, RangeLimits::UNLIMITED),
+        false,
+        b(b"\xff"),
+    )
+}
+
 /// A toy storage server: answers a native read the way NativeAPI would over one shard.
 fn storage(data: &[KeyValue], r: &NativeRead) -> NativeResult {
     let resolve = |sel: &KeySelector| -> usize {
@@ -79,31 +95,22 @@ fn keys(r: &RywResult) -> Vec<Bytes> {
 
 #[test]
 fn selectors_are_sent_to_storage_and_the_rows_cached() {
-    let data: Vec<KeyValue> = [&b"a"[..], b"b", b"c", b"d", b"e"]
-        .iter()
-        .map(|k| kv(k))
-        .collect();
+    let data = rows(&[b"a", b"b", b"c", b"d", b"e"]);
     let mut cache = SnapshotCache::default();
     let writes = WriteMap::new();
     // [first_greater_than(a) + 1, last_less_than(e)): c, d.
-    let mut r = RangeRead::new(
+    let mut r = read(
         KeySelector::new(b(b"a\x00"), false, 2),
         KeySelector::new(b(b"e"), false, 0),
-        RangeLimits::new(RangeLimits::UNLIMITED, RangeLimits::UNLIMITED),
-        false,
-        b(b"\xff"),
     );
     let (res, reads) = run(&mut r, &mut cache, &writes, &data);
     assert_eq!(keys(&res), vec![b(b"c")]);
     assert_eq!(reads.len(), 1);
     assert_eq!(reads[0].begin, KeySelector::new(b(b"a\x00"), false, 1));
     // The same read again is answered from the cache.
-    let mut r = RangeRead::new(
+    let mut r = read(
         KeySelector::new(b(b"c"), false, 1),
         KeySelector::new(b(b"d"), false, 1),
-        RangeLimits::new(RangeLimits::UNLIMITED, RangeLimits::UNLIMITED),
-        false,
-        b(b"\xff"),
     );
     let (res, reads) = run(&mut r, &mut cache, &writes, &data);
     assert_eq!(keys(&res), vec![b(b"c")]);
@@ -112,17 +119,14 @@ fn selectors_are_sent_to_storage_and_the_rows_cached() {
 
 #[test]
 fn own_writes_merge_and_a_compare_and_clear_counts_for_selectors() {
-    let data: Vec<KeyValue> = [&b"a"[..], b"c"].iter().map(|k| kv(k)).collect();
+    let data = rows(&[b"a", b"c"]);
     let mut cache = SnapshotCache::default();
     let mut writes = WriteMap::new();
     writes.mutate(b(b"b"), mt::SET_VALUE, b(b"w"), true);
     writes.mutate(b(b"bb"), mt::COMPARE_AND_CLEAR, b(b"x"), true);
-    let mut r = RangeRead::new(
+    let mut r = read(
         KeySelector::new(b(b""), false, 1),
         KeySelector::new(b(b"\xff"), false, 1),
-        RangeLimits::new(RangeLimits::UNLIMITED, RangeLimits::UNLIMITED),
-        false,
-        b(b"\xff"),
     );
     let (res, _) = run(&mut r, &mut cache, &writes, &data);
     assert_eq!(keys(&res), vec![b(b"a"), b(b"b"), b(b"c")]);
@@ -139,25 +143,19 @@ fn own_writes_merge_and_a_compare_and_clear_counts_for_selectors() {
 
 #[test]
 fn a_versionstamped_range_fails_only_when_reached() {
-    let data: Vec<KeyValue> = [&b"a"[..], b"b"].iter().map(|k| kv(k)).collect();
+    let data = rows(&[b"a", b"b"]);
     let mut cache = SnapshotCache::default();
     let mut writes = WriteMap::new();
     writes.add_unmodified_and_unreadable_range(b"m", b"n");
-    let mut r = RangeRead::new(
+    let mut r = read(
         KeySelector::new(b(b""), false, 1),
         KeySelector::new(b(b"c"), false, 1),
-        RangeLimits::new(RangeLimits::UNLIMITED, RangeLimits::UNLIMITED),
-        false,
-        b(b"\xff"),
     );
     let (res, _) = run(&mut r, &mut cache, &writes, &data);
     assert_eq!(keys(&res), vec![b(b"a"), b(b"b")]);
-    let mut r = RangeRead::new(
+    let mut r = read(
         KeySelector::new(b(b""), false, 1),
         KeySelector::new(b(b"z"), false, 1),
-        RangeLimits::new(RangeLimits::UNLIMITED, RangeLimits::UNLIMITED),
-        false,
-        b(b"\xff"),
     );
     let mut outcome = Ok(());
     for _ in 0..10 {
@@ -178,10 +176,7 @@ fn a_versionstamped_range_fails_only_when_reached() {
 
 #[test]
 fn reverse_reads_walk_back_from_the_end() {
-    let data: Vec<KeyValue> = [&b"a"[..], b"b", b"c", b"d"]
-        .iter()
-        .map(|k| kv(k))
-        .collect();
+    let data = rows(&[b"a", b"b", b"c", b"d"]);
     let mut cache = SnapshotCache::default();
     let writes = WriteMap::new();
     let mut r = RangeRead::new(

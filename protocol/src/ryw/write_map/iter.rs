@@ -91,6 +91,15 @@ impl<'a> WriteIter<'a> {
         }
     }
 
+    /// A range entry that goes on as this segment does, for where a write ends inside it.
+    pub(super) fn continued_entry(&self) -> WriteEntry {
+        WriteEntry::range(
+            self.is_cleared_range(),
+            self.is_conflict_range(),
+            self.is_unreadable(),
+        )
+    }
+
     /// A range segment of exactly `kind`.
     pub(super) fn is_range_of(&self, kind: RangeKind) -> bool {
         self.offset && self.entry.following_cleared == kind.cleared && self.flags_match(kind)

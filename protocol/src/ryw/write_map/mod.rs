@@ -191,20 +191,30 @@ impl WriteMap {
         }
     }
 
-    /// Removes the entries with keys in `[begin, end)` (each bound plus `zeros` zero bytes).
-    fn remove_between(&mut self, begin: ExtKey<'_>, end: ExtKey<'_>) {
-        let (b, e) = (begin.to_bytes(), end.to_bytes());
-        if b >= e {
-            return;
+    /// Removes the entries with keys in `[begin, end)`, but the one at `begin` when
+    /// `keep_begin`, and the one at `end` too when `with_end`; returns the two bounds, owned,
+    /// for the entries that take their place.
+    fn remove_between(
+        &mut self,
+        begin: &[u8],
+        end: &[u8],
+        keep_begin: bool,
+        with_end: bool,
+    ) -> (Bytes, Bytes) {
+        let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
+        let lo = ExtKey::new(&b, usize::from(keep_begin)).to_bytes();
+        let hi = ExtKey::new(&e, usize::from(with_end)).to_bytes();
+        if lo < hi {
+            let gone: SmallVec<[Bytes; 4]> = self
+                .entries
+                .range::<[u8], _>((Bound::Included(lo.as_ref()), Bound::Excluded(hi.as_ref())))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in gone {
+                self.entries.remove(&k);
+            }
         }
-        let gone: SmallVec<[Bytes; 4]> = self
-            .entries
-            .range::<[u8], _>((Bound::Included(b.as_ref()), Bound::Excluded(e.as_ref())))
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in gone {
-            self.entries.remove(&k);
-        }
+        (b, e)
     }
 
     /// `WriteMap::mutate`: a set or an atomic op (versionstamps included) on `key`.
@@ -287,16 +297,8 @@ impl WriteMap {
         let at_end = it.begin_key().cmp_key(end).is_eq();
         let insert_end = !it.goes_on_as(kind) && (!it.key_at_begin() || !at_end);
         let end_coalesce = it.is_range_of(kind) && at_end;
-        let end_entry = WriteEntry::range(
-            it.is_cleared_range(),
-            it.is_conflict_range(),
-            it.is_unreadable(),
-        );
-        let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
-        self.remove_between(
-            ExtKey::new(&b, usize::from(!insert_begin)),
-            ExtKey::new(&e, usize::from(end_coalesce)),
-        );
+        let end_entry = it.continued_entry();
+        let (b, e) = self.remove_between(begin, end, !insert_begin, end_coalesce);
         if insert_begin {
             let k = kind;
             self.entries
@@ -340,16 +342,8 @@ impl WriteMap {
             && at_end
             && it.is_conflict_range() == last_conflicted
             && !it.is_unreadable();
-        let end_entry = WriteEntry::range(
-            it.is_cleared_range(),
-            it.is_conflict_range(),
-            it.is_unreadable(),
-        );
-        let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
-        self.remove_between(
-            ExtKey::new(&b, usize::from(!insert_begin)),
-            ExtKey::new(&e, usize::from(end_coalesce)),
-        );
+        let end_entry = it.continued_entry();
+        let (_, e) = self.remove_between(begin, end, !insert_begin, end_coalesce);
         for k in starts {
             self.entries
                 .insert(k, WriteEntry::range(true, conflicted, false));

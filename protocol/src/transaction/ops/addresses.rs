@@ -15,7 +15,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::{OpKind, Wait};
+use super::{OpId, OpKind, Wait};
 use crate::event::Reply;
 use crate::ids::{RequestId, TransactionId};
 use crate::ryw::ALL_KEYS_END;
@@ -64,19 +64,15 @@ impl AddressesOp {
     /// The read version, then a fresh location lookup of the key, then its team's addresses.
     /// Takes the whole of the transactions: it reads the read version, the tenant and the
     /// location cache.
-    pub(super) fn advance(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    pub(super) fn advance(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId) {
+        let OpId { req, tx } = id;
         let Some(OpKind::Addresses(AddressesOp { key, asked })) =
             txs.table.ops.get(&req).map(|o| &o.kind)
         else {
             return;
         };
         let (key, asked) = (key.clone(), *asked);
-        match txs.read_version_for(cx, req, tx, false) {
+        match txs.read_version_for(cx, id, false) {
             Some(Ok(_)) => {}
             Some(Err(e)) => return txs.fail_op(cx, req, e),
             None => return,

@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::versionstamp::VersionstampOp;
 use super::watch::WatchOp;
-use super::{OpKind, Timer, Wait};
+use super::{OpId, OpKind, Timer, Wait};
 use crate::error::{knobs, ErrorCode};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -49,30 +49,6 @@ impl Transactions {
     /// Commit `req` was lost on its way: it may or may not have reached the proxy.
     pub(crate) fn on_commit_lost(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
         CommitOp::on_lost(self, cx, req)
-    }
-
-    /// The idempotency rows said commit `req` of `tx` went through (see [`CommitOp::succeeded`]).
-    pub(in crate::transaction) fn commit_succeeded(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-        version: Version,
-        at: Version,
-        stamp: [u8; 10],
-    ) {
-        CommitOp::succeeded(self, cx, req, tx, version, at, stamp)
-    }
-
-    /// Fails commit `req` of `tx` (see [`CommitOp::fail`]).
-    pub(in crate::transaction) fn fail_commit(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-        e: ClientError,
-    ) {
-        CommitOp::fail(self, cx, req, tx, e)
     }
 
     /// Whether a commit of `tx` is in flight or an `on_error` of it sleeps.
@@ -190,7 +166,7 @@ impl CommitOp {
                 t.committing = true;
                 if let Some(e) = t.read_failed.clone() {
                     txs.insert_op(cx, req, tx, OpKind::Commit(CommitOp { dummy_for: None }));
-                    CommitOp::fail(txs, cx, req, tx, e);
+                    CommitOp::fail(txs, cx, OpId { req, tx }, e);
                     return req;
                 }
             }
@@ -200,12 +176,8 @@ impl CommitOp {
     }
 
     /// The checks that need the writes, the read version, then the request to a commit proxy.
-    pub(super) fn advance(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    pub(super) fn advance(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId) {
+        let OpId { req, tx } = id;
         let t = &txs.txs[&tx];
         let (mutations, mut write_conflicts, mut read_conflicts) = Transactions::commit_lists(t);
         let read_only = mutations.is_empty() && write_conflicts.is_empty();
@@ -217,15 +189,15 @@ impl CommitOp {
             let v = if t.watches.is_empty() {
                 None
             } else if !txs.tx_tenants.contains_key(&tx) {
-                match txs.read_version_only(cx, req, tx, false) {
+                match txs.read_version_only(cx, id, false) {
                     Some(Ok(v)) => Some(v),
-                    Some(Err(e)) => return CommitOp::fail(txs, cx, req, tx, e),
+                    Some(Err(e)) => return CommitOp::fail(txs, cx, id, e),
                     None => return,
                 }
             } else {
-                match txs.read_version_for(cx, req, tx, false) {
+                match txs.read_version_for(cx, id, false) {
                     Some(Ok(v)) => Some(v),
-                    Some(Err(e)) => return CommitOp::fail(txs, cx, req, tx, e),
+                    Some(Err(e)) => return CommitOp::fail(txs, cx, id, e),
                     None => return,
                 }
             };
@@ -248,8 +220,7 @@ impl CommitOp {
             return CommitOp::fail(
                 txs,
                 cx,
-                req,
-                tx,
+                id,
                 ClientError::Fdb(ErrorCode::TRANSACTION_READ_ONLY),
             );
         }
@@ -260,14 +231,13 @@ impl CommitOp {
             return CommitOp::fail(
                 txs,
                 cx,
-                req,
-                tx,
+                id,
                 ClientError::Fdb(ErrorCode::TRANSACTION_TOO_LARGE),
             );
         }
-        let version = match txs.read_version_for(cx, req, tx, true) {
+        let version = match txs.read_version_for(cx, id, true) {
             Some(Ok(v)) => v,
-            Some(Err(e)) => return CommitOp::fail(txs, cx, req, tx, e),
+            Some(Err(e)) => return CommitOp::fail(txs, cx, id, e),
             None => return,
         };
         let proxy = if txs.txs[&tx].options.commit_on_first_proxy {
@@ -410,13 +380,13 @@ impl CommitOp {
     }
 
     /// Fails commit `req` of `tx` with `e`, and the watches waiting for it.
-    pub(super) fn fail(
+    pub(in crate::transaction) fn fail(
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
+        id: OpId,
         e: ClientError,
     ) {
+        let OpId { req, tx } = id;
         if let Some(t) = txs.txs.get_mut(&tx) {
             let watches = core::mem::take(&mut t.watches);
             for w in watches {
@@ -441,6 +411,7 @@ impl CommitOp {
         let Some((tx, dummy_for)) = CommitOp::of(txs, req) else {
             return;
         };
+        let op = OpId { req, tx };
         if let Some(parent) = dummy_for {
             let ok = matches!(
                 decode_reply::<CommitID>(message),
@@ -453,7 +424,7 @@ impl CommitOp {
                 if e == ErrorCode::COMMIT_UNKNOWN_RESULT
                     || e == ErrorCode::REQUEST_MAYBE_DELIVERED =>
             {
-                CommitOp::outcome_unknown(txs, cx, req, tx)
+                CommitOp::outcome_unknown(txs, cx, OpId { req, tx })
             }
             Ok(ErrorOr::Ok(id)) if id.version == crate::messages::types::INVALID_VERSION => {
                 // With `report_conflicting_keys` a conflict comes back as a `CommitID` without
@@ -470,31 +441,31 @@ impl CommitOp {
                     }
                     t.conflicting = Some(set);
                 }
-                CommitOp::fail(txs, cx, req, tx, ClientError::Fdb(ErrorCode::NOT_COMMITTED))
+                CommitOp::fail(txs, cx, op, ClientError::Fdb(ErrorCode::NOT_COMMITTED))
             }
             Ok(ErrorOr::Ok(id)) => {
                 cx.grv
                     .note_metadata_version(id.version, id.metadata_version.clone());
                 txs.expire_idempotency_id(cx, tx, id.version, id.txn_batch_id);
                 let stamp = id.versionstamp();
-                CommitOp::succeeded(txs, cx, req, tx, id.version, id.version, stamp);
+                CommitOp::succeeded(txs, cx, op, id.version, id.version, stamp);
             }
-            Ok(ErrorOr::Err(e)) => CommitOp::fail(txs, cx, req, tx, ClientError::Fdb(e)),
-            Err(e) => CommitOp::fail(txs, cx, req, tx, ClientError::Decode(e)),
+            Ok(ErrorOr::Err(e)) => CommitOp::fail(txs, cx, op, ClientError::Fdb(e)),
+            Err(e) => CommitOp::fail(txs, cx, op, ClientError::Decode(e)),
         }
     }
 
     /// The commit of `tx` went through: `version` is what the application is told (and what
     /// `get_committed_version` says), `at` the version it committed at.
-    pub(super) fn succeeded(
+    pub(in crate::transaction) fn succeeded(
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
+        id: OpId,
         version: Version,
         at: Version,
         stamp: [u8; 10],
     ) {
+        let OpId { req, tx } = id;
         if let Some(t) = txs.txs.get_mut(&tx) {
             t.committed = Some((version, Some(stamp)));
         }
@@ -517,7 +488,7 @@ impl CommitOp {
         };
         match dummy_for {
             Some(parent) => CommitOp::on_dummy_done(txs, cx, req, tx, parent, false),
-            None => CommitOp::outcome_unknown(txs, cx, req, tx),
+            None => CommitOp::outcome_unknown(txs, cx, OpId { req, tx }),
         }
     }
 
@@ -525,19 +496,14 @@ impl CommitOp {
     /// commit a dummy transaction that reads and writes the commit's self-conflicting key: once
     /// it commits, the original can no longer commit later. Then report
     /// `commit_unknown_result`.
-    fn outcome_unknown(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    fn outcome_unknown(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId) {
+        let OpId { req, tx } = id;
         let key = txs.txs.get(&tx).and_then(|t| t.self_conflict.clone());
         let Some(key) = key else {
             return CommitOp::fail(
                 txs,
                 cx,
-                req,
-                tx,
+                id,
                 ClientError::Fdb(ErrorCode::COMMIT_UNKNOWN_RESULT),
             );
         };
@@ -596,8 +562,10 @@ impl CommitOp {
             _ => CommitOp::fail(
                 txs,
                 cx,
-                parent,
-                parent_tx,
+                OpId {
+                    req: parent,
+                    tx: parent_tx,
+                },
                 ClientError::Fdb(ErrorCode::COMMIT_UNKNOWN_RESULT),
             ),
         }

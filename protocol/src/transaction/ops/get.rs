@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 
-use super::{OpKind, Wait};
+use super::{OpId, OpKind, Wait};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -103,12 +103,8 @@ impl GetOp {
 
     /// RYW's `read(GetValueReq)`: the merged view, as it was when the read was issued, answers
     /// what it knows; storage the rest.
-    pub(super) fn advance(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    pub(super) fn advance(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId) {
+        let OpId { req, .. } = id;
         let Some(OpKind::Get(GetOp { key, view, .. })) = txs.table.ops.get(&req).map(|o| &o.kind)
         else {
             return;
@@ -122,22 +118,17 @@ impl GetOp {
                 let v = v.clone();
                 GetOp::finish(txs, cx, req, v)
             }
-            Some(PointAnswer::Stored(_)) | None => GetOp::read_stored(txs, cx, req, tx, key),
+            Some(PointAnswer::Stored(_)) | None => GetOp::read_stored(txs, cx, id, key),
         }
     }
 
-    fn read_stored(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-        key: Bytes,
-    ) {
+    fn read_stored(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId, key: Bytes) {
+        let OpId { req, tx } = id;
         if key == METADATA_VERSION_KEY {
             // NativeAPI answers the metadata version from the read version's reply, or from
             // the database's cache of replies for a read version set by hand, without a read
             // (and without waiting for the tenant: the key is global).
-            let version = match txs.read_version_only(cx, req, tx, false) {
+            let version = match txs.read_version_only(cx, id, false) {
                 Some(Ok(v)) => v,
                 Some(Err(e)) => return txs.fail_op(cx, req, e),
                 None => return,
@@ -150,12 +141,12 @@ impl GetOp {
                 return GetOp::on_value(txs, cx, req, Ok(mv));
             }
         }
-        let version = match txs.read_version_to_read(cx, req, tx) {
+        let version = match txs.read_version_to_read(cx, id) {
             Some(Ok(v)) => v,
             Some(Err(e)) => return txs.fail_op(cx, req, e),
             None => return,
         };
-        GetOp::send(txs, cx, req, tx, key, version);
+        GetOp::send(txs, cx, id, key, version);
     }
 
     /// Sends a `GetValueRequest` for `key` to a replica of its shard (or looks the shard up
@@ -163,11 +154,11 @@ impl GetOp {
     pub(super) fn send(
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
+        id: OpId,
         key: Bytes,
         version: Version,
     ) -> bool {
+        let OpId { req, tx } = id;
         let Some(server) = txs.pick_server(cx, req, tx, &key, false) else {
             return false;
         };

@@ -12,7 +12,7 @@ use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::types::{KeyRange, KeySelector};
-use crate::ryw::range_read::{fdb_key_after, key_conflict, update_conflict_map, KeyRead, Step};
+use crate::ryw::range_read::{key_conflict, update_conflict_map, KeyRead, Step};
 use crate::transaction::scan::{NativeOp, ReadKind};
 use crate::transaction::state::Tx;
 use crate::transaction::{fdb, Ctx, Transactions};
@@ -114,19 +114,12 @@ impl ReadOp {
                 }
                 Some(rep) => {
                     if !snapshot {
-                        // `getKeyAndConflictRange`, with the key as storage gave it.
-                        let k = if sel.or_equal {
-                            fdb_key_after(&sel.key)
-                        } else {
-                            sel.key.clone()
-                        };
-                        let (b, e) = if sel.offset <= 0 {
-                            (rep.clone(), k)
-                        } else {
-                            (k, fdb_key_after(&rep))
-                        };
-                        if b < e {
-                            t.native.extra_read_conflicts.push(KeyRange::new(b, e));
+                        // `getKeyAndConflictRange`, with the key as storage gave it: RYW's
+                        // range, where an empty or inverted one adds nothing.
+                        if let Ok((b, e)) = key_conflict(sel, &rep) {
+                            if b < e {
+                                t.native.extra_read_conflicts.push(KeyRange::new(b, e));
+                            }
                         }
                     }
                     // `readThrough` keeps the answer inside the readable keys.

@@ -32,7 +32,7 @@ use bytes::Bytes;
 use core::time::Duration;
 
 use super::shards::{cover, Metric, Part, PartState, TOO_MANY};
-use super::{OpKind, OpTable, Timer, Wait};
+use super::{OpId, OpKind, OpTable, Timer, Wait};
 use crate::error::{knobs, ErrorCode};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -210,15 +210,11 @@ impl MetricsOp {
     /// In a tenant, both wait for the transaction to start (`startTransaction`: its tenant
     /// id and read version; a failed tenant lookup fails them) and then work on the tenant's
     /// keys. `false` while waiting or once failed.
-    fn start_in_tenant(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) -> bool {
+    fn start_in_tenant(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId) -> bool {
+        let OpId { req, tx } = id;
         let mut tenant = None;
         if txs.tx_tenants.contains_key(&tx) {
-            let version = match txs.read_version_for(cx, req, tx, false) {
+            let version = match txs.read_version_for(cx, id, false) {
                 Some(Ok(v)) => v,
                 Some(Err(e)) => {
                     txs.fail_op(cx, req, e);
@@ -256,14 +252,10 @@ impl MetricsOp {
     }
 
     /// Locates what is due, sends what is unsent, finishes when all parts answered.
-    pub(super) fn advance(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    pub(super) fn advance(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId) {
+        let OpId { req, tx } = id;
         if !MetricsOp::of(&mut txs.table, req).is_some_and(|m| m.started)
-            && !MetricsOp::start_in_tenant(txs, cx, req, tx)
+            && !MetricsOp::start_in_tenant(txs, cx, id)
         {
             return;
         }

@@ -129,6 +129,14 @@ impl Op {
     }
 }
 
+/// An operation as its steps see it: its request and the transaction it belongs to, passed
+/// together because every step needs both.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OpId {
+    pub(super) req: RequestId,
+    pub(super) tx: TransactionId,
+}
+
 /// The operations in flight and what wakes them: their timers (ordered by time, then by
 /// when they were set) and the ready list. Owned apart from the transactions so that what
 /// only schedules can be seen to touch nothing else.
@@ -285,20 +293,14 @@ impl Transactions {
             return;
         };
         let tx = op.tx;
-        self.fail_by_kind(cx, req, tx, ClientError::Fdb(err));
+        self.fail_by_kind(cx, OpId { req, tx }, ClientError::Fdb(err));
     }
 
     /// Fails operation `req` of `tx` as its kind fails (a commit fails its watches too).
-    fn fail_by_kind(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-        e: ClientError,
-    ) {
-        match self.table.ops.get(&req).map(|o| &o.kind) {
-            Some(OpKind::Commit(_)) => commit::CommitOp::fail(self, cx, req, tx, e),
-            _ => self.fail_op(cx, req, e),
+    fn fail_by_kind(&mut self, cx: &mut Ctx<'_>, id: OpId, e: ClientError) {
+        match self.table.ops.get(&id.req).map(|o| &o.kind) {
+            Some(OpKind::Commit(_)) => commit::CommitOp::fail(self, cx, id, e),
+            _ => self.fail_op(cx, id.req, e),
         }
     }
 
@@ -430,20 +432,21 @@ impl Transactions {
                 }
                 Some(t) if t.deferred.is_some() => {
                     let e = t.deferred.clone().expect("checked");
-                    return self.fail_by_kind(cx, req, tx, e);
+                    return self.fail_by_kind(cx, OpId { req, tx }, e);
                 }
                 _ => {}
             }
         }
+        let id = OpId { req, tx };
         match &op.kind {
-            OpKind::ReadVersion(_) => read_version::ReadVersionOp::advance(self, cx, req, tx),
-            OpKind::Get(_) => get::GetOp::advance(self, cx, req, tx),
-            OpKind::GetKey(_) | OpKind::Range(_) => range::ReadOp::advance(self, cx, req, tx),
-            OpKind::Commit(_) => commit::CommitOp::advance(self, cx, req, tx),
-            OpKind::Watch(_) => watch::WatchOp::advance(self, cx, req, tx),
+            OpKind::ReadVersion(_) => read_version::ReadVersionOp::advance(self, cx, id),
+            OpKind::Get(_) => get::GetOp::advance(self, cx, id),
+            OpKind::GetKey(_) | OpKind::Range(_) => range::ReadOp::advance(self, cx, id),
+            OpKind::Commit(_) => commit::CommitOp::advance(self, cx, id),
+            OpKind::Watch(_) => watch::WatchOp::advance(self, cx, id),
             OpKind::Backoff(_) => on_error::BackoffOp::advance(&mut self.table, req),
-            OpKind::Metrics(_) => metrics::MetricsOp::advance(self, cx, req, tx),
-            OpKind::Addresses(_) => addresses::AddressesOp::advance(self, cx, req, tx),
+            OpKind::Metrics(_) => metrics::MetricsOp::advance(self, cx, id),
+            OpKind::Addresses(_) => addresses::AddressesOp::advance(self, cx, id),
             OpKind::Versionstamp(_) => versionstamp::VersionstampOp::advance(&mut self.table, req),
         }
     }

@@ -13,23 +13,12 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use crate::messages::types::{KeySelector, KeyValue};
-use crate::ryw::range_read::{fdb_key_after, NativeResult, RangeLimits, Row, REPLY_BYTE_LIMIT};
+use crate::ryw::range_read::{fdb_key_after, fge, is_backward, is_fge};
+use crate::ryw::range_read::{NativeResult, RangeLimits, Row, REPLY_BYTE_LIMIT};
 use crate::ryw::ALL_KEYS_END;
 
 /// `CLIENT_KNOBS->GET_RANGE_SHARD_LIMIT`: shards `getExactRange` looks up at a time.
 const GET_RANGE_SHARD_LIMIT: u32 = 2;
-
-fn is_fge(s: &KeySelector) -> bool {
-    !s.or_equal && s.offset == 1
-}
-
-fn is_backward(s: &KeySelector) -> bool {
-    !s.or_equal && s.offset <= 0
-}
-
-fn fge(key: Bytes) -> KeySelector {
-    KeySelector::new(key, false, 1)
-}
 
 /// `KeySelectorRef::isDefinitelyGreater`: resolves past `k` whatever the data.
 fn definitely_greater(s: &KeySelector, k: &[u8]) -> bool {

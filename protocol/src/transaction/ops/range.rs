@@ -13,7 +13,7 @@
 use bytes::Bytes;
 
 use super::native::{range_finished_conflict, NativeKey, NativeRange, NativeStep};
-use super::{OpKind, Wait};
+use super::{OpId, OpKind, Wait};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, RangeResult, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -207,12 +207,8 @@ impl ReadOp {
 
     /// Runs a `get_key` or `get_range` as far as it goes. Takes the whole of the
     /// transactions: a read reads the read version, the tenant and the location cache.
-    pub(super) fn advance(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    pub(super) fn advance(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId) {
+        let OpId { req, .. } = id;
         let Some(op) = txs.table.ops.get_mut(&req) else {
             return;
         };
@@ -227,7 +223,7 @@ impl ReadOp {
                 return;
             }
         };
-        let progress = read.run(txs, cx, req, tx);
+        let progress = read.run(txs, cx, id);
         if let Some(op) = txs.table.ops.get_mut(&req) {
             op.kind = if is_key {
                 OpKind::GetKey(read)
@@ -243,18 +239,13 @@ impl ReadOp {
     }
 
     /// Steps the read until it waits or ends.
-    fn run(
-        &mut self,
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) -> Progress {
+    fn run(&mut self, txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId) -> Progress {
+        let OpId { tx, .. } = id;
         let snapshot = self.snapshot;
         loop {
             if let Some(native) = &mut self.native {
                 // NativeAPI's reads start by waiting for the read version.
-                let version = match txs.read_version_to_read(cx, req, tx) {
+                let version = match txs.read_version_to_read(cx, id) {
                     Some(Ok(v)) => v,
                     Some(Err(e)) => return Progress::Failed(e),
                     None => return Progress::Wait,
@@ -273,7 +264,7 @@ impl ReadOp {
                     NativeStep::Range { key, backward } => (key, backward, false),
                     NativeStep::Key { key, backward } => (key, backward, true),
                 };
-                self.send(txs, cx, req, tx, version, key, backward, key_request);
+                self.send(txs, cx, id, version, key, backward, key_request);
                 return Progress::Wait;
             }
             let Some(t) = txs.txs.get_mut(&tx) else {
@@ -429,13 +420,13 @@ impl ReadOp {
         &mut self,
         txs: &mut Transactions,
         cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
+        id: OpId,
         version: i64,
         key: Bytes,
         backward: bool,
         key_request: bool,
     ) {
+        let OpId { req, tx } = id;
         self.sent = Some(Sent {
             key_request,
             key: key.clone(),

@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 
-use super::{OpKind, Wait};
+use super::{OpId, OpKind, Wait};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
 use crate::grv::GrvWaiter;
@@ -51,13 +51,9 @@ impl ReadVersionOp {
     }
 
     /// Finishes with the transaction's read version once it has one.
-    pub(super) fn advance(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
-        match txs.read_version_only(cx, req, tx, false) {
+    pub(super) fn advance(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId) {
+        let OpId { req, .. } = id;
+        match txs.read_version_only(cx, id, false) {
             Some(Ok(v)) => txs.succeed_op(cx, req, Reply::Version(v)),
             Some(Err(e)) => txs.fail_op(cx, req, e),
             None => {}
@@ -82,10 +78,10 @@ impl Transactions {
     pub(super) fn read_version_for(
         &mut self,
         cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
+        id: OpId,
         for_commit: bool,
     ) -> Awaited<Version> {
+        let OpId { req, tx } = id;
         if let Some(v) = self.table.ops.get(&req).and_then(|o| o.version) {
             return Some(Ok(v));
         }
@@ -99,30 +95,26 @@ impl Transactions {
             Ok(_) => {}
             Err(e) => return Some(Err(e)),
         }
-        self.read_version_only(cx, req, tx, for_commit)
+        self.read_version_only(cx, id, for_commit)
     }
 
     /// The read version of a read sent to a storage server (a get, a range read, a key
     /// selector, a watch's first read): libfdb_c checks it against the database's floor
     /// first (`validateVersion`), which only a read version set by hand can fail.
-    pub(super) fn read_version_to_read(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) -> Awaited<Version> {
-        let r = self.read_version_for(cx, req, tx, false)?;
+    pub(super) fn read_version_to_read(&mut self, cx: &mut Ctx<'_>, id: OpId) -> Awaited<Version> {
+        let r = self.read_version_for(cx, id, false)?;
         Some(r.and_then(|v| cx.grv.check_read_version(v).map(|()| v)))
     }
 
     /// The read version alone (`getReadVersion` does not wait for the tenant).
+    // The same parameters as `read_version_for`, which is this after the tenant's lookup.
     pub(super) fn read_version_only(
         &mut self,
         cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
+        id: OpId,
         for_commit: bool,
     ) -> Awaited<Version> {
+        let OpId { req, tx } = id;
         let t = self.txs.get_mut(&tx)?;
         match t.read_version {
             ReadVersion::Ready(v) => Some(Ok(v)),

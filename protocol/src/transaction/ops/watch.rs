@@ -8,7 +8,7 @@
 use alloc::vec::Vec;
 use bytes::Bytes;
 
-use super::{OpKind, OpTable, Wait};
+use super::{OpId, OpKind, OpTable, Wait};
 use crate::error::{knobs, ErrorCode};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
@@ -129,12 +129,8 @@ impl WatchOp {
     /// The next step: confirm a fired watch, read the value to compare with, wait for the
     /// commit, or send the `WatchValueRequest`. Takes the whole of the transactions: it reads
     /// the read version, the tenant and the location cache.
-    pub(super) fn advance(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-    ) {
+    pub(super) fn advance(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId) {
+        let OpId { req, tx } = id;
         let Some(OpKind::Watch(w)) = txs.table.ops.get(&req).map(|o| &o.kind) else {
             return;
         };
@@ -155,13 +151,13 @@ impl WatchOp {
             // commit version once committed.
             let at = match version {
                 Some(v) => v,
-                None => match txs.read_version_to_read(cx, req, tx) {
+                None => match txs.read_version_to_read(cx, id) {
                     Some(Ok(v)) => v,
                     Some(Err(e)) => return txs.fail_op(cx, req, e),
                     None => return,
                 },
             };
-            return WatchOp::send_read(txs, cx, req, tx, key, at);
+            return WatchOp::send_read(txs, cx, id, key, at);
         };
         let Some(version) = version else {
             txs.table.set_wait(req, Wait::Commit);
@@ -189,15 +185,9 @@ impl WatchOp {
     }
 
     /// Reads the watched key's current value with a GetValue (its reply comes back here).
-    fn send_read(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-        key: Bytes,
-        version: Version,
-    ) {
-        if super::get::GetOp::send(txs, cx, req, tx, key, version) {
+    fn send_read(txs: &mut Transactions, cx: &mut Ctx<'_>, id: OpId, key: Bytes, version: Version) {
+        let OpId { req, .. } = id;
+        if super::get::GetOp::send(txs, cx, id, key, version) {
             if let Some(OpKind::Watch(w)) = txs.table.ops.get_mut(&req).map(|o| &mut o.kind) {
                 w.reading = true;
             }

@@ -14,7 +14,7 @@ use crate::event::Call;
 use crate::event::ClientError;
 use crate::ids::TransactionId;
 use crate::messages::commit::{CommitID, GetKeyServerLocationsReply, ShardLocation};
-use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface, GrvProxyInterface};
+use crate::messages::coordination::ClientDBInfo;
 use crate::messages::grv::{
     GetReadVersionReply, GlobalConfigRefreshReply, RangeResult, TagCount, TagThrottleEntry,
 };
@@ -98,18 +98,7 @@ pub(super) type SimCluster = Sim<Cluster>;
 
 pub(super) fn sim() -> Sim<Cluster> {
     let cluster_file = ClusterFile::parse("t:t@127.0.0.1:4500").unwrap();
-    let info = ClientDBInfo {
-        grv_proxies: vec![GrvProxyInterface {
-            get_consistent_read_version: stream(4500, Uid::new(1, 0x10)),
-            ..Default::default()
-        }],
-        commit_proxies: vec![CommitProxyInterface {
-            commit: stream(4500, Uid::new(2, 0x20)),
-            ..Default::default()
-        }],
-        id: Uid::new(3, 3),
-        ..Default::default()
-    };
+    let info = crate::sim::loopback_proxies();
     let server = StorageServerInterface {
         unique_id: Uid::new(100, 1),
         get_value: stream(4501, Uid::new(200, 0x1000)),

@@ -8,9 +8,9 @@ use bytes::Bytes;
 
 use super::backoff::sim;
 use crate::error::ErrorCode;
-use crate::event::ClientError;
+use crate::event::{Call, ClientError};
 use crate::messages::grv::{ClientTagThrottleLimits, TagCount, TagThrottleEntry};
-use crate::messages::types::{KeySelector, KeyValue, TagSet};
+use crate::messages::types::{KeySelector, KeyValue, TagSet, Version};
 use crate::messages::AnyMessage;
 use crate::time::Instant;
 use crate::transaction::RangeOptions;
@@ -19,6 +19,28 @@ use core::time::Duration;
 
 fn tag(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()
+}
+
+/// One new transaction a tag, each asking for its read version (asked before any is sent).
+fn tagged_read_versions(
+    s: &mut super::backoff::SimCluster,
+    now: Instant,
+    tags: &[&str],
+) -> Vec<Call<Version>> {
+    let txs: Vec<_> = tags
+        .iter()
+        .map(|t| {
+            let tx = s.client.create_transaction(now);
+            s.client.set_option(now, tx, O::Tag(tag(t))).unwrap();
+            tx
+        })
+        .collect();
+    let calls = txs
+        .iter()
+        .map(|tx| s.client.tx_read_version(now, *tx))
+        .collect();
+    s.drive();
+    calls
 }
 
 #[test]
@@ -115,19 +137,7 @@ fn a_throttled_tag_fails_its_transactions_with_tag_throttled() {
         },
     };
     s.server.throttles = vec![entry("stop", 0.0), entry("slow", 10.0)];
-    let txs: Vec<_> = ["stop", "slow", "other"]
-        .iter()
-        .map(|t| {
-            let tx = s.client.create_transaction(now);
-            s.client.set_option(now, tx, O::Tag(tag(t))).unwrap();
-            tx
-        })
-        .collect();
-    let calls: Vec<_> = txs
-        .iter()
-        .map(|tx| s.client.tx_read_version(now, *tx))
-        .collect();
-    s.drive();
+    let calls = tagged_read_versions(&mut s, now, &["stop", "slow", "other"]);
     let got: Vec<_> = calls
         .into_iter()
         .map(|c| s.take(c).expect("answered").map(drop))
@@ -149,18 +159,7 @@ fn transactions_batched_together_have_their_tags_counted() {
     // Read versions asked within one batching window go out as one batch.
     let first = s.client.create_transaction(now);
     let c0 = s.client.tx_read_version(now, first);
-    let txs: Vec<_> = (0..3)
-        .map(|_| {
-            let tx = s.client.create_transaction(now);
-            s.client.set_option(now, tx, O::Tag(tag("hot"))).unwrap();
-            tx
-        })
-        .collect();
-    let calls: Vec<_> = txs
-        .iter()
-        .map(|tx| s.client.tx_read_version(now, *tx))
-        .collect();
-    s.drive();
+    let calls = tagged_read_versions(&mut s, now, &["hot"; 3]);
     assert!(s.take(c0).is_some());
     for c in calls {
         assert!(s.take(c).expect("answered").is_ok());
@@ -256,16 +255,23 @@ fn set_sample_rate(s: &mut super::backoff::SimCluster, rate: f64) {
     assert_eq!(rows.rows.len(), 1, "{rows:?}");
 }
 
-#[test]
-fn the_global_configuration_sets_the_sample_rate() {
+/// A transaction with the read tag `auto` on a cluster whose global configuration samples
+/// every read's tags.
+fn auto_tagged_sampling_all() -> (super::backoff::SimCluster, Instant, crate::TransactionId) {
     let mut s = sim();
     let now = s.now();
-    // 1.0: every read.
     set_sample_rate(&mut s, 1.0);
     let tx = s.client.create_transaction(now);
     s.client
         .set_option(now, tx, O::AutoThrottleTag(tag("auto")))
         .unwrap();
+    (s, now, tx)
+}
+
+#[test]
+fn the_global_configuration_sets_the_sample_rate() {
+    // 1.0: every read.
+    let (mut s, now, tx) = auto_tagged_sampling_all();
     for i in 0..100 {
         let _ = s
             .client
@@ -279,13 +285,7 @@ fn the_global_configuration_sets_the_sample_rate() {
 
 #[test]
 fn a_watch_request_carries_the_read_tags_of_its_transaction() {
-    let mut s = sim();
-    let now = s.now();
-    set_sample_rate(&mut s, 1.0);
-    let tx = s.client.create_transaction(now);
-    s.client
-        .set_option(now, tx, O::AutoThrottleTag(tag("auto")))
-        .unwrap();
+    let (mut s, now, tx) = auto_tagged_sampling_all();
     let w = s.client.watch(now, tx, b"wk");
     s.answer(b"wk", None);
     let c = s.client.commit(now, tx);
@@ -327,20 +327,29 @@ fn read_version_at(
     (r, s.server.grv_tags.len() > asked)
 }
 
-#[test]
-fn a_throttle_learnt_refuses_later_transactions_without_asking_until_the_recheck() {
+fn stop() -> O {
+    O::Tag(tag("stop"))
+}
+
+fn throttled() -> Result<(), ClientError> {
+    Err(ClientError::Fdb(ErrorCode::TAG_THROTTLED))
+}
+
+/// A cluster whose proxy throttles tag `stop` entirely for `seconds`, says so to a first
+/// transaction at the start, then says nothing more of it: the client remembers.
+fn stop_throttled_for(seconds: f64) -> (super::backoff::SimCluster, Instant) {
     let mut s = sim();
     let t0 = s.now();
-    let throttled = Err(ClientError::Fdb(ErrorCode::TAG_THROTTLED));
-    let stop = || O::Tag(tag("stop"));
-    // The proxy throttles `stop` entirely, for 60 s.
-    s.server.throttles = vec![throttle("stop", 0.0, 60.0)];
-    assert_eq!(
-        read_version_at(&mut s, t0, &[stop()]),
-        (throttled.clone(), true)
-    );
-    // From now on the proxy says nothing of it: the client remembers.
+    s.server.throttles = vec![throttle("stop", 0.0, seconds)];
+    assert_eq!(read_version_at(&mut s, t0, &[stop()]), (throttled(), true));
     s.server.throttles.clear();
+    (s, t0)
+}
+
+#[test]
+fn a_throttle_learnt_refuses_later_transactions_without_asking_until_the_recheck() {
+    let (mut s, t0) = stop_throttled_for(60.0);
+    let throttled = throttled();
     assert_eq!(
         read_version_at(&mut s, t0, &[stop()]),
         (throttled.clone(), false)
@@ -374,17 +383,9 @@ fn a_throttle_learnt_refuses_later_transactions_without_asking_until_the_recheck
 
 #[test]
 fn a_remembered_throttle_ends_when_it_expires() {
-    let mut s = sim();
-    let t0 = s.now();
-    let throttled = Err(ClientError::Fdb(ErrorCode::TAG_THROTTLED));
-    let stop = || O::Tag(tag("stop"));
     // A throttle for 2 s: the wire carries the duration, the client adds its own now.
-    s.server.throttles = vec![throttle("stop", 0.0, 2.0)];
-    assert_eq!(
-        read_version_at(&mut s, t0, &[stop()]),
-        (throttled.clone(), true)
-    );
-    s.server.throttles.clear();
+    let (mut s, t0) = stop_throttled_for(2.0);
+    let throttled = throttled();
     let t = t0 + Duration::from_millis(1900);
     s.advance_to(t);
     assert_eq!(read_version_at(&mut s, t, &[stop()]), (throttled, false));

@@ -6,8 +6,9 @@
 use super::*;
 use crate::client::ClientConfig;
 use crate::cluster_file::ClusterFile;
+use crate::event::Call;
 use crate::messages::commit::{GetKeyServerLocationsReply, ShardLocation};
-use crate::messages::coordination::{ClientDBInfo, GrvProxyInterface};
+use crate::messages::coordination::ClientDBInfo;
 use crate::messages::{encode_reply, AnyMessage};
 use crate::sim::{Request, Server, Sim, Wire};
 use crate::uid::Uid;
@@ -74,18 +75,7 @@ impl Server for Cluster {
 
 fn sim(shards: Vec<(&'static [u8], &'static [u8], Vec<usize>)>) -> Sim<Cluster> {
     let cluster_file = ClusterFile::parse("t:t@127.0.0.1:4500").unwrap();
-    let info = ClientDBInfo {
-        grv_proxies: vec![GrvProxyInterface {
-            get_consistent_read_version: stream(4500, Uid::new(1, 0x10)),
-            ..Default::default()
-        }],
-        commit_proxies: vec![CommitProxyInterface {
-            commit: stream(4500, Uid::new(2, 0x20)),
-            ..Default::default()
-        }],
-        id: Uid::new(3, 3),
-        ..Default::default()
-    };
+    let info = crate::sim::loopback_proxies();
     let servers = (0..3u16)
         .map(|i| StorageServerInterface {
             unique_id: Uid::new(100 + i as u64, 1),
@@ -154,6 +144,30 @@ fn three_shards() -> Vec<(&'static [u8], &'static [u8], Vec<usize>)> {
     ]
 }
 
+/// Starts an estimate of `[begin, end)` and runs it until it waits for answers.
+fn estimate(s: &mut Sim<Cluster>, tx: TransactionId, begin: &[u8], end: &[u8]) -> Call<i64> {
+    let req = s
+        .client
+        .get_estimated_range_size_bytes(s.now(), tx, begin, end);
+    s.drive();
+    req
+}
+
+/// Starts a split of `[begin, end)` and runs it until it waits for answers.
+fn split_points(
+    s: &mut Sim<Cluster>,
+    tx: TransactionId,
+    begin: &[u8],
+    end: &[u8],
+    chunk: i64,
+) -> Call<Vec<Bytes>> {
+    let req = s
+        .client
+        .get_range_split_points(s.now(), tx, begin, end, chunk);
+    s.drive();
+    req
+}
+
 fn keys(v: &[&'static [u8]]) -> Vec<Bytes> {
     v.iter().map(|k| Bytes::from_static(k)).collect()
 }
@@ -162,10 +176,7 @@ fn keys(v: &[&'static [u8]]) -> Vec<Bytes> {
 fn estimate_asks_every_shard_and_adds_up() {
     let mut s = sim(three_shards());
     let tx = s.client.create_transaction(s.now());
-    let req = s
-        .client
-        .get_estimated_range_size_bytes(s.now(), tx, b"a", b"e");
-    s.drive();
+    let req = estimate(&mut s, tx, b"a", b"e");
     // One lookup for the whole range, as `getStorageMetricsLargeKeyRange` makes it; no
     // read version.
     assert_eq!(s.server.locations.len(), 1);
@@ -208,10 +219,7 @@ fn estimate_asks_every_shard_and_adds_up() {
     assert_eq!(s.take(req), Some(Ok(123)));
 
     // The locations are cached now: the next estimate asks no proxy.
-    let req = s
-        .client
-        .get_estimated_range_size_bytes(s.now(), tx, b"b", b"c");
-    s.drive();
+    let req = estimate(&mut s, tx, b"b", b"c");
     assert_eq!(s.server.locations.len(), 1);
     s.answer(b"b", metrics(7));
     assert_eq!(s.take(req), Some(Ok(7)));
@@ -221,10 +229,7 @@ fn estimate_asks_every_shard_and_adds_up() {
 fn estimate_relocates_only_the_wrong_shard() {
     let mut s = sim(three_shards());
     let tx = s.client.create_transaction(s.now());
-    let req = s
-        .client
-        .get_estimated_range_size_bytes(s.now(), tx, b"a", b"e");
-    s.drive();
+    let req = estimate(&mut s, tx, b"a", b"e");
     s.answer(b"a", metrics(100));
     s.answer(b"b", error::<StorageMetrics>(ErrorCode::WRONG_SHARD_SERVER));
     // `WRONG_SHARD_SERVER_DELAY` first.
@@ -267,10 +272,7 @@ fn estimate_relocates_only_the_wrong_shard() {
 fn estimate_retries_future_version_and_fails_on_other_errors() {
     let mut s = sim(three_shards());
     let tx = s.client.create_transaction(s.now());
-    let req = s
-        .client
-        .get_estimated_range_size_bytes(s.now(), tx, b"a", b"b");
-    s.drive();
+    let req = estimate(&mut s, tx, b"a", b"b");
     s.answer(b"a", error::<StorageMetrics>(ErrorCode::FUTURE_VERSION));
     assert!(s.requests().is_empty());
     s.advance_by(knobs::FUTURE_VERSION_RETRY_DELAY);
@@ -282,10 +284,7 @@ fn estimate_retries_future_version_and_fails_on_other_errors() {
     s.answer(b"a", metrics(9));
     assert_eq!(s.take(req), Some(Ok(9)));
 
-    let req = s
-        .client
-        .get_estimated_range_size_bytes(s.now(), tx, b"a", b"e");
-    s.drive();
+    let req = estimate(&mut s, tx, b"a", b"e");
     s.answer(b"b", error::<StorageMetrics>(ErrorCode::TENANT_NOT_FOUND));
     assert_eq!(
         s.take(req),
@@ -301,10 +300,7 @@ fn estimate_retries_future_version_and_fails_on_other_errors() {
 fn lost_request_goes_to_the_next_replica() {
     let mut s = sim(vec![(b"", b"\xff\xff", vec![0, 1])]);
     let tx = s.client.create_transaction(s.now());
-    let req = s
-        .client
-        .get_estimated_range_size_bytes(s.now(), tx, b"a", b"z");
-    s.drive();
+    let req = estimate(&mut s, tx, b"a", b"z");
     let first = s.server_of(s.requests()[0].dest, StorageServerInterface::WAIT_METRICS);
     let conn = s.take_request(|_| true).unwrap().conn;
     s.close(conn);
@@ -319,10 +315,7 @@ fn lost_request_goes_to_the_next_replica() {
 fn split_points_concatenate_shards_with_their_boundaries() {
     let mut s = sim(three_shards());
     let tx = s.client.create_transaction(s.now());
-    let req = s
-        .client
-        .get_range_split_points(s.now(), tx, b"a", b"e", 1000);
-    s.drive();
+    let req = split_points(&mut s, tx, b"a", b"e", 1000);
     assert_eq!(s.server.locations.len(), 1);
     assert_eq!(s.server.locations[0].limit, TOO_MANY);
     assert_eq!(s.server.locations[0].min_tenant_version, LATEST_VERSION);
@@ -344,10 +337,7 @@ fn split_points_concatenate_shards_with_their_boundaries() {
     );
 
     // One shard, nothing to split: just the ends.
-    let req = s
-        .client
-        .get_range_split_points(s.now(), tx, b"b1", b"c", 1000);
-    s.drive();
+    let req = split_points(&mut s, tx, b"b1", b"c", 1000);
     s.answer(b"b1", points(&[]));
     assert_eq!(s.take(req), Some(Ok(keys(&[b"b1", b"c"]))));
 }
@@ -356,8 +346,7 @@ fn split_points_concatenate_shards_with_their_boundaries() {
 fn split_points_start_over_on_wrong_shard_server() {
     let mut s = sim(three_shards());
     let tx = s.client.create_transaction(s.now());
-    let req = s.client.get_range_split_points(s.now(), tx, b"a", b"e", 10);
-    s.drive();
+    let req = split_points(&mut s, tx, b"a", b"e", 10);
     s.answer(b"a", points(&[b"a5"]));
     s.answer(
         b"b",
@@ -383,15 +372,13 @@ fn split_points_start_over_on_wrong_shard_server() {
 fn split_points_fail_on_future_version_and_bad_answers() {
     let mut s = sim(three_shards());
     let tx = s.client.create_transaction(s.now());
-    let req = s.client.get_range_split_points(s.now(), tx, b"a", b"b", 10);
-    s.drive();
+    let req = split_points(&mut s, tx, b"a", b"b", 10);
     s.answer(b"a", error::<SplitRangeReply>(ErrorCode::FUTURE_VERSION));
     assert_eq!(
         s.take(req),
         Some(Err(ClientError::Fdb(ErrorCode::FUTURE_VERSION)))
     );
-    let req = s.client.get_range_split_points(s.now(), tx, b"a", b"b", 10);
-    s.drive();
+    let req = split_points(&mut s, tx, b"a", b"b", 10);
     s.answer(b"a", points(&[b"c"]));
     assert!(matches!(s.take(req), Some(Err(ClientError::Decode(_)))));
 }
@@ -438,10 +425,7 @@ fn refused_before_asking() {
         assert_eq!(done.error(), Some(&ClientError::Fdb(code)));
     }
     // System keys are fine for the estimate, and for split points with the option.
-    let req = s
-        .client
-        .get_estimated_range_size_bytes(s.now(), tx, b"a", b"\xff\x01");
-    s.drive();
+    let req = estimate(&mut s, tx, b"a", b"\xff\x01");
     assert!(!s.finished(req.id()));
     s.client
         .set_option(
@@ -450,18 +434,12 @@ fn refused_before_asking() {
             crate::transaction::TransactionOption::ReadSystemKeys,
         )
         .unwrap();
-    let req = s
-        .client
-        .get_range_split_points(s.now(), tx, b"a", b"\xff\x01", 10);
-    s.drive();
+    let req = split_points(&mut s, tx, b"a", b"\xff\x01", 10);
     assert!(!s.finished(req.id()));
     s.client.set(tx, b"k", b"v").unwrap();
     let _ = s.client.commit(s.now(), tx); // waits for a read version the sim never gives
     s.drive();
-    let req = s
-        .client
-        .get_estimated_range_size_bytes(s.now(), tx, b"a", b"b");
-    s.drive();
+    let req = estimate(&mut s, tx, b"a", b"b");
     assert_eq!(
         s.take(req),
         Some(Err(ClientError::Fdb(ErrorCode::USED_DURING_COMMIT)))
@@ -472,10 +450,7 @@ fn refused_before_asking() {
 fn a_reset_transaction_cancels_the_read() {
     let mut s = sim(three_shards());
     let tx = s.client.create_transaction(s.now());
-    let req = s
-        .client
-        .get_estimated_range_size_bytes(s.now(), tx, b"a", b"e");
-    s.drive();
+    let req = estimate(&mut s, tx, b"a", b"e");
     s.client.reset_transaction(s.now(), tx);
     s.drive();
     assert_eq!(
