@@ -23,7 +23,7 @@ use fdb_protocol::cluster_file::ClusterFile;
 
 use self::libfdb::LibFdb;
 use self::outcome::{Normal, Places, RunResult};
-use self::program::Program;
+use self::program::{Op, Program};
 
 /// The sentinel keys below and above every program prefix of a side (selectors move at most
 /// eleven keys past a prefix: offsets up to ±10, one more for `or_equal`).
@@ -118,10 +118,19 @@ impl Sides {
             .map_err(|e| format!("tokio driver: {e}"))?;
         let mio = exec::run_mio(&mut self.mio_dbs, &prefixes[2], p)
             .map_err(|e| format!("mio driver: {e}"))?;
+        let stamped_pres: Vec<Vec<u8>> = p
+            .steps
+            .iter()
+            .filter_map(|s| match &s.op {
+                Op::VsKey { pre, .. } => Some(pre.clone()),
+                _ => None,
+            })
+            .collect();
         let norm = |r: &RunResult, i: usize| {
             r.normalize(&Places {
                 root: &roots[i],
                 prefix: &prefixes[i],
+                stamped_pres: &stamped_pres,
             })
         };
         let (lib, tokio, mio) = (norm(&lib, 0), norm(&tokio, 1), norm(&mio, 2));

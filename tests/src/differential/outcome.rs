@@ -118,6 +118,10 @@ fn outcome_from_json(o: &Value) -> Result<Outcome, String> {
 pub struct Places<'a> {
     pub root: &'a [u8],
     pub prefix: &'a [u8],
+    /// The `pre` of each `set_versionstamped_key` of the program: NativeAPI's write conflict
+    /// range for one is `pre`, the transaction's read version (8 bytes) and two zero bytes,
+    /// which `conflicting_keys` can show, and which differs per run.
+    pub stamped_pres: &'a [Vec<u8>],
 }
 
 /// A run in normal form: one line per step outcome, then the final rows. A range read's
@@ -197,7 +201,7 @@ impl Norm<'_> {
             return format!("R/{}", self.bytes(rest));
         }
         if let Some(rest) = k.strip_prefix(CONFLICTING_KEYS) {
-            return format!("conflicting_keys/{}", self.key(rest));
+            return format!("conflicting_keys/{}", self.conflict_key(rest));
         }
         if let Some(rest) = k.strip_prefix(self.at.root) {
             return format!("root/{}", self.bytes(rest));
@@ -207,6 +211,22 @@ impl Norm<'_> {
         } else {
             "<after root>".into()
         }
+    }
+
+    /// A key of a conflict range: as [`Norm::key`], with the read version a versionstamped
+    /// key's conflict range carries (after its `pre`, before two zero bytes) as `<rv>`.
+    fn conflict_key(&self, k: &[u8]) -> String {
+        if let Some(rel) = k.strip_prefix(self.at.prefix) {
+            for pre in self.at.stamped_pres {
+                let Some(after) = rel.strip_prefix(&pre[..]) else {
+                    continue;
+                };
+                if after.len() >= 10 && after[8..10] == [0, 0] {
+                    return format!("R/{}<rv>{}", self.bytes(pre), self.bytes(&after[10..]));
+                }
+            }
+        }
+        self.key(k)
     }
 
     /// Bytes, printable ASCII as is, with every known versionstamp replaced.
