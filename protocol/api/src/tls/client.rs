@@ -17,6 +17,10 @@ use super::{LoadedTls, TlsError};
 
 /// Builds the client configuration every TLS connection of a database shares.
 pub(super) fn client_config(loaded: &LoadedTls) -> Result<Arc<ClientConfig>, TlsError> {
+    // ring builds with a C compiler alone (aws-lc-rs also needs cmake); rustls 0.23.48
+    // deprecates its provider for lacking post-quantum key exchange, which FDB's own TLS
+    // (OpenSSL, classical groups) does not offer either.
+    #[allow(deprecated)]
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = RootCertStore::empty();
     if let Some(ca) = &loaded.ca {
