@@ -28,6 +28,7 @@ use crate::net::Io;
 use crate::route::Route;
 use crate::time::{Instant, Rng};
 use crate::uid::{well_known, Uid};
+use crate::version::Protocol;
 
 /// `COORDINATOR_RECONNECTION_DELAY` (`fdbclient/ClientKnobs.cpp`).
 pub const COORDINATOR_RECONNECTION_DELAY: Duration = Duration::from_secs(1);
@@ -125,14 +126,15 @@ pub(crate) struct InfoUpdate {
 #[derive(Debug)]
 pub(crate) struct ClusterMonitor {
     cluster: ClusterFile,
-    /// Sent to coordinators for their client statistics.
-    trace_log_group: Bytes,
     /// The client version announced to the cluster.
     client_version: Bytes,
     coordinators: Vec<CoordinatorSlot>,
-    /// What `OpenDatabaseCoordRequest` says about the connection string.
-    wire_coordinators: Vec<NetworkAddress>,
-    wire_hostnames: Vec<Hostname>,
+    /// The `OpenDatabaseCoordRequest` sent on each (re)connect, kept between sends: only
+    /// its reply token and known info id change per send, its supported version when the
+    /// protocol changes, its connection string's parts when the connection string does.
+    request: OpenDatabaseCoordRequest,
+    /// The protocol `request`'s supported version was written for.
+    request_protocol: Option<Protocol>,
     coordinator_index: usize,
     success_index: usize,
     /// Earliest time to ask a coordinator again (after a full failed round).
@@ -161,13 +163,24 @@ impl ClusterMonitor {
     ) -> ClusterMonitor {
         let coordinators = coordinator_slots(&cluster, rng);
         let (wire_coordinators, wire_hostnames) = wire_coordinators(&cluster);
+        let request = OpenDatabaseCoordRequest {
+            issues: Vec::new(),
+            supported_versions: Vec::new(),
+            // Sent to coordinators for their client statistics.
+            trace_log_group,
+            known_client_info_id: Uid::default(),
+            cluster_key: Bytes::from(cluster.cluster_key()),
+            coordinators: wire_coordinators,
+            reply: ReplyPromise::default(),
+            hostnames: wire_hostnames,
+            internal: false,
+        };
         ClusterMonitor {
             cluster,
-            trace_log_group,
             client_version,
             coordinators,
-            wire_coordinators,
-            wire_hostnames,
+            request,
+            request_protocol: None,
             coordinator_index: 0,
             success_index: 0,
             open_db_at: Some(now),
@@ -256,8 +269,9 @@ impl ClusterMonitor {
         tracing::info!(connection_string = %cluster, "switching coordinators");
         self.coordinators = coordinator_slots(&cluster, io.rng);
         let (addrs, hosts) = wire_coordinators(&cluster);
-        self.wire_coordinators = addrs;
-        self.wire_hostnames = hosts;
+        self.request.coordinators = addrs;
+        self.request.hostnames = hosts;
+        self.request.cluster_key = Bytes::from(cluster.cluster_key());
         self.cluster = cluster;
         self.restart(io);
     }
@@ -469,34 +483,27 @@ impl ClusterMonitor {
             }
         };
         let token = io.token();
-        let req = OpenDatabaseCoordRequest {
-            issues: Vec::new(),
-            supported_versions: alloc::vec![ClientVersionRef {
+        let protocol = io.net.protocol();
+        if self.request_protocol != Some(protocol) {
+            self.request_protocol = Some(protocol);
+            self.request.supported_versions = alloc::vec![ClientVersionRef {
                 client_version: if self.client_version.is_empty() {
-                    Bytes::from_static(io.net.protocol().release().as_bytes())
+                    Bytes::from_static(protocol.release().as_bytes())
                 } else {
                     self.client_version.clone()
                 },
                 source_version: Bytes::new(),
                 // FDB prints it with `%llx`: no leading zero.
-                protocol_version: Bytes::from(alloc::format!(
-                    "{:x}",
-                    io.net.protocol().version().version()
-                )),
-            }],
-            trace_log_group: self.trace_log_group.clone(),
-            known_client_info_id: self.info.as_ref().map(|i| i.id).unwrap_or_default(),
-            cluster_key: Bytes::from(self.cluster.cluster_key()),
-            coordinators: self.wire_coordinators.clone(),
-            reply: ReplyPromise { token },
-            hostnames: self.wire_hostnames.clone(),
-            internal: false,
-        };
+                protocol_version: Bytes::from(alloc::format!("{:x}", protocol.version().version())),
+            }];
+        }
+        self.request.known_client_info_id = self.info.as_ref().map(|i| i.id).unwrap_or_default();
+        self.request.reply = ReplyPromise { token };
         self.open_db_outstanding = true;
         io.send(
             &addr,
             well_known::CLIENT_LEADER_REG_OPEN_DATABASE,
-            &req,
+            &self.request,
             token,
             Route::OpenDatabase,
         );
