@@ -135,6 +135,9 @@ pub(crate) struct ClusterMonitor {
     request: OpenDatabaseCoordRequest,
     /// The protocol `request`'s supported version was written for.
     request_protocol: Option<Protocol>,
+    /// `request` encoded, to be sent again with its token and info id written in; `None`
+    /// after the request changed otherwise (or if those could not be located).
+    encoded: Option<EncodedRequest>,
     coordinator_index: usize,
     success_index: usize,
     /// Earliest time to ask a coordinator again (after a full failed round).
@@ -181,6 +184,7 @@ impl ClusterMonitor {
             coordinators,
             request,
             request_protocol: None,
+            encoded: None,
             coordinator_index: 0,
             success_index: 0,
             open_db_at: Some(now),
@@ -272,6 +276,7 @@ impl ClusterMonitor {
         self.request.coordinators = addrs;
         self.request.hostnames = hosts;
         self.request.cluster_key = Bytes::from(cluster.cluster_key());
+        self.encoded = None;
         self.cluster = cluster;
         self.restart(io);
     }
@@ -496,17 +501,91 @@ impl ClusterMonitor {
                 // FDB prints it with `%llx`: no leading zero.
                 protocol_version: Bytes::from(alloc::format!("{:x}", protocol.version().version())),
             }];
+            self.encoded = None;
         }
-        self.request.known_client_info_id = self.info.as_ref().map(|i| i.id).unwrap_or_default();
+        let known = self.info.as_ref().map(|i| i.id).unwrap_or_default();
+        if self.encoded.is_none() {
+            self.encoded = EncodedRequest::new(&mut self.request);
+        }
+        self.request.known_client_info_id = known;
         self.request.reply = ReplyPromise { token };
         self.open_db_outstanding = true;
-        io.send(
-            &addr,
-            well_known::CLIENT_LEADER_REG_OPEN_DATABASE,
-            &self.request,
-            token,
-            Route::OpenDatabase,
-        );
+        match &mut self.encoded {
+            Some(e) => {
+                let bytes = e.with(token, known);
+                debug_assert_eq!(bytes, &crate::serializer::encode(&self.request)[..]);
+                io.send_encoded(
+                    &addr,
+                    well_known::CLIENT_LEADER_REG_OPEN_DATABASE,
+                    bytes,
+                    token,
+                    Route::OpenDatabase,
+                );
+            }
+            None => io.send(
+                &addr,
+                well_known::CLIENT_LEADER_REG_OPEN_DATABASE,
+                &self.request,
+                token,
+                Route::OpenDatabase,
+            ),
+        }
+    }
+}
+
+/// An `OpenDatabaseCoordRequest`, encoded, with the places of its two fields that change
+/// between sends (each a [`Uid`], written as its 16 bytes): a reconnect writes them in
+/// rather than encode the whole request again.
+#[derive(Debug)]
+struct EncodedRequest {
+    bytes: Vec<u8>,
+    token_at: usize,
+    info_at: usize,
+}
+
+impl EncodedRequest {
+    /// Encodes `req` three times, with its reply token and its known info id each set to
+    /// all-zero and all-one bytes in turn: the bytes that differ are those fields' places.
+    /// `None` if they are not 16 bytes in a row each.
+    fn new(req: &mut OpenDatabaseCoordRequest) -> Option<EncodedRequest> {
+        let zeros = Uid {
+            first: 0,
+            second: 0,
+        };
+        let ones = Uid {
+            first: u64::MAX,
+            second: u64::MAX,
+        };
+        req.reply = ReplyPromise { token: zeros };
+        req.known_client_info_id = zeros;
+        let bytes = crate::serializer::encode(req);
+        req.reply = ReplyPromise { token: ones };
+        let token = crate::serializer::encode(req);
+        req.reply = ReplyPromise { token: zeros };
+        req.known_client_info_id = ones;
+        let info = crate::serializer::encode(req);
+        let place = |other: &[u8]| {
+            let differ: Vec<usize> = (0..bytes.len())
+                .filter(|&i| other.get(i) != bytes.get(i))
+                .collect();
+            let at = *differ.first()?;
+            (other.len() == bytes.len() && differ.len() == 16 && differ[15] == at + 15)
+                .then_some(at)
+        };
+        let token_at = place(&token)?;
+        let info_at = place(&info)?;
+        Some(EncodedRequest {
+            bytes,
+            token_at,
+            info_at,
+        })
+    }
+
+    /// The request with this reply token and known info id.
+    fn with(&mut self, token: Uid, known: Uid) -> &[u8] {
+        self.bytes[self.token_at..self.token_at + 16].copy_from_slice(&token.to_bytes());
+        self.bytes[self.info_at..self.info_at + 16].copy_from_slice(&known.to_bytes());
+        &self.bytes
     }
 }
 
