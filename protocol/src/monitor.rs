@@ -504,32 +504,33 @@ impl ClusterMonitor {
             self.encoded = None;
         }
         let known = self.info.as_ref().map(|i| i.id).unwrap_or_default();
-        if self.encoded.is_none() {
-            self.encoded = EncodedRequest::new(&mut self.request);
-        }
         self.request.known_client_info_id = known;
         self.request.reply = ReplyPromise { token };
         self.open_db_outstanding = true;
-        match &mut self.encoded {
-            Some(e) => {
-                let bytes = e.with(token, known);
+        let bytes = match self.encoded.as_mut().and_then(|e| e.with(token, known)) {
+            Some(bytes) => {
                 debug_assert_eq!(bytes, &crate::serializer::encode(&self.request)[..]);
-                io.send_encoded(
+                bytes
+            }
+            None => {
+                let bytes = crate::serializer::encode(&self.request);
+                self.encoded = EncodedRequest::new(&self.request, bytes.clone());
+                return io.send_encoded(
                     &addr,
                     well_known::CLIENT_LEADER_REG_OPEN_DATABASE,
-                    bytes,
+                    &bytes,
                     token,
                     Route::OpenDatabase,
                 );
             }
-            None => io.send(
-                &addr,
-                well_known::CLIENT_LEADER_REG_OPEN_DATABASE,
-                &self.request,
-                token,
-                Route::OpenDatabase,
-            ),
-        }
+        };
+        io.send_encoded(
+            &addr,
+            well_known::CLIENT_LEADER_REG_OPEN_DATABASE,
+            bytes,
+            token,
+            Route::OpenDatabase,
+        );
     }
 }
 
@@ -540,52 +541,44 @@ impl ClusterMonitor {
 struct EncodedRequest {
     bytes: Vec<u8>,
     token_at: usize,
-    info_at: usize,
+    /// Where the known info id is, if it could be told apart (not while it is all zeros),
+    /// and the id encoded.
+    info_at: Option<usize>,
+    info: Uid,
 }
 
 impl EncodedRequest {
-    /// Encodes `req` three times, with its reply token and its known info id each set to
-    /// all-zero and all-one bytes in turn: the bytes that differ are those fields' places.
-    /// `None` if they are not 16 bytes in a row each.
-    fn new(req: &mut OpenDatabaseCoordRequest) -> Option<EncodedRequest> {
-        let zeros = Uid {
-            first: 0,
-            second: 0,
+    /// `bytes`, `req` encoded, with the places of its reply token and known info id: each is
+    /// where its 16 bytes occur, if they occur once (the field holds them, so a single
+    /// occurrence is the field). `None` if the token's place cannot be told.
+    fn new(req: &OpenDatabaseCoordRequest, bytes: Vec<u8>) -> Option<EncodedRequest> {
+        let once = |v: Uid| {
+            let b = v.to_bytes();
+            let mut at = bytes.windows(16).enumerate().filter(|(_, w)| *w == b);
+            let first = at.next()?.0;
+            at.next().is_none().then_some(first)
         };
-        let ones = Uid {
-            first: u64::MAX,
-            second: u64::MAX,
-        };
-        req.reply = ReplyPromise { token: zeros };
-        req.known_client_info_id = zeros;
-        let bytes = crate::serializer::encode(req);
-        req.reply = ReplyPromise { token: ones };
-        let token = crate::serializer::encode(req);
-        req.reply = ReplyPromise { token: zeros };
-        req.known_client_info_id = ones;
-        let info = crate::serializer::encode(req);
-        let place = |other: &[u8]| {
-            let differ: Vec<usize> = (0..bytes.len())
-                .filter(|&i| other.get(i) != bytes.get(i))
-                .collect();
-            let at = *differ.first()?;
-            (other.len() == bytes.len() && differ.len() == 16 && differ[15] == at + 15)
-                .then_some(at)
-        };
-        let token_at = place(&token)?;
-        let info_at = place(&info)?;
+        let token_at = once(req.reply.token)?;
+        let info = req.known_client_info_id;
+        let info_at = once(info);
         Some(EncodedRequest {
-            bytes,
             token_at,
             info_at,
+            info,
+            bytes,
         })
     }
 
-    /// The request with this reply token and known info id.
-    fn with(&mut self, token: Uid, known: Uid) -> &[u8] {
+    /// The request with this reply token and known info id, if this encoding can say it.
+    fn with(&mut self, token: Uid, known: Uid) -> Option<&[u8]> {
+        match self.info_at {
+            Some(at) => self.bytes[at..at + 16].copy_from_slice(&known.to_bytes()),
+            None if known != self.info => return None,
+            None => {}
+        }
+        self.info = known;
         self.bytes[self.token_at..self.token_at + 16].copy_from_slice(&token.to_bytes());
-        self.bytes[self.info_at..self.info_at + 16].copy_from_slice(&known.to_bytes());
-        &self.bytes
+        Some(&self.bytes)
     }
 }
 
