@@ -2721,6 +2721,17 @@ impl State {
         std::mem::take(&mut self.io)
     }
 
+    /// Each process's role, in process order (what [`State::processes`] lists, without
+    /// building the list).
+    pub(crate) fn roles(&self) -> impl Iterator<Item = Role> + '_ {
+        self.procs.iter().map(|p| p.role)
+    }
+
+    /// The first process at `addr` that is up (alive and not retired).
+    pub(crate) fn up_at(&self, addr: SocketAddr) -> Option<usize> {
+        (self.procs.iter()).position(|p| p.alive && !p.retired && p.addr == addr)
+    }
+
     /// Every process: its role, its address, whether it is up (alive and not retired).
     pub(crate) fn processes(&self) -> Vec<(Role, SocketAddr, bool)> {
         self.procs

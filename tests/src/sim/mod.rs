@@ -922,12 +922,7 @@ impl Sim {
                     return;
                 };
                 self.trace.record(now, b'c', id, &[]);
-                let p = self
-                    .cluster
-                    .borrow()
-                    .processes()
-                    .iter()
-                    .position(|(_, a, up)| *up && *a == l.addr);
+                let p = self.cluster.borrow().up_at(l.addr);
                 let conn = p.and_then(|p| self.cluster_mut().accept(p, id));
                 let d = self.delay();
                 let l = self.net.links.get_mut(&id).expect("a link");
@@ -1021,23 +1016,31 @@ impl Sim {
     /// A storage server or the proxies (or, with `coordinator_faults`, a coordinator), from
     /// the seed.
     fn random_role(&mut self) -> Role {
-        let n = self.cluster.borrow().storage_server_count() as u64;
-        let coordinators: Vec<Role> = if self.faults.coordinator_faults {
-            let mut c: Vec<Role> = (self.cluster.borrow().processes().iter())
-                .filter_map(|(r, _, _)| matches!(r, Role::Coordinator(_)).then_some(*r))
-                .collect();
-            c.dedup();
-            c
-        } else {
-            Vec::new()
+        let cluster = self.cluster.clone();
+        let cluster = cluster.borrow();
+        let n = cluster.storage_server_count() as u64;
+        // The coordinators' roles in process order, a run of one role counted once: counted,
+        // then walked to (no list built per fault).
+        let coordinators = || {
+            let mut last = None;
+            (cluster.roles())
+                .filter(|r| matches!(r, Role::Coordinator(_)))
+                .filter(move |r| last.replace(*r) != Some(*r))
         };
-        let pick = splitmix(&mut self.rng) % (n + 1 + coordinators.len() as u64);
+        let count = if self.faults.coordinator_faults {
+            coordinators().count() as u64
+        } else {
+            0
+        };
+        let pick = splitmix(&mut self.rng) % (n + 1 + count);
         if pick < n {
             Role::Storage(pick as usize)
         } else if pick == n {
             Role::Proxies
         } else {
-            coordinators[(pick - n - 1) as usize]
+            coordinators()
+                .nth((pick - n - 1) as usize)
+                .expect("counted")
         }
     }
 
@@ -1060,15 +1063,25 @@ impl Sim {
     }
 
     /// The connections open at both ends and not partitioned (a partitioned one is reset
-    /// by its heal).
-    fn open_links(&self) -> Vec<u64> {
+    /// by its heal), in id order.
+    fn open_links(&self) -> impl Iterator<Item = u64> + '_ {
         self.net
             .links
             .iter()
             .filter(|(_, l)| l.connected && l.client_open && l.server_open)
             .filter(|(_, l)| !l.cut_to_server && !l.cut_to_client)
             .map(|(id, _)| *id)
-            .collect()
+    }
+
+    /// One of the [`Sim::open_links`] from the seed (none drawn when there is none). Counted,
+    /// then walked to: a fault every few milliseconds allocates no list.
+    fn random_open_link(&mut self) -> Option<u64> {
+        let n = self.open_links().count() as u64;
+        if n == 0 {
+            return None;
+        }
+        let i = splitmix(&mut self.rng) % n;
+        self.open_links().nth(i as usize)
     }
 
     fn fault(&mut self, f: Fault) {
@@ -1076,9 +1089,7 @@ impl Sim {
         let active = now < self.faults.until;
         match f {
             Fault::Reset => {
-                let open = self.open_links();
-                if active && !open.is_empty() {
-                    let id = open[(splitmix(&mut self.rng) % open.len() as u64) as usize];
+                if let Some(id) = active.then(|| self.random_open_link()).flatten() {
                     self.trace.record(now, b'!', id, &[]);
                     self.counts.resets += 1;
                     self.cut(id);
@@ -1140,9 +1151,7 @@ impl Sim {
                 }
             }
             Fault::Partition => {
-                let open = self.open_links();
-                if active && !open.is_empty() {
-                    let id = open[(splitmix(&mut self.rng) % open.len() as u64) as usize];
+                if let Some(id) = active.then(|| self.random_open_link()).flatten() {
                     let to_server = splitmix(&mut self.rng) & 1 == 0;
                     self.trace.record(now, b'|', id, &[to_server as u8]);
                     self.counts.partitions += 1;
