@@ -507,21 +507,25 @@ impl ClusterMonitor {
         self.request.known_client_info_id = known;
         self.request.reply = ReplyPromise { token };
         self.open_db_outstanding = true;
-        let bytes = match self.encoded.as_mut().and_then(|e| e.with(token, known)) {
+        if self.encoded.is_none() {
+            // Encoded with a marker for the known info id: while the id is all zeros (before
+            // the first `ClientDBInfo`) its bytes occur many times and its place could not be
+            // told, which cost a second encode once the id arrived.
+            self.request.known_client_info_id = INFO_MARKER;
+            let bytes = crate::serializer::encode(&self.request);
+            self.request.known_client_info_id = known;
+            self.encoded = EncodedRequest::new(token, INFO_MARKER, bytes);
+        }
+        let encoded = self.encoded.as_mut().and_then(|e| e.with(token, known));
+        let full;
+        let bytes = match encoded {
             Some(bytes) => {
                 debug_assert_eq!(bytes, &crate::serializer::encode(&self.request)[..]);
                 bytes
             }
             None => {
-                let bytes = crate::serializer::encode(&self.request);
-                self.encoded = EncodedRequest::new(&self.request, bytes.clone());
-                return io.send_encoded(
-                    &addr,
-                    well_known::CLIENT_LEADER_REG_OPEN_DATABASE,
-                    &bytes,
-                    token,
-                    Route::OpenDatabase,
-                );
+                full = crate::serializer::encode(&self.request);
+                &full[..]
             }
         };
         io.send_encoded(
@@ -534,6 +538,13 @@ impl ClusterMonitor {
     }
 }
 
+/// What [`EncodedRequest`] is first encoded with in place of the known info id (bytes unlikely
+/// to occur elsewhere in the request; if they do, each send encodes the whole request).
+const INFO_MARKER: Uid = Uid {
+    first: 0x6d6f_6e69_746f_722d,
+    second: 0x696e_666f_2d69_643f,
+};
+
 /// An `OpenDatabaseCoordRequest`, encoded, with the places of its two fields that change
 /// between sends (each a [`Uid`], written as its 16 bytes): a reconnect writes them in
 /// rather than encode the whole request again.
@@ -541,25 +552,24 @@ impl ClusterMonitor {
 struct EncodedRequest {
     bytes: Vec<u8>,
     token_at: usize,
-    /// Where the known info id is, if it could be told apart (not while it is all zeros),
-    /// and the id encoded.
+    /// Where the known info id is, if it could be told apart, and the id encoded.
     info_at: Option<usize>,
     info: Uid,
 }
 
 impl EncodedRequest {
-    /// `bytes`, `req` encoded, with the places of its reply token and known info id: each is
-    /// where its 16 bytes occur, if they occur once (the field holds them, so a single
-    /// occurrence is the field). `None` if the token's place cannot be told.
-    fn new(req: &OpenDatabaseCoordRequest, bytes: Vec<u8>) -> Option<EncodedRequest> {
+    /// `bytes`, the request encoded with reply token `token` and known info id `info`, with
+    /// the places of those two fields: each is where its 16 bytes occur, if they occur once
+    /// (the field holds them, so a single occurrence is the field). `None` if the token's
+    /// place cannot be told.
+    fn new(token: Uid, info: Uid, bytes: Vec<u8>) -> Option<EncodedRequest> {
         let once = |v: Uid| {
             let b = v.to_bytes();
             let mut at = bytes.windows(16).enumerate().filter(|(_, w)| *w == b);
             let first = at.next()?.0;
             at.next().is_none().then_some(first)
         };
-        let token_at = once(req.reply.token)?;
-        let info = req.known_client_info_id;
+        let token_at = once(token)?;
         let info_at = once(info);
         Some(EncodedRequest {
             token_at,

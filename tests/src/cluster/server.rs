@@ -2721,6 +2721,13 @@ impl State {
         std::mem::take(&mut self.io)
     }
 
+    /// [`State::take_io`] into `into` (empty), which leaves its allocation here: a caller
+    /// that hands the same buffer back each time allocates none per step.
+    pub(crate) fn swap_io(&mut self, into: &mut Vec<Io>) {
+        debug_assert!(into.is_empty());
+        std::mem::swap(&mut self.io, into);
+    }
+
     /// Each process's role, in process order (what [`State::processes`] lists, without
     /// building the list).
     pub(crate) fn roles(&self) -> impl Iterator<Item = Role> + '_ {
@@ -3171,7 +3178,9 @@ impl State {
         let mut out = Vec::new();
         assert!(to < self.cfg.storage_servers, "no storage server {to}");
         let i = self.shard_containing(key);
-        self.teams[i] = vec![to];
+        // The team's list reused: a simulated run moves a shard every few milliseconds.
+        self.teams[i].clear();
+        self.teams[i].push(to);
         self.fail_moved_watches(&mut out);
         self.flush(out);
     }

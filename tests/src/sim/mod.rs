@@ -477,6 +477,8 @@ pub struct Sim {
     cluster_timer: Option<Option<Duration>>,
     clients: Vec<SimClient>,
     net: Net,
+    /// The buffer the cluster's output is swapped into (see [`State::swap_io`]).
+    io: Vec<Io>,
     exec: Executor,
     trace: Trace,
     /// Events handled, for the numbers.
@@ -523,6 +525,7 @@ impl Sim {
             cluster_timer: None,
             clients: Vec::new(),
             net: Net::default(),
+            io: Vec::new(),
             exec: Executor::default(),
             trace: Trace(
                 0xcbf2_9ce4_8422_2325,
@@ -798,9 +801,10 @@ impl Sim {
 
     /// Takes what the cluster wants done: bytes to send, connections to close.
     fn pump_cluster(&mut self) -> bool {
-        let io = self.cluster.borrow_mut().take_io();
+        let mut io = std::mem::take(&mut self.io);
+        self.cluster.borrow_mut().swap_io(&mut io);
         let busy = !io.is_empty();
-        for action in io {
+        for action in io.drain(..) {
             let (conn, bytes) = match action {
                 Io::Send(c, b) => (c, Some(b)),
                 Io::Close(c) => (c, None),
@@ -831,6 +835,7 @@ impl Sim {
                 }
             }
         }
+        self.io = io;
         busy
     }
 
