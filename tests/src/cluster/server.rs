@@ -2879,14 +2879,16 @@ impl State {
             None => self.republish_at.front().copied(),
         };
         let stops = self.procs.iter().filter_map(|p| {
+            let s = p.stopped.filter(|s| !s.detected)?;
             let needed = !p.retired && (matches!(p.role, Role::Proxies | Role::Master) || p.log);
-            p.stopped
-                .filter(|s| needed && !s.detected)
-                .map(|s| s.at + stop_delay)
+            needed.then(|| s.at + stop_delay)
         });
-        let deaths = (0..self.procs.len())
-            .filter(|&p| self.needed_by_the_transaction_system(p))
-            .filter_map(|p| self.procs[p].dead_since.map(|t| t + detect));
+        // (The cheap test first: few processes are dead.)
+        let deaths = (0..self.procs.len()).filter_map(|p| {
+            let since = self.procs[p].dead_since?;
+            self.needed_by_the_transaction_system(p)
+                .then(|| since + detect)
+        });
         let waiting = self.waiting.iter().map(|w| {
             let caught_up = match self.ss_lag[w.ss] {
                 Some((_, until)) => until.max(version_at(w.version)),

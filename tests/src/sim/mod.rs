@@ -728,13 +728,9 @@ impl Sim {
             }
             for i in 0..self.clients.len() {
                 loop {
-                    let op = self.clients[i]
-                        .shared
-                        .ops
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .pop_front();
-                    let Some(op) = op else { break };
+                    let Some(op) = self.clients[i].shared.next_op() else {
+                        break;
+                    };
                     op(self.clients[i].engine());
                     busy = true;
                 }
@@ -867,11 +863,12 @@ impl Sim {
     /// Moves the clock to `to` and does what is due then.
     fn advance(&mut self, to: Duration) {
         self.now = to;
-        self.clock.store(to.as_nanos() as u64, Ordering::SeqCst);
+        // Release, not SeqCst (a locked exchange on x86): the clocks are read on this thread.
+        self.clock.store(to.as_nanos() as u64, Ordering::Release);
         for c in &self.clients {
             c.shared
                 .nanos
-                .store(c.local(to).as_nanos() as u64, Ordering::SeqCst);
+                .store(c.local(to).as_nanos() as u64, Ordering::Release);
         }
         self.cluster.borrow_mut().set_now(Instant(to));
         let wake: Vec<Waker> = CTX.with(|c| {
