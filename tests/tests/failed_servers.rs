@@ -74,9 +74,13 @@ fn space_known(doc: &serde_json::Value) -> bool {
         .flat_map(|p| p["roles"].as_array().into_iter().flatten())
         .filter(|r| r["role"] == "storage")
         .all(|r| {
-            ["kvstore_used_bytes", "kvstore_free_bytes", "kvstore_available_bytes"]
-                .iter()
-                .all(|k| r[*k].is_i64())
+            [
+                "kvstore_used_bytes",
+                "kvstore_free_bytes",
+                "kvstore_available_bytes",
+            ]
+            .iter()
+            .all(|k| r[*k].is_i64())
         })
 }
 
