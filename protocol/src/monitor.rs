@@ -615,3 +615,54 @@ fn shrink<P: Clone>(
     }
     *proxies = last.clone();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reconnect's request, its token and known info id written into the bytes encoded
+    /// with the marker, is byte for byte what a full encode makes: before the first
+    /// `ClientDBInfo` (an all-zero id, whose bytes occur elsewhere too) and after.
+    #[test]
+    fn a_request_written_in_is_its_full_encode() {
+        let cluster =
+            ClusterFile::parse("desc:abc@10.0.0.1:4500,10.0.0.2:4500:tls,coord.example:4500")
+                .unwrap();
+        let (coordinators, hostnames) = wire_coordinators(&cluster);
+        let first = Uid {
+            first: 0x1111,
+            second: 0x2222,
+        };
+        let mut req = OpenDatabaseCoordRequest {
+            issues: Vec::new(),
+            supported_versions: alloc::vec![ClientVersionRef {
+                client_version: Bytes::from_static(b"7.3.77"),
+                source_version: Bytes::new(),
+                protocol_version: Bytes::from_static(b"fdb00b073000000"),
+            }],
+            trace_log_group: Bytes::from_static(b"group"),
+            known_client_info_id: INFO_MARKER,
+            cluster_key: Bytes::from(cluster.cluster_key()),
+            coordinators,
+            reply: ReplyPromise { token: first },
+            hostnames,
+            internal: false,
+        };
+        let bytes = crate::serializer::encode(&req);
+        let mut encoded = EncodedRequest::new(first, INFO_MARKER, bytes).expect("both located");
+        assert!(encoded.info_at.is_some());
+        let sends = [
+            (first, Uid::default()),
+            (Uid::new(5, 6), Uid::default()),
+            (Uid::new(7, 8), Uid::new(0xabcd, 0xef01)),
+            (Uid::new(9, 10), Uid::new(0xabcd, 0xef01)),
+            (Uid::new(11, 12), Uid::new(0x1234, 0x5678)),
+        ];
+        for (token, known) in sends {
+            req.reply = ReplyPromise { token };
+            req.known_client_info_id = known;
+            let full = crate::serializer::encode(&req);
+            assert_eq!(encoded.with(token, known), Some(&full[..]));
+        }
+    }
+}
