@@ -28,6 +28,7 @@ use crate::net::Io;
 use crate::route::Route;
 use crate::time::{Instant, Rng};
 use crate::uid::{well_known, Uid};
+use crate::version::Protocol;
 
 /// `COORDINATOR_RECONNECTION_DELAY` (`fdbclient/ClientKnobs.cpp`).
 pub const COORDINATOR_RECONNECTION_DELAY: Duration = Duration::from_secs(1);
@@ -125,14 +126,18 @@ pub(crate) struct InfoUpdate {
 #[derive(Debug)]
 pub(crate) struct ClusterMonitor {
     cluster: ClusterFile,
-    /// Sent to coordinators for their client statistics.
-    trace_log_group: Bytes,
     /// The client version announced to the cluster.
     client_version: Bytes,
     coordinators: Vec<CoordinatorSlot>,
-    /// What `OpenDatabaseCoordRequest` says about the connection string.
-    wire_coordinators: Vec<NetworkAddress>,
-    wire_hostnames: Vec<Hostname>,
+    /// The `OpenDatabaseCoordRequest` sent on each (re)connect, kept between sends: only
+    /// its reply token and known info id change per send, its supported version when the
+    /// protocol changes, its connection string's parts when the connection string does.
+    request: OpenDatabaseCoordRequest,
+    /// The protocol `request`'s supported version was written for.
+    request_protocol: Option<Protocol>,
+    /// `request` encoded, to be sent again with its token and info id written in; `None`
+    /// after the request changed otherwise (or if those could not be located).
+    encoded: Option<EncodedRequest>,
     coordinator_index: usize,
     success_index: usize,
     /// Earliest time to ask a coordinator again (after a full failed round).
@@ -161,13 +166,25 @@ impl ClusterMonitor {
     ) -> ClusterMonitor {
         let coordinators = coordinator_slots(&cluster, rng);
         let (wire_coordinators, wire_hostnames) = wire_coordinators(&cluster);
+        let request = OpenDatabaseCoordRequest {
+            issues: Vec::new(),
+            supported_versions: Vec::new(),
+            // Sent to coordinators for their client statistics.
+            trace_log_group,
+            known_client_info_id: Uid::default(),
+            cluster_key: Bytes::from(cluster.cluster_key()),
+            coordinators: wire_coordinators,
+            reply: ReplyPromise::default(),
+            hostnames: wire_hostnames,
+            internal: false,
+        };
         ClusterMonitor {
             cluster,
-            trace_log_group,
             client_version,
             coordinators,
-            wire_coordinators,
-            wire_hostnames,
+            request,
+            request_protocol: None,
+            encoded: None,
             coordinator_index: 0,
             success_index: 0,
             open_db_at: Some(now),
@@ -256,8 +273,10 @@ impl ClusterMonitor {
         tracing::info!(connection_string = %cluster, "switching coordinators");
         self.coordinators = coordinator_slots(&cluster, io.rng);
         let (addrs, hosts) = wire_coordinators(&cluster);
-        self.wire_coordinators = addrs;
-        self.wire_hostnames = hosts;
+        self.request.coordinators = addrs;
+        self.request.hostnames = hosts;
+        self.request.cluster_key = Bytes::from(cluster.cluster_key());
+        self.encoded = None;
         self.cluster = cluster;
         self.restart(io);
     }
@@ -469,37 +488,107 @@ impl ClusterMonitor {
             }
         };
         let token = io.token();
-        let req = OpenDatabaseCoordRequest {
-            issues: Vec::new(),
-            supported_versions: alloc::vec![ClientVersionRef {
+        let protocol = io.net.protocol();
+        if self.request_protocol != Some(protocol) {
+            self.request_protocol = Some(protocol);
+            self.request.supported_versions = alloc::vec![ClientVersionRef {
                 client_version: if self.client_version.is_empty() {
-                    Bytes::from_static(io.net.protocol().release().as_bytes())
+                    Bytes::from_static(protocol.release().as_bytes())
                 } else {
                     self.client_version.clone()
                 },
                 source_version: Bytes::new(),
                 // FDB prints it with `%llx`: no leading zero.
-                protocol_version: Bytes::from(alloc::format!(
-                    "{:x}",
-                    io.net.protocol().version().version()
-                )),
-            }],
-            trace_log_group: self.trace_log_group.clone(),
-            known_client_info_id: self.info.as_ref().map(|i| i.id).unwrap_or_default(),
-            cluster_key: Bytes::from(self.cluster.cluster_key()),
-            coordinators: self.wire_coordinators.clone(),
-            reply: ReplyPromise { token },
-            hostnames: self.wire_hostnames.clone(),
-            internal: false,
-        };
+                protocol_version: Bytes::from(alloc::format!("{:x}", protocol.version().version())),
+            }];
+            self.encoded = None;
+        }
+        let known = self.info.as_ref().map(|i| i.id).unwrap_or_default();
+        self.request.known_client_info_id = known;
+        self.request.reply = ReplyPromise { token };
         self.open_db_outstanding = true;
-        io.send(
+        if self.encoded.is_none() {
+            // Encoded with a marker for the known info id: while the id is all zeros (before
+            // the first `ClientDBInfo`) its bytes occur many times and its place could not be
+            // told, which cost a second encode once the id arrived.
+            self.request.known_client_info_id = INFO_MARKER;
+            let bytes = crate::serializer::encode(&self.request);
+            self.request.known_client_info_id = known;
+            self.encoded = EncodedRequest::new(token, INFO_MARKER, bytes);
+        }
+        let encoded = self.encoded.as_mut().and_then(|e| e.with(token, known));
+        let full;
+        let bytes = match encoded {
+            Some(bytes) => {
+                debug_assert_eq!(bytes, &crate::serializer::encode(&self.request)[..]);
+                bytes
+            }
+            None => {
+                full = crate::serializer::encode(&self.request);
+                &full[..]
+            }
+        };
+        io.send_encoded(
             &addr,
             well_known::CLIENT_LEADER_REG_OPEN_DATABASE,
-            &req,
+            bytes,
             token,
             Route::OpenDatabase,
         );
+    }
+}
+
+/// What [`EncodedRequest`] is first encoded with in place of the known info id (bytes unlikely
+/// to occur elsewhere in the request; if they do, each send encodes the whole request).
+const INFO_MARKER: Uid = Uid {
+    first: 0x6d6f_6e69_746f_722d,
+    second: 0x696e_666f_2d69_643f,
+};
+
+/// An `OpenDatabaseCoordRequest`, encoded, with the places of its two fields that change
+/// between sends (each a [`Uid`], written as its 16 bytes): a reconnect writes them in
+/// rather than encode the whole request again.
+#[derive(Debug)]
+struct EncodedRequest {
+    bytes: Vec<u8>,
+    token_at: usize,
+    /// Where the known info id is, if it could be told apart, and the id encoded.
+    info_at: Option<usize>,
+    info: Uid,
+}
+
+impl EncodedRequest {
+    /// `bytes`, the request encoded with reply token `token` and known info id `info`, with
+    /// the places of those two fields: each is where its 16 bytes occur, if they occur once
+    /// (the field holds them, so a single occurrence is the field). `None` if the token's
+    /// place cannot be told.
+    fn new(token: Uid, info: Uid, bytes: Vec<u8>) -> Option<EncodedRequest> {
+        let once = |v: Uid| {
+            let b = v.to_bytes();
+            let mut at = bytes.windows(16).enumerate().filter(|(_, w)| *w == b);
+            let first = at.next()?.0;
+            at.next().is_none().then_some(first)
+        };
+        let token_at = once(token)?;
+        let info_at = once(info);
+        Some(EncodedRequest {
+            token_at,
+            info_at,
+            info,
+            bytes,
+        })
+    }
+
+    /// The request with this reply token and known info id, if this encoding can say it.
+    fn with(&mut self, token: Uid, known: Uid) -> Option<&[u8]> {
+        match self.info_at {
+            Some(at) => self.bytes[at..at + 16].copy_from_slice(&known.to_bytes()),
+            None if known != self.info => return None,
+            None => {}
+        }
+        self.info = known;
+        self.bytes[self.token_at..self.token_at + 16].copy_from_slice(&token.to_bytes());
+        Some(&self.bytes)
     }
 }
 
@@ -525,4 +614,55 @@ fn shrink<P: Clone>(
         *last = chosen;
     }
     *proxies = last.clone();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reconnect's request, its token and known info id written into the bytes encoded
+    /// with the marker, is byte for byte what a full encode makes: before the first
+    /// `ClientDBInfo` (an all-zero id, whose bytes occur elsewhere too) and after.
+    #[test]
+    fn a_request_written_in_is_its_full_encode() {
+        let cluster =
+            ClusterFile::parse("desc:abc@10.0.0.1:4500,10.0.0.2:4500:tls,coord.example:4500")
+                .unwrap();
+        let (coordinators, hostnames) = wire_coordinators(&cluster);
+        let first = Uid {
+            first: 0x1111,
+            second: 0x2222,
+        };
+        let mut req = OpenDatabaseCoordRequest {
+            issues: Vec::new(),
+            supported_versions: alloc::vec![ClientVersionRef {
+                client_version: Bytes::from_static(b"7.3.77"),
+                source_version: Bytes::new(),
+                protocol_version: Bytes::from_static(b"fdb00b073000000"),
+            }],
+            trace_log_group: Bytes::from_static(b"group"),
+            known_client_info_id: INFO_MARKER,
+            cluster_key: Bytes::from(cluster.cluster_key()),
+            coordinators,
+            reply: ReplyPromise { token: first },
+            hostnames,
+            internal: false,
+        };
+        let bytes = crate::serializer::encode(&req);
+        let mut encoded = EncodedRequest::new(first, INFO_MARKER, bytes).expect("both located");
+        assert!(encoded.info_at.is_some());
+        let sends = [
+            (first, Uid::default()),
+            (Uid::new(5, 6), Uid::default()),
+            (Uid::new(7, 8), Uid::new(0xabcd, 0xef01)),
+            (Uid::new(9, 10), Uid::new(0xabcd, 0xef01)),
+            (Uid::new(11, 12), Uid::new(0x1234, 0x5678)),
+        ];
+        for (token, known) in sends {
+            req.reply = ReplyPromise { token };
+            req.known_client_info_id = known;
+            let full = crate::serializer::encode(&req);
+            assert_eq!(encoded.with(token, known), Some(&full[..]));
+        }
+    }
 }

@@ -94,6 +94,26 @@ impl Io<'_> {
         );
     }
 
+    /// [`Io::send`] of a message already encoded.
+    pub(crate) fn send_encoded(
+        &mut self,
+        addr: &NetworkAddress,
+        dest: Uid,
+        bytes: &[u8],
+        reply: Uid,
+        route: Route,
+    ) {
+        self.net.send_encoded(
+            self.now,
+            self.rng,
+            self.events,
+            (addr, dest),
+            bytes,
+            reply,
+            route,
+        );
+    }
+
     /// Sends a message that asks for no reply (FDB's `RequestStream::send` of a request
     /// without a `ReplyPromise`): nothing waits for it, so nothing is told if it is lost.
     pub(crate) fn send_one_way<M: Message>(&mut self, addr: &NetworkAddress, dest: Uid, msg: &M) {
@@ -288,6 +308,28 @@ impl Network {
             .peers
             .get_mut(&conn)
             .expect("peer_for returns a live peer");
+        p.pending.push((reply, to.1));
+        self.pending.insert(reply, (conn, route));
+    }
+
+    /// [`Network::send`] of a message already encoded (`bytes`, what `encode` makes).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn send_encoded(
+        &mut self,
+        now: Instant,
+        rng: &mut Rng,
+        events: &mut VecDeque<Event>,
+        to: (&NetworkAddress, Uid),
+        bytes: &[u8],
+        reply: Uid,
+        route: Route,
+    ) {
+        let conn = self.peer_for(now, rng, events, to.0);
+        let p = self
+            .peers
+            .get_mut(&conn)
+            .expect("peer_for returns a live peer");
+        p.conn.send(now, to.1, bytes);
         p.pending.push((reply, to.1));
         self.pending.insert(reply, (conn, route));
     }

@@ -126,6 +126,9 @@ pub struct VTableSet {
     pub(super) tables: Vec<VTable>,
     offsets: Vec<u32>,
     pub(super) packed_len: u32,
+    /// `tables` as they are packed into a message (each `u16` little-endian, in order),
+    /// worked out once rather than per message.
+    pub(super) packed: Vec<u8>,
     /// Each table shape met in the type walk and its vtable's index in `tables`, so that
     /// writing a table needs no [`generate_vtable`].
     shapes: Vec<(SmallVec<[Layout; 12]>, usize)>,
@@ -220,10 +223,16 @@ impl VtCollector {
                 (l, i)
             })
             .collect();
+        let packed: Vec<u8> = tables
+            .iter()
+            .flat_map(|t| t.iter().flat_map(|v| v.to_le_bytes()))
+            .collect();
+        debug_assert_eq!(packed.len(), at as usize);
         VTableSet {
             tables,
             offsets,
             packed_len: at,
+            packed,
             shapes,
         }
     }

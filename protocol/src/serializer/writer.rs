@@ -93,16 +93,21 @@ impl<'v> Writer<'v> {
 
     /// Starts a table whose members have these layouts.
     pub fn begin_table(&self, layouts: &[Layout]) -> TableBuilder {
+        // `from_slice` copies; `clone` and `from_elem` push element by element.
         let (vt, vt_off) = match self.vtables.shape(layouts) {
-            Some((vt, off)) => (vt.clone(), Some(off)),
+            Some((vt, off)) => (SmallVec::from_slice(vt), Some(off)),
             None => (generate_vtable(layouts), None),
         };
         let align = layouts.iter().map(|l| l.align()).fold(4, usize::max);
         let len = vt[1] as usize;
+        const ZEROS: [u8; 64] = [0; 64];
         TableBuilder {
             vt,
             align,
-            bytes: SmallVec::from_elem(0, len),
+            bytes: match ZEROS.get(..len) {
+                Some(zeros) => SmallVec::from_slice(zeros),
+                None => SmallVec::from_elem(0, len),
+            },
             offsets: SmallVec::new(),
             slot: 0,
             vt_off,
@@ -204,12 +209,9 @@ impl<'v> Writer<'v> {
     pub(super) fn finish_in_place(mut self, root: u32, file_identifier: u32) -> (Vec<u8>, usize) {
         let packed = self.vtables.packed_len as usize;
         let vtable_start = self.current + packed;
-        let mut at = vtable_start;
-        for t in &self.vtables.tables {
-            let bytes: SmallVec<[u8; 48]> = t.iter().flat_map(|v| v.to_le_bytes()).collect();
-            self.put(at, &bytes);
-            at -= bytes.len();
-        }
+        // The vtables one after another, the first at `vtable_start`.
+        let vtables = self.vtables;
+        self.put(vtable_start, &vtables.packed);
         let header_end = align_up(self.current + 8, 8);
         self.put_u32(header_end, (header_end - root as usize) as u32);
         self.put_u32(header_end - 4, file_identifier);

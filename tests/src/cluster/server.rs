@@ -2721,6 +2721,24 @@ impl State {
         std::mem::take(&mut self.io)
     }
 
+    /// [`State::take_io`] into `into` (empty), which leaves its allocation here: a caller
+    /// that hands the same buffer back each time allocates none per step.
+    pub(crate) fn swap_io(&mut self, into: &mut Vec<Io>) {
+        debug_assert!(into.is_empty());
+        std::mem::swap(&mut self.io, into);
+    }
+
+    /// Each process's role, in process order (what [`State::processes`] lists, without
+    /// building the list).
+    pub(crate) fn roles(&self) -> impl Iterator<Item = Role> + '_ {
+        self.procs.iter().map(|p| p.role)
+    }
+
+    /// The first process at `addr` that is up (alive and not retired).
+    pub(crate) fn up_at(&self, addr: SocketAddr) -> Option<usize> {
+        (self.procs.iter()).position(|p| p.alive && !p.retired && p.addr == addr)
+    }
+
     /// Every process: its role, its address, whether it is up (alive and not retired).
     pub(crate) fn processes(&self) -> Vec<(Role, SocketAddr, bool)> {
         self.procs
@@ -2861,14 +2879,16 @@ impl State {
             None => self.republish_at.front().copied(),
         };
         let stops = self.procs.iter().filter_map(|p| {
+            let s = p.stopped.filter(|s| !s.detected)?;
             let needed = !p.retired && (matches!(p.role, Role::Proxies | Role::Master) || p.log);
-            p.stopped
-                .filter(|s| needed && !s.detected)
-                .map(|s| s.at + stop_delay)
+            needed.then(|| s.at + stop_delay)
         });
-        let deaths = (0..self.procs.len())
-            .filter(|&p| self.needed_by_the_transaction_system(p))
-            .filter_map(|p| self.procs[p].dead_since.map(|t| t + detect));
+        // (The cheap test first: few processes are dead.)
+        let deaths = (0..self.procs.len()).filter_map(|p| {
+            let since = self.procs[p].dead_since?;
+            self.needed_by_the_transaction_system(p)
+                .then(|| since + detect)
+        });
         let waiting = self.waiting.iter().map(|w| {
             let caught_up = match self.ss_lag[w.ss] {
                 Some((_, until)) => until.max(version_at(w.version)),
@@ -3160,7 +3180,9 @@ impl State {
         let mut out = Vec::new();
         assert!(to < self.cfg.storage_servers, "no storage server {to}");
         let i = self.shard_containing(key);
-        self.teams[i] = vec![to];
+        // The team's list reused: a simulated run moves a shard every few milliseconds.
+        self.teams[i].clear();
+        self.teams[i].push(to);
         self.fail_moved_watches(&mut out);
         self.flush(out);
     }

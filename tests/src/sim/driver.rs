@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fdb_api::driver::{Clock, Driver, Engine, Op};
@@ -12,11 +12,27 @@ use fdb_api::Error;
 
 /// What the world shares with a database's handles.
 pub(crate) struct Shared {
-    pub(crate) ops: Mutex<VecDeque<Op>>,
+    ops: Mutex<VecDeque<Op>>,
+    /// How many `ops` wait: the world looks after every step, most often for none, which
+    /// this tells without taking the lock.
+    queued: AtomicUsize,
     pub(crate) clock: Clock,
     /// The database's own clock (nanoseconds), which the world moves: it may drift from the
     /// world's.
     pub(crate) nanos: Arc<AtomicU64>,
+}
+
+impl Shared {
+    /// The op queued first, if any.
+    pub(crate) fn next_op(&self) -> Option<Op> {
+        if self.queued.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut ops = self.ops.lock().unwrap_or_else(|e| e.into_inner());
+        let op = ops.pop_front();
+        self.queued.store(ops.len(), Ordering::Release);
+        op
+    }
 }
 
 /// A handle to a database's engine in the simulation (see [`super`]). Cheap to clone.
@@ -76,6 +92,7 @@ impl Driver for SimDriver {
         };
         let shared = Arc::new(Shared {
             ops: Mutex::new(VecDeque::new()),
+            queued: AtomicUsize::new(0),
             clock: engine.clock(),
             nanos,
         });
@@ -84,11 +101,9 @@ impl Driver for SimDriver {
     }
 
     fn send(&self, op: Op) -> bool {
-        self.shared
-            .ops
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(op);
+        let mut ops = self.shared.ops.lock().unwrap_or_else(|e| e.into_inner());
+        ops.push_back(op);
+        self.shared.queued.store(ops.len(), Ordering::Release);
         true
     }
 

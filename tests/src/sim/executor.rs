@@ -6,7 +6,8 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 
 type Task = Pin<Box<dyn Future<Output = ()>>>;
@@ -21,10 +22,43 @@ pub(crate) fn spawn_local(fut: Task) {
     SPAWNED.with(|s| s.borrow_mut().push(fut));
 }
 
+/// The ids of the tasks ready to run, in the order they were woken, and how many there are:
+/// the world asks after every step, and most often none is, which the count tells without
+/// taking the lock.
+#[derive(Default)]
+struct Ready {
+    queue: Mutex<VecDeque<usize>>,
+    len: AtomicUsize,
+}
+
+impl Ready {
+    fn lock(&self) -> MutexGuard<'_, VecDeque<usize>> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, id: usize) {
+        let mut q = self.lock();
+        if !q.contains(&id) {
+            q.push_back(id);
+        }
+        self.len.store(q.len(), Ordering::Release);
+    }
+
+    fn pop(&self) -> Option<usize> {
+        if self.len.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut q = self.lock();
+        let id = q.pop_front();
+        self.len.store(q.len(), Ordering::Release);
+        id
+    }
+}
+
 /// Wakes a task by queueing its id (once).
 struct TaskWaker {
     id: usize,
-    ready: Arc<Mutex<VecDeque<usize>>>,
+    ready: Arc<Ready>,
 }
 
 impl Wake for TaskWaker {
@@ -32,10 +66,7 @@ impl Wake for TaskWaker {
         self.wake_by_ref();
     }
     fn wake_by_ref(self: &Arc<Self>) {
-        let mut q = self.ready.lock().unwrap_or_else(|e| e.into_inner());
-        if !q.contains(&self.id) {
-            q.push_back(self.id);
-        }
+        self.ready.push(self.id);
     }
 }
 
@@ -43,7 +74,7 @@ impl Wake for TaskWaker {
 #[derive(Default)]
 pub(crate) struct Executor {
     tasks: Vec<Option<(Task, Waker)>>,
-    ready: Arc<Mutex<VecDeque<usize>>>,
+    ready: Arc<Ready>,
 }
 
 impl Executor {
@@ -55,7 +86,7 @@ impl Executor {
             ready: self.ready.clone(),
         }));
         self.tasks.push(Some((fut, waker)));
-        self.ready.lock().unwrap().push_back(id);
+        self.ready.push(id);
     }
 
     /// Polls every ready task (and those they wake or spawn) until none is ready. Whether
@@ -66,7 +97,7 @@ impl Executor {
             for t in SPAWNED.with(|s| std::mem::take(&mut *s.borrow_mut())) {
                 self.spawn(t);
             }
-            let next = self.ready.lock().unwrap().pop_front();
+            let next = self.ready.pop();
             let Some(id) = next else { return ran };
             ran = true;
             let Some((mut fut, waker)) = self.tasks[id].take() else {

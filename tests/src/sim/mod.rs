@@ -320,8 +320,13 @@ impl SimClient {
         if self.rate == 1000 {
             return self.base + since;
         }
-        let d = since.as_nanos() * self.rate as u128 / 1000;
-        self.base + Duration::from_nanos(d as u64)
+        // In 64 bits while the product fits (always, in sessions of seconds): the same
+        // result as the 128-bit path, without its division routine.
+        let d = match (since.as_nanos() as u64).checked_mul(self.rate) {
+            Some(p) if since.as_nanos() <= u64::MAX as u128 => p / 1000,
+            _ => (since.as_nanos() * self.rate as u128 / 1000) as u64,
+        };
+        self.base + Duration::from_nanos(d)
     }
 
     /// The first world time at which the client's time reaches `local`.
@@ -331,8 +336,11 @@ impl SimClient {
         if self.rate == 1000 {
             return self.since + ahead;
         }
-        let d = ahead.as_nanos() * 1000;
-        self.since + Duration::from_nanos(d.div_ceil(self.rate as u128) as u64)
+        let d = match (ahead.as_nanos() as u64).checked_mul(1000) {
+            Some(p) if ahead.as_nanos() <= u64::MAX as u128 => p.div_ceil(self.rate),
+            _ => (ahead.as_nanos() * 1000).div_ceil(self.rate as u128) as u64,
+        };
+        self.since + Duration::from_nanos(d)
     }
 
     /// Steps its clock by `by` nanoseconds (back if negative, not before its origin) at
@@ -469,6 +477,8 @@ pub struct Sim {
     cluster_timer: Option<Option<Duration>>,
     clients: Vec<SimClient>,
     net: Net,
+    /// The buffer the cluster's output is swapped into (see [`State::swap_io`]).
+    io: Vec<Io>,
     exec: Executor,
     trace: Trace,
     /// Events handled, for the numbers.
@@ -515,6 +525,7 @@ impl Sim {
             cluster_timer: None,
             clients: Vec::new(),
             net: Net::default(),
+            io: Vec::new(),
             exec: Executor::default(),
             trace: Trace(
                 0xcbf2_9ce4_8422_2325,
@@ -717,13 +728,9 @@ impl Sim {
             }
             for i in 0..self.clients.len() {
                 loop {
-                    let op = self.clients[i]
-                        .shared
-                        .ops
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .pop_front();
-                    let Some(op) = op else { break };
+                    let Some(op) = self.clients[i].shared.next_op() else {
+                        break;
+                    };
                     op(self.clients[i].engine());
                     busy = true;
                 }
@@ -790,9 +797,10 @@ impl Sim {
 
     /// Takes what the cluster wants done: bytes to send, connections to close.
     fn pump_cluster(&mut self) -> bool {
-        let io = self.cluster.borrow_mut().take_io();
+        let mut io = std::mem::take(&mut self.io);
+        self.cluster.borrow_mut().swap_io(&mut io);
         let busy = !io.is_empty();
-        for action in io {
+        for action in io.drain(..) {
             let (conn, bytes) = match action {
                 Io::Send(c, b) => (c, Some(b)),
                 Io::Close(c) => (c, None),
@@ -823,6 +831,7 @@ impl Sim {
                 }
             }
         }
+        self.io = io;
         busy
     }
 
@@ -854,11 +863,12 @@ impl Sim {
     /// Moves the clock to `to` and does what is due then.
     fn advance(&mut self, to: Duration) {
         self.now = to;
-        self.clock.store(to.as_nanos() as u64, Ordering::SeqCst);
+        // Release, not SeqCst (a locked exchange on x86): the clocks are read on this thread.
+        self.clock.store(to.as_nanos() as u64, Ordering::Release);
         for c in &self.clients {
             c.shared
                 .nanos
-                .store(c.local(to).as_nanos() as u64, Ordering::SeqCst);
+                .store(c.local(to).as_nanos() as u64, Ordering::Release);
         }
         self.cluster.borrow_mut().set_now(Instant(to));
         let wake: Vec<Waker> = CTX.with(|c| {
@@ -914,12 +924,7 @@ impl Sim {
                     return;
                 };
                 self.trace.record(now, b'c', id, &[]);
-                let p = self
-                    .cluster
-                    .borrow()
-                    .processes()
-                    .iter()
-                    .position(|(_, a, up)| *up && *a == l.addr);
+                let p = self.cluster.borrow().up_at(l.addr);
                 let conn = p.and_then(|p| self.cluster_mut().accept(p, id));
                 let d = self.delay();
                 let l = self.net.links.get_mut(&id).expect("a link");
@@ -1013,23 +1018,31 @@ impl Sim {
     /// A storage server or the proxies (or, with `coordinator_faults`, a coordinator), from
     /// the seed.
     fn random_role(&mut self) -> Role {
-        let n = self.cluster.borrow().storage_server_count() as u64;
-        let coordinators: Vec<Role> = if self.faults.coordinator_faults {
-            let mut c: Vec<Role> = (self.cluster.borrow().processes().iter())
-                .filter_map(|(r, _, _)| matches!(r, Role::Coordinator(_)).then_some(*r))
-                .collect();
-            c.dedup();
-            c
-        } else {
-            Vec::new()
+        let cluster = self.cluster.clone();
+        let cluster = cluster.borrow();
+        let n = cluster.storage_server_count() as u64;
+        // The coordinators' roles in process order, a run of one role counted once: counted,
+        // then walked to (no list built per fault).
+        let coordinators = || {
+            let mut last = None;
+            (cluster.roles())
+                .filter(|r| matches!(r, Role::Coordinator(_)))
+                .filter(move |r| last.replace(*r) != Some(*r))
         };
-        let pick = splitmix(&mut self.rng) % (n + 1 + coordinators.len() as u64);
+        let count = if self.faults.coordinator_faults {
+            coordinators().count() as u64
+        } else {
+            0
+        };
+        let pick = splitmix(&mut self.rng) % (n + 1 + count);
         if pick < n {
             Role::Storage(pick as usize)
         } else if pick == n {
             Role::Proxies
         } else {
-            coordinators[(pick - n - 1) as usize]
+            coordinators()
+                .nth((pick - n - 1) as usize)
+                .expect("counted")
         }
     }
 
@@ -1052,15 +1065,25 @@ impl Sim {
     }
 
     /// The connections open at both ends and not partitioned (a partitioned one is reset
-    /// by its heal).
-    fn open_links(&self) -> Vec<u64> {
+    /// by its heal), in id order.
+    fn open_links(&self) -> impl Iterator<Item = u64> + '_ {
         self.net
             .links
             .iter()
             .filter(|(_, l)| l.connected && l.client_open && l.server_open)
             .filter(|(_, l)| !l.cut_to_server && !l.cut_to_client)
             .map(|(id, _)| *id)
-            .collect()
+    }
+
+    /// One of the [`Sim::open_links`] from the seed (none drawn when there is none). Counted,
+    /// then walked to: a fault every few milliseconds allocates no list.
+    fn random_open_link(&mut self) -> Option<u64> {
+        let n = self.open_links().count() as u64;
+        if n == 0 {
+            return None;
+        }
+        let i = splitmix(&mut self.rng) % n;
+        self.open_links().nth(i as usize)
     }
 
     fn fault(&mut self, f: Fault) {
@@ -1068,9 +1091,7 @@ impl Sim {
         let active = now < self.faults.until;
         match f {
             Fault::Reset => {
-                let open = self.open_links();
-                if active && !open.is_empty() {
-                    let id = open[(splitmix(&mut self.rng) % open.len() as u64) as usize];
+                if let Some(id) = active.then(|| self.random_open_link()).flatten() {
                     self.trace.record(now, b'!', id, &[]);
                     self.counts.resets += 1;
                     self.cut(id);
@@ -1132,9 +1153,7 @@ impl Sim {
                 }
             }
             Fault::Partition => {
-                let open = self.open_links();
-                if active && !open.is_empty() {
-                    let id = open[(splitmix(&mut self.rng) % open.len() as u64) as usize];
+                if let Some(id) = active.then(|| self.random_open_link()).flatten() {
                     let to_server = splitmix(&mut self.rng) & 1 == 0;
                     self.trace.record(now, b'|', id, &[to_server as u8]);
                     self.counts.partitions += 1;

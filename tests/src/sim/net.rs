@@ -4,8 +4,7 @@
 //! messages on different connections overtake each other. Events wait in one queue ordered
 //! by (time, sequence number): equal times keep the order they were made in.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,10 +58,12 @@ pub(crate) enum Ev {
 pub(crate) struct Net {
     pub(crate) links: BTreeMap<u64, Link>,
     pub(crate) by_client: BTreeMap<(usize, ConnectionId), u64>,
-    /// (time in nanoseconds, sequence number, slot): the heap moves its elements on every
-    /// push and pop, so they stay small; the events wait in `slots` (a free list reuses
-    /// them, so no map is searched).
-    queue: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    /// (time in nanoseconds, sequence number, slot), sorted latest first: the next event is
+    /// the last, taken by a pop. The queue stays short (a few to a few dozen events), where
+    /// an insert's copy of the keys behind it costs less than a heap's sifting both ways.
+    /// The keys stay small; the events wait in `slots` (a free list reuses them, so no map
+    /// is searched).
+    queue: Vec<(u64, u64, u32)>,
     slots: Vec<Option<Ev>>,
     free: Vec<u32>,
     seq: u64,
@@ -83,22 +84,23 @@ impl Net {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.queue
-            .push(Reverse((at.as_nanos() as u64, self.seq, slot)));
+        let key = (at.as_nanos() as u64, self.seq, slot);
+        // After every later event (its sequence number is the largest yet, so an equal time
+        // goes after the events already queued for it).
+        let i = self.queue.partition_point(|q| *q > key);
+        self.queue.insert(i, key);
     }
 
     /// When the next event happens.
     pub(crate) fn next_time(&self) -> Option<Duration> {
-        self.queue
-            .peek()
-            .map(|Reverse(q)| Duration::from_nanos(q.0))
+        self.queue.last().map(|q| Duration::from_nanos(q.0))
     }
 
     /// The next event if it is due at `now`.
     pub(crate) fn pop_due(&mut self, now: Duration) -> Option<Ev> {
-        match self.queue.peek() {
-            Some(Reverse(q)) if q.0 <= now.as_nanos() as u64 => {
-                let Reverse((_, _, slot)) = self.queue.pop()?;
+        match self.queue.last() {
+            Some(q) if q.0 <= now.as_nanos() as u64 => {
+                let (_, _, slot) = self.queue.pop()?;
                 self.free.push(slot);
                 self.slots[slot as usize].take()
             }
