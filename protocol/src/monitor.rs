@@ -149,9 +149,9 @@ pub(crate) struct ClusterMonitor {
     forward_unconfirmed: bool,
     /// `shrinkProxyList`'s memory: the proxy ids last seen and the subset chosen from them.
     last_grv_ids: Vec<Uid>,
-    last_grv: Vec<GrvProxyInterface>,
+    last_grv: heapless::Vec<GrvProxyInterface, MAX_GRV_PROXY_CONNECTIONS>,
     last_commit_ids: Vec<Uid>,
-    last_commit: Vec<CommitProxyInterface>,
+    last_commit: heapless::Vec<CommitProxyInterface, MAX_COMMIT_PROXY_CONNECTIONS>,
     info: Option<ClientDBInfo>,
 }
 
@@ -192,9 +192,9 @@ impl ClusterMonitor {
             resolving: false,
             forward_unconfirmed: false,
             last_grv_ids: Vec::new(),
-            last_grv: Vec::new(),
+            last_grv: heapless::Vec::new(),
             last_commit_ids: Vec::new(),
-            last_commit: Vec::new(),
+            last_commit: heapless::Vec::new(),
             info: None,
         }
     }
@@ -417,14 +417,12 @@ impl ClusterMonitor {
         shrink(
             rng,
             &mut info.commit_proxies,
-            MAX_COMMIT_PROXY_CONNECTIONS,
             |p| p.commit.endpoint.token,
             (&mut self.last_commit_ids, &mut self.last_commit),
         );
         shrink(
             rng,
             &mut info.grv_proxies,
-            MAX_GRV_PROXY_CONNECTIONS,
             |p| p.get_consistent_read_version.endpoint.token,
             (&mut self.last_grv_ids, &mut self.last_grv),
         );
@@ -592,17 +590,16 @@ impl EncodedRequest {
     }
 }
 
-/// One kind of proxies of `ClusterMonitor::shrink_proxy_list`: more than `max` become a random
-/// subset of `max`, the one in `last` (chosen again when the proxies' tokens differ from
-/// `last`'s ids).
-fn shrink<P: Clone>(
+/// One kind of proxies of `ClusterMonitor::shrink_proxy_list`: more than `MAX` become a
+/// random subset of `MAX`, the one in `last` (chosen again when the proxies' tokens differ
+/// from `last`'s ids). `last` holds at most `MAX` by its type.
+fn shrink<P: Clone, const MAX: usize>(
     rng: &mut Rng,
     proxies: &mut Vec<P>,
-    max: usize,
     token: impl Fn(&P) -> Uid,
-    (last_ids, last): (&mut Vec<Uid>, &mut Vec<P>),
+    (last_ids, last): (&mut Vec<Uid>, &mut heapless::Vec<P, MAX>),
 ) {
-    if proxies.len() <= max {
+    if proxies.len() <= MAX {
         return;
     }
     let ids: Vec<Uid> = proxies.iter().map(token).collect();
@@ -610,10 +607,9 @@ fn shrink<P: Clone>(
         *last_ids = ids;
         let mut chosen = proxies.clone();
         shuffle(rng, &mut chosen);
-        chosen.truncate(max);
-        *last = chosen;
+        *last = chosen.into_iter().take(MAX).collect();
     }
-    *proxies = last.clone();
+    *proxies = last.to_vec();
 }
 
 #[cfg(test)]
