@@ -32,7 +32,7 @@ use crate::client::ClientConfig;
 use crate::error::ErrorCode;
 use crate::event::{Call, ClientError, Completion, Event, Outcome, Transmit};
 use crate::framing::{encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion};
-use crate::ids::{ConnectionId, RequestId};
+use crate::ids::{ConnectionId, RequestId, TransactionId};
 use crate::messages::{decode_any, encode_reply, AnyMessage, ErrorOr, NetworkAddress, Void};
 use crate::serializer::{encode_with, Message};
 use crate::time::Instant;
@@ -244,6 +244,12 @@ impl<S: Server> Sim<S> {
     /// The simulated time.
     pub fn now(&self) -> Instant {
         self.now
+    }
+
+    /// `N` transactions created now, for tests of how they meet.
+    pub fn create_transactions<const N: usize>(&mut self) -> [TransactionId; N] {
+        let now = self.now;
+        core::array::from_fn(|_| self.client.create_transaction(now))
     }
 
     /// Moves the clock to `to` (not backwards) and lets the client's timers run.
@@ -665,10 +671,7 @@ mod tests {
     fn a_packed_set_is_a_set() {
         let mut s = sim();
         let now = s.now();
-        let (a, b) = (
-            s.client.create_transaction(now),
-            s.client.create_transaction(now),
-        );
+        let [a, b] = s.create_transactions();
         for (k, v) in [(&b"k1"[..], &b"v1"[..]), (b"", b"empty key"), (b"k2", b"")] {
             s.client.set(a, k, v).unwrap();
             let packed = [k, &[0][..], v].concat();
