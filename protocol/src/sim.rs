@@ -653,6 +653,14 @@ mod tests {
         loopback_proxies()
     }
 
+    /// A GRV proxy's answer: read version `version`.
+    fn read_version(version: i64) -> ErrorOr<GetReadVersionReply> {
+        ErrorOr::Ok(GetReadVersionReply {
+            version,
+            ..Default::default()
+        })
+    }
+
     /// Answers the bootstrap request; returns the long poll.
     fn bootstrap(s: &mut Sim) -> Request {
         let open = s
@@ -711,13 +719,7 @@ mod tests {
             .expect("a read version request");
         assert_eq!(grv.reply, grv.msg.reply_token());
         assert_eq!(s.take(call), None, "not before the answer");
-        s.reply(
-            &grv,
-            ErrorOr::Ok(GetReadVersionReply {
-                version: 42,
-                ..Default::default()
-            }),
-        );
+        s.reply(&grv, read_version(42));
         assert_eq!(s.take(call), Some(Ok(42)));
         assert_eq!(s.take(call), None, "a completion is taken once");
     }
@@ -829,13 +831,7 @@ mod tests {
         let again = s
             .take_request(|r| r.dest == Uid::new(5, 0x50))
             .expect("re-sent to the new proxy");
-        s.reply(
-            &again,
-            ErrorOr::Ok(GetReadVersionReply {
-                version: 7,
-                ..Default::default()
-            }),
-        );
+        s.reply(&again, read_version(7));
         assert_eq!(s.take(call), Some(Ok(7)));
     }
 }

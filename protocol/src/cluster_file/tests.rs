@@ -178,24 +178,16 @@ fn hostnames() {
     canon("a:b@host.:1", "a:b@host.:1");
     canon("a:b@_x:1", "a:b@_x:1");
     canon("a:b@-x:1", "a:b@-x:1");
-    // Fewer than four digits means hostname, not IPv4.
-    assert_eq!(
-        ok("a:b@1.2.3:4500").coordinators,
-        vec![host("1.2.3", 4500, false)]
-    );
-    assert_eq!(
-        ok("a:b@123:4500").coordinators,
-        vec![host("123", 4500, false)]
-    );
-    // Signs and letters also make FDB's regex say "hostname".
-    assert_eq!(
-        ok("a:b@-1.2.3.4:1").coordinators,
-        vec![host("-1.2.3.4", 1, false)]
-    );
-    assert_eq!(
-        ok("a:b@1.2.3.4x:1").coordinators,
-        vec![host("1.2.3.4x", 1, false)]
-    );
+    for (s, name, port) in [
+        // Fewer than four digits means hostname, not IPv4.
+        ("a:b@1.2.3:4500", "1.2.3", 4500),
+        ("a:b@123:4500", "123", 4500),
+        // Signs and letters also make FDB's regex say "hostname".
+        ("a:b@-1.2.3.4:1", "-1.2.3.4", 1),
+        ("a:b@1.2.3.4x:1", "1.2.3.4x", 1),
+    ] {
+        assert_eq!(ok(s).coordinators, vec![host(name, port, false)], "{s}");
+    }
     // Hostnames are compared case-sensitively, as in FDB.
     assert_eq!(ok("a:b@Host:1,host:1").coordinators.len(), 2);
     // Hostname and TLS hostname are different.
