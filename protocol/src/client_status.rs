@@ -213,14 +213,9 @@ impl ClientStatus {
         json_string(&mut o, &self.cluster_id);
         o.push_str(",\"CommitProxies\":");
         strings(&mut o, &self.commit_proxies);
-        o.push_str(",\"Connections\":[");
-        for (i, c) in self.connections.iter().enumerate() {
-            if i > 0 {
-                o.push(',');
-            }
-            c.write(&mut o);
-        }
-        o.push_str("],\"Coordinators\":");
+        o.push_str(",\"Connections\":");
+        array(&mut o, &self.connections, |o, c| c.write(o));
+        o.push_str(",\"Coordinators\":");
         strings(&mut o, &self.coordinators);
         if let Some(c) = &self.current_coordinator {
             o.push_str(",\"CurrentCoordinator\":");
@@ -230,20 +225,17 @@ impl ClientStatus {
         strings(&mut o, &self.grv_proxies);
         let _ = write!(
             o,
-            ",\"Healthy\":{},\"NumConnectionsFailed\":{},\"StorageServers\":[",
+            ",\"Healthy\":{},\"NumConnectionsFailed\":{},\"StorageServers\":",
             self.healthy, self.num_connections_failed
         );
-        for (i, s) in self.storage_servers.iter().enumerate() {
-            if i > 0 {
-                o.push(',');
-            }
+        array(&mut o, &self.storage_servers, |o, s| {
             o.push_str("{\"Address\":");
-            json_string(&mut o, &s.address);
+            json_string(o, &s.address);
             o.push_str(",\"SSID\":");
-            json_string(&mut o, &s.ssid);
+            json_string(o, &s.ssid);
             o.push('}');
-        }
-        o.push_str("]}");
+        });
+        o.push('}');
         o
     }
 }
@@ -293,12 +285,17 @@ fn number(v: f64) -> String {
 }
 
 fn strings(o: &mut String, v: &[String]) {
+    array(o, v, |o, s| json_string(o, s));
+}
+
+/// Writes `items` as a JSON array, each by `item`.
+fn array<T>(o: &mut String, items: &[T], mut item: impl FnMut(&mut String, &T)) {
     o.push('[');
-    for (i, s) in v.iter().enumerate() {
+    for (i, t) in items.iter().enumerate() {
         if i > 0 {
             o.push(',');
         }
-        json_string(o, s);
+        item(o, t);
     }
     o.push(']');
 }

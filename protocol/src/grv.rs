@@ -452,10 +452,7 @@ mod tests {
     fn a_window_gathers_concurrent_transactions_and_spares_a_lone_one() {
         let mut s = sim();
         let now = s.now();
-        let (a, b) = (
-            s.client.create_transaction(now),
-            s.client.create_transaction(now),
-        );
+        let [a, b] = s.create_transactions();
         let ca = s.client.tx_read_version(now, a);
         // Not sent in this call: `b` could still ask in this turn of the driver.
         assert_eq!(
@@ -516,11 +513,7 @@ mod tests {
     fn the_window_is_capped_and_batches_overlap() {
         let mut s = sim();
         let now = s.now();
-        let (a, b, c) = (
-            s.client.create_transaction(now),
-            s.client.create_transaction(now),
-            s.client.create_transaction(now),
-        );
+        let [a, b, c] = s.create_transactions();
         // A one-second answer would make the window 50 ms; it is capped at 5 ms.
         let ca = s.client.tx_read_version(now, a);
         s.advance_to(now);

@@ -32,7 +32,7 @@ use crate::client::ClientConfig;
 use crate::error::ErrorCode;
 use crate::event::{Call, ClientError, Completion, Event, Outcome, Transmit};
 use crate::framing::{encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion};
-use crate::ids::{ConnectionId, RequestId};
+use crate::ids::{ConnectionId, RequestId, TransactionId};
 use crate::messages::{decode_any, encode_reply, AnyMessage, ErrorOr, NetworkAddress, Void};
 use crate::serializer::{encode_with, Message};
 use crate::time::Instant;
@@ -244,6 +244,12 @@ impl<S: Server> Sim<S> {
     /// The simulated time.
     pub fn now(&self) -> Instant {
         self.now
+    }
+
+    /// `N` transactions created now, for tests of how they meet.
+    pub fn create_transactions<const N: usize>(&mut self) -> [TransactionId; N] {
+        let now = self.now;
+        core::array::from_fn(|_| self.client.create_transaction(now))
     }
 
     /// Moves the clock to `to` (not backwards) and lets the client's timers run.
@@ -647,6 +653,14 @@ mod tests {
         loopback_proxies()
     }
 
+    /// A GRV proxy's answer: read version `version`.
+    fn read_version(version: i64) -> ErrorOr<GetReadVersionReply> {
+        ErrorOr::Ok(GetReadVersionReply {
+            version,
+            ..Default::default()
+        })
+    }
+
     /// Answers the bootstrap request; returns the long poll.
     fn bootstrap(s: &mut Sim) -> Request {
         let open = s
@@ -665,10 +679,7 @@ mod tests {
     fn a_packed_set_is_a_set() {
         let mut s = sim();
         let now = s.now();
-        let (a, b) = (
-            s.client.create_transaction(now),
-            s.client.create_transaction(now),
-        );
+        let [a, b] = s.create_transactions();
         for (k, v) in [(&b"k1"[..], &b"v1"[..]), (b"", b"empty key"), (b"k2", b"")] {
             s.client.set(a, k, v).unwrap();
             let packed = [k, &[0][..], v].concat();
@@ -708,13 +719,7 @@ mod tests {
             .expect("a read version request");
         assert_eq!(grv.reply, grv.msg.reply_token());
         assert_eq!(s.take(call), None, "not before the answer");
-        s.reply(
-            &grv,
-            ErrorOr::Ok(GetReadVersionReply {
-                version: 42,
-                ..Default::default()
-            }),
-        );
+        s.reply(&grv, read_version(42));
         assert_eq!(s.take(call), Some(Ok(42)));
         assert_eq!(s.take(call), None, "a completion is taken once");
     }
@@ -826,13 +831,7 @@ mod tests {
         let again = s
             .take_request(|r| r.dest == Uid::new(5, 0x50))
             .expect("re-sent to the new proxy");
-        s.reply(
-            &again,
-            ErrorOr::Ok(GetReadVersionReply {
-                version: 7,
-                ..Default::default()
-            }),
-        );
+        s.reply(&again, read_version(7));
         assert_eq!(s.take(call), Some(Ok(7)));
     }
 }

@@ -42,6 +42,15 @@ fn err(s: &str) -> ClusterFileError {
     }
 }
 
+/// Asserts that `s` fails to parse with an error of one of the kinds named.
+macro_rules! refused {
+    ($s:expr, $($kind:ident)|+) => {{
+        let s = $s;
+        let e = err(s);
+        assert!(matches!(e, $(ClusterFileError::$kind { .. })|+), "{s:?}: {e:?}");
+    }};
+}
+
 /// Parses, checks the canonical output, and checks that the output parses
 /// back to the same value.
 fn canon(input: &str, expected: &str) -> ClusterFile {
@@ -78,14 +87,11 @@ fn fdb_unit_test_inputs() {
         let commented = format!("#start of comment\n{s}\n# asdfasdf ##");
         canon(&commented, s);
     }
-    assert!(matches!(
-        err("asdf:2345@1.1.1.1:345,1.1.1.1:345"),
-        ClusterFileError::DuplicateCoordinator { .. }
-    ));
-    assert!(matches!(
-        err("asdf:2345@localhost:1234,localhost:1234"),
-        ClusterFileError::DuplicateCoordinator { .. }
-    ));
+    refused!("asdf:2345@1.1.1.1:345,1.1.1.1:345", DuplicateCoordinator);
+    refused!(
+        "asdf:2345@localhost:1234,localhost:1234",
+        DuplicateCoordinator
+    );
 }
 
 #[test]
@@ -130,10 +136,7 @@ fn ipv6() {
     // The v4 and v4-mapped v6 forms are different addresses, as in FDB.
     assert_eq!(ok("a:b@[::ffff:1.2.3.4]:1,1.2.3.4:1").coordinators.len(), 2);
     // Duplicates are compared by value, not by text.
-    assert!(matches!(
-        err("a:b@[::1]:1,[0:0::1]:1"),
-        ClusterFileError::DuplicateCoordinator { .. }
-    ));
+    refused!("a:b@[::1]:1,[0:0::1]:1", DuplicateCoordinator);
 }
 
 #[test]
@@ -149,28 +152,12 @@ fn ipv6_invalid() {
         "a:b@[01.2.3.4]:1",
         "a:b@[]:1",
     ] {
-        let e = err(s);
-        assert!(
-            matches!(
-                e,
-                ClusterFileError::InvalidAddress { .. } | ClusterFileError::InvalidPort { .. }
-            ),
-            "{s}: {e:?}"
-        );
+        refused!(s, InvalidAddress | InvalidPort);
     }
     // FDB's stoi would read these as 4500 (and drop TLS). We refuse.
-    assert!(matches!(
-        err("a:b@[::1]:4500:tl"),
-        ClusterFileError::InvalidPort { .. }
-    ));
-    assert!(matches!(
-        err("a:b@[::1]:4500x"),
-        ClusterFileError::InvalidPort { .. }
-    ));
-    assert!(matches!(
-        err("a:b@[::1]:+4500"),
-        ClusterFileError::InvalidPort { .. }
-    ));
+    refused!("a:b@[::1]:4500:tl", InvalidPort);
+    refused!("a:b@[::1]:4500x", InvalidPort);
+    refused!("a:b@[::1]:+4500", InvalidPort);
 }
 
 #[test]
@@ -191,24 +178,16 @@ fn hostnames() {
     canon("a:b@host.:1", "a:b@host.:1");
     canon("a:b@_x:1", "a:b@_x:1");
     canon("a:b@-x:1", "a:b@-x:1");
-    // Fewer than four digits means hostname, not IPv4.
-    assert_eq!(
-        ok("a:b@1.2.3:4500").coordinators,
-        vec![host("1.2.3", 4500, false)]
-    );
-    assert_eq!(
-        ok("a:b@123:4500").coordinators,
-        vec![host("123", 4500, false)]
-    );
-    // Signs and letters also make FDB's regex say "hostname".
-    assert_eq!(
-        ok("a:b@-1.2.3.4:1").coordinators,
-        vec![host("-1.2.3.4", 1, false)]
-    );
-    assert_eq!(
-        ok("a:b@1.2.3.4x:1").coordinators,
-        vec![host("1.2.3.4x", 1, false)]
-    );
+    for (s, name, port) in [
+        // Fewer than four digits means hostname, not IPv4.
+        ("a:b@1.2.3:4500", "1.2.3", 4500),
+        ("a:b@123:4500", "123", 4500),
+        // Signs and letters also make FDB's regex say "hostname".
+        ("a:b@-1.2.3.4:1", "-1.2.3.4", 1),
+        ("a:b@1.2.3.4x:1", "1.2.3.4x", 1),
+    ] {
+        assert_eq!(ok(s).coordinators, vec![host(name, port, false)], "{s}");
+    }
     // Hostnames are compared case-sensitively, as in FDB.
     assert_eq!(ok("a:b@Host:1,host:1").coordinators.len(), 2);
     // Hostname and TLS hostname are different.
@@ -217,10 +196,7 @@ fn hostnames() {
     assert_eq!(ok("a:b@localhost:1,127.0.0.1:1").coordinators.len(), 2);
     // Leading zeros: FDB keeps "01234" as text, we normalise.
     canon("a:b@h:01234", "a:b@h:1234");
-    assert!(matches!(
-        err("a:b@h:1234,h:01234"),
-        ClusterFileError::DuplicateCoordinator { .. }
-    ));
+    refused!("a:b@h:1234,h:01234", DuplicateCoordinator);
     // Port 0 is accepted by FDB.
     assert_eq!(ok("a:b@h:0").coordinators, vec![host("h", 0, false)]);
 }
@@ -243,14 +219,7 @@ fn hostnames_invalid() {
         "a:b@1.2.3.4.:4500",
         "a:b@host@x:1",
     ] {
-        let e = err(s);
-        assert!(
-            matches!(
-                e,
-                ClusterFileError::InvalidAddress { .. } | ClusterFileError::InvalidPort { .. }
-            ),
-            "{s}: {e:?}"
-        );
+        refused!(s, InvalidAddress | InvalidPort);
     }
     assert_eq!(
         err("a:b@host:65536"),
@@ -308,14 +277,8 @@ fn comments_and_whitespace() {
     // A comment until end of input swallows everything after '#'.
     assert_eq!(err("desc:id#@1.2.3.4:1"), ClusterFileError::MissingAt);
     // Vertical tab and form feed are not whitespace for FDB.
-    assert!(matches!(
-        err("desc:id@1.2.3.4:1\x0b"),
-        ClusterFileError::InvalidPort { .. }
-    ));
-    assert!(matches!(
-        err("de\x0csc:id@1.2.3.4:1"),
-        ClusterFileError::InvalidDescription { .. }
-    ));
+    refused!("desc:id@1.2.3.4:1\x0b", InvalidPort);
+    refused!("de\x0csc:id@1.2.3.4:1", InvalidDescription);
     // Comments may hold bytes that are not UTF-8.
     let bytes = b"# caf\xe9\nd:i@1.2.3.4:1\n";
     assert_eq!(
@@ -371,10 +334,7 @@ fn key_rules() {
         err("a:b:c@1.2.3.4:1"),
         ClusterFileError::InvalidId { id: "b:c".into() }
     );
-    assert!(matches!(
-        err("d\u{e9}:i@1.2.3.4:1"),
-        ClusterFileError::InvalidDescription { .. }
-    ));
+    refused!("d\u{e9}:i@1.2.3.4:1", InvalidDescription);
     // Underscore only in the description.
     let cf = canon("my_db:Ab9@1.2.3.4:1", "my_db:Ab9@1.2.3.4:1");
     assert_eq!(cf.cluster_key(), "my_db:Ab9");
@@ -384,10 +344,7 @@ fn key_rules() {
     // The key check comes before the coordinators, as in FDB.
     assert_eq!(err("descid@"), ClusterFileError::MissingColon);
     // '@' in the key is impossible: the first '@' splits.
-    assert!(matches!(
-        err("a:b@c@1.2.3.4:1"),
-        ClusterFileError::InvalidAddress { .. }
-    ));
+    refused!("a:b@c@1.2.3.4:1", InvalidAddress);
 }
 
 #[test]
@@ -413,15 +370,9 @@ fn coordinator_list_rules() {
         }
     );
     // Same address, different text: still a duplicate.
-    assert!(matches!(
-        err("a:b@1.2.3.4:1,001.2.3.4:0001"),
-        ClusterFileError::DuplicateCoordinator { .. }
-    ));
+    refused!("a:b@1.2.3.4:1,001.2.3.4:0001", DuplicateCoordinator);
     // Errors are reported in list order, like FDB.
-    assert!(matches!(
-        err("a:b@1.2.3.4:1,1.2.3.4:1,garbage"),
-        ClusterFileError::DuplicateCoordinator { .. }
-    ));
+    refused!("a:b@1.2.3.4:1,1.2.3.4:1,garbage", DuplicateCoordinator);
 }
 
 #[test]
@@ -440,14 +391,7 @@ fn ipv4_rules() {
         "a:b@1.2..4:1",
         "a:b@1.2.3.4:1(fromHostname)x",
     ] {
-        let e = err(s);
-        assert!(
-            matches!(
-                e,
-                ClusterFileError::InvalidAddress { .. } | ClusterFileError::InvalidPort { .. }
-            ),
-            "{s}: {e:?}"
-        );
+        refused!(s, InvalidAddress | InvalidPort);
     }
     for s in [
         "a:b@1.2.3.4:65536",
@@ -455,16 +399,10 @@ fn ipv4_rules() {
         "a:b@1.2.3.4:",
         "a:b@1.2.3.4:1:2",
     ] {
-        assert!(
-            matches!(err(s), ClusterFileError::InvalidPort { .. }),
-            "{s}"
-        );
+        refused!(s, InvalidPort);
     }
     // ":TLS" is not the TLS suffix.
-    assert!(matches!(
-        err("a:b@1.2.3.4:1:TLS"),
-        ClusterFileError::InvalidPort { .. }
-    ));
+    refused!("a:b@1.2.3.4:1:TLS", InvalidPort);
 }
 
 #[test]
@@ -473,10 +411,10 @@ fn from_hostname_marker() {
     // dropped, and FDB's equality ignores it.
     let cf = canon("a:b@1.2.3.4:1:tls(fromHostname)", "a:b@1.2.3.4:1:tls");
     assert_eq!(cf.coordinators, vec![v4(1, 2, 3, 4, 1, true)]);
-    assert!(matches!(
-        err("a:b@1.2.3.4:1,1.2.3.4:1(fromHostname)"),
-        ClusterFileError::DuplicateCoordinator { .. }
-    ));
+    refused!(
+        "a:b@1.2.3.4:1,1.2.3.4:1(fromHostname)",
+        DuplicateCoordinator
+    );
     // Not for hostnames, where FDB does not accept it either.
     assert!(err("a:b@host:1(fromHostname)").to_string().contains("host"));
 }

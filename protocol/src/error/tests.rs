@@ -153,41 +153,24 @@ fn predicate_sets_exact() {
 #[test]
 fn on_error_actions() {
     use OnErrorAction::*;
-    assert_eq!(ErrorCode::NOT_COMMITTED.on_error_action(), RetryWithBackoff);
-    assert_eq!(
-        ErrorCode::COMMIT_UNKNOWN_RESULT.on_error_action(),
-        RetryWithBackoff
-    );
-    assert_eq!(
-        ErrorCode::TRANSACTION_TOO_OLD.on_error_action(),
-        RetryAfterFutureVersionDelay
-    );
-    assert_eq!(
-        ErrorCode::FUTURE_VERSION.on_error_action(),
-        RetryAfterFutureVersionDelay
-    );
-    assert_eq!(
-        ErrorCode::CLUSTER_VERSION_CHANGED.on_error_action(),
-        RetryImmediately
-    );
-    assert_eq!(
-        ErrorCode::SUCCESS.on_error_action(),
-        FailWithClientInvalidOperation
-    );
-    assert_eq!(ErrorCode::CLIENT_INVALID_OPERATION.on_error_action(), Fatal);
-    assert_eq!(
-        ErrorCode::COMMIT_UNKNOWN_RESULT_FATAL.on_error_action(),
-        Fatal
-    );
-    assert_eq!(ErrorCode::TRANSACTION_TIMED_OUT.on_error_action(), Fatal);
-    assert_eq!(ErrorCode::WRONG_SHARD_SERVER.on_error_action(), Fatal);
-    assert_eq!(ErrorCode(1019).on_error_action(), Fatal);
-    // onError retries blob_granule_request_failed even though the C
-    // predicate does not call it retryable.
-    assert_eq!(
-        ErrorCode::BLOB_GRANULE_REQUEST_FAILED.on_error_action(),
-        RetryWithBackoff
-    );
+    for (code, action) in [
+        (ErrorCode::NOT_COMMITTED, RetryWithBackoff),
+        (ErrorCode::COMMIT_UNKNOWN_RESULT, RetryWithBackoff),
+        (ErrorCode::TRANSACTION_TOO_OLD, RetryAfterFutureVersionDelay),
+        (ErrorCode::FUTURE_VERSION, RetryAfterFutureVersionDelay),
+        (ErrorCode::CLUSTER_VERSION_CHANGED, RetryImmediately),
+        (ErrorCode::SUCCESS, FailWithClientInvalidOperation),
+        (ErrorCode::CLIENT_INVALID_OPERATION, Fatal),
+        (ErrorCode::COMMIT_UNKNOWN_RESULT_FATAL, Fatal),
+        (ErrorCode::TRANSACTION_TIMED_OUT, Fatal),
+        (ErrorCode::WRONG_SHARD_SERVER, Fatal),
+        (ErrorCode(1019), Fatal),
+        // onError retries blob_granule_request_failed even though the C
+        // predicate does not call it retryable.
+        (ErrorCode::BLOB_GRANULE_REQUEST_FAILED, RetryWithBackoff),
+    ] {
+        assert_eq!(code.on_error_action(), action, "{code:?}");
+    }
     assert!(!ErrorCode::BLOB_GRANULE_REQUEST_FAILED.is_retryable());
 }
 

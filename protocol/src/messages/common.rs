@@ -7,20 +7,18 @@ use crate::serializer::{
 };
 use crate::uid::Uid;
 
-/// FDB's `Error` travels as a table holding only its `u16` code (`flow/include/flow/Error.h`).
+/// FDB's `Error` travels as a table holding only its `u16` code (`flow/include/flow/Error.h`):
+/// the [`EnsureTable`] of the code.
 impl Fb for ErrorCode {
     const LAYOUT: Layout = Layout::Indirect;
     fn save(&self, w: &mut Writer) -> Saved {
-        let mut t = w.begin_table(&[u16::LAYOUT]);
-        t.push(self.0.save(w));
-        Saved::Offset(w.end_table(t))
+        EnsureTable(self.0).save(w)
     }
     fn load(r: Reader<'_>, pos: usize) -> Result<Self> {
-        let mut t = r.table(pos)?;
-        Ok(ErrorCode(t.field()?))
+        Ok(ErrorCode(EnsureTable::<u16>::load(r, pos)?.0))
     }
     fn collect_vtables(c: &mut VtCollector) {
-        c.add(&[u16::LAYOUT]);
+        EnsureTable::<u16>::collect_vtables(c);
     }
 }
 

@@ -1,5 +1,8 @@
 //! The FDB 7.3 messages a client exchanges, with their real file identifiers and member
 //! order (the order of the C++ `serializer(ar, ...)` calls).
+//!
+//! Each message lists its own fields even where two look alike: the list is FDB's wire
+//! definition of that message, and one changes without the other.
 
 pub mod common;
 pub mod network;

@@ -198,26 +198,30 @@ mod tests {
 
     #[test]
     fn transaction_ids_scan_as_sscanf_does() {
-        let p = |s: &str| parse_transaction_id(s.as_bytes()).map(|u| alloc::format!("{u}"));
-        assert_eq!(
-            p("0123456789abcdef0123456789ABCDEF").as_deref(),
-            Some("0123456789abcdef0123456789abcdef")
-        );
-        // Measured with libfdb_c 7.3.77: a prefix, a space and a stray letter.
-        assert_eq!(
-            p("0x23456789abcdef0123456789abcdef").as_deref(),
-            Some("0023456789abcdef0123456789abcdef")
-        );
-        assert_eq!(
-            p(" 123456789abcdef0123456789abcdef").as_deref(),
-            Some("123456789abcdef00123456789abcdef")
-        );
-        assert_eq!(
-            p("0123456789abcdef0123456789abcdeg").as_deref(),
-            Some("0123456789abcdef00123456789abcde")
-        );
-        assert_eq!(p("0123"), None);
-        assert_eq!(p("0123456789abcdefXXXXXXXXXXXXXXXX"), None);
-        assert_eq!(p("zz23456789abcdef0123456789abcdef"), None);
+        for (text, id) in [
+            (
+                "0123456789abcdef0123456789ABCDEF",
+                Some("0123456789abcdef0123456789abcdef"),
+            ),
+            // Measured with libfdb_c 7.3.77: a prefix, a space and a stray letter.
+            (
+                "0x23456789abcdef0123456789abcdef",
+                Some("0023456789abcdef0123456789abcdef"),
+            ),
+            (
+                " 123456789abcdef0123456789abcdef",
+                Some("123456789abcdef00123456789abcdef"),
+            ),
+            (
+                "0123456789abcdef0123456789abcdeg",
+                Some("0123456789abcdef00123456789abcde"),
+            ),
+            ("0123", None),
+            ("0123456789abcdefXXXXXXXXXXXXXXXX", None),
+            ("zz23456789abcdef0123456789abcdef", None),
+        ] {
+            let parsed = parse_transaction_id(text.as_bytes()).map(|u| alloc::format!("{u}"));
+            assert_eq!(parsed.as_deref(), id, "{text:?}");
+        }
     }
 }

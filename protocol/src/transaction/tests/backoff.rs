@@ -214,6 +214,11 @@ fn a_second_on_error_is_cancelled_by_the_first_ones_reset() {
     assert!(outcomes.contains(&Some(Err(CANCELLED))), "{outcomes:?}");
     let read = s.client.get(s.now(), tx, b"k", false);
     assert_eq!(s.take(read), Some(Err(CANCELLED)));
+    reads_again_once_reset(&mut s, tx);
+}
+
+/// Resets `tx` and checks that it reads again.
+fn reads_again_once_reset(s: &mut Sim<Cluster>, tx: TransactionId) {
     s.client.reset_transaction(s.now(), tx);
     let read = s.client.get(s.now(), tx, b"k", false);
     s.answer(b"k", None);
@@ -253,10 +258,7 @@ fn a_read_during_the_backoff_of_a_failed_commit_fails_on_error_at_once() {
     // The transaction stays finished until it is reset.
     let again = s.client.get(s.now(), tx, b"k", false);
     assert_eq!(s.take(again), Some(Err(USED_DURING_COMMIT)));
-    s.client.reset_transaction(s.now(), tx);
-    let read = s.client.get(s.now(), tx, b"k", false);
-    s.answer(b"k", None);
-    assert_eq!(s.take(read), Some(Ok(None)));
+    reads_again_once_reset(&mut s, tx);
 }
 
 #[test]

@@ -73,10 +73,7 @@ fn tags_are_limited_in_length_and_number() {
 fn tags_go_with_the_read_version_request_and_the_commit() {
     let mut s = sim();
     let now = s.now();
-    let (t1, t2) = (
-        s.client.create_transaction(now),
-        s.client.create_transaction(now),
-    );
+    let [t1, t2] = s.create_transactions();
     s.client.set_option(now, t1, O::Tag(tag("hot"))).unwrap();
     s.client.set_option(now, t1, O::Tag(tag("cold"))).unwrap();
     s.client
