@@ -168,7 +168,7 @@ impl RealCluster {
                 let recent = restarted
                     .iter()
                     .any(|(port, at)| *port == p.port && at.elapsed() < Duration::from_secs(1));
-                if !recent && !self.is_alive(p.port) {
+                if !recent && !pid_alive(p.pid) {
                     let _ = self.restart(p.port);
                     restarted.push((p.port, Instant::now()));
                 }
@@ -374,7 +374,7 @@ impl RealCluster {
 
     /// Whether the process of `port` exists and is not a zombie.
     pub fn is_alive(&self, port: u16) -> bool {
-        matches!(self.state(port), Some(s) if s != 'Z' && s != 'X')
+        self.pid(port).is_some_and(pid_alive)
     }
 
     /// Starts the process for `port` again (same data directory, same locality), once the
@@ -730,6 +730,11 @@ fn port_of(address: &str) -> Option<u16> {
 pub fn process_state(pid: u32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Whether `pid` exists and is not a zombie.
+fn pid_alive(pid: u32) -> bool {
+    matches!(process_state(pid), Some(s) if s != 'Z' && s != 'X')
 }
 
 struct Output {

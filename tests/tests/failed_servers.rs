@@ -46,20 +46,32 @@ fn storage_addresses(db: &Database) -> Vec<String> {
     storage_in(&serde_json::from_str(&db.status_json().unwrap()).unwrap())
 }
 
-/// The storage servers' addresses in a status document, sorted.
-fn storage_in(doc: &serde_json::Value) -> Vec<String> {
-    let mut out: Vec<String> = doc["cluster"]["processes"]
+/// Every storage role in a status document, with the process listing it.
+fn storage_roles(
+    doc: &serde_json::Value,
+) -> impl Iterator<Item = (&serde_json::Value, &serde_json::Value)> {
+    doc["cluster"]["processes"]
         .as_object()
         .into_iter()
         .flat_map(|p| p.values())
-        .filter(|p| {
+        .flat_map(|p| {
             p["roles"]
                 .as_array()
-                .is_some_and(|r| r.iter().any(|r| r["role"] == "storage"))
+                .into_iter()
+                .flatten()
+                .filter(|r| r["role"] == "storage")
+                .map(move |r| (p, r))
         })
-        .filter_map(|p| p["address"].as_str().map(str::to_owned))
+}
+
+/// The storage servers' addresses in a status document, sorted.
+fn storage_in(doc: &serde_json::Value) -> Vec<String> {
+    let mut out: Vec<String> = storage_roles(doc)
+        .filter_map(|(p, _)| p["address"].as_str().map(str::to_owned))
         .collect();
     out.sort();
+    // A process with more than one storage role counts once.
+    out.dedup();
     out
 }
 
@@ -67,21 +79,15 @@ fn storage_in(doc: &serde_json::Value) -> Vec<String> {
 /// after a kill the dead process is still listed with its storage role but without the
 /// numbers, and the space check (libfdb_c's and ours) then answers that it cannot tell.
 fn space_known(doc: &serde_json::Value) -> bool {
-    doc["cluster"]["processes"]
-        .as_object()
-        .into_iter()
-        .flat_map(|p| p.values())
-        .flat_map(|p| p["roles"].as_array().into_iter().flatten())
-        .filter(|r| r["role"] == "storage")
-        .all(|r| {
-            [
-                "kvstore_used_bytes",
-                "kvstore_free_bytes",
-                "kvstore_available_bytes",
-            ]
-            .iter()
-            .all(|k| r[*k].is_i64())
-        })
+    storage_roles(doc).all(|(_, r)| {
+        [
+            "kvstore_used_bytes",
+            "kvstore_free_bytes",
+            "kvstore_available_bytes",
+        ]
+        .iter()
+        .all(|k| r[*k].is_i64())
+    })
 }
 
 /// Each process's storage roles with their space numbers (used, free, available), for a
@@ -94,25 +100,19 @@ fn space_summary(db: &Database) -> String {
     else {
         return "no status document".to_owned();
     };
-    let mut out = Vec::new();
-    for p in doc["cluster"]["processes"]
-        .as_object()
-        .into_iter()
-        .flat_map(|p| p.values())
-    {
-        let roles = p["roles"].as_array().into_iter().flatten();
-        for r in roles.filter(|r| r["role"] == "storage") {
-            out.push(format!(
+    storage_roles(&doc)
+        .map(|(p, r)| {
+            format!(
                 "{} excluded={} used={} free={} available={}",
                 p["address"],
                 p["excluded"],
                 r["kvstore_used_bytes"],
                 r["kvstore_free_bytes"],
                 r["kvstore_available_bytes"]
-            ));
-        }
-    }
-    out.join("; ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The names in `\xff\xff/management/<part>/`, comma-separated.
