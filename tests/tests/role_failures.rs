@@ -179,10 +179,10 @@ async fn reads_find_a_shard_again_after_all_its_storage_roles_ended() {
     let get = tokio::spawn(async move { tx.get(b"hello").await });
     seen(&c, RequestKind::GetValue, reads + 1).await;
     let lookups = c.requests(RequestKind::GetKeyServerLocations);
-    // Both replicas end (one of them owes the parked read) and come back with new tokens.
-    for s in c.servers_of(b"hello") {
-        c.end_role(Role::Storage(s));
-    }
+    // Both replicas end at once (one of them owes the parked read) and come back with new
+    // tokens. Ended one after the other, the client could retry on the second replica's old
+    // tokens in between and be served without a lookup.
+    c.end_roles(c.servers_of(b"hello").into_iter().map(Role::Storage));
     let v = within(get).await.unwrap().unwrap();
     assert_eq!(v.as_deref(), Some(&b"world"[..]));
     assert!(

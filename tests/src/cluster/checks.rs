@@ -178,6 +178,13 @@ macro_rules! checks_and_faults {
             self.with(|st| st.end_role(role))
         }
 
+        /// Faults: several roles end at one instant, as [`end_role`](Self::end_role) ends one.
+        /// Ending them one call at a time leaves a gap in which a client can move a read
+        /// from the first ended role to the next and be answered by its old tokens.
+        pub fn end_roles(&self, roles: impl IntoIterator<Item = $crate::cluster::Role>) {
+            self.with(|st| roles.into_iter().for_each(|r| st.end_role(r)))
+        }
+
         /// Faults: whether a role's process is up.
         pub fn is_alive(&self, role: $crate::cluster::Role) -> bool {
             self.with(|st| st.is_alive(role))
