@@ -20,11 +20,9 @@ use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::commit::{ExpireIdempotencyIdRequest, IdempotencyIdsExpiredVersion};
-use crate::messages::types::{KeySelector, TenantInfo, Version};
-use crate::messages::NetworkAddress;
+use crate::messages::types::{KeySelector, Version};
 use crate::ryw::key_after;
 use crate::serializer::decode_root;
-use crate::uid::Uid;
 
 use super::scan::{RangeOptions, StreamingMode};
 
@@ -71,17 +69,6 @@ pub fn find_id_in_row(key: &[u8], value: &[u8], id: &[u8]) -> Option<(Version, u
         entries = &tail[len + 1..];
     }
     None
-}
-
-/// The id a commit carries, and where it went.
-#[derive(Clone, Debug)]
-pub(super) struct SentId {
-    pub(super) id: Bytes,
-    /// The commit's read version: the first version it could commit at.
-    pub(super) read_snapshot: Version,
-    /// With `automatic_idempotency`: the proxy's `expireIdempotencyId` endpoint and the
-    /// tenant to name there (libfdb_c sends it only for a commit its load balancer placed).
-    pub(super) expire_to: Option<(NetworkAddress, Uid, TenantInfo)>,
 }
 
 /// One `determineCommitStatus` in progress.

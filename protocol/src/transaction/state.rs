@@ -17,7 +17,8 @@ use crate::error::{knobs, ErrorCode};
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::commit::{mutation_type as mt, MutationRef};
-use crate::messages::types::{KeyRange, Version};
+use crate::messages::types::{KeyRange, TenantInfo, Version};
+use crate::messages::NetworkAddress;
 use crate::ryw::range_read::update_conflict_map;
 use crate::ryw::{key_after, RangeSet, SnapshotCache, WriteMap};
 use crate::time::Instant;
@@ -29,6 +30,17 @@ pub(super) enum ReadVersion {
     Pending,
     Ready(Version),
     Failed(ErrorCode),
+}
+
+/// The id a commit carries, and where it went.
+#[derive(Clone, Debug)]
+pub(super) struct SentId {
+    pub(super) id: Bytes,
+    /// The commit's read version: the first version it could commit at.
+    pub(super) read_snapshot: Version,
+    /// With `automatic_idempotency`: the proxy's `expireIdempotencyId` endpoint and the
+    /// tenant to name there (libfdb_c sends it only for a commit its load balancer placed).
+    pub(super) expire_to: Option<(NetworkAddress, Uid, TenantInfo)>,
 }
 
 /// The state of one transaction.
@@ -80,7 +92,7 @@ pub(crate) struct Tx {
     /// `commit_unknown_result` commits on it.
     pub(super) self_conflict: Option<Bytes>,
     /// The idempotency id the commit in flight carries, for what follows its outcome.
-    pub(super) idempotency: Option<super::idempotency::SentId>,
+    pub(super) idempotency: Option<SentId>,
     /// The read conflict ranges the last commit sent (to name the conflicting ones).
     pub(super) sent_read_conflicts: Vec<KeyRange>,
     /// With `report_conflicting_keys`, the read conflict ranges that made the last commit

@@ -358,7 +358,7 @@ impl CommitOp {
             t.self_conflict = self_conflict;
             // libfdb_c expires the id only of a commit its load balancer placed (not with
             // `commit_on_first_proxy`).
-            t.idempotency = idempotency_id.map(|id| crate::transaction::idempotency::SentId {
+            t.idempotency = idempotency_id.map(|id| crate::transaction::state::SentId {
                 id,
                 read_snapshot: version,
                 expire_to: (t.options.automatic_idempotency && !t.options.commit_on_first_proxy)
