@@ -266,67 +266,55 @@ pub mod tenant_management {
 
     use super::{Database, Transaction, CALL_LIMIT};
 
-    /// Creates a tenant: `tenant_already_exists` (2132) if the name is taken,
-    /// `invalid_tenant_name` (2134) for a name starting with `\xff`, `tenants_disabled`
-    /// (2136) when the cluster's `tenant_mode` is disabled.
-    pub fn create_tenant(db: &Database, name: impl AsRef<[u8]>) -> Result<(), Error> {
-        db.wait(tm::create_tenant(&db.inner, name))
+    /// Each call is `fdb_api::tenant_management`'s on the database's async handle, waited
+    /// for: listed with its signature and `Ok` type, the body written once.
+    macro_rules! waited_on_db {
+        ($($(#[$doc:meta])* pub fn $name:ident(db: &Database $(, $arg:ident: $ty:ty)* $(,)?) -> $ok:ty;)*) => {
+            $(
+                $(#[$doc])*
+                pub fn $name(db: &Database $(, $arg: $ty)*) -> Result<$ok, Error> {
+                    db.wait(tm::$name(&db.inner $(, $arg)*))
+                }
+            )*
+        };
     }
 
-    /// Deletes an empty tenant: `tenant_not_found` (2131) if there is none of that name,
-    /// `tenant_not_empty` (2133) if it holds keys.
-    pub fn delete_tenant(db: &Database, name: impl AsRef<[u8]>) -> Result<(), Error> {
-        db.wait(tm::delete_tenant(&db.inner, name))
-    }
-
-    /// Creates a tenant with a configuration (a tenant group).
-    pub fn create_tenant_with(
-        db: &Database,
-        name: impl AsRef<[u8]>,
-        config: &TenantConfig,
-    ) -> Result<(), Error> {
-        db.wait(tm::create_tenant_with(&db.inner, name, config))
-    }
-
-    /// Sets a tenant's configuration: `tenant_not_found` (2131) if there is none of that
-    /// name, `invalid_tenant_group_name` (2139) for a group starting with `\xff`.
-    pub fn configure_tenant(
-        db: &Database,
-        name: impl AsRef<[u8]>,
-        config: &TenantConfig,
-    ) -> Result<(), Error> {
-        db.wait(tm::configure_tenant(&db.inner, name, config))
-    }
-
-    /// Locks a tenant under `lock_id` (`tenant_locked`, 2144, if another id holds it).
-    pub fn lock_tenant(
-        db: &Database,
-        name: impl AsRef<[u8]>,
-        state: TenantLockState,
-        lock_id: Uid,
-    ) -> Result<(), Error> {
-        db.wait(tm::lock_tenant(&db.inner, name, state, lock_id))
-    }
-
-    /// Unlocks a tenant locked under `lock_id`.
-    pub fn unlock_tenant(db: &Database, name: impl AsRef<[u8]>, lock_id: Uid) -> Result<(), Error> {
-        db.wait(tm::unlock_tenant(&db.inner, name, lock_id))
-    }
-
-    /// Tenants with names in `[begin, end)`, at most `limit` (0: all), in name order, as
-    /// libfdb_c's `\xff\xff/management/tenant/map/` rows (the value is the tenant's JSON).
-    pub fn list_tenants(
-        db: &Database,
-        begin: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
-        limit: usize,
-    ) -> Result<Vec<TenantRow>, Error> {
-        db.wait(tm::list_tenants(&db.inner, begin, end, limit))
-    }
-
-    /// Tenant `name`, `None` if there is none.
-    pub fn get_tenant(db: &Database, name: impl AsRef<[u8]>) -> Result<Option<TenantEntry>, Error> {
-        db.wait(tm::get_tenant(&db.inner, name))
+    waited_on_db! {
+        /// Creates a tenant: `tenant_already_exists` (2132) if the name is taken,
+        /// `invalid_tenant_name` (2134) for a name starting with `\xff`, `tenants_disabled`
+        /// (2136) when the cluster's `tenant_mode` is disabled.
+        pub fn create_tenant(db: &Database, name: impl AsRef<[u8]>) -> ();
+        /// Deletes an empty tenant: `tenant_not_found` (2131) if there is none of that name,
+        /// `tenant_not_empty` (2133) if it holds keys.
+        pub fn delete_tenant(db: &Database, name: impl AsRef<[u8]>) -> ();
+        /// Creates a tenant with a configuration (a tenant group).
+        pub fn create_tenant_with(
+            db: &Database,
+            name: impl AsRef<[u8]>,
+            config: &TenantConfig,
+        ) -> ();
+        /// Sets a tenant's configuration: `tenant_not_found` (2131) if there is none of that
+        /// name, `invalid_tenant_group_name` (2139) for a group starting with `\xff`.
+        pub fn configure_tenant(db: &Database, name: impl AsRef<[u8]>, config: &TenantConfig) -> ();
+        /// Locks a tenant under `lock_id` (`tenant_locked`, 2144, if another id holds it).
+        pub fn lock_tenant(
+            db: &Database,
+            name: impl AsRef<[u8]>,
+            state: TenantLockState,
+            lock_id: Uid,
+        ) -> ();
+        /// Unlocks a tenant locked under `lock_id`.
+        pub fn unlock_tenant(db: &Database, name: impl AsRef<[u8]>, lock_id: Uid) -> ();
+        /// Tenants with names in `[begin, end)`, at most `limit` (0: all), in name order, as
+        /// libfdb_c's `\xff\xff/management/tenant/map/` rows (the value is the tenant's JSON).
+        pub fn list_tenants(
+            db: &Database,
+            begin: impl AsRef<[u8]>,
+            end: impl AsRef<[u8]>,
+            limit: usize,
+        ) -> Vec<TenantRow>;
+        /// Tenant `name`, `None` if there is none.
+        pub fn get_tenant(db: &Database, name: impl AsRef<[u8]>) -> Option<TenantEntry>;
     }
 
     /// Creates a tenant in `tx`; `false` if the name is taken (nothing written).
