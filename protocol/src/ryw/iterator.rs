@@ -269,12 +269,10 @@ impl<'a> RywIter<'a> {
 mod tests {
     use super::*;
     use crate::keys::mutation_type as mt;
+    use crate::ryw::b;
     use alloc::vec;
     use alloc::vec::Vec;
 
-    fn b(s: &'static [u8]) -> Bytes {
-        Bytes::from_static(s)
-    }
     fn kv(k: &'static [u8], v: &'static [u8]) -> KeyValue {
         KeyValue {
             key: b(k),
