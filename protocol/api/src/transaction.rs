@@ -420,16 +420,27 @@ impl<D: Driver> Transaction<D> {
         end: impl AsRef<[u8]>,
         limit: usize,
     ) -> Result<Vec<KeyValue>, Error> {
-        self.get_range_with(
+        self.get_range_between(begin.as_ref(), end.as_ref(), limit, false)
+            .await
+    }
+
+    /// [`Transaction::get_range`] with `snapshot` (the snapshot view's too).
+    pub(crate) async fn get_range_between(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+        snapshot: bool,
+    ) -> Result<Vec<KeyValue>, Error> {
+        let opts = RangeOptions {
+            limit,
+            ..RangeOptions::default()
+        };
+        let (b, e) = (
             KeySelector::first_greater_or_equal(begin),
             KeySelector::first_greater_or_equal(end),
-            RangeOptions {
-                limit,
-                ..RangeOptions::default()
-            },
-            false,
-        )
-        .await
+        );
+        self.get_range_with(b, e, opts, snapshot).await
     }
 
     /// Every row between two selectors, batch after batch (reverse, snapshot and streaming
