@@ -30,6 +30,7 @@ impl Snapshot {
         self.driver().block_on(fut, CALL_LIMIT)?
     }
 
+    // The blocking transaction's reads without the snapshot flag: their signatures repeat.
     waited! {
         /// Reads `key`.
         pub fn get(&self, key: impl AsRef<[u8]>) -> Option<Bytes>;

@@ -105,6 +105,8 @@ impl From<api::DirectoryError> for DirectoryError {
 }
 
 /// The operations of a directory, on paths relative to it.
+// foundationdb-rs 0.11's trait, spelled out: `create_or_open` and `create` (and the path
+// methods) share their arguments there too.
 #[async_trait]
 pub trait Directory {
     /// Opens the directory at `path`, creating it (and missing parents) if needed.
