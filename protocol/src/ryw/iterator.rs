@@ -216,6 +216,7 @@ impl<'a> RywIter<'a> {
         start.cache.rows_to(&self.cache)
     }
 
+    /// To the next segment (`RYWIterator::operator++`).
     pub(crate) fn advance(&mut self) {
         if self.end_cmp.is_le() {
             self.cache.advance();
@@ -227,6 +228,8 @@ impl<'a> RywIter<'a> {
         self.end_cmp = self.cache.end_key().cmp(&self.writes.end_key());
     }
 
+    /// To the previous segment (`operator--`).
+    // `advance` mirrored: each side's begin and end swap, as in RYWIterator.
     pub(crate) fn retreat(&mut self) {
         if self.begin_cmp.is_ge() {
             self.cache.retreat();
