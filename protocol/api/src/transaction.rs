@@ -287,6 +287,15 @@ impl<D: Driver> Transaction<D> {
         Ok(())
     }
 
+    /// [`Transaction::set_option`] of each of `options` in turn, stopping at the first
+    /// refused (the management functions' lists of options, as libfdb_c sets them).
+    pub(crate) fn set_options(
+        &self,
+        options: impl IntoIterator<Item = TransactionOption>,
+    ) -> Result<(), Error> {
+        options.into_iter().try_for_each(|o| self.set_option(o))
+    }
+
     /// The transaction's read version. Like every read here, the request is made when this
     /// is called (as libfdb_c's calls are), not when the future is first polled.
     pub fn get_read_version(&self) -> Pending<D, Version> {
