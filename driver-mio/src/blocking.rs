@@ -3,8 +3,8 @@
 //! any thread; the threads share one loop and one set of connections.
 //!
 //! Each method is its async twin waited for, so the signatures repeat `fdb-api`'s (and the
-//! snapshot view's, `snapshot.rs`) on purpose: written out, the blocking API reads, documents
-//! and completes in an editor like any other; a macro would save lines and hide the API.
+//! snapshot view's, `snapshot.rs`) on purpose. The plain ones are listed in [`waited!`]: the
+//! signature and its docs written out, the body (wait for the twin's future) written once.
 
 use std::future::Future;
 use std::path::Path;
@@ -24,6 +24,21 @@ use crate::range_iter::{KeyValueIter, RangeIter};
 use crate::snapshot::Snapshot;
 
 pub use crate::event_loop::CALL_LIMIT;
+
+/// Blocking methods that wait for their async twin on `self.inner`: each is listed with the
+/// twin's signature and its `Ok` type, and waits with `self.wait`, so that body is written
+/// once for the transaction and its snapshot view.
+macro_rules! waited {
+    ($($(#[$doc:meta])* pub fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) -> $ok:ty;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(&self $(, $arg: $ty)*) -> Result<$ok, Error> {
+                self.wait(self.inner.$name($($arg),*))
+            }
+        )*
+    };
+}
+pub(crate) use waited;
 
 /// A database handle whose calls block.
 #[derive(Clone)]
@@ -251,67 +266,55 @@ pub mod tenant_management {
 
     use super::{Database, Transaction, CALL_LIMIT};
 
-    /// Creates a tenant: `tenant_already_exists` (2132) if the name is taken,
-    /// `invalid_tenant_name` (2134) for a name starting with `\xff`, `tenants_disabled`
-    /// (2136) when the cluster's `tenant_mode` is disabled.
-    pub fn create_tenant(db: &Database, name: impl AsRef<[u8]>) -> Result<(), Error> {
-        db.wait(tm::create_tenant(&db.inner, name))
+    /// Each call is `fdb_api::tenant_management`'s on the database's async handle, waited
+    /// for: listed with its signature and `Ok` type, the body written once.
+    macro_rules! waited_on_db {
+        ($($(#[$doc:meta])* pub fn $name:ident(db: &Database $(, $arg:ident: $ty:ty)* $(,)?) -> $ok:ty;)*) => {
+            $(
+                $(#[$doc])*
+                pub fn $name(db: &Database $(, $arg: $ty)*) -> Result<$ok, Error> {
+                    db.wait(tm::$name(&db.inner $(, $arg)*))
+                }
+            )*
+        };
     }
 
-    /// Deletes an empty tenant: `tenant_not_found` (2131) if there is none of that name,
-    /// `tenant_not_empty` (2133) if it holds keys.
-    pub fn delete_tenant(db: &Database, name: impl AsRef<[u8]>) -> Result<(), Error> {
-        db.wait(tm::delete_tenant(&db.inner, name))
-    }
-
-    /// Creates a tenant with a configuration (a tenant group).
-    pub fn create_tenant_with(
-        db: &Database,
-        name: impl AsRef<[u8]>,
-        config: &TenantConfig,
-    ) -> Result<(), Error> {
-        db.wait(tm::create_tenant_with(&db.inner, name, config))
-    }
-
-    /// Sets a tenant's configuration: `tenant_not_found` (2131) if there is none of that
-    /// name, `invalid_tenant_group_name` (2139) for a group starting with `\xff`.
-    pub fn configure_tenant(
-        db: &Database,
-        name: impl AsRef<[u8]>,
-        config: &TenantConfig,
-    ) -> Result<(), Error> {
-        db.wait(tm::configure_tenant(&db.inner, name, config))
-    }
-
-    /// Locks a tenant under `lock_id` (`tenant_locked`, 2144, if another id holds it).
-    pub fn lock_tenant(
-        db: &Database,
-        name: impl AsRef<[u8]>,
-        state: TenantLockState,
-        lock_id: Uid,
-    ) -> Result<(), Error> {
-        db.wait(tm::lock_tenant(&db.inner, name, state, lock_id))
-    }
-
-    /// Unlocks a tenant locked under `lock_id`.
-    pub fn unlock_tenant(db: &Database, name: impl AsRef<[u8]>, lock_id: Uid) -> Result<(), Error> {
-        db.wait(tm::unlock_tenant(&db.inner, name, lock_id))
-    }
-
-    /// Tenants with names in `[begin, end)`, at most `limit` (0: all), in name order, as
-    /// libfdb_c's `\xff\xff/management/tenant/map/` rows (the value is the tenant's JSON).
-    pub fn list_tenants(
-        db: &Database,
-        begin: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
-        limit: usize,
-    ) -> Result<Vec<TenantRow>, Error> {
-        db.wait(tm::list_tenants(&db.inner, begin, end, limit))
-    }
-
-    /// Tenant `name`, `None` if there is none.
-    pub fn get_tenant(db: &Database, name: impl AsRef<[u8]>) -> Result<Option<TenantEntry>, Error> {
-        db.wait(tm::get_tenant(&db.inner, name))
+    waited_on_db! {
+        /// Creates a tenant: `tenant_already_exists` (2132) if the name is taken,
+        /// `invalid_tenant_name` (2134) for a name starting with `\xff`, `tenants_disabled`
+        /// (2136) when the cluster's `tenant_mode` is disabled.
+        pub fn create_tenant(db: &Database, name: impl AsRef<[u8]>) -> ();
+        /// Deletes an empty tenant: `tenant_not_found` (2131) if there is none of that name,
+        /// `tenant_not_empty` (2133) if it holds keys.
+        pub fn delete_tenant(db: &Database, name: impl AsRef<[u8]>) -> ();
+        /// Creates a tenant with a configuration (a tenant group).
+        pub fn create_tenant_with(
+            db: &Database,
+            name: impl AsRef<[u8]>,
+            config: &TenantConfig,
+        ) -> ();
+        /// Sets a tenant's configuration: `tenant_not_found` (2131) if there is none of that
+        /// name, `invalid_tenant_group_name` (2139) for a group starting with `\xff`.
+        pub fn configure_tenant(db: &Database, name: impl AsRef<[u8]>, config: &TenantConfig) -> ();
+        /// Locks a tenant under `lock_id` (`tenant_locked`, 2144, if another id holds it).
+        pub fn lock_tenant(
+            db: &Database,
+            name: impl AsRef<[u8]>,
+            state: TenantLockState,
+            lock_id: Uid,
+        ) -> ();
+        /// Unlocks a tenant locked under `lock_id`.
+        pub fn unlock_tenant(db: &Database, name: impl AsRef<[u8]>, lock_id: Uid) -> ();
+        /// Tenants with names in `[begin, end)`, at most `limit` (0: all), in name order, as
+        /// libfdb_c's `\xff\xff/management/tenant/map/` rows (the value is the tenant's JSON).
+        pub fn list_tenants(
+            db: &Database,
+            begin: impl AsRef<[u8]>,
+            end: impl AsRef<[u8]>,
+            limit: usize,
+        ) -> Vec<TenantRow>;
+        /// Tenant `name`, `None` if there is none.
+        pub fn get_tenant(db: &Database, name: impl AsRef<[u8]>) -> Option<TenantEntry>;
     }
 
     /// Creates a tenant in `tx`; `false` if the name is taken (nothing written).
@@ -363,27 +366,94 @@ impl Transaction {
         Snapshot::new(self.inner.snapshot())
     }
 
-    /// About how many bytes the commit would carry so far.
-    pub fn get_approximate_size(&self) -> Result<usize, Error> {
-        self.wait(self.inner.get_approximate_size())
-    }
-
-    /// The version this transaction committed at; `-1` if it has not committed, or
-    /// committed without writing.
-    pub fn get_committed_version(&self) -> Result<Version, Error> {
-        self.wait(self.inner.get_committed_version())
+    waited! {
+        /// About how many bytes the commit would carry so far.
+        pub fn get_approximate_size(&self) -> usize;
+        /// The version this transaction committed at; `-1` if it has not committed, or
+        /// committed without writing.
+        pub fn get_committed_version(&self) -> Version;
+        /// The read conflict ranges that made the last commit fail (needs
+        /// `report_conflicting_keys`); read it before `on_error`.
+        pub fn conflicting_keys(&self) -> Vec<KeyRange>;
+        /// Every row of a range read, collected.
+        pub fn get_range_all(&self, range: impl Into<RangeOption>, snapshot: bool) -> Vec<KeyValue>;
+        /// The transaction's read version.
+        pub fn get_read_version(&self) -> Version;
+        /// Reads `key`.
+        pub fn get(&self, key: impl AsRef<[u8]>) -> Option<Bytes>;
+        /// Reads `key` without a read conflict range.
+        pub fn snapshot_get(&self, key: impl AsRef<[u8]>) -> Option<Bytes>;
+        /// Resolves a key selector.
+        pub fn get_key(&self, sel: KeySelector, snapshot: bool) -> Bytes;
+        /// The storage servers' estimate of the bytes in `[begin, end)`.
+        pub fn get_estimated_range_size_bytes(
+            &self,
+            begin: impl AsRef<[u8]>,
+            end: impl AsRef<[u8]>,
+        ) -> i64;
+        /// The addresses of the storage servers holding `key` (see
+        /// [`fdb_api::Transaction::get_addresses_for_key`]).
+        pub fn get_addresses_for_key(&self, key: impl AsRef<[u8]>) -> Vec<String>;
+        /// Keys cutting `[begin, end)` into chunks of about `chunk_size` bytes.
+        pub fn get_range_split_points(
+            &self,
+            begin: impl AsRef<[u8]>,
+            end: impl AsRef<[u8]>,
+            chunk_size: i64,
+        ) -> Vec<Bytes>;
+        /// One batch of rows between two selectors.
+        pub fn get_range_batch(
+            &self,
+            begin: KeySelector,
+            end: KeySelector,
+            opts: RangeOptions,
+            snapshot: bool,
+        ) -> RangeResult;
+        /// Every row in `[begin, end)` (at most `limit` if non-zero).
+        pub fn get_range(
+            &self,
+            begin: impl AsRef<[u8]>,
+            end: impl AsRef<[u8]>,
+            limit: usize,
+        ) -> Vec<KeyValue>;
+        /// One batch of a mapped range read (see
+        /// [`fdb_api::Transaction::get_mapped_range_batch`]).
+        pub fn get_mapped_range_batch(
+            &self,
+            begin: KeySelector,
+            end: KeySelector,
+            mapper: impl AsRef<[u8]>,
+            opts: RangeOptions,
+            snapshot: bool,
+        ) -> MappedRangeResult;
+        /// Every row of a mapped range read, batch after batch (see
+        /// [`fdb_api::Transaction::get_mapped_range`]).
+        pub fn get_mapped_range(
+            &self,
+            range: impl Into<RangeOption>,
+            mapper: impl AsRef<[u8]>,
+            snapshot: bool,
+        ) -> Vec<MappedKeyValue>;
+        /// Every row between two selectors, batch after batch.
+        pub fn get_range_with(
+            &self,
+            begin: KeySelector,
+            end: KeySelector,
+            opts: RangeOptions,
+            snapshot: bool,
+        ) -> Vec<KeyValue>;
+        /// Commits; returns the commit version (`-1` when nothing was written).
+        pub fn commit(&self) -> Version;
+        /// Commits; returns the commit version and the versionstamp.
+        pub fn commit_with_versionstamp(&self) -> Committed;
+        /// Waits the backoff and resets the transaction if `code` is retryable, else fails.
+        pub fn on_error(&self, code: ErrorCode) -> ();
     }
 
     /// Cancels the transaction: calls in flight and after fail with `transaction_cancelled`
     /// until [`Transaction::reset`].
     pub fn cancel(&self) {
         self.inner.cancel();
-    }
-
-    /// The read conflict ranges that made the last commit fail (needs
-    /// `report_conflicting_keys`); read it before `on_error`.
-    pub fn conflicting_keys(&self) -> Result<Vec<KeyRange>, Error> {
-        self.wait(self.inner.conflicting_keys())
     }
 
     /// A range read batch by batch, each fetched when the iterator needs it.
@@ -403,122 +473,9 @@ impl Transaction {
         KeyValueIter::new(self.get_ranges(range, snapshot))
     }
 
-    /// Every row of a range read, collected.
-    pub fn get_range_all(
-        &self,
-        range: impl Into<RangeOption>,
-        snapshot: bool,
-    ) -> Result<Vec<KeyValue>, Error> {
-        self.wait(self.inner.get_range_all(range, snapshot))
-    }
-
-    /// The transaction's read version.
-    pub fn get_read_version(&self) -> Result<Version, Error> {
-        self.wait(self.inner.get_read_version())
-    }
-
     /// Uses `version` as the read version.
     pub fn set_read_version(&self, version: Version) {
         self.inner.set_read_version(version);
-    }
-
-    /// Reads `key`.
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
-        self.wait(self.inner.get(key))
-    }
-
-    /// Reads `key` without a read conflict range.
-    pub fn snapshot_get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
-        self.wait(self.inner.snapshot_get(key))
-    }
-
-    /// Resolves a key selector.
-    pub fn get_key(&self, sel: KeySelector, snapshot: bool) -> Result<Bytes, Error> {
-        self.wait(self.inner.get_key(sel, snapshot))
-    }
-
-    /// The storage servers' estimate of the bytes in `[begin, end)`.
-    pub fn get_estimated_range_size_bytes(
-        &self,
-        begin: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
-    ) -> Result<i64, Error> {
-        self.wait(self.inner.get_estimated_range_size_bytes(begin, end))
-    }
-
-    /// The addresses of the storage servers holding `key` (see
-    /// [`fdb_api::Transaction::get_addresses_for_key`]).
-    pub fn get_addresses_for_key(&self, key: impl AsRef<[u8]>) -> Result<Vec<String>, Error> {
-        self.wait(self.inner.get_addresses_for_key(key))
-    }
-
-    /// Keys cutting `[begin, end)` into chunks of about `chunk_size` bytes.
-    pub fn get_range_split_points(
-        &self,
-        begin: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
-        chunk_size: i64,
-    ) -> Result<Vec<Bytes>, Error> {
-        self.wait(self.inner.get_range_split_points(begin, end, chunk_size))
-    }
-
-    /// One batch of rows between two selectors.
-    pub fn get_range_batch(
-        &self,
-        begin: KeySelector,
-        end: KeySelector,
-        opts: RangeOptions,
-        snapshot: bool,
-    ) -> Result<RangeResult, Error> {
-        self.wait(self.inner.get_range_batch(begin, end, opts, snapshot))
-    }
-
-    /// Every row in `[begin, end)` (at most `limit` if non-zero).
-    pub fn get_range(
-        &self,
-        begin: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
-        limit: usize,
-    ) -> Result<Vec<KeyValue>, Error> {
-        self.wait(self.inner.get_range(begin, end, limit))
-    }
-
-    /// One batch of a mapped range read (see
-    /// [`fdb_api::Transaction::get_mapped_range_batch`]).
-    pub fn get_mapped_range_batch(
-        &self,
-        begin: KeySelector,
-        end: KeySelector,
-        mapper: impl AsRef<[u8]>,
-        opts: RangeOptions,
-        snapshot: bool,
-    ) -> Result<MappedRangeResult, Error> {
-        self.wait(
-            self.inner
-                .get_mapped_range_batch(begin, end, mapper, opts, snapshot),
-        )
-    }
-
-    /// Every row of a mapped range read, batch after batch (see
-    /// [`fdb_api::Transaction::get_mapped_range`]).
-    pub fn get_mapped_range(
-        &self,
-        range: impl Into<RangeOption>,
-        mapper: impl AsRef<[u8]>,
-        snapshot: bool,
-    ) -> Result<Vec<MappedKeyValue>, Error> {
-        self.wait(self.inner.get_mapped_range(range, mapper, snapshot))
-    }
-
-    /// Every row between two selectors, batch after batch.
-    pub fn get_range_with(
-        &self,
-        begin: KeySelector,
-        end: KeySelector,
-        opts: RangeOptions,
-        snapshot: bool,
-    ) -> Result<Vec<KeyValue>, Error> {
-        self.wait(self.inner.get_range_with(begin, end, opts, snapshot))
     }
 
     /// Sets a key.
@@ -557,16 +514,6 @@ impl Transaction {
         self.inner.add_conflict_range(begin, end, kind)
     }
 
-    /// Commits; returns the commit version (`-1` when nothing was written).
-    pub fn commit(&self) -> Result<Version, Error> {
-        self.wait(self.inner.commit())
-    }
-
-    /// Commits; returns the commit version and the versionstamp.
-    pub fn commit_with_versionstamp(&self) -> Result<Committed, Error> {
-        self.wait(self.inner.commit_with_versionstamp())
-    }
-
     /// The versionstamp of the committed transaction.
     pub fn versionstamp(&self) -> Option<[u8; 10]> {
         self.wait(self.inner.versionstamp()).ok().flatten()
@@ -576,11 +523,6 @@ impl Transaction {
     /// once the commit is done (for instance after [`Database::transact`] returned it).
     pub fn get_versionstamp(&self) -> fdb_api::VersionstampFuture {
         self.inner.get_versionstamp()
-    }
-
-    /// Waits the backoff and resets the transaction if `code` is retryable, else fails.
-    pub fn on_error(&self, code: ErrorCode) -> Result<(), Error> {
-        self.wait(self.inner.on_error(code))
     }
 
     /// Resets the transaction (options too).

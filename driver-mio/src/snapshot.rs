@@ -3,6 +3,7 @@
 use bytes::Bytes;
 use fdb_api::{Error, KeySelector, KeyValue, RangeOption, RangeOptions, RangeResult};
 
+use crate::blocking::waited;
 use crate::event_loop::MioDriver;
 use crate::event_loop::CALL_LIMIT;
 use crate::range_iter::{KeyValueIter, RangeIter};
@@ -29,34 +30,26 @@ impl Snapshot {
         self.driver().block_on(fut, CALL_LIMIT)?
     }
 
-    /// Reads `key`.
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>, Error> {
-        self.wait(self.inner.get(key))
-    }
-
-    /// Resolves a key selector.
-    pub fn get_key(&self, sel: KeySelector) -> Result<Bytes, Error> {
-        self.wait(self.inner.get_key(sel))
-    }
-
-    /// Every row in `[begin, end)` (at most `limit` if non-zero).
-    pub fn get_range(
-        &self,
-        begin: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
-        limit: usize,
-    ) -> Result<Vec<KeyValue>, Error> {
-        self.wait(self.inner.get_range(begin, end, limit))
-    }
-
-    /// One batch of rows between two selectors.
-    pub fn get_range_batch(
-        &self,
-        begin: KeySelector,
-        end: KeySelector,
-        opts: RangeOptions,
-    ) -> Result<RangeResult, Error> {
-        self.wait(self.inner.get_range_batch(begin, end, opts))
+    // The blocking transaction's reads without the snapshot flag: their signatures repeat.
+    waited! {
+        /// Reads `key`.
+        pub fn get(&self, key: impl AsRef<[u8]>) -> Option<Bytes>;
+        /// Resolves a key selector.
+        pub fn get_key(&self, sel: KeySelector) -> Bytes;
+        /// Every row in `[begin, end)` (at most `limit` if non-zero).
+        pub fn get_range(
+            &self,
+            begin: impl AsRef<[u8]>,
+            end: impl AsRef<[u8]>,
+            limit: usize,
+        ) -> Vec<KeyValue>;
+        /// One batch of rows between two selectors.
+        pub fn get_range_batch(
+            &self,
+            begin: KeySelector,
+            end: KeySelector,
+            opts: RangeOptions,
+        ) -> RangeResult;
     }
 
     /// A range read batch by batch.

@@ -28,7 +28,7 @@ use crate::messages::coordination::CommitProxyInterface;
 use crate::messages::exclusion::{ExclusionSafetyCheckReply, ExclusionSafetyCheckRequest};
 use crate::messages::{decode_any, decode_reply, AddressExclusion, AnyMessage, ErrorOr};
 use crate::monitor::ClusterMonitor;
-use crate::part::{LeaderAsks, Part, PartCx, Requests};
+use crate::part::{requests_in, LeaderAsks, Part, PartCx, Requests};
 use crate::route::Loss;
 use crate::time::Instant;
 
@@ -128,13 +128,7 @@ impl ExclusionChecks {
 impl Part for ExclusionChecks {
     type Leg = Option<usize>;
 
-    fn len(&self) -> usize {
-        self.checks.len()
-    }
-
-    fn cancel(&mut self, req: RequestId) -> bool {
-        self.checks.cancel(req)
-    }
+    requests_in!(checks);
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.checks.next_timer(|c| match &c.step {

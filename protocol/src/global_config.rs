@@ -30,7 +30,7 @@ use crate::messages::coordination::{ClientDBInfo, GrvProxyInterface, VersionHist
 use crate::messages::grv::{GlobalConfigRefreshReply, GlobalConfigRefreshRequest};
 use crate::messages::types::{KeyRange, KeyValue};
 use crate::messages::{decode_reply, ErrorOr};
-use crate::part::{Answer, Part, PartCx, Requests};
+use crate::part::{requests_in, Answer, Part, PartCx, Requests};
 use crate::route::Loss;
 use crate::ryw::range_read::remove_or_equal;
 use crate::time::Instant;
@@ -334,14 +334,7 @@ impl GlobalConfig {
 impl Part for GlobalConfig {
     type Leg = ();
 
-    fn len(&self) -> usize {
-        self.waiting.len()
-    }
-
-    /// Gives up on a waiting read; `false` if `req` is none of them.
-    fn cancel(&mut self, req: RequestId) -> bool {
-        self.waiting.cancel(req)
-    }
+    requests_in!(waiting);
 
     fn poll_timeout(&self) -> Option<Instant> {
         match &self.state {

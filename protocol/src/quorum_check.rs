@@ -16,7 +16,7 @@ use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
 use crate::ids::RequestId;
 use crate::messages::{decode_any, AnyMessage, ErrorOr, NetworkAddress};
-use crate::part::{LeaderAsks, Part, PartCx, Requests};
+use crate::part::{requests_in, LeaderAsks, Part, PartCx, Requests};
 use crate::route::Loss;
 use crate::time::Instant;
 
@@ -70,17 +70,10 @@ impl QuorumChecks {
     }
 }
 
-// len and cancel are its request table's, as in every part (status.rs, special_cluster).
 impl Part for QuorumChecks {
     type Leg = usize;
 
-    fn len(&self) -> usize {
-        self.checks.len()
-    }
-
-    fn cancel(&mut self, req: RequestId) -> bool {
-        self.checks.cancel(req)
-    }
+    requests_in!(checks);
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.checks

@@ -21,7 +21,7 @@ use crate::messages::coordination::{
     StatusRequest, StatusRequestV7_3,
 };
 use crate::messages::{decode_any, decode_reply, AnyMessage, EnsureTable, ErrorOr, NetworkAddress};
-use crate::part::{Leg, Part, PartCx, Requests};
+use crate::part::{requests_in, Leg, Part, PartCx, Requests};
 use crate::route::Loss;
 use crate::time::Instant;
 use crate::uid::well_known;
@@ -211,13 +211,7 @@ impl StatusOp {
 impl Part for StatusReads {
     type Leg = StatusPart;
 
-    fn len(&self) -> usize {
-        self.reads.len()
-    }
-
-    fn cancel(&mut self, req: RequestId) -> bool {
-        self.reads.cancel(req)
-    }
+    requests_in!(reads);
 
     /// The earliest deadline of a status read.
     fn poll_timeout(&self) -> Option<Instant> {

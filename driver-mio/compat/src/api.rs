@@ -23,29 +23,27 @@ use crate::{FdbError, FdbResult};
 pub(crate) const HEADER_VERSION: i32 = header_version();
 
 const fn header_version() -> i32 {
-    if cfg!(feature = "fdb-7_4") {
-        740
-    } else if cfg!(feature = "fdb-7_3") {
-        730
-    } else if cfg!(feature = "fdb-7_1") {
-        710
-    } else if cfg!(feature = "fdb-7_0") {
-        700
-    } else if cfg!(feature = "fdb-6_3") {
-        630
-    } else if cfg!(feature = "fdb-6_2") {
-        620
-    } else if cfg!(feature = "fdb-6_1") {
-        610
-    } else if cfg!(feature = "fdb-6_0") {
-        600
-    } else if cfg!(feature = "fdb-5_2") {
-        520
-    } else if cfg!(feature = "fdb-5_1") {
-        510
-    } else {
-        730
+    // The first feature enabled, newest first; none: 7.3's.
+    let by_feature = [
+        (cfg!(feature = "fdb-7_4"), 740),
+        (cfg!(feature = "fdb-7_3"), 730),
+        (cfg!(feature = "fdb-7_1"), 710),
+        (cfg!(feature = "fdb-7_0"), 700),
+        (cfg!(feature = "fdb-6_3"), 630),
+        (cfg!(feature = "fdb-6_2"), 620),
+        (cfg!(feature = "fdb-6_1"), 610),
+        (cfg!(feature = "fdb-6_0"), 600),
+        (cfg!(feature = "fdb-5_2"), 520),
+        (cfg!(feature = "fdb-5_1"), 510),
+    ];
+    let mut i = 0;
+    while i < by_feature.len() {
+        if by_feature[i].0 {
+            return by_feature[i].1;
+        }
+        i += 1;
     }
+    730
 }
 
 /// The newest API version this client accepts: 7.4's, as libfdb_c 7.4 reports. The client

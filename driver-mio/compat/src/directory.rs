@@ -105,6 +105,8 @@ impl From<api::DirectoryError> for DirectoryError {
 }
 
 /// The operations of a directory, on paths relative to it.
+// foundationdb-rs 0.11's trait, spelled out: `create_or_open` and `create` (and the path
+// methods) share their arguments there too.
 #[async_trait]
 pub trait Directory {
     /// Opens the directory at `path`, creating it (and missing parents) if needed.
@@ -359,6 +361,19 @@ enum At<'a> {
     Partition(&'a api::DirectoryPartition),
 }
 
+/// The same call on whichever of fdb-api's three directory types `at` holds (`$d` names
+/// it): they share their methods but no trait, so each operation's three-way match is
+/// written here once.
+macro_rules! on {
+    ($at:expr, $d:ident => $call:expr) => {
+        match $at {
+            At::Root($d) => $call,
+            At::Sub($d) => $call,
+            At::Partition($d) => $call,
+        }
+    };
+}
+
 /// Each operation of the trait, on fdb-api, in foundationdb-rs's argument order.
 mod ops {
     use super::*;
@@ -377,11 +392,7 @@ mod ops {
         layer: Option<&[u8]>,
     ) -> R<DirectoryOutput> {
         let t = &tx.inner;
-        out(match at {
-            At::Root(l) => l.open(t, path, layer.map(Layer)).await,
-            At::Sub(d) => d.open(t, path, layer.map(Layer)).await,
-            At::Partition(p) => p.open(t, path, layer.map(Layer)).await,
-        })
+        out(on!(at, d => d.open(t, path, layer.map(Layer)).await))
     }
 
     pub(super) async fn create(
@@ -393,11 +404,7 @@ mod ops {
     ) -> R<DirectoryOutput> {
         let t = &tx.inner;
         let (prefix, layer) = (prefix.map(ManualPrefix), layer.map(Layer));
-        out(match at {
-            At::Root(l) => l.create(t, path, prefix, layer).await,
-            At::Sub(d) => d.create(t, path, prefix, layer).await,
-            At::Partition(p) => p.create(t, path, prefix, layer).await,
-        })
+        out(on!(at, d => d.create(t, path, prefix, layer).await))
     }
 
     pub(super) async fn create_or_open(
@@ -409,160 +416,81 @@ mod ops {
     ) -> R<DirectoryOutput> {
         let t = &tx.inner;
         let (prefix, layer) = (prefix.map(ManualPrefix), layer.map(Layer));
-        out(match at {
-            At::Root(l) => l.create_or_open(t, path, prefix, layer).await,
-            At::Sub(d) => d.create_or_open(t, path, prefix, layer).await,
-            At::Partition(p) => p.create_or_open(t, path, prefix, layer).await,
-        })
+        out(on!(at, d => d.create_or_open(t, path, prefix, layer).await))
     }
 
     pub(super) async fn exists(at: At<'_>, tx: &Transaction, path: &[String]) -> R<bool> {
-        let t = &tx.inner;
-        Ok(match at {
-            At::Root(l) => l.exists(t, path).await,
-            At::Sub(d) => d.exists(t, path).await,
-            At::Partition(p) => p.exists(t, path).await,
-        }?)
+        Ok(on!(at, d => d.exists(&tx.inner, path).await)?)
     }
 
     pub(super) async fn list(at: At<'_>, tx: &Transaction, path: &[String]) -> R<Vec<String>> {
-        let t = &tx.inner;
-        Ok(match at {
-            At::Root(l) => l.list(t, path).await,
-            At::Sub(d) => d.list(t, path).await,
-            At::Partition(p) => p.list(t, path).await,
-        }?)
+        Ok(on!(at, d => d.list(&tx.inner, path).await)?)
     }
 
     /// Moves the directory `at` itself.
-    pub(super) async fn move_self(
+    pub(super) async fn move_directory(
         at: At<'_>,
         tx: &Transaction,
         new_path: &[String],
     ) -> R<DirectoryOutput> {
-        let t = &tx.inner;
-        out(match at {
-            At::Root(l) => l.move_directory(t, new_path).await,
-            At::Sub(d) => d.move_directory(t, new_path).await,
-            At::Partition(p) => p.move_directory(t, new_path).await,
-        })
+        out(on!(at, d => d.move_directory(&tx.inner, new_path).await))
     }
 
     /// Moves a directory below `at`.
-    pub(super) async fn move_below(
+    pub(super) async fn move_to(
         at: At<'_>,
         tx: &Transaction,
         old_path: &[String],
         new_path: &[String],
     ) -> R<DirectoryOutput> {
-        let t = &tx.inner;
-        out(match at {
-            At::Root(l) => l.move_to(t, old_path, new_path).await,
-            At::Sub(d) => d.move_to(t, old_path, new_path).await,
-            At::Partition(p) => p.move_to(t, old_path, new_path).await,
-        })
+        out(on!(at, d => d.move_to(&tx.inner, old_path, new_path).await))
     }
 
     pub(super) async fn remove(at: At<'_>, tx: &Transaction, path: &[String]) -> R<bool> {
-        let t = &tx.inner;
-        match at {
-            At::Root(l) => l.remove(t, path).await,
-            At::Sub(d) => d.remove(t, path).await,
-            At::Partition(p) => p.remove(t, path).await,
-        }?;
+        on!(at, d => d.remove(&tx.inner, path).await)?;
         Ok(true)
     }
 
     pub(super) async fn remove_if_exists(at: At<'_>, tx: &Transaction, path: &[String]) -> R<bool> {
-        let t = &tx.inner;
-        Ok(match at {
-            At::Root(l) => l.remove_if_exists(t, path).await,
-            At::Sub(d) => d.remove_if_exists(t, path).await,
-            At::Partition(p) => p.remove_if_exists(t, path).await,
-        }?)
+        Ok(on!(at, d => d.remove_if_exists(&tx.inner, path).await)?)
     }
 }
 
-/// The trait for each kind of directory, through `ops`.
-// Each method below is foundationdb-rs's `Directory` signature forwarding to one `ops` call,
-// so the signatures repeat the trait's.
+/// The trait for each kind of directory, through `ops`: each method is listed with the
+/// arguments after the transaction and its `Ok` type, forwarding to the `ops` call of its
+/// name, so foundationdb-rs's signatures are written once for the four types.
 macro_rules! directory_impl {
     ($t:ty, $self:ident => $at:expr) => {
+        directory_impl! {
+            @methods $t, $self => $at;
+            create_or_open(path: &[String], prefix: Option<&[u8]>, layer: Option<&[u8]>)
+                -> DirectoryOutput;
+            create(path: &[String], prefix: Option<&[u8]>, layer: Option<&[u8]>)
+                -> DirectoryOutput;
+            open(path: &[String], layer: Option<&[u8]>) -> DirectoryOutput;
+            exists(path: &[String]) -> bool;
+            move_directory(new_path: &[String]) -> DirectoryOutput;
+            move_to(old_path: &[String], new_path: &[String]) -> DirectoryOutput;
+            remove(path: &[String]) -> bool;
+            remove_if_exists(path: &[String]) -> bool;
+            list(path: &[String]) -> Vec<String>;
+        }
+    };
+    (@methods $t:ty, $self:ident => $at:expr; $($m:ident($($a:ident: $ty:ty),*) -> $ok:ty;)*) => {
         #[async_trait]
         impl Directory for $t {
-            async fn create_or_open(
-                &$self,
-                txn: &Transaction,
-                path: &[String],
-                prefix: Option<&[u8]>,
-                layer: Option<&[u8]>,
-            ) -> Result<DirectoryOutput, DirectoryError> {
-                ops::create_or_open($at, txn, path, prefix, layer).await
-            }
-            async fn create(
-                &$self,
-                txn: &Transaction,
-                path: &[String],
-                prefix: Option<&[u8]>,
-                layer: Option<&[u8]>,
-            ) -> Result<DirectoryOutput, DirectoryError> {
-                ops::create($at, txn, path, prefix, layer).await
-            }
-            async fn open(
-                &$self,
-                txn: &Transaction,
-                path: &[String],
-                layer: Option<&[u8]>,
-            ) -> Result<DirectoryOutput, DirectoryError> {
-                ops::open($at, txn, path, layer).await
-            }
-            async fn exists(
-                &$self,
-                trx: &Transaction,
-                path: &[String],
-            ) -> Result<bool, DirectoryError> {
-                ops::exists($at, trx, path).await
-            }
-            async fn move_directory(
-                &$self,
-                trx: &Transaction,
-                new_path: &[String],
-            ) -> Result<DirectoryOutput, DirectoryError> {
-                ops::move_self($at, trx, new_path).await
-            }
-            async fn move_to(
-                &$self,
-                trx: &Transaction,
-                old_path: &[String],
-                new_path: &[String],
-            ) -> Result<DirectoryOutput, DirectoryError> {
-                ops::move_below($at, trx, old_path, new_path).await
-            }
-            async fn remove(
-                &$self,
-                trx: &Transaction,
-                path: &[String],
-            ) -> Result<bool, DirectoryError> {
-                ops::remove($at, trx, path).await
-            }
-            async fn remove_if_exists(
-                &$self,
-                trx: &Transaction,
-                path: &[String],
-            ) -> Result<bool, DirectoryError> {
-                ops::remove_if_exists($at, trx, path).await
-            }
-            async fn list(
-                &$self,
-                trx: &Transaction,
-                path: &[String],
-            ) -> Result<Vec<String>, DirectoryError> {
-                ops::list($at, trx, path).await
-            }
+            $(
+                async fn $m(
+                    &$self,
+                    trx: &Transaction,
+                    $($a: $ty),*
+                ) -> Result<$ok, DirectoryError> {
+                    ops::$m($at, trx, $($a),*).await
+                }
+            )*
         }
     };
 }
-
 directory_impl!(DirectoryLayer, self => At::Root(&self.inner));
 directory_impl!(DirectorySubspace, self => At::Sub(&self.inner));
 directory_impl!(DirectoryPartition, self => At::Partition(&self.inner));

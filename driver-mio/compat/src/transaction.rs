@@ -24,6 +24,29 @@ const METADATA_VERSION_KEY: &[u8] = b"\xff/metadataVersion";
 const CONFLICTING_KEYS: &[u8] = b"\xff\xff/transaction/conflicting_keys/";
 const CONFLICTING_KEYS_END: &[u8] = b"\xff\xff/transaction/conflicting_keys/\xff\xff";
 
+/// foundationdb-rs's commit outcomes (each holding its transaction in `tr`) give the
+/// transaction back reset, as `reset` and, for some, `From`: written once for the three.
+macro_rules! gives_back_reset {
+    ($t:ident) => {
+        impl $t {
+            /// The transaction, reset for reuse.
+            pub fn reset(mut self) -> Transaction {
+                self.tr.reset();
+                self.tr
+            }
+        }
+    };
+    ($t:ident, and From) => {
+        gives_back_reset!($t);
+
+        impl From<$t> for Transaction {
+            fn from(outcome: $t) -> Transaction {
+                outcome.reset()
+            }
+        }
+    };
+}
+
 /// A transaction that committed.
 #[derive(Debug)]
 pub struct TransactionCommitted {
@@ -36,19 +59,9 @@ impl TransactionCommitted {
     pub fn committed_version(&self) -> FdbResult<i64> {
         Ok(self.version)
     }
-
-    /// The transaction, reset for reuse.
-    pub fn reset(mut self) -> Transaction {
-        self.tr.reset();
-        self.tr
-    }
 }
 
-impl From<TransactionCommitted> for Transaction {
-    fn from(tc: TransactionCommitted) -> Transaction {
-        tc.reset()
-    }
-}
+gives_back_reset!(TransactionCommitted, and From);
 
 /// A commit that failed, with its transaction for `on_error`.
 pub struct TransactionCommitError {
@@ -68,13 +81,9 @@ impl TransactionCommitError {
     pub async fn conflicting_keys(&self) -> FdbResult<Vec<ConflictingKeyRange>> {
         self.tr.conflicting_keys().await
     }
-
-    /// The transaction, reset.
-    pub fn reset(mut self) -> Transaction {
-        self.tr.reset();
-        self.tr
-    }
 }
+
+gives_back_reset!(TransactionCommitError);
 
 impl Deref for TransactionCommitError {
     type Target = FdbError;
@@ -112,20 +121,7 @@ pub struct TransactionCancelled {
     tr: Transaction,
 }
 
-// foundationdb-rs's outcome types each have their own reset and From (see TransactionCommitted).
-impl TransactionCancelled {
-    /// The transaction, reset for reuse.
-    pub fn reset(mut self) -> Transaction {
-        self.tr.reset();
-        self.tr
-    }
-}
-
-impl From<TransactionCancelled> for Transaction {
-    fn from(tc: TransactionCancelled) -> Transaction {
-        tc.reset()
-    }
-}
+gives_back_reset!(TransactionCancelled, and From);
 
 /// A range read's parameters (`fdb_transaction_get_range`'s).
 #[derive(Debug, Clone)]

@@ -58,15 +58,9 @@ impl<D: Driver> Snapshot<D> {
         end: impl AsRef<[u8]>,
         limit: usize,
     ) -> Result<Vec<KeyValue>, Error> {
-        let opts = RangeOptions {
-            limit,
-            ..RangeOptions::default()
-        };
-        let (b, e) = (
-            KeySelector::first_greater_or_equal(begin),
-            KeySelector::first_greater_or_equal(end),
-        );
-        self.tx.get_range_with(b, e, opts, true).await
+        self.tx
+            .get_range_between(begin.as_ref(), end.as_ref(), limit, true)
+            .await
     }
 
     /// One batch of rows between two selectors.

@@ -287,6 +287,15 @@ impl<D: Driver> Transaction<D> {
         Ok(())
     }
 
+    /// [`Transaction::set_option`] of each of `options` in turn, stopping at the first
+    /// refused (the management functions' lists of options, as libfdb_c sets them).
+    pub(crate) fn set_options(
+        &self,
+        options: impl IntoIterator<Item = TransactionOption>,
+    ) -> Result<(), Error> {
+        options.into_iter().try_for_each(|o| self.set_option(o))
+    }
+
     /// The transaction's read version. Like every read here, the request is made when this
     /// is called (as libfdb_c's calls are), not when the future is first polled.
     pub fn get_read_version(&self) -> Pending<D, Version> {
@@ -420,16 +429,27 @@ impl<D: Driver> Transaction<D> {
         end: impl AsRef<[u8]>,
         limit: usize,
     ) -> Result<Vec<KeyValue>, Error> {
-        self.get_range_with(
+        self.get_range_between(begin.as_ref(), end.as_ref(), limit, false)
+            .await
+    }
+
+    /// [`Transaction::get_range`] with `snapshot` (the snapshot view's too).
+    pub(crate) async fn get_range_between(
+        &self,
+        begin: &[u8],
+        end: &[u8],
+        limit: usize,
+        snapshot: bool,
+    ) -> Result<Vec<KeyValue>, Error> {
+        let opts = RangeOptions {
+            limit,
+            ..RangeOptions::default()
+        };
+        let (b, e) = (
             KeySelector::first_greater_or_equal(begin),
             KeySelector::first_greater_or_equal(end),
-            RangeOptions {
-                limit,
-                ..RangeOptions::default()
-            },
-            false,
-        )
-        .await
+        );
+        self.get_range_with(b, e, opts, snapshot).await
     }
 
     /// Every row between two selectors, batch after batch (reverse, snapshot and streaming

@@ -1,6 +1,10 @@
 //! Talking to coordinators: opening the database (`ClientDBInfo`), the leader, protocol info
 //! (`fdbclient/include/fdbclient/CoordinationInterface.h`, `CommitProxyInterface.h`,
 //! `GrvProxyInterface.h`).
+//!
+//! Field lists here that look alike, within this file or across files, are separate FDB
+//! wire definitions (each its C++ `serializer` call, see [`super`]): one changes without
+//! the other, so they stay apart.
 
 use alloc::vec::Vec;
 use bytes::Bytes;

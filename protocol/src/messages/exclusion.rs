@@ -3,6 +3,10 @@
 //! stream ([`CommitProxyInterface::EXCLUSION_SAFETY_CHECK_REQ`](super::coordination::CommitProxyInterface::EXCLUSION_SAFETY_CHECK_REQ))
 //! whether losing them would leave every storage team a replica; the proxy asks the data
 //! distributor (`proxyCheckSafeExclusion`), and answers unsafe without one.
+//!
+//! Field lists here that look alike, within this file or across files, are separate FDB
+//! wire definitions (each its C++ `serializer` call, see [`super`]): one changes without
+//! the other, so they stay apart.
 
 use alloc::vec::Vec;
 

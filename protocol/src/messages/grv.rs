@@ -1,5 +1,9 @@
 //! Read versions and global configuration (`fdbclient/include/fdbclient/CommitProxyInterface.h`,
 //! `TagThrottle.actor.h`).
+//!
+//! Field lists here that look alike, within this file or across files, are separate FDB
+//! wire definitions (each its C++ `serializer` call, see [`super`]): one changes without
+//! the other, so they stay apart.
 
 use alloc::vec::Vec;
 use bytes::Bytes;

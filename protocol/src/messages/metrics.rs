@@ -11,6 +11,10 @@
 //!   Its reply is not an ObjectSerializer table inside: the ratekeeper's [`HealthMetrics`]
 //!   travel as a `BinaryWriter` blob (an 8-byte protocol version, then the fields in
 //!   little-endian order), which [`HealthMetrics::decode`] reads.
+//!
+//! Field lists here that look alike, within this file or across files, are separate FDB
+//! wire definitions (each its C++ `serializer` call, see [`super`]): one changes without
+//! the other, so they stay apart.
 
 use alloc::vec::Vec;
 use bytes::Bytes;

@@ -1,5 +1,9 @@
 //! Shared value types (`fdbclient/include/fdbclient/FDBTypes.h`, `Tracing.h`, `TenantInfo.h`,
 //! `TagThrottle.actor.h`, `VersionVector.h`).
+//!
+//! Field lists here that look alike, within this file or across files, are separate FDB
+//! wire definitions (each its C++ `serializer` call, see [`super`]): one changes without
+//! the other, so they stay apart.
 
 use alloc::vec::Vec;
 use bytes::Bytes;

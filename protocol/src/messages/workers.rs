@@ -6,6 +6,10 @@
 //! `ErrorOr<std::vector<ClientWorkerInterface>>`. libfdb_c shows each worker at its address,
 //! the value its interface in the old binary format ([`ClientWorkerInterface::binary_value`]),
 //! which fdbcli's `kill` reads back.
+//!
+//! Field lists here that look alike, within this file or across files, are separate FDB
+//! wire definitions (each its C++ `serializer` call, see [`super`]): one changes without
+//! the other, so they stay apart.
 
 use alloc::vec::Vec;
 use bytes::Bytes;

@@ -1,5 +1,5 @@
 //! The network: one connection per address, FlowTransport's reconnection backoff, the failure
-//! monitor, and reply routing. Parts of the core send requests through [`Network::send`] with
+//! monitor, and reply routing. Parts of the core send requests through [`Io::send`] with
 //! the [`Route`] their reply should take; what comes back — a reply or the news that none will
 //! come — is a [`Delivery`] for the client to hand to that part. The network knows nothing of
 //! what the requests mean.
@@ -60,6 +60,7 @@ pub(crate) struct Io<'a> {
 
 impl Io<'_> {
     /// Sends `msg` to endpoint `dest` at `addr`; its reply (on token `reply`) takes `route`.
+    // `send_sized` with no estimate: the short form for the callers that have none.
     pub(crate) fn send<M: Message>(
         &mut self,
         addr: &NetworkAddress,
@@ -82,19 +83,14 @@ impl Io<'_> {
         route: Route,
         size: usize,
     ) {
-        self.net.send(
-            self.now,
-            self.rng,
-            self.events,
-            (addr, dest),
-            msg,
-            reply,
-            route,
-            size,
-        );
+        let to = (addr, dest);
+        let conn = self
+            .net
+            .write(self.now, self.rng, self.events, to, msg, size);
+        self.net.await_reply(conn, dest, reply, route);
     }
 
-    /// [`Io::send`] of a message already encoded.
+    /// [`Io::send`] of a message already encoded (`bytes`, what `encode` makes).
     pub(crate) fn send_encoded(
         &mut self,
         addr: &NetworkAddress,
@@ -103,22 +99,16 @@ impl Io<'_> {
         reply: Uid,
         route: Route,
     ) {
-        self.net.send_encoded(
-            self.now,
-            self.rng,
-            self.events,
-            (addr, dest),
-            bytes,
-            reply,
-            route,
-        );
+        let conn = self.net.peer_for(self.now, self.rng, self.events, addr);
+        self.net.live_peer(conn).conn.send(self.now, dest, bytes);
+        self.net.await_reply(conn, dest, reply, route);
     }
 
     /// Sends a message that asks for no reply (FDB's `RequestStream::send` of a request
     /// without a `ReplyPromise`): nothing waits for it, so nothing is told if it is lost.
     pub(crate) fn send_one_way<M: Message>(&mut self, addr: &NetworkAddress, dest: Uid, msg: &M) {
-        self.net
-            .send_one_way(self.now, self.rng, self.events, (addr, dest), msg);
+        let to = (addr, dest);
+        self.net.write(self.now, self.rng, self.events, to, msg, 0);
     }
 
     /// Picks one of `endpoints` (see [`FailureMonitor::pick`]).
@@ -290,61 +280,19 @@ impl Network {
         &self.failures
     }
 
-    /// Sends `msg` to endpoint `dest` at `addr`; its reply (on token `reply`) takes `route`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn send<M: Message>(
-        &mut self,
-        now: Instant,
-        rng: &mut Rng,
-        events: &mut VecDeque<Event>,
-        to: (&NetworkAddress, Uid),
-        msg: &M,
-        reply: Uid,
-        route: Route,
-        size_hint: usize,
-    ) {
-        let conn = self.write(now, rng, events, to, msg, size_hint);
-        let p = self
-            .peers
-            .get_mut(&conn)
-            .expect("peer_for returns a live peer");
-        p.pending.push((reply, to.1));
+    /// Notes that the request sent to endpoint `dest` on `conn` waits for a reply on token
+    /// `reply`, which takes `route`: the peer's list (lost when the connection goes) and the
+    /// network's table.
+    fn await_reply(&mut self, conn: ConnectionId, dest: Uid, reply: Uid, route: Route) {
+        self.live_peer(conn).pending.push((reply, dest));
         self.pending.insert(reply, (conn, route));
     }
 
-    /// [`Network::send`] of a message already encoded (`bytes`, what `encode` makes).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn send_encoded(
-        &mut self,
-        now: Instant,
-        rng: &mut Rng,
-        events: &mut VecDeque<Event>,
-        to: (&NetworkAddress, Uid),
-        bytes: &[u8],
-        reply: Uid,
-        route: Route,
-    ) {
-        let conn = self.peer_for(now, rng, events, to.0);
-        let p = self
-            .peers
+    /// The peer of `conn`, just returned by [`Network::peer_for`].
+    fn live_peer(&mut self, conn: ConnectionId) -> &mut Peer {
+        self.peers
             .get_mut(&conn)
-            .expect("peer_for returns a live peer");
-        p.conn.send(now, to.1, bytes);
-        p.pending.push((reply, to.1));
-        self.pending.insert(reply, (conn, route));
-    }
-
-    // send without a reply to wait for: the same parameters, no token kept.
-    /// [`Io::send_one_way`].
-    pub(crate) fn send_one_way<M: Message>(
-        &mut self,
-        now: Instant,
-        rng: &mut Rng,
-        events: &mut VecDeque<Event>,
-        to: (&NetworkAddress, Uid),
-        msg: &M,
-    ) {
-        self.write(now, rng, events, to, msg, 0);
+            .expect("peer_for returns a live peer")
     }
 
     /// Queues `msg` for endpoint `dest` on the connection to `addr` (opened if need be),

@@ -53,6 +53,22 @@ pub(crate) trait Part {
     }
 }
 
+/// [`Part::len`] and [`Part::cancel`] for a part whose requests are the table in field
+/// `$table` (a [`Requests`]): every part counts and cancels through its table, so the two
+/// hooks are written once, here.
+macro_rules! requests_in {
+    ($table:ident) => {
+        fn len(&self) -> usize {
+            self.$table.len()
+        }
+
+        fn cancel(&mut self, req: $crate::ids::RequestId) -> bool {
+            self.$table.cancel(req)
+        }
+    };
+}
+pub(crate) use requests_in;
+
 /// A part's own route as the network carries it: a number ([`crate::route::PartRoute`]).
 pub(crate) trait Leg: Copy {
     /// The number.

@@ -216,6 +216,7 @@ impl<'a> RywIter<'a> {
         start.cache.rows_to(&self.cache)
     }
 
+    /// To the next segment (`RYWIterator::operator++`).
     pub(crate) fn advance(&mut self) {
         if self.end_cmp.is_le() {
             self.cache.advance();
@@ -227,6 +228,8 @@ impl<'a> RywIter<'a> {
         self.end_cmp = self.cache.end_key().cmp(&self.writes.end_key());
     }
 
+    /// To the previous segment (`operator--`).
+    // `advance` mirrored: each side's begin and end swap, as in RYWIterator.
     pub(crate) fn retreat(&mut self) {
         if self.begin_cmp.is_ge() {
             self.cache.retreat();
@@ -269,12 +272,10 @@ impl<'a> RywIter<'a> {
 mod tests {
     use super::*;
     use crate::keys::mutation_type as mt;
+    use crate::ryw::b;
     use alloc::vec;
     use alloc::vec::Vec;
 
-    fn b(s: &'static [u8]) -> Bytes {
-        Bytes::from_static(s)
-    }
     fn kv(k: &'static [u8], v: &'static [u8]) -> KeyValue {
         KeyValue {
             key: b(k),

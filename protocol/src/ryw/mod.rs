@@ -23,6 +23,12 @@ pub(crate) use range_set::RangeSet;
 pub(crate) use snapshot_cache::SnapshotCache;
 pub(crate) use write_map::{Lookup, WriteMap, ALL_KEYS_END, MUTATION_OVERHEAD, RANGE_OVERHEAD};
 
+/// A key or value from a literal, for the RYW modules' tests.
+#[cfg(test)]
+pub(crate) fn b(s: &'static [u8]) -> Bytes {
+    Bytes::from_static(s)
+}
+
 /// The smallest key after `key`.
 pub(crate) fn key_after(key: &[u8]) -> Bytes {
     let mut v = Vec::with_capacity(key.len() + 1);

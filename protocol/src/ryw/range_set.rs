@@ -76,12 +76,9 @@ impl RangeSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ryw::b;
     use alloc::vec;
     use alloc::vec::Vec;
-
-    fn b(s: &'static [u8]) -> Bytes {
-        Bytes::from_static(s)
-    }
 
     #[test]
     fn range_set_coalesces() {

@@ -333,11 +333,9 @@ impl SnapshotCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ryw::b;
     use alloc::vec;
 
-    fn b(s: &'static [u8]) -> Bytes {
-        Bytes::from_static(s)
-    }
     fn kv(k: &'static [u8]) -> KeyValue {
         KeyValue {
             key: b(k),

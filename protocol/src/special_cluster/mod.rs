@@ -48,7 +48,7 @@ use crate::messages::metrics::{
 use crate::messages::types::{KeyRange, KeySelector, KeyValue};
 use crate::messages::workers::{decode_client_workers, GetClientWorkersRequest};
 use crate::messages::{decode_any, decode_reply, AnyMessage, EnsureTable, ErrorOr};
-use crate::part::{Answer, Leg, Part, PartCx, Requests};
+use crate::part::{requests_in, Answer, Leg, Part, PartCx, Requests};
 use crate::route::Loss;
 use crate::ryw::range_read::remove_or_equal;
 use crate::time::Instant;
@@ -460,13 +460,7 @@ impl ClusterReads {
 impl Part for ClusterReads {
     type Leg = Question;
 
-    fn len(&self) -> usize {
-        self.reads.len()
-    }
-
-    fn cancel(&mut self, req: RequestId) -> bool {
-        self.reads.cancel(req)
-    }
+    requests_in!(reads);
 
     /// The earliest time a part is to be asked again.
     fn poll_timeout(&self) -> Option<Instant> {

@@ -281,32 +281,29 @@ pub(crate) fn parse_int(input: &[u8]) -> PackResult<(&[u8], RawInt<'_>)> {
 
 /// Float and double keys: the IEEE bits with the sign bit flipped for positive numbers and
 /// every bit flipped for negative ones, so that the bytes sort like the numbers (IEEE total
-/// order: -NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN).
-pub(crate) fn f32_to_key(f: f32) -> u32 {
-    let b = f.to_bits();
-    if b >> 31 == 1 {
-        !b
-    } else {
-        b ^ (1 << 31)
-    }
+/// order: -NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN). The pair of conversions for
+/// float type `$f` and its bits' type `$u`, written once for both widths.
+macro_rules! float_key {
+    ($to:ident, $from:ident, $f:ty, $u:ty) => {
+        pub(crate) fn $to(f: $f) -> $u {
+            const SIGN: u32 = <$u>::BITS - 1;
+            let b = f.to_bits();
+            if b >> SIGN == 1 {
+                !b
+            } else {
+                b ^ (1 << SIGN)
+            }
+        }
+
+        pub(crate) fn $from(k: $u) -> $f {
+            const SIGN: u32 = <$u>::BITS - 1;
+            <$f>::from_bits(if k >> SIGN == 1 { k ^ (1 << SIGN) } else { !k })
+        }
+    };
 }
 
-pub(crate) fn f32_from_key(k: u32) -> f32 {
-    f32::from_bits(if k >> 31 == 1 { k ^ (1 << 31) } else { !k })
-}
-
-pub(crate) fn f64_to_key(f: f64) -> u64 {
-    let b = f.to_bits();
-    if b >> 63 == 1 {
-        !b
-    } else {
-        b ^ (1 << 63)
-    }
-}
-
-pub(crate) fn f64_from_key(k: u64) -> f64 {
-    f64::from_bits(if k >> 63 == 1 { k ^ (1 << 63) } else { !k })
-}
+float_key!(f32_to_key, f32_from_key, f32, u32);
+float_key!(f64_to_key, f64_from_key, f64, u64);
 
 pub(crate) fn parse_f32(input: &[u8]) -> PackResult<(&[u8], f32)> {
     let (rest, b) = fixed(input, FLOAT, "float")?;

@@ -30,7 +30,7 @@ const FIELDS: [&[u8]; 4] = [b"dcid", b"data_hall", b"zoneid", b"machineid"];
 pub(super) async fn auto_coordinators<D: Driver>(
     tx: &Transaction<D>,
 ) -> Result<Result<String, String>, Error> {
-    for o in [
+    tx.set_options([
         TransactionOption::LockAware,
         TransactionOption::RawAccess,
         // libfdb_c reads through the transaction under its read-your-writes layer, which
@@ -38,9 +38,7 @@ pub(super) async fn auto_coordinators<D: Driver>(
         TransactionOption::ReadSystemKeys,
         TransactionOption::UseProvisionalProxies,
         TransactionOption::PrioritySystemImmediate,
-    ] {
-        tx.set_option(o)?;
-    }
+    ])?;
     let refuse = |retriable, msg| Ok(Err(management_error(retriable, "auto_coordinators", msg)));
     let Some(old) = tx
         .get(b"\xff/coordinators")

@@ -36,13 +36,11 @@ pub(crate) async fn commit_writes<D: Driver>(
             }
             Part::DbLocked => commit_lock(tx, writes, pb).await?,
             Part::ConsistencyCheck => {
-                for o in [
+                tx.set_options([
                     TransactionOption::PrioritySystemImmediate,
                     TransactionOption::LockAware,
                     TransactionOption::AccessSystemKeys,
-                ] {
-                    tx.set_option(o)?;
-                }
+                ])?;
                 let suspended = write_at(writes, pb).is_some_and(|w| w.value.is_some());
                 tx.set(CONSISTENCY_CHECK_SUSPENDED_KEY, [u8::from(suspended)]);
                 None

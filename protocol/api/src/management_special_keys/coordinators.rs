@@ -197,14 +197,12 @@ async fn change_quorum_checker<D: Driver>(
     wanted: Vec<Coordinator>,
     new_name: Option<String>,
 ) -> Result<Option<Refusal>, Error> {
-    for o in [
+    tx.set_options([
         TransactionOption::LockAware,
         TransactionOption::AccessSystemKeys,
         TransactionOption::UseProvisionalProxies,
         TransactionOption::PrioritySystemImmediate,
-    ] {
-        tx.set_option(o)?;
-    }
+    ])?;
     // `getClusterConnectionStringFromStorageServer`. libfdb_c asks up to three times, 2 s
     // apart, before it gives up on a missing key or a changed name; this client asks once.
     let stored = tx.get(COORDINATORS_KEY).await?;

@@ -72,13 +72,11 @@ pub(super) async fn commit_exclusion<D: Driver>(
         }
     }
     if locality {
-        for o in [
+        tx.set_options([
             TransactionOption::RawAccess,
             TransactionOption::PrioritySystemImmediate,
             TransactionOption::LockAware,
-        ] {
-            tx.set_option(o)?;
-        }
+        ])?;
     }
     let part = &pb[MANAGEMENT.0.len()..];
     let force_key = [
@@ -98,14 +96,12 @@ pub(super) async fn commit_exclusion<D: Driver>(
             return Ok(Some(api_error(command, UNSAFE)));
         }
     }
-    for o in [
+    tx.set_options([
         TransactionOption::AccessSystemKeys,
         TransactionOption::PrioritySystemImmediate,
         TransactionOption::LockAware,
         TransactionOption::UseProvisionalProxies,
-    ] {
-        tx.set_option(o)?;
-    }
+    ])?;
     let sys_prefix = swap_prefix(pb, MANAGEMENT.0, CONF_PREFIX);
     let sys_end = [&sys_prefix[..sys_prefix.len() - 1], b"0"].concat();
     // `\xff/conf/excluded` and the like: changed with every change of its list.
@@ -142,15 +138,13 @@ pub(super) async fn commit_exclusion<D: Driver>(
         tx.set(version_key, uid_hex(a, b));
     }
     // The includes: the clears.
-    for o in [
+    tx.set_options([
         TransactionOption::PrioritySystemImmediate,
         TransactionOption::LockAware,
         TransactionOption::UseProvisionalProxies,
         TransactionOption::RawAccess,
         TransactionOption::CausalWriteRisky,
-    ] {
-        tx.set_option(o)?;
-    }
+    ])?;
     let (a, b) = random_uid();
     let stamp = uid_hex(a, b);
     for w in writes_in(writes, pb, pe).filter(|w| w.value.is_none()) {

@@ -18,13 +18,11 @@ pub(super) async fn commit_maintenance<D: Driver>(
     writes: &[SpecialWrite],
     (pb, pe): (&[u8], &[u8]),
 ) -> Result<Option<String>, Error> {
-    for o in [
+    tx.set_options([
         TransactionOption::LockAware,
         TransactionOption::AccessSystemKeys,
         TransactionOption::PrioritySystemImmediate,
-    ] {
-        tx.set_option(o)?;
-    }
+    ])?;
     let zone_now = tx
         .get(HEALTHY_ZONE_KEY)
         .await?

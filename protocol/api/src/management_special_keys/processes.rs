@@ -24,13 +24,11 @@ use crate::transaction::Transaction;
 /// `ExclusionInProgressActor`: the addresses of the storage servers and logs the exclusions
 /// (by address and by locality, failed or not) cover, or logs without an address, sorted.
 pub(super) async fn in_progress<D: Driver>(tx: &Transaction<D>) -> Result<Vec<String>, Error> {
-    for o in [
+    tx.set_options([
         TransactionOption::ReadSystemKeys,
         TransactionOption::PrioritySystemImmediate,
         TransactionOption::LockAware,
-    ] {
-        tx.set_option(o)?;
-    }
+    ])?;
     let list = |part: &str| {
         let b = [CONF_PREFIX, part.as_bytes(), b"/"].concat();
         let e = [CONF_PREFIX, part.as_bytes(), b"0"].concat();

@@ -43,15 +43,13 @@ pub(super) async fn commit_process_class<D: Driver>(
         }
         sets.push((addr, class));
     }
-    for o in [
+    tx.set_options([
         TransactionOption::PrioritySystemImmediate,
         TransactionOption::LockAware,
         TransactionOption::UseProvisionalProxies,
         TransactionOption::RawAccess,
         TransactionOption::AccessSystemKeys,
-    ] {
-        tx.set_option(o)?;
-    }
+    ])?;
     let list = tx.get_range(WORKER_LIST.0, WORKER_LIST.1, 0).await?;
     let mut workers = Vec::new();
     for kv in &list {

@@ -2,12 +2,9 @@
 //! ranges.
 
 use super::*;
+use crate::ryw::b;
 use alloc::vec;
 use alloc::vec::Vec;
-
-fn b(s: &'static [u8]) -> Bytes {
-    Bytes::from_static(s)
-}
 
 /// Every segment from `""` to `\xff\xff`: (begin, end, kind letter).
 fn segments(w: &WriteMap) -> Vec<(Bytes, Bytes, char)> {
