@@ -27,7 +27,7 @@ use crate::route::Route;
 use crate::ryw::range_read::{
     fdb_key_after, range_conflict, remove_or_equal, update_conflict_map, RangeRead, Step,
 };
-use crate::ryw::{Unreadable, WriteMap};
+use crate::ryw::{cmp_bytes, Unreadable, WriteMap};
 use crate::transaction::scan::{range_limits, NativeOp, RangeOptions, ReadKind, StreamingMode};
 use crate::transaction::state::Tx;
 use crate::transaction::{fdb, storage_error, Ctx, Transactions};
@@ -579,11 +579,13 @@ impl ReadOp {
             (Some(NativeOp::Range(r)), Answer::Range(rows, more)) => {
                 // Rows come in read order, each once; anything else would corrupt the
                 // snapshot cache, so it is refused.
+                // (`cmp_bytes`, not `memcmp`: a hundred short keys a reply.)
                 let ordered = rows.windows(2).all(|w| {
+                    let o = cmp_bytes(&w[0].key, &w[1].key);
                     if r.reverse() {
-                        w[0].key > w[1].key
+                        o.is_gt()
                     } else {
-                        w[0].key < w[1].key
+                        o.is_lt()
                     }
                 });
                 if ordered {
