@@ -34,6 +34,7 @@ mod tenant;
 #[cfg(test)]
 mod tests;
 mod tracing;
+mod tx_table;
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
@@ -186,7 +187,7 @@ pub(crate) struct Transactions {
     /// The operations in flight, their timers and the ready list.
     table: ops::OpTable,
     next_tx: u64,
-    txs: BTreeMap<TransactionId, Tx>,
+    txs: tx_table::TxTable,
     /// Options every new transaction starts with.
     defaults: Vec<TransactionOption>,
     /// `snapshot_ryw_enable` / `_disable` on the database: a counter (1 at API 300 and
@@ -210,7 +211,7 @@ impl Default for Transactions {
             routing: replicas::Routing::default(),
             table: ops::OpTable::default(),
             next_tx: 0,
-            txs: BTreeMap::new(),
+            txs: tx_table::TxTable::default(),
             defaults: Vec::new(),
             snapshot_ryw: 1,
             tenants: BTreeMap::new(),
