@@ -104,19 +104,31 @@ pub(crate) fn cmp_bytes(a: &[u8], b: &[u8]) -> Ordering {
     if common > 64 {
         return a.cmp(b);
     }
-    let (mut x, mut y) = (&a[..common], &b[..common]);
-    while x.len() >= 8 {
-        let (xa, xr) = x.split_at(8);
-        let (ya, yr) = y.split_at(8);
-        let (u, v) = (be_u64(xa), be_u64(ya));
+    let (x, y) = (&a[..common], &b[..common]);
+    let mut i = 0;
+    while i + 8 <= common {
+        let (u, v) = (be_u64(&x[i..i + 8]), be_u64(&y[i..i + 8]));
         if u != v {
             return u.cmp(&v);
         }
-        (x, y) = (xr, yr);
+        i += 8;
     }
-    for (p, q) in x.iter().zip(y) {
-        if p != q {
-            return p.cmp(q);
+    if i < common {
+        if common >= 8 {
+            // The last eight bytes, overlapping some found equal already, in one compare
+            // instead of a byte loop: sorted keys share long prefixes, so the difference is
+            // mostly in this tail (a range reply's order check: ~90 -> ~40 instructions a key).
+            let t = common - 8;
+            let (u, v) = (be_u64(&x[t..]), be_u64(&y[t..]));
+            if u != v {
+                return u.cmp(&v);
+            }
+        } else {
+            for (p, q) in x.iter().zip(y) {
+                if p != q {
+                    return p.cmp(q);
+                }
+            }
         }
     }
     a.len().cmp(&b.len())

@@ -580,14 +580,14 @@ impl ReadOp {
                 // Rows come in read order, each once; anything else would corrupt the
                 // snapshot cache, so it is refused.
                 // (`cmp_bytes`, not `memcmp`: a hundred short keys a reply.)
-                let ordered = rows.windows(2).all(|w| {
-                    let o = cmp_bytes(&w[0].key, &w[1].key);
-                    if r.reverse() {
-                        o.is_gt()
-                    } else {
-                        o.is_lt()
-                    }
-                });
+                let want = if r.reverse() {
+                    core::cmp::Ordering::Greater
+                } else {
+                    core::cmp::Ordering::Less
+                };
+                let ordered = rows
+                    .windows(2)
+                    .all(|w| cmp_bytes(&w[0].key, &w[1].key) == want);
                 if ordered {
                     r.on_range_reply(rows, more).map_err(|_| ())
                 } else {
