@@ -618,17 +618,20 @@ async fn read_loop<R: AsyncRead + Unpin>(
     mut rd: R,
     tx: mpsc::WeakUnboundedSender<Input>,
 ) {
-    let mut buf = vec![0u8; 64 * 1024];
+    // Read straight into the chunk handed to the loop (`read_buf` fills its spare capacity,
+    // unzeroed): reading into one buffer and copying into the chunk was a second copy of every
+    // reply (1.7 % of the client's samples in range100 ×32).
+    const READ_SIZE: usize = 64 * 1024;
     let spares = Arc::new(Spares::default());
     loop {
-        match rd.read(&mut buf).await {
+        let mut chunk = spares.take();
+        chunk.reserve(READ_SIZE);
+        match rd.read_buf(&mut chunk).await {
             Ok(0) | Err(_) => {
                 send(&tx, Input::Closed(conn));
                 return;
             }
-            Ok(n) => {
-                let mut chunk = spares.take();
-                chunk.extend_from_slice(&buf[..n]);
+            Ok(_) => {
                 if !send(&tx, Input::Data(conn, chunk, spares.clone())) {
                     return;
                 }

@@ -159,15 +159,11 @@ impl Fb for KeyValueBlob {
             return Ok(KeyValueBlob::default());
         }
         let bad = DecodeError::InvalidValue("key-value string");
-        let u32_at = |i: usize| -> Result<u32> {
-            let b: [u8; 4] = blob
-                .get(i..i + 4)
-                .ok_or(bad.clone())?
-                .try_into()
-                .map_err(|_| bad.clone())?;
-            Ok(u32::from_le_bytes(b))
+        let data: &[u8] = &blob;
+        let n = match data.get(..4) {
+            Some(b) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            None => return Err(bad),
         };
-        let n = u32_at(0)?;
         // Every row takes at least 8 bytes: a hostile count cannot make us allocate much.
         if n as usize > blob.len() / 8 {
             return Err(DecodeError::LengthTooLarge { len: n });
@@ -175,23 +171,31 @@ impl Fb for KeyValueBlob {
         let mut rows = Vec::with_capacity(n as usize);
         let mut i = 4;
         for _ in 0..n {
-            let kl = u32_at(i)? as usize;
-            let end = (i + 4).checked_add(kl).ok_or(bad.clone())?;
-            let key = blob.get(i + 4..end).ok_or(bad.clone())?;
-            let key = blob.slice_ref(key);
-            i += 4 + kl;
-            let vl = u32_at(i)? as usize;
-            let end = (i + 4).checked_add(vl).ok_or(bad.clone())?;
-            let value = blob.get(i + 4..end).ok_or(bad.clone())?;
-            let value = blob.slice_ref(value);
-            i += 4 + vl;
-            rows.push(KeyValue { key, value });
+            // Offsets, then `slice`: `slice_ref` would check again that each part lies in
+            // the blob, per key and per value.
+            let (k, v) = match string_at(data, i).and_then(|k| Some((k, string_at(data, k.1)?))) {
+                Some(kv) => kv,
+                None => return Err(bad),
+            };
+            rows.push(KeyValue {
+                key: blob.slice(k.0..k.1),
+                value: blob.slice(v.0..v.1),
+            });
+            i = v.1;
         }
         if i != blob.len() {
             return Err(bad);
         }
         Ok(KeyValueBlob(rows))
     }
+}
+
+/// Where the string whose `u32` length is at `at` in `data` lies: `(start, end)`.
+fn string_at(data: &[u8], at: usize) -> Option<(usize, usize)> {
+    let b = data.get(at..at.checked_add(4)?)?;
+    let start = at + 4;
+    let end = start.checked_add(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)?;
+    (end <= data.len()).then_some((start, end))
 }
 
 crate::serializer::fb_message! {

@@ -18,6 +18,7 @@ mod write_map;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
+pub(crate) use ext_key::cmp_bytes;
 pub(crate) use iterator::{PointAnswer, PointView, Unreadable};
 pub(crate) use range_set::RangeSet;
 pub(crate) use snapshot_cache::SnapshotCache;

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use core::ops::Bound;
 use once_cell::race::OnceBox;
 
-use super::ext_key::{cmp_bytes, ExtKey};
+use super::ext_key::{cmp_bytes, empty_key, ExtKey};
 use super::write_map::ALL_KEYS_END;
 use crate::keys::KeyValue;
 
@@ -22,6 +22,14 @@ pub(crate) struct CacheEntry {
 }
 
 impl CacheEntry {
+    /// The sentinel entry at the empty key, known-empty up to itself.
+    fn first() -> Self {
+        CacheEntry {
+            end: empty_key(),
+            values: Vec::new(),
+        }
+    }
+
     fn segments(&self) -> usize {
         2 * (self.values.len() + 1)
     }
@@ -40,7 +48,7 @@ pub(crate) struct SnapshotCache {
 /// transaction that has read nothing yet.
 fn sentinels() -> BTreeMap<Bytes, CacheEntry> {
     let mut entries = BTreeMap::new();
-    entries.insert(Bytes::new(), CacheEntry::default());
+    entries.insert(empty_key(), CacheEntry::first());
     entries.insert(
         Bytes::from_static(ALL_KEYS_END),
         CacheEntry {
@@ -284,7 +292,7 @@ impl SnapshotCache {
     /// Storage said `[begin, end)` holds exactly `values` (ascending). What the cache already
     /// knows stays; the new entry covers only the unknown part from `begin` on.
     pub(crate) fn insert_range(&mut self, begin: Bytes, end: Bytes, mut values: Vec<KeyValue>) {
-        if begin >= end {
+        if cmp_bytes(&begin, &end).is_ge() {
             return;
         }
         self.fill_sentinels();
@@ -292,9 +300,9 @@ impl SnapshotCache {
         let ite = self.iter_at(&end);
         let mut from = begin;
         let mut erase_from = itb.key.clone();
-        if itb.seg() != CacheSeg::Unknown && *itb.key != from {
+        if itb.seg() != CacheSeg::Unknown && cmp_bytes(itb.key, &from).is_ne() {
             from = itb.entry.end.clone();
-            let i = values.partition_point(|kv| kv.key < from);
+            let i = values.partition_point(|kv| cmp_bytes(&kv.key, &from).is_lt());
             values.drain(..i);
             erase_from = match itb.entry_after(itb.key) {
                 Some((k, _)) => k.clone(),
@@ -304,11 +312,11 @@ impl SnapshotCache {
         let mut to = end;
         if ite.seg() != CacheSeg::Unknown {
             to = ite.key.clone();
-            let i = values.partition_point(|kv| kv.key < to);
+            let i = values.partition_point(|kv| cmp_bytes(&kv.key, &to).is_lt());
             values.truncate(i);
         }
         let erase_to = ite.key.clone();
-        if from >= to {
+        if cmp_bytes(&from, &to).is_ge() {
             return;
         }
         let add_begin = !from.is_empty() && erase_from.is_empty();
@@ -325,7 +333,7 @@ impl SnapshotCache {
         }
         self.entries.insert(from, CacheEntry { end: to, values });
         if add_begin {
-            self.entries.insert(Bytes::new(), CacheEntry::default());
+            self.entries.insert(empty_key(), CacheEntry::first());
         }
     }
 }

@@ -27,6 +27,7 @@ mod range_option;
 mod replicas;
 mod routing;
 mod scan;
+mod slab_map;
 mod special;
 mod special_writes;
 mod state;
@@ -186,7 +187,7 @@ pub(crate) struct Transactions {
     /// The operations in flight, their timers and the ready list.
     table: ops::OpTable,
     next_tx: u64,
-    txs: BTreeMap<TransactionId, Tx>,
+    txs: slab_map::SlabMap<TransactionId, Tx>,
     /// Options every new transaction starts with.
     defaults: Vec<TransactionOption>,
     /// `snapshot_ryw_enable` / `_disable` on the database: a counter (1 at API 300 and
@@ -210,7 +211,7 @@ impl Default for Transactions {
             routing: replicas::Routing::default(),
             table: ops::OpTable::default(),
             next_tx: 0,
-            txs: BTreeMap::new(),
+            txs: slab_map::SlabMap::default(),
             defaults: Vec::new(),
             snapshot_ryw: 1,
             tenants: BTreeMap::new(),
@@ -302,7 +303,7 @@ impl Transactions {
     /// Ends a transaction; its unfinished requests fail with `transaction_cancelled`.
     pub(crate) fn destroy_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
-        self.txs.remove(&tx);
+        self.txs.delete(&tx);
         self.tx_tenants.remove(&tx);
     }
 

@@ -4,6 +4,7 @@
 use super::native::set_request_limits;
 use super::walk::{Backward, Forward};
 use super::{fge, is_fge, Flow, NativeRead, RangeRead};
+use crate::ryw::ext_key::cmp_bytes;
 use crate::ryw::iterator::{RywIter, Unreadable};
 
 impl RangeRead {
@@ -15,17 +16,19 @@ impl RangeRead {
     ) -> Result<Flow, Unreadable> {
         loop {
             let (begin, end) = (&self.begin, &self.end);
+            // Keys compared with `cmp_bytes`, not `memcmp` (see there).
+            let begin_ge_end = cmp_bytes(&begin.key, &end.key).is_ge();
             if self.rows.is_empty()
                 && self.actual_begin_offset >= self.actual_end_offset
-                && begin.key >= end.key
+                && begin_ge_end
             {
                 return Ok(Flow::Empty(false, false));
             }
             if end.offset <= 1 && end.key.is_empty() {
                 return Ok(Flow::Empty(self.read_to_begin, self.read_through_end));
             }
-            if (begin.offset >= end.offset && begin.key >= end.key)
-                || (begin.offset >= 1 && begin.key >= self.max_key)
+            if (begin.offset >= end.offset && begin_ge_end)
+                || (begin.offset >= 1 && cmp_bytes(&begin.key, &self.max_key).is_ge())
             {
                 if is_fge(end) || self.rows.is_empty() {
                     return Ok(Flow::Finish);

@@ -28,6 +28,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use bytes::Bytes;
 
+use super::ext_key::cmp_bytes;
 use super::iterator::{RywIter, Unreadable};
 use super::snapshot_cache::SnapshotCache;
 use super::write_map::{WriteMap, ALL_KEYS_END};
@@ -387,7 +388,7 @@ impl RangeRead {
         let mut rows = core::mem::take(&mut self.rows);
         let mut more = self.more || self.limits.is_reached();
         if !self.reverse && is_fge(&self.end) {
-            let keep = rows.partition_point(|kv| kv.key < self.end.key);
+            let keep = rows.partition_point(|kv| cmp_bytes(&kv.key, &self.end.key).is_lt());
             if keep < rows.len() {
                 more = false;
             }
@@ -395,7 +396,7 @@ impl RangeRead {
         }
         if self.reverse && is_fge(&self.begin) {
             // Descending: keep the rows at or after the begin key.
-            let keep = rows.partition_point(|kv| kv.key >= self.begin.key);
+            let keep = rows.partition_point(|kv| cmp_bytes(&kv.key, &self.begin.key).is_ge());
             if keep < rows.len() {
                 more = false;
             }

@@ -29,7 +29,7 @@ use core::ops::Bound;
 use once_cell::race::OnceBox;
 use smallvec::SmallVec;
 
-use super::ext_key::ExtKey;
+use super::ext_key::{empty_key, ExtKey};
 use crate::keys::mutation_type as mt;
 
 pub(crate) use iter::WriteIter;
@@ -136,7 +136,8 @@ pub(crate) struct WriteMap {
 impl Default for WriteMap {
     fn default() -> Self {
         let mut entries = BTreeMap::new();
-        for k in [&b""[..], ALL_KEYS_END, AFTER_ALL_KEYS] {
+        entries.insert(empty_key(), WriteEntry::default());
+        for k in [ALL_KEYS_END, AFTER_ALL_KEYS] {
             entries.insert(Bytes::from_static(k), WriteEntry::default());
         }
         WriteMap {

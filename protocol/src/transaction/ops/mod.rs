@@ -142,7 +142,7 @@ pub(super) struct OpId {
 /// only schedules can be seen to touch nothing else.
 #[derive(Debug)]
 pub(super) struct OpTable {
-    pub(super) ops: BTreeMap<RequestId, Op>,
+    pub(super) ops: super::slab_map::SlabMap<RequestId, Op>,
     pub(super) timers: BTreeMap<(Instant, u64), Timer>,
     pub(super) timer_seq: u64,
     /// Watches among `ops`.
@@ -158,7 +158,7 @@ pub(super) struct OpTable {
 impl Default for OpTable {
     fn default() -> Self {
         OpTable {
-            ops: BTreeMap::new(),
+            ops: super::slab_map::SlabMap::default(),
             timers: BTreeMap::new(),
             timer_seq: 0,
             watches: 0,
@@ -239,12 +239,13 @@ impl OpTable {
 
     /// Every operation waiting for `wait` that `which` picks becomes runnable.
     pub(super) fn wake_if(&mut self, wait: Wait, which: impl Fn(&Op) -> bool) {
-        for (id, op) in self.ops.iter_mut() {
+        let ready = &mut self.ready;
+        self.ops.for_each_mut(|id, op| {
             if op.wait == wait && which(op) {
                 op.wait = Wait::Ready;
-                self.ready.push(*id);
+                ready.push(*id);
             }
-        }
+        });
     }
 
     /// The ids of the operations `which` picks, in request order.

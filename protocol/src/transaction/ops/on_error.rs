@@ -112,11 +112,11 @@ impl BackoffOp {
         // what is still pending only after the delay (`resetRyow`). A read in flight keeps
         // the read version it had (NativeAPI's read actors hold the old `TransactionState`).
         if let ReadVersion::Ready(v) = t.read_version {
-            for op in txs.table.ops.values_mut() {
+            txs.table.ops.for_each_mut(|_, op| {
                 if op.tx == tx && !op.detached && op.version.is_none() && op.is_read() {
                     op.version = Some(v);
                 }
-            }
+            });
         }
         if let Some(t) = txs.txs.get_mut(&tx) {
             t.read_version = ReadVersion::None;

@@ -27,7 +27,7 @@ use crate::route::Route;
 use crate::ryw::range_read::{
     fdb_key_after, range_conflict, remove_or_equal, update_conflict_map, RangeRead, Step,
 };
-use crate::ryw::{Unreadable, WriteMap};
+use crate::ryw::{cmp_bytes, Unreadable, WriteMap};
 use crate::transaction::scan::{range_limits, NativeOp, RangeOptions, ReadKind, StreamingMode};
 use crate::transaction::state::Tx;
 use crate::transaction::{fdb, storage_error, Ctx, Transactions};
@@ -579,13 +579,15 @@ impl ReadOp {
             (Some(NativeOp::Range(r)), Answer::Range(rows, more)) => {
                 // Rows come in read order, each once; anything else would corrupt the
                 // snapshot cache, so it is refused.
-                let ordered = rows.windows(2).all(|w| {
-                    if r.reverse() {
-                        w[0].key > w[1].key
-                    } else {
-                        w[0].key < w[1].key
-                    }
-                });
+                // (`cmp_bytes`, not `memcmp`: a hundred short keys a reply.)
+                let want = if r.reverse() {
+                    core::cmp::Ordering::Greater
+                } else {
+                    core::cmp::Ordering::Less
+                };
+                let ordered = rows
+                    .windows(2)
+                    .all(|w| cmp_bytes(&w[0].key, &w[1].key) == want);
                 if ordered {
                     r.on_range_reply(rows, more).map_err(|_| ())
                 } else {
