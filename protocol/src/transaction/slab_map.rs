@@ -1,30 +1,28 @@
 //! Maps whose values stay put: the live transactions and the operations in flight.
 
 use alloc::collections::{btree_map, BTreeMap};
-use alloc::vec::Vec;
 use core::ops::Index;
+use slab::Slab;
 
 /// A map from ids to values that are each in a slot that stays put while they live.
 ///
 /// A transaction ([`super::state::Tx`]) is about a kilobyte, an operation ([`super::ops::Op`])
 /// nearly as much. Kept as a `BTreeMap`'s values, each insert and remove moved the neighbours
 /// in the node (kilobytes of `memmove` per transaction: 1–2 % of the client's samples in
-/// `range100` and `set100`). The map holds slot numbers only; a value is moved in once and
-/// dropped (or taken out) where it is, and freed slots are reused, so a value costs no
-/// allocation of its own. Iteration is in id order, as the `BTreeMap`'s was.
+/// `range100` and `set100`). The map holds slot numbers only, into a [`Slab`]: a value is
+/// moved in once and dropped (or taken out) where it is, and freed slots are reused, so a
+/// value costs no allocation of its own. Iteration is in id order, as the `BTreeMap`'s was.
 #[derive(Debug)]
 pub(crate) struct SlabMap<K, V> {
     index: BTreeMap<K, usize>,
-    slots: Vec<Option<V>>,
-    free: Vec<usize>,
+    slots: Slab<V>,
 }
 
 impl<K, V> Default for SlabMap<K, V> {
     fn default() -> Self {
         SlabMap {
             index: BTreeMap::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
+            slots: Slab::new(),
         }
     }
 }
@@ -34,11 +32,11 @@ impl<K: Ord + Copy, V> SlabMap<K, V> {
     const KEPT_SLOTS: usize = 64;
 
     pub(crate) fn get(&self, id: &K) -> Option<&V> {
-        self.slots[*self.index.get(id)?].as_ref()
+        self.slots.get(*self.index.get(id)?)
     }
 
     pub(crate) fn get_mut(&mut self, id: &K) -> Option<&mut V> {
-        self.slots[*self.index.get(id)?].as_mut()
+        self.slots.get_mut(*self.index.get(id)?)
     }
 
     pub(crate) fn contains_key(&self, id: &K) -> bool {
@@ -51,48 +49,32 @@ impl<K: Ord + Copy, V> SlabMap<K, V> {
 
     /// Adds `value` as `id` (replacing the value of that id, if any).
     pub(crate) fn insert(&mut self, id: K, value: V) {
-        if let Some(&i) = self.index.get(&id) {
-            self.slots[i] = Some(value);
-            return;
-        }
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.slots[i] = Some(value);
-                i
-            }
+        match self.index.get(&id) {
+            Some(&i) => self.slots[i] = value,
             None => {
-                self.slots.push(Some(value));
-                self.slots.len() - 1
+                let i = self.slots.insert(value);
+                self.index.insert(id, i);
             }
-        };
-        self.index.insert(id, i);
+        }
     }
 
     /// Takes the value of `id` out, if there is one.
     pub(crate) fn remove(&mut self, id: &K) -> Option<V> {
         let i = self.index.remove(id)?;
-        let value = self.slots[i].take();
-        self.release(i);
+        let value = self.slots.try_remove(i);
+        self.release();
         value
     }
 
     /// Drops the value of `id` where it is, if there is one.
     pub(crate) fn delete(&mut self, id: &K) {
-        if let Some(i) = self.index.remove(id) {
-            self.slots[i] = None;
-            self.release(i);
-        }
+        drop(self.remove(id));
     }
 
-    fn release(&mut self, i: usize) {
+    /// An emptied map gives back a slab grown by a burst.
+    fn release(&mut self) {
         if self.index.is_empty() && self.slots.capacity() > Self::KEPT_SLOTS {
-            self.slots = Vec::new();
-            self.free = Vec::new();
-        } else if self.index.is_empty() {
-            self.slots.clear();
-            self.free.clear();
-        } else {
-            self.free.push(i);
+            self.slots = Slab::new();
         }
     }
 
@@ -100,7 +82,7 @@ impl<K: Ord + Copy, V> SlabMap<K, V> {
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
         self.index
             .iter()
-            .filter_map(|(k, &i)| Some((k, self.slots[i].as_ref()?)))
+            .filter_map(|(k, &i)| Some((k, self.slots.get(i)?)))
     }
 
     pub(crate) fn keys(&self) -> btree_map::Keys<'_, K, usize> {
@@ -115,7 +97,7 @@ impl<K: Ord + Copy, V> SlabMap<K, V> {
     /// cannot be lent mutably one by one from behind the index).
     pub(crate) fn for_each_mut(&mut self, mut f: impl FnMut(&K, &mut V)) {
         for (k, &i) in &self.index {
-            if let Some(v) = self.slots[i].as_mut() {
+            if let Some(v) = self.slots.get_mut(i) {
                 f(k, v);
             }
         }
@@ -137,6 +119,7 @@ mod tests {
     use crate::time::Instant;
     use crate::transaction::state::Tx;
     use crate::uid::Uid;
+    use alloc::vec::Vec;
 
     fn tx() -> Tx {
         Tx::new(Uid::default(), Instant::default())
@@ -148,11 +131,16 @@ mod tests {
         for i in 1..=3 {
             t.insert(TransactionId(i), tx());
         }
+        let freed = t.index[&TransactionId(2)];
         t.delete(&TransactionId(2));
         assert!(!t.contains_key(&TransactionId(2)));
         assert!(t.get(&TransactionId(2)).is_none());
         t.insert(TransactionId(4), tx());
-        assert_eq!(t.slots.len(), 3, "the freed slot was taken again");
+        assert_eq!(
+            t.index[&TransactionId(4)],
+            freed,
+            "the freed slot was taken again"
+        );
         assert_eq!(t.len(), 3);
         for i in [1, 3, 4] {
             assert!(t.get_mut(&TransactionId(i)).is_some());
@@ -161,7 +149,7 @@ mod tests {
             t.delete(&TransactionId(i));
         }
         assert_eq!(t.len(), 0);
-        assert!(t.slots.is_empty() && t.free.is_empty());
+        assert!(t.slots.is_empty());
     }
 
     #[test]
