@@ -125,7 +125,6 @@ impl Saved {
 pub struct VTableSet {
     pub(super) tables: Vec<VTable>,
     offsets: Vec<u32>,
-    pub(super) packed_len: u32,
     /// `tables` as they are packed into a message (each `u16` little-endian, in order),
     /// worked out once rather than per message.
     pub(super) packed: Vec<u8>,
@@ -227,11 +226,9 @@ impl VtCollector {
             .iter()
             .flat_map(|t| t.iter().flat_map(|v| v.to_le_bytes()))
             .collect();
-        debug_assert_eq!(packed.len(), at as usize);
         VTableSet {
             tables,
             offsets,
-            packed_len: at,
             packed,
             shapes,
         }

@@ -207,10 +207,9 @@ impl<'v> Writer<'v> {
     /// [`Writer::finish`], leaving the message where it was written: the buffer's last
     /// `total` bytes, returned with the buffer.
     pub(super) fn finish_in_place(mut self, root: u32, file_identifier: u32) -> (Vec<u8>, usize) {
-        let packed = self.vtables.packed_len as usize;
-        let vtable_start = self.current + packed;
         // The vtables one after another, the first at `vtable_start`.
         let vtables = self.vtables;
+        let vtable_start = self.current + vtables.packed.len();
         self.put(vtable_start, &vtables.packed);
         let header_end = align_up(self.current + 8, 8);
         self.put_u32(header_end, (header_end - root as usize) as u32);

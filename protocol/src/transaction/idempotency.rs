@@ -217,7 +217,7 @@ impl Transactions {
     ) {
         if !self.table.ops.contains_key(&check.parent) {
             // The application gave up on the commit.
-            self.txs.delete(&check.tx);
+            self.txs.remove(&check.tx);
             return;
         }
         let outcome: Result<Option<(Version, u16)>, ClientError> = match (&check.step, result) {
@@ -287,7 +287,7 @@ impl Transactions {
         check: StatusCheck,
         outcome: Result<Option<(Version, u16)>, ClientError>,
     ) {
-        self.txs.delete(&check.tx);
+        self.txs.remove(&check.tx);
         let Some(parent_tx) = self.table.ops.get(&check.parent).map(|o| o.tx) else {
             return;
         };

@@ -303,7 +303,7 @@ impl Transactions {
     /// Ends a transaction; its unfinished requests fail with `transaction_cancelled`.
     pub(crate) fn destroy_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
         self.cancel_tx_ops(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
-        self.txs.delete(&tx);
+        self.txs.remove(&tx);
         self.tx_tenants.remove(&tx);
     }
 

@@ -544,7 +544,7 @@ impl CommitOp {
             .get(&dummy)
             .and_then(|t| t.read_conflicts.ranges().next().map(|r| r.begin));
         txs.table.remove(req);
-        txs.txs.delete(&dummy);
+        txs.txs.remove(&dummy);
         let Some(parent_tx) = txs.table.ops.get(&parent).map(|o| o.tx) else {
             return; // the user gave up on the commit
         };
