@@ -7,10 +7,17 @@ across the upgrade, the longest one the upgrade hit, the longest time without a 
     cluster.sh start DIR 3                     # a 7.3.77 cluster
     mkdir EXT && cp <7.4.6>/lib/libfdb_c.so EXT/libfdb_c_7.4.6.so
     LD_LIBRARY_PATH=<7.3.77>/lib python libfdb_c_upgrade.py DIR EXT   # foundationdb==7.3.77
+
+`cluster.sh` is `$FDB_SHARED_DIR/cluster.sh` (as for the tests), else `../shared/fdb/cluster.sh`
+beside the checkout.
 """
 import os, random, subprocess, sys, threading, time, uuid, json
 
 cluster_dir, ext_dir = sys.argv[1], sys.argv[2]
+here = os.path.dirname(os.path.abspath(__file__))
+cluster_sh = os.path.join(
+    os.environ.get("FDB_SHARED_DIR") or os.path.join(here, "..", "..", "..", "..", "shared", "fdb"),
+    "cluster.sh")
 import fdb
 fdb.api_version(730)
 fdb.options.set_external_client_directory(ext_dir)
@@ -63,7 +70,7 @@ threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
 for t in threads: t.start()
 time.sleep(4)
 u0 = time.monotonic()
-subprocess.run(["/work/shared/fdb/cluster.sh", "upgrade", cluster_dir, "7.4.6"], check=True,
+subprocess.run([cluster_sh, "upgrade", cluster_dir, "7.4.6"], check=True,
                stdout=subprocess.DEVNULL)
 u1 = time.monotonic()
 time.sleep(5)
