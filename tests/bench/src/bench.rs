@@ -344,6 +344,7 @@ pub fn run(config: Config) -> Result<Results, String> {
             workers: cell.workers,
             warmup: config.warmup,
             measured: config.transactions,
+            min_window: config.min_run,
         };
         let seed = mix(&[
             config.seed,

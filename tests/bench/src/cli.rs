@@ -21,6 +21,9 @@ usage: fdb-bench [options]
   --workers LIST      concurrent closed-loop workers per run (default: 1,8,32,64)
   --warmup N          warmup transactions per run, over all workers (default: 200)
   --transactions N    measured transactions per run (default: 2000)
+  --min-run-ms MS     a run goes on past --transactions until its window lasted this
+                      long, so a burst of the server's own work can't dominate a fast
+                      cell (default: 200; 0: exactly --transactions)
   --blocks K          counterbalanced blocks; each runs every arm twice, ABBA (default: 5)
   --out DIR           where results.json, results.md and ratios.svg go
                       (default: target/fdb-bench)
@@ -40,6 +43,7 @@ pub struct Config {
     pub workers: Vec<usize>,
     pub warmup: u64,
     pub transactions: u64,
+    pub min_run: Duration,
     pub blocks: usize,
     pub out: PathBuf,
     pub seed: u64,
@@ -66,6 +70,7 @@ impl Default for Config {
             workers: vec![1, 8, 32, 64],
             warmup: 200,
             transactions: 2000,
+            min_run: Duration::from_millis(200),
             blocks: 5,
             out: PathBuf::from("target/fdb-bench"),
             seed: 1,
@@ -80,7 +85,7 @@ impl Default for Config {
 }
 
 pub enum Command {
-    Run(Config),
+    Run(Box<Config>),
     Help,
 }
 
@@ -157,6 +162,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             }
             "--warmup" => c.warmup = number(flag, &value)?,
             "--transactions" => c.transactions = number(flag, &value)?,
+            "--min-run-ms" => c.min_run = Duration::from_millis(number(flag, &value)?),
             "--blocks" => c.blocks = number(flag, &value)?,
             "--out" => c.out = PathBuf::from(value),
             "--seed" => c.seed = number(flag, &value)?,
@@ -172,7 +178,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     if c.transactions == 0 || c.blocks == 0 || c.tokio_threads == 0 {
         return Err("--transactions, --blocks and --tokio-threads must be at least 1".into());
     }
-    Ok(Command::Run(c))
+    Ok(Command::Run(Box::new(c)))
 }
 
 fn dedup<T: PartialEq>(v: Vec<T>) -> Vec<T> {
@@ -192,7 +198,7 @@ mod tests {
     fn run(args: &[&str]) -> Result<Config, String> {
         let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         match parse(&v)? {
-            Command::Run(c) => Ok(c),
+            Command::Run(c) => Ok(*c),
             Command::Help => Err("help".into()),
         }
     }
@@ -203,6 +209,7 @@ mod tests {
         assert_eq!(c.workers, vec![1, 8, 32, 64]);
         assert_eq!(c.workloads.len(), 7);
         assert!(c.arms.contains(&"floor".to_string()));
+        assert_eq!(c.min_run, Duration::from_millis(200));
     }
 
     #[test]
@@ -215,6 +222,8 @@ mod tests {
             "1,2,2",
             "--transactions",
             "10",
+            "--min-run-ms",
+            "0",
             "--cluster-file",
             "/tmp/x.cluster",
             "--quiet",
@@ -224,6 +233,7 @@ mod tests {
         assert_eq!(c.workloads, vec![Workload::Grv, Workload::Set100]);
         assert_eq!(c.workers, vec![1, 2]);
         assert_eq!(c.transactions, 10);
+        assert_eq!(c.min_run, Duration::ZERO);
         assert!(c.quiet);
         assert_eq!(c.cluster_file, Some(PathBuf::from("/tmp/x.cluster")));
     }

@@ -1,7 +1,7 @@
 //! Closed-loop runners. Every run: each worker does its share of the warmup, all meet at a
 //! barrier, the counters (wall clock, process CPU, allocations) are read, the workers take
-//! measured transactions from a shared ticket counter until `measured` are done, meet again,
-//! and the counters are read a second time. Latency is recorded per worker (nanoseconds, in a
+//! measured transactions from a shared ticket counter until `measured` are done and the
+//! window has lasted `min_window`, meet again, and the counters are read a second time. Latency is recorded per worker (nanoseconds, in a
 //! pre-sized HDR histogram, so recording never allocates) and merged afterwards. On the
 //! in-process cluster the cluster's request counters are read too, outside the other counters'
 //! window (first at the start, last at the end), so the pipe round trip costs nothing measured.
@@ -229,8 +229,13 @@ pub struct Counts {
     pub workers: usize,
     /// Warmup transactions in total, split over the workers (at least one each).
     pub warmup: u64,
-    /// Measured transactions in total.
+    /// Measured transactions in total, at least.
     pub measured: u64,
+    /// The shortest measured window: a run that finishes its `measured` transactions sooner
+    /// goes on until this much time has passed. A fast cell (a read version in 30 µs) is
+    /// over in a few milliseconds, and one burst of the server's own work (a shard split,
+    /// the memory engine's log) then decides a whole run.
+    pub min_window: Duration,
 }
 
 impl Counts {
@@ -242,6 +247,8 @@ impl Counts {
 /// Shared state of one run.
 struct Shared {
     tickets: AtomicU64,
+    /// When the measured window may close: set as it opens.
+    until: std::sync::OnceLock<Instant>,
     abort: AtomicBool,
     error: Mutex<Option<String>>,
 }
@@ -250,6 +257,7 @@ impl Shared {
     fn new() -> Shared {
         Shared {
             tickets: AtomicU64::new(0),
+            until: std::sync::OnceLock::new(),
             abort: AtomicBool::new(false),
             error: Mutex::new(None),
         }
@@ -261,9 +269,16 @@ impl Shared {
             *g = Some(e);
         }
     }
+    /// Opens the measured window (after the start marks were read).
+    fn open(&self, min_window: Duration) {
+        let _ = self.until.set(Instant::now() + min_window);
+    }
+    /// Whether a worker takes one more measured transaction: while the count is not done,
+    /// then while the window is younger than its minimum (the clock is read only then).
     fn next(&self, measured: u64) -> bool {
         !self.abort.load(Ordering::Relaxed)
-            && self.tickets.fetch_add(1, Ordering::Relaxed) < measured
+            && (self.tickets.fetch_add(1, Ordering::Relaxed) < measured
+                || self.until.get().is_some_and(|&t| Instant::now() < t))
     }
     fn result(&self) -> Result<(), String> {
         match self.error.lock().unwrap().take() {
@@ -417,6 +432,7 @@ where
             .collect();
         barrier.wait();
         let mut start = Mark::start(probes);
+        shared.open(counts.min_window);
         barrier.wait();
         barrier.wait();
         let end = Mark::end(probes, &mut start);
@@ -480,6 +496,7 @@ pub fn run_tokio<W: AsyncWorker>(
             .collect();
         barrier.wait().await;
         let mut start = Mark::start(probes);
+        shared.open(counts.min_window);
         barrier.wait().await;
         barrier.wait().await;
         let end = Mark::end(probes, &mut start);
@@ -552,6 +569,7 @@ pub fn run_local<W: LocalWorker>(
         })
         .collect();
     let mut start = Mark::start(probes);
+    shared.open(counts.min_window);
     let ran = ex.run();
     let end = Mark::end(probes, &mut start);
     ran.map_err(|e| format!("executor: {e}"))?;
@@ -577,6 +595,7 @@ mod tests {
             workers: 3,
             warmup: 5,
             measured: 40,
+            min_window: Duration::ZERO,
         };
         let calls = AtomicU64::new(0);
         let stats = run_threads(counts, &Probes::default(), |_| {
@@ -592,11 +611,26 @@ mod tests {
     }
 
     #[test]
+    fn a_short_run_goes_on_until_its_minimum_window() {
+        let counts = Counts {
+            workers: 2,
+            warmup: 0,
+            measured: 5,
+            min_window: Duration::from_millis(20),
+        };
+        let stats = run_threads(counts, &Probes::default(), |_| Ok(|| Ok(()))).unwrap();
+        assert!(stats.wall >= counts.min_window, "{:?}", stats.wall);
+        assert!(stats.txns > 5, "{} transactions", stats.txns);
+        assert_eq!(stats.txns, stats.hist.len());
+    }
+
+    #[test]
     fn thread_errors_fail_the_run() {
         let counts = Counts {
             workers: 2,
             warmup: 0,
             measured: 10,
+            min_window: Duration::ZERO,
         };
         let r = run_threads(counts, &Probes::default(), |i| {
             Ok(move || if i == 1 { Err("boom".into()) } else { Ok(()) })
@@ -631,6 +665,7 @@ mod tests {
             workers: 4,
             warmup: 4,
             measured: 100,
+            min_window: Duration::ZERO,
         };
         let a = run_tokio(
             &rt,

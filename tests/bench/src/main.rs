@@ -22,7 +22,7 @@ fn main() {
         server::serve_main(&args[1..]);
     }
     let config = match cli::parse(&args) {
-        Ok(cli::Command::Run(c)) => c,
+        Ok(cli::Command::Run(c)) => *c,
         Ok(cli::Command::Help) => {
             print!("{}", cli::USAGE);
             return;

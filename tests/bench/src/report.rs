@@ -269,6 +269,7 @@ pub fn to_json(r: &Results) -> Value {
             "workers": c.workers,
             "warmup": c.warmup,
             "transactions": c.transactions,
+            "min_run_ms": c.min_run.as_millis() as u64,
             "blocks": c.blocks,
             "seed": c.seed,
             "tokio_threads": c.tokio_threads,
@@ -327,7 +328,7 @@ pub fn to_markdown(r: &Results) -> String {
     let _ = writeln!(s, "# fdb-bench results\n");
     let _ = writeln!(
         s,
-        "Target: {} (`{}`). Machine: {} cores, {}/{}. Arms: {}. {} block(s) × ABBA, {} warmup + {} measured transactions per run, seed {}, tokio runtime with {} thread(s). Took {:.0} s.\n",
+        "Target: {} (`{}`). Machine: {} cores, {}/{}. Arms: {}. {} block(s) × ABBA, {} warmup + {} measured transactions per run (more where the window is shorter than {} ms), seed {}, tokio runtime with {} thread(s). Took {:.0} s.\n",
         r.target,
         r.cluster,
         r.cores,
@@ -337,6 +338,7 @@ pub fn to_markdown(r: &Results) -> String {
         c.blocks,
         c.warmup,
         c.transactions,
+        c.min_run.as_millis(),
         c.seed,
         c.tokio_threads,
         r.elapsed.as_secs_f64()

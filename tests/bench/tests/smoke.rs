@@ -54,6 +54,9 @@ fn tiny_run_writes_json_markdown_and_svg() {
             "4",
             "--transactions",
             "20",
+            // Exactly 20 a run (the minimum window is the harness's unit test's).
+            "--min-run-ms",
+            "0",
             "--blocks",
             "2",
             "--resamples",
@@ -78,6 +81,7 @@ fn tiny_run_writes_json_markdown_and_svg() {
     let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
     assert_eq!(v["tool"], "fdb-bench");
     assert_eq!(v["config"]["blocks"], 2);
+    assert_eq!(v["config"]["min_run_ms"], 0);
     let runs = v["runs"].as_array().expect("runs");
     // grv: 3 arms × 2 worker levels × 2 blocks × 2 (ABBA) runs.
     let grv_runs: Vec<_> = runs.iter().filter(|r| r["workload"] == "grv").collect();
