@@ -346,7 +346,7 @@ pub fn to_markdown(r: &Results) -> String {
     let _ = writeln!(s, "## Per arm (pooled over blocks)\n");
     let _ = writeln!(
         s,
-        "Allocations are counted at {}; CPU is the client process's user + system time. Server CPU is the cluster's ({} process(es) read from /proc; all threads, and in brackets its busiest thread), \"server busy\" that thread's share of the wall time, and \"server turns\" the times that thread was put on a CPU per transaction (about its run loop's turns: fewer when requests arrive together).\n",
+        "Allocations are counted at {}; CPU is the client process's user + system time. Server CPU is the cluster's ({} process(es) read from /proc; all threads, and in brackets its busiest thread; the total includes what the server spent after the run until it was quiet again, up to 5 s, before the next run began), \"server busy\" that thread's share of the wall time, and \"server turns\" the times that thread was put on a CPU per transaction (about its run loop's turns: fewer when requests arrive together).\n",
         crate::alloc::COUNTED_AT,
         r.server_processes
     );
