@@ -22,23 +22,9 @@ use fdb_api::{
 use crate::event_loop::MioDriver;
 use crate::range_iter::{KeyValueIter, RangeIter};
 use crate::snapshot::Snapshot;
+use crate::waited::waited;
 
 pub use crate::event_loop::CALL_LIMIT;
-
-/// Blocking methods that wait for their async twin on `self.inner`: each is listed with the
-/// twin's signature and its `Ok` type, and waits with `self.wait`, so that body is written
-/// once for the transaction and its snapshot view.
-macro_rules! waited {
-    ($($(#[$doc:meta])* pub fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) -> $ok:ty;)*) => {
-        $(
-            $(#[$doc])*
-            pub fn $name(&self $(, $arg: $ty)*) -> Result<$ok, Error> {
-                self.wait(self.inner.$name($($arg),*))
-            }
-        )*
-    };
-}
-pub(crate) use waited;
 
 /// A database handle whose calls block.
 #[derive(Clone)]

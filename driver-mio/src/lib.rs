@@ -90,6 +90,7 @@ mod executor;
 mod range_iter;
 mod snapshot;
 mod socket;
+mod waited;
 
 pub use blocking::{tenant_management, Database, Tenant, Transaction, Watch, CALL_LIMIT};
 pub use event_loop::MioDriver;

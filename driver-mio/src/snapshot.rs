@@ -3,10 +3,10 @@
 use bytes::Bytes;
 use fdb_api::{Error, KeySelector, KeyValue, RangeOption, RangeOptions, RangeResult};
 
-use crate::blocking::waited;
 use crate::event_loop::MioDriver;
 use crate::event_loop::CALL_LIMIT;
 use crate::range_iter::{KeyValueIter, RangeIter};
+use crate::waited::waited;
 
 /// Snapshot reads of a transaction (see [`crate::Transaction::snapshot`]).
 #[derive(Clone)]

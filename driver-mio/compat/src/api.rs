@@ -1,7 +1,7 @@
 //! Starting and stopping "the network", as foundationdb-rs does over libfdb_c.
 //!
 //! libfdb_c has one network thread per process, set up once, run once, stopped once. Here
-//! each [`Database`](crate::Database) has an event loop of its own (the mio driver's), turned
+//! each [`Database`](crate::database::Database) has an event loop of its own (the mio driver's), turned
 //! by a dedicated thread the database starts (see `crate::net`); "the network" is the
 //! process-wide state those threads obey. [`NetworkRunner::run`] blocks until
 //! [`NetworkStop::stop`], then ends every loop thread and returns, so joining the thread that
@@ -15,9 +15,9 @@ use std::thread;
 
 use fdb_protocol::error::ErrorCode;
 
+use crate::error::{FdbError, FdbResult};
 use crate::net::{phase, set_phase, Phase, NETWORK};
 use crate::options::NetworkOption;
-use crate::{FdbError, FdbResult};
 
 /// The API version the enabled `fdb-*` feature stands for (libfdb_c's `FDB_API_VERSION`).
 pub(crate) const HEADER_VERSION: i32 = header_version();

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
+use std::ops::Deref;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -12,15 +13,15 @@ use fdb_api::ErrorCode;
 use fdb_driver_mio::AsyncDatabase;
 use futures::FutureExt;
 
-use crate::error::FdbBindingError;
+use crate::binding_error::FdbBindingError;
+use crate::error::{FdbError, FdbResult, TransactError};
 use crate::future::{FdbFuture, FdbSlice};
 use crate::metrics::{MetricsReport, TransactionMetrics};
 use crate::net::{DbHandle, LoopThread};
-use crate::options;
+use crate::options::DatabaseOption;
 use crate::transaction::{
-    RetryableTransaction, Transaction, TransactionCommitError, TransactionCommitted,
+    Transaction, TransactionCommitError, TransactionCommitted, TransactionResult,
 };
-use crate::{FdbError, FdbResult};
 
 /// Whether an earlier attempt of the retry loop may have committed.
 pub struct MaybeCommitted(pub(crate) bool);
@@ -248,7 +249,7 @@ impl Database {
     }
 
     /// Sets a database option.
-    pub fn set_option(&self, opt: options::DatabaseOption) -> FdbResult<()> {
+    pub fn set_option(&self, opt: DatabaseOption) -> FdbResult<()> {
         let raw = opt.raw_value();
         let opt = fdb_protocol::DatabaseOption::from_code(opt.code(), raw.as_deref())
             .map_err(FdbError::of)?;
@@ -509,27 +510,6 @@ boxed_body!(
     "A boxed closure with its data."
 );
 
-/// An application error the retry loop can look into for an FDB error to retry.
-pub trait TransactError: From<FdbError> {
-    /// The FDB error, or the application's error back.
-    fn try_into_fdb_error(self) -> Result<FdbError, Self>;
-}
-
-impl<T> TransactError for T
-where
-    T: From<FdbError> + TryInto<FdbError, Error = T>,
-{
-    fn try_into_fdb_error(self) -> Result<FdbError, Self> {
-        self.try_into()
-    }
-}
-
-impl TransactError for FdbError {
-    fn try_into_fdb_error(self) -> Result<FdbError, Self> {
-        Ok(self)
-    }
-}
-
 // foundationdb-rs 0.11's struct (no max_retry_delay); fdb_api::TransactOption stays apart.
 /// [`Database::transact`]'s limits.
 #[derive(Default, Clone)]
@@ -549,5 +529,47 @@ impl TransactOption {
             is_idempotent: true,
             ..TransactOption::default()
         }
+    }
+}
+
+/// The transaction `Database::run` hands its closure: shared, so the closure may keep a
+/// clone while it runs, but not past it (the loop then cannot commit).
+#[derive(Clone)]
+pub struct RetryableTransaction {
+    inner: Arc<Transaction>,
+}
+
+impl Deref for RetryableTransaction {
+    type Target = Transaction;
+    fn deref(&self) -> &Transaction {
+        &self.inner
+    }
+}
+
+impl RetryableTransaction {
+    pub(crate) fn new(t: Transaction) -> RetryableTransaction {
+        RetryableTransaction { inner: Arc::new(t) }
+    }
+
+    pub(crate) fn take(self) -> Result<Transaction, FdbBindingError> {
+        if Arc::weak_count(&self.inner) != 0 {
+            return Err(FdbBindingError::ReferenceToTransactionKept);
+        }
+        Arc::try_unwrap(self.inner).map_err(|_| FdbBindingError::ReferenceToTransactionKept)
+    }
+
+    pub(crate) async fn on_error(
+        self,
+        err: FdbError,
+    ) -> Result<Result<RetryableTransaction, FdbError>, FdbBindingError> {
+        Ok(self
+            .take()?
+            .on_error(err)
+            .await
+            .map(RetryableTransaction::new))
+    }
+
+    pub(crate) async fn commit(self) -> Result<TransactionResult, FdbBindingError> {
+        Ok(self.take()?.commit().await)
     }
 }

@@ -8,9 +8,10 @@ use async_trait::async_trait;
 
 use fdb_api::directory as api;
 
+use crate::error::FdbError;
+use crate::transaction::Transaction;
 use crate::tuple::hca::HcaError;
 use crate::tuple::{PackError, PackResult, Subspace, TuplePack, TupleUnpack};
-use crate::{FdbError, Transaction};
 
 /// The directory layer's errors, as foundationdb-rs names them.
 #[derive(Debug)]

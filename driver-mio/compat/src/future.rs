@@ -12,7 +12,7 @@ use bytes::Bytes;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::KeyValue;
 
-use crate::{FdbError, FdbResult};
+use crate::error::{FdbError, FdbResult};
 
 type Boxed<T> = Pin<Box<dyn Future<Output = FdbResult<T>> + Send>>;
 

@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+mod binding_error;
 mod convert;
 mod database;
 pub mod directory;
@@ -40,8 +41,9 @@ pub mod timekeeper;
 mod transaction;
 pub mod tuple;
 
+pub use crate::binding_error::FdbBindingError;
 pub use crate::database::*;
-pub use crate::error::{FdbBindingError, FdbError, FdbResult, TransactionMetricsNotFound};
+pub use crate::error::{FdbError, FdbResult, TransactError, TransactionMetricsNotFound};
 pub use crate::keyselector::KeySelector;
 pub use crate::metrics::TransactionMetrics;
 pub use crate::transaction::*;

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use fdb_protocol::MappedReqAndResult;
 
 use crate::future::FdbKeyValue;
-use crate::KeySelector;
+use crate::keyselector::KeySelector;
 
 /// One batch of a mapped range read. As fdbserver sends them, a point mapper's rows keep
 /// their own key and value only at the batch's ends (the continuation); the others have both

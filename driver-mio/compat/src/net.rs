@@ -18,8 +18,8 @@ use fdb_api::TlsConfig;
 use fdb_driver_mio::{AsyncDatabase, MioDriver};
 use fdb_protocol::error::ErrorCode;
 
+use crate::error::{FdbError, FdbResult};
 use crate::options::NetworkOption;
-use crate::{FdbError, FdbResult};
 
 /// Where the process's network is in its one life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

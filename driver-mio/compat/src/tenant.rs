@@ -11,13 +11,14 @@ use fdb_api::ErrorCode;
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
+use crate::binding_error::FdbBindingError;
 use crate::database::{run_loop, transact_loop, DatabaseTransact, NoopHooks};
+use crate::database::{Database, MaybeCommitted, RetryableTransaction, TransactOption};
+use crate::error::{FdbError, FdbResult};
+use crate::keyselector::KeySelector;
 use crate::net::DbHandle;
 use crate::options::TransactionOption;
-use crate::{
-    Database, FdbBindingError, FdbError, FdbResult, KeySelector, MaybeCommitted, RangeOption,
-    RetryableTransaction, TransactOption, Transaction,
-};
+use crate::transaction::{RangeOption, Transaction};
 
 const MAP: &[u8] = b"\xff\xff/management/tenant/map/";
 const MAP_END: &[u8] = b"\xff\xff/management/tenant/map0";

@@ -4,10 +4,12 @@
 
 use futures::TryStreamExt;
 
+use crate::binding_error::FdbBindingError;
 use crate::future::FdbValue;
+use crate::keyselector::KeySelector;
 use crate::options::TransactionOption;
+use crate::transaction::{RangeOption, Transaction};
 use crate::tuple::{pack, unpack};
-use crate::{FdbBindingError, KeySelector, RangeOption, Transaction};
 
 const MAP: &[u8] = b"\xff\x02/timeKeeper/map/";
 

@@ -9,7 +9,7 @@ use fdb_driver_mio::AsyncTransaction;
 use futures::future::Either;
 use futures::{stream, Future, FutureExt, Stream, TryStreamExt};
 
-use crate::error::{FdbBindingError, TransactionMetricsNotFound};
+use crate::error::{FdbError, FdbResult, TransactionMetricsNotFound};
 use crate::fdb_keys::FdbKeys;
 use crate::future::{FdbAddress, FdbAddresses, FdbFuture, FdbSlice, FdbValue, FdbValues};
 use crate::keyselector::KeySelector;
@@ -18,7 +18,6 @@ pub use crate::metrics::ConflictingKeyRange;
 use crate::metrics::{FdbCommand, TransactionMetrics};
 use crate::net::DbHandle;
 use crate::options;
-use crate::{FdbError, FdbResult};
 
 const METADATA_VERSION_KEY: &[u8] = b"\xff/metadataVersion";
 const CONFLICTING_KEYS: &[u8] = b"\xff\xff/transaction/conflicting_keys/";
@@ -700,47 +699,5 @@ impl Transaction {
             _ => fdb_protocol::ConflictRangeType::Write,
         };
         fdb(self.inner.add_conflict_range(begin, end, ty))
-    }
-}
-
-/// The transaction `Database::run` hands its closure: shared, so the closure may keep a
-/// clone while it runs, but not past it (the loop then cannot commit).
-#[derive(Clone)]
-pub struct RetryableTransaction {
-    inner: Arc<Transaction>,
-}
-
-impl Deref for RetryableTransaction {
-    type Target = Transaction;
-    fn deref(&self) -> &Transaction {
-        &self.inner
-    }
-}
-
-impl RetryableTransaction {
-    pub(crate) fn new(t: Transaction) -> RetryableTransaction {
-        RetryableTransaction { inner: Arc::new(t) }
-    }
-
-    pub(crate) fn take(self) -> Result<Transaction, FdbBindingError> {
-        if Arc::weak_count(&self.inner) != 0 {
-            return Err(FdbBindingError::ReferenceToTransactionKept);
-        }
-        Arc::try_unwrap(self.inner).map_err(|_| FdbBindingError::ReferenceToTransactionKept)
-    }
-
-    pub(crate) async fn on_error(
-        self,
-        err: FdbError,
-    ) -> Result<Result<RetryableTransaction, FdbError>, FdbBindingError> {
-        Ok(self
-            .take()?
-            .on_error(err)
-            .await
-            .map(RetryableTransaction::new))
-    }
-
-    pub(crate) async fn commit(self) -> Result<TransactionResult, FdbBindingError> {
-        Ok(self.take()?.commit().await)
     }
 }

@@ -11,6 +11,7 @@ use crate::cluster_file::read_cluster_file;
 use crate::driver::{apply, query, submit, Driver};
 use crate::engine::{entropy_seed, Engine};
 use crate::error::Error;
+use crate::retry::{Next, RetryLoop};
 use crate::tls::{Tls, TlsConfig};
 use crate::transaction::Transaction;
 
@@ -171,31 +172,6 @@ where
             Next::Done(r) => return r,
             // `on_error` fails with the error itself when it must not retry.
             Next::OnError(code) => tx.on_error(code).await?,
-        }
-    }
-}
-
-/// The retry loop's rule, shared by every driver's `run`: a result is final, or an FDB error
-/// goes to `on_error` (which decides whether to retry).
-pub struct RetryLoop;
-
-/// What the retry loop does next.
-pub enum Next<T> {
-    /// Return this.
-    Done(Result<T, Error>),
-    /// Ask `on_error` about this code, then run again.
-    OnError(fdb_protocol::error::ErrorCode),
-}
-
-impl RetryLoop {
-    /// After an attempt (the closure and, if it succeeded, the commit).
-    pub fn after<T>(result: Result<T, Error>) -> Next<T> {
-        match result {
-            Ok(v) => Next::Done(Ok(v)),
-            Err(e) => match e.code() {
-                Some(code) => Next::OnError(code),
-                None => Next::Done(Err(e)),
-            },
         }
     }
 }

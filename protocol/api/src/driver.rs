@@ -14,8 +14,8 @@ use futures_channel::oneshot;
 use crate::error::Error;
 
 pub use crate::cluster_file::persist_cluster_file;
-pub use crate::database::{Next, RetryLoop};
 pub use crate::engine::{entropy_seed, seed_thread_randomness, Clock, Engine, IoRequest, Op};
+pub use crate::retry::{Next, RetryLoop};
 #[cfg(feature = "tls")]
 pub use crate::tls::server_name;
 pub use crate::tls::{LoadedTls, Tls};

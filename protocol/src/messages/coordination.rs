@@ -59,7 +59,7 @@ crate::serializer::fb_table! {
     }
 }
 
-super::interface_streams! {
+super::network::interface_streams! {
     GrvProxyInterface, through get_consistent_read_version {
         GET_CONSISTENT_READ_VERSION = 0, "getConsistentReadVersion";
         WAIT_FAILURE = 1, "waitFailure";
@@ -77,7 +77,7 @@ crate::serializer::fb_table! {
     }
 }
 
-super::interface_streams! {
+super::network::interface_streams! {
     CommitProxyInterface, through commit {
         COMMIT = 0, "commit";
         GET_CONSISTENT_READ_VERSION = 1, "getConsistentReadVersion";

@@ -22,24 +22,3 @@ pub mod types;
 pub mod workers;
 
 pub use registry::{decode_any, decode_reply, encode_reply, AnyMessage};
-
-/// An interface's stream indexes (FDB numbers an interface's endpoints from the token of the
-/// one that travels, `$first`), each named with FDB's stream name, and `stream`, the token of
-/// one of them.
-macro_rules! interface_streams {
-    ($iface:ident, through $first:ident { $($name:ident = $index:literal, $fdb:literal;)* }) => {
-        impl $iface {
-            $(
-                #[doc = concat!("Index of the `", $fdb, "` stream among the interface's endpoints.")]
-                pub const $name: u32 = $index;
-            )*
-
-            /// The token of stream `index` (one of the constants above).
-            pub fn stream(&self, index: u32) -> $crate::uid::Uid {
-                self.$first.endpoint.token.adjusted(index)
-            }
-        }
-    };
-}
-
-pub(crate) use interface_streams;

@@ -1,5 +1,6 @@
 //! Addresses and endpoints as they travel inside messages (`flow/include/flow/IPAddress.h`,
-//! `NetworkAddress.h`, `fdbrpc/include/fdbrpc/FlowTransport.h`).
+//! `NetworkAddress.h`, `fdbrpc/include/fdbrpc/FlowTransport.h`), and `interface_streams!`,
+//! which names an interface's streams by their index among its endpoints.
 //!
 //! Field lists here that look alike, within this file or across files, are separate FDB
 //! wire definitions (each its C++ `serializer` call, see [`super`]): one changes without
@@ -222,6 +223,29 @@ crate::serializer::fb_table! {
         pub endpoint: Endpoint,
     }
 }
+
+// Here beside `RequestStream` and `Endpoint`, whose tokens it adjusts, rather than in the
+// folder's `mod.rs`, which re-exports the messages that use it.
+/// An interface's stream indexes (FDB numbers an interface's endpoints from the token of the
+/// one that travels, `$first`), each named with FDB's stream name, and `stream`, the token of
+/// one of them.
+macro_rules! interface_streams {
+    ($iface:ident, through $first:ident { $($name:ident = $index:literal, $fdb:literal;)* }) => {
+        impl $iface {
+            $(
+                #[doc = concat!("Index of the `", $fdb, "` stream among the interface's endpoints.")]
+                pub const $name: u32 = $index;
+            )*
+
+            /// The token of stream `index` (one of the constants above).
+            pub fn stream(&self, index: u32) -> $crate::uid::Uid {
+                self.$first.endpoint.token.adjusted(index)
+            }
+        }
+    };
+}
+
+pub(crate) use interface_streams;
 
 crate::serializer::fb_table! {
     /// A process's locality: `std::map<key, Optional<value>>` as pairs (`fdbrpc/Locality.h`).

@@ -28,7 +28,7 @@ crate::serializer::fb_table! {
     }
 }
 
-super::interface_streams! {
+super::network::interface_streams! {
     StorageServerInterface, through get_value {
         GET_VALUE = 0, "getValue";
         GET_KEY = 1, "getKey";

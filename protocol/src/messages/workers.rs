@@ -123,10 +123,22 @@ impl ClientWorkerInterface {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::messages::network::{Endpoint, NetworkAddressList};
     use crate::uid::Uid;
 
+    /// A stream at `127.0.0.1:port`, built from the messages' own types (not the
+    /// simulator's helper, which sits above them).
     fn stream(port: u16, first: u64, second: u64) -> RequestStream {
-        crate::sim::loopback_stream(port, Uid::new(first, second))
+        let ip = core::net::IpAddr::V4(core::net::Ipv4Addr::LOCALHOST);
+        RequestStream {
+            endpoint: Endpoint {
+                addresses: NetworkAddressList {
+                    address: NetworkAddress::new(ip, port),
+                    secondary_address: None,
+                },
+                token: Uid::new(first, second),
+            },
+        }
     }
 
     /// A worker interface as libfdb_c 7.3.77 showed it for a real cluster's process at

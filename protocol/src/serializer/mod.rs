@@ -286,8 +286,10 @@ macro_rules! fb_message {
 }
 
 // The declaring macros by this module's path too, so that the types declared with them
-// (the messages, the data model) name the serializer they use, not the crate root.
-pub use crate::{fb_message, fb_table};
+// (the messages, the data model) name the serializer they use, not the crate root. They are
+// taken by their own names here, where they are defined, not from the crate root where
+// `#[macro_export]` also puts them: the serializer depends on nothing above it.
+pub use {fb_message, fb_table};
 
 #[cfg(test)]
 mod tests {

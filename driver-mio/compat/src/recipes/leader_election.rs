@@ -18,9 +18,10 @@ use std::fmt;
 use std::ops::Deref;
 use std::time::Duration;
 
+use crate::error::FdbError;
 use crate::options::MutationType;
+use crate::transaction::{RangeOption, Transaction};
 use crate::tuple::{pack, pack_with_versionstamp, unpack, PackError, Subspace, Versionstamp};
-use crate::{FdbError, RangeOption, Transaction};
 
 /// Default lease: 10 s.
 pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(10);

@@ -10,8 +10,9 @@
 use std::fmt;
 use std::ops::Deref;
 
+use crate::error::FdbError;
+use crate::transaction::Transaction;
 use crate::tuple::{pack, unpack, PackError, Subspace};
-use crate::{FdbError, Transaction};
 
 /// The register's errors.
 #[derive(Debug)]

@@ -5,8 +5,9 @@ use std::fmt;
 
 use fdb_api::directory as api;
 
+use crate::error::{FdbError, TransactError};
+use crate::transaction::Transaction;
 use crate::tuple::{PackError, Subspace};
-use crate::{FdbError, TransactError, Transaction};
 
 /// The allocator's errors.
 pub enum HcaError {

@@ -87,9 +87,10 @@ use std::future::Future;
 use fdb_protocol::error::ErrorCode;
 use fdb_protocol::tuple::PackError;
 
-use crate::database::{Database, Next, RetryLoop};
+use crate::database::Database;
 use crate::driver::Driver;
 use crate::error::Error;
+use crate::retry::{Next, RetryLoop};
 use crate::transaction::Transaction;
 
 pub use allocator::HighContentionAllocator;
