@@ -29,6 +29,7 @@ mod stream;
 mod tenant;
 mod tenant_handle;
 pub mod tenant_management;
+mod tenant_rows;
 mod tenant_special_keys;
 mod tls;
 mod transact;

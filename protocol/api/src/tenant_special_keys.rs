@@ -21,10 +21,9 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use fdb_protocol::error::ErrorCode;
-use fdb_protocol::tenant_map::TENANT_MAP_SPECIAL_PREFIX;
 use fdb_protocol::{
-    route_special_key, tuple, Committed, KeySelector, KeyValue, RangeOptions, RangeResult,
-    SpecialModule, SpecialWrite, TransactionOption, TENANT_MANAGEMENT_RANGE, TRACING_MODULE,
+    route_special_key, tuple, Committed, KeySelector, RangeOptions, RangeResult, SpecialModule,
+    SpecialWrite, TransactionOption, TENANT_MANAGEMENT_RANGE, TRACING_MODULE,
 };
 
 use crate::driver::{query, Driver, Pending};
@@ -34,79 +33,14 @@ use crate::tenant_management::{
     check_tenant_mode, configure_tenant_by_in, create_tenant_with_in, delete_tenant_in,
     list_tenants_in, rename_tenant_in, TenantConfig,
 };
+use crate::tenant_rows::{rows_for_key, rows_for_range, NAMES_END};
 use crate::transaction::Transaction;
 
 const MAP: (&[u8], &[u8]) = (b"map/", b"map0");
 const CONFIGURE: (&[u8], &[u8]) = (b"configure/", b"configure0");
 const RENAME: (&[u8], &[u8]) = (b"rename/", b"rename0");
-/// The end of every tenant name (no name starts with `\xff`).
-const NAMES_END: &[u8] = b"\xff";
 /// `CLIENT_KNOBS->TOO_MANY`: a range delete of this many tenants is refused.
 const TOO_MANY: usize = 1_000_000;
-
-/// The tenant name a special key stands for, within the map: keys before the map give the
-/// first name, keys after it the end of all names.
-fn name_at(key: &[u8]) -> &[u8] {
-    if key <= TENANT_MAP_SPECIAL_PREFIX {
-        b""
-    } else if let Some(name) = key.strip_prefix(TENANT_MAP_SPECIAL_PREFIX) {
-        name
-    } else {
-        NAMES_END
-    }
-}
-
-/// The module's rows in the names `[begin, end)` (`getTenantList`).
-async fn rows<D: Driver>(
-    tx: &Transaction<D>,
-    begin: &[u8],
-    end: &[u8],
-    limit: usize,
-) -> Result<Vec<KeyValue>, Error> {
-    if begin >= end {
-        return Ok(Vec::new());
-    }
-    let list = list_tenants_in(tx, begin, end, limit).await?;
-    Ok(list
-        .into_iter()
-        .map(|r| KeyValue {
-            key: r.key,
-            value: r.value,
-        })
-        .collect())
-}
-
-/// The rows a range read between two plain keys (offset 1) may land on: the first `limit`
-/// names between the two keys (0: all), as `getTenantList` lists them whatever the read's
-/// direction (so that a reverse read with a limit answers from the first tenants of the
-/// range, as libfdb_c 7.3.77 does).
-async fn rows_for_range<D: Driver>(
-    tx: &Transaction<D>,
-    begin: &KeySelector,
-    end: &KeySelector,
-    limit: usize,
-) -> Result<Vec<KeyValue>, Error> {
-    let mut last = name_at(&end.key).to_vec();
-    last.push(0);
-    rows(tx, name_at(&begin.key), &last, limit).await
-}
-
-/// The module's rows between two special keys (in the tenant module or around it).
-pub(crate) async fn rows_between<D: Driver>(
-    tx: &Transaction<D>,
-    begin: &[u8],
-    end: &[u8],
-) -> Result<Vec<KeyValue>, Error> {
-    rows(tx, name_at(begin), name_at(end), 0).await
-}
-
-/// The row of a point read.
-async fn rows_for_key<D: Driver>(tx: &Transaction<D>, key: &[u8]) -> Result<Vec<KeyValue>, Error> {
-    let name = name_at(key);
-    let mut after = name.to_vec();
-    after.push(0);
-    rows(tx, name, &after, 1).await
-}
 
 /// What the writes ask for, sorted out as `commitImpl` sorts them.
 #[derive(Default)]
@@ -344,13 +278,6 @@ mod tests {
             api_error("rename tenant", "tenant rename conflict"),
             r#"{"command":"rename tenant","message":"tenant rename conflict","retriable":false}"#
         );
-    }
-
-    #[test]
-    fn keys_stand_for_names() {
-        assert_eq!(name_at(b"\xff\xff/management/tenant/map/abc"), b"abc");
-        assert_eq!(name_at(b"\xff\xff/management/tenant/"), b"");
-        assert_eq!(name_at(b"\xff\xff/management/tenant/map0"), NAMES_END);
     }
 
     #[test]

@@ -233,7 +233,7 @@ async fn part_rows<D: Driver>(
             }
             Ok(own(rows))
         }
-        Part::Tenant => crate::tenant_special_keys::rows_between(tx, b, e).await,
+        Part::Tenant => crate::tenant_rows::rows_between(tx, b, e).await,
         Part::AutoCoordinators => match auto_coordinators(tx).await? {
             Ok(v) => Ok(vec![row(b, v)]),
             Err(msg) => Err(api_failure(tx, msg).await),
