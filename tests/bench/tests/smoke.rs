@@ -260,6 +260,8 @@ fn libfdb_c_tiny_run(name: &str, cluster_file: Option<&str>) -> serde_json::Valu
             "3",
             "--transactions",
             "5",
+            "--min-run-ms",
+            "0",
             "--blocks",
             "1",
             "--resamples",
