@@ -12,7 +12,7 @@ use crate::arms::{self, Arm, Ctx};
 use crate::cli::Config;
 use crate::harness::{Counts, Metric, Probes, RunStats, Summary};
 use crate::server::Servers;
-use crate::server_cpu::ServerCpu;
+use crate::server_cpu::{ServerCpu, ServerSpent};
 use crate::stats::{bootstrap, Estimate};
 use crate::wire::WireProbe;
 use crate::workload::{KeySet, Workload};
@@ -22,6 +22,15 @@ const SETTLE_MAX: Duration = Duration::from_secs(5);
 
 /// How long the unrecorded run at the start of each workload lasts, at least.
 const WORKLOAD_WARMUP: Duration = Duration::from_secs(1);
+
+/// Waits for the server to go quiet (where its processes can be read) and returns what it
+/// spent meanwhile.
+fn settle(ctx: &Ctx) -> ServerSpent {
+    ctx.probes
+        .server
+        .as_ref()
+        .map_or_else(ServerSpent::default, |s| s.settle(SETTLE_MAX))
+}
 
 /// A workload × worker-level cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -335,9 +344,7 @@ pub fn run(config: Config) -> Result<Results, String> {
         pb
     };
     // The population's writes settle before the first run.
-    if let Some(server) = &ctx.probes.server {
-        server.settle(SETTLE_MAX);
-    }
+    settle(&ctx);
     let watchdog = Watchdog::start(config.run_timeout);
     let mut runs = Vec::with_capacity(plan.len());
     let mut last_workload = None;
@@ -381,24 +388,20 @@ pub fn run(config: Config) -> Result<Results, String> {
                 seed ^ 0x5eed,
             );
             watchdog.disarm();
-            if let Some(server) = &ctx.probes.server {
-                server.settle(SETTLE_MAX);
-            }
+            settle(&ctx);
         }
         watchdog.arm();
         let mut result = arm.run(&ctx, cell.workload, counts, seed);
         watchdog.disarm();
         // The server's work after the run, until it is quiet again, is the run's (its total
         // only: the busiest thread's time and turns stay the window's, for the latency bound).
-        if let Some(server) = &ctx.probes.server {
-            let after = server.settle(SETTLE_MAX);
-            if let Ok(RunStats {
-                server: Some(spent),
-                ..
-            }) = &mut result
-            {
-                spent.total_ns += after.total_ns;
-            }
+        let after = settle(&ctx);
+        if let Ok(RunStats {
+            server: Some(spent),
+            ..
+        }) = &mut result
+        {
+            spent.total_ns += after.total_ns;
         }
         if let Err(e) = &result {
             pb.println(format!(

@@ -1,8 +1,9 @@
 //! Closed-loop runners. Every run: each worker does its share of the warmup, all meet at a
 //! barrier, the counters (wall clock, process CPU, allocations) are read, the workers take
 //! measured transactions from a shared ticket counter until `measured` are done and the
-//! window has lasted `min_window`, meet again, and the counters are read a second time. Latency is recorded per worker (nanoseconds, in a
-//! pre-sized HDR histogram, so recording never allocates) and merged afterwards. On the
+//! window has lasted `min_window`, meet again, and the counters are read a second time.
+//! Latency is recorded per worker (nanoseconds, in a pre-sized HDR histogram, so recording
+//! never allocates) and merged afterwards. On the
 //! in-process cluster the cluster's request counters are read too, outside the other counters'
 //! window (first at the start, last at the end), so the pipe round trip costs nothing measured.
 
