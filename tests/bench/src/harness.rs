@@ -3,9 +3,9 @@
 //! measured transactions from a shared ticket counter until `measured` are done and the
 //! window has lasted `min_window`, meet again, and the counters are read a second time.
 //! Latency is recorded per worker (nanoseconds, in a pre-sized HDR histogram, so recording
-//! never allocates) and merged afterwards. On the
-//! in-process cluster the cluster's request counters are read too, outside the other counters'
-//! window (first at the start, last at the end), so the pipe round trip costs nothing measured.
+//! never allocates) and merged afterwards. On the in-process cluster the cluster's request
+//! counters are read too, outside the other counters' window (first at the start, last at the
+//! end), so the pipe round trip costs nothing measured.
 
 use std::collections::BTreeMap;
 use std::future::Future;
