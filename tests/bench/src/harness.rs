@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::alloc::{self, AllocCounts};
-use crate::cpu::process_cpu;
+use crate::cpu::{process_usage, Usage};
 use crate::server::RequestProbe;
 use crate::server_cpu::{ServerCpu, ServerSpent, ThreadTimes};
 use crate::wire::{WireMark, WirePerTxn, WireProbe, WireSpent};
@@ -36,6 +36,8 @@ pub struct RunStats {
     pub hist: Histogram<u64>,
     pub wall: Duration,
     pub cpu: Duration,
+    /// The client's voluntary context switches.
+    pub switches: u64,
     pub alloc: AllocCounts,
     pub txns: u64,
     /// Requests the cluster served in the window, by kind (in-process cluster only).
@@ -63,6 +65,7 @@ impl RunStats {
             hist: new_histogram(),
             wall: Duration::ZERO,
             cpu: Duration::ZERO,
+            switches: 0,
             alloc: AllocCounts::default(),
             txns: 0,
             requests: None,
@@ -84,6 +87,7 @@ impl RunStats {
         self.hist.add(&o.hist).expect("same histogram bounds");
         self.wall += o.wall;
         self.cpu += o.cpu;
+        self.switches += o.switches;
         self.alloc.allocs += o.alloc.allocs;
         self.alloc.bytes += o.alloc.bytes;
         self.txns += o.txns;
@@ -121,6 +125,7 @@ impl RunStats {
                 self.txns as f64 / self.wall.as_secs_f64()
             },
             cpu_us_per_txn: self.cpu.as_secs_f64() * 1e6 / n,
+            switches_per_txn: self.switches as f64 / n,
             allocs_per_txn: self.alloc.allocs as f64 / n,
             bytes_per_txn: self.alloc.bytes as f64 / n,
             server_cpu_us_per_txn: self.server.map(|sv| sv.total_ns as f64 / 1000.0 / n),
@@ -144,6 +149,8 @@ pub struct Summary {
     pub max_us: f64,
     pub tps: f64,
     pub cpu_us_per_txn: f64,
+    /// The client's voluntary context switches per transaction (a thread blocked).
+    pub switches_per_txn: f64,
     pub allocs_per_txn: f64,
     pub bytes_per_txn: f64,
     /// The cluster processes' CPU per transaction, all threads.
@@ -291,7 +298,7 @@ impl Shared {
 
 pub(crate) struct Mark {
     at: Instant,
-    cpu: Duration,
+    usage: Usage,
     alloc: AllocCounts,
     requests: Option<BTreeMap<String, u64>>,
     server: Option<ThreadTimes>,
@@ -304,7 +311,7 @@ impl Mark {
         let alloc = alloc::snapshot();
         Mark {
             at: Instant::now(),
-            cpu: process_cpu(),
+            usage: process_usage(),
             alloc,
             requests: None,
             server: None,
@@ -366,7 +373,8 @@ pub(crate) fn finish(
         txns: hist.len(),
         hist,
         wall: end.at - start.at,
-        cpu: end.cpu.saturating_sub(start.cpu),
+        cpu: end.usage.cpu.saturating_sub(start.usage.cpu),
+        switches: end.usage.switches.saturating_sub(start.usage.switches),
         alloc: end.alloc - start.alloc,
         requests: requests_between(start.requests, end.requests),
         server: match (&start.server, &end.server) {

@@ -20,6 +20,7 @@ fn summary_json(s: &Summary) -> Value {
         "max_us": s.max_us,
         "throughput_tps": s.tps,
         "cpu_us_per_txn": s.cpu_us_per_txn,
+        "client_switches_per_txn": s.switches_per_txn,
         "allocs_per_txn": s.allocs_per_txn,
         "heap_bytes_per_txn": s.bytes_per_txn,
         "server_cpu_us_per_txn": s.server_cpu_us_per_txn,
@@ -346,17 +347,17 @@ pub fn to_markdown(r: &Results) -> String {
     let _ = writeln!(s, "## Per arm (pooled over blocks)\n");
     let _ = writeln!(
         s,
-        "Allocations are counted at {}; CPU is the client process's user + system time. Server CPU is the cluster's ({} process(es) read from /proc; all threads, and in brackets its busiest thread; the total includes what the server spent after the run until it was quiet again, up to 5 s, before the next run began), \"server busy\" that thread's share of the wall time, and \"server turns\" the times that thread was put on a CPU per transaction (about its run loop's turns: fewer when requests arrive together).\n",
+        "Allocations are counted at {}; CPU is the client process's user + system time. Server CPU is the cluster's ({} process(es) read from /proc; all threads, and in brackets its busiest thread; the total includes what the server spent after the run until it was quiet again, up to 5 s, before the next run began), \"server busy\" that thread's share of the wall time, and \"server turns\" the times that thread was put on a CPU per transaction (about its run loop's turns: fewer when requests arrive together). \"Client switches\" are this process's voluntary context switches per transaction: each is one of its threads going to sleep to be woken again, the cost of handing work between threads.\n",
         crate::alloc::COUNTED_AT,
         r.server_processes
     );
     let _ = writeln!(
         s,
-        "| workload | workers | arm | mean µs | p50 µs | p99 µs | txn/s | CPU µs/txn | allocs/txn | heap B/txn | server CPU µs/txn | server busy | server turns/txn |"
+        "| workload | workers | arm | mean µs | p50 µs | p99 µs | txn/s | CPU µs/txn | allocs/txn | heap B/txn | server CPU µs/txn | server busy | server turns/txn | client switches/txn |"
     );
     let _ = writeln!(
         s,
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for ca in &r.cells {
         match &ca.pooled {
@@ -371,7 +372,7 @@ pub fn to_markdown(r: &Results) -> String {
                     .map_or("n/a".into(), |t| format!("{t:.2}"));
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.0} | {server} | {busy} | {turns} |",
+                    "| {} | {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.0} | {server} | {busy} | {turns} | {:.2} |",
                     ca.cell.workload.name(),
                     ca.cell.workers,
                     ca.arm,
@@ -381,13 +382,14 @@ pub fn to_markdown(r: &Results) -> String {
                     p.tps,
                     f(p.cpu_us_per_txn),
                     f(p.allocs_per_txn),
-                    p.bytes_per_txn
+                    p.bytes_per_txn,
+                    p.switches_per_txn
                 );
             }
             None => {
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | failed | | | | | | | | | |",
+                    "| {} | {} | {} | failed | | | | | | | | | | |",
                     ca.cell.workload.name(),
                     ca.cell.workers,
                     ca.arm

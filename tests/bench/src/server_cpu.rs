@@ -267,9 +267,9 @@ mod tests {
         // 20 ms on a CPU (by getrusage, whatever the load), then off it for a moment: a
         // running thread's time is brought up to date in schedstat when it is switched out
         // (or at a tick), not on every read.
-        let cpu0 = crate::cpu::process_cpu();
+        let cpu0 = crate::cpu::process_usage().cpu;
         let mut x = 0u64;
-        while crate::cpu::process_cpu() - cpu0 < std::time::Duration::from_millis(20) {
+        while crate::cpu::process_usage().cpu - cpu0 < std::time::Duration::from_millis(20) {
             x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
         }
         std::thread::sleep(std::time::Duration::from_millis(5));

@@ -96,6 +96,7 @@ fn tiny_run_writes_json_markdown_and_svg() {
             "p99_us",
             "throughput_tps",
             "cpu_us_per_txn",
+            "client_switches_per_txn",
             "allocs_per_txn",
             "heap_bytes_per_txn",
         ] {
@@ -113,6 +114,14 @@ fn tiny_run_writes_json_markdown_and_svg() {
         .map(|r| r["summary"]["allocs_per_txn"].as_f64().unwrap())
         .sum();
     assert!(tokio_allocs > 0.0);
+    // A client waits for the cluster's replies, so its threads block (not in every run: a
+    // reply can be in before the wait).
+    let client_switches: f64 = grv_runs
+        .iter()
+        .filter(|r| r["arm"] != "floor")
+        .map(|r| r["summary"]["client_switches_per_txn"].as_f64().unwrap())
+        .sum();
+    assert!(client_switches > 0.0);
     // On the in-process cluster the client arms' runs carry the cluster's request counters;
     // one worker asks for one read version per transaction.
     for r in grv_runs.iter().filter(|r| r["arm"] != "floor") {
@@ -193,6 +202,7 @@ fn tiny_run_writes_json_markdown_and_svg() {
     let md = std::fs::read_to_string(out.join("results.md")).expect("results.md");
     assert!(md.starts_with("# fdb-bench results"));
     assert!(md.contains("| workload | workers | arm | mean µs |"));
+    assert!(md.contains("| client switches/txn |"));
     assert!(md.contains("## Ratios rust-tokio / floor"));
     assert!(md.contains("## Ratios rust-tokio / rust-mio"));
     let mut columns = None;
