@@ -1,7 +1,6 @@
 //! The forward walk (`getRangeValue`): rows from the begin selector on, and the storage read
 //! for the first unknown stretch.
 
-use super::native::set_request_limits;
 use super::walk::{Backward, Forward};
 use super::{fge, is_fge, Flow, NativeRead, RangeRead};
 use crate::ryw::ext_key::cmp_bytes;
@@ -91,11 +90,7 @@ impl RangeRead {
     fn read_forward(&mut self, it: &RywIter<'_>, it_end: &RywIter<'_>) -> NativeRead {
         let mut uc_end = it.clone();
         let mut single = 0;
-        let clear_limit = if self.request_count > 0 {
-            1i32 << self.request_count.min(20)
-        } else {
-            0
-        };
+        let clear_limit = self.clear_limit();
         if it.begin_key() < it_end.begin_key() {
             single =
                 Forward::skip_uncached(&mut uc_end, it_end, clear_limit + 100).min(clear_limit);
@@ -141,20 +136,7 @@ impl RangeRead {
         if read_end.key < read_begin.key {
             read_end.key = read_begin.key.clone();
         }
-        let mut limits = self.limits;
-        set_request_limits(
-            &mut limits,
-            self.additional_rows,
-            2 - read_begin.offset,
-            self.request_count,
-        );
-        self.request_count += 1;
-        self.additional_rows = 0;
-        NativeRead {
-            begin: read_begin,
-            end: read_end,
-            limits,
-            reverse: false,
-        }
+        let offset = 2 - read_begin.offset;
+        self.native_read(read_begin, read_end, offset, false)
     }
 }

@@ -39,7 +39,7 @@ pub(crate) use conflict::{
     update_conflict_map_unmodified, ReadShape,
 };
 pub use native::REPLY_BYTE_LIMIT;
-use native::{known_range, known_range_back};
+use native::{known_range, known_range_back, set_request_limits};
 pub(crate) use native::{NativeRead, NativeResult, RangeLimits, Row};
 use selector::resolve_from_cache;
 pub(crate) use selector::KeyRead;
@@ -381,6 +381,43 @@ impl RangeRead {
             self.rows.extend(run[max - count..].iter().rev().cloned());
         } else {
             self.rows.extend_from_slice(&run[..count]);
+        }
+    }
+
+    /// How many unknown keys a storage read may reach past (RYW's clear limit): none on the
+    /// first request, then doubling, so a walk through a long clear asks in fewer, larger
+    /// steps. Both walks size their read with it.
+    fn clear_limit(&self) -> i32 {
+        if self.request_count > 0 {
+            1i32 << self.request_count.min(20)
+        } else {
+            0
+        }
+    }
+
+    /// The storage read both walks end with: its limits leave room for the rows the
+    /// selectors still skip (`offset`, the far selector's), and the request is counted.
+    fn native_read(
+        &mut self,
+        begin: KeySelector,
+        end: KeySelector,
+        offset: i32,
+        reverse: bool,
+    ) -> NativeRead {
+        let mut limits = self.limits;
+        set_request_limits(
+            &mut limits,
+            self.additional_rows,
+            offset,
+            self.request_count,
+        );
+        self.request_count += 1;
+        self.additional_rows = 0;
+        NativeRead {
+            begin,
+            end,
+            limits,
+            reverse,
         }
     }
 
