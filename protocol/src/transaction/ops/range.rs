@@ -450,64 +450,41 @@ impl ReadOp {
         let tenant_info = txs.tenant_info(tx);
         let addr = server.addr.clone();
         txs.table.set_wait(req, Wait::Reply);
+        // The three requests are other wire messages with the same fields after their
+        // selectors (and the mapper): those fields, and the send, written once.
+        macro_rules! send_read {
+            ($msg:ident { $($field:ident),* }; $stream:ident) => {{
+                let msg = $msg {
+                    $($field,)*
+                    version,
+                    tags,
+                    reply: ReplyPromise { token },
+                    span_context,
+                    tenant_info,
+                    options,
+                    ss_latest_commit_versions: VersionVector::empty(-1),
+                };
+                let dest = server.stream(StorageServerInterface::$stream);
+                cx.io().send(&addr, dest, &msg, token, Route::Storage(req));
+            }};
+        }
         if key_request {
             let sel = match native {
                 NativeOp::Key(k) => k.selector().clone(),
                 NativeOp::Range(r) => r.key_selector().cloned().unwrap_or_default(),
                 NativeOp::Mapped { range, .. } => range.key_selector().cloned().unwrap_or_default(),
             };
-            let msg = GetKeyRequest {
-                sel,
-                version,
-                tags,
-                reply: ReplyPromise { token },
-                span_context,
-                tenant_info,
-                options,
-                ss_latest_commit_versions: VersionVector::empty(-1),
-            };
-            let dest = server.stream(StorageServerInterface::GET_KEY);
-            cx.io().send(&addr, dest, &msg, token, Route::Storage(req));
+            send_read!(GetKeyRequest { sel }; GET_KEY);
         } else if let NativeOp::Mapped { range, mapper } = native {
-            // The mapped request is the range request's fields and the mapper, but another
-            // wire message: the two literals stay apart.
             let (begin, end, limit, limit_bytes) = range.range_request((&sb, &se));
-            let msg = GetMappedKeyValuesRequest {
-                begin,
-                end,
-                mapper: mapper.clone(),
-                version,
-                limit,
-                limit_bytes,
-                tags,
-                reply: ReplyPromise { token },
-                span_context,
-                tenant_info,
-                options,
-                ss_latest_commit_versions: VersionVector::empty(-1),
-            };
-            let dest = server.stream(StorageServerInterface::GET_MAPPED_KEY_VALUES);
-            cx.io().send(&addr, dest, &msg, token, Route::Storage(req));
-        } else {
-            let NativeOp::Range(r) = native else {
-                return;
-            };
+            let mapper = mapper.clone();
+            send_read!(
+                GetMappedKeyValuesRequest { begin, end, mapper, limit, limit_bytes };
+                GET_MAPPED_KEY_VALUES
+            );
+        } else if let NativeOp::Range(r) = native {
             let (begin, end, limit, limit_bytes) = r.range_request((&sb, &se));
-            let msg = GetKeyValuesRequest {
-                begin,
-                end,
-                version,
-                limit,
-                limit_bytes,
-                tags,
-                reply: ReplyPromise { token },
-                span_context,
-                tenant_info,
-                options,
-                ss_latest_commit_versions: VersionVector::empty(-1),
-            };
-            let dest = server.stream(StorageServerInterface::GET_KEY_VALUES);
-            cx.io().send(&addr, dest, &msg, token, Route::Storage(req));
+            send_read!(GetKeyValuesRequest { begin, end, limit, limit_bytes }; GET_KEY_VALUES);
         }
     }
 
