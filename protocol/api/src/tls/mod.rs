@@ -33,6 +33,26 @@ pub enum PemSource {
     Bytes(Vec<u8>),
 }
 
+/// Each PEM item has two setters, as libfdb_c has a `_path` and a `_bytes` option for it:
+/// written once here for the three items.
+macro_rules! pem_setters {
+    ($($field:ident: $(#[$file_doc:meta])* $file:ident, $(#[$pem_doc:meta])* $pem:ident;)*) => {
+        $(
+            $(#[$file_doc])*
+            pub fn $file(mut self, path: impl Into<PathBuf>) -> Self {
+                self.$field = Some(PemSource::File(path.into()));
+                self
+            }
+
+            $(#[$pem_doc])*
+            pub fn $pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+                self.$field = Some(PemSource::Bytes(pem.into()));
+                self
+            }
+        )*
+    };
+}
+
 /// The TLS settings of a database, as libfdb_c's `TLS_*` network options. Anything left unset
 /// is taken from the `FDB_TLS_*` environment when the database opens, as libfdb_c does.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -50,41 +70,22 @@ impl TlsConfig {
         TlsConfig::default()
     }
 
-    // One public setter per libfdb_c TLS option (a file or PEM bytes each), alike by design.
-    /// The certificate chain's file (`TLS_cert_path`; else `FDB_TLS_CERTIFICATE_FILE`).
-    pub fn certificate_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.certificate = Some(PemSource::File(path.into()));
-        self
-    }
-
-    /// The certificate chain as PEM (`TLS_cert_bytes`).
-    pub fn certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.certificate = Some(PemSource::Bytes(pem.into()));
-        self
-    }
-
-    /// The private key's file (`TLS_key_path`; else `FDB_TLS_KEY_FILE`).
-    pub fn key_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.key = Some(PemSource::File(path.into()));
-        self
-    }
-
-    /// The private key as PEM (`TLS_key_bytes`).
-    pub fn key_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.key = Some(PemSource::Bytes(pem.into()));
-        self
-    }
-
-    /// The CA bundle's file (`TLS_ca_path`; else `FDB_TLS_CA_FILE`).
-    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.ca = Some(PemSource::File(path.into()));
-        self
-    }
-
-    /// The CA bundle as PEM (`TLS_ca_bytes`).
-    pub fn ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.ca = Some(PemSource::Bytes(pem.into()));
-        self
+    pem_setters! {
+        certificate:
+            /// The certificate chain's file (`TLS_cert_path`; else `FDB_TLS_CERTIFICATE_FILE`).
+            certificate_file,
+            /// The certificate chain as PEM (`TLS_cert_bytes`).
+            certificate_pem;
+        key:
+            /// The private key's file (`TLS_key_path`; else `FDB_TLS_KEY_FILE`).
+            key_file,
+            /// The private key as PEM (`TLS_key_bytes`).
+            key_pem;
+        ca:
+            /// The CA bundle's file (`TLS_ca_path`; else `FDB_TLS_CA_FILE`).
+            ca_file,
+            /// The CA bundle as PEM (`TLS_ca_bytes`).
+            ca_pem;
     }
 
     /// The verify-peers rules (`TLS_verify_peers`; else `FDB_TLS_VERIFY_PEERS`; else
