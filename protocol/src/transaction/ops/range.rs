@@ -92,7 +92,9 @@ impl Transactions {
         }
     }
 
-    /// Reads one batch of the rows between two selectors.
+    /// Reads one batch of the rows between two selectors: the checks, then RYW's walk or
+    /// NativeAPI's `getRange` (the read's start itself, as the arguments are many).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn get_range(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -102,63 +104,17 @@ impl Transactions {
         opts: RangeOptions,
         snapshot: bool,
     ) -> RequestId {
-        ReadOp::start_range(self, cx, tx, begin, end, opts, snapshot)
-    }
-}
-
-/// The read's steps.
-impl ReadOp {
-    /// A new read of `kind`, runnable, for operation `req` of `tx`: a `get_key` if `key`.
-    pub(super) fn insert(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        req: RequestId,
-        tx: TransactionId,
-        snapshot: bool,
-        kind: ReadKind,
-    ) {
-        let key = matches!(kind, ReadKind::RywKey { .. } | ReadKind::NativeKey { .. });
-        let op = ReadOp {
-            snapshot,
-            kind,
-            native: None,
-            sent: None,
-        };
-        let kind = if key {
-            OpKind::GetKey(op)
-        } else {
-            OpKind::Range(op)
-        };
-        txs.insert_op(cx, req, tx, kind);
-    }
-
-    /// The key its storage request in flight is about (keys before it when `true`).
-    pub(super) fn storage_key(&self) -> Option<(Bytes, bool)> {
-        self.sent.as_ref().map(|s| (s.key.clone(), s.backward))
-    }
-
-    /// Starts a `get_range`: the checks, then RYW's walk or NativeAPI's `getRange`.
-    #[allow(clippy::too_many_arguments)]
-    fn start_range(
-        txs: &mut Transactions,
-        cx: &mut Ctx<'_>,
-        tx: TransactionId,
-        begin: KeySelector,
-        end: KeySelector,
-        opts: RangeOptions,
-        snapshot: bool,
-    ) -> RequestId {
         let req = cx.new_request();
-        if let Err(e) = txs.check_range_args(tx, &opts) {
+        if let Err(e) = self.check_range_args(tx, &opts) {
             cx.finish(req, Err(e));
             return req;
         }
         let (mut begin, mut end) = (begin, end);
-        if let Err(e) = txs.check_usable(tx) {
+        if let Err(e) = self.check_usable(tx) {
             cx.finish(req, Err(e));
             return req;
         }
-        let (max, writes) = match txs.txs.get(&tx) {
+        let (max, writes) = match self.txs.get(&tx) {
             Some(t) => (t.max_read_key(), t.writes_seen(snapshot)),
             None => (&b""[..], Some(WriteMap::blank())),
         };
@@ -201,8 +157,40 @@ impl ReadOp {
                 result: None,
             }
         };
-        ReadOp::insert(txs, cx, req, tx, snapshot, kind);
+        ReadOp::insert(self, cx, req, tx, snapshot, kind);
         req
+    }
+}
+
+/// The read's steps.
+impl ReadOp {
+    /// A new read of `kind`, runnable, for operation `req` of `tx`: a `get_key` if `key`.
+    pub(super) fn insert(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        tx: TransactionId,
+        snapshot: bool,
+        kind: ReadKind,
+    ) {
+        let key = matches!(kind, ReadKind::RywKey { .. } | ReadKind::NativeKey { .. });
+        let op = ReadOp {
+            snapshot,
+            kind,
+            native: None,
+            sent: None,
+        };
+        let kind = if key {
+            OpKind::GetKey(op)
+        } else {
+            OpKind::Range(op)
+        };
+        txs.insert_op(cx, req, tx, kind);
+    }
+
+    /// The key its storage request in flight is about (keys before it when `true`).
+    pub(super) fn storage_key(&self) -> Option<(Bytes, bool)> {
+        self.sent.as_ref().map(|s| (s.key.clone(), s.backward))
     }
 
     /// Runs a `get_key` or `get_range` as far as it goes. Takes the whole of the
