@@ -173,11 +173,19 @@ mod tests {
         }
     }
 
+    /// A cache holding `shards` (inserted in order), so each test lists the ones it starts
+    /// from on one line.
+    fn cache(shards: &[(&'static [u8], &'static [u8])]) -> LocationCache {
+        let mut c = LocationCache::new();
+        for &(b, e) in shards {
+            c.insert(shard(b, e));
+        }
+        c
+    }
+
     #[test]
     fn lookup_forward_and_backward() {
-        let mut c = LocationCache::new();
-        c.insert(shard(b"a", b"m"));
-        c.insert(shard(b"m", b"\xff\xff"));
+        let c = cache(&[(b"a", b"m"), (b"m", b"\xff\xff")]);
         assert_eq!(c.lookup(b"a").unwrap().begin.as_ref(), b"a");
         assert_eq!(c.lookup(b"l").unwrap().begin.as_ref(), b"a");
         assert_eq!(c.lookup(b"m").unwrap().begin.as_ref(), b"m");
@@ -189,11 +197,7 @@ mod tests {
 
     #[test]
     fn insert_replaces_overlaps_and_invalidate_forgets() {
-        let mut c = LocationCache::new();
-        c.insert(shard(b"a", b"c"));
-        c.insert(shard(b"c", b"e"));
-        c.insert(shard(b"e", b"g"));
-        c.insert(shard(b"b", b"f"));
+        let mut c = cache(&[(b"a", b"c"), (b"c", b"e"), (b"e", b"g"), (b"b", b"f")]);
         assert_eq!(c.len(), 1);
         assert!(c.lookup(b"a").is_none());
         assert!(c.lookup(b"e").is_some());
@@ -202,13 +206,8 @@ mod tests {
     }
 
     #[test]
-    // Set up like the test above, on purpose: each test lists the shards it starts from.
     fn invalidate_range_forgets_overlapping_shards() {
-        let mut c = LocationCache::new();
-        c.insert(shard(b"a", b"c"));
-        c.insert(shard(b"c", b"e"));
-        c.insert(shard(b"e", b"g"));
-        c.insert(shard(b"g", b"i"));
+        let mut c = cache(&[(b"a", b"c"), (b"c", b"e"), (b"e", b"g"), (b"g", b"i")]);
         c.invalidate_range(b"d", b"g");
         assert!(c.lookup(b"a").is_some());
         assert!(c.lookup(b"c").is_none());
