@@ -660,6 +660,18 @@ mod tests {
         assert_eq!(d.buffered(), 0);
     }
 
+    /// What a new decoder (`connect`: a connect packet first; `checksum`: plain TCP) makes of
+    /// `bytes` first.
+    fn first_frame(
+        bytes: &[u8],
+        connect: bool,
+        checksum: bool,
+    ) -> Result<Option<Incoming>, FrameError> {
+        let mut d = FrameDecoder::new(connect, checksum);
+        d.feed(bytes);
+        d.next_frame()
+    }
+
     #[test]
     fn hostile_lengths_are_refused_before_buffering() {
         let mut d = FrameDecoder::new(false, true);
@@ -676,14 +688,13 @@ mod tests {
         assert!(d.next_frame().is_err());
         assert_eq!(d.buffered(), 0);
 
-        let mut d = FrameDecoder::new(false, false);
-        d.feed(&[3, 0, 0, 0, 1, 2, 3]);
-        assert_eq!(d.next_frame(), Err(FrameError::PacketTooSmall { len: 3 }));
+        assert_eq!(
+            first_frame(&[3, 0, 0, 0, 1, 2, 3], false, false),
+            Err(FrameError::PacketTooSmall { len: 3 })
+        );
 
-        let mut d = FrameDecoder::new(true, true);
-        d.feed(&[0xff; 14]);
         assert!(matches!(
-            d.next_frame(),
+            first_frame(&[0xff; 14], true, true),
             Err(FrameError::BadConnectPacket { .. })
         ));
     }
@@ -694,10 +705,8 @@ mod tests {
         encode_packet(&mut b, Uid::new(1, 2), b"payload", true);
         let last = b.len() - 1;
         b[last] ^= 1;
-        let mut d = FrameDecoder::new(false, true);
-        d.feed(&b);
         assert!(matches!(
-            d.next_frame(),
+            first_frame(&b, false, true),
             Err(FrameError::ChecksumMismatch { .. })
         ));
     }
@@ -707,9 +716,10 @@ mod tests {
         let mut b = BytesMut::new();
         encode_packet(&mut b, Uid::new(1, 2), b"x", false);
         assert_eq!(b.len(), 4 + 16 + 1);
-        let mut d = FrameDecoder::new(false, false);
-        d.feed(&b);
-        assert!(matches!(d.next_frame(), Ok(Some(Incoming::Packet(_)))));
+        assert!(matches!(
+            first_frame(&b, false, false),
+            Ok(Some(Incoming::Packet(_)))
+        ));
     }
 
     #[test]
