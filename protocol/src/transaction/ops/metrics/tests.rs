@@ -119,6 +119,15 @@ impl Sim<Cluster> {
     }
 }
 
+/// [`sim`] and a transaction on it, as every test here starts.
+fn sim_tx(
+    shards: Vec<(&'static [u8], &'static [u8], Vec<usize>)>,
+) -> (Sim<Cluster>, TransactionId) {
+    let mut s = sim(shards);
+    let tx = s.client.create_transaction(s.now());
+    (s, tx)
+}
+
 fn metrics(bytes: i64) -> Vec<u8> {
     encode_reply(&ErrorOr::Ok(StorageMetrics {
         bytes,
@@ -174,8 +183,7 @@ fn keys(v: &[&'static [u8]]) -> Vec<Bytes> {
 
 #[test]
 fn estimate_asks_every_shard_and_adds_up() {
-    let mut s = sim(three_shards());
-    let tx = s.client.create_transaction(s.now());
+    let (mut s, tx) = sim_tx(three_shards());
     let req = estimate(&mut s, tx, b"a", b"e");
     // One lookup for the whole range, as `getStorageMetricsLargeKeyRange` makes it; no
     // read version.
@@ -227,8 +235,7 @@ fn estimate_asks_every_shard_and_adds_up() {
 
 #[test]
 fn estimate_relocates_only_the_wrong_shard() {
-    let mut s = sim(three_shards());
-    let tx = s.client.create_transaction(s.now());
+    let (mut s, tx) = sim_tx(three_shards());
     let req = estimate(&mut s, tx, b"a", b"e");
     s.answer(b"a", metrics(100));
     s.answer(b"b", error::<StorageMetrics>(ErrorCode::WRONG_SHARD_SERVER));
@@ -270,8 +277,7 @@ fn estimate_relocates_only_the_wrong_shard() {
 
 #[test]
 fn estimate_retries_future_version_and_fails_on_other_errors() {
-    let mut s = sim(three_shards());
-    let tx = s.client.create_transaction(s.now());
+    let (mut s, tx) = sim_tx(three_shards());
     let req = estimate(&mut s, tx, b"a", b"b");
     s.answer(b"a", error::<StorageMetrics>(ErrorCode::FUTURE_VERSION));
     assert!(s.requests().is_empty());
@@ -298,8 +304,7 @@ fn estimate_retries_future_version_and_fails_on_other_errors() {
 
 #[test]
 fn lost_request_goes_to_the_next_replica() {
-    let mut s = sim(vec![(b"", b"\xff\xff", vec![0, 1])]);
-    let tx = s.client.create_transaction(s.now());
+    let (mut s, tx) = sim_tx(vec![(b"", b"\xff\xff", vec![0, 1])]);
     let req = estimate(&mut s, tx, b"a", b"z");
     let first = s.server_of(s.requests()[0].dest, StorageServerInterface::WAIT_METRICS);
     let conn = s.take_request(|_| true).unwrap().conn;
@@ -313,8 +318,7 @@ fn lost_request_goes_to_the_next_replica() {
 
 #[test]
 fn split_points_concatenate_shards_with_their_boundaries() {
-    let mut s = sim(three_shards());
-    let tx = s.client.create_transaction(s.now());
+    let (mut s, tx) = sim_tx(three_shards());
     let req = split_points(&mut s, tx, b"a", b"e", 1000);
     assert_eq!(s.server.locations.len(), 1);
     assert_eq!(s.server.locations[0].limit, TOO_MANY);
@@ -344,8 +348,7 @@ fn split_points_concatenate_shards_with_their_boundaries() {
 
 #[test]
 fn split_points_start_over_on_wrong_shard_server() {
-    let mut s = sim(three_shards());
-    let tx = s.client.create_transaction(s.now());
+    let (mut s, tx) = sim_tx(three_shards());
     let req = split_points(&mut s, tx, b"a", b"e", 10);
     s.answer(b"a", points(&[b"a5"]));
     s.answer(
@@ -370,8 +373,7 @@ fn split_points_start_over_on_wrong_shard_server() {
 
 #[test]
 fn split_points_fail_on_future_version_and_bad_answers() {
-    let mut s = sim(three_shards());
-    let tx = s.client.create_transaction(s.now());
+    let (mut s, tx) = sim_tx(three_shards());
     let req = split_points(&mut s, tx, b"a", b"b", 10);
     s.answer(b"a", error::<SplitRangeReply>(ErrorCode::FUTURE_VERSION));
     assert_eq!(
@@ -385,8 +387,7 @@ fn split_points_fail_on_future_version_and_bad_answers() {
 
 #[test]
 fn refused_before_asking() {
-    let mut s = sim(three_shards());
-    let tx = s.client.create_transaction(s.now());
+    let (mut s, tx) = sim_tx(three_shards());
     let cases: [(RequestId, ErrorCode); 5] = [
         (
             s.client
@@ -448,8 +449,7 @@ fn refused_before_asking() {
 
 #[test]
 fn a_reset_transaction_cancels_the_read() {
-    let mut s = sim(three_shards());
-    let tx = s.client.create_transaction(s.now());
+    let (mut s, tx) = sim_tx(three_shards());
     let req = estimate(&mut s, tx, b"a", b"e");
     s.client.reset_transaction(s.now(), tx);
     s.drive();
