@@ -214,60 +214,58 @@ impl NetworkOption {
     /// The parameter as the C API takes it (an Int as 8 little-endian bytes).
     pub(crate) fn raw_value(&self) -> Option<Vec<u8>> {
         match self {
-            NetworkOption::LocalAddress(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::ClusterFile(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::TraceEnable(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::TraceRollSize(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
-            NetworkOption::TraceMaxLogsSize(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
-            NetworkOption::TraceLogGroup(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::TraceFormat(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::TraceClockSource(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::TraceFileIdentifier(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::TraceShareAmongClientThreads => None,
-            NetworkOption::TraceInitializeOnSetup => None,
-            NetworkOption::TracePartialFileSuffix(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::Knob(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::TLSPlugin(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::TLSCertBytes(v) => Some(v.clone()),
-            NetworkOption::TLSCertPath(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::TLSKeyBytes(v) => Some(v.clone()),
-            NetworkOption::TLSKeyPath(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::TLSVerifyPeers(v) => Some(v.clone()),
-            NetworkOption::BuggifyEnable => None,
-            NetworkOption::BuggifyDisable => None,
-            NetworkOption::BuggifySectionActivatedProbability(v) => {
+            // A string: its bytes.
+            NetworkOption::LocalAddress(v)
+            | NetworkOption::ClusterFile(v)
+            | NetworkOption::TraceEnable(v)
+            | NetworkOption::TraceLogGroup(v)
+            | NetworkOption::TraceFormat(v)
+            | NetworkOption::TraceClockSource(v)
+            | NetworkOption::TraceFileIdentifier(v)
+            | NetworkOption::TracePartialFileSuffix(v)
+            | NetworkOption::Knob(v)
+            | NetworkOption::TLSPlugin(v)
+            | NetworkOption::TLSCertPath(v)
+            | NetworkOption::TLSKeyPath(v)
+            | NetworkOption::TLSCaPath(v)
+            | NetworkOption::TLSPassword(v)
+            | NetworkOption::ExternalClientLibrary(v)
+            | NetworkOption::ExternalClientDirectory(v)
+            | NetworkOption::FutureVersionClientLibrary(v)
+            | NetworkOption::DistributedClientTracer(v)
+            | NetworkOption::ClientTmpDir(v) => Some(v.as_bytes().to_vec()),
+            // An integer: 8 little-endian bytes.
+            NetworkOption::TraceRollSize(v)
+            | NetworkOption::TraceMaxLogsSize(v)
+            | NetworkOption::BuggifySectionActivatedProbability(v)
+            | NetworkOption::BuggifySectionFiredProbability(v)
+            | NetworkOption::ClientThreadsPerVersion(v)
+            | NetworkOption::ClientBuggifySectionActivatedProbability(v)
+            | NetworkOption::ClientBuggifySectionFiredProbability(v) => {
                 Some(i64::from(*v).to_le_bytes().to_vec())
             }
-            NetworkOption::BuggifySectionFiredProbability(v) => {
-                Some(i64::from(*v).to_le_bytes().to_vec())
-            }
-            NetworkOption::TLSCaBytes(v) => Some(v.clone()),
-            NetworkOption::TLSCaPath(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::TLSPassword(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::DisableMultiVersionClientApi => None,
-            NetworkOption::CallbacksOnExternalThreads => None,
-            NetworkOption::ExternalClientLibrary(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::ExternalClientDirectory(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::DisableLocalClient => None,
-            NetworkOption::ClientThreadsPerVersion(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
-            NetworkOption::FutureVersionClientLibrary(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::RetainClientLibraryCopies => None,
-            NetworkOption::IgnoreExternalClientFailures => None,
-            NetworkOption::FailIncompatibleClient => None,
-            NetworkOption::DisableClientStatisticsLogging => None,
-            NetworkOption::EnableSlowTaskProfiling => None,
-            NetworkOption::EnableRunLoopProfiling => None,
-            NetworkOption::DisableClientBypass => None,
-            NetworkOption::ClientBuggifyEnable => None,
-            NetworkOption::ClientBuggifyDisable => None,
-            NetworkOption::ClientBuggifySectionActivatedProbability(v) => {
-                Some(i64::from(*v).to_le_bytes().to_vec())
-            }
-            NetworkOption::ClientBuggifySectionFiredProbability(v) => {
-                Some(i64::from(*v).to_le_bytes().to_vec())
-            }
-            NetworkOption::DistributedClientTracer(v) => Some(v.as_bytes().to_vec()),
-            NetworkOption::ClientTmpDir(v) => Some(v.as_bytes().to_vec()),
+            // A flag: none.
+            NetworkOption::TraceShareAmongClientThreads
+            | NetworkOption::TraceInitializeOnSetup
+            | NetworkOption::BuggifyEnable
+            | NetworkOption::BuggifyDisable
+            | NetworkOption::DisableMultiVersionClientApi
+            | NetworkOption::CallbacksOnExternalThreads
+            | NetworkOption::DisableLocalClient
+            | NetworkOption::RetainClientLibraryCopies
+            | NetworkOption::IgnoreExternalClientFailures
+            | NetworkOption::FailIncompatibleClient
+            | NetworkOption::DisableClientStatisticsLogging
+            | NetworkOption::EnableSlowTaskProfiling
+            | NetworkOption::EnableRunLoopProfiling
+            | NetworkOption::DisableClientBypass
+            | NetworkOption::ClientBuggifyEnable
+            | NetworkOption::ClientBuggifyDisable => None,
+            // Bytes: as they are.
+            NetworkOption::TLSCertBytes(v)
+            | NetworkOption::TLSKeyBytes(v)
+            | NetworkOption::TLSVerifyPeers(v)
+            | NetworkOption::TLSCaBytes(v) => Some(v.clone()),
         }
     }
 }
@@ -366,29 +364,29 @@ impl DatabaseOption {
     /// The parameter as the C API takes it (an Int as 8 little-endian bytes).
     pub(crate) fn raw_value(&self) -> Option<Vec<u8>> {
         match self {
-            DatabaseOption::LocationCacheSize(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
-            DatabaseOption::MaxWatches(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
-            DatabaseOption::MachineId(v) => Some(v.as_bytes().to_vec()),
-            DatabaseOption::DatacenterId(v) => Some(v.as_bytes().to_vec()),
-            DatabaseOption::SnapshotRywEnable => None,
-            DatabaseOption::SnapshotRywDisable => None,
-            DatabaseOption::TransactionLoggingMaxFieldLength(v) => {
-                Some(i64::from(*v).to_le_bytes().to_vec())
+            // An integer: 8 little-endian bytes.
+            DatabaseOption::LocationCacheSize(v)
+            | DatabaseOption::MaxWatches(v)
+            | DatabaseOption::TransactionLoggingMaxFieldLength(v)
+            | DatabaseOption::TransactionTimeout(v)
+            | DatabaseOption::TransactionRetryLimit(v)
+            | DatabaseOption::TransactionMaxRetryDelay(v)
+            | DatabaseOption::TransactionSizeLimit(v)
+            | DatabaseOption::TestCausalReadRisky(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
+            // A string: its bytes.
+            DatabaseOption::MachineId(v) | DatabaseOption::DatacenterId(v) => {
+                Some(v.as_bytes().to_vec())
             }
-            DatabaseOption::TransactionTimeout(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
-            DatabaseOption::TransactionRetryLimit(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
-            DatabaseOption::TransactionMaxRetryDelay(v) => {
-                Some(i64::from(*v).to_le_bytes().to_vec())
-            }
-            DatabaseOption::TransactionSizeLimit(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
-            DatabaseOption::TransactionCausalReadRisky => None,
-            DatabaseOption::TransactionIncludePortInAddress => None,
-            DatabaseOption::TransactionAutomaticIdempotency => None,
-            DatabaseOption::TransactionBypassUnreadable => None,
-            DatabaseOption::TransactionUsedDuringCommitProtectionDisable => None,
-            DatabaseOption::TransactionReportConflictingKeys => None,
-            DatabaseOption::UseConfigDatabase => None,
-            DatabaseOption::TestCausalReadRisky(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
+            // A flag: none.
+            DatabaseOption::SnapshotRywEnable
+            | DatabaseOption::SnapshotRywDisable
+            | DatabaseOption::TransactionCausalReadRisky
+            | DatabaseOption::TransactionIncludePortInAddress
+            | DatabaseOption::TransactionAutomaticIdempotency
+            | DatabaseOption::TransactionBypassUnreadable
+            | DatabaseOption::TransactionUsedDuringCommitProtectionDisable
+            | DatabaseOption::TransactionReportConflictingKeys
+            | DatabaseOption::UseConfigDatabase => None,
         }
     }
 }
@@ -577,57 +575,59 @@ impl TransactionOption {
     /// The parameter as the C API takes it (an Int as 8 little-endian bytes).
     pub(crate) fn raw_value(&self) -> Option<Vec<u8>> {
         match self {
-            TransactionOption::CausalWriteRisky => None,
-            TransactionOption::CausalReadRisky => None,
-            TransactionOption::CausalReadDisable => None,
-            TransactionOption::IncludePortInAddress => None,
-            TransactionOption::NextWriteNoWriteConflictRange => None,
-            TransactionOption::ReadYourWritesDisable => None,
-            TransactionOption::ReadAheadDisable => None,
-            TransactionOption::ReadServerSideCacheEnable => None,
-            TransactionOption::ReadServerSideCacheDisable => None,
-            TransactionOption::ReadPriorityNormal => None,
-            TransactionOption::ReadPriorityLow => None,
-            TransactionOption::ReadPriorityHigh => None,
-            TransactionOption::DurabilityDatacenter => None,
-            TransactionOption::DurabilityRisky => None,
-            TransactionOption::DurabilityDevNullIsWebScale => None,
-            TransactionOption::PrioritySystemImmediate => None,
-            TransactionOption::PriorityBatch => None,
-            TransactionOption::InitializeNewDatabase => None,
-            TransactionOption::AccessSystemKeys => None,
-            TransactionOption::ReadSystemKeys => None,
-            TransactionOption::RawAccess => None,
-            TransactionOption::BypassStorageQuota => None,
-            TransactionOption::DebugRetryLogging(v) => Some(v.as_bytes().to_vec()),
-            TransactionOption::TransactionLoggingEnable(v) => Some(v.as_bytes().to_vec()),
-            TransactionOption::DebugTransactionIdentifier(v) => Some(v.as_bytes().to_vec()),
-            TransactionOption::LogTransaction => None,
-            TransactionOption::TransactionLoggingMaxFieldLength(v) => {
-                Some(i64::from(*v).to_le_bytes().to_vec())
-            }
-            TransactionOption::ServerRequestTracing => None,
-            TransactionOption::Timeout(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
-            TransactionOption::RetryLimit(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
-            TransactionOption::MaxRetryDelay(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
-            TransactionOption::SizeLimit(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
-            TransactionOption::AutomaticIdempotency => None,
-            TransactionOption::SnapshotRywEnable => None,
-            TransactionOption::SnapshotRywDisable => None,
-            TransactionOption::LockAware => None,
-            TransactionOption::UsedDuringCommitProtectionDisable => None,
-            TransactionOption::ReadLockAware => None,
-            TransactionOption::UseProvisionalProxies => None,
-            TransactionOption::ReportConflictingKeys => None,
-            TransactionOption::SpecialKeySpaceRelaxed => None,
-            TransactionOption::SpecialKeySpaceEnableWrites => None,
-            TransactionOption::Tag(v) => Some(v.as_bytes().to_vec()),
-            TransactionOption::AutoThrottleTag(v) => Some(v.as_bytes().to_vec()),
+            // A flag: none.
+            TransactionOption::CausalWriteRisky
+            | TransactionOption::CausalReadRisky
+            | TransactionOption::CausalReadDisable
+            | TransactionOption::IncludePortInAddress
+            | TransactionOption::NextWriteNoWriteConflictRange
+            | TransactionOption::ReadYourWritesDisable
+            | TransactionOption::ReadAheadDisable
+            | TransactionOption::ReadServerSideCacheEnable
+            | TransactionOption::ReadServerSideCacheDisable
+            | TransactionOption::ReadPriorityNormal
+            | TransactionOption::ReadPriorityLow
+            | TransactionOption::ReadPriorityHigh
+            | TransactionOption::DurabilityDatacenter
+            | TransactionOption::DurabilityRisky
+            | TransactionOption::DurabilityDevNullIsWebScale
+            | TransactionOption::PrioritySystemImmediate
+            | TransactionOption::PriorityBatch
+            | TransactionOption::InitializeNewDatabase
+            | TransactionOption::AccessSystemKeys
+            | TransactionOption::ReadSystemKeys
+            | TransactionOption::RawAccess
+            | TransactionOption::BypassStorageQuota
+            | TransactionOption::LogTransaction
+            | TransactionOption::ServerRequestTracing
+            | TransactionOption::AutomaticIdempotency
+            | TransactionOption::SnapshotRywEnable
+            | TransactionOption::SnapshotRywDisable
+            | TransactionOption::LockAware
+            | TransactionOption::UsedDuringCommitProtectionDisable
+            | TransactionOption::ReadLockAware
+            | TransactionOption::UseProvisionalProxies
+            | TransactionOption::ReportConflictingKeys
+            | TransactionOption::SpecialKeySpaceRelaxed
+            | TransactionOption::SpecialKeySpaceEnableWrites
+            | TransactionOption::ExpensiveClearCostEstimationEnable
+            | TransactionOption::BypassUnreadable
+            | TransactionOption::UseGrvCache => None,
+            // A string: its bytes.
+            TransactionOption::DebugRetryLogging(v)
+            | TransactionOption::TransactionLoggingEnable(v)
+            | TransactionOption::DebugTransactionIdentifier(v)
+            | TransactionOption::Tag(v)
+            | TransactionOption::AutoThrottleTag(v)
+            | TransactionOption::AuthorizationToken(v) => Some(v.as_bytes().to_vec()),
+            // An integer: 8 little-endian bytes.
+            TransactionOption::TransactionLoggingMaxFieldLength(v)
+            | TransactionOption::Timeout(v)
+            | TransactionOption::RetryLimit(v)
+            | TransactionOption::MaxRetryDelay(v)
+            | TransactionOption::SizeLimit(v) => Some(i64::from(*v).to_le_bytes().to_vec()),
+            // Bytes: as they are.
             TransactionOption::SpanParent(v) => Some(v.clone()),
-            TransactionOption::ExpensiveClearCostEstimationEnable => None,
-            TransactionOption::BypassUnreadable => None,
-            TransactionOption::UseGrvCache => None,
-            TransactionOption::AuthorizationToken(v) => Some(v.as_bytes().to_vec()),
         }
     }
 }
