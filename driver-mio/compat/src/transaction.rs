@@ -548,6 +548,7 @@ impl Transaction {
         TransactionCancelled { tr: self }
     }
 
+    // foundationdb-rs's two custom-metric methods, each its own call on the metrics.
     /// Sets a custom metric (only on an instrumented transaction).
     pub fn set_custom_metric(
         &self,
