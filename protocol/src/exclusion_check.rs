@@ -28,7 +28,7 @@ use crate::messages::coordination::CommitProxyInterface;
 use crate::messages::exclusion::{ExclusionSafetyCheckReply, ExclusionSafetyCheckRequest};
 use crate::messages::{decode_any, decode_reply, AddressExclusion, AnyMessage, ErrorOr};
 use crate::monitor::ClusterMonitor;
-use crate::part::{requests_in, LeaderAsks, Part, PartCx, Requests};
+use crate::part::{requests_in, LeaderAsks, Part, PartCx, Requests, PREVENT_FAST_SPIN_DELAY};
 use crate::route::Loss;
 use crate::time::Instant;
 
@@ -36,10 +36,6 @@ use crate::time::Instant;
 const QUORUM_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long the others get once a majority answered (`smartQuorum`'s `extraSeconds`).
 const EXTRA_TIME: Duration = Duration::from_secs(1);
-/// `FLOW_KNOBS->PREVENT_FAST_SPIN_DELAY`: the pause before a request is asked again.
-const RETRY_DELAY: Duration = Duration::from_millis(10);
-/// The pause before a leader request the network lost is sent again.
-const LOST_RETRY: Duration = Duration::from_millis(250);
 
 #[derive(Clone, Debug)]
 enum Step {
@@ -166,7 +162,7 @@ impl Part for ExclusionChecks {
                         };
                         match cx.ask_one(&proxies, req, None, ask) {
                             true => *sent = true,
-                            false => *at = Some(now + RETRY_DELAY),
+                            false => *at = Some(now + PREVENT_FAST_SPIN_DELAY),
                         }
                     }
                 }
@@ -199,7 +195,7 @@ impl Part for ExclusionChecks {
                     // reachable.
                     Ok(AnyMessage::Leader(_)) => coordinators.answered(i),
                     Ok(_) | Err(_) => {
-                        coordinators.ask_again(i, now + LOST_RETRY);
+                        coordinators.lost(i, now);
                         true
                     }
                 };
@@ -221,12 +217,12 @@ impl Part for ExclusionChecks {
         match (part, &mut c.step) {
             (None, Step::Proxy { .. }) => {
                 c.step = Step::Proxy {
-                    at: Some(cx.now() + RETRY_DELAY),
+                    at: Some(cx.now() + PREVENT_FAST_SPIN_DELAY),
                     sent: false,
                 }
             }
             (Some(i), Step::Coordinators { coordinators, .. }) => {
-                coordinators.ask_again(i, cx.now() + LOST_RETRY);
+                coordinators.lost(i, cx.now());
             }
             _ => {}
         }
@@ -427,7 +423,7 @@ mod tests {
         s.broken_promise(&req);
         s.drive();
         assert!(s.requests().is_empty(), "not asked again at once");
-        s.advance_by(RETRY_DELAY);
+        s.advance_by(PREVENT_FAST_SPIN_DELAY);
         let other = proxy_request(&mut s);
         assert_ne!(other.dest, req.dest);
         let req = other;

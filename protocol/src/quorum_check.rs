@@ -16,16 +16,12 @@ use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
 use crate::ids::RequestId;
 use crate::messages::{decode_any, AnyMessage, ErrorOr, NetworkAddress};
-use crate::part::{requests_in, LeaderAsks, Part, PartCx, Requests};
+use crate::part::{requests_in, LeaderAsks, Part, PartCx, Requests, PREVENT_FAST_SPIN_DELAY};
 use crate::route::Loss;
 use crate::time::Instant;
 
 /// How long the new coordinators have to answer (`delay(5.0)` in `changeQuorumChecker`).
 pub(crate) const QUORUM_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
-/// `FLOW_KNOBS->PREVENT_FAST_SPIN_DELAY`: the pause before a `broken_promise` is asked again.
-const BROKEN_PROMISE_RETRY: Duration = Duration::from_millis(10);
-/// The pause before a request the network lost is sent again.
-const LOST_RETRY: Duration = Duration::from_millis(250);
 
 #[derive(Clone, Debug)]
 struct Check {
@@ -111,7 +107,7 @@ impl Part for QuorumChecks {
             }
             Ok(AnyMessage::Leader(ErrorOr::Err(ErrorCode::BROKEN_PROMISE))) => {
                 c.coordinators
-                    .ask_again(part, cx.now() + BROKEN_PROMISE_RETRY);
+                    .ask_again(part, cx.now() + PREVENT_FAST_SPIN_DELAY);
                 None
             }
             Ok(AnyMessage::Leader(ErrorOr::Err(e))) => Some(ClientError::Fdb(e)),
@@ -127,7 +123,7 @@ impl Part for QuorumChecks {
     /// Coordinator `part` of check `req` will not answer this request: ask again soon.
     fn on_lost(&mut self, cx: &mut PartCx<'_>, req: RequestId, part: usize, _why: Loss) {
         if let Some(c) = self.checks.get_mut(req) {
-            c.coordinators.ask_again(part, cx.now() + LOST_RETRY);
+            c.coordinators.lost(part, cx.now());
         }
     }
 }

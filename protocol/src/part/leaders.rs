@@ -4,11 +4,15 @@
 
 use alloc::vec::Vec;
 use bytes::Bytes;
+use core::time::Duration;
 
 use super::{Leg, PartCx};
 use crate::ids::RequestId;
 use crate::messages::NetworkAddress;
 use crate::time::Instant;
+
+/// The pause before a coordinator whose request the network lost is asked again.
+const LOST_RETRY: Duration = Duration::from_millis(250);
 
 #[derive(Clone, Debug)]
 struct Asked {
@@ -73,6 +77,12 @@ impl LeaderAsks {
     /// Coordinator `i` answered; `false` if there is none such.
     pub(crate) fn answered(&mut self, i: usize) -> bool {
         self.asked.get_mut(i).map(|a| a.answered = true).is_some()
+    }
+
+    /// Coordinator `i`'s request was lost (or answered with something else): it is asked
+    /// again a little after `now`, unless it answered.
+    pub(crate) fn lost(&mut self, i: usize, now: Instant) {
+        self.ask_again(i, now + LOST_RETRY);
     }
 
     /// Coordinator `i` is to be asked again at `at`, unless it answered.

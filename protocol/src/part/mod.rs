@@ -14,6 +14,7 @@ mod leaders;
 mod requests;
 
 use bytes::Bytes;
+use core::time::Duration;
 
 pub(crate) use cx::{Answer, PartCx};
 pub(crate) use leaders::LeaderAsks;
@@ -22,6 +23,11 @@ pub(crate) use requests::Requests;
 use crate::ids::RequestId;
 use crate::route::Loss;
 use crate::time::Instant;
+
+/// `FLOW_KNOBS->PREVENT_FAST_SPIN_DELAY`: the pause before a part asks again when the answer
+/// says to (a `broken_promise`, `dd_not_found`, a request lost with its proxy). One knob in
+/// FDB, so one constant for every part.
+pub(crate) const PREVENT_FAST_SPIN_DELAY: Duration = Duration::from_millis(10);
 
 /// What the client asks of each of its parts.
 pub(crate) trait Part {

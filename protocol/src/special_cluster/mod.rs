@@ -48,7 +48,7 @@ use crate::messages::metrics::{
 use crate::messages::types::{KeyRange, KeySelector, KeyValue};
 use crate::messages::workers::{decode_client_workers, GetClientWorkersRequest};
 use crate::messages::{decode_any, decode_reply, AnyMessage, EnsureTable, ErrorOr};
-use crate::part::{requests_in, Answer, Leg, Part, PartCx, Requests};
+use crate::part::{requests_in, Answer, Leg, Part, PartCx, Requests, PREVENT_FAST_SPIN_DELAY};
 use crate::route::Loss;
 use crate::ryw::range_read::remove_or_equal;
 use crate::time::Instant;
@@ -87,9 +87,6 @@ const WORKERS_MODULE: (&[u8], &[u8]) = (
 );
 /// `CLIENT_KNOBS->TOO_MANY`: the shard limit libfdb_c asks with.
 const TOO_MANY: i32 = 1_000_000;
-/// `FLOW_KNOBS->PREVENT_FAST_SPIN_DELAY`: before asking again after `dd_not_found` or a
-/// request lost with its proxy.
-const RETRY_DELAY: Duration = Duration::from_millis(10);
 
 /// What one part of a module read asks the cluster for; each with the special keys
 /// (`[begin, end)`, inside the part) whose rows it gives.
@@ -450,7 +447,7 @@ impl ClusterReads {
             };
         } else if left == 0 {
             *st = PartState::Waiting {
-                at: Some(now + RETRY_DELAY),
+                at: Some(now + PREVENT_FAST_SPIN_DELAY),
                 sent: false,
             };
         }
@@ -534,7 +531,7 @@ impl Part for ClusterReads {
             return;
         };
         let retry = PartState::Waiting {
-            at: Some(now + RETRY_DELAY),
+            at: Some(now + PREVENT_FAST_SPIN_DELAY),
             sent: false,
         };
         let outcome = match ask {
@@ -633,7 +630,7 @@ impl Part for ClusterReads {
             }
         }
         *st = PartState::Waiting {
-            at: Some(now + RETRY_DELAY),
+            at: Some(now + PREVENT_FAST_SPIN_DELAY),
             sent: false,
         };
     }

@@ -206,7 +206,7 @@ mod on_a_scripted_cluster {
         s.reply::<GetDDMetricsReply>(&req, ErrorOr::Err(ErrorCode::DD_NOT_FOUND));
         assert!(s.requests().iter().all(|r| !is_dd(r)));
         assert!(s.take(call).is_none());
-        s.advance_by(RETRY_DELAY);
+        s.advance_by(PREVENT_FAST_SPIN_DELAY);
         let req = take(&mut s, is_dd);
         let shard = |bytes, begin: &'static [u8]| DDMetricsRef {
             shard_bytes: bytes,
@@ -292,7 +292,7 @@ mod on_a_scripted_cluster {
         assert!(matches!(&req.msg, AnyMessage::GetHealthMetricsRequest(m) if !m.detailed));
         // That proxy's role ended: the other one is asked.
         s.broken_promise(&req);
-        s.advance_by(RETRY_DELAY);
+        s.advance_by(PREVENT_FAST_SPIN_DELAY);
         let again = take(&mut s, is_health);
         assert_ne!(again.dest, req.dest);
         let req = again;
