@@ -247,7 +247,6 @@ crate::serializer::fb_message! {
     }
 }
 
-// FDB's fields for each message in FDB's order: the messages here are alike only in shape.
 crate::serializer::fb_message! {
     /// Answers with the range's metrics once any of them is below `min` or above `max`; a
     /// client wanting them at once sends `min.bytes = 0, max.bytes = -1`

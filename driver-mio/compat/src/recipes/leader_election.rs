@@ -242,6 +242,7 @@ impl LeaderElection {
         Ok(())
     }
 
+    // foundationdb-rs's recipe methods: each keeps its own public signature.
     /// Replaces the configuration.
     pub async fn write_config<T: Deref<Target = Transaction>>(
         &self,

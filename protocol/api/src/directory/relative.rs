@@ -106,6 +106,8 @@ impl<'a> At<'a> {
 }
 
 /// The operations of a directory on the directories below it, paths relative to it.
+// `create_or_open` and `create` are two public names over one `create` (its last argument
+// says whether opening is allowed), as in the other bindings.
 macro_rules! directory_ops {
     ($t:ty) => {
         impl $t {
