@@ -120,7 +120,7 @@ mod on_a_scripted_cluster {
     use crate::client::ClientConfig;
     use crate::cluster_file::ClusterFile;
     use crate::event::RangeResult;
-    use crate::messages::coordination::{ClientDBInfo, LeaderInfo};
+    use crate::messages::coordination::LeaderInfo;
     use crate::messages::encode_reply;
     use crate::messages::metrics::DDMetricsRef;
     use crate::messages::workers::{encode_client_workers, ClientWorkerInterface};
@@ -132,25 +132,13 @@ mod on_a_scripted_cluster {
 
     fn sim() -> Sim<InfoServer> {
         let cluster_file = ClusterFile::parse("t:t@127.0.0.1:4500").unwrap();
-        let info = ClientDBInfo {
-            grv_proxies: alloc::vec![
-                GrvProxyInterface {
-                    get_consistent_read_version: stream(4500, Uid::new(1, 0x10)),
-                    ..Default::default()
-                },
-                GrvProxyInterface {
-                    get_consistent_read_version: stream(4500, Uid::new(1, 0x30)),
-                    ..Default::default()
-                },
-            ],
-            commit_proxies: alloc::vec![CommitProxyInterface {
-                commit: stream(4500, Uid::new(2, 0x20)),
-                ..Default::default()
-            }],
-            id: Uid::new(3, 3),
-            cluster_id: Uid::new(0xabc, 0xdef),
+        // The simulation's loopback proxies, a second GRV proxy and a cluster id.
+        let mut info = crate::sim::loopback_proxies();
+        info.grv_proxies.push(GrvProxyInterface {
+            get_consistent_read_version: stream(4500, Uid::new(1, 0x30)),
             ..Default::default()
-        };
+        });
+        info.cluster_id = Uid::new(0xabc, 0xdef);
         let mut s = Sim::with_server(ClientConfig::new(cluster_file, 7), InfoServer { info });
         s.drive();
         s
