@@ -5,6 +5,7 @@ use bytes::Bytes;
 
 use super::walk::{Backward, Forward};
 use super::{fge, is_backward, is_fge, Flow, NativeRead, RangeRead};
+use crate::ryw::ext_key::cmp_bytes;
 use crate::ryw::iterator::{RywIter, Unreadable};
 
 impl RangeRead {
@@ -17,16 +18,18 @@ impl RangeRead {
     ) -> Result<Flow, Unreadable> {
         loop {
             let (begin, end) = (&self.begin, &self.end);
+            // Keys compared with `cmp_bytes`, not `memcmp`, as in `walk`.
+            let begin_ge_end = cmp_bytes(&begin.key, &end.key).is_ge();
             if self.rows.is_empty()
                 && self.actual_begin_offset >= self.actual_end_offset
-                && begin.key >= end.key
+                && begin_ge_end
             {
                 return Ok(Flow::Empty(false, false));
             }
-            if !is_backward(begin) && begin.key >= self.max_key {
+            if !is_backward(begin) && cmp_bytes(&begin.key, &self.max_key).is_ge() {
                 return Ok(Flow::Empty(self.read_to_begin, self.read_through_end));
             }
-            if (begin.offset >= end.offset && begin.key >= end.key)
+            if (begin.offset >= end.offset && begin_ge_end)
                 || (end.offset <= 1 && end.key.is_empty())
             {
                 if is_fge(begin) || self.rows.is_empty() {
@@ -127,7 +130,7 @@ impl RangeRead {
             r
         };
         let mut read_begin = read_begin;
-        if read_begin.key > read_end.key {
+        if cmp_bytes(&read_begin.key, &read_end.key).is_gt() {
             read_begin.key = read_end.key.clone();
         }
         let offset = read_end.offset;
