@@ -1,47 +1,51 @@
 //! A position in the write map (`WriteMap::iterator`): segments, their kinds and flags, and
 //! the steps between them.
 
-use alloc::collections::{btree_map, BTreeMap};
 use bytes::Bytes;
-use core::ops::Bound;
 
+use super::entries::Entries;
 use super::{OpStack, RangeKind, WriteEntry, WriteSeg};
 use crate::ryw::ext_key::ExtKey;
 
 /// A position in the write map, between two entries (`WriteMap::iterator`).
 #[derive(Clone, Debug)]
 pub(crate) struct WriteIter<'a> {
-    map: &'a BTreeMap<Bytes, WriteEntry>,
+    map: &'a Entries,
     pub(super) key: &'a Bytes,
     pub(super) entry: &'a WriteEntry,
+    /// Where `key` and `next_key` are in the map (`next_at` is `at` past the last entry).
+    at: u32,
+    next_at: u32,
     next_key: &'a Bytes,
     next: &'a WriteEntry,
     /// `false`: the operations at `key`; `true`: the keys after it.
     offset: bool,
-    /// The entries after `next_key`, where the search for `next` left them: walking forward
-    /// takes the next one without a new search (`None` after a step back).
-    ahead: Option<btree_map::Range<'a, Bytes, WriteEntry>>,
 }
 
 impl<'a> WriteIter<'a> {
-    pub(super) fn at(map: &'a BTreeMap<Bytes, WriteEntry>, key: &[u8]) -> Self {
+    pub(super) fn at(map: &'a Entries, key: &[u8]) -> Self {
         // The last entry at or before `key`, and the one after it.
-        let (k, e) = map
-            .range::<[u8], _>((Bound::Unbounded, Bound::Included(key)))
-            .next_back()
-            .or_else(|| map.iter().next())
+        let at = map
+            .floor(key)
+            .or_else(|| map.first())
             .expect("the map holds its sentinels");
-        let mut ahead = map.range::<[u8], _>((Bound::Excluded(key), Bound::Unbounded));
-        let (nk, n) = ahead.next().unwrap_or((k, e));
+        let next_at = map.next(at).unwrap_or(at);
+        let (k, e) = (map.key(at), map.entry(at));
         WriteIter {
             map,
             key: k,
             entry: e,
-            next_key: nk,
-            next: n,
+            at,
+            next_at,
+            next_key: map.key(next_at),
+            next: map.entry(next_at),
             offset: e.stack.is_empty() || k.as_ref() != key,
-            ahead: Some(ahead),
         }
+    }
+
+    /// Where the entry the segment belongs to is in the map.
+    pub(super) fn pos(&self) -> u32 {
+        self.at
     }
 
     /// Moves to the segment holding `key`.
@@ -159,19 +163,17 @@ impl<'a> WriteIter<'a> {
             self.offset = true;
             return;
         }
-        let (map, after) = (self.map, self.next_key.as_ref());
-        let ahead = self.ahead.get_or_insert_with(|| {
-            map.range::<[u8], _>((Bound::Excluded(after), Bound::Unbounded))
-        });
-        let Some((nk, n)) = ahead.next() else {
+        let Some(n) = self.map.next(self.next_at) else {
             // Past the last sentinel: nothing follows (no reader goes there).
             self.offset = true;
             return;
         };
+        self.at = self.next_at;
         self.key = self.next_key;
         self.entry = self.next;
-        self.next_key = nk;
-        self.next = n;
+        self.next_at = n;
+        self.next_key = self.map.key(n);
+        self.next = self.map.entry(n);
         self.offset = self.entry.stack.is_empty();
     }
 
@@ -180,18 +182,15 @@ impl<'a> WriteIter<'a> {
             self.offset = false;
             return;
         }
-        let Some((pk, p)) = self
-            .map
-            .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(self.key.as_ref())))
-            .next_back()
-        else {
+        let Some(p) = self.map.prev(self.at) else {
             return;
         };
-        self.ahead = None;
+        self.next_at = self.at;
         self.next_key = self.key;
         self.next = self.entry;
-        self.key = pk;
-        self.entry = p;
+        self.at = p;
+        self.key = self.map.key(p);
+        self.entry = self.map.entry(p);
         self.offset = self.entry.stack.is_empty() || !self.next_follows_directly();
     }
 

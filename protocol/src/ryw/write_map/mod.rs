@@ -11,10 +11,12 @@
 //! ranges.
 //!
 //! One concern a file: this module holds the map, its entries and its edits (sets and atomic
-//! ops, clears, unreadable and conflict ranges); [`op_stack`] one key's operations and how
-//! they coalesce; [`iter`] the segment iterator; [`native`] the write-out at commit and its
-//! size.
+//! ops, clears, unreadable and conflict ranges); [`entries`] the ordered store of the
+//! entries (a skip list in one vector: few allocations however many keys); [`op_stack`] one
+//! key's operations and how they coalesce; [`iter`] the segment iterator; [`native`] the
+//! write-out at commit and its size.
 
+mod entries;
 mod iter;
 mod native;
 mod op_stack;
@@ -22,15 +24,14 @@ mod op_stack;
 mod tests;
 
 use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use bytes::Bytes;
-use core::ops::Bound;
 use once_cell::race::OnceBox;
 use smallvec::SmallVec;
 
 use super::ext_key::{empty_key, ExtKey};
 use crate::keys::mutation_type as mt;
+use entries::Entries;
 
 pub(crate) use iter::WriteIter;
 pub(crate) use native::{MUTATION_OVERHEAD, RANGE_OVERHEAD};
@@ -127,7 +128,7 @@ impl Lookup<'_> {
 /// The write map of one transaction.
 #[derive(Clone, Debug)]
 pub(crate) struct WriteMap {
-    entries: BTreeMap<Bytes, WriteEntry>,
+    entries: Entries,
     /// `writeMapEmpty`: nothing was written (a versionstamped key's unreadable range alone
     /// does not count).
     empty: bool,
@@ -135,7 +136,7 @@ pub(crate) struct WriteMap {
 
 impl Default for WriteMap {
     fn default() -> Self {
-        let mut entries = BTreeMap::new();
+        let mut entries = Entries::new();
         entries.insert(empty_key(), WriteEntry::default());
         for k in [ALL_KEYS_END, AFTER_ALL_KEYS] {
             entries.insert(Bytes::from_static(k), WriteEntry::default());
@@ -203,17 +204,11 @@ impl WriteMap {
         with_end: bool,
     ) -> (Bytes, Bytes) {
         let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
-        let lo = ExtKey::new(&b, usize::from(keep_begin)).to_bytes();
-        let hi = ExtKey::new(&e, usize::from(with_end)).to_bytes();
+        let lo = ExtKey::new(&b, usize::from(keep_begin));
+        let hi = ExtKey::new(&e, usize::from(with_end));
         if lo < hi {
-            let gone: SmallVec<[Bytes; 4]> = self
-                .entries
-                .range::<[u8], _>((Bound::Included(lo.as_ref()), Bound::Excluded(hi.as_ref())))
-                .map(|(k, _)| k.clone())
-                .collect();
-            for k in gone {
-                self.entries.remove(&k);
-            }
+            self.entries
+                .remove_range(|k| lo.cmp_key(k).is_gt(), |k| hi.cmp_key(k).is_gt());
         }
         (b, e)
     }
@@ -268,7 +263,8 @@ impl WriteMap {
             }
             e
         };
-        self.entries.insert(key, updated);
+        let floor = it.pos();
+        self.entries.insert_at(floor, key, updated);
     }
 
     /// `WriteMap::clear`.
