@@ -171,6 +171,16 @@ impl KeyArena {
     const FIRST_CHUNK: usize = 4096;
     const MAX_CHUNK: usize = 64 * 1024;
 
+    /// An arena whose first chunk holds `bytes` (within the usual chunk sizes): a walk that
+    /// knows roughly what it will build takes one chunk, not a doubling series of them.
+    pub(crate) fn for_bytes(bytes: usize) -> Self {
+        KeyArena {
+            buf: BytesMut::new(),
+            // The first `build` doubles this.
+            chunk: bytes.clamp(Self::FIRST_CHUNK, Self::MAX_CHUNK).div_ceil(2),
+        }
+    }
+
     fn build(&mut self, k: ExtKey<'_>) -> Bytes {
         let n = k.len();
         if self.buf.capacity() - self.buf.len() < n {

@@ -50,6 +50,8 @@ pub(super) struct Entries {
     /// (their tower slots go with them).
     free: [u32; MAX_LEVEL],
     len: usize,
+    /// The entries' key bytes, for sizing what the write-out builds from them.
+    key_bytes: usize,
     /// Draws the node heights; a copy of the map draws what the original would have.
     rng: u64,
 }
@@ -66,6 +68,7 @@ impl Clone for Entries {
             levels: self.levels,
             free: self.free,
             len: self.len,
+            key_bytes: self.key_bytes,
             rng: self.rng,
         }
     }
@@ -80,12 +83,17 @@ impl Entries {
             levels: 1,
             free: [NIL; MAX_LEVEL],
             len: 0,
+            key_bytes: 0,
             rng: 0x2545_f491_4f6c_dd1d,
         }
     }
 
     pub(super) fn len(&self) -> usize {
         self.len
+    }
+
+    pub(super) fn key_bytes(&self) -> usize {
+        self.key_bytes
     }
 
     pub(super) fn key(&self, at: u32) -> &Bytes {
@@ -263,6 +271,7 @@ impl Entries {
     }
 
     fn new_node(&mut self, key: Bytes, entry: WriteEntry, h: usize) -> u32 {
+        self.key_bytes += key.len();
         let reused = self.free[h - 1];
         if reused != NIL {
             let node = &mut self.nodes[reused as usize];
@@ -295,6 +304,7 @@ impl Entries {
     /// Puts an unlinked node on its height's free list, letting go of its key and entry.
     fn release(&mut self, at: u32, h: usize) {
         let node = &mut self.nodes[at as usize];
+        self.key_bytes -= node.key.len();
         node.key = Bytes::new();
         node.entry = WriteEntry::default();
         node.next = self.free[h - 1];
@@ -409,6 +419,7 @@ mod tests {
                     }
                 }
                 assert_eq!(m.len(), model.len());
+                assert_eq!(m.key_bytes(), model.keys().map(|k| k.len()).sum::<usize>());
             }
             let want: Vec<_> = model.into_iter().collect();
             assert_eq!(contents(&m), want, "round {round}");

@@ -21,10 +21,12 @@ impl WriteMap {
         mutations: &mut Vec<MutationRef>,
         conflicts: &mut Vec<KeyRange>,
     ) {
+        // Mostly one key with an appended zero per entry (a key's conflict end `k\0`).
+        let zeroed = self.entries.key_bytes() + self.entries.len();
         let mut out = NativeLists {
             mutations,
             conflicts,
-            keys: KeyArena::default(),
+            keys: KeyArena::for_bytes(zeroed),
         };
         self.walk_native(begin, end, &mut out);
     }
