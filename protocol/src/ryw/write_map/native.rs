@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 
 use super::op_stack::is_atomic_kind;
-use super::{WriteIter, WriteMap};
+use super::{WriteIter, WriteMap, ALL_KEYS_END};
 use crate::keys::KeyRange;
 use crate::keys::{mutation_type as mt, MutationRef};
 use crate::ryw::ext_key::{ExtKey, KeyArena};
@@ -21,8 +21,14 @@ impl WriteMap {
         mutations: &mut Vec<MutationRef>,
         conflicts: &mut Vec<KeyRange>,
     ) {
-        // Mostly one key with an appended zero per entry (a key's conflict end `k\0`).
-        let zeroed = self.entries.key_bytes() + self.entries.len();
+        // Mostly one key with an appended zero per entry (a key's conflict end `k\0`). Only
+        // for the whole map (the commit): a versionstamped key's part of it is small.
+        let whole = begin.is_empty() && end.as_ref() >= ALL_KEYS_END;
+        let zeroed = if whole {
+            self.entries.key_bytes() + self.entries.len()
+        } else {
+            0
+        };
         let mut out = NativeLists {
             mutations,
             conflicts,
