@@ -177,6 +177,8 @@ impl<'a> WriteIter<'a> {
         self.offset = self.entry.stack.is_empty();
     }
 
+    /// `advance` run backwards: the two stay apart (as the RYW iterator's pair does) since
+    /// one of them runs for every segment a range read passes.
     pub(crate) fn retreat(&mut self) {
         if self.offset && !self.entry.stack.is_empty() {
             self.offset = false;
