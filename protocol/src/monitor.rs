@@ -147,6 +147,10 @@ pub(crate) struct ClusterMonitor {
     resolving: bool,
     /// We follow a forward whose connection string no coordinator confirmed yet.
     forward_unconfirmed: bool,
+    /// The last connection string confirmed: the one the client started with or was given,
+    /// or a forward's once its coordinators answered. What the cluster file holds as far as
+    /// this client knows (libfdb_c's connection record, as against its intermediate one).
+    confirmed: ClusterFile,
     /// `shrinkProxyList`'s memory: the proxy ids last seen and the subset chosen from them.
     last_grv_ids: Vec<Uid>,
     last_grv: heapless::Vec<GrvProxyInterface, MAX_GRV_PROXY_CONNECTIONS>,
@@ -179,6 +183,7 @@ impl ClusterMonitor {
             internal: false,
         };
         ClusterMonitor {
+            confirmed: cluster.clone(),
             cluster,
             client_version,
             coordinators,
@@ -202,6 +207,11 @@ impl ClusterMonitor {
     /// The connection string in use (changes when a coordinator forwards us).
     pub(crate) fn cluster(&self) -> &ClusterFile {
         &self.cluster
+    }
+
+    /// The last connection string confirmed (see the field).
+    pub(crate) fn confirmed_cluster(&self) -> &ClusterFile {
+        &self.confirmed
     }
 
     /// The current cluster information, once known.
@@ -266,6 +276,7 @@ impl ClusterMonitor {
     /// and the new coordinators are asked at once.
     pub(crate) fn set_cluster(&mut self, io: &mut Io<'_>, cluster: ClusterFile) {
         self.forward_unconfirmed = false;
+        self.confirmed = cluster.clone();
         self.switch_cluster(io, cluster);
     }
 
@@ -388,6 +399,7 @@ impl ClusterMonitor {
             // `monitorProxiesOneGeneration`: the first answer from the forwarded coordinators
             // makes the intermediate connection string the persisted one.
             self.forward_unconfirmed = false;
+            self.confirmed = self.cluster.clone();
             io.events.push_back(Event::ClusterFileChanged {
                 cluster: self.cluster.clone(),
             });

@@ -531,8 +531,12 @@ fn forward_is_followed_and_then_persisted() {
     };
     h.reply(&s[0], ErrorOr::Ok(fwd));
     let new = ClusterFile::parse("a:b@10.0.0.2:4500,10.0.0.3:4500").unwrap();
+    let old = ClusterFile::parse("a:b@10.0.0.1:4500").unwrap();
     let ev = h.take_events();
     assert_eq!(h.client.cluster(), &new);
+    // Not confirmed yet: the cluster file still holds the old string, and a driver that
+    // reads it again must not take that for a change.
+    assert_eq!(h.client.confirmed_cluster(), &old);
     // The client asks one of the new coordinators, telling it the new connection string.
     let (conn, at) = ev
         .iter()
@@ -562,11 +566,45 @@ fn forward_is_followed_and_then_persisted() {
     assert!(ev.contains(&Event::ClusterFileChanged {
         cluster: new.clone()
     }));
+    assert_eq!(h.client.confirmed_cluster(), &new);
     assert_eq!(
         new.file_contents(),
         "# DO NOT EDIT!\n# This file is auto-generated, it is not to be edited by hand\n\
          a:b@10.0.0.2:4500,10.0.0.3:4500\n"
     );
+}
+
+/// A forward whose new coordinators all fail a round stays followed: the round ends in
+/// `CoordinatorsUnreachable`, and the string to compare the cluster file with is still the
+/// old one, which the file holds, so a driver does not switch back (libfdb_c's intermediate
+/// record is never out of date). Switching back sent a client to the old coordinators,
+/// which forwarded it again, round after round.
+#[test]
+fn a_forward_not_confirmed_survives_a_failed_round() {
+    let mut h = harness("a:b@10.0.0.1:4500", 12);
+    let cc = h.connect_to("10.0.0.1:4500");
+    h.accept(cc);
+    let s = h.take_requests();
+    let fwd = ClientDBInfo {
+        forward: Some(Bytes::from_static(b"a:b@10.0.0.2:4500")),
+        ..Default::default()
+    };
+    h.reply(&s[0], ErrorOr::Ok(fwd));
+    let old = ClusterFile::parse("a:b@10.0.0.1:4500").unwrap();
+    let new = ClusterFile::parse("a:b@10.0.0.2:4500").unwrap();
+    let conn = h
+        .take_events()
+        .iter()
+        .find_map(|e| match e {
+            Event::Connect { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .expect("connects to the new coordinator");
+    let now = h.now();
+    h.client.handle_connect_failed(conn, now);
+    assert!(h.take_events().contains(&Event::CoordinatorsUnreachable));
+    assert_eq!(h.client.cluster(), &new);
+    assert_eq!(h.client.confirmed_cluster(), &old);
 }
 
 #[test]
@@ -597,12 +635,21 @@ mod forwarding {
 
     /// A coordinator that answers every `OpenDatabaseCoordRequest` with `forward = to`.
     fn forwarder(to: String) -> std::net::SocketAddr {
+        forwarder_counting(to, Default::default())
+    }
+
+    /// [`forwarder`], counting the requests it forwards in `asked`.
+    fn forwarder_counting(
+        to: String,
+        asked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> std::net::SocketAddr {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let at = l.local_addr().unwrap();
         std::thread::spawn(move || {
             for s in l.incoming() {
                 let Ok(mut s) = s else { return };
                 let to = to.clone();
+                let asked = asked.clone();
                 std::thread::spawn(move || {
                     let mut d = FrameDecoder::new(true, true);
                     let mut buf = [0u8; 4096];
@@ -621,6 +668,7 @@ mod forwarding {
                             let Incoming::Packet(p) = f else { continue };
                             let reply = match decode_any(&p.message) {
                                 Ok(AnyMessage::OpenDatabaseCoordRequest(r)) => {
+                                    asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                                     let info = ClientDBInfo {
                                         forward: Some(Bytes::from(to.clone())),
                                         ..Default::default()
@@ -658,6 +706,38 @@ mod forwarding {
         let path = dir.join("fdb.cluster");
         std::fs::write(&path, format!("# old coordinators\nfwd:test@{fwd}\n")).unwrap();
         (c, path, ClusterFile::parse(&real).unwrap())
+    }
+
+    /// Forwarded to a coordinator that is down: failed rounds follow, and the cluster file
+    /// still holds the forwarder's string. The driver must not read that as a change and go
+    /// back to the forwarder, which would forward it again, round after round (the CI flake
+    /// of `a_coordinator_change_is_followed_and_the_cluster_file_rewritten`).
+    #[test]
+    fn mio_stays_with_a_forward_whose_coordinators_are_down() {
+        let dead = TcpListener::bind("127.0.0.1:0").unwrap();
+        let dead_addr = dead.local_addr().unwrap();
+        drop(dead);
+        let asked: std::sync::Arc<std::sync::atomic::AtomicUsize> = Default::default();
+        let fwd = forwarder_counting(format!("fwd:test@{dead_addr}"), asked.clone());
+        let dir = std::env::temp_dir().join(format!(
+            "fdb-forward-down-{}-{}",
+            std::process::id(),
+            fwd.port()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("fdb.cluster");
+        std::fs::write(&path, format!("fwd:test@{fwd}\n")).unwrap();
+        let db = fdb_driver_mio::Database::open_file_with_seed(&path, 3).unwrap();
+        // Three rounds at least (COORDINATOR_RECONNECTION_DELAY is 1 s).
+        assert!(db
+            .read_version_with(Priority::Default, Duration::from_millis(3500))
+            .is_err());
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(
+            db.cluster().unwrap().to_string(),
+            format!("fwd:test@{dead_addr}")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     fn rewritten(path: &std::path::Path, want: &ClusterFile) -> bool {

@@ -213,7 +213,7 @@ impl Engine {
                     let changed = self
                         .cluster_file
                         .as_deref()
-                        .and_then(|p| reread_cluster_file(p, self.client.cluster()));
+                        .and_then(|p| reread_cluster_file(p, self.client.confirmed_cluster()));
                     if let Some(cf) = changed {
                         let now = self.now();
                         self.client.set_cluster(now, cf);

@@ -13,7 +13,8 @@
 //!    and report every address with [`Client::handle_resolved`] (none when the lookup
 //!    failed). On [`Event::ClusterFileChanged`] a driver that read a cluster file writes
 //!    [`ClusterFile::file_contents`] back to it; on [`Event::CoordinatorsUnreachable`] it reads
-//!    the file again and hands a changed one to [`Client::set_cluster`].
+//!    the file again and hands it to [`Client::set_cluster`] if it differs from
+//!    [`Client::confirmed_cluster`].
 //!    [`Event::Complete`] finishes an application request (a transaction call, a read
 //!    version, a status read); the rest is information.
 //! 2. `poll_transmit()` until `None`, writing each [`Transmit`] to its connection's socket.
@@ -182,6 +183,17 @@ impl Client {
     /// The connection string in use (changes when a coordinator forwards us).
     pub fn cluster(&self) -> &ClusterFile {
         self.monitor.cluster()
+    }
+
+    /// The last connection string confirmed: the one the client started with or was given
+    /// ([`Client::set_cluster`]), or a forward's once one of its coordinators answered (the
+    /// one [`Event::ClusterFileChanged`] carried). While a forward waits for that answer it
+    /// differs from [`Client::cluster`]. A driver compares a re-read cluster file with this,
+    /// not with the string in use: the file holds the old string until the forward is
+    /// confirmed, and is not a change made by someone else (libfdb_c's intermediate record is
+    /// never out of date).
+    pub fn confirmed_cluster(&self) -> &ClusterFile {
+        self.monitor.confirmed_cluster()
     }
 
     /// The driver resolved `host:port` (asked by [`Event::Resolve`]); `addrs` is empty if the
