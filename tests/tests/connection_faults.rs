@@ -519,17 +519,23 @@ fn mixed_coordinators_list_addresses_and_hostnames_in_file_order() {
     assert_eq!(req.hostnames.len(), 1);
 }
 
-#[test]
-fn forward_is_followed_and_then_persisted() {
-    let mut h = harness("a:b@10.0.0.1:4500", 10);
+/// A client of the one coordinator `10.0.0.1:4500`, whose first answer forwards it to `to`.
+fn forwarded(seed: u64, to: &'static [u8]) -> Sim {
+    let mut h = harness("a:b@10.0.0.1:4500", seed);
     let cc = h.connect_to("10.0.0.1:4500");
     h.accept(cc);
     let s = h.take_requests();
     let fwd = ClientDBInfo {
-        forward: Some(Bytes::from_static(b"a:b@10.0.0.2:4500,10.0.0.3:4500")),
+        forward: Some(Bytes::from_static(to)),
         ..Default::default()
     };
     h.reply(&s[0], ErrorOr::Ok(fwd));
+    h
+}
+
+#[test]
+fn forward_is_followed_and_then_persisted() {
+    let mut h = forwarded(10, b"a:b@10.0.0.2:4500,10.0.0.3:4500");
     let new = ClusterFile::parse("a:b@10.0.0.2:4500,10.0.0.3:4500").unwrap();
     let old = ClusterFile::parse("a:b@10.0.0.1:4500").unwrap();
     let ev = h.take_events();
@@ -581,15 +587,7 @@ fn forward_is_followed_and_then_persisted() {
 /// which forwarded it again, round after round.
 #[test]
 fn a_forward_not_confirmed_survives_a_failed_round() {
-    let mut h = harness("a:b@10.0.0.1:4500", 12);
-    let cc = h.connect_to("10.0.0.1:4500");
-    h.accept(cc);
-    let s = h.take_requests();
-    let fwd = ClientDBInfo {
-        forward: Some(Bytes::from_static(b"a:b@10.0.0.2:4500")),
-        ..Default::default()
-    };
-    h.reply(&s[0], ErrorOr::Ok(fwd));
+    let mut h = forwarded(12, b"a:b@10.0.0.2:4500");
     let old = ClusterFile::parse("a:b@10.0.0.1:4500").unwrap();
     let new = ClusterFile::parse("a:b@10.0.0.2:4500").unwrap();
     let conn = h
@@ -609,15 +607,7 @@ fn a_forward_not_confirmed_survives_a_failed_round() {
 
 #[test]
 fn a_garbage_forward_counts_as_a_failed_coordinator() {
-    let mut h = harness("a:b@10.0.0.1:4500", 11);
-    let cc = h.connect_to("10.0.0.1:4500");
-    h.accept(cc);
-    let s = h.take_requests();
-    let fwd = ClientDBInfo {
-        forward: Some(Bytes::from_static(b"not a connection string")),
-        ..Default::default()
-    };
-    h.reply(&s[0], ErrorOr::Ok(fwd));
+    let h = forwarded(11, b"not a connection string");
     assert_eq!(
         h.client.cluster(),
         &ClusterFile::parse("a:b@10.0.0.1:4500").unwrap()
@@ -696,7 +686,12 @@ mod forwarding {
     fn setup(name: &str) -> (TestCluster, std::path::PathBuf, ClusterFile) {
         let c = TestCluster::builder().description("fwd:test").start();
         let real = c.cluster_file_string();
-        let fwd = forwarder(real.clone());
+        let path = naming(forwarder(real.clone()), name);
+        (c, path, ClusterFile::parse(&real).unwrap())
+    }
+
+    /// A cluster file of its own naming the forwarder at `fwd` as the coordinator.
+    fn naming(fwd: std::net::SocketAddr, name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!(
             "fdb-forward-{name}-{}-{}",
             std::process::id(),
@@ -705,7 +700,7 @@ mod forwarding {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("fdb.cluster");
         std::fs::write(&path, format!("# old coordinators\nfwd:test@{fwd}\n")).unwrap();
-        (c, path, ClusterFile::parse(&real).unwrap())
+        path
     }
 
     /// Forwarded to a coordinator that is down: failed rounds follow, and the cluster file
@@ -719,14 +714,7 @@ mod forwarding {
         drop(dead);
         let asked: std::sync::Arc<std::sync::atomic::AtomicUsize> = Default::default();
         let fwd = forwarder_counting(format!("fwd:test@{dead_addr}"), asked.clone());
-        let dir = std::env::temp_dir().join(format!(
-            "fdb-forward-down-{}-{}",
-            std::process::id(),
-            fwd.port()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("fdb.cluster");
-        std::fs::write(&path, format!("fwd:test@{fwd}\n")).unwrap();
+        let path = naming(fwd, "down");
         let db = fdb_driver_mio::Database::open_file_with_seed(&path, 3).unwrap();
         // Three rounds at least (COORDINATOR_RECONNECTION_DELAY is 1 s).
         assert!(db
@@ -737,7 +725,7 @@ mod forwarding {
             db.cluster().unwrap().to_string(),
             format!("fwd:test@{dead_addr}")
         );
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
     fn rewritten(path: &std::path::Path, want: &ClusterFile) -> bool {
