@@ -1,5 +1,5 @@
 #!/bin/bash
-# The runs here: one build (main 950c82b, `--features libfdb_c`), one single-process memory
+# The runs here: one build (main e5a2f7a, `--features libfdb_c`), one single-process memory
 # cluster (`cluster.sh start DIR 1 memory`), the tokio runtime with 2 worker threads (the
 # default on this 2-core machine), then with 1.
 set -e
