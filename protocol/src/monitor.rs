@@ -145,12 +145,10 @@ pub(crate) struct ClusterMonitor {
     open_db_outstanding: bool,
     /// The driver is resolving the current coordinator's host name.
     resolving: bool,
-    /// We follow a forward whose connection string no coordinator confirmed yet.
-    forward_unconfirmed: bool,
-    /// The last connection string confirmed: the one the client started with or was given,
-    /// or a forward's once its coordinators answered. What the cluster file holds as far as
-    /// this client knows (libfdb_c's connection record, as against its intermediate one).
-    confirmed: ClusterFile,
+    /// While we follow a forward whose connection string no coordinator confirmed yet: the
+    /// last one confirmed, which the cluster file still holds as far as this client knows
+    /// (libfdb_c's connection record, as against its intermediate one).
+    unconfirmed_from: Option<ClusterFile>,
     /// `shrinkProxyList`'s memory: the proxy ids last seen and the subset chosen from them.
     last_grv_ids: Vec<Uid>,
     last_grv: heapless::Vec<GrvProxyInterface, MAX_GRV_PROXY_CONNECTIONS>,
@@ -183,7 +181,6 @@ impl ClusterMonitor {
             internal: false,
         };
         ClusterMonitor {
-            confirmed: cluster.clone(),
             cluster,
             client_version,
             coordinators,
@@ -195,7 +192,7 @@ impl ClusterMonitor {
             open_db_at: Some(now),
             open_db_outstanding: false,
             resolving: false,
-            forward_unconfirmed: false,
+            unconfirmed_from: None,
             last_grv_ids: Vec::new(),
             last_grv: heapless::Vec::new(),
             last_commit_ids: Vec::new(),
@@ -209,9 +206,10 @@ impl ClusterMonitor {
         &self.cluster
     }
 
-    /// The last connection string confirmed (see the field).
+    /// The last connection string confirmed: the one the client started with or was given,
+    /// or a forward's once its coordinators answered.
     pub(crate) fn confirmed_cluster(&self) -> &ClusterFile {
-        &self.confirmed
+        self.unconfirmed_from.as_ref().unwrap_or(&self.cluster)
     }
 
     /// The current cluster information, once known.
@@ -275,8 +273,7 @@ impl ClusterMonitor {
     /// Switches to another connection string: the coordinator request in flight is abandoned
     /// and the new coordinators are asked at once.
     pub(crate) fn set_cluster(&mut self, io: &mut Io<'_>, cluster: ClusterFile) {
-        self.forward_unconfirmed = false;
-        self.confirmed = cluster.clone();
+        self.unconfirmed_from = None;
         self.switch_cluster(io, cluster);
     }
 
@@ -395,11 +392,9 @@ impl ClusterMonitor {
             return None;
         }
         self.success_index = self.coordinator_index;
-        if self.forward_unconfirmed {
+        if self.unconfirmed_from.take().is_some() {
             // `monitorProxiesOneGeneration`: the first answer from the forwarded coordinators
             // makes the intermediate connection string the persisted one.
-            self.forward_unconfirmed = false;
-            self.confirmed = self.cluster.clone();
             io.events.push_back(Event::ClusterFileChanged {
                 cluster: self.cluster.clone(),
             });
@@ -450,7 +445,9 @@ impl ClusterMonitor {
                     to = %cluster,
                     "coordinators forwarded the client"
                 );
-                self.forward_unconfirmed = true;
+                // A forward from a forward: the file still holds the first one's origin.
+                self.unconfirmed_from
+                    .get_or_insert_with(|| self.cluster.clone());
                 self.switch_cluster(io, cluster);
             }
             _ => {
