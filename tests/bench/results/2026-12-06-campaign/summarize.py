@@ -34,19 +34,24 @@ def cells(path):
             yield arm, f[0], int(f[1]), name, point, low, high
 
 
-for path in sys.argv[1:]:
-    counts, above = {}, []
-    for arm, wl, workers, name, point, low, high in cells(path):
-        c = counts.setdefault(arm, {}).setdefault(name, [0, 0, 0])
-        t = target(name, workers)
-        c[0] += high <= t
-        c[1] += point <= t < high
-        c[2] += 1
-        if low > t:
-            above.append(f"{arm} {wl} x{workers} {name} {point:.2f} [{low:.2f}, {high:.2f}]")
-    print(f"{path}: cells met / point estimate only / all")
-    for arm, c in counts.items():
-        print(f"  {arm}: " + ", ".join(f"{n} {v[0]}/{v[1]}/{v[2]}" for n, v in c.items()))
-    print("  whole interval above the target:")
-    for a in above:
-        print(f"    {a}")
+def main():
+    for path in sys.argv[1:]:
+        counts, above = {}, []
+        for arm, wl, workers, name, point, low, high in cells(path):
+            c = counts.setdefault(arm, {}).setdefault(name, [0, 0, 0])
+            t = target(name, workers)
+            c[0] += high <= t
+            c[1] += point <= t < high
+            c[2] += 1
+            if low > t:
+                above.append(f"{arm} {wl} x{workers} {name} {point:.2f} [{low:.2f}, {high:.2f}]")
+        print(f"{path}: cells met / point estimate only / all")
+        for arm, c in counts.items():
+            print(f"  {arm}: " + ", ".join(f"{n} {v[0]}/{v[1]}/{v[2]}" for n, v in c.items()))
+        print("  whole interval above the target:")
+        for a in above:
+            print(f"    {a}")
+
+
+if __name__ == "__main__":
+    main()

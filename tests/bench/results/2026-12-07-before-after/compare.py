@@ -8,37 +8,18 @@ measure, a ratio to libfdb_c from the same invocation with its 95% interval. Div
 libfdb_c's own figures takes out what the machine did between the two invocations. A cell
 counts as worse (or better) only where the two intervals do not overlap.
 """
-import re
+import os
 import sys
 
-ARMS = ("rust-tokio", "rust-mio")
-NUM = r"([0-9.]+) \[([0-9.]+), ([0-9.]+)\]"
+# The ratio tables are read as the campaign summary reads them.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "2026-12-06-campaign"))
+from summarize import cells  # noqa: E402
 
 
 def ratios(path):
     """{(arm, workload, workers, measure): (point, low, high)}"""
-    out, arm, names = {}, None, None
-    for line in open(path):
-        m = re.match(r"## Ratios (\S+) / libfdb_c", line)
-        if m:
-            arm, names = (m.group(1) if m.group(1) in ARMS else None), None
-            continue
-        if line.startswith("## "):
-            arm = None
-            continue
-        if arm is None or not line.startswith("|"):
-            continue
-        cols = [c.strip() for c in line.strip().strip("|").split("|")]
-        if cols[0] == "workload":
-            names = cols
-            continue
-        if names is None or not cols[1].isdigit():
-            continue
-        for name, cell in zip(names[2:], cols[2:]):
-            m = re.fullmatch(NUM, cell)
-            if m:
-                out[(arm, cols[0], int(cols[1]), name)] = tuple(map(float, m.groups()))
-    return out
+    return {(arm, wl, workers, name): (point, low, high)
+            for arm, wl, workers, name, point, low, high in cells(path)}
 
 
 def main():
