@@ -6,6 +6,7 @@ mod bench;
 mod cli;
 mod cpu;
 mod harness;
+mod misses;
 mod report;
 mod server;
 mod server_cpu;

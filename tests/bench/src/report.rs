@@ -43,139 +43,6 @@ fn summary_json(s: &Summary) -> Value {
     })
 }
 
-/// The least mean latency `ours` could reach in a cell if it spent no CPU at all, from what
-/// was measured around its runs, in µs, and how it was found. Two lower bounds, whichever is
-/// higher:
-/// * with N closed-loop workers, every transaction needs the cluster's busiest thread for S
-///   µs on average, so throughput is at most 1/S and (Little's law) latency at least N × S;
-/// * with one worker nothing overlaps: the time the transaction was not on the client's CPU
-///   (latency minus the client's whole CPU per transaction) is spent waiting for the cluster
-///   and the kernel, and no client change removes it.
-pub fn latency_bound(ours: &Summary, workers: usize) -> Option<(f64, &'static str)> {
-    let serial = ours.server_busiest_us_per_txn? * workers as f64;
-    let waiting = if workers == 1 {
-        (ours.mean_us - ours.cpu_us_per_txn).max(0.0)
-    } else {
-        0.0
-    };
-    Some(if waiting > serial {
-        (waiting, "latency minus all client CPU (one worker)")
-    } else {
-        (
-            serial,
-            "workers × the busiest fdbserver thread's CPU per transaction",
-        )
-    })
-}
-
-/// How much CPU per transaction the client itself could spend and still meet a mean-latency
-/// `target` (µs) in this cell, if the cluster's part stayed what was measured around `ours`'
-/// runs; negative when no client could. Two regimes, as measured on the 2-core machines:
-/// * one worker: nothing overlaps, so the time the transaction was off the client's CPU
-///   (latency minus client CPU) stays, and the client has what is left of the target;
-/// * N workers: the closed loop takes turns, the busiest server thread serving the burst of
-///   requests while the client waits, then the client handling the burst of replies, so the
-///   mean latency is about N × (S + C) (S: that thread's CPU per transaction, C: the client's;
-///   [`turns_model`] shows how close that is in each cell), and the client has target / N − S.
-pub fn client_cpu_allowed(ours: &Summary, workers: usize, target: f64) -> Option<f64> {
-    if workers == 1 {
-        return Some(target - (ours.mean_us - ours.cpu_us_per_txn).max(0.0));
-    }
-    Some(target / workers as f64 - ours.server_busiest_us_per_txn?)
-}
-
-/// The turn-taking estimate of the mean latency with N workers, N × (S + C), in µs (see
-/// [`client_cpu_allowed`]); none for one worker or without the server's numbers.
-pub fn turns_model(ours: &Summary, workers: usize) -> Option<f64> {
-    (workers > 1)
-        .then_some(())
-        .and(ours.server_busiest_us_per_txn)
-        .map(|s| workers as f64 * (s + ours.cpu_us_per_txn))
-}
-
-/// Where the mean-latency target is missed against libfdb_c, whether any client doing this
-/// arm's requests could meet it on this cluster ([`latency_bound`]), and how cheap the client
-/// would have to be ([`client_cpu_allowed`]).
-fn latency_misses(s: &mut String, r: &Results) {
-    let pooled = |arm: &str, cell| {
-        r.cells
-            .iter()
-            .find(|c| c.arm == arm && c.cell == cell)
-            .and_then(|c| c.pooled)
-    };
-    let mut lines = Vec::new();
-    for (ci, comp) in r.comparisons.iter().enumerate() {
-        if !comp.has_targets() {
-            continue;
-        }
-        for x in r
-            .ratios
-            .iter()
-            .filter(|x| x.comparison == ci && x.metric == Metric::Mean)
-        {
-            if verdict(x, comp) == Some("met") {
-                continue;
-            }
-            let (Some(o), Some(b)) = (pooled(&comp.ours, x.cell), pooled(&comp.baseline, x.cell))
-            else {
-                continue;
-            };
-            let Some((bound, how)) = latency_bound(&o, x.cell.workers) else {
-                continue;
-            };
-            let Some(ratio) = Metric::Mean.target(x.cell.workers) else {
-                continue;
-            };
-            let target = ratio * b.mean_us;
-            let allowed = client_cpu_allowed(&o, x.cell.workers, target);
-            let why = match allowed {
-                _ if bound > target => {
-                    "unreachable on this cluster: the cluster's own time is above the target"
-                        .to_string()
-                }
-                Some(a) => format!(
-                    "reachable only with a client at ≤ {:.2} × libfdb_c's CPU (ours: {:.2} ×)",
-                    a / b.cpu_us_per_txn,
-                    o.cpu_us_per_txn / b.cpu_us_per_txn,
-                ),
-                None => {
-                    "reachable: the gap is the client's (or the machine's scheduling)".to_string()
-                }
-            };
-            let model = turns_model(&o, x.cell.workers)
-                .map(|m| format!("{:.2}", o.mean_us / m))
-                .unwrap_or_else(|| "—".to_string());
-            lines.push(format!(
-                "| {} | {} | {} | {} | {} | {} | {:.2} | {} | {model} | {} | {} | {why} |",
-                comp.ours,
-                x.cell.workload.name(),
-                x.cell.workers,
-                f(o.mean_us),
-                f(b.mean_us),
-                f(bound),
-                bound / b.mean_us,
-                how,
-                allowed.map(f).unwrap_or_else(|| "—".to_string()),
-                f(o.cpu_us_per_txn),
-            ));
-        }
-    }
-    if lines.is_empty() {
-        return;
-    }
-    let _ = writeln!(s, "\n## Why mean-latency cells miss\n");
-    let _ = writeln!(s, "For each cell where the mean target (≤ 0.6 × libfdb_c at one worker, ≤ 1.0 × at more) is not met: the least mean latency this arm could reach on this cluster if it spent no CPU at all (the higher of two lower bounds measured around its own runs: workers × the busiest fdbserver thread's CPU per transaction, by Little's law; and, with one worker, latency minus the client's whole CPU per transaction). Where that bound is above the target, no client sending these requests can meet the target here.\n");
-    let _ = writeln!(s, "Where it is below, the client CPU per transaction that would meet the target if the cluster's part stayed as measured: with one worker, the target minus the time spent off the client's CPU; with N workers, target / N − S. The second comes from the closed loop taking turns on a shared machine: the busiest server thread serves a burst of requests while the client waits, then the client handles the burst of replies, so the mean latency is about N × (S + C), S and C the server thread's and the client's CPU per transaction. \"mean / N(S+C)\" shows how well that holds in each cell (near 1: turns; below 1: the two overlap on the cores).\n");
-    let _ = writeln!(s, "| arm | workload | workers | mean µs | libfdb_c mean µs | bound µs | bound / libfdb_c | bound from | mean / N(S+C) | client CPU allowed µs | client CPU µs | verdict |");
-    let _ = writeln!(
-        s,
-        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|"
-    );
-    for l in lines {
-        let _ = writeln!(s, "{l}");
-    }
-}
-
 /// The verdict against a target, judged on the interval's upper end.
 pub fn verdict(ratio: &Ratio, comp: &Comparison) -> Option<&'static str> {
     let target = ratio.metric.target(ratio.cell.workers)?;
@@ -313,7 +180,7 @@ fn floor_exchanges(workloads: &[Workload]) -> Value {
     Value::Object(m)
 }
 
-fn f(v: f64) -> String {
+pub(crate) fn f(v: f64) -> String {
     if v >= 1000.0 {
         format!("{v:.0}")
     } else if v >= 100.0 {
@@ -447,7 +314,7 @@ pub fn to_markdown(r: &Results) -> String {
             let _ = writeln!(s, "{line}");
         }
     }
-    latency_misses(&mut s, r);
+    crate::misses::write(&mut s, r);
     wire_table(&mut s, r);
     requests_table(&mut s, r);
     if !r.skipped.is_empty() {
@@ -794,54 +661,4 @@ pub fn write_all(r: &Results, dir: &Path) -> Result<Vec<PathBuf>, String> {
         .map_err(|e| format!("writing {}: {e}", md_path.display()))?;
     write_svg(r, &svg_path)?;
     Ok(vec![json_path, md_path, svg_path])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{client_cpu_allowed, latency_bound, turns_model};
-    use crate::harness::Summary;
-
-    fn summary(mean: f64, cpu: f64, busiest: Option<f64>) -> Summary {
-        Summary {
-            mean_us: mean,
-            cpu_us_per_txn: cpu,
-            server_busiest_us_per_txn: busiest,
-            ..Summary::default()
-        }
-    }
-
-    #[test]
-    fn the_bound_is_the_higher_of_the_serial_server_time_and_the_wait() {
-        // One worker: 1000 µs of latency of which 200 on the client's CPU leaves 800 waited,
-        // more than the server thread's 100 µs.
-        let (b, how) = latency_bound(&summary(1000.0, 200.0, Some(100.0)), 1).unwrap();
-        assert_eq!(b, 800.0);
-        assert!(how.contains("one worker"));
-        // Eight workers share the server thread: at least 8 × 100 µs, whatever the client does.
-        let (b, how) = latency_bound(&summary(1000.0, 200.0, Some(100.0)), 8).unwrap();
-        assert_eq!(b, 800.0);
-        assert!(how.contains("busiest"));
-        let (b, _) = latency_bound(&summary(1000.0, 200.0, Some(150.0)), 8).unwrap();
-        assert_eq!(b, 1200.0);
-        // Without the server's numbers there is no bound.
-        assert!(latency_bound(&summary(1000.0, 200.0, None), 8).is_none());
-    }
-
-    #[test]
-    fn the_client_gets_what_the_target_leaves_after_the_cluster() {
-        // One worker: 800 µs were spent off the client's CPU; a 900 µs target leaves 100.
-        let one = summary(1000.0, 200.0, Some(100.0));
-        assert_eq!(client_cpu_allowed(&one, 1, 900.0), Some(100.0));
-        assert_eq!(client_cpu_allowed(&one, 1, 600.0), Some(-200.0));
-        assert_eq!(turns_model(&one, 1), None);
-        // Eight workers taking turns with a 100 µs server thread: 8 × (100 + 200) µs, and a
-        // 1200 µs target leaves 1200 / 8 − 100 = 50 µs of client CPU.
-        let eight = summary(2400.0, 200.0, Some(100.0));
-        assert_eq!(turns_model(&eight, 8), Some(2400.0));
-        assert_eq!(client_cpu_allowed(&eight, 8, 1200.0), Some(50.0));
-        assert_eq!(
-            client_cpu_allowed(&summary(2400.0, 200.0, None), 8, 1200.0),
-            None
-        );
-    }
 }

@@ -1,0 +1,398 @@
+//! Why a cell misses its target (issue 25's, against libfdb_c), told from what the same
+//! invocation measured, so that a reader can check every reason in the report itself: the
+//! latency the cluster leaves a client, the thread hand-offs of a runtime, the traffic the
+//! cluster received. A miss the numbers do not explain is said to be the client's own work.
+
+use std::fmt::Write as _;
+
+use crate::arms;
+use crate::bench::{Comparison, Ratio, Results};
+use crate::harness::{Metric, Summary};
+use crate::report::{f, verdict};
+use crate::wire::WirePerTxn;
+
+/// Writes the sections that explain the cells a comparison against libfdb_c misses.
+pub fn write(s: &mut String, r: &Results) {
+    latency_misses(s, r);
+    cpu_misses(s, r);
+}
+
+/// The least mean latency `ours` could reach in a cell if it spent no CPU at all, from what
+/// was measured around its runs, in µs, and how it was found. Two lower bounds, whichever is
+/// higher:
+/// * with N closed-loop workers, every transaction needs the cluster's busiest thread for S
+///   µs on average, so throughput is at most 1/S and (Little's law) latency at least N × S;
+/// * with one worker nothing overlaps: the time the transaction was not on the client's CPU
+///   (latency minus the client's whole CPU per transaction) is spent waiting for the cluster
+///   and the kernel, and no client change removes it.
+pub fn latency_bound(ours: &Summary, workers: usize) -> Option<(f64, &'static str)> {
+    let serial = ours.server_busiest_us_per_txn? * workers as f64;
+    let waiting = if workers == 1 {
+        (ours.mean_us - ours.cpu_us_per_txn).max(0.0)
+    } else {
+        0.0
+    };
+    Some(if waiting > serial {
+        (waiting, "latency minus all client CPU (one worker)")
+    } else {
+        (
+            serial,
+            "workers × the busiest fdbserver thread's CPU per transaction",
+        )
+    })
+}
+
+/// How much CPU per transaction the client itself could spend and still meet a mean-latency
+/// `target` (µs) in this cell, if the cluster's part stayed what was measured around `ours`'
+/// runs; negative when no client could. Two regimes, as measured on the 2-core machines:
+/// * one worker: nothing overlaps, so the time the transaction was off the client's CPU
+///   (latency minus client CPU) stays, and the client has what is left of the target;
+/// * N workers: the closed loop takes turns, the busiest server thread serving the burst of
+///   requests while the client waits, then the client handling the burst of replies, so the
+///   mean latency is about N × (S + C) (S: that thread's CPU per transaction, C: the client's;
+///   [`turns_model`] shows how close that is in each cell), and the client has target / N − S.
+pub fn client_cpu_allowed(ours: &Summary, workers: usize, target: f64) -> Option<f64> {
+    if workers == 1 {
+        return Some(target - (ours.mean_us - ours.cpu_us_per_txn).max(0.0));
+    }
+    Some(target / workers as f64 - ours.server_busiest_us_per_txn?)
+}
+
+/// The turn-taking estimate of the mean latency with N workers, N × (S + C), in µs (see
+/// [`client_cpu_allowed`]); none for one worker or without the server's numbers.
+pub fn turns_model(ours: &Summary, workers: usize) -> Option<f64> {
+    (workers > 1)
+        .then_some(())
+        .and(ours.server_busiest_us_per_txn)
+        .map(|s| workers as f64 * (s + ours.cpu_us_per_txn))
+}
+
+/// Where the mean-latency target is missed against libfdb_c, whether any client doing this
+/// arm's requests could meet it on this cluster ([`latency_bound`]), and how cheap the client
+/// would have to be ([`client_cpu_allowed`]).
+fn latency_misses(s: &mut String, r: &Results) {
+    let pooled = |arm: &str, cell| {
+        r.cells
+            .iter()
+            .find(|c| c.arm == arm && c.cell == cell)
+            .and_then(|c| c.pooled)
+    };
+    let mut lines = Vec::new();
+    for (ci, comp) in r.comparisons.iter().enumerate() {
+        if !comp.has_targets() {
+            continue;
+        }
+        for x in r
+            .ratios
+            .iter()
+            .filter(|x| x.comparison == ci && x.metric == Metric::Mean)
+        {
+            if verdict(x, comp) == Some("met") {
+                continue;
+            }
+            let (Some(o), Some(b)) = (pooled(&comp.ours, x.cell), pooled(&comp.baseline, x.cell))
+            else {
+                continue;
+            };
+            let Some((bound, how)) = latency_bound(&o, x.cell.workers) else {
+                continue;
+            };
+            let Some(ratio) = Metric::Mean.target(x.cell.workers) else {
+                continue;
+            };
+            let target = ratio * b.mean_us;
+            let allowed = client_cpu_allowed(&o, x.cell.workers, target);
+            let why = match allowed {
+                _ if bound > target => {
+                    "unreachable on this cluster: the cluster's own time is above the target"
+                        .to_string()
+                }
+                Some(a) => format!(
+                    "reachable only with a client at ≤ {:.2} × libfdb_c's CPU (ours: {:.2} ×)",
+                    a / b.cpu_us_per_txn,
+                    o.cpu_us_per_txn / b.cpu_us_per_txn,
+                ),
+                None => {
+                    "reachable: the gap is the client's (or the machine's scheduling)".to_string()
+                }
+            };
+            let model = turns_model(&o, x.cell.workers)
+                .map(|m| format!("{:.2}", o.mean_us / m))
+                .unwrap_or_else(|| "—".to_string());
+            lines.push(format!(
+                "| {} | {} | {} | {} | {} | {} | {:.2} | {} | {model} | {} | {} | {why} |",
+                comp.ours,
+                x.cell.workload.name(),
+                x.cell.workers,
+                f(o.mean_us),
+                f(b.mean_us),
+                f(bound),
+                bound / b.mean_us,
+                how,
+                allowed.map(f).unwrap_or_else(|| "—".to_string()),
+                f(o.cpu_us_per_txn),
+            ));
+        }
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n## Why mean-latency cells miss\n");
+    let _ = writeln!(s, "For each cell where the mean target (≤ 0.6 × libfdb_c at one worker, ≤ 1.0 × at more) is not met: the least mean latency this arm could reach on this cluster if it spent no CPU at all (the higher of two lower bounds measured around its own runs: workers × the busiest fdbserver thread's CPU per transaction, by Little's law; and, with one worker, latency minus the client's whole CPU per transaction). Where that bound is above the target, no client sending these requests can meet the target here.\n");
+    let _ = writeln!(s, "Where it is below, the client CPU per transaction that would meet the target if the cluster's part stayed as measured: with one worker, the target minus the time spent off the client's CPU; with N workers, target / N − S. The second comes from the closed loop taking turns on a shared machine: the busiest server thread serves a burst of requests while the client waits, then the client handles the burst of replies, so the mean latency is about N × (S + C), S and C the server thread's and the client's CPU per transaction. \"mean / N(S+C)\" shows how well that holds in each cell (near 1: turns; below 1: the two overlap on the cores).\n");
+    let _ = writeln!(s, "| arm | workload | workers | mean µs | libfdb_c mean µs | bound µs | bound / libfdb_c | bound from | mean / N(S+C) | client CPU allowed µs | client CPU µs | verdict |");
+    let _ = writeln!(
+        s,
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|"
+    );
+    for l in lines {
+        let _ = writeln!(s, "{l}");
+    }
+}
+
+/// How far from each other two per-transaction counts of traffic may be and still be the
+/// same traffic: encodings differ by a few bytes, and a segment count by the odd packet.
+const SAME_BYTES: f64 = 1.03;
+const SAME_SEGMENTS: f64 = 1.05;
+
+/// Why an arm's client CPU is above half of libfdb_c's in a cell. `mio` is rust-mio in the
+/// same cell, with whether it met the target: both run the same protocol core, so where
+/// rust-mio meets it and rust-tokio's threads went to sleep more often, the difference is
+/// the runtime handing work between its threads (each sleep a thread woken again).
+pub fn client_cpu_reason(arm: &str, ours: &Summary, mio: Option<(&Summary, bool)>) -> String {
+    match mio {
+        Some((m, true))
+            if arm == arms::RUST_TOKIO && ours.switches_per_txn > m.switches_per_txn =>
+        {
+            format!(
+                "the runtime's hand-offs: {:.2} more sleeps and {} µs more a transaction than rust-mio, whose same protocol work meets the target",
+                ours.switches_per_txn - m.switches_per_txn,
+                f(ours.cpu_us_per_txn - m.cpu_us_per_txn),
+            )
+        }
+        _ => "the client's own work: not explained by these numbers (profile it)".to_string(),
+    }
+}
+
+/// Why an arm's server CPU per transaction is not clearly under libfdb_c's in a cell, from
+/// what the cluster received from each (`point_under`: the ratio's point estimate is at or
+/// under 1, only its interval reaches above).
+pub fn server_cpu_reason(ours: &WirePerTxn, base: &WirePerTxn, point_under: bool) -> String {
+    let segs = ours.c2s_segs / base.c2s_segs;
+    let bytes = ours.c2s_bytes / base.c2s_bytes;
+    let asked = if segs > SAME_SEGMENTS {
+        format!("more arrivals at the cluster than libfdb_c's (×{segs:.2} the segments)")
+    } else if bytes > SAME_BYTES {
+        format!("more bytes to the cluster than libfdb_c's (×{bytes:.2})")
+    } else {
+        format!(
+            "the cluster received what libfdb_c sends (segments ×{segs:.2}, bytes ×{bytes:.2}): no more work was asked of it"
+        )
+    };
+    if point_under {
+        format!("within the noise (point estimate at or under 1); {asked}")
+    } else {
+        asked
+    }
+}
+
+/// The client-CPU and server-CPU cells a comparison against libfdb_c does not meet, each with
+/// its numbers and [`client_cpu_reason`] / [`server_cpu_reason`].
+fn cpu_misses(s: &mut String, r: &Results) {
+    let pooled = |arm: &str, cell| {
+        r.cells
+            .iter()
+            .find(|c| c.arm == arm && c.cell == cell)
+            .and_then(|c| c.pooled)
+    };
+    let mio_met = |cell| {
+        r.ratios.iter().any(|x| {
+            let comp = &r.comparisons[x.comparison];
+            comp.ours == arms::RUST_MIO
+                && x.cell == cell
+                && x.metric == Metric::Cpu
+                && verdict(x, comp) == Some("met")
+        })
+    };
+    let shown = |x: &Ratio| match x.estimate {
+        Some(e) => format!("{:.2} [{:.2}, {:.2}]", e.geomean, e.lo, e.hi),
+        None => "n/a".into(),
+    };
+    let (mut client, mut server) = (Vec::new(), Vec::new());
+    for x in &r.ratios {
+        let comp: &Comparison = &r.comparisons[x.comparison];
+        if !comp.has_targets() || matches!(verdict(x, comp), None | Some("met")) {
+            continue;
+        }
+        let (Some(o), Some(b)) = (pooled(&comp.ours, x.cell), pooled(&comp.baseline, x.cell))
+        else {
+            continue;
+        };
+        let head = format!(
+            "| {} | {} | {} | {} |",
+            comp.ours,
+            x.cell.workload.name(),
+            x.cell.workers,
+            shown(x)
+        );
+        match x.metric {
+            Metric::Cpu => {
+                let mio = pooled(arms::RUST_MIO, x.cell).map(|m| (m, mio_met(x.cell)));
+                let why = client_cpu_reason(&comp.ours, &o, mio.as_ref().map(|(m, met)| (m, *met)));
+                let (mc, ms) = mio.map_or(("—".into(), "—".into()), |(m, _)| {
+                    (f(m.cpu_us_per_txn), format!("{:.2}", m.switches_per_txn))
+                });
+                client.push(format!(
+                    "{head} {} | {} | {:.2} | {mc} | {ms} | {why} |",
+                    f(o.cpu_us_per_txn),
+                    f(b.cpu_us_per_txn),
+                    o.switches_per_txn,
+                ));
+            }
+            Metric::ServerCpu => {
+                let (Some(ow), Some(bw)) = (o.wire, b.wire) else {
+                    continue;
+                };
+                let point_under = x.estimate.is_some_and(|e| e.geomean <= 1.0);
+                let turns = |v: Option<f64>| v.map_or("n/a".to_string(), |t| format!("{t:.2}"));
+                server.push(format!(
+                    "{head} {} | {} | {} / {} | {:.2} / {:.2} | {:.0} / {:.0} | {} |",
+                    o.server_cpu_us_per_txn.map_or("n/a".into(), f),
+                    b.server_cpu_us_per_txn.map_or("n/a".into(), f),
+                    turns(o.server_turns_per_txn),
+                    turns(b.server_turns_per_txn),
+                    ow.c2s_segs,
+                    bw.c2s_segs,
+                    ow.c2s_bytes,
+                    bw.c2s_bytes,
+                    server_cpu_reason(&ow, &bw, point_under),
+                ));
+            }
+            _ => {}
+        }
+    }
+    if !client.is_empty() {
+        let _ = writeln!(s, "\n## Why client-CPU cells miss\n");
+        let _ = writeln!(s, "For each cell where the client CPU target (≤ 0.5 × libfdb_c's, whole interval) is not met: the arm's CPU and sleeps (voluntary context switches) per transaction beside rust-mio's in the same cell. Both drivers run the same protocol core; where rust-mio meets the target and rust-tokio's threads slept more often, the difference is the multi-threaded runtime handing woken tasks to its other worker (\"Where rust-tokio's extra client CPU goes\" in BENCHMARKS.md), which a runtime with one worker thread does not pay. Any other miss is the client's own work, for a profile to explain.\n");
+        let _ = writeln!(s, "| arm | workload | workers | CPU / libfdb_c | CPU µs | libfdb_c CPU µs | switches/txn | rust-mio CPU µs | rust-mio switches/txn | why |");
+        let _ = writeln!(s, "|---|---|---:|---|---:|---:|---:|---:|---:|---|");
+        for l in client {
+            let _ = writeln!(s, "{l}");
+        }
+    }
+    if !server.is_empty() {
+        let _ = writeln!(s, "\n## Why server-CPU cells miss\n");
+        let _ = writeln!(s, "For each cell where the server CPU target (≤ 1.0 × libfdb_c's, whole interval) is not met: what the cluster received from this arm and from libfdb_c per transaction (data segments, each one arrival on loopback, and bytes, client → server; see the wire table) and its busiest thread's turns on a CPU. Where the arm sent no more than libfdb_c (segments within ×{SAME_SEGMENTS}, bytes within ×{SAME_BYTES}), it asked no more work of the cluster, and a cluster that spends as much for the same requests cannot be brought under 1.0 by the client; where it sent more, that is the cause to work on.\n");
+        let _ = writeln!(s, "| arm | workload | workers | server CPU / libfdb_c | server CPU µs | libfdb_c's | server turns/txn (ours / libfdb_c) | c→s segs (ours / libfdb_c) | c→s B (ours / libfdb_c) | why |");
+        let _ = writeln!(s, "|---|---|---:|---|---:|---:|---|---|---|---|");
+        for l in server {
+            let _ = writeln!(s, "{l}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{
+        client_cpu_allowed, client_cpu_reason, latency_bound, server_cpu_reason, turns_model,
+    };
+    use crate::arms;
+    use crate::harness::Summary;
+    use crate::wire::WirePerTxn;
+
+    fn summary(mean: f64, cpu: f64, busiest: Option<f64>) -> Summary {
+        Summary {
+            mean_us: mean,
+            cpu_us_per_txn: cpu,
+            server_busiest_us_per_txn: busiest,
+            ..Summary::default()
+        }
+    }
+
+    #[test]
+    fn the_bound_is_the_higher_of_the_serial_server_time_and_the_wait() {
+        // One worker: 1000 µs of latency of which 200 on the client's CPU leaves 800 waited,
+        // more than the server thread's 100 µs.
+        let (b, how) = latency_bound(&summary(1000.0, 200.0, Some(100.0)), 1).unwrap();
+        assert_eq!(b, 800.0);
+        assert!(how.contains("one worker"));
+        // Eight workers share the server thread: at least 8 × 100 µs, whatever the client does.
+        let (b, how) = latency_bound(&summary(1000.0, 200.0, Some(100.0)), 8).unwrap();
+        assert_eq!(b, 800.0);
+        assert!(how.contains("busiest"));
+        let (b, _) = latency_bound(&summary(1000.0, 200.0, Some(150.0)), 8).unwrap();
+        assert_eq!(b, 1200.0);
+        // Without the server's numbers there is no bound.
+        assert!(latency_bound(&summary(1000.0, 200.0, None), 8).is_none());
+    }
+
+    #[test]
+    fn the_client_gets_what_the_target_leaves_after_the_cluster() {
+        // One worker: 800 µs were spent off the client's CPU; a 900 µs target leaves 100.
+        let one = summary(1000.0, 200.0, Some(100.0));
+        assert_eq!(client_cpu_allowed(&one, 1, 900.0), Some(100.0));
+        assert_eq!(client_cpu_allowed(&one, 1, 600.0), Some(-200.0));
+        assert_eq!(turns_model(&one, 1), None);
+        // Eight workers taking turns with a 100 µs server thread: 8 × (100 + 200) µs, and a
+        // 1200 µs target leaves 1200 / 8 − 100 = 50 µs of client CPU.
+        let eight = summary(2400.0, 200.0, Some(100.0));
+        assert_eq!(turns_model(&eight, 8), Some(2400.0));
+        assert_eq!(client_cpu_allowed(&eight, 8, 1200.0), Some(50.0));
+        assert_eq!(
+            client_cpu_allowed(&summary(2400.0, 200.0, None), 8, 1200.0),
+            None
+        );
+    }
+
+    fn wire(segs: f64, bytes: f64) -> WirePerTxn {
+        WirePerTxn {
+            c2s_segs: segs,
+            c2s_bytes: bytes,
+            ..WirePerTxn::default()
+        }
+    }
+
+    #[test]
+    fn a_server_cpu_miss_names_the_extra_traffic_or_its_absence() {
+        let base = wire(1.0, 400.0);
+        let same = server_cpu_reason(&wire(1.02, 405.0), &base, false);
+        assert!(same.contains("no more work was asked"), "{same}");
+        let more = server_cpu_reason(&wire(1.2, 405.0), &base, false);
+        assert!(
+            more.contains("more arrivals") && more.contains("1.20"),
+            "{more}"
+        );
+        let bigger = server_cpu_reason(&wire(1.0, 480.0), &base, true);
+        assert!(
+            bigger.starts_with("within the noise") && bigger.contains("more bytes"),
+            "{bigger}"
+        );
+    }
+
+    #[test]
+    fn a_client_cpu_miss_is_put_on_the_runtime_only_where_rust_mio_meets_it() {
+        let tokio = Summary {
+            cpu_us_per_txn: 30.0,
+            switches_per_txn: 0.6,
+            ..Summary::default()
+        };
+        let mio = Summary {
+            cpu_us_per_txn: 20.0,
+            switches_per_txn: 0.1,
+            ..Summary::default()
+        };
+        let why = client_cpu_reason(arms::RUST_TOKIO, &tokio, Some((&mio, true)));
+        assert!(
+            why.contains("0.50 more sleeps") && why.contains("10.00 µs"),
+            "{why}"
+        );
+        // rust-mio missing too, or rust-mio itself: the client's own work.
+        for why in [
+            client_cpu_reason(arms::RUST_TOKIO, &tokio, Some((&mio, false))),
+            client_cpu_reason(arms::RUST_MIO, &mio, Some((&mio, false))),
+            client_cpu_reason(arms::RUST_TOKIO, &tokio, None),
+        ] {
+            assert!(why.starts_with("the client's own work"), "{why}");
+        }
+    }
+}
