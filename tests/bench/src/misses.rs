@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::arms;
-use crate::bench::{Comparison, Ratio, Results};
+use crate::bench::{Cell, Comparison, Ratio, Results};
 use crate::harness::{Metric, Summary};
 use crate::report::{f, verdict};
 use crate::wire::WirePerTxn;
@@ -67,16 +67,19 @@ pub fn turns_model(ours: &Summary, workers: usize) -> Option<f64> {
         .map(|s| workers as f64 * (s + ours.cpu_us_per_txn))
 }
 
+/// An arm's numbers in a cell, pooled over the blocks.
+fn pooled(r: &Results, arm: &str, cell: Cell) -> Option<Summary> {
+    r.cells
+        .iter()
+        .find(|c| c.arm == arm && c.cell == cell)
+        .and_then(|c| c.pooled)
+}
+
 /// Where the mean-latency target is missed against libfdb_c, whether any client doing this
 /// arm's requests could meet it on this cluster ([`latency_bound`]), and how cheap the client
 /// would have to be ([`client_cpu_allowed`]).
 fn latency_misses(s: &mut String, r: &Results) {
-    let pooled = |arm: &str, cell| {
-        r.cells
-            .iter()
-            .find(|c| c.arm == arm && c.cell == cell)
-            .and_then(|c| c.pooled)
-    };
+    let pooled = |arm: &str, cell| pooled(r, arm, cell);
     let mut lines = Vec::new();
     for (ci, comp) in r.comparisons.iter().enumerate() {
         if !comp.has_targets() {
@@ -134,20 +137,13 @@ fn latency_misses(s: &mut String, r: &Results) {
             ));
         }
     }
-    if lines.is_empty() {
-        return;
-    }
-    let _ = writeln!(s, "\n## Why mean-latency cells miss\n");
-    let _ = writeln!(s, "For each cell where the mean target (≤ 0.6 × libfdb_c at one worker, ≤ 1.0 × at more) is not met: the least mean latency this arm could reach on this cluster if it spent no CPU at all (the higher of two lower bounds measured around its own runs: workers × the busiest fdbserver thread's CPU per transaction, by Little's law; and, with one worker, latency minus the client's whole CPU per transaction). Where that bound is above the target, no client sending these requests can meet the target here.\n");
-    let _ = writeln!(s, "Where it is below, the client CPU per transaction that would meet the target if the cluster's part stayed as measured: with one worker, the target minus the time spent off the client's CPU; with N workers, target / N − S. The second comes from the closed loop taking turns on a shared machine: the busiest server thread serves a burst of requests while the client waits, then the client handles the burst of replies, so the mean latency is about N × (S + C), S and C the server thread's and the client's CPU per transaction. \"mean / N(S+C)\" shows how well that holds in each cell (near 1: turns; below 1: the two overlap on the cores).\n");
-    let _ = writeln!(s, "| arm | workload | workers | mean µs | libfdb_c mean µs | bound µs | bound / libfdb_c | bound from | mean / N(S+C) | client CPU allowed µs | client CPU µs | verdict |");
-    let _ = writeln!(
+    section(
         s,
-        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|"
+        "mean-latency",
+        "For each cell where the mean target (≤ 0.6 × libfdb_c at one worker, ≤ 1.0 × at more) is not met: the least mean latency this arm could reach on this cluster if it spent no CPU at all (the higher of two lower bounds measured around its own runs: workers × the busiest fdbserver thread's CPU per transaction, by Little's law; and, with one worker, latency minus the client's whole CPU per transaction). Where that bound is above the target, no client sending these requests can meet the target here.\n\nWhere it is below, the client CPU per transaction that would meet the target if the cluster's part stayed as measured: with one worker, the target minus the time spent off the client's CPU; with N workers, target / N − S. The second comes from the closed loop taking turns on a shared machine: the busiest server thread serves a burst of requests while the client waits, then the client handles the burst of replies, so the mean latency is about N × (S + C), S and C the server thread's and the client's CPU per transaction. \"mean / N(S+C)\" shows how well that holds in each cell (near 1: turns; below 1: the two overlap on the cores).",
+        "| arm | workload | workers | mean µs | libfdb_c mean µs | bound µs | bound / libfdb_c | bound from | mean / N(S+C) | client CPU allowed µs | client CPU µs | verdict |\n|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
+        &lines,
     );
-    for l in lines {
-        let _ = writeln!(s, "{l}");
-    }
 }
 
 /// How far from each other two per-transaction counts of traffic may be and still be the
@@ -213,12 +209,7 @@ pub fn server_cpu_reason(ours: &WirePerTxn, base: &WirePerTxn, noise: bool) -> S
 /// The client-CPU and server-CPU cells a comparison against libfdb_c does not meet, each with
 /// its numbers and [`client_cpu_reason`] / [`server_cpu_reason`].
 fn cpu_misses(s: &mut String, r: &Results) {
-    let pooled = |arm: &str, cell| {
-        r.cells
-            .iter()
-            .find(|c| c.arm == arm && c.cell == cell)
-            .and_then(|c| c.pooled)
-    };
+    let pooled = |arm: &str, cell| pooled(r, arm, cell);
     let mio_met = |cell| {
         r.ratios.iter().any(|x| {
             let comp = &r.comparisons[x.comparison];
@@ -285,23 +276,31 @@ fn cpu_misses(s: &mut String, r: &Results) {
             _ => {}
         }
     }
-    if !client.is_empty() {
-        let _ = writeln!(s, "\n## Why client-CPU cells miss\n");
-        let _ = writeln!(s, "For each cell where the client CPU target (≤ 0.5 × libfdb_c's, whole interval) is not met: the arm's CPU and sleeps (voluntary context switches) per transaction beside rust-mio's in the same cell. Both drivers run the same protocol core; where rust-mio meets the target and rust-tokio's threads slept more often, the difference is the multi-threaded runtime handing woken tasks to its other worker (\"Where rust-tokio's extra client CPU goes\" in BENCHMARKS.md), which a runtime with one worker thread does not pay. What rust-mio itself spends over the target is the client's own work, for a profile to explain.\n");
-        let _ = writeln!(s, "| arm | workload | workers | CPU / libfdb_c | CPU µs | libfdb_c CPU µs | switches/txn | rust-mio CPU µs | rust-mio switches/txn | why |");
-        let _ = writeln!(s, "|---|---|---:|---|---:|---:|---:|---:|---:|---|");
-        for l in client {
-            let _ = writeln!(s, "{l}");
-        }
+    section(
+        s,
+        "client-CPU",
+        "For each cell where the client CPU target (≤ 0.5 × libfdb_c's, whole interval) is not met: the arm's CPU and sleeps (voluntary context switches) per transaction beside rust-mio's in the same cell. Both drivers run the same protocol core; where rust-mio meets the target and rust-tokio's threads slept more often, the difference is the multi-threaded runtime handing woken tasks to its other worker (\"Where rust-tokio's extra client CPU goes\" in BENCHMARKS.md), which a runtime with one worker thread does not pay. What rust-mio itself spends over the target is the client's own work, for a profile to explain.",
+        "| arm | workload | workers | CPU / libfdb_c | CPU µs | libfdb_c CPU µs | switches/txn | rust-mio CPU µs | rust-mio switches/txn | why |\n|---|---|---:|---|---:|---:|---:|---:|---:|---|",
+        &client,
+    );
+    section(
+        s,
+        "server-CPU",
+        &format!("For each cell where the server CPU target (≤ 1.0 × libfdb_c's, whole interval) is not met: what the cluster received from this arm and from libfdb_c per transaction (data segments, each one arrival on loopback, and bytes, client → server; see the wire table) and its busiest thread's turns on a CPU. Where the arm sent no more than libfdb_c (segments within ×{SAME_SEGMENTS}, bytes within ×{SAME_BYTES}) and the interval reaches 1, the two cost the cluster the same within the noise, and the arm asked no more of it. Where it sent more, that is the cause to work on; where it sent no more and the cluster still spent more, these numbers do not say why."),
+        "| arm | workload | workers | server CPU / libfdb_c | server CPU µs | libfdb_c's | server turns/txn (ours / libfdb_c) | c→s segs (ours / libfdb_c) | c→s B (ours / libfdb_c) | why |\n|---|---|---:|---|---:|---:|---|---|---|---|",
+        &server,
+    );
+}
+
+/// One "Why … cells miss" section: its title, what it shows, and a table of `rows` under
+/// `header` (the header line and its alignment line); nothing where no cell misses.
+fn section(s: &mut String, what: &str, intro: &str, header: &str, rows: &[String]) {
+    if rows.is_empty() {
+        return;
     }
-    if !server.is_empty() {
-        let _ = writeln!(s, "\n## Why server-CPU cells miss\n");
-        let _ = writeln!(s, "For each cell where the server CPU target (≤ 1.0 × libfdb_c's, whole interval) is not met: what the cluster received from this arm and from libfdb_c per transaction (data segments, each one arrival on loopback, and bytes, client → server; see the wire table) and its busiest thread's turns on a CPU. Where the arm sent no more than libfdb_c (segments within ×{SAME_SEGMENTS}, bytes within ×{SAME_BYTES}) and the interval reaches 1, the two cost the cluster the same within the noise, and the arm asked no more of it. Where it sent more, that is the cause to work on; where it sent no more and the cluster still spent more, these numbers do not say why.\n");
-        let _ = writeln!(s, "| arm | workload | workers | server CPU / libfdb_c | server CPU µs | libfdb_c's | server turns/txn (ours / libfdb_c) | c→s segs (ours / libfdb_c) | c→s B (ours / libfdb_c) | why |");
-        let _ = writeln!(s, "|---|---|---:|---|---:|---:|---|---|---|---|");
-        for l in server {
-            let _ = writeln!(s, "{l}");
-        }
+    let _ = writeln!(s, "\n## Why {what} cells miss\n\n{intro}\n\n{header}");
+    for l in rows {
+        let _ = writeln!(s, "{l}");
     }
 }
 
