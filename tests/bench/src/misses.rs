@@ -85,68 +85,61 @@ fn pooled(r: &Results, arm: &str, cell: Cell) -> Option<Summary> {
         .and_then(|c| c.pooled)
 }
 
+/// The ratios against libfdb_c whose target is not met, with both arms' pooled numbers
+/// (ours, then libfdb_c's).
+fn missed(r: &Results) -> impl Iterator<Item = (&Ratio, &Comparison, Summary, Summary)> + '_ {
+    r.ratios.iter().filter_map(move |x| {
+        let comp = &r.comparisons[x.comparison];
+        if !comp.has_targets() || matches!(verdict(x, comp), None | Some("met")) {
+            return None;
+        }
+        let ours = pooled(r, &comp.ours, x.cell)?;
+        Some((x, comp, ours, pooled(r, &comp.baseline, x.cell)?))
+    })
+}
+
 /// Where the mean-latency target is missed against libfdb_c, whether any client doing this
 /// arm's requests could meet it on this cluster ([`latency_bound`]), and how cheap the client
 /// would have to be ([`client_cpu_allowed`]).
 fn latency_misses(s: &mut String, r: &Results) {
     let mut lines = Vec::new();
-    for (ci, comp) in r.comparisons.iter().enumerate() {
-        if !comp.has_targets() {
+    for (x, comp, o, b) in missed(r).filter(|(x, ..)| x.metric == Metric::Mean) {
+        let Some((bound, how)) = latency_bound(&o, x.cell.workers) else {
             continue;
-        }
-        for x in r
-            .ratios
-            .iter()
-            .filter(|x| x.comparison == ci && x.metric == Metric::Mean)
-        {
-            if verdict(x, comp) == Some("met") {
-                continue;
+        };
+        let Some(ratio) = Metric::Mean.target(x.cell.workers) else {
+            continue;
+        };
+        let target = ratio * b.mean_us;
+        let allowed = client_cpu_allowed(&o, x.cell.workers, target);
+        let why = match allowed {
+            _ if bound > target => {
+                "unreachable on this cluster: the cluster's own time is above the target"
+                    .to_string()
             }
-            let (Some(o), Some(b)) = (
-                pooled(r, &comp.ours, x.cell),
-                pooled(r, &comp.baseline, x.cell),
-            ) else {
-                continue;
-            };
-            let Some((bound, how)) = latency_bound(&o, x.cell.workers) else {
-                continue;
-            };
-            let Some(ratio) = Metric::Mean.target(x.cell.workers) else {
-                continue;
-            };
-            let target = ratio * b.mean_us;
-            let allowed = client_cpu_allowed(&o, x.cell.workers, target);
-            let why = match allowed {
-                _ if bound > target => {
-                    "unreachable on this cluster: the cluster's own time is above the target"
-                        .to_string()
-                }
-                Some(a) => format!(
-                    "reachable only with a client at ≤ {:.2} × libfdb_c's CPU (ours: {:.2} ×)",
-                    a / b.cpu_us_per_txn,
-                    o.cpu_us_per_txn / b.cpu_us_per_txn,
-                ),
-                None => {
-                    "reachable: the gap is the client's (or the machine's scheduling)".to_string()
-                }
-            };
-            let model = turns_model(&o, x.cell.workers)
-                .map(|m| format!("{:.2}", o.mean_us / m))
-                .unwrap_or_else(|| "—".to_string());
-            lines.push(format!(
-                "| {} | {} | {} | {} | {} | {} | {:.2} | {} | {model} | {} | {} | {why} |",
-                comp.ours,
-                x.cell.workload.name(),
-                x.cell.workers,
-                f(o.mean_us),
-                f(b.mean_us),
-                f(bound),
-                bound / b.mean_us,
-                how,
-                allowed.map(f).unwrap_or_else(|| "—".to_string()),
-                f(o.cpu_us_per_txn),
-            ));
-        }
+            Some(a) => format!(
+                "reachable only with a client at ≤ {:.2} × libfdb_c's CPU (ours: {:.2} ×)",
+                a / b.cpu_us_per_txn,
+                o.cpu_us_per_txn / b.cpu_us_per_txn,
+            ),
+            None => "reachable: the gap is the client's (or the machine's scheduling)".to_string(),
+        };
+        let model = turns_model(&o, x.cell.workers)
+            .map(|m| format!("{:.2}", o.mean_us / m))
+            .unwrap_or_else(|| "—".to_string());
+        lines.push(format!(
+            "| {} | {} | {} | {} | {} | {} | {:.2} | {} | {model} | {} | {} | {why} |",
+            comp.ours,
+            x.cell.workload.name(),
+            x.cell.workers,
+            f(o.mean_us),
+            f(b.mean_us),
+            f(bound),
+            bound / b.mean_us,
+            how,
+            allowed.map(f).unwrap_or_else(|| "—".to_string()),
+            f(o.cpu_us_per_txn),
+        ));
     }
     section(
         s,
@@ -162,21 +155,9 @@ fn latency_misses(s: &mut String, r: &Results) {
 /// such estimate is made: Little's law bounds the mean, not the tail.
 fn p99_misses(s: &mut String, r: &Results) {
     let mut lines = Vec::new();
-    for x in r
-        .ratios
-        .iter()
-        .filter(|x| x.metric == Metric::P99 && x.cell.workers == 1)
+    for (x, comp, o, b) in
+        missed(r).filter(|(x, ..)| x.metric == Metric::P99 && x.cell.workers == 1)
     {
-        let comp = &r.comparisons[x.comparison];
-        if !comp.has_targets() || matches!(verdict(x, comp), None | Some("met")) {
-            continue;
-        }
-        let (Some(o), Some(b)) = (
-            pooled(r, &comp.ours, x.cell),
-            pooled(r, &comp.baseline, x.cell),
-        ) else {
-            continue;
-        };
         let Some(ratio) = Metric::P99.target(1) else {
             continue;
         };
@@ -286,17 +267,7 @@ fn cpu_misses(s: &mut String, r: &Results) {
         None => "n/a".into(),
     };
     let (mut client, mut server) = (Vec::new(), Vec::new());
-    for x in &r.ratios {
-        let comp: &Comparison = &r.comparisons[x.comparison];
-        if !comp.has_targets() || matches!(verdict(x, comp), None | Some("met")) {
-            continue;
-        }
-        let (Some(o), Some(b)) = (
-            pooled(r, &comp.ours, x.cell),
-            pooled(r, &comp.baseline, x.cell),
-        ) else {
-            continue;
-        };
+    for (x, comp, o, b) in missed(r) {
         let head = format!(
             "| {} | {} | {} | {} |",
             comp.ours,
