@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use crate::arms;
 use crate::bench::{Cell, Comparison, Ratio, Results};
 use crate::harness::{Metric, Summary};
-use crate::report::{f, verdict};
+use crate::report::{f, interval, verdict};
 use crate::wire::WirePerTxn;
 
 /// Writes the sections that explain the cells a comparison against libfdb_c misses.
@@ -29,7 +29,7 @@ pub fn write(s: &mut String, r: &Results) {
 pub fn latency_bound(ours: &Summary, workers: usize) -> Option<(f64, &'static str)> {
     let serial = ours.server_busiest_us_per_txn? * workers as f64;
     let waiting = if workers == 1 {
-        (ours.mean_us - ours.cpu_us_per_txn).max(0.0)
+        off_cpu(ours.mean_us, ours)
     } else {
         0.0
     };
@@ -54,7 +54,7 @@ pub fn latency_bound(ours: &Summary, workers: usize) -> Option<(f64, &'static st
 ///   [`turns_model`] shows how close that is in each cell), and the client has target / N − S.
 pub fn client_cpu_allowed(ours: &Summary, workers: usize, target: f64) -> Option<f64> {
     if workers == 1 {
-        return Some(target - (ours.mean_us - ours.cpu_us_per_txn).max(0.0));
+        return Some(target - off_cpu(ours.mean_us, ours));
     }
     Some(target / workers as f64 - ours.server_busiest_us_per_txn?)
 }
@@ -74,7 +74,13 @@ pub fn turns_model(ours: &Summary, workers: usize) -> Option<f64> {
 /// latency less the mean client CPU. An estimate, not a bound (the slowest transactions' own
 /// CPU may differ from the mean).
 pub fn p99_wait(ours: &Summary) -> f64 {
-    (ours.p99_us - ours.cpu_us_per_txn).max(0.0)
+    off_cpu(ours.p99_us, ours)
+}
+
+/// With one worker, the part of a latency not spent on the client's CPU (the arm's CPU per
+/// transaction taken off): the wait for the cluster and the kernel.
+fn off_cpu(latency_us: f64, ours: &Summary) -> f64 {
+    (latency_us - ours.cpu_us_per_txn).max(0.0)
 }
 
 /// An arm's numbers in a cell, pooled over the blocks.
@@ -262,10 +268,6 @@ fn cpu_misses(s: &mut String, r: &Results) {
                 && verdict(x, comp) == Some("met")
         })
     };
-    let shown = |x: &Ratio| match x.estimate {
-        Some(e) => format!("{:.2} [{:.2}, {:.2}]", e.geomean, e.lo, e.hi),
-        None => "n/a".into(),
-    };
     let (mut client, mut server) = (Vec::new(), Vec::new());
     for (x, comp, o, b) in missed(r) {
         let head = format!(
@@ -273,7 +275,7 @@ fn cpu_misses(s: &mut String, r: &Results) {
             comp.ours,
             x.cell.workload.name(),
             x.cell.workers,
-            shown(x)
+            interval(x.estimate)
         );
         match x.metric {
             Metric::Cpu => {

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::bench::{Comparison, Ratio, Results};
 use crate::harness::{Metric, Summary};
+use crate::stats::Estimate;
 use crate::workload::{wire_exchanges, KeySet, Workload};
 
 fn summary_json(s: &Summary) -> Value {
@@ -180,6 +181,14 @@ fn floor_exchanges(workloads: &[Workload]) -> Value {
     Value::Object(m)
 }
 
+/// A ratio as the tables show it: `geomean [lo, hi]`, or `n/a` where none was measured.
+pub(crate) fn interval(e: Option<Estimate>) -> String {
+    match e {
+        Some(e) => format!("{:.2} [{:.2}, {:.2}]", e.geomean, e.lo, e.hi),
+        None => "n/a".into(),
+    }
+}
+
 pub(crate) fn f(v: f64) -> String {
     if v >= 1000.0 {
         format!("{v:.0}")
@@ -291,12 +300,7 @@ pub fn to_markdown(r: &Results) -> String {
                     .find(|x| x.cell == cell && x.metric == m)
                     .copied()
             };
-            let show = |m: Metric| -> String {
-                match get(m).and_then(|x| x.estimate) {
-                    Some(e) => format!("{:.2} [{:.2}, {:.2}]", e.geomean, e.lo, e.hi),
-                    None => "n/a".into(),
-                }
-            };
+            let show = |m: Metric| interval(get(m).and_then(|x| x.estimate));
             let mut line = format!("| {} | {} |", cell.workload.name(), cell.workers);
             for m in Metric::COMPARED {
                 line.push_str(&format!(" {} |", show(m)));
