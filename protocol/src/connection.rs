@@ -263,11 +263,17 @@ impl Connection {
         if !self.monitor || matches!(self.state, State::Failed(_)) {
             return None;
         }
-        let idle = self.last_data_sent + CONNECTION_MONITOR_IDLE_TIMEOUT;
-        Some(match &self.ping {
-            Some(p) => p.window_ends.min(idle),
-            None => self.next_ping.min(idle),
-        })
+        let monitor = match &self.ping {
+            Some(p) => p.window_ends,
+            None => self.next_ping,
+        };
+        // The idle close applies only to a connection nothing waits on; a busy one past
+        // its idle time must not ask to be woken for a check that does nothing (that
+        // would spin the driver until its requests finish).
+        if self.outstanding > 0 {
+            return Some(monitor);
+        }
+        Some(monitor.min(self.last_data_sent + CONNECTION_MONITOR_IDLE_TIMEOUT))
     }
 
     /// Runs the connection monitor.
@@ -444,6 +450,28 @@ mod tests {
             Err(ConnectionError::Timeout)
         );
         assert_eq!(c.error(), Some(&ConnectionError::Timeout));
+    }
+
+    #[test]
+    fn busy_connection_past_its_idle_time_asks_for_no_wake_up_in_the_past() {
+        // A request that waits long (a watch) and nothing sent for longer than the idle
+        // time (or the clock stepped forward): the monitor's next wake-up must still be
+        // ahead, or a driver calls `handle_timeout` again and again at the same instant.
+        let mut rng = Rng::new(1);
+        let mut c = Connection::new(t(0.0), false, ProtocolVersion::V7_3);
+        c.handle_input(t(0.0), &server_connect()).unwrap();
+        c.set_outstanding(1);
+        c.handle_timeout(t(181.0), &mut rng).unwrap();
+        assert!(c.ping.is_some(), "a ping went out");
+        let next = c.poll_timeout().expect("the monitor runs");
+        assert!(next > t(181.0), "next wake-up {next:?} is not ahead of now");
+        // Once nothing waits, the idle close comes at the next check.
+        c.set_outstanding(0);
+        assert_eq!(c.poll_timeout(), Some(t(180.0)));
+        assert_eq!(
+            c.handle_timeout(t(181.5), &mut rng),
+            Err(ConnectionError::Idle)
+        );
     }
 
     #[test]

@@ -460,6 +460,22 @@ fn a_watch_whose_read_is_lost_reads_again() {
     })
 }
 
+/// A watch that waits longer than the connection monitor's idle time, with nothing else
+/// sent to its storage server, still fires, and the client does not spin meanwhile (the
+/// swarm found the monitor asking to be woken at a time already past: seed 629486673).
+#[test]
+fn a_watch_outlives_the_idle_time_of_its_connection() {
+    sim::run(35, |db| async move {
+        set(&db, b"w", b"0").await;
+        let tx = db.create_transaction();
+        let w = tx.watch(b"w");
+        tx.commit().await.unwrap();
+        sim::sleep(Duration::from_secs(200)).await;
+        set(&db, b"w", b"1").await;
+        w.await.unwrap();
+    })
+}
+
 /// Coordinators change under the client (new processes, a forward, a recovery): it follows.
 #[test]
 fn coordinators_change_in_simulation() {
