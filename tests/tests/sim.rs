@@ -476,6 +476,36 @@ fn a_watch_outlives_the_idle_time_of_its_connection() {
     })
 }
 
+/// An idle client stays idle: over twenty minutes with nothing to do but a watch (past the
+/// connections' idle time, the cluster-info long poll's renewal and the watch's own timeout),
+/// the world's steps grow at the connection monitors' pace (a ping a second on each open
+/// connection, three steps each), not at a timer's that fires without doing anything.
+#[test]
+fn an_idle_client_wakes_only_at_the_monitors_pace() {
+    let steps = |idle: u64| {
+        let mut s = sim::Sim::new(36);
+        s.limit = Duration::from_secs(idle + 60);
+        s.run(move |db| async move {
+            set(&db, b"w", b"0").await;
+            let tx = db.create_transaction();
+            let w = tx.watch(b"w");
+            tx.commit().await.unwrap();
+            sim::sleep(Duration::from_secs(idle)).await;
+            set(&db, b"w", b"1").await;
+            w.await.unwrap();
+        });
+        s.steps()
+    };
+    let (short, long) = (steps(10), steps(1210));
+    let per_second = (long - short) as f64 / 1200.0;
+    // The client holds at most four connections here (coordinator, commit and read-version
+    // proxies, storage): twelve steps a second at most, and fewer once idle ones close.
+    assert!(
+        per_second <= 12.0,
+        "{per_second:.1} steps a second while idle"
+    );
+}
+
 /// Coordinators change under the client (new processes, a forward, a recovery): it follows.
 #[test]
 fn coordinators_change_in_simulation() {
