@@ -205,13 +205,18 @@ const SAME_SEGMENTS: f64 = 1.05;
 /// same cell, with whether it met the target: both run the same protocol core, so what
 /// rust-tokio spends beyond rust-mio while its threads go to sleep more often is the runtime
 /// handing work between its threads (each sleep a thread woken again); what rust-mio itself
-/// spends over the target is the client's own work.
-pub fn client_cpu_reason(arm: &str, ours: &Summary, mio: Option<(&Summary, bool)>) -> String {
-    const OWN: &str = "the client's own work: not explained by these numbers (profile it)";
+/// spends over the target is the client's own work, told against the floor ([`own_work`]).
+pub fn client_cpu_reason(
+    arm: &str,
+    ours: &Summary,
+    mio: Option<(&Summary, bool)>,
+    floor: Option<&Summary>,
+    allowed_us: f64,
+) -> String {
     let Some((m, mio_met)) =
         mio.filter(|(m, _)| arm == arms::RUST_TOKIO && ours.switches_per_txn > m.switches_per_txn)
     else {
-        return OWN.to_string();
+        return own_work(ours, floor, allowed_us);
     };
     let extra = format!(
         "{:.2} more sleeps and {} µs more a transaction than rust-mio",
@@ -221,7 +226,39 @@ pub fn client_cpu_reason(arm: &str, ours: &Summary, mio: Option<(&Summary, bool)
     if mio_met {
         format!("the runtime's hand-offs: {extra}, whose same protocol work meets the target")
     } else {
-        format!("{OWN}, as rust-mio misses here too; and the runtime's hand-offs: {extra}")
+        format!(
+            "{}, as rust-mio misses here too; and the runtime's hand-offs: {extra}",
+            own_work(m, floor, allowed_us)
+        )
+    }
+}
+
+/// The client's own work in a cell, measured against the floor arm there: the same bytes
+/// moved over raw sockets by one epoll loop, with no protocol at all. What the target
+/// (`allowed_us` a transaction) leaves above the floor is all a client has for encoding,
+/// decoding, routing and caching; where the floor alone spends more, no client moving
+/// these bytes through these sockets meets it.
+fn own_work(ours: &Summary, floor: Option<&Summary>, allowed_us: f64) -> String {
+    let Some(fl) = floor else {
+        return "the client's own work: not explained by these numbers (profile it)".into();
+    };
+    let (base, over) = (fl.cpu_us_per_txn, ours.cpu_us_per_txn - fl.cpu_us_per_txn);
+    if allowed_us <= base {
+        format!(
+            "the floor alone (the same bytes over raw sockets, no protocol) spends {} µs, \
+             more than the {} µs the target allows; the client's own work adds {} µs",
+            f(base),
+            f(allowed_us),
+            f(over)
+        )
+    } else {
+        format!(
+            "the client's own work: {} µs over the floor's {} µs (the same bytes over raw \
+             sockets, no protocol), where the target leaves {} µs (profile it)",
+            f(over),
+            f(base),
+            f(allowed_us - base)
+        )
     }
 }
 
@@ -280,12 +317,21 @@ fn cpu_misses(s: &mut String, r: &Results) {
         match x.metric {
             Metric::Cpu => {
                 let mio = pooled(r, arms::RUST_MIO, x.cell).map(|m| (m, mio_met(x.cell)));
-                let why = client_cpu_reason(&comp.ours, &o, mio.as_ref().map(|(m, met)| (m, *met)));
+                let floor = pooled(r, arms::FLOOR, x.cell);
+                let allowed = Metric::Cpu.target(x.cell.workers).unwrap_or(0.0) * b.cpu_us_per_txn;
+                let why = client_cpu_reason(
+                    &comp.ours,
+                    &o,
+                    mio.as_ref().map(|(m, met)| (m, *met)),
+                    floor.as_ref(),
+                    allowed,
+                );
                 let (mc, ms) = mio.map_or(("—".into(), "—".into()), |(m, _)| {
                     (f(m.cpu_us_per_txn), format!("{:.2}", m.switches_per_txn))
                 });
+                let fc = floor.map_or("—".into(), |fl| f(fl.cpu_us_per_txn));
                 client.push(format!(
-                    "{head} {} | {} | {:.2} | {mc} | {ms} | {why} |",
+                    "{head} {} | {} | {:.2} | {mc} | {ms} | {fc} | {why} |",
                     f(o.cpu_us_per_txn),
                     f(b.cpu_us_per_txn),
                     o.switches_per_txn,
@@ -316,8 +362,8 @@ fn cpu_misses(s: &mut String, r: &Results) {
     section(
         s,
         "client-CPU",
-        "For each cell where the client CPU target (≤ 0.5 × libfdb_c's, whole interval) is not met: the arm's CPU and sleeps (voluntary context switches) per transaction beside rust-mio's in the same cell. Both drivers run the same protocol core; where rust-mio meets the target and rust-tokio's threads slept more often, the difference is the multi-threaded runtime handing woken tasks to its other worker (\"Where rust-tokio's extra client CPU goes\" in BENCHMARKS.md), which a runtime with one worker thread does not pay. What rust-mio itself spends over the target is the client's own work, for a profile to explain.",
-        "| arm | workload | workers | CPU / libfdb_c | CPU µs | libfdb_c CPU µs | switches/txn | rust-mio CPU µs | rust-mio switches/txn | why |\n|---|---|---:|---|---:|---:|---:|---:|---:|---|",
+        "For each cell where the client CPU target (≤ 0.5 × libfdb_c's, whole interval) is not met: the arm's CPU and sleeps (voluntary context switches) per transaction beside rust-mio's in the same cell. Both drivers run the same protocol core; where rust-mio meets the target and rust-tokio's threads slept more often, the difference is the multi-threaded runtime handing woken tasks to its other worker (\"Where rust-tokio's extra client CPU goes\" in BENCHMARKS.md), which a runtime with one worker thread does not pay. What rust-mio itself spends over the target is the client's own work, told against the floor arm in the same cell (the same bytes over raw sockets, no protocol): the target less the floor's CPU is what it leaves a client for all its protocol work, and where the floor alone is above the target no client moving these bytes this way meets it.",
+        "| arm | workload | workers | CPU / libfdb_c | CPU µs | libfdb_c CPU µs | switches/txn | rust-mio CPU µs | rust-mio switches/txn | floor CPU µs | why |\n|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
         &client,
     );
     section(
@@ -438,14 +484,14 @@ mod tests {
             switches_per_txn: 0.1,
             ..Summary::default()
         };
-        let why = client_cpu_reason(arms::RUST_TOKIO, &tokio, Some((&mio, true)));
+        let why = client_cpu_reason(arms::RUST_TOKIO, &tokio, Some((&mio, true)), None, 15.0);
         assert!(why.starts_with("the runtime's hand-offs"), "{why}");
         assert!(
             why.contains("0.50 more sleeps") && why.contains("10.00 µs"),
             "{why}"
         );
         // rust-mio missing too: the client's own work, and the runtime's part beside it.
-        let both = client_cpu_reason(arms::RUST_TOKIO, &tokio, Some((&mio, false)));
+        let both = client_cpu_reason(arms::RUST_TOKIO, &tokio, Some((&mio, false)), None, 15.0);
         assert!(
             both.starts_with("the client's own work") && both.contains("0.50 more sleeps"),
             "{both}"
@@ -456,15 +502,58 @@ mod tests {
             ..tokio
         };
         for why in [
-            client_cpu_reason(arms::RUST_MIO, &mio, Some((&mio, false))),
-            client_cpu_reason(arms::RUST_TOKIO, &tokio, None),
-            client_cpu_reason(arms::RUST_TOKIO, &calm, Some((&mio, true))),
+            client_cpu_reason(arms::RUST_MIO, &mio, Some((&mio, false)), None, 15.0),
+            client_cpu_reason(arms::RUST_TOKIO, &tokio, None, None, 15.0),
+            client_cpu_reason(arms::RUST_TOKIO, &calm, Some((&mio, true)), None, 15.0),
         ] {
             assert_eq!(
                 why,
                 "the client's own work: not explained by these numbers (profile it)"
             );
         }
+    }
+
+    #[test]
+    fn the_client_s_own_work_is_told_against_the_floor() {
+        let mio = Summary {
+            cpu_us_per_txn: 17.5,
+            ..Summary::default()
+        };
+        let floor = Summary {
+            cpu_us_per_txn: 13.5,
+            ..Summary::default()
+        };
+        // The target (15 µs) leaves 1.5 µs above the floor; rust-mio spends 4 µs there.
+        let why = client_cpu_reason(arms::RUST_MIO, &mio, None, Some(&floor), 15.0);
+        assert!(
+            why.starts_with("the client's own work: 4.00 µs over the floor's 13.50 µs")
+                && why.contains("the target leaves 1.50 µs"),
+            "{why}"
+        );
+        // rust-tokio beside a missing rust-mio: rust-mio's own work, then the hand-offs.
+        let tokio = Summary {
+            cpu_us_per_txn: 25.0,
+            switches_per_txn: 0.5,
+            ..Summary::default()
+        };
+        let both = client_cpu_reason(
+            arms::RUST_TOKIO,
+            &tokio,
+            Some((&mio, false)),
+            Some(&floor),
+            15.0,
+        );
+        assert!(
+            both.starts_with("the client's own work: 4.00 µs over")
+                && both.contains("the runtime's hand-offs: 0.50 more sleeps"),
+            "{both}"
+        );
+        // A floor above the target: no client moving these bytes meets it.
+        let above = client_cpu_reason(arms::RUST_MIO, &mio, None, Some(&floor), 12.0);
+        assert!(
+            above.starts_with("the floor alone") && above.contains("more than the 12.00 µs"),
+            "{above}"
+        );
     }
 
     #[test]
