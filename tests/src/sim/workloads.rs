@@ -13,7 +13,8 @@
 //!   every read equals it at the read version (plus the program's own writes), every
 //!   non-snapshot read also just before the commit, and the cluster ends holding it.
 //! * [`Workload::Watches`]: a watch on a key another task then changes must fire; one on a
-//!   key nobody changes must not fire.
+//!   key nobody changes must not fire. In a quarter of the seeds the client first sits idle
+//!   for minutes.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -889,7 +890,16 @@ fn watches(
             })
             .collect(),
     ));
-    let deadline = faults.until + Duration::from_secs(30);
+    // In a quarter of the seeds the application then leaves the client idle for minutes
+    // before anything changes: past the connections' idle close, the storage servers'
+    // watch timeout and the coordinators' renewal of the cluster-info long poll, time
+    // scales the rest of the swarm never reaches (an idle client once spun here).
+    let idle = if Rng::new(seed ^ 0x1d1e).below(4) == 0 {
+        Duration::from_secs(100 + Rng::new(seed ^ 0x1d1f).below(300))
+    } else {
+        Duration::ZERO
+    };
+    let deadline = faults.until + idle + Duration::from_secs(30);
     let st = state.clone();
     world.run(move |db| async move {
         let key = |i: u8| vec![b'w', b'/', i];
@@ -952,7 +962,7 @@ fn watches(
         for j in (1..order.len()).rev() {
             order.swap(j, rng.below(j as u64 + 1) as usize);
         }
-        super::sleep(ms(rng.below(200))).await;
+        super::sleep(ms(rng.below(200)) + idle).await;
         for i in order {
             super::sleep(ms(rng.below(100))).await;
             retry(&db, |tx, _| async move {
