@@ -364,6 +364,7 @@ impl Part for GlobalConfig {
             last_known,
             at,
             sent,
+            backoff,
             ..
         } = &mut self.state
         {
@@ -373,6 +374,12 @@ impl Part for GlobalConfig {
                 let ask = |reply| GlobalConfigRefreshRequest { last_known, reply };
                 if cx.ask_one(&proxies, REFRESH, (), ask) {
                     *sent = true;
+                } else {
+                    // Every proxy's endpoint is gone: try again after the backoff, as
+                    // libfdb_c's refresh does once its load balance gives up, rather than
+                    // leave a due timer that wakes the driver for nothing.
+                    let (wait, next) = (*backoff, (*backoff * 2).min(MAX_BACKOFF));
+                    self.retry(cx.now() + wait, next);
                 }
             }
         }

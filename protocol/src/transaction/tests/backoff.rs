@@ -40,6 +40,9 @@ pub(super) struct Cluster {
     pub(super) throttles: Vec<TagThrottleEntry>,
     /// The rows of `\xff/globalConfig/k/` a global configuration refresh answers.
     pub(super) global_config: Vec<KeyValue>,
+    /// The refresh's endpoint is gone (its proxy's role ended): refreshes are answered
+    /// "endpoint not found".
+    pub(super) global_config_gone: bool,
 }
 
 impl Server for Cluster {
@@ -57,6 +60,9 @@ impl Server for Cluster {
                     ..Default::default()
                 };
                 wire.reply(&req, ErrorOr::Ok(reply));
+            }
+            AnyMessage::GlobalConfigRefreshRequest(_) if self.global_config_gone => {
+                wire.endpoint_not_found(&req);
             }
             AnyMessage::GlobalConfigRefreshRequest(_) => {
                 let reply = GlobalConfigRefreshReply {
@@ -113,6 +119,7 @@ pub(super) fn sim() -> Sim<Cluster> {
         grv_tags: Vec::new(),
         throttles: Vec::new(),
         global_config: Vec::new(),
+        global_config_gone: false,
     };
     let mut s = Sim::with_server(ClientConfig::new(cluster_file, 7), cluster);
     s.drive();

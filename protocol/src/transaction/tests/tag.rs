@@ -280,6 +280,36 @@ fn the_global_configuration_sets_the_sample_rate() {
     assert!(tags.iter().all(|t| *t == want), "{tags:?}");
 }
 
+/// The global configuration's refresh whose only proxy endpoint is gone waits for new proxies
+/// without asking to be woken in the past (that spun the driver until a new `ClientDBInfo`).
+#[test]
+fn a_refresh_with_every_proxy_gone_does_not_spin() {
+    let mut s = sim();
+    s.server.global_config_gone = true;
+    let now = s.now();
+    let tx = s.client.create_transaction(now);
+    let (b, e) = crate::global_config::GLOBAL_CONFIG_MODULE;
+    let c = s.client.get_range(
+        now,
+        tx,
+        KeySelector::first_greater_or_equal(b),
+        KeySelector::first_greater_or_equal(e),
+        RangeOptions::default(),
+        false,
+    );
+    s.drive();
+    // The refresh was told its endpoint is gone; its backoff passes, and no other proxy
+    // can be asked.
+    s.advance_by(Duration::from_secs(1));
+    let now = s.now();
+    assert!(
+        s.client.poll_timeout().is_none_or(|t| t > now),
+        "a timer at {:?} is due again at {now:?}",
+        s.client.poll_timeout()
+    );
+    assert!(s.take(c).is_none(), "the read waits for the refresh");
+}
+
 #[test]
 fn a_watch_request_carries_the_read_tags_of_its_transaction() {
     let (mut s, now, tx) = auto_tagged_sampling_all();
