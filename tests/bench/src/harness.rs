@@ -36,6 +36,8 @@ pub struct RunStats {
     pub hist: Histogram<u64>,
     pub wall: Duration,
     pub cpu: Duration,
+    /// The kernel's part of `cpu`.
+    pub kernel: Duration,
     /// The client's voluntary context switches.
     pub switches: u64,
     pub alloc: AllocCounts,
@@ -65,6 +67,7 @@ impl RunStats {
             hist: new_histogram(),
             wall: Duration::ZERO,
             cpu: Duration::ZERO,
+            kernel: Duration::ZERO,
             switches: 0,
             alloc: AllocCounts::default(),
             txns: 0,
@@ -87,6 +90,7 @@ impl RunStats {
         self.hist.add(&o.hist).expect("same histogram bounds");
         self.wall += o.wall;
         self.cpu += o.cpu;
+        self.kernel += o.kernel;
         self.switches += o.switches;
         self.alloc.allocs += o.alloc.allocs;
         self.alloc.bytes += o.alloc.bytes;
@@ -125,6 +129,7 @@ impl RunStats {
                 self.txns as f64 / self.wall.as_secs_f64()
             },
             cpu_us_per_txn: self.cpu.as_secs_f64() * 1e6 / n,
+            kernel_us_per_txn: self.kernel.as_secs_f64() * 1e6 / n,
             switches_per_txn: self.switches as f64 / n,
             allocs_per_txn: self.alloc.allocs as f64 / n,
             bytes_per_txn: self.alloc.bytes as f64 / n,
@@ -149,6 +154,8 @@ pub struct Summary {
     pub max_us: f64,
     pub tps: f64,
     pub cpu_us_per_txn: f64,
+    /// The kernel's part of `cpu_us_per_txn` (system time).
+    pub kernel_us_per_txn: f64,
     /// The client's voluntary context switches per transaction (a thread blocked).
     pub switches_per_txn: f64,
     pub allocs_per_txn: f64,
@@ -374,6 +381,7 @@ pub(crate) fn finish(
         hist,
         wall: end.at - start.at,
         cpu: end.usage.cpu.saturating_sub(start.usage.cpu),
+        kernel: end.usage.kernel.saturating_sub(start.usage.kernel),
         switches: end.usage.switches.saturating_sub(start.usage.switches),
         alloc: end.alloc - start.alloc,
         requests: requests_between(start.requests, end.requests),

@@ -21,6 +21,7 @@ fn summary_json(s: &Summary) -> Value {
         "max_us": s.max_us,
         "throughput_tps": s.tps,
         "cpu_us_per_txn": s.cpu_us_per_txn,
+        "kernel_cpu_us_per_txn": s.kernel_us_per_txn,
         "client_switches_per_txn": s.switches_per_txn,
         "allocs_per_txn": s.allocs_per_txn,
         "heap_bytes_per_txn": s.bytes_per_txn,
