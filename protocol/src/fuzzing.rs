@@ -355,8 +355,8 @@ impl crate::sim::Server for Bootstrap {
 }
 
 /// A whole client session against a hostile cluster: after a well-formed bootstrap, `data`
-/// decides which outstanding request gets answered, with which message bytes, and when time
-/// passes. The transaction engine must turn every malformed or unexpected reply into a typed
+/// decides which outstanding request gets answered, with which message bytes, and how much time
+/// passes first (milliseconds or minutes). The transaction engine must turn every malformed or unexpected reply into a typed
 /// error or a retry: no panic, no runaway memory. The simulated network ([`crate::sim`])
 /// checks the client's side of the contract on the way: every byte it writes frames and
 /// decodes, on connections it was given.
@@ -420,7 +420,13 @@ pub fn client_session(data: &[u8]) {
     let mut rest = data;
     while rest.len() >= 4 && !open.is_empty() {
         let pick = rest[0] as usize % open.len();
-        let step = Duration::from_millis(rest[1] as u64 * 4);
+        // Time steps of up to half a second, or (the high bit set) of up to eight and a
+        // half minutes: past the connection monitor's idle close and the coordinators' long
+        // poll, time scales a session of small steps never reaches.
+        let step = match rest[1] {
+            b if b & 0x80 == 0 => Duration::from_millis(b as u64 * 4),
+            b => Duration::from_secs((b & 0x7f) as u64 * 4),
+        };
         let len = (u16::from_le_bytes([rest[2], rest[3]]) as usize).min(rest.len() - 4);
         let body = &rest[4..4 + len];
         rest = &rest[4 + len..];
