@@ -509,10 +509,10 @@ fn cluster_special_keys_on_the_test_cluster() {
 /// Waits until a read of the health module shows the aggregate row. On a cluster just started
 /// the figures come with a worst storage durability lag of 0, and the aggregate row is left out
 /// (`healthMetricsToKVPairs`, which this client follows); the checks below would read that as
-/// a difference. On fresh 7.4.6 clusters here, a point read of the aggregate had it after
-/// about 0.8 s and the range read of the module after about 5 s; CI's 7.4 phase, which runs
-/// this right after the demo, failed on it once. A database per attempt: one keeps its
-/// figures for seconds.
+/// a difference. On fresh 7.4.6 clusters here a point read of the aggregate had it after
+/// about 0.8 s, and the range read of the module (a detailed request) some seconds later;
+/// CI's 7.4 phase, which runs this right after the demo, failed on it once. A database per
+/// attempt: one keeps its figures for seconds.
 fn wait_for_health_figures(open: impl Fn() -> fdb_driver_mio::Database) {
     let start = std::time::Instant::now();
     while start.elapsed() < std::time::Duration::from_secs(30) {
