@@ -275,7 +275,14 @@ impl GlobalConfig {
                     self.retry(now + BEHIND_DELAY, backoff);
                 }
             }
-            _ => self.retry(now + backoff, (backoff * 2).min(MAX_BACKOFF)),
+            _ => self.back_off(now),
+        }
+    }
+
+    /// Asks again once the backoff has passed, and doubles it for the next failure.
+    fn back_off(&mut self, now: Instant) {
+        if let State::Refreshing { backoff, .. } = self.state {
+            self.retry(now + backoff, (backoff * 2).min(MAX_BACKOFF));
         }
     }
 
@@ -364,7 +371,6 @@ impl Part for GlobalConfig {
             last_known,
             at,
             sent,
-            backoff,
             ..
         } = &mut self.state
         {
@@ -378,8 +384,7 @@ impl Part for GlobalConfig {
                     // Every proxy's endpoint is gone: try again after the backoff, as
                     // libfdb_c's refresh does once its load balance gives up, rather than
                     // leave a due timer that wakes the driver for nothing.
-                    let (wait, next) = (*backoff, (*backoff * 2).min(MAX_BACKOFF));
-                    self.retry(cx.now() + wait, next);
+                    self.back_off(cx.now());
                 }
             }
         }
@@ -404,9 +409,7 @@ impl Part for GlobalConfig {
 
     /// The refresh got no reply: ask again after the backoff.
     fn on_lost(&mut self, cx: &mut PartCx<'_>, _: RequestId, _: (), _why: Loss) {
-        if let State::Refreshing { backoff, .. } = self.state {
-            self.retry(cx.now() + backoff, (backoff * 2).min(MAX_BACKOFF));
-        }
+        self.back_off(cx.now());
     }
 
     /// The refresh goes to a GRV proxy.
