@@ -83,6 +83,12 @@ fn off_cpu(latency_us: f64, ours: &Summary) -> f64 {
     (latency_us - ours.cpu_us_per_txn).max(0.0)
 }
 
+/// A missed ratio's target as an amount of libfdb_c's own figure (`baseline`'s), in that
+/// metric's unit: the mean, p99 or CPU this arm would have had to stay at or under.
+fn target_us(x: &Ratio, baseline: &Summary) -> Option<f64> {
+    Some(x.metric.target(x.cell.workers)? * baseline.metric(x.metric)?)
+}
+
 /// An arm's numbers in a cell, pooled over the blocks.
 fn pooled(r: &Results, arm: &str, cell: Cell) -> Option<Summary> {
     r.cells
@@ -113,10 +119,9 @@ fn latency_misses(s: &mut String, r: &Results) {
         let Some((bound, how)) = latency_bound(&o, x.cell.workers) else {
             continue;
         };
-        let Some(ratio) = Metric::Mean.target(x.cell.workers) else {
+        let Some(target) = target_us(x, &b) else {
             continue;
         };
-        let target = ratio * b.mean_us;
         let allowed = client_cpu_allowed(&o, x.cell.workers, target);
         let why = match allowed {
             _ if bound > target => {
@@ -164,10 +169,10 @@ fn p99_misses(s: &mut String, r: &Results) {
     for (x, comp, o, b) in
         missed(r).filter(|(x, ..)| x.metric == Metric::P99 && x.cell.workers == 1)
     {
-        let Some(ratio) = Metric::P99.target(1) else {
+        let Some(target) = target_us(x, &b) else {
             continue;
         };
-        let (wait, target) = (p99_wait(&o), ratio * b.p99_us);
+        let wait = p99_wait(&o);
         let why = if wait > target {
             "unreachable on this cluster: the wait alone is above the target".to_string()
         } else {
@@ -339,7 +344,9 @@ fn cpu_misses(s: &mut String, r: &Results) {
             Metric::Cpu => {
                 let mio = pooled(r, arms::RUST_MIO, x.cell).map(|m| (m, mio_met(x.cell)));
                 let floor = pooled(r, arms::FLOOR, x.cell);
-                let allowed = Metric::Cpu.target(x.cell.workers).unwrap_or(0.0) * b.cpu_us_per_txn;
+                let Some(allowed) = target_us(x, &b) else {
+                    continue;
+                };
                 let why = client_cpu_reason(
                     &comp.ours,
                     &o,
