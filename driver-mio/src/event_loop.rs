@@ -51,6 +51,10 @@ struct Shared {
     nudged: AtomicBool,
     waker: Waker,
     state: Mutex<Loop>,
+    /// Threads in `block_on` whose loop another thread is turning, oldest first. A thread
+    /// that stops turning wakes the first, to turn it in its place: without that word they
+    /// would have to keep looking whether the loop is free.
+    waiting: Mutex<VecDeque<std::thread::Thread>>,
     clock: Clock,
 }
 
@@ -82,6 +86,7 @@ impl Driver for MioDriver {
                     failed: Vec::new(),
                     read_buf: vec![0u8; 64 * 1024].into_boxed_slice(),
                 }),
+                waiting: Mutex::new(VecDeque::new()),
                 clock,
             }),
         })
@@ -177,29 +182,76 @@ impl MioDriver {
         let waker = self.thread_waker();
         let mut cx = Context::from_waker(&waker);
         let mut fut = pin!(fut);
-        loop {
+        // Set once this thread has turned the loop, or was woken to turn it: on the way out
+        // it must then wake the next waiting thread, which may need the loop.
+        let mut owes_turn = false;
+        let out = loop {
             if let TaskPoll::Ready(v) = fut.as_mut().poll(&mut cx) {
-                return Ok(v);
+                break Ok(v);
             }
             if StdInstant::now() >= deadline {
-                return Err(Error::TimedOut);
+                break Err(Error::TimedOut);
             }
-            match self.shared.state.try_lock() {
-                Ok(mut state) => state.turn(&self.shared, Some(deadline))?,
-                // Another thread is turning the loop; it will wake us when our completion
-                // arrives (or soon, when it hands the loop back).
-                Err(_) => std::thread::park_timeout(
-                    Duration::from_millis(1)
-                        .min(deadline.saturating_duration_since(StdInstant::now())),
-                ),
+            if let Some(mut state) = self.take_loop_or_wait(deadline, &mut owes_turn) {
+                owes_turn = true;
+                if let Err(e) = state.turn(&self.shared, Some(deadline)) {
+                    break Err(e);
+                }
             }
+        };
+        if owes_turn {
+            self.hand_off();
+        }
+        out
+    }
+
+    /// The loop, when no other thread is turning it; otherwise sleeps until this thread's
+    /// completion arrives or the turning thread stops (or `deadline`), and returns `None`.
+    fn take_loop_or_wait(
+        &self,
+        deadline: StdInstant,
+        chosen: &mut bool,
+    ) -> Option<MutexGuard<'_, Loop>> {
+        if let Ok(state) = self.shared.state.try_lock() {
+            return Some(state);
+        }
+        // Listed first, then looked again, so a turner that stopped in between is not missed.
+        let me = std::thread::current();
+        lock(&self.shared.waiting).push_back(me.clone());
+        let state = self.shared.state.try_lock().ok();
+        if state.is_none() {
+            std::thread::park_timeout(deadline.saturating_duration_since(StdInstant::now()));
+        }
+        self.unlist(&me, chosen);
+        state
+    }
+
+    /// Takes this thread off the waiting list; not finding it there means a turner chose it
+    /// to take the loop over.
+    fn unlist(&self, me: &std::thread::Thread, chosen: &mut bool) {
+        let mut waiting = lock(&self.shared.waiting);
+        match waiting.iter().position(|t| t.id() == me.id()) {
+            Some(i) => {
+                waiting.remove(i);
+            }
+            None => *chosen = true,
+        }
+    }
+
+    /// This thread stops turning the loop: the oldest waiting thread takes over.
+    fn hand_off(&self) {
+        if let Some(next) = lock(&self.shared.waiting).pop_front() {
+            next.unpark();
         }
     }
 
     /// One turn of the loop: runs the ops sent, does the IO that is ready, and waits at most
-    /// until `until` (or the core's next deadline) for more.
+    /// until `until` (or the core's next deadline) for more. A thread blocked in
+    /// [`MioDriver::block_on`] meanwhile is woken afterwards, in case no one turns it again.
     pub fn turn(&self, until: Option<StdInstant>) -> Result<(), Error> {
-        lock(&self.shared.state).turn(&self.shared, until)
+        let turned = lock(&self.shared.state).turn(&self.shared, until);
+        self.hand_off();
+        turned
     }
 }
 
