@@ -103,3 +103,65 @@ fn eight_threads_share_one_loop() {
     });
     assert_eq!(c.get(b"counter").unwrap(), 160u64.to_le_bytes());
 }
+
+/// This thread's id as the kernel knows it (Linux), to read its counters from another thread.
+fn kernel_tid() -> Option<String> {
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    Some(link.file_name()?.to_string_lossy().into_owned())
+}
+
+/// How many times the thread went to sleep to be woken again (`voluntary_ctxt_switches`).
+fn sleeps_of(tid: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("voluntary_ctxt_switches:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Threads waiting for replies on a loop that another thread turns sleep until something
+/// happens for them: over a second with nothing to do they wake a few times at most. (They
+/// used to look every millisecond whether the loop was free: a thousand wake-ups a second
+/// each, on an idle client.) Linux only, where the kernel counts a thread's sleeps.
+#[test]
+fn threads_waiting_on_the_loop_sleep() {
+    if kernel_tid().is_none() {
+        println!("NOTICE: no /proc/thread-self here; the sleep count is not checked");
+        return;
+    }
+    let c = TestCluster::start();
+    let db = db(&c, 3);
+    let watches: Vec<_> = (0..3u8).map(|i| watch(&db, &[b'i', i])).collect();
+    let (tids, tid) = mpsc::channel();
+    std::thread::scope(|s| {
+        let waiters: Vec<_> = watches
+            .into_iter()
+            .map(|w| {
+                let tids = tids.clone();
+                let db = &db;
+                s.spawn(move || {
+                    tids.send(kernel_tid().unwrap()).unwrap();
+                    db.wait_watch(w, LIMIT)
+                })
+            })
+            .collect();
+        let tids: Vec<String> = (0..3).map(|_| tid.recv().unwrap()).collect();
+        // Settled: each has polled its watch and is waiting, one of them turning the loop.
+        std::thread::sleep(Duration::from_millis(300));
+        let before: Vec<u64> = tids.iter().map(|t| sleeps_of(t).unwrap()).collect();
+        std::thread::sleep(Duration::from_secs(1));
+        let after: Vec<u64> = tids.iter().map(|t| sleeps_of(t).unwrap()).collect();
+        for i in 0..3u8 {
+            c.set(&[b'i', i], b"x");
+        }
+        for w in waiters {
+            w.join().unwrap().expect("the watch fires");
+        }
+        let woke: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+        println!("sleeps of the three waiting threads in an idle second: {woke:?}");
+        assert!(
+            woke.iter().all(|&n| n <= 50),
+            "idle waiting threads woke {woke:?} times in a second"
+        );
+    });
+}
