@@ -183,26 +183,23 @@ impl MioDriver {
         let mut cx = Context::from_waker(&waker);
         let mut fut = pin!(fut);
         // Set once this thread has turned the loop, or was woken to turn it: on the way out
-        // it must then wake the next waiting thread, which may need the loop.
-        let mut owes_turn = false;
-        let out = loop {
+        // (a panic too) it must then wake the next waiting thread, which may need the loop.
+        let mut turner = Turner {
+            driver: self,
+            owes_turn: false,
+        };
+        loop {
             if let TaskPoll::Ready(v) = fut.as_mut().poll(&mut cx) {
-                break Ok(v);
+                return Ok(v);
             }
             if StdInstant::now() >= deadline {
-                break Err(Error::TimedOut);
+                return Err(Error::TimedOut);
             }
-            if let Some(mut state) = self.take_loop_or_wait(deadline, &mut owes_turn) {
-                owes_turn = true;
-                if let Err(e) = state.turn(&self.shared, Some(deadline)) {
-                    break Err(e);
-                }
+            if let Some(mut state) = self.take_loop_or_wait(deadline, &mut turner.owes_turn) {
+                turner.owes_turn = true;
+                state.turn(&self.shared, Some(deadline))?;
             }
-        };
-        if owes_turn {
-            self.hand_off();
         }
-        out
     }
 
     /// The loop, when no other thread is turning it; otherwise sleeps until this thread's
@@ -252,6 +249,21 @@ impl MioDriver {
         let turned = lock(&self.shared.state).turn(&self.shared, until);
         self.hand_off();
         turned
+    }
+}
+
+/// A thread in [`MioDriver::block_on`]; if it turned the loop, it passes the loop on when
+/// it leaves.
+struct Turner<'a> {
+    driver: &'a MioDriver,
+    owes_turn: bool,
+}
+
+impl Drop for Turner<'_> {
+    fn drop(&mut self) {
+        if self.owes_turn {
+            self.driver.hand_off();
+        }
     }
 }
 

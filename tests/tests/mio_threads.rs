@@ -63,6 +63,45 @@ fn a_waiting_thread_takes_the_loop_over_when_the_turner_leaves() {
     });
 }
 
+/// The same, when the thread turning the loop leaves by a panic (here its own future's, once
+/// its watch fired): the loop is still passed on.
+#[test]
+fn a_turner_that_panics_passes_the_loop_on() {
+    let c = TestCluster::start();
+    let db = db(&c, 4);
+    let tx = db.async_db().create_transaction();
+    let first = tx.watch(b"first");
+    db.block_on(tx.commit(), LIMIT).unwrap().unwrap();
+    let second = watch(&db, b"second");
+    let (done, is_done) = mpsc::channel();
+    std::thread::scope(|s| {
+        let turner = s.spawn(|| {
+            db.block_on(
+                async {
+                    let _ = first.await;
+                    panic!("the application's future fails");
+                },
+                LIMIT,
+            )
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        s.spawn(|| {
+            let fired = db.wait_watch(second, LIMIT);
+            done.send(fired.is_ok()).unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        c.set(b"first", b"1");
+        assert!(turner.join().is_err(), "the turner panicked");
+        c.set(b"second", b"2");
+        assert!(
+            is_done
+                .recv_timeout(LIMIT + Duration::from_secs(5))
+                .unwrap(),
+            "the second watch fired"
+        );
+    });
+}
+
 /// Eight threads share one database, each running transactions that conflict on one counter
 /// while two more wait on watches set from outside: every call finishes, the count is
 /// exact, and both watches see their change.
