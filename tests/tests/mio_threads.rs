@@ -26,41 +26,45 @@ fn watch(db: &Database, key: &[u8]) -> fdb_driver_mio::Watch {
     w
 }
 
-/// The thread turning the loop stops (its own watch fired) while another thread waits on a
-/// watch whose change comes from outside this client: only a turn of the loop can read that
-/// reply, so the waiting thread must be given the loop.
-#[test]
-fn a_waiting_thread_takes_the_loop_over_when_the_turner_leaves() {
-    let c = TestCluster::start();
-    let db = db(&c, 1);
-    let first = watch(&db, b"first");
-    let second = watch(&db, b"second");
-    let (started, is_started) = mpsc::channel();
+/// `turner` turns the loop (the first to block on it, alone until a second thread comes to
+/// wait on the watch of `second`) and leaves its own way once the key `first` changes. Only
+/// then does `second` change, a change from outside this client: only a turn of the loop
+/// can read that reply, so the waiting thread must have been given the loop. Returns how
+/// `turner` ended.
+fn the_loop_is_passed_on<T: Send>(
+    c: &TestCluster,
+    db: &Database,
+    second: fdb_driver_mio::Watch,
+    turner: impl FnOnce() -> T + Send,
+) -> std::thread::Result<T> {
     let (done, is_done) = mpsc::channel();
     std::thread::scope(|s| {
-        // Turns the loop: the first to block on it, and alone until the second thread comes.
-        s.spawn(|| {
-            started.send(()).unwrap();
-            db.wait_watch(first, LIMIT).expect("the first watch fires");
-        });
-        is_started.recv().unwrap();
+        let turner = s.spawn(turner);
         std::thread::sleep(Duration::from_millis(200));
         s.spawn(|| {
             let fired = db.wait_watch(second, LIMIT);
             done.send(fired.is_ok()).unwrap();
         });
         std::thread::sleep(Duration::from_millis(200));
-        // The turner's watch fires and it returns; then the second key changes.
         c.set(b"first", b"1");
-        std::thread::sleep(Duration::from_millis(300));
+        let ended = turner.join();
         c.set(b"second", b"2");
-        assert!(
-            is_done
-                .recv_timeout(LIMIT + Duration::from_secs(5))
-                .unwrap(),
-            "the second watch fired"
-        );
-    });
+        let fired = is_done.recv_timeout(LIMIT + Duration::from_secs(5));
+        assert!(fired.unwrap(), "the second watch fired");
+        ended
+    })
+}
+
+/// The thread turning the loop returns (its own watch fired) while another waits.
+#[test]
+fn a_waiting_thread_takes_the_loop_over_when_the_turner_leaves() {
+    let c = TestCluster::start();
+    let db = db(&c, 1);
+    let first = watch(&db, b"first");
+    let second = watch(&db, b"second");
+    let turner = || db.wait_watch(first, LIMIT);
+    let ended = the_loop_is_passed_on(&c, &db, second, turner);
+    ended.unwrap().expect("the first watch fires");
 }
 
 /// The same, when the thread turning the loop leaves by a panic (here its own future's, once
@@ -73,33 +77,15 @@ fn a_turner_that_panics_passes_the_loop_on() {
     let first = tx.watch(b"first");
     db.block_on(tx.commit(), LIMIT).unwrap().unwrap();
     let second = watch(&db, b"second");
-    let (done, is_done) = mpsc::channel();
-    std::thread::scope(|s| {
-        let turner = s.spawn(|| {
-            db.block_on(
-                async {
-                    let _ = first.await;
-                    panic!("the application's future fails");
-                },
-                LIMIT,
-            )
-        });
-        std::thread::sleep(Duration::from_millis(200));
-        s.spawn(|| {
-            let fired = db.wait_watch(second, LIMIT);
-            done.send(fired.is_ok()).unwrap();
-        });
-        std::thread::sleep(Duration::from_millis(200));
-        c.set(b"first", b"1");
-        assert!(turner.join().is_err(), "the turner panicked");
-        c.set(b"second", b"2");
-        assert!(
-            is_done
-                .recv_timeout(LIMIT + Duration::from_secs(5))
-                .unwrap(),
-            "the second watch fired"
-        );
-    });
+    let turner = || {
+        let fails = async {
+            let _ = first.await;
+            panic!("the application's future fails");
+        };
+        db.block_on(fails, LIMIT)
+    };
+    let ended = the_loop_is_passed_on(&c, &db, second, turner);
+    assert!(ended.is_err(), "the turner panicked");
 }
 
 /// Eight threads share one database, each running transactions that conflict on one counter
