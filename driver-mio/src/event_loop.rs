@@ -52,8 +52,8 @@ struct Shared {
     waker: Waker,
     state: Mutex<Loop>,
     /// Threads in `block_on` whose loop another thread is turning, oldest first. A thread
-    /// that stops turning wakes the first, to turn it in its place: without that word they
-    /// would have to keep looking whether the loop is free.
+    /// that stops turning wakes the first, to turn it in its place; untold, they would have
+    /// to keep checking whether the loop is free.
     waiting: Mutex<VecDeque<std::thread::Thread>>,
     clock: Clock,
 }
