@@ -355,11 +355,11 @@ impl crate::sim::Server for Bootstrap {
 }
 
 /// A whole client session against a hostile cluster: after a well-formed bootstrap, `data`
-/// decides which outstanding request gets answered, with which message bytes, and how much time
-/// passes first (milliseconds or minutes). The transaction engine must turn every malformed or unexpected reply into a typed
-/// error or a retry: no panic, no runaway memory. The simulated network ([`crate::sim`])
-/// checks the client's side of the contract on the way: every byte it writes frames and
-/// decodes, on connections it was given.
+/// decides which outstanding request gets answered, with which message bytes, and how much
+/// time passes first (milliseconds or minutes). The transaction engine must turn every
+/// malformed or unexpected reply into a typed error or a retry: no panic, no runaway memory.
+/// The simulated network ([`crate::sim`]) checks the client's side of the contract on the
+/// way: every byte it writes frames and decodes, on connections it was given.
 pub fn client_session(data: &[u8]) {
     use crate::client::ClientConfig;
     use crate::cluster_file::ClusterFile;
