@@ -71,13 +71,18 @@ impl Deref for MiniCluster {
 }
 
 /// Waits up to `limit` for `f` to hold, polling.
-pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+pub fn eventually(limit: Duration, f: impl FnMut() -> bool) -> bool {
+    eventually_every(limit, Duration::from_millis(5), f)
+}
+
+/// [`eventually`], asking only every `pause` (for checks that cost a real cluster work).
+pub fn eventually_every(limit: Duration, pause: Duration, mut f: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < limit {
         if f() {
             return true;
         }
-        thread::sleep(Duration::from_millis(5));
+        thread::sleep(pause);
     }
     f()
 }

@@ -14,6 +14,8 @@
 //! byte for byte, the rows' keys, and each JSON value's fields and their types (byte counts
 //! and queues move).
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::error::ErrorCode;
@@ -514,20 +516,20 @@ fn cluster_special_keys_on_the_test_cluster() {
 /// CI's 7.4 phase, which runs this right after the demo, failed on it once. A database per
 /// attempt: one keeps its figures for seconds.
 fn wait_for_health_figures(open: impl Fn() -> fdb_driver_mio::Database) {
-    let start = std::time::Instant::now();
-    while start.elapsed() < std::time::Duration::from_secs(30) {
+    let (limit, pause) = (Duration::from_secs(30), Duration::from_millis(500));
+    let shown = fdb_tests::testkit::eventually_every(limit, pause, || {
         let read = open().create_transaction().get_range_batch(
             selector(&fge(HEALTH)),
             selector(&fge(HEALTH_END)),
             options(0, false),
             false,
         );
-        if read.is_ok_and(|r| r.rows.iter().any(|kv| kv.key.as_ref() == AGGREGATE)) {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    }
-    panic!("the cluster reported no health aggregate within 30 s");
+        read.is_ok_and(|r| r.rows.iter().any(|kv| kv.key.as_ref() == AGGREGATE))
+    });
+    assert!(
+        shown,
+        "the cluster reported no health aggregate within 30 s"
+    );
 }
 
 #[test]

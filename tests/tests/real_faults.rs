@@ -348,15 +348,8 @@ fn roles_of(st: &Status, port: u16) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if f() {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(100));
-    }
-    f()
+fn eventually(limit: Duration, f: impl FnMut() -> bool) -> bool {
+    fdb_tests::testkit::eventually_every(limit, Duration::from_millis(100), f)
 }
 
 fn kill(h: &Harness, log: &mut PhaseLog, port: u16) {
