@@ -9,6 +9,9 @@
 //!   asking the storage servers with the tenant's `TenantInfo`.
 //! * `TENANT_SET_ACTIVE` / `TENANT_GET_ID` need `fdb_tenant_get_id`: the outcome of the lookup
 //!   made when the handle was opened, kept for the handle's life.
+//! * `api`, 10,000 operations, seed 4005: `ON_ERROR` of `cluster_version_changed`, which the
+//!   reference refused only because libfdb_c bypassed its multi-version client (see
+//!   `on_error_of_cluster_version_changed_starts_a_new_transaction`).
 
 use std::time::Duration;
 
@@ -232,3 +235,159 @@ fn a_failed_tenant_lookup_leaves_the_read_version_asked_for() {
         },
     );
 }
+
+/// `api` with 10,000 operations, seed 4005: `ON_ERROR` of `cluster_version_changed` (1039).
+/// That error is the multi-version client's own: it reports it when the cluster's protocol
+/// changes under a transaction, and its `on_error` answers it by replacing the transaction
+/// with a new one at once (`MultiVersionTransaction::onError`). This client is a
+/// multi-version client (it follows an upgrade and fails requests cut off by one with 1039),
+/// so it answers as that one does: no backoff, no refusal for the retry limit, a timeout or
+/// an earlier refusal, the retry count and the timeout's clock start again, and what was
+/// pending is cancelled. libfdb_c without external clients bypasses the multi-version client
+/// and refuses 1039 like any other error; with `disable_client_bypass` it answers as here,
+/// and the real-cluster half compares with that.
+#[test]
+fn on_error_of_cluster_version_changed_starts_a_new_transaction() {
+    dual::run(
+        "bindingtester-1039",
+        Duration::from_secs(60),
+        |t: Target| async move {
+            let ours = version_changed_answers(&t).await;
+            let expected: Vec<&str> = [
+                // retry_limit 0: 1039 is retried, the limit then holds for the new one.
+                &["ok", "E1020"][..],
+                // retry_limit 1: 1039 starts the count again.
+                &["ok", "ok", "ok", "E1020"],
+                // After a refusal (transaction cancelled), 1039 makes it usable again.
+                &["E2000", "E1025", "ok", "stored"],
+                // After a timeout too, and the timeout counts again from the retry.
+                &["E1031", "ok", "stored"],
+                // A pending watch is cancelled, the writes are gone.
+                &["ok", "E1025", "stored"],
+            ]
+            .concat();
+            assert_eq!(ours, expected, "{}", t.name);
+            if !t.exact {
+                let Ok(path) = std::env::var("FDB_CLUSTER_FILE") else {
+                    return;
+                };
+                let prefix = fdb_tests::to_hex(&t.prefix);
+                if let Some(out) = fdb_tests::python::libfdb_c_answers(
+                    "bindingtester-1039",
+                    PY_VERSION_CHANGED,
+                    [path, prefix],
+                ) {
+                    let theirs: Vec<String> = out.lines().map(str::to_string).collect();
+                    assert_eq!(ours, theirs, "libfdb_c's multi-version client");
+                }
+            }
+        },
+    );
+}
+
+async fn version_changed_answers(t: &Target) -> Vec<String> {
+    use fdb_protocol::TransactionOption as O;
+    let db = &t.db;
+    let (k, w) = (t.k("cvc/k"), t.k("cvc/w"));
+    db.run(|tx| {
+        let k = k.clone();
+        async move {
+            tx.set(&k, b"stored");
+            Ok(())
+        }
+    })
+    .await
+    .unwrap();
+    let done = |r: Result<(), Error>| match r {
+        Ok(()) => "ok".to_string(),
+        Err(e) => format!("E{}", e.code().map_or(0, |c| c.0)),
+    };
+    let read = |r: Result<Option<bytes::Bytes>, Error>| match r {
+        Ok(Some(v)) => String::from_utf8_lossy(&v).into_owned(),
+        Ok(None) => "-".to_string(),
+        Err(e) => format!("E{}", e.code().map_or(0, |c| c.0)),
+    };
+    let changed = ErrorCode::CLUSTER_VERSION_CHANGED;
+    let mut out = Vec::new();
+
+    let tx = db.create_transaction();
+    tx.set_option(O::RetryLimit(Some(0))).unwrap();
+    out.push(done(tx.on_error(changed).await));
+    out.push(done(tx.on_error(ErrorCode::NOT_COMMITTED).await));
+
+    let tx = db.create_transaction();
+    tx.set_option(O::RetryLimit(Some(1))).unwrap();
+    out.push(done(tx.on_error(ErrorCode::NOT_COMMITTED).await));
+    out.push(done(tx.on_error(changed).await));
+    out.push(done(tx.on_error(ErrorCode::NOT_COMMITTED).await));
+    out.push(done(tx.on_error(ErrorCode::NOT_COMMITTED).await));
+
+    let tx = db.create_transaction();
+    out.push(done(tx.on_error(ErrorCode::CLIENT_INVALID_OPERATION).await));
+    out.push(read(tx.get(&k).await));
+    out.push(done(tx.on_error(changed).await));
+    out.push(read(tx.get(&k).await));
+
+    // Long enough to have run out, short enough that the read after the retry (one round
+    // trip) finishes well inside a new one.
+    let tx = db.create_transaction();
+    tx.set_option(O::Timeout(Duration::from_millis(1000)))
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    out.push(read(tx.get(&k).await));
+    out.push(done(tx.on_error(changed).await));
+    out.push(read(tx.get(&k).await));
+
+    let tx = db.create_transaction();
+    let watch = tx.watch(&w);
+    tx.set(&k, b"mine");
+    out.push(done(tx.on_error(changed).await));
+    out.push(done(watch.await.map(|_| ())));
+    out.push(read(tx.get(&k).await));
+    out
+}
+
+/// [`version_changed_answers`] through the Python binding over libfdb_c, as a multi-version
+/// client (`disable_client_bypass`).
+const PY_VERSION_CHANGED: &str = r#"
+import sys, time, fdb
+fdb.api_version(730)
+fdb.options.set_disable_client_bypass()
+db = fdb.open(sys.argv[1])
+p = bytes.fromhex(sys.argv[2])
+k, w = p + b'cvc/k', p + b'cvc/w'
+@fdb.transactional
+def fill(tr):
+    tr[k] = b'stored'
+fill(db)
+def done(f):
+    try:
+        f.wait()
+        return 'ok'
+    except fdb.FDBError as e:
+        return 'E%d' % e.code
+def read(f):
+    try:
+        v = f.wait()
+        return '-' if v is None or not v.present() else bytes(v).decode()
+    except fdb.FDBError as e:
+        return 'E%d' % e.code
+out = []
+tr = db.create_transaction()
+tr.options.set_retry_limit(0)
+out += [done(tr.on_error(1039)), done(tr.on_error(1020))]
+tr = db.create_transaction()
+tr.options.set_retry_limit(1)
+out += [done(tr.on_error(1020)), done(tr.on_error(1039)), done(tr.on_error(1020)), done(tr.on_error(1020))]
+tr = db.create_transaction()
+out += [done(tr.on_error(2000)), read(tr.get(k)), done(tr.on_error(1039)), read(tr.get(k))]
+tr = db.create_transaction()
+tr.options.set_timeout(1000)
+time.sleep(1.2)
+out += [read(tr.get(k)), done(tr.on_error(1039)), read(tr.get(k))]
+tr = db.create_transaction()
+watch = tr.watch(w)
+tr[k] = b'mine'
+out += [done(tr.on_error(1039)), done(watch), read(tr.get(k))]
+print('\n'.join(out))
+"#;

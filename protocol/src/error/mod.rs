@@ -61,10 +61,13 @@ pub enum OnErrorAction {
     /// exponentially would only add latency.
     /// Source: `Transaction::onError`, `fdbclient/NativeAPI.actor.cpp`.
     RetryAfterFutureVersionDelay,
-    /// Retry at once with no delay and without counting a backoff step.
-    /// Only `cluster_version_changed`: NativeAPI's own `onError` rethrows it,
-    /// but the multi-version wrapper (which libfdb_c always uses) swaps in a
-    /// client for the new protocol and reports success immediately.
+    /// Retry at once, with a new transaction that keeps only the persistent
+    /// options. Only `cluster_version_changed`, the multi-version client's own
+    /// error: NativeAPI's `onError` rethrows it (so libfdb_c does too when it
+    /// bypasses the multi-version client, as it does with no external client
+    /// and no `disable_client_bypass`), while the multi-version client, which
+    /// this client is (it follows a cluster's upgrade), swaps in a new
+    /// transaction and reports success at once.
     /// Source: `MultiVersionTransaction::onError`,
     /// `fdbclient/MultiVersionTransaction.actor.cpp`.
     RetryImmediately,

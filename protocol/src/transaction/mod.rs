@@ -334,4 +334,33 @@ impl Transactions {
         }
         self.apply_defaults(tx);
     }
+
+    /// `on_error(cluster_version_changed)` as libfdb_c's multi-version client answers it
+    /// (`MultiVersionTransaction::onError`, `updateTransaction`): at once, with no backoff,
+    /// the transaction becomes a new one of the same database or tenant that keeps only
+    /// the persistent options (timeout, retry_limit, max_retry_delay, authorization_token).
+    /// So the retry does not count against `retry_limit`, the timeout counts again from now,
+    /// and a transaction that was cancelled, timed out or refused by `on_error` runs again.
+    /// What was pending, a sleeping `on_error` too, fails with `transaction_cancelled`, as
+    /// the replaced transaction's requests do when libfdb_c destroys it.
+    pub(crate) fn replace_transaction(&mut self, cx: &mut Ctx<'_>, tx: TransactionId) {
+        let Some(kept) = self.txs.get(&tx).map(|t| t.options.clone()) else {
+            return;
+        };
+        self.fail_backoffs(cx, tx, ErrorCode::TRANSACTION_CANCELLED);
+        self.reset_transaction(cx, tx);
+        let Some(t) = self.txs.get_mut(&tx) else {
+            return;
+        };
+        // A new transaction has no last commit to name conflicting keys of.
+        t.conflicting = None;
+        t.options.timeout = kept.timeout;
+        t.options.retry_limit = kept.retry_limit;
+        t.options.max_retry_delay = kept.max_retry_delay;
+        t.options.auth_token = kept.auth_token;
+        if let Some(d) = t.options.timeout {
+            let at = t.created + d;
+            self.arm_deadline(at, tx);
+        }
+    }
 }

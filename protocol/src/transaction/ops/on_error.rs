@@ -55,6 +55,13 @@ impl BackoffOp {
             cx.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
             return req;
         };
+        if code == ErrorCode::CLUSTER_VERSION_CHANGED {
+            // The multi-version client's own error, which it retries with a new transaction
+            // whatever state the old one was in.
+            txs.replace_transaction(cx, tx);
+            cx.finish(req, Ok(Reply::Retry));
+            return req;
+        }
         // A finished transaction fails with what finished it; an `on_error` that refuses to
         // retry finishes the transaction: everything but `reset` then fails with
         // `transaction_cancelled` (RYW's `onError`).
@@ -84,7 +91,7 @@ impl BackoffOp {
             return req;
         }
         let delay = match action {
-            // (Refused above.)
+            // (Refused, or for `cluster_version_changed` answered, above.)
             OnErrorAction::FailWithClientInvalidOperation
             | OnErrorAction::Fatal
             | OnErrorAction::RetryImmediately => Duration::ZERO,
