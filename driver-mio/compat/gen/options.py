@@ -5,12 +5,30 @@ scope, a variant per non-hidden option in CamelCase, Int as i32, String as Strin
 Vec<u8>, and `code()`.
 
     python3 gen/options.py path/to/fdb.options > src/options.rs && cargo fmt -p fdb-compat
+
+with the fdb.options foundationdb-rs 0.11 generates from (foundationdb-gen 0.11.0's
+include/730/fdb.options). For the network options it also writes `from_env`, which reads an
+option as libfdb_c reads it from an `FDB_NETWORK_OPTION_<NAME>` environment variable.
 """
 import sys
 import xml.etree.ElementTree as ET
 
 TYPES = {"Int": "i32", "String": "String", "Bytes": "Vec<u8>"}
 WITH_PARAMS = {"NetworkOption", "DatabaseOption", "TransactionOption"}
+# The core's own enum for the same table, which the duplicate finder pairs with ours.
+COUNTERPART = {
+    "DatabaseOption": "transaction/db_options.rs",
+    "TransactionOption": "transaction/options.rs",
+    "StreamingMode": "transaction/scan.rs",
+    "MutationType": "atomic.rs",
+}
+# How raw_value passes each kind of parameter, and the comment over its arm.
+RAW = {
+    "String": ("A string: its bytes.", "Some(v.as_bytes().to_vec())"),
+    "Int": ("An integer: 8 little-endian bytes.", "Some(i64::from(*v).to_le_bytes().to_vec())"),
+    "": ("A flag: none.", "None"),
+    "Bytes": ("Bytes: as they are.", "Some(v.clone())"),
+}
 
 
 def camel(name):
@@ -41,6 +59,9 @@ def main():
         name = scope.get("name")
         opts = [o for o in scope.findall("Option") if o.get("hidden") != "true"]
         params = name in WITH_PARAMS
+        if name in COUNTERPART:
+            w("// foundationdb-rs 0.11's public enum, spelled out; the core's own\n")
+            w(f"// ({COUNTERPART[name]}) stays apart.\n")
         w("#[derive(Clone, Debug)]\n" if params else "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n")
         w("#[non_exhaustive]\n")
         w(f"pub enum {name} {{\n")
@@ -67,19 +88,40 @@ def main():
         if params:
             w("\n    /// The parameter as the C API takes it (an Int as 8 little-endian bytes).\n")
             w("    pub(crate) fn raw_value(&self) -> Option<Vec<u8>> {\n        match self {\n")
+            kinds = []
             for o in opts:
-                t = o.get("paramType") or ""
-                n = f"{name}::{camel(o.get('name'))}"
-                if t == "Int":
-                    w(f"            {n}(v) => Some(i64::from(*v).to_le_bytes().to_vec()),\n")
-                elif t == "String":
-                    w(f"            {n}(v) => Some(v.as_bytes().to_vec()),\n")
-                elif t == "Bytes":
-                    w(f"            {n}(v) => Some(v.clone()),\n")
-                else:
-                    w(f"            {n} => None,\n")
+                if (o.get("paramType") or "") not in kinds:
+                    kinds.append(o.get("paramType") or "")
+            for kind in kinds:
+                comment, value = RAW[kind]
+                pats = [f"{name}::{camel(o.get('name'))}" + ("(v)" if kind else "")
+                        for o in opts if (o.get("paramType") or "") == kind]
+                w(f"            // {comment}\n")
+                w("            " + " | ".join(pats) + f" => {value},\n")
             w("        }\n    }\n")
+        if name == "NetworkOption":
+            from_env(w, opts)
         w("}\n\n")
+
+
+def from_env(w, opts):
+    w("\n    /// The option `FDB_NETWORK_OPTION_<name>` sets, with `value` as its parameter, as")
+    w("\n    /// libfdb_c reads it: `None` when `name` is no network option, `Some(None)` when an")
+    w("\n    /// integer parameter does not read as one (leading white space and a sign allowed).\n")
+    w("    pub(crate) fn from_env(name: &str, value: &str) -> Option<Option<Self>> {\n")
+    w("        let int = || value.trim_start().parse::<i64>().ok().and_then(|v| i32::try_from(v).ok());\n")
+    w("        Some(match name {\n")
+    for o in opts:
+        kind = o.get("paramType") or ""
+        n = f"NetworkOption::{camel(o.get('name'))}"
+        made = {
+            "String": f"Some({n}(value.to_string()))",
+            "Int": f"int().map({n})",
+            "Bytes": f"Some({n}(value.as_bytes().to_vec()))",
+            "": f"Some({n})",
+        }[kind]
+        w(f"            \"{o.get('name').upper()}\" => {made},\n")
+    w("            _ => return None,\n        })\n    }\n")
 
 
 main()

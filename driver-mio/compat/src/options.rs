@@ -268,6 +268,88 @@ impl NetworkOption {
             | NetworkOption::TLSCaBytes(v) => Some(v.clone()),
         }
     }
+
+    /// The option `FDB_NETWORK_OPTION_<name>` sets, with `value` as its parameter, as
+    /// libfdb_c reads it: `None` when `name` is no network option, `Some(None)` when an
+    /// integer parameter does not read as one (leading white space and a sign allowed).
+    pub(crate) fn from_env(name: &str, value: &str) -> Option<Option<Self>> {
+        let int = || {
+            value
+                .trim_start()
+                .parse::<i64>()
+                .ok()
+                .and_then(|v| i32::try_from(v).ok())
+        };
+        Some(match name {
+            "LOCAL_ADDRESS" => Some(NetworkOption::LocalAddress(value.to_string())),
+            "CLUSTER_FILE" => Some(NetworkOption::ClusterFile(value.to_string())),
+            "TRACE_ENABLE" => Some(NetworkOption::TraceEnable(value.to_string())),
+            "TRACE_ROLL_SIZE" => int().map(NetworkOption::TraceRollSize),
+            "TRACE_MAX_LOGS_SIZE" => int().map(NetworkOption::TraceMaxLogsSize),
+            "TRACE_LOG_GROUP" => Some(NetworkOption::TraceLogGroup(value.to_string())),
+            "TRACE_FORMAT" => Some(NetworkOption::TraceFormat(value.to_string())),
+            "TRACE_CLOCK_SOURCE" => Some(NetworkOption::TraceClockSource(value.to_string())),
+            "TRACE_FILE_IDENTIFIER" => Some(NetworkOption::TraceFileIdentifier(value.to_string())),
+            "TRACE_SHARE_AMONG_CLIENT_THREADS" => Some(NetworkOption::TraceShareAmongClientThreads),
+            "TRACE_INITIALIZE_ON_SETUP" => Some(NetworkOption::TraceInitializeOnSetup),
+            "TRACE_PARTIAL_FILE_SUFFIX" => {
+                Some(NetworkOption::TracePartialFileSuffix(value.to_string()))
+            }
+            "KNOB" => Some(NetworkOption::Knob(value.to_string())),
+            "TLS_PLUGIN" => Some(NetworkOption::TLSPlugin(value.to_string())),
+            "TLS_CERT_BYTES" => Some(NetworkOption::TLSCertBytes(value.as_bytes().to_vec())),
+            "TLS_CERT_PATH" => Some(NetworkOption::TLSCertPath(value.to_string())),
+            "TLS_KEY_BYTES" => Some(NetworkOption::TLSKeyBytes(value.as_bytes().to_vec())),
+            "TLS_KEY_PATH" => Some(NetworkOption::TLSKeyPath(value.to_string())),
+            "TLS_VERIFY_PEERS" => Some(NetworkOption::TLSVerifyPeers(value.as_bytes().to_vec())),
+            "BUGGIFY_ENABLE" => Some(NetworkOption::BuggifyEnable),
+            "BUGGIFY_DISABLE" => Some(NetworkOption::BuggifyDisable),
+            "BUGGIFY_SECTION_ACTIVATED_PROBABILITY" => {
+                int().map(NetworkOption::BuggifySectionActivatedProbability)
+            }
+            "BUGGIFY_SECTION_FIRED_PROBABILITY" => {
+                int().map(NetworkOption::BuggifySectionFiredProbability)
+            }
+            "TLS_CA_BYTES" => Some(NetworkOption::TLSCaBytes(value.as_bytes().to_vec())),
+            "TLS_CA_PATH" => Some(NetworkOption::TLSCaPath(value.to_string())),
+            "TLS_PASSWORD" => Some(NetworkOption::TLSPassword(value.to_string())),
+            "DISABLE_MULTI_VERSION_CLIENT_API" => Some(NetworkOption::DisableMultiVersionClientApi),
+            "CALLBACKS_ON_EXTERNAL_THREADS" => Some(NetworkOption::CallbacksOnExternalThreads),
+            "EXTERNAL_CLIENT_LIBRARY" => {
+                Some(NetworkOption::ExternalClientLibrary(value.to_string()))
+            }
+            "EXTERNAL_CLIENT_DIRECTORY" => {
+                Some(NetworkOption::ExternalClientDirectory(value.to_string()))
+            }
+            "DISABLE_LOCAL_CLIENT" => Some(NetworkOption::DisableLocalClient),
+            "CLIENT_THREADS_PER_VERSION" => int().map(NetworkOption::ClientThreadsPerVersion),
+            "FUTURE_VERSION_CLIENT_LIBRARY" => {
+                Some(NetworkOption::FutureVersionClientLibrary(value.to_string()))
+            }
+            "RETAIN_CLIENT_LIBRARY_COPIES" => Some(NetworkOption::RetainClientLibraryCopies),
+            "IGNORE_EXTERNAL_CLIENT_FAILURES" => Some(NetworkOption::IgnoreExternalClientFailures),
+            "FAIL_INCOMPATIBLE_CLIENT" => Some(NetworkOption::FailIncompatibleClient),
+            "DISABLE_CLIENT_STATISTICS_LOGGING" => {
+                Some(NetworkOption::DisableClientStatisticsLogging)
+            }
+            "ENABLE_SLOW_TASK_PROFILING" => Some(NetworkOption::EnableSlowTaskProfiling),
+            "ENABLE_RUN_LOOP_PROFILING" => Some(NetworkOption::EnableRunLoopProfiling),
+            "DISABLE_CLIENT_BYPASS" => Some(NetworkOption::DisableClientBypass),
+            "CLIENT_BUGGIFY_ENABLE" => Some(NetworkOption::ClientBuggifyEnable),
+            "CLIENT_BUGGIFY_DISABLE" => Some(NetworkOption::ClientBuggifyDisable),
+            "CLIENT_BUGGIFY_SECTION_ACTIVATED_PROBABILITY" => {
+                int().map(NetworkOption::ClientBuggifySectionActivatedProbability)
+            }
+            "CLIENT_BUGGIFY_SECTION_FIRED_PROBABILITY" => {
+                int().map(NetworkOption::ClientBuggifySectionFiredProbability)
+            }
+            "DISTRIBUTED_CLIENT_TRACER" => {
+                Some(NetworkOption::DistributedClientTracer(value.to_string()))
+            }
+            "CLIENT_TMP_DIR" => Some(NetworkOption::ClientTmpDir(value.to_string())),
+            _ => return None,
+        })
+    }
 }
 
 // foundationdb-rs 0.11's public enum, spelled out; the core's own
