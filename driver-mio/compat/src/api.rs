@@ -106,14 +106,18 @@ pub struct NetworkBuilder {
 }
 
 impl NetworkBuilder {
-    /// Sets a network option: see the crate's README for what each does here.
+    /// Sets a network option: see the crate's README for what each does here. The first
+    /// call applies the `FDB_NETWORK_OPTION_*` environment first, as libfdb_c does.
     pub fn set_option(self, option: NetworkOption) -> FdbResult<Self> {
+        crate::net::load_env_options()?;
         crate::net::network_option(&option)?;
         Ok(self)
     }
 
-    /// Sets the network up (`fdb_setup_network`).
+    /// Sets the network up (`fdb_setup_network`), with the `FDB_NETWORK_OPTION_*`
+    /// environment applied if no option was set before.
     pub fn build(self) -> FdbResult<(NetworkRunner, NetworkWait)> {
+        crate::net::load_env_options()?;
         {
             let mut phase = NETWORK.phase.lock().unwrap_or_else(|e| e.into_inner());
             if *phase != Phase::Unset {

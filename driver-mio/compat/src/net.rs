@@ -254,9 +254,98 @@ pub(crate) fn network_option(option: &NetworkOption) -> FdbResult<()> {
     }
 }
 
+/// Set once the environment's network options are in (libfdb_c's `envOptionsLoaded`).
+static ENV_LOADED: AtomicBool = AtomicBool::new(false);
+
+/// libfdb_c's network options from the environment: each `FDB_NETWORK_OPTION_<NAME>`
+/// variable naming a network option sets it, once, before the first option the program sets
+/// (so the program's own win) or at set-up, in the options' code order. A value holds
+/// several parameters separated by `:`, each set in turn (`\` escapes `\` and `:`). A
+/// variable whose option or value this client cannot take fails what triggered the reading
+/// with `environment_variable_network_option_failed` (2022), and the next trigger reads the
+/// environment again, as in libfdb_c; a variable naming no network option is not read.
+pub(crate) fn load_env_options() -> FdbResult<()> {
+    if ENV_LOADED.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let failed = || FdbError::of(ErrorCode::ENVIRONMENT_VARIABLE_NETWORK_OPTION_FAILED);
+    let mut options = Vec::new();
+    for (name, value) in std::env::vars_os() {
+        let Some(name) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("FDB_NETWORK_OPTION_"))
+        else {
+            continue;
+        };
+        // Only a variable naming an option is read, so only then may its value be bad.
+        if NetworkOption::from_env(name, "").is_none() {
+            continue;
+        }
+        let value = value.into_string().map_err(|_| failed())?;
+        for v in env_option_values(&value).ok_or_else(failed)? {
+            options.push(
+                NetworkOption::from_env(name, &v)
+                    .flatten()
+                    .ok_or_else(failed)?,
+            );
+        }
+    }
+    options.sort_by_key(NetworkOption::code);
+    for option in &options {
+        network_option(option).map_err(|_| failed())?;
+    }
+    ENV_LOADED.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// The parameters in an `FDB_NETWORK_OPTION_*` value (libfdb_c's `parseOptionValues`):
+/// split at `:`, where `\:` is a `:` and `\\` a `\`; `None` for any other `\`.
+fn env_option_values(value: &str) -> Option<Vec<String>> {
+    let mut values = Vec::new();
+    let mut current = String::new();
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(e @ ('\\' | ':')) => current.push(e),
+                _ => return None,
+            },
+            ':' => values.push(std::mem::take(&mut current)),
+            c => current.push(c),
+        }
+    }
+    values.push(current);
+    Some(values)
+}
+
 /// What a `Database` and its transactions share: the database and its loop thread (ended
 /// when the last of them drops; the database is dropped first).
 pub(crate) struct DbHandle {
     pub(crate) db: AsyncDatabase,
     pub(crate) loop_thread: LoopThread,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::env_option_values;
+
+    fn values(v: &str) -> Option<Vec<&str>> {
+        // Leaked for the comparison's sake: a test's few strings.
+        env_option_values(v).map(|vs| vs.into_iter().map(|s| &*s.leak()).collect())
+    }
+
+    /// The cases of libfdb_c's own unit test of `parseOptionValues`.
+    #[test]
+    fn values_split_as_libfdb_c_splits_them() {
+        assert_eq!(values("a"), Some(vec!["a"]));
+        assert_eq!(values("abcde"), Some(vec!["abcde"]));
+        assert_eq!(values(""), Some(vec![""]));
+        assert_eq!(values("a:b:c:d:e"), Some(vec!["a", "b", "c", "d", "e"]));
+        assert_eq!(values(r"\\a\::\:b:\\"), Some(vec![r"\a:", ":b", r"\"]));
+        assert_eq!(values("abcd:"), Some(vec!["abcd", ""]));
+        assert_eq!(values(":abcd"), Some(vec!["", "abcd"]));
+        assert_eq!(values(":"), Some(vec!["", ""]));
+        assert_eq!(values(r"\x"), None);
+        assert_eq!(values(r"a\"), None);
+    }
 }
