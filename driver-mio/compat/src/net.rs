@@ -243,9 +243,13 @@ pub(crate) fn network_option(option: &NetworkOption) -> FdbResult<()> {
                 .map_err(|_| FdbError::of(ErrorCode::INVALID_OPTION_VALUE))?;
             tls(&|t| t.verify_peers(rules.clone()))
         }
-        // No multi-version client, no client statistics here: turning them off holds
-        // already.
-        N::DisableMultiVersionClientApi | N::DisableClientStatisticsLogging => Ok(()),
+        // No external client libraries and no client statistics here: turning them off
+        // holds already. Nor is there a bypass to disable: this client always answers as
+        // libfdb_c's multi-version client does (it follows an upgrade, and `on_error`
+        // retries cluster_version_changed).
+        N::DisableMultiVersionClientApi
+        | N::DisableClientStatisticsLogging
+        | N::DisableClientBypass => Ok(()),
         // External clients are libfdb_c's C libraries for clusters of other versions; this
         // client loads none: it speaks 7.3 and 7.4 itself and follows an upgrade between
         // them (any other version is refused with incompatible_client, see the README).

@@ -117,6 +117,7 @@ fn environment_network_options_apply_as_in_libfdb_c() {
     // Options that hold here are taken, several values too.
     let accepted = [
         ("FDB_NETWORK_OPTION_DISABLE_CLIENT_STATISTICS_LOGGING", ""),
+        ("FDB_NETWORK_OPTION_DISABLE_CLIENT_BYPASS", ""),
         ("FDB_NETWORK_OPTION_EXTERNAL_CLIENT_DIRECTORY", "/a:/b\\:c"),
     ];
     assert_eq!(run_case("setup", &accepted), "ok");
