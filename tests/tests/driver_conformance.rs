@@ -310,6 +310,48 @@ fn cluster_file_reread_when_coordinators_fail<D: Driver>() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A peer whose last bytes and whose close arrive together (its ConnectPacket, then at once
+/// the end of what it sends; it keeps reading, so the client's writes fail nothing) is seen to
+/// have closed: the client asks the coordinator again a second later, on a new connection,
+/// rather than when its ping goes unanswered (4 s). A driver that stopped reading at a short
+/// read (to save the read that would block) would miss such a close unless it read on when
+/// the event says the peer closed: the mio driver, tried that way, missed it.
+fn close_that_comes_with_bytes<D: Driver>() {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicU64::new(0));
+    {
+        let accepted = accepted.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                accepted.fetch_add(1, Ordering::Relaxed);
+                let mut hello = bytes::BytesMut::new();
+                fdb_protocol::framing::ConnectPacket::client(ProtocolVersion::V7_3)
+                    .encode(&mut hello);
+                let _ = stream.write_all(&hello);
+                let _ = stream.shutdown(Shutdown::Write);
+                std::thread::spawn(move || {
+                    let mut sink = [0u8; 4096];
+                    while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+                });
+            }
+        });
+    }
+    let mut d = D::open(&format!("closing:peer@{addr}"), 23);
+    assert_eq!(d.read_version(Duration::from_millis(2500)), None);
+    let n = accepted.load(Ordering::Relaxed);
+    assert!(
+        n >= 2,
+        "{n} connection(s) in 2.5 s: the close went unnoticed"
+    );
+}
+
 macro_rules! suite {
     ($($name:ident),*) => {
         mod mio_driver { use super::*; $( #[test] fn $name() { super::$name::<Mio>() } )* }
@@ -326,5 +368,6 @@ suite!(
     proxies_restarted,
     proxies_killed_then_restarted,
     storage_restarted,
-    cluster_file_reread_when_coordinators_fail
+    cluster_file_reread_when_coordinators_fail,
+    close_that_comes_with_bytes
 );
