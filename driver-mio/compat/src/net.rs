@@ -14,7 +14,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::{self, JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
-use fdb_api::TlsConfig;
+use fdb_api::{network_env, TlsConfig};
 use fdb_driver_mio::{AsyncDatabase, MioDriver};
 use fdb_protocol::error::ErrorCode;
 
@@ -277,7 +277,7 @@ pub(crate) fn load_env_options() -> FdbResult<()> {
     for (name, value) in std::env::vars_os() {
         let Some(name) = name
             .to_str()
-            .and_then(|n| n.strip_prefix("FDB_NETWORK_OPTION_"))
+            .and_then(|n| n.strip_prefix(network_env::PREFIX))
         else {
             continue;
         };
@@ -286,7 +286,7 @@ pub(crate) fn load_env_options() -> FdbResult<()> {
             continue;
         }
         let value = value.into_string().map_err(|_| failed())?;
-        for v in env_option_values(&value).ok_or_else(failed)? {
+        for v in network_env::values(&value).ok_or_else(failed)? {
             options.push(
                 NetworkOption::from_env(name, &v)
                     .flatten()
@@ -302,54 +302,9 @@ pub(crate) fn load_env_options() -> FdbResult<()> {
     Ok(())
 }
 
-/// The parameters in an `FDB_NETWORK_OPTION_*` value (libfdb_c's `parseOptionValues`):
-/// split at `:`, where `\:` is a `:` and `\\` a `\`; `None` for any other `\`.
-fn env_option_values(value: &str) -> Option<Vec<String>> {
-    let mut values = Vec::new();
-    let mut current = String::new();
-    let mut chars = value.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some(e @ ('\\' | ':')) => current.push(e),
-                _ => return None,
-            },
-            ':' => values.push(std::mem::take(&mut current)),
-            c => current.push(c),
-        }
-    }
-    values.push(current);
-    Some(values)
-}
-
 /// What a `Database` and its transactions share: the database and its loop thread (ended
 /// when the last of them drops; the database is dropped first).
 pub(crate) struct DbHandle {
     pub(crate) db: AsyncDatabase,
     pub(crate) loop_thread: LoopThread,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::env_option_values;
-
-    fn values(v: &str) -> Option<Vec<&str>> {
-        // Leaked for the comparison's sake: a test's few strings.
-        env_option_values(v).map(|vs| vs.into_iter().map(|s| &*s.leak()).collect())
-    }
-
-    /// The cases of libfdb_c's own unit test of `parseOptionValues`.
-    #[test]
-    fn values_split_as_libfdb_c_splits_them() {
-        assert_eq!(values("a"), Some(vec!["a"]));
-        assert_eq!(values("abcde"), Some(vec!["abcde"]));
-        assert_eq!(values(""), Some(vec![""]));
-        assert_eq!(values("a:b:c:d:e"), Some(vec!["a", "b", "c", "d", "e"]));
-        assert_eq!(values(r"\\a\::\:b:\\"), Some(vec![r"\a:", ":b", r"\"]));
-        assert_eq!(values("abcd:"), Some(vec!["abcd", ""]));
-        assert_eq!(values(":abcd"), Some(vec!["", "abcd"]));
-        assert_eq!(values(":"), Some(vec!["", ""]));
-        assert_eq!(values(r"\x"), None);
-        assert_eq!(values(r"a\"), None);
-    }
 }

@@ -22,6 +22,7 @@ mod error;
 mod global_config;
 mod management_special_keys;
 mod mapped;
+pub mod network_env;
 mod retry;
 mod snapshot;
 mod special_keys;

@@ -1,7 +1,9 @@
 //! TLS as libfdb_c configures it: a certificate chain, its private key, a CA bundle and the
 //! verify-peers rules, each from an explicit setting (libfdb_c's `TLS_*` network options),
-//! else from the `FDB_TLS_*` environment variables, else (certificate and key) from the
-//! default files in `/etc/foundationdb` (`flow/TLSConfig.actor.cpp`).
+//! else from those options set by the environment (`FDB_NETWORK_OPTION_TLS_*`, which libfdb_c
+//! applies before the program's own), else from the `FDB_TLS_*` environment variables, else
+//! (certificate and key) from the default files in `/etc/foundationdb`
+//! (`flow/TLSConfig.actor.cpp`).
 //!
 //! The core knows only *which* addresses are TLS (`:tls`); the drivers wrap those sockets in
 //! TLS with the [`Tls`] the engine hands them. What is read here is plain data; turning it into
@@ -14,6 +16,8 @@ mod client;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+use crate::network_env;
 use std::sync::Arc;
 
 pub use verify_peers::VerifyPeers;
@@ -113,28 +117,51 @@ impl TlsConfig {
             p.exists().then_some(PemSource::File(p))
         };
         let from_env = |var: &str| env(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+        // A network option from the environment: its value's last parameter (each replaces
+        // the one before).
+        let option = |name: &str| -> Result<Option<String>, TlsError> {
+            let var = format!("{}{name}", network_env::PREFIX);
+            match env(&var) {
+                None => Ok(None),
+                Some(v) => network_env::values(&v)
+                    .and_then(|vs| vs.into_iter().last())
+                    .map(Some)
+                    .ok_or(TlsError::Environment(var)),
+            }
+        };
+        // An item's `_path` option has the higher code, so libfdb_c sets it after the
+        // `_bytes` one: it wins.
+        let pem_option = |path: &str, bytes: &str| -> Result<Option<PemSource>, TlsError> {
+            let bytes = option(bytes)?.map(|b| PemSource::Bytes(b.into_bytes()));
+            Ok(option(path)?.map(|p| PemSource::File(p.into())).or(bytes))
+        };
         let certificate = self
             .certificate
             .clone()
+            .or(pem_option("TLS_CERT_PATH", "TLS_CERT_BYTES")?)
             .or_else(|| from_env("FDB_TLS_CERTIFICATE_FILE").map(PemSource::File))
             .or_else(|| default_file("cert.pem"));
         let key = self
             .key
             .clone()
+            .or(pem_option("TLS_KEY_PATH", "TLS_KEY_BYTES")?)
             .or_else(|| from_env("FDB_TLS_KEY_FILE").map(PemSource::File))
             .or_else(|| default_file("key.pem"));
         let ca = self
             .ca
             .clone()
+            .or(pem_option("TLS_CA_PATH", "TLS_CA_BYTES")?)
             .or_else(|| from_env("FDB_TLS_CA_FILE").map(PemSource::File));
         let rules = self
             .verify_peers
             .clone()
+            .or(option("TLS_VERIFY_PEERS")?)
             .or_else(|| env("FDB_TLS_VERIFY_PEERS"))
             .unwrap_or_else(|| "Check.Valid=1".to_string());
         let password = self
             .password
             .clone()
+            .or(option("TLS_PASSWORD")?)
             .or_else(|| env("FDB_TLS_PASSWORD"))
             .unwrap_or_default();
         Ok(LoadedTls {
@@ -303,6 +330,10 @@ pub enum TlsError {
     },
     /// rustls refused the configuration.
     Config(String),
+    /// This `FDB_NETWORK_OPTION_TLS_*` variable's value does not parse: a `\` that is not
+    /// before a `\` or a `:` (libfdb_c fails with
+    /// `environment_variable_network_option_failed`).
+    Environment(String),
 }
 
 impl fmt::Display for TlsError {
@@ -327,6 +358,10 @@ impl fmt::Display for TlsError {
                 write!(f, "unsupported TLS verify-peers rules {rules:?}: {why}")
             }
             TlsError::Config(e) => write!(f, "TLS configuration refused: {e}"),
+            TlsError::Environment(var) => write!(
+                f,
+                "cannot read {var}: a `\\` must stand before a `\\` or a `:`"
+            ),
         }
     }
 }
@@ -371,6 +406,51 @@ mod tests {
         assert!(loaded.verify_peers.checks_chain());
         assert_eq!(loaded.password, "mine");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn network_options_from_the_environment_come_between() {
+        let vars = [
+            ("FDB_NETWORK_OPTION_TLS_CA_BYTES", "option ca"),
+            ("FDB_TLS_CA_FILE", "/nonexistent/env-ca.pem"),
+            (
+                "FDB_NETWORK_OPTION_TLS_VERIFY_PEERS",
+                "Check.Valid=1:Check.Valid=0",
+            ),
+            ("FDB_TLS_VERIFY_PEERS", "Check.Valid=1"),
+            ("FDB_NETWORK_OPTION_TLS_PASSWORD", r"a\:b"),
+        ];
+        // Over FDB_TLS_*; the last of several parameters; escapes as libfdb_c reads them.
+        let loaded = TlsConfig::new().load_with(&env(&vars)).unwrap();
+        assert_eq!(loaded.ca.as_deref(), Some(&b"option ca"[..]));
+        assert!(!loaded.verify_peers.checks_chain());
+        assert_eq!(loaded.password, "a:b");
+        // Under the program's own settings.
+        let loaded = TlsConfig::new()
+            .ca_pem(b"explicit ca".to_vec())
+            .password("mine")
+            .load_with(&env(&vars))
+            .unwrap();
+        assert_eq!(loaded.ca.as_deref(), Some(&b"explicit ca"[..]));
+        assert_eq!(loaded.password, "mine");
+        // A path option wins over the bytes one, as libfdb_c sets it after.
+        let both = [
+            ("FDB_NETWORK_OPTION_TLS_CA_BYTES", "option ca"),
+            (
+                "FDB_NETWORK_OPTION_TLS_CA_PATH",
+                "/nonexistent/option-ca.pem",
+            ),
+        ];
+        let err = TlsConfig::new().load_with(&env(&both)).unwrap_err();
+        assert!(
+            matches!(err, TlsError::Read { ref path, .. } if path == Path::new("/nonexistent/option-ca.pem"))
+        );
+        // A value libfdb_c cannot split is refused, naming the variable.
+        let bad = [("FDB_NETWORK_OPTION_TLS_CERT_PATH", r"a\b")];
+        let err = TlsConfig::new().load_with(&env(&bad)).unwrap_err();
+        assert!(
+            matches!(err, TlsError::Environment(ref v) if v == "FDB_NETWORK_OPTION_TLS_CERT_PATH")
+        );
     }
 
     #[test]
