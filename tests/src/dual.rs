@@ -33,6 +33,16 @@ impl Target {
         v.extend_from_slice(key.as_bytes());
         v
     }
+    /// Writes `key = value` in a transaction of its own (through the retry loop).
+    pub async fn put(&self, key: &[u8], value: &[u8]) {
+        self.db
+            .run(|tx| async move {
+                tx.set(key, value);
+                Ok(())
+            })
+            .await
+            .expect("one write commits");
+    }
     /// Another database on the same cluster, with state of its own (its locations, the read
     /// versions it has been served).
     pub fn another_database(&self, seed: u64) -> Database {

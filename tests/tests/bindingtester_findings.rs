@@ -289,15 +289,7 @@ async fn version_changed_answers(t: &Target) -> Vec<String> {
     use fdb_protocol::TransactionOption as O;
     let db = &t.db;
     let (k, w) = (t.k("cvc/k"), t.k("cvc/w"));
-    db.run(|tx| {
-        let k = k.clone();
-        async move {
-            tx.set(&k, b"stored");
-            Ok(())
-        }
-    })
-    .await
-    .unwrap();
+    t.put(&k, b"stored").await;
     let done = |r: Result<(), Error>| match r {
         Ok(()) => "ok".to_string(),
         Err(e) => format!("E{}", e.code().map_or(0, |c| c.0)),

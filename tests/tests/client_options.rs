@@ -201,15 +201,7 @@ fn snapshot_ryw_disable_hides_the_writes_from_snapshot_reads() {
 async fn bypass_answers(t: &Target) -> Vec<String> {
     // `k` lies where the versionstamped key below may land.
     let (v, k) = (t.k("u/v"), t.k("u/k\u{1}"));
-    t.db.run(|tx| {
-        let k = k.clone();
-        async move {
-            tx.set(&k, b"stored-k");
-            Ok(())
-        }
-    })
-    .await
-    .unwrap();
+    t.put(&k, b"stored-k").await;
     // A versionstamped value: "vs", 10 placeholder bytes, the offset 2.
     let param: Vec<u8> = [&b"vs"[..], &[0u8; 10], &[2, 0, 0, 0]].concat();
     // A versionstamped key under u/k: its possible range becomes unreadable.

@@ -282,16 +282,7 @@ fn split_points_of_a_small_range_are_its_ends_and_the_shard_boundaries() {
 }
 
 async fn put_one(t: &Target, key: &str) {
-    let k = t.k(key);
-    t.db.run(|tx| {
-        let k = k.clone();
-        async move {
-            tx.set(&k, b"v");
-            Ok(())
-        }
-    })
-    .await
-    .unwrap();
+    t.put(&t.k(key), b"v").await;
 }
 
 /// The shard boundaries strictly between `begin` and `end`: the test cluster's split
