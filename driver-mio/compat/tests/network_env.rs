@@ -41,7 +41,7 @@ fn run_case(case: &str, vars: &[(&str, &str)]) -> String {
     }
     // The parent's own options must not leak into the cases.
     for (k, _) in std::env::vars() {
-        if k.starts_with("FDB_NETWORK_OPTION_") && !vars.iter().any(|(v, _)| *v == k) {
+        if k.starts_with(fdb_api::network_env::PREFIX) && !vars.iter().any(|(v, _)| *v == k) {
             child.env_remove(k);
         }
     }

@@ -16,9 +16,9 @@ mod client;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::network_env;
-use std::sync::Arc;
 
 pub use verify_peers::VerifyPeers;
 
