@@ -7,8 +7,9 @@ Vec<u8>, and `code()`.
     python3 gen/options.py path/to/fdb.options > src/options.rs && cargo fmt -p fdb-compat
 
 with the fdb.options foundationdb-rs 0.11 generates from (foundationdb-gen 0.11.0's
-include/730/fdb.options). For the network options it also writes `from_env`, which reads an
-option as libfdb_c reads it from an `FDB_NETWORK_OPTION_<NAME>` environment variable.
+include/730/fdb.options). For the network options it also writes `name`, the option's name
+as libfdb_c spells it, and `from_env`, which reads an option as libfdb_c reads it from an
+`FDB_NETWORK_OPTION_<NAME>` environment variable.
 """
 import sys
 import xml.etree.ElementTree as ET
@@ -100,8 +101,20 @@ def main():
                 w("            " + " | ".join(pats) + f" => {value},\n")
             w("        }\n    }\n")
         if name == "NetworkOption":
+            option_name(w, opts)
             from_env(w, opts)
         w("}\n\n")
+
+
+def option_name(w, opts):
+    w("\n    /// The option's name as libfdb_c spells it (`TRACE_ENABLE`): in its trace files and its")
+    w("\n    /// environment variables.\n")
+    w("    pub(crate) fn name(&self) -> &'static str {\n        match self {\n")
+    for o in opts:
+        ty = TYPES.get(o.get("paramType") or "")
+        pat = f"NetworkOption::{camel(o.get('name'))}" + ("(..)" if ty else "")
+        w(f"            {pat} => \"{o.get('name').upper()}\",\n")
+    w("        }\n    }\n")
 
 
 def from_env(w, opts):

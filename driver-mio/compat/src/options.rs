@@ -269,6 +269,67 @@ impl NetworkOption {
         }
     }
 
+    /// The option's name as libfdb_c spells it (`TRACE_ENABLE`): in its trace files and its
+    /// environment variables.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            NetworkOption::LocalAddress(..) => "LOCAL_ADDRESS",
+            NetworkOption::ClusterFile(..) => "CLUSTER_FILE",
+            NetworkOption::TraceEnable(..) => "TRACE_ENABLE",
+            NetworkOption::TraceRollSize(..) => "TRACE_ROLL_SIZE",
+            NetworkOption::TraceMaxLogsSize(..) => "TRACE_MAX_LOGS_SIZE",
+            NetworkOption::TraceLogGroup(..) => "TRACE_LOG_GROUP",
+            NetworkOption::TraceFormat(..) => "TRACE_FORMAT",
+            NetworkOption::TraceClockSource(..) => "TRACE_CLOCK_SOURCE",
+            NetworkOption::TraceFileIdentifier(..) => "TRACE_FILE_IDENTIFIER",
+            NetworkOption::TraceShareAmongClientThreads => "TRACE_SHARE_AMONG_CLIENT_THREADS",
+            NetworkOption::TraceInitializeOnSetup => "TRACE_INITIALIZE_ON_SETUP",
+            NetworkOption::TracePartialFileSuffix(..) => "TRACE_PARTIAL_FILE_SUFFIX",
+            NetworkOption::Knob(..) => "KNOB",
+            NetworkOption::TLSPlugin(..) => "TLS_PLUGIN",
+            NetworkOption::TLSCertBytes(..) => "TLS_CERT_BYTES",
+            NetworkOption::TLSCertPath(..) => "TLS_CERT_PATH",
+            NetworkOption::TLSKeyBytes(..) => "TLS_KEY_BYTES",
+            NetworkOption::TLSKeyPath(..) => "TLS_KEY_PATH",
+            NetworkOption::TLSVerifyPeers(..) => "TLS_VERIFY_PEERS",
+            NetworkOption::BuggifyEnable => "BUGGIFY_ENABLE",
+            NetworkOption::BuggifyDisable => "BUGGIFY_DISABLE",
+            NetworkOption::BuggifySectionActivatedProbability(..) => {
+                "BUGGIFY_SECTION_ACTIVATED_PROBABILITY"
+            }
+            NetworkOption::BuggifySectionFiredProbability(..) => {
+                "BUGGIFY_SECTION_FIRED_PROBABILITY"
+            }
+            NetworkOption::TLSCaBytes(..) => "TLS_CA_BYTES",
+            NetworkOption::TLSCaPath(..) => "TLS_CA_PATH",
+            NetworkOption::TLSPassword(..) => "TLS_PASSWORD",
+            NetworkOption::DisableMultiVersionClientApi => "DISABLE_MULTI_VERSION_CLIENT_API",
+            NetworkOption::CallbacksOnExternalThreads => "CALLBACKS_ON_EXTERNAL_THREADS",
+            NetworkOption::ExternalClientLibrary(..) => "EXTERNAL_CLIENT_LIBRARY",
+            NetworkOption::ExternalClientDirectory(..) => "EXTERNAL_CLIENT_DIRECTORY",
+            NetworkOption::DisableLocalClient => "DISABLE_LOCAL_CLIENT",
+            NetworkOption::ClientThreadsPerVersion(..) => "CLIENT_THREADS_PER_VERSION",
+            NetworkOption::FutureVersionClientLibrary(..) => "FUTURE_VERSION_CLIENT_LIBRARY",
+            NetworkOption::RetainClientLibraryCopies => "RETAIN_CLIENT_LIBRARY_COPIES",
+            NetworkOption::IgnoreExternalClientFailures => "IGNORE_EXTERNAL_CLIENT_FAILURES",
+            NetworkOption::FailIncompatibleClient => "FAIL_INCOMPATIBLE_CLIENT",
+            NetworkOption::DisableClientStatisticsLogging => "DISABLE_CLIENT_STATISTICS_LOGGING",
+            NetworkOption::EnableSlowTaskProfiling => "ENABLE_SLOW_TASK_PROFILING",
+            NetworkOption::EnableRunLoopProfiling => "ENABLE_RUN_LOOP_PROFILING",
+            NetworkOption::DisableClientBypass => "DISABLE_CLIENT_BYPASS",
+            NetworkOption::ClientBuggifyEnable => "CLIENT_BUGGIFY_ENABLE",
+            NetworkOption::ClientBuggifyDisable => "CLIENT_BUGGIFY_DISABLE",
+            NetworkOption::ClientBuggifySectionActivatedProbability(..) => {
+                "CLIENT_BUGGIFY_SECTION_ACTIVATED_PROBABILITY"
+            }
+            NetworkOption::ClientBuggifySectionFiredProbability(..) => {
+                "CLIENT_BUGGIFY_SECTION_FIRED_PROBABILITY"
+            }
+            NetworkOption::DistributedClientTracer(..) => "DISTRIBUTED_CLIENT_TRACER",
+            NetworkOption::ClientTmpDir(..) => "CLIENT_TMP_DIR",
+        }
+    }
+
     /// The option `FDB_NETWORK_OPTION_<name>` sets, with `value` as its parameter, as
     /// libfdb_c reads it: `None` when `name` is no network option, `Some(None)` when an
     /// integer parameter does not read as one (leading white space and a sign allowed).
