@@ -9,7 +9,7 @@
 //! the same way as in libfdb_c: a second API version selection panics, a second set-up is
 //! `network_already_setup`, a run after a stop `network_cannot_be_restarted`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
@@ -55,6 +55,13 @@ pub fn get_max_api_version() -> i32 {
 
 static VERSION_SELECTED: AtomicBool = AtomicBool::new(false);
 
+/// The API version selected (0 before): the trace file's `ClientStart` tells it.
+static API_VERSION: AtomicI32 = AtomicI32::new(0);
+
+pub(crate) fn api_version() -> i32 {
+    API_VERSION.load(Ordering::Acquire)
+}
+
 /// Selects the API version (`fdb_select_api_version`); once per process.
 pub struct FdbApiBuilder {
     runtime_version: i32,
@@ -88,6 +95,7 @@ impl FdbApiBuilder {
         if self.runtime_version < 510 || self.runtime_version > HEADER_VERSION {
             return Err(FdbError::from_code(2204));
         }
+        API_VERSION.store(self.runtime_version, Ordering::Release);
         Ok(NetworkBuilder { _private: () })
     }
 }
@@ -125,6 +133,7 @@ impl NetworkBuilder {
             }
             *phase = Phase::Setup;
         }
+        crate::trace::network_set_up();
         let cond = Arc::new((Mutex::new(false), Condvar::new()));
         Ok((NetworkRunner { cond: cond.clone() }, NetworkWait { cond }))
     }
@@ -224,6 +233,7 @@ pub(crate) fn stop_network() -> FdbResult<()> {
         Phase::Unset => Err(FdbError::of(ErrorCode::NETWORK_NOT_SETUP)),
         _ => {
             set_phase(Phase::Stopped);
+            crate::trace::network_stopped();
             Ok(())
         }
     }

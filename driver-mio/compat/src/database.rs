@@ -227,6 +227,13 @@ impl Database {
             None => AsyncDatabase::open(path),
         }?;
         let loop_thread = LoopThread::start(db.driver())?;
+        if crate::trace::enabled() {
+            // The file the database read, read again for its name and connection string.
+            if let Ok((file, cluster)) = fdb_api::read_cluster_file(path) {
+                let file = file.to_string_lossy();
+                crate::trace::database_opened(&file, &cluster, crate::api::api_version());
+            }
+        }
         Ok(Database {
             inner: Arc::new(DbHandle { db, loop_thread }),
         })

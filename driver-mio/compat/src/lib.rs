@@ -38,6 +38,7 @@ pub mod recipes;
 #[cfg(feature = "tenant-experimental")]
 pub mod tenant;
 pub mod timekeeper;
+mod trace;
 mod transaction;
 pub mod tuple;
 

@@ -119,6 +119,9 @@ impl LoopThread {
             thread::Builder::new()
                 .name(format!("fdb-compat-loop-{id}"))
                 .spawn(move || {
+                    // The core's and the driver's events run here: with trace files on,
+                    // they go to the file too.
+                    let _trace = crate::trace::enabled().then(crate::trace::install_on_this_thread);
                     let _ = tid_tx.send(own_kernel_tid());
                     drop(tid_tx);
                     while !stop.load(Ordering::Acquire) {
@@ -220,10 +223,19 @@ pub(crate) fn tls_config() -> Option<TlsConfig> {
     TLS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-/// A network option: the TLS ones configure the databases opened afterwards, a few are true
-/// as they stand (what they turn off does not exist here), the rest are
-/// `unsupported_operation`, never ignored.
+/// A network option: the trace ones set up trace files (`crate::trace`), the TLS ones
+/// configure the databases opened afterwards, a few are true as they stand (what they turn
+/// off does not exist here), the rest are `unsupported_operation`, never ignored. Each one
+/// taken is recorded in the trace file, as libfdb_c records it.
 pub(crate) fn network_option(option: &NetworkOption) -> FdbResult<()> {
+    let set = crate::trace::set_option(option).unwrap_or_else(|| other_option(option));
+    if set.is_ok() {
+        crate::trace::option_set(option);
+    }
+    set
+}
+
+fn other_option(option: &NetworkOption) -> FdbResult<()> {
     use NetworkOption as N;
     let tls = |f: &dyn Fn(TlsConfig) -> TlsConfig| {
         let mut t = TLS.lock().unwrap_or_else(|e| e.into_inner());

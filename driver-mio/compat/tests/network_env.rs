@@ -119,17 +119,22 @@ fn environment_network_options_apply_as_in_libfdb_c() {
         ("FDB_NETWORK_OPTION_DISABLE_CLIENT_STATISTICS_LOGGING", ""),
         ("FDB_NETWORK_OPTION_DISABLE_CLIENT_BYPASS", ""),
         ("FDB_NETWORK_OPTION_EXTERNAL_CLIENT_DIRECTORY", "/a:/b\\:c"),
+        ("FDB_NETWORK_OPTION_TRACE_LOG_GROUP", "env_group"),
+        ("FDB_NETWORK_OPTION_TRACE_FORMAT", "json"),
     ];
     assert_eq!(run_case("setup", &accepted), "ok");
     assert_eq!(run_case("option", &accepted), "ok");
     // One this client refuses as an option (2108 when the program sets it) fails the
     // reading with environment_variable_network_option_failed, at set-up or at the first
     // option; so does a value libfdb_c cannot split.
-    let refused = [("FDB_NETWORK_OPTION_TRACE_ENABLE", "/tmp")];
+    let refused = [("FDB_NETWORK_OPTION_BUGGIFY_ENABLE", "")];
     assert_eq!(run_case("setup", &refused), "2022");
     assert_eq!(run_case("option", &refused), "2022");
     let bad_escape = [("FDB_NETWORK_OPTION_EXTERNAL_CLIENT_DIRECTORY", "a\\b")];
     assert_eq!(run_case("setup", &bad_escape), "2022");
+    // And so does a value libfdb_c refuses (invalid_option_value when the program sets it).
+    let bad_format = [("FDB_NETWORK_OPTION_TRACE_FORMAT", "yaml")];
+    assert_eq!(run_case("setup", &bad_format), "2022");
     if !<fdb_driver_mio::MioDriver as fdb_api::driver::Driver>::supports_tls() {
         println!("network_env: the mio driver is built without TLS here; the TLS cases skipped");
         return;

@@ -11,6 +11,6 @@ fn refused_and_accepted_network_options() {
     let builder = builder
         .set_option(NetworkOption::DisableClientStatisticsLogging)
         .expect("nothing logs client statistics here");
-    let refused = builder.set_option(NetworkOption::TraceEnable(String::new()));
+    let refused = builder.set_option(NetworkOption::BuggifyEnable);
     assert_eq!(refused.err().map(|e| e.code()), Some(2108));
 }
