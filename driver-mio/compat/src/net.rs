@@ -266,6 +266,32 @@ fn other_option(option: &NetworkOption) -> FdbResult<()> {
         // client loads none: it speaks 7.3 and 7.4 itself and follows an upgrade between
         // them (any other version is refused with incompatible_client, see the README).
         N::ExternalClientDirectory(_) | N::ExternalClientLibrary(_) => Ok(()),
+        // What libfdb_c does with external clients, none of which exist here: their
+        // callbacks' threads, their failures to load, their library copies and where those
+        // go. And failing when no client matches the cluster's version is what this client
+        // always does (incompatible_client).
+        N::CallbacksOnExternalThreads
+        | N::IgnoreExternalClientFailures
+        | N::RetainClientLibraryCopies
+        | N::ClientTmpDir(_)
+        | N::FailIncompatibleClient => Ok(()),
+        // One thread per client version is this client as it is; more would serve a cluster
+        // from external clients only. libfdb_c takes 1 to 1024.
+        N::ClientThreadsPerVersion(n) => match n {
+            1 => Ok(()),
+            2..=1024 => Err(FdbError::of(ErrorCode::UNSUPPORTED_OPERATION)),
+            _ => Err(FdbError::of(ErrorCode::INVALID_OPTION_VALUE)),
+        },
+        // Deprecated, and nothing in libfdb_c 7.3 either.
+        N::LocalAddress(_) | N::ClusterFile(_) | N::TLSPlugin(_) => Ok(()),
+        // The span tracer libfdb_c runs: none here, so only "none" holds.
+        N::DistributedClientTracer(t) => match t.as_str() {
+            "none" | "disabled" => Ok(()),
+            "logfile" | "file" | "log_file" | "network_lossy" => {
+                Err(FdbError::of(ErrorCode::UNSUPPORTED_OPERATION))
+            }
+            _ => Err(FdbError::of(ErrorCode::INVALID_OPTION_VALUE)),
+        },
         _ => Err(FdbError::of(ErrorCode::UNSUPPORTED_OPERATION)),
     }
 }
@@ -319,4 +345,36 @@ pub(crate) fn load_env_options() -> FdbResult<()> {
 pub(crate) struct DbHandle {
     pub(crate) db: AsyncDatabase,
     pub(crate) loop_thread: LoopThread,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Refusals change nothing, so they are checked here rather than through a builder,
+    /// which each refusal consumes.
+    #[test]
+    fn values_and_options_refused() {
+        let code = |o: NetworkOption| other_option(&o).err().map(|e| e.code());
+        assert_eq!(code(NetworkOption::ClientThreadsPerVersion(2)), Some(2108));
+        assert_eq!(code(NetworkOption::ClientThreadsPerVersion(0)), Some(2006));
+        assert_eq!(
+            code(NetworkOption::ClientThreadsPerVersion(1025)),
+            Some(2006)
+        );
+        assert_eq!(
+            code(NetworkOption::DistributedClientTracer("log_file".into())),
+            Some(2108)
+        );
+        assert_eq!(
+            code(NetworkOption::DistributedClientTracer("morse".into())),
+            Some(2006)
+        );
+        assert_eq!(code(NetworkOption::DisableLocalClient), Some(2108));
+        assert_eq!(code(NetworkOption::Knob("a=b".into())), Some(2108));
+        assert_eq!(
+            code(NetworkOption::FutureVersionClientLibrary("x".into())),
+            Some(2108)
+        );
+    }
 }
