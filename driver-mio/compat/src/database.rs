@@ -226,7 +226,7 @@ impl Database {
             Some(tls) => AsyncDatabase::open_with_tls(path, tls),
             None => AsyncDatabase::open(path),
         }?;
-        let loop_thread = LoopThread::start(db.driver())?;
+        // Before the loop turns: the database's own events (its first connections) follow.
         if crate::trace::enabled() {
             // The file the database read, read again for its name and connection string.
             if let Ok((file, cluster)) = fdb_api::read_cluster_file(path) {
@@ -234,6 +234,7 @@ impl Database {
                 crate::trace::database_opened(&file, &cluster, crate::api::api_version());
             }
         }
+        let loop_thread = LoopThread::start(db.driver())?;
         Ok(Database {
             inner: Arc::new(DbHandle { db, loop_thread }),
         })

@@ -70,8 +70,98 @@ fn attr<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     Some(&line[at..at + line[at..].find('"')?])
 }
 
+/// Set in a child process: the directory its trace options name.
+const CHILD: &str = "FDB_COMPAT_TRACE_CHILD";
+
+/// The other settings, from the environment as libfdb_c reads them, in a process of its own:
+/// the file opens at set-up (`TRACE_INITIALIZE_ON_SETUP`, before any database tells the local
+/// address), is named after `TRACE_FILE_IDENTIFIER`, written as JSON, and carries the
+/// partial suffix until the network stops.
+#[test]
+fn trace_file_opened_at_set_up() {
+    if let Ok(dir) = std::env::var(CHILD) {
+        // SAFETY: nothing unsafe.
+        let network = unsafe { FdbApiBuilder::default().build().unwrap().boot() }.unwrap();
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        println!("at set-up: {} {names:?}", std::process::id());
+        let gone = std::path::Path::new(&dir).join("gone.cluster");
+        std::fs::write(&gone, "gone:gone@127.0.0.1:1\n").unwrap();
+        drop(Database::new(Some(gone.to_str().unwrap())).unwrap());
+        drop(network);
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("fdb-compat-trace-setup-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "trace_file_opened_at_set_up",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, &dir)
+        .env("FDB_NETWORK_OPTION_TRACE_ENABLE", &dir)
+        .env("FDB_NETWORK_OPTION_TRACE_INITIALIZE_ON_SETUP", "")
+        .env("FDB_NETWORK_OPTION_TRACE_FORMAT", "json")
+        .env("FDB_NETWORK_OPTION_TRACE_FILE_IDENTIFIER", "app_1")
+        .env("FDB_NETWORK_OPTION_TRACE_PARTIAL_FILE_SUFFIX", ".part")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let (pid, at_setup) = stdout
+        .lines()
+        .find_map(|l| l.split_once("at set-up: ")?.1.split_once(' '))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        at_setup.contains("trace.0.0.0.0.app_1.") && at_setup.contains(".0.1.json.part\""),
+        "{at_setup}"
+    );
+    let (name, text) = the_file(&dir);
+    assert!(name.starts_with("trace.0.0.0.0.app_1."), "{name}");
+    assert!(name.ends_with(".0.1.json"), "{name}");
+    let kinds: Vec<&str> = text
+        .lines()
+        .map(|l| {
+            assert!(
+                l.starts_with("{  \"Severity\": \"10\", ") && l.ends_with(" }"),
+                "{l}"
+            );
+            let at = l.find("\"Type\": \"").unwrap() + 9;
+            &l[at..at + l[at..].find('"').unwrap()]
+        })
+        // The client's own events (its connections failing) come and go with timing.
+        .filter(|k| *k != "ConnectionFailed")
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "SetNetworkOption",
+            "SetNetworkOption",
+            "SetNetworkOption",
+            "SetNetworkOption",
+            "SetNetworkOption",
+            "ClientStart",
+            "ConnectToDatabase",
+            "ClientStopNetwork"
+        ],
+        "{text}"
+    );
+    // Known from the database on, the machine is the address it reaches the cluster from.
+    let machine = format!("\"Machine\": \"127.0.0.1:{pid}\"");
+    assert!(text.lines().last().unwrap().contains(&machine), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn trace_files_as_libfdb_c_writes_them() {
+    if std::env::var_os(CHILD).is_some() {
+        return;
+    }
     let failed = Arc::new(AtomicUsize::new(0));
     tracing::subscriber::set_global_default(Counting(failed.clone())).unwrap();
     let cluster = fdb_tests::cluster::TestCluster::start();

@@ -300,10 +300,11 @@ impl Log {
         }
     }
 
-    /// Opens the file if tracing is on and it is not open; `ip` names the machine.
+    /// Opens the file if tracing is on and it is not open; `ip` names the machine (the
+    /// first database's: libfdb_c names it once).
     fn open(&mut self, ip: Option<IpAddr>) {
         let pid = std::process::id();
-        if let Some(ip) = ip {
+        if let (Some(ip), None) = (ip, &self.machine) {
             self.machine = Some(match ip {
                 IpAddr::V4(a) => format!("{a}:{pid}"),
                 IpAddr::V6(a) => format!("[{a}]:{pid}"),
