@@ -284,6 +284,8 @@ fn other_option(option: &NetworkOption) -> FdbResult<()> {
         },
         // Deprecated, and nothing in libfdb_c 7.3 either.
         N::LocalAddress(_) | N::ClusterFile(_) | N::TLSPlugin(_) => Ok(()),
+        // libfdb_c's knobs tune libfdb_c; `name=value` is checked first, as there.
+        N::Knob(k) if !k.contains('=') => Err(FdbError::of(ErrorCode::INVALID_OPTION_VALUE)),
         // The span tracer libfdb_c runs: none here, so only "none" holds.
         N::DistributedClientTracer(t) => match t.as_str() {
             "none" | "disabled" => Ok(()),
@@ -372,6 +374,7 @@ mod tests {
         );
         assert_eq!(code(NetworkOption::DisableLocalClient), Some(2108));
         assert_eq!(code(NetworkOption::Knob("a=b".into())), Some(2108));
+        assert_eq!(code(NetworkOption::Knob("no_equals_sign".into())), Some(2006));
         assert_eq!(
             code(NetworkOption::FutureVersionClientLibrary("x".into())),
             Some(2108)
