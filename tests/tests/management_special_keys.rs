@@ -873,20 +873,3 @@ fn the_same_answers_as_libfdb_c_on_a_real_cluster() {
     }
     assert_eq!(ours.len(), theirs.len());
 }
-
-/// What this client refuses where libfdb_c goes on: writes of the version keys. Nothing is
-/// written. (Marking servers failed without `force`: `failed_servers.rs`.)
-#[test]
-fn what_this_client_refuses_on_the_test_cluster() {
-    let cluster = TestCluster::builder().storage_servers(1).start();
-    let text = cluster.cluster_file_string();
-    let db = Database::from_cluster_file(ClusterFile::parse(&text).unwrap(), 1).unwrap();
-    for key in [
-        &b"\xff\xff/management/version_epoch"[..],
-        b"\xff\xff/management/min_required_commit_version",
-    ] {
-        let w = writer(&db);
-        w.set(key, b"1");
-        assert_eq!(commit(&w), "E2108", "{}", hex(key));
-    }
-}

@@ -374,7 +374,10 @@ mod tests {
         );
         assert_eq!(code(NetworkOption::DisableLocalClient), Some(2108));
         assert_eq!(code(NetworkOption::Knob("a=b".into())), Some(2108));
-        assert_eq!(code(NetworkOption::Knob("no_equals_sign".into())), Some(2006));
+        assert_eq!(
+            code(NetworkOption::Knob("no_equals_sign".into())),
+            Some(2006)
+        );
         assert_eq!(
             code(NetworkOption::FutureVersionClientLibrary("x".into())),
             Some(2108)

@@ -6,12 +6,12 @@
 //! The modules this client acts on are the tenant module (`\xff\xff/management/tenant/`) and
 //! the management commands fdbcli drives (exclusions by address and locality, their options,
 //! the database lock, consistency-check suspension, data distribution, maintenance, process
-//! classes, the coordinators); their
+//! classes, the coordinators, the version keys); their
 //! commits need reads, so the API layer runs them (`fdb-api`), taking the writes out of the
 //! core with [`crate::Client::take_special_writes`]; so does the global configuration module.
-//! The tracing module acts on its writes at once (`tracing`). A write into one of libfdb_c's
-//! other write modules (the version keys, the actor profiler, ...) is refused with
-//! `unsupported_operation` rather than kept and never carried out.
+//! The tracing module acts on its writes at once (`tracing`). A write into libfdb_c's one other
+//! write module, the actor profiler's configuration, is refused with `unsupported_operation`
+//! rather than kept and never carried out.
 //!
 //! As in libfdb_c, some modules keep their writes their own way: a set in an exclusion module
 //! keeps an empty value whatever was written, and the options module keeps a set only of an
@@ -45,10 +45,10 @@ const WRITE_MODULES: [(&[u8], &[u8], bool); 17] = [
     (b"\xff\xff/management/failed/", b"\xff\xff/management/failed0", true),
     (b"\xff\xff/management/failed_locality/", b"\xff\xff/management/failed_locality0", true),
     (b"\xff\xff/management/maintenance/", b"\xff\xff/management/maintenance0", true),
-    (b"\xff\xff/management/min_required_commit_version", b"\xff\xff/management/min_required_commit_version\x00", false),
+    (b"\xff\xff/management/min_required_commit_version", b"\xff\xff/management/min_required_commit_version\x00", true),
     (b"\xff\xff/management/options/", b"\xff\xff/management/options0", true),
     (TENANT_MANAGEMENT_RANGE.0, TENANT_MANAGEMENT_RANGE.1, true),
-    (b"\xff\xff/management/version_epoch", b"\xff\xff/management/version_epoch\x00", false),
+    (b"\xff\xff/management/version_epoch", b"\xff\xff/management/version_epoch\x00", true),
     (b"\xff\xff/tracing/", b"\xff\xff/tracing0", true),
 ];
 
@@ -339,6 +339,14 @@ mod tests {
             check_module(
                 b"\xff\xff/management/version_epoch",
                 b"\xff\xff/management/version_epoch\0",
+                true
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check_module(
+                b"\xff\xff/actor_profiler_conf/x",
+                b"\xff\xff/actor_profiler_conf/x\0",
                 true
             ),
             Err(ErrorCode::UNSUPPORTED_OPERATION)

@@ -11,8 +11,9 @@ use super::exclusion::commit_exclusion;
 use super::maintenance::commit_maintenance;
 use super::parts::{
     write_at, writes_in, Part, CONSISTENCY_CHECK_SUSPENDED_KEY, DATA_DISTRIBUTION_MODE_KEY,
-    DATA_DISTRIBUTION_MODE_LOCK, DB_LOCKED_KEY, MOVE_KEYS_LOCK_OWNER_KEY, MOVE_KEYS_LOCK_WRITE_KEY,
-    PARTS, REBALANCE_DD_IGNORE_KEY,
+    DATA_DISTRIBUTION_MODE_LOCK, DB_LOCKED_KEY, MIN_REQUIRED_COMMIT_VERSION_KEY,
+    MOVE_KEYS_LOCK_OWNER_KEY, MOVE_KEYS_LOCK_WRITE_KEY, PARTS, REBALANCE_DD_IGNORE_KEY,
+    VERSIONS_PER_SECOND, VERSION_EPOCH_KEY,
 };
 use super::setclass::commit_process_class;
 use super::values::{parse_uid, random_uid, uid_bytes};
@@ -51,12 +52,12 @@ pub(crate) async fn commit_writes<D: Driver>(
             }
             Part::DataDistribution => commit_data_distribution(tx, writes, (pb, pe)),
             Part::Coordinators => commit_coordinators(tx, writes, pb).await?,
+            Part::VersionKey(key) => commit_version_key(tx, writes, pb, key).await?,
             // The options are for the other parts; the tenant module commits on its own.
             Part::Options
             | Part::Tenant
             | Part::ProcessClass { source: true }
             | Part::InProgress
-            | Part::VersionKey(_)
             | Part::AutoCoordinators => None,
         };
         if let Some(msg) = msg {
@@ -102,6 +103,59 @@ async fn commit_lock<D: Driver>(
         (None, Some(_)) => tx.clear(DB_LOCKED_KEY),
         (None, None) => {}
     }
+    Ok(None)
+}
+
+/// fdbcli's `advanceversion` (`AdvanceVersionImpl::commit`) and `versionepoch`
+/// (`VersionEpochImpl::commit`): each sets or clears its system key. A set of either makes
+/// the cluster recover, which its commit usually sees as `commit_unknown_result`.
+async fn commit_version_key<D: Driver>(
+    tx: &Transaction<D>,
+    writes: &[SpecialWrite],
+    pb: &[u8],
+    key: &[u8],
+) -> Result<Option<String>, Error> {
+    let written = write_at(writes, pb).and_then(|w| w.value.clone());
+    tx.set_option(TransactionOption::AccessSystemKeys)?;
+    if key == VERSION_EPOCH_KEY {
+        match written {
+            // Taken as 8 little-endian bytes, as fdbcli writes it (it reads back in
+            // decimal); fewer cannot be read.
+            Some(v) => {
+                let epoch = v.get(..8).ok_or(ErrorCode::SERIALIZATION_FAILED)?;
+                tx.set_option(TransactionOption::LockAware)?;
+                tx.set(VERSION_EPOCH_KEY, epoch);
+            }
+            None => tx.clear(VERSION_EPOCH_KEY),
+        }
+        return Ok(None);
+    }
+    let Some(v) = written else {
+        tx.clear(MIN_REQUIRED_COMMIT_VERSION_KEY);
+        return Ok(None);
+    };
+    let text = String::from_utf8_lossy(&v);
+    let Ok(version) = text.parse::<i64>() else {
+        let msg = format!("Invalid version(int64_t) argument: {text}");
+        return Ok(Some(api_error("advanceversion", &msg)));
+    };
+    if tx.get(VERSION_EPOCH_KEY).await?.is_some() {
+        let msg = "Illegal to modify the version while the version epoch is enabled";
+        return Ok(Some(api_error("advanceversion", msg)));
+    }
+    tx.set_option(TransactionOption::LockAware)?;
+    // The cluster must have a thousand years of versions left after it.
+    const MAX_ALLOWED: i64 = i64::MAX - 1 - VERSIONS_PER_SECOND * 3600 * 24 * 365 * 1000;
+    if version > MAX_ALLOWED {
+        let msg = "The given version is larger than the maximum allowed \
+                   value(2**63-1-version_per_second*3600*24*365*1000)";
+        return Ok(Some(api_error("advanceversion", msg)));
+    }
+    if tx.get_read_version().await? > version {
+        let msg = "Current read version is larger than the given version";
+        return Ok(Some(api_error("advanceversion", msg)));
+    }
+    tx.set(MIN_REQUIRED_COMMIT_VERSION_KEY, (version + 1).to_le_bytes());
     Ok(None)
 }
 

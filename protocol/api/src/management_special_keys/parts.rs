@@ -54,15 +54,19 @@ pub(super) const PARTS: [(&[u8], &[u8], Part); 17] = [
     (b"\xff\xff/management/failed_locality/", b"\xff\xff/management/failed_locality0", Part::Exclusion { failed: true, locality: true }),
     (b"\xff\xff/management/in_progress_exclusion/", b"\xff\xff/management/in_progress_exclusion0", Part::InProgress),
     (b"\xff\xff/management/maintenance/", b"\xff\xff/management/maintenance0", Part::Maintenance),
-    (b"\xff\xff/management/min_required_commit_version", b"\xff\xff/management/min_required_commit_version\x00", Part::VersionKey(b"\xff/minRequiredCommitVersion")),
+    (b"\xff\xff/management/min_required_commit_version", b"\xff\xff/management/min_required_commit_version\x00", Part::VersionKey(MIN_REQUIRED_COMMIT_VERSION_KEY)),
     (b"\xff\xff/management/options/", b"\xff\xff/management/options0", Part::Options),
     (TENANT_MANAGEMENT_RANGE.0, TENANT_MANAGEMENT_RANGE.1, Part::Tenant),
-    (b"\xff\xff/management/version_epoch", b"\xff\xff/management/version_epoch\x00", Part::VersionKey(b"\xff/versionEpoch")),
+    (b"\xff\xff/management/version_epoch", b"\xff\xff/management/version_epoch\x00", Part::VersionKey(VERSION_EPOCH_KEY)),
 ];
 
 // The system keys the parts stand for (`fdbclient/SystemData.cpp`).
 pub(super) const CONF_PREFIX: &[u8] = b"\xff/conf/";
 pub(super) const DB_LOCKED_KEY: &[u8] = b"\xff/dbLocked";
+/// The version the cluster's next recovery starts above (fdbcli's `advanceversion`).
+pub(super) const MIN_REQUIRED_COMMIT_VERSION_KEY: &[u8] = b"\xff/minRequiredCommitVersion";
+/// The clock time versions count from (fdbcli's `versionepoch`).
+pub(super) const VERSION_EPOCH_KEY: &[u8] = b"\xff/versionEpoch";
 pub(super) const CONSISTENCY_CHECK_SUSPENDED_KEY: &[u8] = b"\xff\x02/ConsistencyCheck/Suspend";
 pub(super) const HEALTHY_ZONE_KEY: &[u8] = b"\xff\x02/healthyZone";
 pub(super) const IGNORE_SS_FAILURES_ZONE: &[u8] = b"IgnoreSSFailures";

@@ -15,7 +15,8 @@ use super::errors::api_failure;
 use super::parts::{
     row, swap_prefix, write_at, Part, CONF_PREFIX, CONSISTENCY_CHECK_SUSPENDED_KEY,
     DATA_DISTRIBUTION_MODE_KEY, DB_LOCKED_KEY, HEALTHY_ZONE_KEY, IGNORE_SS_FAILURES_ZONE,
-    MANAGEMENT, PARTS, REBALANCE_DD_IGNORE_KEY, VERSIONS_PER_SECOND,
+    MANAGEMENT, MIN_REQUIRED_COMMIT_VERSION_KEY, PARTS, REBALANCE_DD_IGNORE_KEY,
+    VERSIONS_PER_SECOND,
 };
 use super::processes::{in_progress, workers};
 use super::values::{decode_healthy_zone, le_u64, uid_hex};
@@ -181,6 +182,13 @@ async fn part_rows<D: Driver>(
             .filter(|kv| b <= kv.key.as_ref() && kv.key.as_ref() < e)
             .collect()),
         Part::VersionKey(key) => {
+            // `advanceversion`'s key shows the transaction's own write (even one its commit
+            // would refuse); `versionepoch`'s is always read.
+            if key == MIN_REQUIRED_COMMIT_VERSION_KEY {
+                if let Some(w) = write_at(writes, pb).filter(|_| ryw) {
+                    return Ok(w.value.iter().map(|v| row(pb, v.to_vec())).collect());
+                }
+            }
             tx.set_option(TransactionOption::LockAware)?;
             tx.set_option(TransactionOption::ReadSystemKeys)?;
             let v = tx.get(key).await?;
