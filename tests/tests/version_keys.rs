@@ -19,6 +19,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use fdb_driver_mio::{Database, Error, Transaction};
 use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::error::ErrorCode;
 use fdb_protocol::TransactionOption;
 use fdb_tests::cluster::TestCluster;
 
@@ -56,23 +57,31 @@ fn writer(db: &Database) -> Transaction {
 
 /// Sets (or clears) `key` and commits: the error code, with the message of an API failure; a
 /// commit that went through, or whose outcome the recovery it caused hid, is "committed".
+/// Other retryable errors (the cluster still recovering from the step before) are retried.
 fn attempt(db: &Database, key: &[u8], value: Option<&[u8]>) -> String {
-    let tx = writer(db);
-    match value {
-        Some(v) => tx.set(key, v),
-        None => tx.clear(key),
-    }
-    match tx.commit() {
-        Ok(_) => "committed".into(),
-        Err(e) if e.code().map(|c| c.0) == Some(1021) => "committed".into(),
-        Err(e) => {
-            let code = e.code().map_or(0, |c| c.0);
-            if code == 2117 {
+    let tx = db.create_transaction();
+    loop {
+        tx.set_option(TransactionOption::SpecialKeySpaceEnableWrites)
+            .unwrap();
+        match value {
+            Some(v) => tx.set(key, v),
+            None => tx.clear(key),
+        }
+        let e = match tx.commit() {
+            Ok(_) => return "committed".into(),
+            Err(e) => e,
+        };
+        let code = e.code().unwrap_or(ErrorCode::INVALID);
+        match code.0 {
+            1021 => return "committed".into(),
+            2117 => {
                 let msg = tx.get(b"\xff\xff/error_message").unwrap().unwrap();
-                format!("{code} {}", String::from_utf8_lossy(&msg))
-            } else {
-                code.to_string()
+                return format!("2117 {}", String::from_utf8_lossy(&msg));
             }
+            _ => {}
+        }
+        if tx.on_error(code).is_err() {
+            return code.0.to_string();
         }
     }
 }
@@ -174,20 +183,25 @@ def writer():
     return tr
 
 def attempt(key, value):
-    tr = writer()
-    if value is None:
-        tr.clear(key)
-    else:
-        tr[key] = value
-    try:
-        tr.commit().wait()
-        return 'committed'
-    except fdb.FDBError as e:
-        if e.code == 1021:
+    tr = db.create_transaction()
+    while True:
+        tr.options.set_special_key_space_enable_writes()
+        if value is None:
+            tr.clear(key)
+        else:
+            tr[key] = value
+        try:
+            tr.commit().wait()
             return 'committed'
-        if e.code == 2117:
-            return '%d %s' % (e.code, tr[b'\xff\xff/error_message'].value.decode())
-        return str(e.code)
+        except fdb.FDBError as e:
+            if e.code == 1021:
+                return 'committed'
+            if e.code == 2117:
+                return '%d %s' % (e.code, tr[b'\xff\xff/error_message'].value.decode())
+            try:
+                tr.on_error(e).wait()
+            except fdb.FDBError:
+                return str(e.code)
 
 def text(v):
     return '-' if v is None else v.decode()
