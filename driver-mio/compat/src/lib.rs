@@ -17,6 +17,7 @@
 
 pub mod api;
 mod binding_error;
+pub mod cluster;
 mod convert;
 mod database;
 pub mod directory;
@@ -43,6 +44,7 @@ mod transaction;
 pub mod tuple;
 
 pub use crate::binding_error::FdbBindingError;
+pub use crate::cluster::Cluster;
 pub use crate::database::*;
 pub use crate::error::{FdbError, FdbResult, TransactError, TransactionMetricsNotFound};
 pub use crate::keyselector::KeySelector;

@@ -55,6 +55,7 @@ fn network_life_and_api() {
     let db = Arc::new(Database::new(Some(&path)).unwrap());
     // A read version set is read back without the cluster.
     block_on(db.perform_no_op()).unwrap();
+    older_api_versions_cluster(&path);
     basics(&db);
     many_threads(&db);
     retry_loop(&db);
@@ -287,4 +288,26 @@ fn busyness(db: &Database) {
 #[cfg(not(target_os = "linux"))]
 fn busyness(db: &Database) {
     assert_eq!(code(block_on(db.get_main_thread_busyness())), 2108);
+}
+
+/// API versions 510 to 600 open a database through a `Cluster`: it keeps the path, and the
+/// database opened from it is the same cluster's; a file that is not there fails only then,
+/// as in libfdb_c (`no_cluster_file_found`).
+fn older_api_versions_cluster(path: &str) {
+    let cluster = block_on(fdb_compat::Cluster::new(Some(path))).unwrap();
+    let db = block_on(cluster.create_database()).unwrap();
+    block_on(db.run(|tx, _| async move {
+        tx.set(b"cluster-api", b"600");
+        Ok(())
+    }))
+    .unwrap();
+    let other = Database::new(Some(path)).unwrap();
+    let tx = other.create_trx().unwrap();
+    let v = block_on(tx.get(b"cluster-api", false)).unwrap();
+    assert_eq!(v.as_deref(), Some(&b"600"[..]));
+    let missing = block_on(fdb_compat::cluster::Cluster::from_path(
+        "/nonexistent/fdb.cluster",
+    ));
+    let missing = missing.expect("a cluster only keeps its path");
+    assert_eq!(code(block_on(missing.create_database())), 1515);
 }
