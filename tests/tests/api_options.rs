@@ -133,3 +133,27 @@ fn every_binding_option_is_typed_with_its_code() {
         Err(ErrorCode::INVALID_OPTION)
     );
 }
+
+/// The two transaction options 7.4 adds (the replica consistency check) are known and
+/// refused: this client's load balancing reads one replica.
+#[test]
+fn the_options_7_4_adds_are_typed_and_refused() {
+    let added = [
+        TransactionOption::from_code(4000, None),
+        TransactionOption::from_code(4001, Some(&(-2i64).to_le_bytes())),
+    ];
+    assert_eq!(
+        added,
+        [
+            Ok(TransactionOption::EnableReplicaConsistencyCheck),
+            Ok(TransactionOption::ConsistencyCheckRequiredReplicas(-2))
+        ]
+    );
+    for opt in added.into_iter().flatten() {
+        assert_eq!(opt.code() / 1000, 4);
+        assert_eq!(
+            opt.check_supported().map_err(|e| e.code()),
+            Err(ErrorCode::UNSUPPORTED_OPERATION)
+        );
+    }
+}

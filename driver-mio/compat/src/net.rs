@@ -373,6 +373,10 @@ mod tests {
             Some(2006)
         );
         assert_eq!(code(NetworkOption::DisableLocalClient), Some(2108));
+        assert_eq!(
+            code(NetworkOption::TLSDisablePlaintextConnection),
+            Some(2108)
+        );
         assert_eq!(code(NetworkOption::Knob("a=b".into())), Some(2108));
         assert_eq!(
             code(NetworkOption::Knob("no_equals_sign".into())),

@@ -36,7 +36,8 @@ pub(super) const MAX_TRANSACTION_TAG_LENGTH: usize = 255;
 /// The longest `debug_transaction_identifier` (`Transaction::setOption`).
 const MAX_DEBUG_IDENTIFIER: usize = 100;
 
-/// Transaction options (`FDBTransactionOption`, `fdb.options` at 7.3.77), by FDB's names.
+/// Transaction options (`FDBTransactionOption`, `fdb.options` at 7.3.77, and the two 7.4.6
+/// adds), by FDB's names.
 /// Durations and counts are typed; [`TransactionOption::from_code`] reads the C API's form.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TransactionOption {
@@ -185,6 +186,13 @@ pub enum TransactionOption {
     /// `authorization_token` (2000): a JSON Web Token (its `tenants` claim names the tenant
     /// ids it grants) sent with every tenant request, as an untrusted client needs it.
     AuthorizationToken(String),
+    /// `enable_replica_consistency_check` (4000, FDB 7.4): libfdb_c 7.4's load balancer
+    /// reads from several replicas and compares their answers. Not done here:
+    /// `unsupported_operation`.
+    EnableReplicaConsistencyCheck,
+    /// `consistency_check_required_replicas` (4001, FDB 7.4): how many replicas that check
+    /// compares. Refused with it.
+    ConsistencyCheckRequiredReplicas(i64),
 }
 
 impl TransactionOption {
@@ -246,12 +254,14 @@ impl TransactionOption {
             O::BypassUnreadable => 1100,
             O::UseGrvCache => 1101,
             O::SkipGrvCache => 1102,
+            O::EnableReplicaConsistencyCheck => 4000,
+            O::ConsistencyCheckRequiredReplicas(_) => 4001,
             O::AuthorizationToken(_) => 2000,
         }
     }
 
     /// The option as `fdb_transaction_set_option(code, value)` gives it (integers as 8
-    /// little-endian bytes, strings as bytes). `invalid_option` for a code 7.3 does not
+    /// little-endian bytes, strings as bytes). `invalid_option` for a code neither 7.3 nor 7.4
     /// define, `invalid_option_value` for a missing, extra or malformed value.
     pub fn from_code(code: i32, value: Option<&[u8]>) -> Result<TransactionOption, ErrorCode> {
         use TransactionOption as O;
@@ -352,6 +362,8 @@ impl TransactionOption {
             1101 => none(O::UseGrvCache),
             1102 => none(O::SkipGrvCache),
             2000 => Ok(O::AuthorizationToken(string()?)),
+            4000 => none(O::EnableReplicaConsistencyCheck),
+            4001 => Ok(O::ConsistencyCheckRequiredReplicas(int()?)),
             _ => Err(ErrorCode::INVALID_OPTION),
         }
     }
@@ -362,7 +374,9 @@ impl TransactionOption {
     pub fn check_supported(&self) -> Result<(), ClientError> {
         use TransactionOption as O;
         match self {
-            O::CheckWritesEnable => fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            O::CheckWritesEnable
+            | O::EnableReplicaConsistencyCheck
+            | O::ConsistencyCheckRequiredReplicas(_) => fdb(ErrorCode::UNSUPPORTED_OPERATION),
             _ => Ok(()),
         }
     }
@@ -708,7 +722,11 @@ impl Transactions {
             // Refused above.
             O::UseGrvCache => return fdb(ErrorCode::INVALID_OPTION),
             // Refused by `check_supported` before getting here.
-            O::CheckWritesEnable => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            O::CheckWritesEnable
+            | O::EnableReplicaConsistencyCheck
+            | O::ConsistencyCheckRequiredReplicas(_) => {
+                return fdb(ErrorCode::UNSUPPORTED_OPERATION)
+            }
         }
         if let (true, Some(d)) = (is_timeout, t.options.timeout) {
             let at = t.created + d;
