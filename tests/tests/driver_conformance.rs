@@ -11,6 +11,8 @@ use fdb_tests::testkit::MiniCluster;
 
 trait Driver {
     fn open(cluster: &str, seed: u64) -> Self;
+    /// Opens with plaintext connections off (TLS addresses only).
+    fn open_plaintext_off(cluster: &str, seed: u64) -> Self;
     /// Opens from a cluster file on disk (the driver may rewrite or re-read it).
     fn open_file(path: &std::path::Path, seed: u64) -> Self;
     /// `None` if no answer within `limit`.
@@ -40,6 +42,13 @@ impl Driver for Mio {
     fn open(cluster: &str, seed: u64) -> Self {
         Mio(
             fdb_driver_mio::Database::from_cluster_file(ClusterFile::parse(cluster).unwrap(), seed)
+                .unwrap(),
+        )
+    }
+    fn open_plaintext_off(cluster: &str, seed: u64) -> Self {
+        let cf = ClusterFile::parse(cluster).unwrap();
+        Mio(
+            fdb_driver_mio::Database::from_cluster_file_with_tls(cf, seed, plaintext_off())
                 .unwrap(),
         )
     }
@@ -96,6 +105,18 @@ impl Driver for Tokio {
                 seed,
             )
             .expect("the driver starts")
+        });
+        Tokio(rt, db)
+    }
+    fn open_plaintext_off(cluster: &str, seed: u64) -> Self {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let cf = ClusterFile::parse(cluster).unwrap();
+        let db = rt.block_on(async {
+            fdb_driver_tokio::Database::from_cluster_file_with_tls(cf, seed, plaintext_off())
+                .unwrap()
         });
         Tokio(rt, db)
     }
@@ -161,6 +182,23 @@ impl Driver for Tokio {
 /// How long a driver may take to get somewhere before the test gives up: generous, because
 /// it only bounds a failure (on a loaded 2-core machine a reconnection round took over 10 s).
 const LIMIT: Duration = Duration::from_secs(30);
+
+fn plaintext_off() -> fdb_api::TlsConfig {
+    fdb_api::TlsConfig::new().disable_plaintext_connection(true)
+}
+
+/// With plaintext connections off (FDB 7.4's `TLS_disable_plaintext_connection`), a cluster
+/// of plaintext addresses is never connected to, and no read version comes; the same cluster
+/// answers a client that allows them.
+fn plaintext_connections_off<D: Driver>() {
+    let c = MiniCluster::start();
+    let mut off = D::open_plaintext_off(&c.cluster_string(), 1);
+    assert_eq!(off.read_version(Duration::from_secs(2)), None);
+    assert_eq!(c.connections_accepted(), 0);
+    let mut on = D::open(&c.cluster_string(), 2);
+    on.read_version(LIMIT).unwrap();
+    assert!(c.connections_accepted() > 0);
+}
 
 fn versions_advance<D: Driver>() {
     let c = MiniCluster::start();
@@ -369,5 +407,6 @@ suite!(
     proxies_killed_then_restarted,
     storage_restarted,
     cluster_file_reread_when_coordinators_fail,
-    close_that_comes_with_bytes
+    close_that_comes_with_bytes,
+    plaintext_connections_off
 );

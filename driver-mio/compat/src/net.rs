@@ -250,6 +250,7 @@ fn other_option(option: &NetworkOption) -> FdbResult<()> {
         N::TLSCaPath(p) => tls(&|t| t.ca_file(p)),
         N::TLSCaBytes(b) => tls(&|t| t.ca_pem(b.clone())),
         N::TLSPassword(p) => tls(&|t| t.password(p)),
+        N::TLSDisablePlaintextConnection => tls(&|t| t.disable_plaintext_connection(true)),
         N::TLSVerifyPeers(v) => {
             let rules = String::from_utf8(v.clone())
                 .map_err(|_| FdbError::of(ErrorCode::INVALID_OPTION_VALUE))?;
@@ -373,10 +374,6 @@ mod tests {
             Some(2006)
         );
         assert_eq!(code(NetworkOption::DisableLocalClient), Some(2108));
-        assert_eq!(
-            code(NetworkOption::TLSDisablePlaintextConnection),
-            Some(2108)
-        );
         assert_eq!(code(NetworkOption::Knob("a=b".into())), Some(2108));
         assert_eq!(
             code(NetworkOption::Knob("no_equals_sign".into())),

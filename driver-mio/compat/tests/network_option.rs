@@ -23,6 +23,7 @@ fn refused_and_accepted_network_options() {
         NetworkOption::ClusterFile("fdb.cluster".into()),
         NetworkOption::TLSPlugin("fdb-libressl-plugin".into()),
         NetworkOption::DistributedClientTracer("none".into()),
+        NetworkOption::TLSDisablePlaintextConnection,
     ];
     for option in accepted {
         builder = builder

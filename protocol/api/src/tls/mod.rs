@@ -6,8 +6,9 @@
 //! (`flow/TLSConfig.actor.cpp`).
 //!
 //! The core knows only *which* addresses are TLS (`:tls`); the drivers wrap those sockets in
-//! TLS with the [`Tls`] the engine hands them. What is read here is plain data; turning it into
-//! a rustls client configuration needs the `tls` feature.
+//! TLS with the [`Tls`] the engine hands them, and connect to no other address once plaintext
+//! connections are off (FDB 7.4's `TLS_disable_plaintext_connection`). What is read here is
+//! plain data; turning it into a rustls client configuration needs the `tls` feature.
 
 mod verify_peers;
 
@@ -66,6 +67,7 @@ pub struct TlsConfig {
     ca: Option<PemSource>,
     verify_peers: Option<String>,
     password: Option<String>,
+    disable_plaintext: bool,
 }
 
 impl TlsConfig {
@@ -103,6 +105,29 @@ impl TlsConfig {
     pub fn password(mut self, password: impl Into<String>) -> Self {
         self.password = Some(password.into());
         self
+    }
+
+    /// Connects to TLS addresses only: a connection to any other fails as a refused one
+    /// would (`TLS_disable_plaintext_connection`, FDB 7.4). `FDB_TLS_DISABLE_PLAINTEXT_CONNECTION`
+    /// (`1` or `0`) overrides it, as in libfdb_c.
+    pub fn disable_plaintext_connection(mut self, disable: bool) -> Self {
+        self.disable_plaintext = disable;
+        self
+    }
+
+    /// Whether plaintext connections are off: `FDB_TLS_DISABLE_PLAINTEXT_CONNECTION` when it
+    /// reads as libfdb_c reads a bool (`1` or `0`; anything else is ignored with a warning),
+    /// else the setting, else the network option from the environment.
+    pub fn plaintext_disabled_with(&self, env: &dyn Fn(&str) -> Option<String>) -> bool {
+        const VAR: &str = "FDB_TLS_DISABLE_PLAINTEXT_CONNECTION";
+        match env(VAR).as_deref() {
+            Some("1") => return true,
+            Some("0") => return false,
+            Some(other) => tracing::warn!(value = other, "ignoring an invalid {VAR}"),
+            None => {}
+        }
+        let option = format!("{}TLS_DISABLE_PLAINTEXT_CONNECTION", network_env::PREFIX);
+        self.disable_plaintext || env(&option).is_some()
     }
 
     /// Fills what is unset from the environment and the default files, and reads the files.
@@ -216,6 +241,7 @@ pub struct LoadedTls {
 #[derive(Clone)]
 pub struct Tls {
     inner: Result<TlsClient, Arc<TlsError>>,
+    plaintext: bool,
 }
 
 /// A ready TLS client configuration (with the `tls` feature, a rustls `ClientConfig`).
@@ -239,22 +265,34 @@ impl Tls {
         } else {
             Err(TlsError::NotBuilt)
         };
-        match inner {
-            Err(e) if required => Err(e),
-            Err(e) if matches!(e, TlsError::NotBuilt) => Ok(Tls::unavailable(e)),
+        let tls = match inner {
+            Err(e) if required => return Err(e),
+            Err(e) if matches!(e, TlsError::NotBuilt) => Tls::unavailable(e),
             Err(e) => {
                 tracing::warn!(error = %e, "TLS is not usable; TLS addresses will be refused");
-                Ok(Tls::unavailable(e))
+                Tls::unavailable(e)
             }
-            Ok(c) => Ok(Tls { inner: Ok(c) }),
-        }
+            Ok(c) => Tls {
+                inner: Ok(c),
+                plaintext: true,
+            },
+        };
+        let plaintext = !config.plaintext_disabled_with(&|name| std::env::var(name).ok());
+        Ok(Tls { plaintext, ..tls })
     }
 
     /// No TLS: every TLS connection is refused with `why`.
     pub fn unavailable(why: TlsError) -> Tls {
         Tls {
             inner: Err(Arc::new(why)),
+            plaintext: true,
         }
+    }
+
+    /// Whether a connection to an address that is not TLS may be made (a driver fails it
+    /// at once otherwise, without connecting).
+    pub fn allows_plaintext(&self) -> bool {
+        self.plaintext
     }
 
     /// Why TLS connections are refused, if they are.
@@ -406,6 +444,25 @@ mod tests {
         assert!(loaded.verify_peers.checks_chain());
         assert_eq!(loaded.password, "mine");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn plaintext_is_turned_off_as_libfdb_c_7_4_turns_it_off() {
+        let off = TlsConfig::new().disable_plaintext_connection(true);
+        let on = TlsConfig::new();
+        assert!(off.plaintext_disabled_with(&env(&[])));
+        assert!(!on.plaintext_disabled_with(&env(&[])));
+        // The network option from the environment, whatever its value.
+        let option = [("FDB_NETWORK_OPTION_TLS_DISABLE_PLAINTEXT_CONNECTION", "")];
+        assert!(on.plaintext_disabled_with(&env(&option)));
+        // FDB_TLS_DISABLE_PLAINTEXT_CONNECTION decides when it reads as a bool, either way.
+        let var = "FDB_TLS_DISABLE_PLAINTEXT_CONNECTION";
+        assert!(on.plaintext_disabled_with(&env(&[(var, "1")])));
+        assert!(!off.plaintext_disabled_with(&env(&[(var, "0")])));
+        assert!(!on.plaintext_disabled_with(&env(&[option[0], (var, "0")])));
+        // Anything else is ignored.
+        assert!(off.plaintext_disabled_with(&env(&[(var, "true")])));
+        assert!(!on.plaintext_disabled_with(&env(&[(var, "yes")])));
     }
 
     #[test]
