@@ -414,11 +414,14 @@ fn tokio_reads_and_writes_over_tls() {
 fn mio_reads_and_writes_over_tls_with_files() {
     let Some(c) = cluster() else { return };
     let k = key("mio");
-    // File paths this time, as FDB_TLS_*_FILE or TLS_*_path give them.
+    // File paths this time, as FDB_TLS_*_FILE or TLS_*_path give them; and plaintext
+    // connections off (7.4's TLS_disable_plaintext_connection), which a TLS cluster never
+    // needs.
     let tls = TlsConfig::new()
         .certificate_file(c.dir.join("client.pem"))
         .key_file(c.dir.join("client.key"))
-        .ca_file(c.dir.join("ca.pem"));
+        .ca_file(c.dir.join("ca.pem"))
+        .disable_plaintext_connection(true);
     let db = fdb_driver_mio::Database::from_cluster_file_with_tls(c.cluster_file(), 2, tls)
         .expect("TLS is set up");
     db.run(|tx| {
