@@ -36,7 +36,7 @@ const DEFAULT_MAX_LOGS_SIZE: u64 = 10 * DEFAULT_ROLL_SIZE;
 /// The client knob `TRACE_LOG_FILE_IDENTIFIER_MAX_LENGTH`.
 const IDENTIFIER_MAX_LENGTH: usize = 50;
 /// Events kept while no file is open yet (libfdb_c keeps them too, and writes them when it
-/// opens the file); beyond this many they are counted, not kept.
+/// opens the file); beyond this many they are dropped.
 const EARLY_EVENTS: usize = 1000;
 
 /// FDB's event severities.
@@ -74,10 +74,10 @@ struct Log {
     /// `primary-<version>-<random>`, as libfdb_c describes a client.
     description: Option<String>,
     early: Vec<Event>,
-    /// Early events not kept.
-    dropped: u64,
     /// An open failed: the events are dropped rather than kept without bound.
     failed: bool,
+    /// A write failed (said once on stderr, not at every event).
+    write_failed: bool,
     client_started: bool,
 }
 
@@ -94,8 +94,8 @@ static LOG: Mutex<Log> = Mutex::new(Log {
     machine: None,
     description: None,
     early: Vec::new(),
-    dropped: 0,
     failed: false,
+    write_failed: false,
     client_started: false,
 });
 
@@ -293,9 +293,7 @@ impl Log {
     fn push(&mut self, event: Event) {
         if self.files.is_some() {
             self.write(&event);
-        } else if self.failed || self.early.len() >= EARLY_EVENTS {
-            self.dropped += 1;
-        } else {
+        } else if !self.failed && self.early.len() < EARLY_EVENTS {
             self.early.push(event);
         }
     }
@@ -354,7 +352,6 @@ impl Log {
             Err(e) => {
                 eprintln!("fdb-compat: cannot open a trace file in `{dir}`: {e}");
                 self.failed = true;
-                self.dropped += self.early.len() as u64;
                 self.early = Vec::new();
             }
         }
@@ -382,8 +379,13 @@ impl Log {
         }
         let line = self.format.event(&fields);
         if let Some(files) = &mut self.files {
-            if let Err(err) = files.write(&line) {
-                eprintln!("fdb-compat: cannot write the trace file: {err}");
+            match files.write(&line) {
+                Err(err) if !self.write_failed => {
+                    eprintln!("fdb-compat: cannot write the trace file: {err}");
+                    self.write_failed = true;
+                }
+                Err(_) => {}
+                Ok(()) => self.write_failed = false,
             }
         }
     }
