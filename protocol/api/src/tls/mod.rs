@@ -108,8 +108,8 @@ impl TlsConfig {
     }
 
     /// Connects to TLS addresses only: a connection to any other fails as a refused one
-    /// would (`TLS_disable_plaintext_connection`, FDB 7.4). `FDB_TLS_DISABLE_PLAINTEXT_CONNECTION`
-    /// (`1` or `0`) overrides it, as in libfdb_c.
+    /// would (`TLS_disable_plaintext_connection`, FDB 7.4).
+    /// `FDB_TLS_DISABLE_PLAINTEXT_CONNECTION` (`1` or `0`) overrides it, as in libfdb_c.
     pub fn disable_plaintext_connection(mut self, disable: bool) -> Self {
         self.disable_plaintext = disable;
         self
