@@ -349,12 +349,6 @@ impl Loop {
 
     fn carry_out(&mut self, io: IoRequest) -> Result<(), Error> {
         match io {
-            IoRequest::Connect { conn, addr, tls }
-                if !tls && !self.engine.tls().allows_plaintext() =>
-            {
-                tracing::warn!(%addr, "refusing a plaintext connection (plaintext is off)");
-                self.engine.handle_connect_failed(conn);
-            }
             IoRequest::Connect { conn, addr, tls } => match TcpStream::connect(addr) {
                 Ok(stream) => {
                     let _ = stream.set_nodelay(true);

@@ -275,14 +275,9 @@ enum Wrap {
 
 impl Wrap {
     /// The wrapping for a connection to a TLS address or not; `None` when TLS is needed but
-    /// not available (a TLS address is never connected to in plaintext), or plaintext is
-    /// needed but turned off.
+    /// not available (a TLS address is never connected to in plaintext).
     fn of(engine: &Engine, addr: SocketAddr, tls: bool) -> Option<Wrap> {
         if !tls {
-            if !engine.tls().allows_plaintext() {
-                tracing::warn!(%addr, "refusing a plaintext connection (plaintext is off)");
-                return None;
-            }
             return Some(Wrap::Plain);
         }
         #[cfg(feature = "tls")]

@@ -195,6 +195,12 @@ impl Engine {
                         let _ = w.send(done);
                     }
                 }
+                // Plaintext turned off (7.4's `TLS_disable_plaintext_connection`): such a
+                // connection fails at once, never handed to the driver to try.
+                Event::Connect { conn, addr } if !addr.is_tls() && !self.tls.allows_plaintext() => {
+                    tracing::warn!(%addr, "refusing a plaintext connection (plaintext is off)");
+                    self.handle_connect_failed(conn);
+                }
                 Event::Connect { conn, addr } => {
                     return Some(IoRequest::Connect {
                         conn,

@@ -6,8 +6,9 @@
 //! (`flow/TLSConfig.actor.cpp`).
 //!
 //! The core knows only *which* addresses are TLS (`:tls`); the drivers wrap those sockets in
-//! TLS with the [`Tls`] the engine hands them, and connect to no other address once plaintext
-//! connections are off (FDB 7.4's `TLS_disable_plaintext_connection`). What is read here is
+//! TLS with the [`Tls`] the engine hands them, and the engine asks them to connect to no
+//! other address once plaintext connections are off (FDB 7.4's
+//! `TLS_disable_plaintext_connection`). What is read here is
 //! plain data; turning it into a rustls client configuration needs the `tls` feature.
 
 mod verify_peers;
@@ -289,9 +290,9 @@ impl Tls {
         }
     }
 
-    /// Whether a connection to an address that is not TLS may be made (a driver fails it
-    /// at once otherwise, without connecting).
-    pub fn allows_plaintext(&self) -> bool {
+    /// Whether a connection to an address that is not TLS may be made (the engine fails
+    /// it at once otherwise, without asking the driver to connect).
+    pub(crate) fn allows_plaintext(&self) -> bool {
         self.plaintext
     }
 
