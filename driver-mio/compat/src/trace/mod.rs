@@ -13,10 +13,8 @@ mod bridge;
 mod file;
 mod format;
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -99,15 +97,13 @@ static LOG: Mutex<Log> = Mutex::new(Log {
     client_started: false,
 });
 
-/// Set with `TraceEnable`: the loop threads then bridge their events here.
-static ENABLED: AtomicBool = AtomicBool::new(false);
-
 fn log() -> std::sync::MutexGuard<'static, Log> {
     LOG.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Whether `TraceEnable` was set: the loop threads then bridge their events here.
 pub(crate) fn enabled() -> bool {
-    ENABLED.load(Ordering::Acquire)
+    log().directory.is_some()
 }
 
 /// Takes a trace option: `None` when `option` is none, else whether its value is good, by
@@ -121,7 +117,6 @@ pub(crate) fn set_option(option: &NetworkOption) -> Option<FdbResult<()>> {
     Some(match option {
         N::TraceEnable(dir) => {
             log.directory = Some(dir.clone());
-            ENABLED.store(true, Ordering::Release);
             Ok(())
         }
         N::TraceRollSize(v) => size(*v).map(|v| log.roll_size = v),
@@ -201,10 +196,7 @@ pub(crate) fn database_opened(cluster_file: &str, cluster: &ClusterFile, api_ver
     log.open(Some(ip));
     if !log.client_started {
         log.client_started = true;
-        let actual = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let actual = unix_secs();
         let details = [
             ("SourceVersion", String::new()),
             ("Version", version.to_string()),
@@ -323,10 +315,7 @@ impl Log {
         } else {
             format!("trace.{place}.{pid}")
         };
-        let stamp = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let stamp = unix_secs();
         let naming = Naming {
             dir: &dir,
             process,
@@ -425,9 +414,18 @@ fn thread_id() -> u64 {
     h.finish()
 }
 
-/// Names and descriptions need to differ between runs, not to be secret.
+/// Seconds since 1970: the file name's stamp and `ClientStart`'s `ActualTime`.
+fn unix_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Names and descriptions need to differ between runs, not to be secret: the API's own
+/// entropy serves.
 fn random_u64() -> u64 {
-    RandomState::new().hash_one(SystemTime::now())
+    fdb_api::driver::entropy_seed()
 }
 
 fn random_alphanumeric(n: usize) -> String {
