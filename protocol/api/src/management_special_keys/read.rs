@@ -83,6 +83,12 @@ async fn part_rows<D: Driver>(
             rows
         }
     };
+    // A one-key part's row as the transaction's own write left it, if it wrote one.
+    let own_write = || {
+        write_at(writes, pb)
+            .filter(|_| ryw)
+            .map(|w| w.value.iter().map(|v| row(pb, v.to_vec())).collect())
+    };
     match part {
         Part::Options => Ok(writes
             .iter()
@@ -105,8 +111,8 @@ async fn part_rows<D: Driver>(
             Ok(own(rows))
         }
         Part::DbLocked | Part::ConsistencyCheck => {
-            if let Some(w) = write_at(writes, pb).filter(|_| ryw) {
-                return Ok(w.value.iter().map(|v| row(pb, v.to_vec())).collect());
+            if let Some(rows) = own_write() {
+                return Ok(rows);
             }
             tx.set_option(TransactionOption::LockAware)?;
             tx.set_option(TransactionOption::ReadSystemKeys)?;
@@ -185,8 +191,8 @@ async fn part_rows<D: Driver>(
             // `advanceversion`'s key shows the transaction's own write (even one its commit
             // would refuse); `versionepoch`'s is always read.
             if key == MIN_REQUIRED_COMMIT_VERSION_KEY {
-                if let Some(w) = write_at(writes, pb).filter(|_| ryw) {
-                    return Ok(w.value.iter().map(|v| row(pb, v.to_vec())).collect());
+                if let Some(rows) = own_write() {
+                    return Ok(rows);
                 }
             }
             tx.set_option(TransactionOption::LockAware)?;
