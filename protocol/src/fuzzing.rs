@@ -46,6 +46,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("cluster_module_replies", cluster_module_replies),
     ("global_config", global_config),
     ("protocol_handshake", protocol_handshake),
+    ("knob", knob),
 ];
 
 /// `x == x`: false only for values holding a NaN, whose equality cannot be asserted.
@@ -279,6 +280,25 @@ pub fn leader_info(data: &[u8]) {
     again.extend_from_slice(&crate::serializer::encode(&cc));
     let back = Cc::from_serialized_info(&Bytes::from(again)).expect("our encoding decodes");
     assert_eq!(back, (version, cc));
+}
+
+/// A `knob` network option's text (`name=value`, from a program or the environment): either
+/// it sets its knob and nothing else, or it changes nothing; a value that is taken is taken
+/// again the same.
+pub fn knob(data: &[u8]) {
+    use crate::knobs::Knobs;
+    let Ok(text) = core::str::from_utf8(data) else {
+        return;
+    };
+    let mut knobs = Knobs::default();
+    match knobs.set_option(text) {
+        Some(Ok(())) => {
+            let mut again = Knobs::default();
+            assert_eq!(again.set_option(text), Some(Ok(())));
+            assert_eq!(again, knobs);
+        }
+        _ => assert_eq!(knobs, Knobs::default(), "a knob not taken changed nothing"),
+    }
 }
 
 /// The tuple layer's decoder on arbitrary bytes, read as a dynamic tuple and through the typed

@@ -28,6 +28,7 @@ mod global_config;
 mod grv;
 mod ids;
 mod keys;
+pub mod knobs;
 mod location;
 pub mod messages;
 mod monitor;

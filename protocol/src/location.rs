@@ -11,12 +11,11 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use core::time::Duration;
 
-use crate::error::knobs;
+use crate::knobs::Knobs;
 use crate::messages::storage::StorageServerInterface;
 use crate::time::Instant;
 
-/// `LOCATION_CACHE_EVICTION_SIZE` is 600,000 in libfdb_c; a small client keeps fewer.
-pub const LOCATION_CACHE_CAPACITY: usize = 100_000;
+pub use crate::knobs::LOCATION_CACHE_CAPACITY;
 
 /// One shard: `[begin, end)` and the team that serves it.
 #[derive(Clone, Debug, PartialEq)]
@@ -229,17 +228,25 @@ mod tests {
 pub(crate) struct LocationBackoff {
     pub(crate) delay: Duration,
     pub(crate) until: Option<Instant>,
+    knobs: Knobs,
 }
 
 impl LocationBackoff {
+    /// No pause yet; pauses as `knobs` say.
+    pub(crate) fn new(knobs: &Knobs) -> Self {
+        LocationBackoff {
+            knobs: *knobs,
+            ..LocationBackoff::default()
+        }
+    }
+
     /// A proxy was overloaded: the time lookups may resume.
     pub(crate) fn overloaded(&mut self, now: Instant) -> Instant {
+        let k = &self.knobs;
         self.delay = if self.delay.is_zero() {
-            knobs::DEFAULT_BACKOFF
+            k.default_backoff
         } else {
-            self.delay
-                .saturating_mul(knobs::BACKOFF_GROWTH_RATE)
-                .min(knobs::RESOURCE_CONSTRAINED_MAX_BACKOFF)
+            k.grow(self.delay, k.resource_constrained_max_backoff)
         };
         let at = now + self.delay;
         self.until = Some(at);
@@ -247,8 +254,8 @@ impl LocationBackoff {
     }
 
     pub(crate) fn succeeded(&mut self) {
-        self.delay /= knobs::BACKOFF_GROWTH_RATE;
-        if self.delay < knobs::DEFAULT_BACKOFF {
+        self.delay = self.knobs.shrink(self.delay);
+        if self.delay < self.knobs.default_backoff {
             self.delay = Duration::ZERO;
         }
     }

@@ -52,6 +52,7 @@ use crate::error::ErrorCode;
 use crate::framing::ProtocolVersion;
 use crate::global_config::TRANSACTION_TAG_SAMPLE_RATE;
 use crate::grv::GrvBatcher;
+use crate::knobs::Knobs;
 use crate::messages::coordination::ClientDBInfo;
 use crate::messages::grv::GetReadVersionReply;
 use crate::messages::types::Version;
@@ -100,6 +101,8 @@ pub struct ClientConfig {
     pub client_version: Bytes,
     /// The protocol spoken until the coordinators say otherwise (see [`crate::version`]).
     pub protocol: Protocol,
+    /// The knobs the program set (libfdb_c's defaults unless it set any).
+    pub knobs: Knobs,
 }
 
 impl ClientConfig {
@@ -112,6 +115,7 @@ impl ClientConfig {
             trace_log_group: Bytes::from_static(b"default"),
             client_version: Bytes::new(),
             protocol: Protocol::V7_3,
+            knobs: Knobs::default(),
         }
     }
 }
@@ -158,7 +162,7 @@ impl Client {
             monitor,
             grv: GrvBatcher::default(),
             throttles: TagThrottles::default(),
-            txs: Transactions::default(),
+            txs: Transactions::new(cfg.knobs),
             internal: Default::default(),
             parts: Parts::default(),
             unsupported: None,

@@ -85,17 +85,9 @@ pub enum OnErrorAction {
 pub mod knobs {
     use core::time::Duration;
 
-    /// `DEFAULT_BACKOFF` = 0.01 s: initial `onError` backoff of a new transaction.
-    pub const DEFAULT_BACKOFF: Duration = Duration::from_millis(10);
-    /// `DEFAULT_MAX_BACKOFF` = 1.0 s: default cap on backoff growth (the
-    /// `max_retry_delay` transaction option overrides it).
-    pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(1);
-    /// `BACKOFF_GROWTH_RATE` = 2.0: backoff multiplier per retry.
-    pub const BACKOFF_GROWTH_RATE: u32 = 2;
-    /// `RESOURCE_CONSTRAINED_MAX_BACKOFF` = 30 s: cap on backoff growth after
-    /// proxy memory-limit errors. It replaces, and may exceed, the
-    /// transaction's `max_retry_delay`.
-    pub const RESOURCE_CONSTRAINED_MAX_BACKOFF: Duration = Duration::from_secs(30);
+    pub use crate::knobs::{
+        BACKOFF_GROWTH_RATE, DEFAULT_BACKOFF, DEFAULT_MAX_BACKOFF, RESOURCE_CONSTRAINED_MAX_BACKOFF,
+    };
     /// `FUTURE_VERSION_RETRY_DELAY` = 0.01 s: fixed delay for
     /// `transaction_too_old` / `future_version`.
     pub const FUTURE_VERSION_RETRY_DELAY: Duration = Duration::from_millis(10);
@@ -296,13 +288,9 @@ impl ErrorCode {
     /// growth). Neither `onError`'s internal `reset()` nor this function
     /// resets the backoff; only a user-level reset restores `DEFAULT_BACKOFF`.
     /// Source: `Transaction::getBackoff`, `fdbclient/NativeAPI.actor.cpp`.
+    /// With knobs set, [`crate::knobs::Knobs`]' values stand for these.
     pub fn next_backoff(self, current: Duration, max_retry_delay: Duration) -> Duration {
-        let cap = if self.uses_resource_constrained_backoff() {
-            knobs::RESOURCE_CONSTRAINED_MAX_BACKOFF
-        } else {
-            max_retry_delay
-        };
-        current.saturating_mul(knobs::BACKOFF_GROWTH_RATE).min(cap)
+        crate::knobs::Knobs::default().next_backoff(self, current, max_retry_delay)
     }
 
     /// Errors that NativeAPI's key/range read actors (`getValue`, `getKey`,

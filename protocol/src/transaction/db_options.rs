@@ -7,6 +7,7 @@ use core::time::Duration;
 use super::{fdb, Transactions, ABSOLUTE_MAX_WATCHES};
 use crate::error::ErrorCode;
 use crate::event::ClientError;
+use crate::knobs::Knobs;
 use crate::transaction::TransactionOption;
 
 /// Database options (`FDBDatabaseOption`, `fdb.options` at 7.3.77), by FDB's names.
@@ -112,10 +113,16 @@ impl DatabaseOption {
     /// transaction default is checked as the transaction option would be, so a bad default
     /// fails here and not in every transaction.
     pub fn check(&self) -> Result<(), ClientError> {
+        self.check_with(&Knobs::default())
+    }
+
+    /// [`DatabaseOption::check`] under `knobs` (`transaction_size_limit` bounds the default
+    /// `size_limit`).
+    pub fn check_with(&self, knobs: &Knobs) -> Result<(), ClientError> {
         use DatabaseOption as D;
         if let Some(t) = self.transaction_default() {
             t.check_supported()?;
-            return check_default_value(&t);
+            return check_default_value(knobs, &t);
         }
         match self {
             D::LocationCacheSize(n) if *n > i32::MAX as usize => {
@@ -182,7 +189,7 @@ impl Transactions {
     /// Applies a database option, after [`DatabaseOption::check`].
     pub(crate) fn set_database_option(&mut self, opt: DatabaseOption) -> Result<(), ClientError> {
         use DatabaseOption as D;
-        opt.check()?;
+        opt.check_with(&self.knobs)?;
         if let Some(t) = opt.transaction_default() {
             self.set_transaction_default(t);
             return Ok(());
@@ -202,10 +209,10 @@ impl Transactions {
 }
 
 /// The value checks of a transaction option that need no transaction.
-fn check_default_value(t: &TransactionOption) -> Result<(), ClientError> {
+fn check_default_value(knobs: &Knobs, t: &TransactionOption) -> Result<(), ClientError> {
     use TransactionOption as T;
     let bad = match t {
-        T::SizeLimit(n) => !(32..=super::TRANSACTION_SIZE_LIMIT).contains(n),
+        T::SizeLimit(n) => !(32..=knobs.transaction_size_limit).contains(n),
         T::Timeout(d) | T::MaxRetryDelay(d) => d.as_millis() > i32::MAX as u128,
         T::RetryLimit(Some(n)) => *n > i32::MAX as u32,
         T::TransactionLoggingMaxFieldLength(n) => *n == 0 || *n < -1,

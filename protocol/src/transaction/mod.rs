@@ -42,6 +42,7 @@ use alloc::vec::Vec;
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Completion, Event, Reply};
 use crate::grv::GrvBatcher;
+use crate::knobs::Knobs;
 use crate::messages::coordination::{ClientDBInfo, CommitProxyInterface};
 use crate::messages::{ErrorOr, NetworkAddress};
 use crate::net::{Io, Network};
@@ -165,16 +166,11 @@ impl Ctx<'_> {
     }
 }
 
-/// `KEY_SIZE_LIMIT`.
-pub const KEY_SIZE_LIMIT: usize = 10_000;
-/// `SYSTEM_KEY_SIZE_LIMIT`: keys in `\xff` may be longer.
-pub const SYSTEM_KEY_SIZE_LIMIT: usize = 30_000;
+pub use crate::knobs::{
+    KEY_SIZE_LIMIT, SYSTEM_KEY_SIZE_LIMIT, TRANSACTION_SIZE_LIMIT, VALUE_SIZE_LIMIT,
+};
 /// `TenantAPI::PREFIX_SIZE`: reads and clears allow keys this much longer than writes.
 pub const TENANT_PREFIX_SIZE: usize = 8;
-/// `VALUE_SIZE_LIMIT`.
-pub const VALUE_SIZE_LIMIT: usize = 100_000;
-/// `TRANSACTION_SIZE_LIMIT`: the default `size_limit`.
-pub const TRANSACTION_SIZE_LIMIT: usize = 10_000_000;
 
 /// Every transaction of a client and what they share: their operations, timers, the location
 /// cache and what is known of storage servers.
@@ -202,14 +198,23 @@ pub(crate) struct Transactions {
     trips: Vec<TransactionId>,
     /// Idempotent commits whose unknown outcome is being read back, by the request in flight.
     status_checks: BTreeMap<RequestId, idempotency::StatusCheck>,
+    /// The limits, backoffs and defaults the program's knobs set.
+    knobs: Knobs,
 }
 
 impl Default for Transactions {
     fn default() -> Self {
+        Transactions::new(Knobs::default())
+    }
+}
+
+impl Transactions {
+    /// No transactions yet, with the limits and defaults `knobs` set.
+    pub(crate) fn new(knobs: Knobs) -> Self {
         Transactions {
             special: special::SpecialContext::default(),
-            routing: replicas::Routing::default(),
-            table: ops::OpTable::default(),
+            routing: replicas::Routing::new(&knobs),
+            table: ops::OpTable::new(&knobs),
             next_tx: 0,
             txs: slab_map::SlabMap::default(),
             defaults: Vec::new(),
@@ -219,11 +224,10 @@ impl Default for Transactions {
             tx_tenants: BTreeMap::new(),
             trips: Vec::new(),
             status_checks: BTreeMap::new(),
+            knobs,
         }
     }
-}
 
-impl Transactions {
     /// The transactions, requests and watches held (the core's [`crate::Census`]).
     pub(crate) fn census(&self) -> (usize, usize, usize) {
         (self.txs.len(), self.table.ops.len(), self.table.watches)
@@ -261,7 +265,7 @@ impl Transactions {
         self.next_tx += 1;
         let id = TransactionId(self.next_tx);
         let trace = cx.rng.uid();
-        let mut t = Tx::new(trace, cx.now);
+        let mut t = Tx::new(trace, cx.now, &self.knobs);
         t.new_span(cx.rng);
         self.txs.insert(id, t);
         self.apply_defaults(id);
@@ -328,7 +332,7 @@ impl Transactions {
             // them (`TransactionState::cloneAndReset`): they stay readable until a commit
             // conflicts again.
             let conflicting = t.conflicting.take();
-            *t = Tx::new(trace, cx.now);
+            *t = Tx::new(trace, cx.now, &self.knobs);
             t.new_span(cx.rng);
             t.conflicting = conflicting;
         }

@@ -12,11 +12,11 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use super::{Transactions, TRANSACTION_SIZE_LIMIT};
-use crate::error::knobs;
+use super::Transactions;
 use crate::event::ClientError;
 use crate::grv::Priority;
 use crate::ids::TransactionId;
+use crate::knobs::Knobs;
 use crate::messages::storage::ReadOptions;
 use crate::messages::types::SpanContext;
 use crate::uid::Uid;
@@ -495,13 +495,14 @@ impl TxOptions {
     }
 }
 
-impl Default for TxOptions {
-    fn default() -> Self {
+impl TxOptions {
+    /// A new transaction's options, with the limits `knobs` set.
+    pub(super) fn new(knobs: &Knobs) -> Self {
         TxOptions {
             timeout: None,
             retry_limit: None,
-            max_retry_delay: knobs::DEFAULT_MAX_BACKOFF,
-            size_limit: TRANSACTION_SIZE_LIMIT,
+            max_retry_delay: knobs.default_max_backoff,
+            size_limit: knobs.transaction_size_limit,
             ryw_disabled: false,
             next_write_no_conflict: false,
             causal_read_risky: false,
@@ -587,6 +588,7 @@ impl Transactions {
     ) -> Result<(), ClientError> {
         use TransactionOption as O;
         let in_tenant = self.tx_tenants.contains_key(&tx);
+        let size_limit = self.knobs.transaction_size_limit;
         let t = self.tx_mut(tx)?;
         // The checks first, in NativeAPI's / RYW's words.
         match &opt {
@@ -604,7 +606,7 @@ impl Transactions {
                 return fdb(ErrorCode::CLIENT_INVALID_OPERATION);
             }
             // `extractIntOption(value, 32, TRANSACTION_SIZE_LIMIT)`.
-            O::SizeLimit(n) if !(32..=TRANSACTION_SIZE_LIMIT).contains(n) => {
+            O::SizeLimit(n) if !(32..=size_limit).contains(n) => {
                 return fdb(ErrorCode::INVALID_OPTION_VALUE);
             }
             // `extractIntOption(value, 0, INT_MAX)` of milliseconds.

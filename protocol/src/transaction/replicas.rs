@@ -1,6 +1,7 @@
 //! Where reads go ([`Routing`]): the location cache and its lookups, replica choice, and what
 //! the client learned of each server (a smoothed latency, a recent failure).
 
+use crate::knobs::Knobs;
 use alloc::collections::{BTreeMap, BTreeSet};
 use core::time::Duration;
 
@@ -28,6 +29,19 @@ pub(super) struct Routing {
 }
 
 impl Routing {
+    /// Nothing known yet; the cache holds `location_cache_eviction_size` shards and the
+    /// lookups back off by the knobs' backoff.
+    pub(super) fn new(knobs: &Knobs) -> Self {
+        let mut routing = Routing {
+            location_backoff: LocationBackoff::new(knobs),
+            ..Routing::default()
+        };
+        routing
+            .locations
+            .set_capacity(knobs.location_cache_eviction_size);
+        routing
+    }
+
     /// The cached shard holding `key` (keys before it when `reverse`).
     pub(super) fn shard(&self, key: &[u8], reverse: bool) -> Option<&Shard> {
         if reverse {

@@ -117,7 +117,7 @@ mod tests {
     use alloc::vec::Vec;
 
     fn tx() -> Tx {
-        Tx::new(Uid::default(), Instant::default())
+        Tx::new(Uid::default(), Instant::default(), &Default::default())
     }
 
     #[test]

@@ -11,11 +11,12 @@ use core::time::Duration;
 
 use super::options::{ConflictRangeType, TxOptions};
 use super::special_writes::{check_module, refused_write, SpecialWriteMap};
-use super::{fdb, Ctx, Transactions, KEY_SIZE_LIMIT, SYSTEM_KEY_SIZE_LIMIT, VALUE_SIZE_LIMIT};
+use super::{fdb, Ctx, Transactions};
 use crate::atomic;
-use crate::error::{knobs, ErrorCode};
+use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
+use crate::knobs::Knobs;
 use crate::messages::commit::{mutation_type as mt, MutationRef};
 use crate::messages::types::{KeyRange, TenantInfo, Version};
 use crate::messages::NetworkAddress;
@@ -121,9 +122,9 @@ impl Tx {
         self.read_version = ReadVersion::Ready(0);
     }
 
-    pub(super) fn new(trace_id: Uid, now: Instant) -> Tx {
+    pub(super) fn new(trace_id: Uid, now: Instant, knobs: &Knobs) -> Tx {
         Tx {
-            options: TxOptions::default(),
+            options: TxOptions::new(knobs),
             read_version: ReadVersion::None,
             metadata_version: None,
             writes: WriteMap::blank(),
@@ -132,7 +133,7 @@ impl Tx {
             trace_id,
             span_token: 0,
             token_rng: crate::time::Rng::new(0),
-            backoff: knobs::DEFAULT_BACKOFF,
+            backoff: knobs.default_backoff,
             retries: 0,
             created: now,
             timed_out: false,
@@ -242,13 +243,17 @@ pub fn check_conflict_range(begin: &[u8], end: &[u8]) -> Result<(), ClientError>
 
 /// The longest key a set or an atomic op may write (`getMaxWriteKeySize`): with raw access
 /// (which read_system_keys and access_system_keys imply) room for a tenant prefix too.
-pub(super) fn check_write_size(key: &[u8], raw_access: bool) -> Result<(), ClientError> {
+pub(super) fn check_write_size(
+    knobs: &Knobs,
+    key: &[u8],
+    raw_access: bool,
+) -> Result<(), ClientError> {
     let limit = if key.starts_with(b"\xff") {
-        SYSTEM_KEY_SIZE_LIMIT
+        knobs.system_key_size_limit
     } else if raw_access {
-        KEY_SIZE_LIMIT + TENANT_PREFIX_SIZE
+        knobs.key_size_limit + TENANT_PREFIX_SIZE
     } else {
-        KEY_SIZE_LIMIT
+        knobs.key_size_limit
     };
     if key.len() > limit {
         return fdb(ErrorCode::KEY_TOO_LARGE);
@@ -258,18 +263,18 @@ pub(super) fn check_write_size(key: &[u8], raw_access: bool) -> Result<(), Clien
 
 /// The longest key a read, a clear or a conflict range considers (`getMaxKeySize`: the write
 /// limit with room for a tenant prefix): anything longer cannot exist.
-pub(super) fn max_key_size(key: &[u8]) -> usize {
+pub(super) fn max_key_size(knobs: &Knobs, key: &[u8]) -> usize {
     if key.starts_with(b"\xff") {
-        SYSTEM_KEY_SIZE_LIMIT
+        knobs.system_key_size_limit
     } else {
-        KEY_SIZE_LIMIT + TENANT_PREFIX_SIZE
+        knobs.key_size_limit + TENANT_PREFIX_SIZE
     }
 }
 
 /// A range end longer than any key, cut to one byte past the longest key (the same range of
 /// keys that can exist), as RYW does for clears and conflict ranges.
-pub(super) fn truncate_key(key: &[u8]) -> &[u8] {
-    let max = max_key_size(key);
+pub(super) fn truncate_key<'k>(knobs: &Knobs, key: &'k [u8]) -> &'k [u8] {
+    let max = max_key_size(knobs, key);
     if key.len() > max {
         &key[..max + 1]
     } else {
@@ -366,8 +371,8 @@ impl Transactions {
         }
         let conflict = self.take_write_conflict(tx)?;
         self.check_write(tx, &key)?;
-        check_write_size(&key, self.tx_ref(tx)?.options.raw_access())?;
-        if value.len() > VALUE_SIZE_LIMIT {
+        check_write_size(&self.knobs, &key, self.tx_ref(tx)?.options.raw_access())?;
+        if value.len() > self.knobs.value_size_limit {
             return fdb(ErrorCode::VALUE_TOO_LARGE);
         }
         let t = self.tx_mut(tx)?;
@@ -390,7 +395,7 @@ impl Transactions {
             }
             s.check_write(tx, key)?;
             // No key that long exists: clearing it does nothing (RYW's `clear(key)`).
-            if key.len() > max_key_size(key) {
+            if key.len() > max_key_size(&s.knobs, key) {
                 return Ok(());
             }
             let end = key_after(key);
@@ -423,12 +428,13 @@ impl Transactions {
             if s.check_special_write(tx, begin, end, None, false)? {
                 return Ok(());
             }
+            let knobs = s.knobs;
             let t = s.tx_mut(tx)?;
             let max = t.max_write_key();
             if begin > max || end > max {
                 return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
             }
-            let (begin, end) = (truncate_key(begin), truncate_key(end));
+            let (begin, end) = (truncate_key(&knobs, begin), truncate_key(&knobs, end));
             let t = s.tx_mut(tx)?;
             if t.options.ryw_disabled {
                 let (b, e) = (Bytes::copy_from_slice(begin), Bytes::copy_from_slice(end));
@@ -468,14 +474,14 @@ impl Transactions {
             if !valid {
                 return fdb(ErrorCode::INVALID_MUTATION_TYPE);
             }
-            check_write_size(key, s.tx_ref(tx)?.options.raw_access())?;
+            check_write_size(&s.knobs, key, s.tx_ref(tx)?.options.raw_access())?;
             // Since API 510 `and` and `min` mean their V2 forms.
             let kind = match kind {
                 mt::AND => mt::AND_V2,
                 mt::MIN => mt::MIN_V2,
                 k => k,
             };
-            if param.len() > VALUE_SIZE_LIMIT {
+            if param.len() > s.knobs.value_size_limit {
                 return fdb(ErrorCode::VALUE_TOO_LARGE);
             }
             let t = s.tx_mut(tx)?;
@@ -549,6 +555,7 @@ impl Transactions {
         check_conflict_range(begin, end)?;
         self.write(tx, |s| {
             s.check_not_committing(tx)?;
+            let knobs = s.knobs;
             let t = s.tx_mut(tx)?;
             let max = match kind {
                 ConflictRangeType::Read => t.max_read_key(),
@@ -557,7 +564,7 @@ impl Transactions {
             if begin > max || end > max {
                 return fdb(ErrorCode::KEY_OUTSIDE_LEGAL_RANGE);
             }
-            let (begin, end) = (truncate_key(begin), truncate_key(end));
+            let (begin, end) = (truncate_key(&knobs, begin), truncate_key(&knobs, end));
             if begin >= end {
                 return Ok(());
             }

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use super::versionstamp::VersionstampOp;
 use super::watch::WatchOp;
 use super::{OpId, OpKind, Timer, Wait};
-use crate::error::{knobs, ErrorCode};
+use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::commit::MutationRef;
@@ -551,7 +551,7 @@ impl CommitOp {
         match (ok, key) {
             (false, Some(key)) => {
                 // Try again until it commits, as `commitDummyTransaction` loops on `onError`.
-                let at = cx.now + knobs::DEFAULT_BACKOFF;
+                let at = cx.now + txs.knobs.default_backoff;
                 txs.table.add_timer(at, Timer::Dummy(parent));
                 if let Some(t) = txs.txs.get_mut(&parent_tx) {
                     t.self_conflict = Some(key);

@@ -65,7 +65,7 @@ impl GetOp {
             cx.finish(req, Err(e));
             return req;
         }
-        if key.len() > max_key_size(key) {
+        if key.len() > max_key_size(&txs.knobs, key) {
             // No key that long exists: absent, without a read or a conflict range.
             cx.finish(req, Ok(Reply::Value(None)));
             return req;

@@ -170,6 +170,14 @@ impl Default for OpTable {
 }
 
 impl OpTable {
+    /// An empty table allowing `default_max_outstanding_watches` watches.
+    pub(super) fn new(knobs: &crate::knobs::Knobs) -> Self {
+        OpTable {
+            max_watches: knobs.default_max_outstanding_watches,
+            ..OpTable::default()
+        }
+    }
+
     /// When the earliest timer is due.
     pub(super) fn next_timer(&self) -> Option<Instant> {
         self.timers.keys().next().map(|(t, _)| *t)

@@ -51,6 +51,7 @@ impl BackoffOp {
         code: ErrorCode,
     ) -> RequestId {
         let req = cx.new_request();
+        let knobs = txs.knobs;
         let Some(t) = txs.txs.get_mut(&tx) else {
             cx.finish(req, fdb(ErrorCode::TRANSACTION_CANCELLED));
             return req;
@@ -107,7 +108,7 @@ impl BackoffOp {
                     d = Duration::from_secs_f64(b);
                 }
                 let d = d.mul_f64(cx.rng.random01());
-                t.backoff = code.next_backoff(t.backoff, t.options.max_retry_delay);
+                t.backoff = knobs.next_backoff(code, t.backoff, t.options.max_retry_delay);
                 d
             }
         };
@@ -174,7 +175,7 @@ impl BackoffOp {
         if let Some(t) = txs.txs.get_mut(&tx) {
             let keep_opts = t.options.clone();
             // NativeAPI's `reset` keeps the span context (`\xff\xff/tracing/`).
-            let mut fresh = Tx::new(t.trace_id, t.created);
+            let mut fresh = Tx::new(t.trace_id, t.created, &txs.knobs);
             fresh.span_token = t.span_token;
             fresh.token_rng = t.token_rng.clone();
             // What is NativeAPI's survives `resetRyow`: the backoff, the read version and

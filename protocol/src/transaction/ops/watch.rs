@@ -22,8 +22,7 @@ use crate::transaction::state::Tx;
 use crate::transaction::{fdb, storage_error, Ctx, Transactions};
 use crate::uid::Uid;
 
-/// `DEFAULT_MAX_OUTSTANDING_WATCHES` (the `max_watches` database option changes it).
-pub const MAX_OUTSTANDING_WATCHES: usize = 10_000;
+pub use crate::knobs::MAX_OUTSTANDING_WATCHES;
 /// `ABSOLUTE_MAX_WATCHES`: the most `max_watches` may be.
 pub const ABSOLUTE_MAX_WATCHES: usize = 1_000_000;
 
