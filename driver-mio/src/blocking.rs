@@ -54,6 +54,16 @@ impl Database {
         fdb_api::Database::open_with_tls(cluster_file, tls).map(|inner| Database { inner })
     }
 
+    /// [`Database::open`] with TLS settings and the knobs to use (the environment's
+    /// `FDB_NETWORK_OPTION_KNOB` is not read).
+    pub fn open_with(
+        cluster_file: Option<&Path>,
+        tls: TlsConfig,
+        knobs: fdb_api::protocol::knobs::Knobs,
+    ) -> Result<Database, Error> {
+        fdb_api::Database::open_with(cluster_file, tls, knobs).map(|inner| Database { inner })
+    }
+
     /// [`Database::from_cluster_file`] with TLS settings.
     pub fn from_cluster_file_with_tls(
         cluster: ClusterFile,

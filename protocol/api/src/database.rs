@@ -4,6 +4,7 @@ use std::future::Future;
 use std::path::Path;
 
 use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::knobs::Knobs;
 use fdb_protocol::messages::types::Version;
 use fdb_protocol::{Census, DatabaseOption, Priority, TransactionOption};
 
@@ -11,6 +12,7 @@ use crate::cluster_file::read_cluster_file;
 use crate::driver::{apply, query, submit, Driver};
 use crate::engine::{entropy_seed, Engine};
 use crate::error::Error;
+use crate::network_env::knobs;
 use crate::retry::{Next, RetryLoop};
 use crate::tls::{Tls, TlsConfig};
 use crate::transaction::Transaction;
@@ -20,15 +22,30 @@ use crate::transaction::Transaction;
 #[derive(Clone)]
 pub struct Database<D: Driver> {
     driver: D,
+    /// The knobs it was opened with (they bound some option values).
+    knobs: Knobs,
 }
 
 impl<D: Driver> Database<D> {
     /// Opens the database named by a cluster file found as libfdb_c finds it (the explicit
     /// path, `FDB_CLUSTER_FILE`, `./fdb.cluster`, the platform default). The file is
     /// rewritten if the coordinators forward the client elsewhere.
-    /// TLS comes from the `FDB_TLS_*` environment, as libfdb_c's does without options.
+    /// TLS comes from the `FDB_TLS_*` environment, as libfdb_c's does without options, and
+    /// so do knobs (`FDB_NETWORK_OPTION_KNOB`, see [`crate::network_env::knobs`]).
     pub fn open(cluster_file: Option<&Path>) -> Result<Self, Error> {
         Self::open_with_tls(cluster_file, TlsConfig::new())
+    }
+
+    /// [`Database::open`] with TLS settings and the knobs to use (these alone: the
+    /// environment's `FDB_NETWORK_OPTION_KNOB` is not read). libfdb_c's knobs are the
+    /// network's, set before it starts; here each database takes its own.
+    pub fn open_with(
+        cluster_file: Option<&Path>,
+        tls: TlsConfig,
+        knobs: Knobs,
+    ) -> Result<Self, Error> {
+        let (path, cf) = read_cluster_file(cluster_file)?;
+        Self::start(cf, entropy_seed(), Some(path), &tls, knobs)
     }
 
     /// [`Database::open`] with TLS settings (what is unset in `tls` still comes from the
@@ -36,18 +53,18 @@ impl<D: Driver> Database<D> {
     /// coordinator and TLS cannot be set up.
     pub fn open_with_tls(cluster_file: Option<&Path>, tls: TlsConfig) -> Result<Self, Error> {
         let (path, cf) = read_cluster_file(cluster_file)?;
-        Self::start(cf, entropy_seed(), Some(path), &tls)
+        Self::start(cf, entropy_seed(), Some(path), &tls, knobs())
     }
 
     /// [`Database::open`] with an explicit seed for the core's randomness.
     pub fn open_file_with_seed(path: &Path, seed: u64) -> Result<Self, Error> {
         let (path, cf) = read_cluster_file(Some(path))?;
-        Self::start(cf, seed, Some(path), &TlsConfig::new())
+        Self::start(cf, seed, Some(path), &TlsConfig::new(), knobs())
     }
 
     /// A database from a parsed connection string (no file to rewrite), with an explicit seed.
     pub fn from_cluster_file(cluster: ClusterFile, seed: u64) -> Result<Self, Error> {
-        Self::start(cluster, seed, None, &TlsConfig::new())
+        Self::start(cluster, seed, None, &TlsConfig::new(), knobs())
     }
 
     /// [`Database::from_cluster_file`] with TLS settings.
@@ -56,7 +73,7 @@ impl<D: Driver> Database<D> {
         seed: u64,
         tls: TlsConfig,
     ) -> Result<Self, Error> {
-        Self::start(cluster, seed, None, &tls)
+        Self::start(cluster, seed, None, &tls, knobs())
     }
 
     fn start(
@@ -64,12 +81,14 @@ impl<D: Driver> Database<D> {
         seed: u64,
         path: Option<std::path::PathBuf>,
         tls: &TlsConfig,
+        knobs: Knobs,
     ) -> Result<Self, Error> {
         let required = cluster.coordinators.iter().any(|c| c.is_tls());
         let tls = Tls::prepare(tls, D::supports_tls(), required)?;
-        let engine = Engine::new(cluster, seed, path, D::new_clock()).with_tls(tls);
+        let engine = Engine::new(cluster, seed, path, D::new_clock(), knobs).with_tls(tls);
         Ok(Database {
             driver: D::start(engine)?,
+            knobs,
         })
     }
 
@@ -120,7 +139,7 @@ impl<D: Driver> Database<D> {
     /// implement fails with `unsupported_operation`, a value out of range with
     /// `invalid_option_value`; nothing is silently ignored.
     pub fn set_option(&self, opt: DatabaseOption) -> Result<(), Error> {
-        opt.check()?;
+        opt.check_with(&self.knobs)?;
         apply(&self.driver, move |c, _| {
             // Checked above: the same checks cannot fail on the loop.
             let _ = c.set_database_option(opt);

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use fdb_protocol::cluster_file::ClusterFile;
+use fdb_protocol::knobs::Knobs;
 use fdb_protocol::{Client, ClientConfig, Completion, ConnectionId, Event, Instant, RequestId};
 use futures_channel::oneshot;
 
@@ -111,16 +112,21 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// A new engine for `cluster`; `cluster_file` is the file it came from, if any. TLS
-    /// addresses are refused until [`Engine::with_tls`] gives it a TLS client.
+    /// A new engine for `cluster` under `knobs`; `cluster_file` is the file it came from, if
+    /// any. TLS addresses are refused until [`Engine::with_tls`] gives it a TLS client.
     pub fn new(
         cluster: ClusterFile,
         seed: u64,
         cluster_file: Option<PathBuf>,
         clock: Clock,
+        knobs: Knobs,
     ) -> Engine {
         let now = clock.now();
-        let mut client = Client::new(ClientConfig::new(cluster, seed), now);
+        let config = ClientConfig {
+            knobs,
+            ..ClientConfig::new(cluster, seed)
+        };
+        let mut client = Client::new(config, now);
         // `\xff\xff/cluster_file_path`: the file's path as given, or the memory record's id.
         let path = cluster_file.as_ref().map(|p| p.to_string_lossy());
         client.set_cluster_file_path(path.as_deref());

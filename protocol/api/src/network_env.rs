@@ -1,7 +1,9 @@
 //! libfdb_c's network options from the environment: a variable `FDB_NETWORK_OPTION_<NAME>`
 //! sets network option `<NAME>` (upper case, as `fdb.options` names it) in every program on
-//! libfdb_c. This crate reads the TLS ones among them ([`crate::TlsConfig`]); fdb-compat, which
-//! has foundationdb-rs's network options, reads them all.
+//! libfdb_c. This crate reads the TLS ones among them ([`crate::TlsConfig`]) and the knobs
+//! ([`knobs`]); fdb-compat, which has foundationdb-rs's network options, reads them all.
+
+use fdb_protocol::knobs::Knobs;
 
 /// What every such variable's name starts with.
 pub const PREFIX: &str = "FDB_NETWORK_OPTION_";
@@ -25,6 +27,26 @@ pub fn values(value: &str) -> Option<Vec<String>> {
     }
     values.push(current);
     Some(values)
+}
+
+/// The knobs `FDB_NETWORK_OPTION_KNOB` sets (`name=value`, several split at `:`), over
+/// libfdb_c's defaults. A knob not taken is said in a warning (`tracing`), as libfdb_c says it
+/// on standard error, and the rest still apply.
+pub fn knobs() -> Knobs {
+    let mut knobs = Knobs::default();
+    let Ok(value) = std::env::var(format!("{PREFIX}KNOB")) else {
+        return knobs;
+    };
+    for option in values(&value).unwrap_or_default() {
+        match knobs.set_option(&option) {
+            Some(Ok(())) => {}
+            Some(Err(why)) => {
+                tracing::warn!(knob = %option, ?why, "knob from the environment not used")
+            }
+            None => tracing::warn!(knob = %option, "knob from the environment is not name=value"),
+        }
+    }
+    knobs
 }
 
 #[cfg(test)]
