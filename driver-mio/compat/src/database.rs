@@ -222,10 +222,8 @@ impl Database {
             return Err(FdbError::of(ErrorCode::NETWORK_NOT_SETUP));
         }
         let path = path.map(Path::new);
-        let db = match crate::net::tls_config() {
-            Some(tls) => AsyncDatabase::open_with_tls(path, tls),
-            None => AsyncDatabase::open(path),
-        }?;
+        let tls = crate::net::tls_config().unwrap_or_default();
+        let db = AsyncDatabase::open_with(path, tls, crate::net::knobs())?;
         // Before the loop turns: the database's own events (its first connections) follow.
         if crate::trace::enabled() {
             // The file the database read, read again for its name and connection string.

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use fdb_api::{network_env, TlsConfig};
 use fdb_driver_mio::{AsyncDatabase, MioDriver};
 use fdb_protocol::error::ErrorCode;
+use fdb_protocol::knobs::{KnobError, Knobs};
 
 use crate::error::{FdbError, FdbResult};
 use crate::options::NetworkOption;
@@ -223,6 +224,41 @@ pub(crate) fn tls_config() -> Option<TlsConfig> {
     TLS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
+/// The knobs set so far: the databases opened afterwards take them.
+static KNOBS: Mutex<Option<Knobs>> = Mutex::new(None);
+
+pub(crate) fn knobs() -> Knobs {
+    KNOBS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .unwrap_or_default()
+}
+
+/// The `knob` option, `name=value`, as libfdb_c takes it: without an `=` it is refused;
+/// otherwise it succeeds whatever the knob, and one not taken is said on standard error
+/// (libfdb_c's own words for a name or value it does not recognise).
+fn knob(option: &str) -> FdbResult<()> {
+    let mut knobs = KNOBS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut set = knobs.unwrap_or_default();
+    let Some(result) = set.set_option(option) else {
+        return Err(FdbError::of(ErrorCode::INVALID_OPTION_VALUE));
+    };
+    let name = option.split('=').next().unwrap_or_default();
+    match result {
+        Ok(()) => *knobs = Some(set),
+        Err(KnobError::Unrecognized | KnobError::BadValue) => {
+            eprintln!("FoundationDB client ignoring unrecognized knob option '{name}'");
+        }
+        Err(KnobError::NotHonoured) => {
+            eprintln!(
+                "fdb-compat ignoring knob option '{name}': it tunes a part of libfdb_c this \
+                 client does not have"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A network option: the trace ones set up trace files (`crate::trace`), the TLS ones
 /// configure the databases opened afterwards, a few are true as they stand (what they turn
 /// off does not exist here), the rest are `unsupported_operation`, never ignored. Each one
@@ -285,8 +321,7 @@ fn other_option(option: &NetworkOption) -> FdbResult<()> {
         },
         // Deprecated, and nothing in libfdb_c 7.3 either.
         N::LocalAddress(_) | N::ClusterFile(_) | N::TLSPlugin(_) => Ok(()),
-        // libfdb_c's knobs tune libfdb_c; `name=value` is checked first, as there.
-        N::Knob(k) if !k.contains('=') => Err(FdbError::of(ErrorCode::INVALID_OPTION_VALUE)),
+        N::Knob(k) => knob(k),
         // The span tracer libfdb_c runs: none here, so only "none" holds.
         N::DistributedClientTracer(t) => match t.as_str() {
             "none" | "disabled" => Ok(()),
@@ -357,6 +392,29 @@ mod tests {
     /// Refusals change nothing, so they are checked here rather than through a builder,
     /// which each refusal consumes.
     #[test]
+    fn knobs_taken_as_libfdb_c_takes_them() {
+        let code = |o: NetworkOption| other_option(&o).err().map(|e| e.code());
+        // Taken and kept for the databases opened afterwards.
+        assert_eq!(
+            code(NetworkOption::Knob(
+                "location_cache_eviction_size=1234".into()
+            )),
+            None
+        );
+        assert_eq!(knobs().location_cache_eviction_size, 1234);
+        // Not a knob, a bad value, a knob of a part this client lacks: said on standard
+        // error, and nothing changes.
+        for k in [
+            "no_such_knob=1",
+            "location_cache_eviction_size=x",
+            "min_trace_severity=5",
+        ] {
+            assert_eq!(code(NetworkOption::Knob(k.into())), None, "{k}");
+        }
+        assert_eq!(knobs().location_cache_eviction_size, 1234);
+    }
+
+    #[test]
     fn values_and_options_refused() {
         let code = |o: NetworkOption| other_option(&o).err().map(|e| e.code());
         assert_eq!(code(NetworkOption::ClientThreadsPerVersion(2)), Some(2108));
@@ -374,7 +432,7 @@ mod tests {
             Some(2006)
         );
         assert_eq!(code(NetworkOption::DisableLocalClient), Some(2108));
-        assert_eq!(code(NetworkOption::Knob("a=b".into())), Some(2108));
+        assert_eq!(code(NetworkOption::Knob("a=b".into())), None);
         assert_eq!(
             code(NetworkOption::Knob("no_equals_sign".into())),
             Some(2006)
