@@ -13,18 +13,16 @@ use core::time::Duration;
 use crate::framing::{
     encode_packet, ConnectPacket, FrameDecoder, FrameError, Incoming, Packet, ProtocolVersion,
 };
+use crate::knobs::Knobs;
 use crate::messages::coordination::PingRequest;
 use crate::messages::ReplyPromise;
 use crate::serializer::encode;
 use crate::time::{Instant, Rng};
 use crate::uid::{well_known, Uid};
 
-/// `CONNECTION_MONITOR_LOOP_TIME` (`flow/Knobs.cpp`): pause between pings.
-pub const CONNECTION_MONITOR_LOOP_TIME: Duration = Duration::from_secs(1);
-/// `CONNECTION_MONITOR_TIMEOUT`: how long a ping may go unanswered while nothing arrives.
-pub const CONNECTION_MONITOR_TIMEOUT: Duration = Duration::from_secs(2);
-/// `CONNECTION_MONITOR_IDLE_TIMEOUT`: a client closes a connection unused this long.
-pub const CONNECTION_MONITOR_IDLE_TIMEOUT: Duration = Duration::from_secs(180);
+pub use crate::knobs::{
+    CONNECTION_MONITOR_IDLE_TIMEOUT, CONNECTION_MONITOR_LOOP_TIME, CONNECTION_MONITOR_TIMEOUT,
+};
 
 /// Why a connection ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,6 +98,35 @@ pub(crate) struct Connection {
     /// Pings answered and ping windows that passed unanswered while other data arrived
     /// (`Peer::pingLatencies`' samples, `Peer::timeoutCount`).
     pings: (u32, u32),
+    times: MonitorTimes,
+}
+
+/// The connection monitor's times: the `CONNECTION_MONITOR_*` flow knobs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MonitorTimes {
+    /// How often a ping goes out.
+    pub(crate) loop_time: Duration,
+    /// How long a ping may go unanswered while nothing arrives.
+    pub(crate) timeout: Duration,
+    /// How long a connection may go unused before it is closed.
+    pub(crate) idle_timeout: Duration,
+}
+
+impl MonitorTimes {
+    /// The times `knobs` set.
+    pub(crate) fn of(knobs: &Knobs) -> Self {
+        MonitorTimes {
+            loop_time: knobs.connection_monitor_loop_time,
+            timeout: knobs.connection_monitor_timeout,
+            idle_timeout: knobs.connection_monitor_idle_timeout,
+        }
+    }
+}
+
+impl Default for MonitorTimes {
+    fn default() -> Self {
+        MonitorTimes::of(&Knobs::default())
+    }
 }
 
 impl Connection {
@@ -124,7 +151,15 @@ impl Connection {
             ping: None,
             monitor: true,
             pings: (0, 0),
+            times: MonitorTimes::default(),
         }
+    }
+
+    /// The connection with the monitor's times `times`.
+    pub(crate) fn with_times(mut self, times: MonitorTimes) -> Self {
+        self.next_ping = self.last_data_sent + times.loop_time;
+        self.times = times;
+        self
     }
 
     /// Turns the ping monitor off (for tests of other behaviour, and for server roles).
@@ -211,7 +246,7 @@ impl Connection {
                         if p.token == ping.token {
                             self.pings.0 += 1;
                             self.ping = None;
-                            self.next_ping = now + CONNECTION_MONITOR_LOOP_TIME;
+                            self.next_ping = now + self.times.loop_time;
                             continue;
                         }
                     }
@@ -273,7 +308,7 @@ impl Connection {
         if self.outstanding > 0 {
             return Some(monitor);
         }
-        Some(monitor.min(self.last_data_sent + CONNECTION_MONITOR_IDLE_TIMEOUT))
+        Some(monitor.min(self.last_data_sent + self.times.idle_timeout))
     }
 
     /// Runs the connection monitor.
@@ -288,7 +323,7 @@ impl Connection {
         if !self.monitor {
             return Ok(());
         }
-        if self.outstanding == 0 && now >= self.last_data_sent + CONNECTION_MONITOR_IDLE_TIMEOUT {
+        if self.outstanding == 0 && now >= self.last_data_sent + self.times.idle_timeout {
             self.fail(ConnectionError::Idle);
             return Err(ConnectionError::Idle);
         }
@@ -301,7 +336,7 @@ impl Connection {
                 // Data is flowing, the reply is just slow: keep waiting.
                 self.pings.1 += 1;
                 p.bytes_at_window = self.bytes_received;
-                p.window_ends = now + CONNECTION_MONITOR_TIMEOUT;
+                p.window_ends = now + self.times.timeout;
             }
             Some(_) => {}
             None if now >= self.next_ping => {
@@ -318,9 +353,9 @@ impl Connection {
                 self.ping = Some(Ping {
                     token,
                     bytes_at_window: self.bytes_received,
-                    window_ends: now + CONNECTION_MONITOR_TIMEOUT,
+                    window_ends: now + self.times.timeout,
                 });
-                self.next_ping = now + rng.jittered(CONNECTION_MONITOR_LOOP_TIME);
+                self.next_ping = now + rng.jittered(self.times.loop_time);
             }
             None => {}
         }
@@ -470,6 +505,44 @@ mod tests {
         assert_eq!(c.poll_timeout(), Some(t(180.0)));
         assert_eq!(
             c.handle_timeout(t(181.5), &mut rng),
+            Err(ConnectionError::Idle)
+        );
+    }
+
+    /// The `CONNECTION_MONITOR_*` knobs: a ping every 0.25 s, answered within 0.5 s, and
+    /// a connection unused for 10 s closed.
+    #[test]
+    fn the_monitor_keeps_the_times_the_knobs_set() {
+        let knobs = Knobs::default()
+            .with("connection_monitor_loop_time", "0.25")
+            .unwrap()
+            .with("connection_monitor_timeout", "0.5")
+            .unwrap()
+            .with("connection_monitor_idle_timeout", "10")
+            .unwrap();
+        let mut rng = Rng::new(1);
+        let new = || {
+            Connection::new(t(0.0), false, ProtocolVersion::V7_3)
+                .with_times(MonitorTimes::of(&knobs))
+        };
+        let mut c = new();
+        c.handle_input(t(0.0), &server_connect()).unwrap();
+        c.set_outstanding(1);
+        assert_eq!(c.poll_timeout(), Some(t(0.25)), "the first ping");
+        c.handle_timeout(t(0.25), &mut rng).unwrap();
+        assert!(c.ping.is_some());
+        c.handle_timeout(t(0.7), &mut rng).unwrap();
+        assert_eq!(
+            c.handle_timeout(t(0.75), &mut rng),
+            Err(ConnectionError::Timeout),
+            "half a second of silence"
+        );
+        let mut c = new();
+        c.handle_input(t(0.0), &server_connect()).unwrap();
+        c.set_outstanding(0);
+        (c.ping, c.next_ping) = (None, t(10_000.0));
+        assert_eq!(
+            c.handle_timeout(t(10.0), &mut rng),
             Err(ConnectionError::Idle)
         );
     }

@@ -2,11 +2,12 @@
 //! waits for a read version, grouped by the request flags (priority, causal risk).
 //!
 //! As libfdb_c's, each flag set's batch gathers the waiters that come during a window opened
-//! by the first of them, and goes out when the window closes (or at [`MAX_GRV_BATCH`]
-//! waiters), whatever is in flight. The window is half the recent reply latency, smoothed
-//! (each reply moves it a tenth of the way to half its own latency) and at most
-//! [`GRV_BATCH_TIMEOUT`]; it starts at zero, which sends at the driver's next turn what this
-//! one gathered (the client's deadline is then now).
+//! by the first of them, and goes out when the window closes (or at `MAX_BATCH_SIZE` waiters,
+//! [`MAX_GRV_BATCH`] unless a knob says otherwise), whatever is in flight. The window is half
+//! the recent reply latency, smoothed (each reply moves it a tenth of the way to half its own
+//! latency) and at most `GRV_BATCH_TIMEOUT` (5 ms unless a knob says otherwise); it starts at
+//! zero, which sends at the driver's next turn what this one gathered (the client's deadline
+//! is then now).
 //! One difference: when no other open transaction could join the batch (every one of them is
 //! already waiting for a read version, and no read version outside a transaction is asked), it
 //! goes out at once, so that a lone transaction does not wait for company that cannot come.
@@ -25,6 +26,7 @@ use core::time::Duration;
 use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
+use crate::knobs::Knobs;
 use crate::messages::coordination::ClientDBInfo;
 use crate::messages::grv::{
     GetReadVersionReply, GetReadVersionRequest, TagCount, TagThrottleEntry,
@@ -38,11 +40,7 @@ use crate::uid::Uid;
 
 pub use crate::messages::grv::Priority;
 
-/// `MAX_BATCH_SIZE`: most transactions one GRV request may carry.
-pub const MAX_GRV_BATCH: usize = 1000;
-
-/// `GRV_BATCH_TIMEOUT`: the longest a batch's window may grow (5 ms).
-pub(crate) const GRV_BATCH_TIMEOUT: Duration = Duration::from_millis(5);
+pub use crate::knobs::MAX_GRV_BATCH;
 
 /// Who waits for a read version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,7 +83,7 @@ fn count_tags(waiters: &[Queued]) -> Vec<TagCount> {
 }
 
 /// The batcher's state.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct GrvBatcher {
     /// Waiting to be sent, by request flags.
     queue: BTreeMap<u32, VecDeque<Queued>>,
@@ -101,6 +99,16 @@ pub(crate) struct GrvBatcher {
     /// and commit replies reported, oldest first, each newer than the last; it answers a
     /// transaction whose read version was set by hand.
     metadata_versions: VecDeque<(Version, Option<Bytes>)>,
+    /// `MAX_BATCH_SIZE`: the most requests a batch carries.
+    max_batch: usize,
+    /// `GRV_BATCH_TIMEOUT`: the longest a window may grow.
+    max_window: Duration,
+}
+
+impl Default for GrvBatcher {
+    fn default() -> Self {
+        GrvBatcher::new(&Knobs::default())
+    }
 }
 
 /// A flag set's batching window.
@@ -129,6 +137,20 @@ struct InFlight {
 const METADATA_VERSION_CACHE_SIZE: usize = 1000;
 
 impl GrvBatcher {
+    /// Nothing waiting yet; batches as `knobs` say.
+    pub(crate) fn new(knobs: &Knobs) -> Self {
+        GrvBatcher {
+            queue: BTreeMap::new(),
+            windows: BTreeMap::new(),
+            in_flight: BTreeMap::new(),
+            next_batch: 0,
+            floor: None,
+            metadata_versions: VecDeque::new(),
+            max_batch: knobs.max_batch_size,
+            max_window: knobs.grv_batch_timeout,
+        }
+    }
+
     /// `waiter` wants a read version with these request flags.
     pub(crate) fn queue(&mut self, flags: u32, waiter: GrvWaiter) {
         self.queue_tagged(flags, waiter, Vec::new());
@@ -206,7 +228,7 @@ impl GrvBatcher {
             }
             let closes = *w.closes.get_or_insert(now + w.length);
             let closed = w.due || (!w.length.is_zero() && now >= closes);
-            if nobody_else || q.len() >= MAX_GRV_BATCH || closed {
+            if nobody_else || q.len() >= self.max_batch || closed {
                 ready.push(*f);
             }
         }
@@ -220,7 +242,7 @@ impl GrvBatcher {
                 return;
             };
             let queue = self.queue.entry(f).or_default();
-            let n = queue.len().min(MAX_GRV_BATCH);
+            let n = queue.len().min(self.max_batch);
             let waiters: Vec<Queued> = queue.drain(..n).collect();
             // The next waiter opens a new window (those left over a full batch, at once).
             let w = self.windows.entry(f).or_default();
@@ -273,7 +295,7 @@ impl GrvBatcher {
         // The window moves a tenth of the way to half this reply's latency.
         let w = self.windows.entry(flags).or_default();
         let target = now.saturating_since(sent) / 2;
-        w.length = (target / 10 + w.length * 9 / 10).min(GRV_BATCH_TIMEOUT);
+        w.length = (target / 10 + w.length * 9 / 10).min(self.max_window);
         let mut locked = false;
         let mut throttles = Vec::new();
         let mut metadata_version = None;
@@ -388,6 +410,7 @@ mod tests {
     use super::*;
     use crate::client::ClientConfig;
     use crate::cluster_file::ClusterFile;
+    use crate::knobs::GRV_BATCH_TIMEOUT;
     use crate::messages::coordination::GrvProxyInterface;
     use crate::messages::{AnyMessage, Endpoint, NetworkAddressList, RequestStream};
     use crate::sim::{Request, Sim};
@@ -397,10 +420,15 @@ mod tests {
 
     /// A client whose cluster has one GRV proxy, bootstrapped.
     fn sim() -> Sim {
-        let mut s = Sim::new(ClientConfig::new(
-            ClusterFile::parse("t:t@127.0.0.1:4500").unwrap(),
-            3,
-        ));
+        sim_with(Knobs::default())
+    }
+
+    /// [`sim`] with `knobs`.
+    fn sim_with(knobs: Knobs) -> Sim {
+        let mut s = Sim::new(ClientConfig {
+            knobs,
+            ..ClientConfig::new(ClusterFile::parse("t:t@127.0.0.1:4500").unwrap(), 3)
+        });
         let open = s
             .take_request(|r| r.dest == well_known::CLIENT_LEADER_REG_OPEN_DATABASE)
             .expect("the client asks a coordinator first");
@@ -507,20 +535,53 @@ mod tests {
         assert_eq!(s.take(cf), Some(Ok(7)));
     }
 
+    /// `t` asks for a read version, sent at once and answered a second later (which grows
+    /// the window to its cap).
+    fn slow_answer(s: &mut Sim, t: TransactionId) {
+        let now = s.now();
+        let call = s.client.tx_read_version(now, t);
+        s.advance_to(now);
+        let (r, _) = take_grv(s).expect("a zero window sends on the next turn");
+        s.advance_by(Duration::from_secs(1));
+        answer(s, &r);
+        assert_eq!(s.take(call), Some(Ok(7)));
+    }
+
+    /// `MAX_BATCH_SIZE` and `GRV_BATCH_TIMEOUT` from the knobs: a batch carries two at the
+    /// most, and a window grows to 1 ms at the most.
+    #[test]
+    fn the_knobs_bound_the_batch_and_its_window() {
+        let knobs = Knobs::default().with("max_batch_size", "2").unwrap();
+        let mut s = sim_with(knobs.with("grv_batch_timeout", "0.001").unwrap());
+        let [a, b, c, d, _open] = s.create_transactions();
+        // A one-second answer would make the window 50 ms; it is capped at 1 ms.
+        slow_answer(&mut s, a);
+        // Three ask while another is open: two go at once, the third when its window closes.
+        let asked: Vec<_> = [b, c, d]
+            .map(|t| s.client.tx_read_version(s.now(), t))
+            .into();
+        let (first, n) = take_grv(&mut s).expect("a full batch goes at once");
+        assert_eq!(n, 2);
+        s.advance_by(Duration::from_micros(999));
+        assert!(take_grv(&mut s).is_none());
+        s.advance_by(Duration::from_micros(1));
+        let (second, n) = take_grv(&mut s).expect("sent after 1 ms");
+        assert_eq!(n, 1);
+        answer(&mut s, &first);
+        answer(&mut s, &second);
+        for call in asked {
+            assert_eq!(s.take(call), Some(Ok(7)));
+        }
+    }
+
     /// The window never grows past `GRV_BATCH_TIMEOUT`, and it does not wait for the batch
     /// before it: batches overlap, as libfdb_c's do.
     #[test]
     fn the_window_is_capped_and_batches_overlap() {
         let mut s = sim();
-        let now = s.now();
         let [a, b, c] = s.create_transactions();
         // A one-second answer would make the window 50 ms; it is capped at 5 ms.
-        let ca = s.client.tx_read_version(now, a);
-        s.advance_to(now);
-        let (r, _) = take_grv(&mut s).expect("a zero window sends on the next turn");
-        s.advance_by(Duration::from_secs(1));
-        answer(&mut s, &r);
-        assert_eq!(s.take(ca), Some(Ok(7)));
+        slow_answer(&mut s, a);
 
         let cb = s.client.tx_read_version(s.now(), b);
         s.advance_by(GRV_BATCH_TIMEOUT - Duration::from_micros(1));

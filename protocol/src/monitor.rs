@@ -30,8 +30,7 @@ use crate::time::{Instant, Rng};
 use crate::uid::{well_known, Uid};
 use crate::version::Protocol;
 
-/// `COORDINATOR_RECONNECTION_DELAY` (`fdbclient/ClientKnobs.cpp`).
-pub const COORDINATOR_RECONNECTION_DELAY: Duration = Duration::from_secs(1);
+pub use crate::knobs::COORDINATOR_RECONNECTION_DELAY;
 /// `MAX_GRV_PROXY_CONNECTIONS`: a client talks to at most this many GRV proxies.
 pub const MAX_GRV_PROXY_CONNECTIONS: usize = 3;
 /// `MAX_COMMIT_PROXY_CONNECTIONS`: a client talks to at most this many commit proxies.
@@ -155,6 +154,8 @@ pub(crate) struct ClusterMonitor {
     last_commit_ids: Vec<Uid>,
     last_commit: heapless::Vec<CommitProxyInterface, MAX_COMMIT_PROXY_CONNECTIONS>,
     info: Option<ClientDBInfo>,
+    /// `COORDINATOR_RECONNECTION_DELAY`: the pause after a round of coordinators failed.
+    reconnection_delay: Duration,
 }
 
 impl ClusterMonitor {
@@ -165,6 +166,7 @@ impl ClusterMonitor {
         client_version: Bytes,
         now: Instant,
         rng: &mut Rng,
+        reconnection_delay: Duration,
     ) -> ClusterMonitor {
         let coordinators = coordinator_slots(&cluster, rng);
         let (wire_coordinators, wire_hostnames) = wire_coordinators(&cluster);
@@ -198,6 +200,7 @@ impl ClusterMonitor {
             last_commit_ids: Vec::new(),
             last_commit: heapless::Vec::new(),
             info: None,
+            reconnection_delay,
         }
     }
 
@@ -469,7 +472,7 @@ impl ClusterMonitor {
             "trying the next coordinator"
         );
         self.open_db_at = Some(if full_round {
-            io.now + COORDINATOR_RECONNECTION_DELAY
+            io.now + self.reconnection_delay
         } else {
             io.now
         });

@@ -14,6 +14,7 @@ use fdb_protocol::error::ErrorCode;
 use fdb_protocol::framing::{
     encode_packet, ConnectPacket, FrameDecoder, Incoming, ProtocolVersion,
 };
+use fdb_protocol::knobs::Knobs;
 use fdb_protocol::messages::commit::CommitID;
 use fdb_protocol::messages::coordination::{
     ClientDBInfo, CommitProxyInterface, GrvProxyInterface, Hostname,
@@ -78,12 +79,79 @@ fn db_info(id: u64, proxy: &str, grv: Uid, commit: Uid) -> ClientDBInfo {
 
 /// The client core on the simulated network, every connection left to the test.
 fn harness(cluster: &str, seed: u64) -> Sim {
-    let mut h = Sim::new(ClientConfig::new(
-        ClusterFile::parse(cluster).unwrap(),
-        seed,
-    ));
+    harness_with(cluster, seed, Knobs::default())
+}
+
+/// [`harness`] with `knobs`.
+fn harness_with(cluster: &str, seed: u64, knobs: Knobs) -> Sim {
+    let mut h = Sim::new(ClientConfig {
+        knobs,
+        ..ClientConfig::new(ClusterFile::parse(cluster).unwrap(), seed)
+    });
     h.set_auto_accept(false);
     h
+}
+
+/// Refuses `conn` and steps from deadline to deadline until the core asks to connect again:
+/// how long that took, and the new connection.
+fn refused_then_again(h: &mut Sim, conn: ConnectionId) -> (f64, ConnectionId) {
+    let failed_at = h.now();
+    h.refuse(conn);
+    let mut again = h.connects();
+    while again.is_empty() {
+        let at = h.client.poll_timeout().unwrap();
+        assert!(at.saturating_since(failed_at) < Duration::from_secs(5));
+        h.advance_to(at);
+        let _ = h.take_requests();
+        again = h.connects();
+    }
+    assert_eq!(again.len(), 1);
+    (
+        h.now().saturating_since(failed_at).as_secs_f64(),
+        again[0].0,
+    )
+}
+
+/// The reconnection knobs pace the retries instead of flow's defaults: from 0.1 s, ×1.5 a
+/// failure, up to 0.3 s (each jittered ±10 %).
+#[test]
+fn reconnect_delay_follows_the_knobs() {
+    let knobs = Knobs::default()
+        .with("initial_reconnection_time", "0.1")
+        .unwrap()
+        .with("reconnection_time_growth_rate", "1.5")
+        .unwrap()
+        .with("max_reconnection_time", "0.3")
+        .unwrap();
+    let mut h = harness_with("a:b@10.0.0.1:4500", 1, knobs);
+    h.bootstrap("10.0.0.1:4500", &db_info(1, "10.0.0.9:4500", G1, C1));
+    let _req = h.client.get_read_version(h.now(), Priority::Default);
+    let mut conn = h.connect_to("10.0.0.9:4500");
+    for want in [0.15, 0.225, 0.3, 0.3] {
+        let (waited, again) = refused_then_again(&mut h, conn);
+        assert!(
+            waited >= want * 0.9 - 1e-9 && waited <= want * 1.1 + 1e-9,
+            "waited {waited}, delay {want}"
+        );
+        conn = again;
+    }
+}
+
+/// `coordinator_reconnection_delay`: after every coordinator failed, the next round waits
+/// this long (1 s by default).
+#[test]
+fn a_round_of_coordinators_waits_the_knob() {
+    let mut knobs = Knobs::default();
+    knobs.set("coordinator_reconnection_delay", "0.25").unwrap();
+    for (knobs, want) in [(knobs, 0.25), (Knobs::default(), 1.0)] {
+        let mut h = harness_with("a:b@10.0.0.1:4500", 1, knobs);
+        let conn = h.connect_to("10.0.0.1:4500");
+        let (waited, _) = refused_then_again(&mut h, conn);
+        assert!(
+            (want..want + 0.01).contains(&waited),
+            "waited {waited}, want {want}"
+        );
+    }
 }
 
 /// The steps these tests repeat, on top of the simulation.

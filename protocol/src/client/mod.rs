@@ -152,15 +152,16 @@ impl Client {
             cfg.client_version,
             now,
             &mut rng,
+            cfg.knobs.coordinator_reconnection_delay,
         );
         let mut c = Client {
             rng,
             now,
             next_req: 1,
             events: VecDeque::new(),
-            net: Network::new(cfg.protocol),
+            net: Network::new(cfg.protocol, &cfg.knobs),
             monitor,
-            grv: GrvBatcher::default(),
+            grv: GrvBatcher::new(&cfg.knobs),
             throttles: TagThrottles::default(),
             txs: Transactions::new(cfg.knobs),
             internal: Default::default(),

@@ -88,22 +88,11 @@ pub mod knobs {
     pub use crate::knobs::{
         BACKOFF_GROWTH_RATE, DEFAULT_BACKOFF, DEFAULT_MAX_BACKOFF, RESOURCE_CONSTRAINED_MAX_BACKOFF,
     };
-    /// `FUTURE_VERSION_RETRY_DELAY` = 0.01 s: fixed delay for
-    /// `transaction_too_old` / `future_version`.
-    pub const FUTURE_VERSION_RETRY_DELAY: Duration = Duration::from_millis(10);
-    /// `WRONG_SHARD_SERVER_DELAY` = 0.01 s: delay before re-reading after the
-    /// location cache turned out to be stale.
-    pub const WRONG_SHARD_SERVER_DELAY: Duration = Duration::from_millis(10);
+    pub use crate::knobs::{FUTURE_VERSION_RETRY_DELAY, WRONG_SHARD_SERVER_DELAY};
     /// `TAG_THROTTLE_RECHECK_INTERVAL` = 5 s: longest a `tag_throttled` retry
     /// waits for a known throttle to expire.
     pub const TAG_THROTTLE_RECHECK_INTERVAL: Duration = Duration::from_secs(5);
-    /// `GRV_ERROR_RETRY_DELAY` = 5 s: jittered delay when waiting for a
-    /// committed version hits `batch_transaction_throttled` or
-    /// `grv_proxy_memory_limit_exceeded`.
-    pub const GRV_ERROR_RETRY_DELAY: Duration = Duration::from_secs(5);
-    /// `WATCH_POLLING_TIME` = 1 s: a watch the storage server gave up on
-    /// (`watch_cancelled`, `process_behind`) is asked for again after this.
-    pub const WATCH_POLLING_TIME: Duration = Duration::from_secs(1);
+    pub use crate::knobs::{GRV_ERROR_RETRY_DELAY, WATCH_POLLING_TIME};
     /// `watchValue` trusts a fire version only if the committed version it then reads is
     /// less than this far ahead (`MAX_VERSIONS_IN_FLIGHT`-sized); further means a recovery
     /// happened in between, and the watch starts over from the newer version.

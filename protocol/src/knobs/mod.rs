@@ -39,6 +39,41 @@ pub const MAX_OUTSTANDING_WATCHES: usize = 10_000;
 /// the knob says otherwise.
 pub const LOCATION_CACHE_CAPACITY: usize = 100_000;
 
+/// `FUTURE_VERSION_RETRY_DELAY`'s default.
+pub const FUTURE_VERSION_RETRY_DELAY: Duration = Duration::from_millis(10);
+/// `WRONG_SHARD_SERVER_DELAY`'s default.
+pub const WRONG_SHARD_SERVER_DELAY: Duration = Duration::from_millis(10);
+/// `GRV_ERROR_RETRY_DELAY`'s default.
+pub const GRV_ERROR_RETRY_DELAY: Duration = Duration::from_secs(5);
+/// `WATCH_POLLING_TIME`'s default.
+pub const WATCH_POLLING_TIME: Duration = Duration::from_secs(1);
+/// `MAX_BATCH_SIZE`'s default: most transactions one GRV request may carry.
+pub const MAX_GRV_BATCH: usize = 1000;
+/// `GRV_BATCH_TIMEOUT`'s default: the longest a batch's window may grow (5 ms).
+pub const GRV_BATCH_TIMEOUT: Duration = Duration::from_millis(5);
+/// `COORDINATOR_RECONNECTION_DELAY`'s default (`fdbclient/ClientKnobs.cpp`).
+pub const COORDINATOR_RECONNECTION_DELAY: Duration = Duration::from_secs(1);
+/// `CONNECTION_MONITOR_LOOP_TIME`'s default (`flow/Knobs.cpp`): pause between pings.
+pub const CONNECTION_MONITOR_LOOP_TIME: Duration = Duration::from_secs(1);
+/// `CONNECTION_MONITOR_TIMEOUT`'s default: how long a ping may go unanswered while nothing
+/// arrives.
+pub const CONNECTION_MONITOR_TIMEOUT: Duration = Duration::from_secs(2);
+/// `CONNECTION_MONITOR_IDLE_TIMEOUT`'s default: a client closes a connection unused this
+/// long.
+pub const CONNECTION_MONITOR_IDLE_TIMEOUT: Duration = Duration::from_secs(180);
+/// `INITIAL_RECONNECTION_TIME`'s default: the first pause before reconnecting to an address
+/// whose connection failed.
+pub const INITIAL_RECONNECTION_TIME: Duration = Duration::from_millis(50);
+/// `MAX_RECONNECTION_TIME`'s default: the longest pause between connection attempts to one
+/// address.
+pub const MAX_RECONNECTION_TIME: Duration = Duration::from_millis(500);
+/// `RECONNECTION_TIME_GROWTH_RATE`'s default: the pause grows by this factor with each
+/// failure.
+pub const RECONNECTION_TIME_GROWTH_RATE: f64 = 1.2;
+/// `RECONNECTION_RESET_TIME`'s default: a connection that lived longer than this resets the
+/// pause.
+pub const RECONNECTION_RESET_TIME: Duration = Duration::from_secs(5);
+
 /// What a knob's value is, as libfdb_c parses it (`Knobs::parseKnobValue`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -88,6 +123,38 @@ pub struct Knobs {
     /// `LOCATION_CACHE_EVICTION_SIZE`: the default of the `location_cache_size` database
     /// option. libfdb_c keeps 600,000 shards; this client keeps 100,000 unless told.
     pub location_cache_eviction_size: usize,
+    /// `FUTURE_VERSION_RETRY_DELAY`: the pause after `future_version` or
+    /// `transaction_too_old` (in `on_error`, a watch, a size estimate).
+    pub future_version_retry_delay: Duration,
+    /// `WRONG_SHARD_SERVER_DELAY`: the pause before a read locates its shard again.
+    pub wrong_shard_server_delay: Duration,
+    /// `GRV_ERROR_RETRY_DELAY`: a fired watch's pause when its read version is throttled.
+    pub grv_error_retry_delay: Duration,
+    /// `WATCH_POLLING_TIME`: when a storage server gave up on a watch, it is set again after
+    /// this.
+    pub watch_polling_time: Duration,
+    /// `MAX_BATCH_SIZE`: the most read-version requests one batch carries.
+    pub max_batch_size: usize,
+    /// `GRV_BATCH_TIMEOUT`: the longest a read-version batch waits for more requests.
+    pub grv_batch_timeout: Duration,
+    /// `COORDINATOR_RECONNECTION_DELAY`: the pause after every coordinator failed to answer.
+    pub coordinator_reconnection_delay: Duration,
+    /// `CONNECTION_MONITOR_LOOP_TIME` (a flow knob): how often a connection pings.
+    pub connection_monitor_loop_time: Duration,
+    /// `CONNECTION_MONITOR_TIMEOUT`: a ping unanswered this long, with nothing else
+    /// received, fails the connection; also how long a connect may take.
+    pub connection_monitor_timeout: Duration,
+    /// `CONNECTION_MONITOR_IDLE_TIMEOUT`: a connection with nothing sent or waited for this
+    /// long is closed.
+    pub connection_monitor_idle_timeout: Duration,
+    /// `INITIAL_RECONNECTION_TIME`: the first pause before connecting again to an address.
+    pub initial_reconnection_time: Duration,
+    /// `MAX_RECONNECTION_TIME`: the longest such pause.
+    pub max_reconnection_time: Duration,
+    /// `RECONNECTION_TIME_GROWTH_RATE`: what each failure multiplies the pause by.
+    pub reconnection_time_growth_rate: f64,
+    /// `RECONNECTION_RESET_TIME`: a connection that lived this long starts the pause over.
+    pub reconnection_reset_time: Duration,
 }
 
 impl Default for Knobs {
@@ -103,6 +170,20 @@ impl Default for Knobs {
             resource_constrained_max_backoff: RESOURCE_CONSTRAINED_MAX_BACKOFF,
             default_max_outstanding_watches: MAX_OUTSTANDING_WATCHES,
             location_cache_eviction_size: LOCATION_CACHE_CAPACITY,
+            future_version_retry_delay: FUTURE_VERSION_RETRY_DELAY,
+            wrong_shard_server_delay: WRONG_SHARD_SERVER_DELAY,
+            grv_error_retry_delay: GRV_ERROR_RETRY_DELAY,
+            watch_polling_time: WATCH_POLLING_TIME,
+            max_batch_size: MAX_GRV_BATCH,
+            grv_batch_timeout: GRV_BATCH_TIMEOUT,
+            coordinator_reconnection_delay: COORDINATOR_RECONNECTION_DELAY,
+            connection_monitor_loop_time: CONNECTION_MONITOR_LOOP_TIME,
+            connection_monitor_timeout: CONNECTION_MONITOR_TIMEOUT,
+            connection_monitor_idle_timeout: CONNECTION_MONITOR_IDLE_TIMEOUT,
+            initial_reconnection_time: INITIAL_RECONNECTION_TIME,
+            max_reconnection_time: MAX_RECONNECTION_TIME,
+            reconnection_time_growth_rate: RECONNECTION_TIME_GROWTH_RATE,
+            reconnection_reset_time: RECONNECTION_RESET_TIME,
         }
     }
 }
@@ -129,9 +210,35 @@ impl Knobs {
             },
             "default_max_outstanding_watches" => self.default_max_outstanding_watches = size()?,
             "location_cache_eviction_size" => self.location_cache_eviction_size = size()?,
+            "future_version_retry_delay" => self.future_version_retry_delay = time()?,
+            "wrong_shard_server_delay" => self.wrong_shard_server_delay = time()?,
+            "grv_error_retry_delay" => self.grv_error_retry_delay = time()?,
+            "watch_polling_time" => self.watch_polling_time = time()?,
+            // A batch of none would never be sent.
+            "max_batch_size" => self.max_batch_size = size()?.max(1),
+            "grv_batch_timeout" => self.grv_batch_timeout = time()?,
+            "coordinator_reconnection_delay" => self.coordinator_reconnection_delay = time()?,
+            "connection_monitor_loop_time" => self.connection_monitor_loop_time = time()?,
+            "connection_monitor_timeout" => self.connection_monitor_timeout = time()?,
+            "connection_monitor_idle_timeout" => self.connection_monitor_idle_timeout = time()?,
+            "initial_reconnection_time" => self.initial_reconnection_time = time()?,
+            "max_reconnection_time" => self.max_reconnection_time = time()?,
+            "reconnection_time_growth_rate" => match parsed {
+                Value::Number(r) if r.is_finite() && r >= 1.0 => {
+                    self.reconnection_time_growth_rate = r
+                }
+                _ => return Err(KnobError::BadValue),
+            },
+            "reconnection_reset_time" => self.reconnection_reset_time = time()?,
             _ => return Err(KnobError::NotHonoured),
         }
         Ok(())
+    }
+
+    /// [`Knobs::set`] as a builder: `Knobs::default().with("key_size_limit", "100")?`.
+    pub fn with(mut self, name: &str, value: &str) -> Result<Self, KnobError> {
+        self.set(name, value)?;
+        Ok(self)
     }
 
     /// [`Knobs::set`] from the network option's text, `name=value` (split at the first `=`).
@@ -311,6 +418,16 @@ mod tests {
         );
         assert_eq!(k.set("key_size_limit", "-5"), Err(KnobError::BadValue));
         assert_eq!(k.set("key_size_limit", "12abc"), Err(KnobError::BadValue));
+        assert_eq!(k.set("max_batch_size", "0"), Ok(()));
+        assert_eq!(k.max_batch_size, 1, "a batch carries one at least");
+        assert_eq!(
+            k.set("reconnection_time_growth_rate", "0.9"),
+            Err(KnobError::BadValue)
+        );
+        assert_eq!(
+            k.set("connection_monitor_timeout", "inf"),
+            Err(KnobError::BadValue)
+        );
         assert_eq!(
             k.set("min_trace_severity", "10"),
             Err(KnobError::NotHonoured)

@@ -24,11 +24,12 @@ use core::time::Duration;
 pub(crate) use failure::FailureMonitor;
 use peer::{AddrKey, Backoff, Peer, PeerState, PeerStats};
 
-use crate::connection::{Connection, ConnectionError, CONNECTION_MONITOR_TIMEOUT};
+use crate::connection::{Connection, ConnectionError, MonitorTimes, CONNECTION_MONITOR_TIMEOUT};
 use crate::error::ErrorCode;
 use crate::event::{Event, Transmit};
 use crate::framing::ProtocolVersion;
 use crate::ids::ConnectionId;
+use crate::knobs::Knobs;
 use crate::messages::{reply_error, EnsureTable, NetworkAddress};
 use crate::route::{Loss, Route};
 use crate::serializer::{decode_root, encode_in, Message};
@@ -36,17 +37,12 @@ use crate::time::{Instant, Rng};
 use crate::uid::{well_known, Uid};
 use crate::version::Protocol;
 
-/// `INITIAL_RECONNECTION_TIME` (`flow/Knobs.cpp`): the first pause before reconnecting to an
-/// address whose connection failed.
-pub const INITIAL_RECONNECTION_TIME: Duration = Duration::from_millis(50);
-/// `MAX_RECONNECTION_TIME`: the longest pause between connection attempts to one address.
-pub const MAX_RECONNECTION_TIME: Duration = Duration::from_millis(500);
-/// `RECONNECTION_TIME_GROWTH_RATE`: the pause grows by this factor with each failure.
-pub const RECONNECTION_TIME_GROWTH_RATE: f64 = 1.2;
-/// `RECONNECTION_RESET_TIME`: a connection that lived longer than this resets the pause.
-pub const RECONNECTION_RESET_TIME: Duration = Duration::from_secs(5);
-/// How long a TCP connect may take (`connectionKeeper` gives `connect()` and the TLS
-/// handshake `CONNECTION_MONITOR_TIMEOUT`, then fails with `connection_failed`).
+pub use crate::knobs::{
+    INITIAL_RECONNECTION_TIME, MAX_RECONNECTION_TIME, RECONNECTION_RESET_TIME,
+    RECONNECTION_TIME_GROWTH_RATE,
+};
+/// How long a TCP connect may take by default (`connectionKeeper` gives `connect()` and the
+/// TLS handshake `CONNECTION_MONITOR_TIMEOUT`, then fails with `connection_failed`).
 pub const CONNECT_TIMEOUT: Duration = CONNECTION_MONITOR_TIMEOUT;
 
 /// What a part of the core needs to act: the time, the client's randomness, the network to
@@ -164,6 +160,8 @@ pub(crate) struct Network {
     /// Where messages are encoded before their connection copies them (kept zeroed):
     /// sending allocates no buffer per message.
     scratch: Vec<u8>,
+    /// The reconnection and connection monitor knobs.
+    knobs: Knobs,
 }
 
 /// How the connection to one address stands, as the client status reports it
@@ -179,10 +177,12 @@ pub(crate) struct PeerReport {
 }
 
 impl Network {
-    /// A network whose connections speak `protocol`.
-    pub(crate) fn new(protocol: Protocol) -> Network {
+    /// A network whose connections speak `protocol`, reconnecting and monitoring as `knobs`
+    /// say.
+    pub(crate) fn new(protocol: Protocol, knobs: &Knobs) -> Network {
         Network {
             protocol,
+            knobs: *knobs,
             ..Network::default()
         }
     }
@@ -519,7 +519,8 @@ impl Network {
         }
         self.next_conn += 1;
         let id = ConnectionId(self.next_conn);
-        let conn = Connection::new(now, addr.is_tls(), self.protocol.version());
+        let conn = Connection::new(now, addr.is_tls(), self.protocol.version())
+            .with_times(MonitorTimes::of(&self.knobs));
         // `delayJittered(max(0, lastConnectTime + reconnectionDelay - now))`.
         let wait = self.backoff.get(&key).map_or(Duration::ZERO, |b| {
             (b.last_connect + b.delay).saturating_since(now)
@@ -556,11 +557,11 @@ impl Network {
         let Some(p) = self.peers.get_mut(&id) else {
             return;
         };
-        p.state = PeerState::Connecting(now + CONNECT_TIMEOUT);
+        p.state = PeerState::Connecting(now + self.knobs.connection_monitor_timeout);
         let key = AddrKey::of(&p.addr);
         let b = self.backoff.entry(key).or_insert(Backoff {
             last_connect: now,
-            delay: INITIAL_RECONNECTION_TIME,
+            delay: self.knobs.initial_reconnection_time,
             stats: PeerStats::default(),
         });
         b.last_connect = now;
@@ -632,12 +633,13 @@ impl Network {
                 let (answered, timeouts) = peer.conn.ping_counts();
                 b.stats.pings.0 += answered;
                 b.stats.pings.1 += timeouts;
-                b.delay = if now.saturating_since(b.last_connect) > RECONNECTION_RESET_TIME {
-                    INITIAL_RECONNECTION_TIME
+                let k = &self.knobs;
+                b.delay = if now.saturating_since(b.last_connect) > k.reconnection_reset_time {
+                    k.initial_reconnection_time
                 } else {
                     b.delay
-                        .mul_f64(RECONNECTION_TIME_GROWTH_RATE)
-                        .min(MAX_RECONNECTION_TIME)
+                        .mul_f64(k.reconnection_time_growth_rate)
+                        .min(k.max_reconnection_time)
                 };
                 self.failures.set_address_failed(&peer.addr, true);
             }
@@ -659,9 +661,9 @@ impl Network {
             return;
         }
         let live: BTreeSet<AddrKey> = self.peers.values().map(|p| AddrKey::of(&p.addr)).collect();
-        self.backoff.retain(|k, b| {
-            live.contains(k) || now.saturating_since(b.last_connect) <= RECONNECTION_RESET_TIME
-        });
+        let reset = self.knobs.reconnection_reset_time;
+        self.backoff
+            .retain(|k, b| live.contains(k) || now.saturating_since(b.last_connect) <= reset);
         let backoff = &self.backoff;
         self.failures.retain_addresses(|k| backoff.contains_key(k));
     }

@@ -12,7 +12,7 @@ use super::ops::wait::{Timer, Wait};
 use super::replicas::{Replica, FAILED_SERVER_AVOIDANCE, LOCATION_LIMIT, MAX_RELOCATION_DELAY};
 use super::state::ReadVersion;
 use super::{Ctx, Transactions};
-use crate::error::{knobs, ErrorCode};
+use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
 use crate::location::Shard;
@@ -233,7 +233,7 @@ impl Transactions {
             None => Bytes::copy_from_slice(key),
         };
         self.routing.forget(&key, reverse);
-        let mut delay = knobs::WRONG_SHARD_SERVER_DELAY;
+        let mut delay = self.table.knobs.wrong_shard_server_delay;
         if let Some(op) = self.table.ops.get_mut(&req) {
             op.attempt = 0;
             op.wait = Wait::Timer;

@@ -33,7 +33,7 @@ use core::time::Duration;
 
 use super::shards::{cover, Metric, Part, PartState, TOO_MANY};
 use super::{OpId, OpKind, OpTable, Timer, Wait};
-use crate::error::{knobs, ErrorCode};
+use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::messages::commit::GetKeyServerLocationsRequest;
@@ -627,7 +627,7 @@ impl MetricsOp {
         {
             MetricsOp::next_replica(table, routing, cx, req, i);
         } else if code == ErrorCode::FUTURE_VERSION && metric == Metric::Size {
-            let at = cx.now + knobs::FUTURE_VERSION_RETRY_DELAY;
+            let at = cx.now + table.knobs.future_version_retry_delay;
             if let Some(m) = MetricsOp::of(table, req) {
                 if let Some(p) = m.parts.get_mut(i) {
                     p.state = PartState::Retired;
@@ -650,7 +650,7 @@ impl MetricsOp {
         req: RequestId,
         i: usize,
     ) {
-        let at = cx.now + knobs::WRONG_SHARD_SERVER_DELAY;
+        let at = cx.now + table.knobs.wrong_shard_server_delay;
         let Some(m) = MetricsOp::of(table, req) else {
             return;
         };

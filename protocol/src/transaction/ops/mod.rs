@@ -149,6 +149,9 @@ pub(super) struct OpTable {
     pub(super) watches: usize,
     /// The most watches outstanding at once (`max_watches`).
     pub(super) max_watches: usize,
+    /// The pauses its timers wait (`FUTURE_VERSION_RETRY_DELAY`, `WRONG_SHARD_SERVER_DELAY`,
+    /// `WATCH_POLLING_TIME`, `GRV_ERROR_RETRY_DELAY`), as the knobs set them.
+    pub(super) knobs: crate::knobs::Knobs,
     /// Operations that became runnable since the last round (may repeat; may have moved on).
     pub(super) ready: Vec<RequestId>,
     /// The round `run_ready_ops` is running, kept for its allocation.
@@ -163,6 +166,7 @@ impl Default for OpTable {
             timer_seq: 0,
             watches: 0,
             max_watches: watch::MAX_OUTSTANDING_WATCHES,
+            knobs: Default::default(),
             ready: Vec::new(),
             scratch: Vec::new(),
         }
@@ -174,6 +178,7 @@ impl OpTable {
     pub(super) fn new(knobs: &crate::knobs::Knobs) -> Self {
         OpTable {
             max_watches: knobs.default_max_outstanding_watches,
+            knobs: *knobs,
             ..OpTable::default()
         }
     }

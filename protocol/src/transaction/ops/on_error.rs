@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::{Op, OpKind, OpTable, Timer, Wait};
-use crate::error::{knobs, ErrorCode, OnErrorAction};
+use crate::error::{ErrorCode, OnErrorAction};
 use crate::event::{ClientError, Reply};
 use crate::ids::{RequestId, TransactionId};
 use crate::transaction::state::{NativeTx, ReadVersion, Tx};
@@ -96,9 +96,9 @@ impl BackoffOp {
             OnErrorAction::FailWithClientInvalidOperation
             | OnErrorAction::Fatal
             | OnErrorAction::RetryImmediately => Duration::ZERO,
-            OnErrorAction::RetryAfterFutureVersionDelay => {
-                knobs::FUTURE_VERSION_RETRY_DELAY.min(t.options.max_retry_delay)
-            }
+            OnErrorAction::RetryAfterFutureVersionDelay => knobs
+                .future_version_retry_delay
+                .min(t.options.max_retry_delay),
             OnErrorAction::RetryWithBackoff => {
                 let mut d = t.backoff;
                 if code == ErrorCode::TAG_THROTTLED {

@@ -271,10 +271,11 @@ impl WatchOp {
         let code = e.code();
         // `watchValue`: a storage server that gave up on the watch (too many of them, or
         // behind) is polled again after a while; a lapsed one at once.
+        let knobs = &txs.table.knobs;
         let again = if code == ErrorCode::WATCH_CANCELLED || code == ErrorCode::PROCESS_BEHIND {
-            knobs::WATCH_POLLING_TIME
+            knobs.watch_polling_time
         } else if code == ErrorCode::TIMED_OUT {
-            knobs::FUTURE_VERSION_RETRY_DELAY
+            knobs.future_version_retry_delay
         } else {
             return txs.fail_op(cx, req, e);
         };
@@ -339,12 +340,12 @@ impl WatchOp {
                 table.ready.push(req);
                 return;
             }
-            Ok(_) => knobs::FUTURE_VERSION_RETRY_DELAY,
+            Ok(_) => table.knobs.future_version_retry_delay,
             Err(ClientError::Fdb(e))
                 if e == ErrorCode::BATCH_TRANSACTION_THROTTLED
                     || e == ErrorCode::GRV_PROXY_MEMORY_LIMIT_EXCEEDED =>
             {
-                cx.rng.jittered(knobs::GRV_ERROR_RETRY_DELAY)
+                cx.rng.jittered(table.knobs.grv_error_retry_delay)
             }
             Err(e) => return table.finish(cx, req, Err(e)),
         };

@@ -6,6 +6,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 use bytes::Bytes;
+use core::time::Duration;
 
 use crate::client::ClientConfig;
 use crate::cluster_file::ClusterFile;
@@ -13,6 +14,7 @@ use crate::error::ErrorCode;
 use crate::event::Call;
 use crate::event::ClientError;
 use crate::ids::TransactionId;
+use crate::knobs::Knobs;
 use crate::messages::commit::{CommitID, GetKeyServerLocationsReply, ShardLocation};
 use crate::messages::coordination::ClientDBInfo;
 use crate::messages::grv::{
@@ -103,6 +105,11 @@ impl Server for Cluster {
 pub(super) type SimCluster = Sim<Cluster>;
 
 pub(super) fn sim() -> Sim<Cluster> {
+    sim_with(Knobs::default())
+}
+
+/// [`sim`] under `knobs`.
+fn sim_with(knobs: Knobs) -> Sim<Cluster> {
     let cluster_file = ClusterFile::parse("t:t@127.0.0.1:4500").unwrap();
     let info = crate::sim::loopback_proxies();
     let server = StorageServerInterface {
@@ -121,7 +128,11 @@ pub(super) fn sim() -> Sim<Cluster> {
         global_config: Vec::new(),
         global_config_gone: false,
     };
-    let mut s = Sim::with_server(ClientConfig::new(cluster_file, 7), cluster);
+    let config = ClientConfig {
+        knobs,
+        ..ClientConfig::new(cluster_file, 7)
+    };
+    let mut s = Sim::with_server(config, cluster);
     s.drive();
     s
 }
@@ -222,6 +233,41 @@ fn a_second_on_error_is_cancelled_by_the_first_ones_reset() {
     let read = s.client.get(s.now(), tx, b"k", false);
     assert_eq!(s.take(read), Some(Err(CANCELLED)));
     reads_again_once_reset(&mut s, tx);
+}
+
+/// The knobs set the pauses: `future_version_retry_delay` after `transaction_too_old`, and
+/// after `not_committed` a random part of a backoff that starts at `default_backoff` and
+/// grows ×`backoff_growth_rate` up to `default_max_backoff`.
+#[test]
+fn the_knobs_set_the_pauses() {
+    let knobs = Knobs::default()
+        .with("future_version_retry_delay", "0.3")
+        .unwrap()
+        .with("default_backoff", "0.5")
+        .unwrap()
+        .with("backoff_growth_rate", "3")
+        .unwrap()
+        .with("default_max_backoff", "2")
+        .unwrap();
+    let mut s = sim_with(knobs);
+    let tx = s.client.create_transaction(s.now());
+    let start = s.now();
+    let retry = s
+        .client
+        .on_error(s.now(), tx, ErrorCode::TRANSACTION_TOO_OLD);
+    assert_eq!(s.run(retry), Some(Ok(())));
+    assert_eq!(s.now().saturating_since(start), Duration::from_millis(300));
+    let mut total = 0.0;
+    for cap in [0.5, 1.5, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0] {
+        let start = s.now();
+        let retry = s.client.on_error(s.now(), tx, ErrorCode::NOT_COMMITTED);
+        assert_eq!(s.run(retry), Some(Ok(())));
+        let waited = s.now().saturating_since(start).as_secs_f64();
+        assert!(waited <= cap + 1e-9, "waited {waited}, backoff {cap}");
+        total += waited;
+    }
+    // Under the defaults (10 ms, ×2, up to 1 s) ten pauses cannot reach 4.27 s together.
+    assert!(total > 4.27, "{total}");
 }
 
 /// Resets `tx` and checks that it reads again.

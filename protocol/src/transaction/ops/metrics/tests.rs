@@ -6,6 +6,7 @@
 use super::*;
 use crate::client::ClientConfig;
 use crate::cluster_file::ClusterFile;
+use crate::error::knobs;
 use crate::event::Call;
 use crate::messages::commit::{GetKeyServerLocationsReply, ShardLocation};
 use crate::messages::coordination::ClientDBInfo;
