@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::path::Path;
+use std::sync::Arc;
 
 use fdb_protocol::cluster_file::ClusterFile;
 use fdb_protocol::knobs::Knobs;
@@ -22,8 +23,9 @@ use crate::transaction::Transaction;
 #[derive(Clone)]
 pub struct Database<D: Driver> {
     driver: D,
-    /// The knobs it was opened with (they bound some option values).
-    knobs: Knobs,
+    /// The knobs it was opened with (they bound some option values); shared, so that the
+    /// handle stays small.
+    knobs: Arc<Knobs>,
 }
 
 impl<D: Driver> Database<D> {
@@ -88,7 +90,7 @@ impl<D: Driver> Database<D> {
         let engine = Engine::new(cluster, seed, path, D::new_clock(), knobs).with_tls(tls);
         Ok(Database {
             driver: D::start(engine)?,
-            knobs,
+            knobs: Arc::new(knobs),
         })
     }
 
