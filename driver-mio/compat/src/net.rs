@@ -245,7 +245,10 @@ fn knob(option: &str) -> FdbResult<()> {
     };
     let name = option.split('=').next().unwrap_or_default();
     match result {
-        Ok(()) => *knobs = Some(set),
+        Ok(()) => {
+            crate::trace::set_min_severity(set.min_trace_severity);
+            *knobs = Some(set);
+        }
         Err(KnobError::Unrecognized | KnobError::BadValue) => {
             eprintln!("FoundationDB client ignoring unrecognized knob option '{name}'");
         }
@@ -407,7 +410,7 @@ mod tests {
         for k in [
             "no_such_knob=1",
             "location_cache_eviction_size=x",
-            "min_trace_severity=5",
+            "max_trace_lines=5",
         ] {
             assert_eq!(code(NetworkOption::Knob(k.into())), None, "{k}");
         }

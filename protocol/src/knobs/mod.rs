@@ -155,6 +155,9 @@ pub struct Knobs {
     pub reconnection_time_growth_rate: f64,
     /// `RECONNECTION_RESET_TIME`: a connection that lived this long starts the pause over.
     pub reconnection_reset_time: Duration,
+    /// `MIN_TRACE_SEVERITY` (a flow knob): trace events below this severity are not written
+    /// (fdb-compat's trace files; 10 is info, 20 a warning, 40 an error).
+    pub min_trace_severity: i32,
 }
 
 impl Default for Knobs {
@@ -184,6 +187,7 @@ impl Default for Knobs {
             max_reconnection_time: MAX_RECONNECTION_TIME,
             reconnection_time_growth_rate: RECONNECTION_TIME_GROWTH_RATE,
             reconnection_reset_time: RECONNECTION_RESET_TIME,
+            min_trace_severity: 10,
         }
     }
 }
@@ -230,6 +234,10 @@ impl Knobs {
                 _ => return Err(KnobError::BadValue),
             },
             "reconnection_reset_time" => self.reconnection_reset_time = time()?,
+            "min_trace_severity" => match parsed {
+                Value::Integer(n) => self.min_trace_severity = n as i32,
+                _ => return Err(KnobError::BadValue),
+            },
             _ => return Err(KnobError::NotHonoured),
         }
         Ok(())
@@ -428,11 +436,9 @@ mod tests {
             k.set("connection_monitor_timeout", "inf"),
             Err(KnobError::BadValue)
         );
-        assert_eq!(
-            k.set("min_trace_severity", "10"),
-            Err(KnobError::NotHonoured)
-        );
+        assert_eq!(k.set("max_trace_lines", "10"), Err(KnobError::NotHonoured));
         assert_eq!(k.set("min_trace_severity", "x"), Err(KnobError::BadValue));
+        assert_eq!(k.set("min_trace_severity", "20"), Ok(()));
         assert_eq!(k.set("Key_Size_Limit", "5"), Err(KnobError::Unrecognized));
         assert_eq!(k.key_size_limit, 8, "nothing changes on an error");
         assert_eq!(k.set_option("no equals sign"), None);

@@ -77,25 +77,35 @@ struct Log {
     /// A write failed (said once on stderr, not at every event).
     write_failed: bool,
     client_started: bool,
+    /// The knob `min_trace_severity`: events below it are not written.
+    min_severity: i32,
 }
 
-static LOG: Mutex<Log> = Mutex::new(Log {
-    directory: None,
-    roll_size: DEFAULT_ROLL_SIZE,
-    max_logs_size: DEFAULT_MAX_LOGS_SIZE,
-    log_group: None,
-    format: Format::Xml,
-    identifier: String::new(),
-    partial_suffix: String::new(),
-    initialize_on_setup: false,
-    files: None,
-    machine: None,
-    description: None,
-    early: Vec::new(),
-    failed: false,
-    write_failed: false,
-    client_started: false,
-});
+static LOG: Mutex<Log> = Mutex::new(Log::new());
+
+impl Log {
+    /// No tracing yet, libfdb_c's defaults.
+    const fn new() -> Log {
+        Log {
+            directory: None,
+            roll_size: DEFAULT_ROLL_SIZE,
+            max_logs_size: DEFAULT_MAX_LOGS_SIZE,
+            log_group: None,
+            format: Format::Xml,
+            identifier: String::new(),
+            partial_suffix: String::new(),
+            initialize_on_setup: false,
+            files: None,
+            machine: None,
+            description: None,
+            early: Vec::new(),
+            failed: false,
+            write_failed: false,
+            client_started: false,
+            min_severity: Severity::Info as i32,
+        }
+    }
+}
 
 fn log() -> std::sync::MutexGuard<'static, Log> {
     LOG.lock().unwrap_or_else(|e| e.into_inner())
@@ -250,6 +260,11 @@ pub(crate) fn network_stopped() {
     }
 }
 
+/// The knob `min_trace_severity`: events below `severity` are no longer written.
+pub(crate) fn set_min_severity(severity: i32) {
+    log().min_severity = severity;
+}
+
 /// One of the client's own events.
 pub(crate) fn client_event(severity: Severity, kind: String, details: Vec<(String, String)>) {
     log().push(Event::new(severity, &kind, None, details));
@@ -281,8 +296,12 @@ impl Event {
 }
 
 impl Log {
-    /// Writes `event`, or keeps it until the file opens.
+    /// Writes `event`, or keeps it until the file opens; one below `min_trace_severity` is
+    /// dropped, as libfdb_c drops it.
     fn push(&mut self, event: Event) {
+        if (event.severity as i32) < self.min_severity {
+            return;
+        }
         if self.files.is_some() {
             self.write(&event);
         } else if !self.failed && self.early.len() < EARLY_EVENTS {
@@ -461,6 +480,18 @@ mod tests {
         }
         assert!(set_option(&NetworkOption::Knob("a=b".into())).is_none());
         assert!(!enabled());
+    }
+
+    /// `min_trace_severity=30`: an info event is dropped, a warning kept.
+    #[test]
+    fn events_below_the_knobs_severity_are_dropped() {
+        let mut log = Log::new();
+        log.push(Event::new(Severity::Info, "Kept", None, Vec::new()));
+        log.min_severity = 30;
+        log.push(Event::new(Severity::Info, "Dropped", None, Vec::new()));
+        log.push(Event::new(Severity::WarnAlways, "Warned", None, Vec::new()));
+        let kinds: Vec<&str> = log.early.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["Kept", "Warned"]);
     }
 
     #[test]
