@@ -7,7 +7,7 @@
 use std::process::Command;
 
 use fdb_compat::api::FdbApiBuilder;
-use fdb_compat::options::NetworkOption;
+use fdb_compat::options::{NetworkOption, TransactionOption};
 use fdb_compat::Database;
 
 /// Set in a child: which case it runs.
@@ -98,6 +98,24 @@ fn child() {
             let _ = std::fs::remove_dir_all(&dir);
             code(r)
         }
+        // A knob from the environment bounds the transactions of a database opened later:
+        // `size_limit` above `transaction_size_limit` is refused (by the commit, as it
+        // comes; the cluster is never reached). Without the knob the commit times out.
+        "knob" => {
+            let _network = unsafe { builder.boot() }.unwrap();
+            let dir = std::env::temp_dir().join(format!("fdb-compat-knob-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let file = dir.join("fdb.cluster");
+            std::fs::write(&file, "env:case@127.0.0.1:1\n").unwrap();
+            let db = Database::from_path(file.to_str().unwrap()).unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+            let trx = db.create_trx().unwrap();
+            trx.set_option(TransactionOption::Timeout(3000)).unwrap();
+            match trx.set_option(TransactionOption::SizeLimit(2000)) {
+                Ok(()) => code(futures::executor::block_on(trx.commit()).map_err(Into::into)),
+                refused => code(refused),
+            }
+        }
         other => panic!("no case {other}"),
     };
     println!("outcome: {outcome}");
@@ -159,4 +177,25 @@ fn environment_network_options_apply_as_in_libfdb_c() {
     assert_eq!(run_case("tls", &missing_ca), "2107");
     assert_eq!(run_case("tls-own-ca", &missing_ca), "ok");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `FDB_NETWORK_OPTION_KNOB`: knobs are taken as libfdb_c takes them, several split at `:`;
+/// a name or value it does not recognise is said on standard error and set-up goes on, and
+/// only a knob without `=` fails it.
+#[test]
+fn knobs_from_the_environment() {
+    if std::env::var_os(CASE).is_some() {
+        return;
+    }
+    let knobs = [(
+        "FDB_NETWORK_OPTION_KNOB",
+        "no_such_knob=1:transaction_size_limit=1000:key_size_limit=abc",
+    )];
+    assert_eq!(run_case("setup", &knobs), "ok");
+    assert_eq!(run_case("knob", &knobs), "2006");
+    assert_eq!(run_case("knob", &[]), "1031");
+    assert_eq!(
+        run_case("setup", &[("FDB_NETWORK_OPTION_KNOB", "no_equals_sign")]),
+        "2022"
+    );
 }
