@@ -74,6 +74,10 @@ pub const RECONNECTION_TIME_GROWTH_RATE: f64 = 1.2;
 /// pause.
 pub const RECONNECTION_RESET_TIME: Duration = Duration::from_secs(5);
 
+/// The longest time a knob may give (10⁹ s, about 31 years: "never" in practice). libfdb_c
+/// takes any; here a deadline made from a longer one could overflow.
+pub const MAX_TIME: Duration = Duration::from_secs(1_000_000_000);
+
 /// What a knob's value is, as libfdb_c parses it (`Knobs::parseKnobValue`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -91,15 +95,15 @@ pub enum KnobError {
     /// them up).
     Unrecognized,
     /// The value does not parse as the knob's type, or is out of the range this client can
-    /// use (a negative size or time).
+    /// use (a negative size or time, a time past [`MAX_TIME`], a growth rate below 1).
     BadValue,
-    /// A knob of libfdb_c's that tunes a part this client does not have (its trace files, its
-    /// run loop, server-side work), or one it has not taken up.
+    /// A knob of libfdb_c's that tunes a part this client does not have (its run loop, its
+    /// trace machinery, server-side work), or one it has not taken up.
     NotHonoured,
 }
 
-/// The knobs this client honours, each named as in `ClientKnobs.cpp`, with libfdb_c 7.3's
-/// defaults. Set them before the client is made; a part reads its own when it starts.
+/// The knobs this client honours, each named as libfdb_c names it (`ClientKnobs.cpp`, and
+/// `flow/Knobs.cpp` for the flow knobs), with libfdb_c 7.3's defaults. Set them before the client is made; a part reads its own when it starts.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Knobs {
     /// `TRANSACTION_SIZE_LIMIT`: the default `size_limit` of a transaction, and its largest.
@@ -349,13 +353,15 @@ impl Value {
         }
     }
 
-    /// A time in seconds, not negative and not past what a `Duration` holds.
+    /// A time in seconds, not negative and at most [`MAX_TIME`] (so that no deadline or
+    /// jitter made from it can overflow).
     fn seconds(&self) -> Option<Duration> {
-        match *self {
+        let time = match *self {
             Value::Number(x) => Duration::try_from_secs_f64(x).ok(),
             Value::Integer(n) => u64::try_from(n).ok().map(Duration::from_secs),
             Value::Text => None,
-        }
+        };
+        time.filter(|t| *t <= MAX_TIME)
     }
 }
 
@@ -436,6 +442,11 @@ mod tests {
             k.set("connection_monitor_timeout", "inf"),
             Err(KnobError::BadValue)
         );
+        assert_eq!(k.set("connection_monitor_timeout", "1e9"), Ok(()));
+        assert_eq!(
+            k.set("connection_monitor_timeout", "1.1e9"),
+            Err(KnobError::BadValue)
+        );
         assert_eq!(k.set("max_trace_lines", "10"), Err(KnobError::NotHonoured));
         assert_eq!(k.set("min_trace_severity", "x"), Err(KnobError::BadValue));
         assert_eq!(k.set("min_trace_severity", "20"), Ok(()));
@@ -446,6 +457,66 @@ mod tests {
             k.set_option("key_size_limit=9=9"),
             Some(Err(KnobError::BadValue))
         );
+    }
+
+    /// Every time at its largest and every growth rate huge: the client still runs, with
+    /// connections refused, retries and timers due, and no deadline or pause overflows.
+    #[test]
+    fn the_largest_knobs_overflow_nothing() {
+        use crate::client::ClientConfig;
+        use crate::cluster_file::ClusterFile;
+        use crate::sim::Sim;
+        let mut knobs = Knobs::default();
+        for name in [
+            "default_backoff",
+            "default_max_backoff",
+            "resource_constrained_max_backoff",
+            "future_version_retry_delay",
+            "wrong_shard_server_delay",
+            "grv_error_retry_delay",
+            "watch_polling_time",
+            "grv_batch_timeout",
+            "coordinator_reconnection_delay",
+            "connection_monitor_loop_time",
+            "connection_monitor_timeout",
+            "connection_monitor_idle_timeout",
+            "initial_reconnection_time",
+            "max_reconnection_time",
+            "reconnection_reset_time",
+        ] {
+            knobs.set(name, "1e9").unwrap();
+        }
+        knobs.set("backoff_growth_rate", "1e300").unwrap();
+        knobs.set("reconnection_time_growth_rate", "1e300").unwrap();
+        for name in [
+            "key_size_limit",
+            "system_key_size_limit",
+            "value_size_limit",
+        ] {
+            knobs.set(name, "9223372036854775807").unwrap();
+        }
+        let cluster = ClusterFile::parse("t:t@127.0.0.1:4500,127.0.0.1:4501").unwrap();
+        let mut s = Sim::new(crate::client::ClientConfig {
+            knobs,
+            ..ClientConfig::new(cluster, 1)
+        });
+        s.set_auto_accept(false);
+        let tx = s.client.create_transaction(s.now());
+        let _ = s.client.tx_read_version(s.now(), tx);
+        let _ = s.client.set(tx, &[b'k'; 20_000], b"v");
+        for code in [
+            ErrorCode::NOT_COMMITTED,
+            ErrorCode::COMMIT_PROXY_MEMORY_LIMIT_EXCEEDED,
+            ErrorCode::TRANSACTION_TOO_OLD,
+            ErrorCode::NOT_COMMITTED,
+        ] {
+            for (conn, _) in s.connects() {
+                s.refuse(conn);
+            }
+            let _ = s.client.on_error(s.now(), tx, code);
+            let next = s.client.poll_timeout().expect("something is due");
+            s.advance_to(next);
+        }
     }
 
     #[test]

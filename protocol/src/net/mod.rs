@@ -637,9 +637,10 @@ impl Network {
                 b.delay = if now.saturating_since(b.last_connect) > k.reconnection_reset_time {
                     k.initial_reconnection_time
                 } else {
-                    b.delay
-                        .mul_f64(k.reconnection_time_growth_rate)
-                        .min(k.max_reconnection_time)
+                    // In floating point, so that no rate overflows the pause.
+                    let grown = b.delay.as_secs_f64() * k.reconnection_time_growth_rate;
+                    Duration::try_from_secs_f64(grown)
+                        .map_or(k.max_reconnection_time, |d| d.min(k.max_reconnection_time))
                 };
                 self.failures.set_address_failed(&peer.addr, true);
             }

@@ -251,7 +251,7 @@ pub(super) fn check_write_size(
     let limit = if key.starts_with(b"\xff") {
         knobs.system_key_size_limit
     } else if raw_access {
-        knobs.key_size_limit + TENANT_PREFIX_SIZE
+        knobs.key_size_limit.saturating_add(TENANT_PREFIX_SIZE)
     } else {
         knobs.key_size_limit
     };
@@ -267,7 +267,7 @@ pub(super) fn max_key_size(knobs: &Knobs, key: &[u8]) -> usize {
     if key.starts_with(b"\xff") {
         knobs.system_key_size_limit
     } else {
-        knobs.key_size_limit + TENANT_PREFIX_SIZE
+        knobs.key_size_limit.saturating_add(TENANT_PREFIX_SIZE)
     }
 }
 
