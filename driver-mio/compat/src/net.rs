@@ -392,8 +392,6 @@ pub(crate) struct DbHandle {
 mod tests {
     use super::*;
 
-    /// Refusals change nothing, so they are checked here rather than through a builder,
-    /// which each refusal consumes.
     #[test]
     fn knobs_taken_as_libfdb_c_takes_them() {
         let code = |o: NetworkOption| other_option(&o).err().map(|e| e.code());
@@ -417,6 +415,8 @@ mod tests {
         assert_eq!(knobs().location_cache_eviction_size, 1234);
     }
 
+    /// Refusals change nothing, so they are checked here rather than through a builder,
+    /// which each refusal consumes.
     #[test]
     fn values_and_options_refused() {
         let code = |o: NetworkOption| other_option(&o).err().map(|e| e.code());

@@ -37,7 +37,11 @@ pub fn knobs() -> Knobs {
     let Ok(value) = std::env::var(format!("{PREFIX}KNOB")) else {
         return knobs;
     };
-    for option in values(&value).unwrap_or_default() {
+    let Some(options) = values(&value) else {
+        tracing::warn!(%value, "knobs from the environment not used: a bad escape");
+        return knobs;
+    };
+    for option in options {
         match knobs.set_option(&option) {
             Some(Ok(())) => {}
             Some(Err(why)) => {

@@ -204,6 +204,11 @@ impl Knobs {
         let parsed = Value::parse(kind, value).ok_or(KnobError::BadValue)?;
         let size = || parsed.size().ok_or(KnobError::BadValue);
         let time = || parsed.seconds().ok_or(KnobError::BadValue);
+        // A growth rate: finite, and growing.
+        let rate = || match parsed {
+            Value::Number(r) if r.is_finite() && r >= 1.0 => Ok(r),
+            _ => Err(KnobError::BadValue),
+        };
         match name {
             "transaction_size_limit" => self.transaction_size_limit = size()?,
             "key_size_limit" => self.key_size_limit = size()?,
@@ -212,10 +217,7 @@ impl Knobs {
             "default_backoff" => self.default_backoff = time()?,
             "default_max_backoff" => self.default_max_backoff = time()?,
             "resource_constrained_max_backoff" => self.resource_constrained_max_backoff = time()?,
-            "backoff_growth_rate" => match parsed {
-                Value::Number(r) if r.is_finite() && r >= 1.0 => self.backoff_growth_rate = r,
-                _ => return Err(KnobError::BadValue),
-            },
+            "backoff_growth_rate" => self.backoff_growth_rate = rate()?,
             "default_max_outstanding_watches" => self.default_max_outstanding_watches = size()?,
             "location_cache_eviction_size" => self.location_cache_eviction_size = size()?,
             "future_version_retry_delay" => self.future_version_retry_delay = time()?,
@@ -231,12 +233,7 @@ impl Knobs {
             "connection_monitor_idle_timeout" => self.connection_monitor_idle_timeout = time()?,
             "initial_reconnection_time" => self.initial_reconnection_time = time()?,
             "max_reconnection_time" => self.max_reconnection_time = time()?,
-            "reconnection_time_growth_rate" => match parsed {
-                Value::Number(r) if r.is_finite() && r >= 1.0 => {
-                    self.reconnection_time_growth_rate = r
-                }
-                _ => return Err(KnobError::BadValue),
-            },
+            "reconnection_time_growth_rate" => self.reconnection_time_growth_rate = rate()?,
             "reconnection_reset_time" => self.reconnection_reset_time = time()?,
             "min_trace_severity" => match parsed {
                 Value::Integer(n) => self.min_trace_severity = n as i32,
@@ -281,26 +278,31 @@ impl Knobs {
     /// `pause` grown by `BACKOFF_GROWTH_RATE`, capped at `cap` (a whole rate, as the default
     /// 2, multiplies exactly).
     pub(crate) fn grow(&self, pause: Duration, cap: Duration) -> Duration {
-        match self.whole_rate() {
-            Some(r) => pause.saturating_mul(r).min(cap),
-            None => Duration::try_from_secs_f64(pause.as_secs_f64() * self.backoff_growth_rate)
-                .map_or(cap, |d| d.min(cap)),
-        }
+        grown(pause, self.backoff_growth_rate, cap)
     }
 
     /// `pause` shrunk by `BACKOFF_GROWTH_RATE` (the location lookups' backoff after an
     /// answer).
     pub(crate) fn shrink(&self, pause: Duration) -> Duration {
-        match self.whole_rate() {
+        match whole(self.backoff_growth_rate) {
             Some(r) => pause / r,
             None => pause.div_f64(self.backoff_growth_rate),
         }
     }
+}
 
-    fn whole_rate(&self) -> Option<u32> {
-        let r = self.backoff_growth_rate;
-        (r <= u32::MAX as f64 && r == (r as u32) as f64).then_some(r as u32)
+/// `pause` grown by `rate` (at least 1), capped at `cap`: a whole rate multiplies exactly,
+/// any other in floating point, and no rate overflows.
+pub(crate) fn grown(pause: Duration, rate: f64, cap: Duration) -> Duration {
+    match whole(rate) {
+        Some(r) => pause.saturating_mul(r).min(cap),
+        None => Duration::try_from_secs_f64(pause.as_secs_f64() * rate).map_or(cap, |d| d.min(cap)),
     }
+}
+
+/// `rate` as a whole number, if it is one that fits.
+fn whole(rate: f64) -> Option<u32> {
+    (rate <= u32::MAX as f64 && rate == (rate as u32) as f64).then_some(rate as u32)
 }
 
 /// The kind of libfdb_c's knob `name`, if it has one by that name.

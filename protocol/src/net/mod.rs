@@ -29,7 +29,7 @@ use crate::error::ErrorCode;
 use crate::event::{Event, Transmit};
 use crate::framing::ProtocolVersion;
 use crate::ids::ConnectionId;
-use crate::knobs::Knobs;
+use crate::knobs::{grown, Knobs};
 use crate::messages::{reply_error, EnsureTable, NetworkAddress};
 use crate::route::{Loss, Route};
 use crate::serializer::{decode_root, encode_in, Message};
@@ -637,10 +637,11 @@ impl Network {
                 b.delay = if now.saturating_since(b.last_connect) > k.reconnection_reset_time {
                     k.initial_reconnection_time
                 } else {
-                    // In floating point, so that no rate overflows the pause.
-                    let grown = b.delay.as_secs_f64() * k.reconnection_time_growth_rate;
-                    Duration::try_from_secs_f64(grown)
-                        .map_or(k.max_reconnection_time, |d| d.min(k.max_reconnection_time))
+                    grown(
+                        b.delay,
+                        k.reconnection_time_growth_rate,
+                        k.max_reconnection_time,
+                    )
                 };
                 self.failures.set_address_failed(&peer.addr, true);
             }
