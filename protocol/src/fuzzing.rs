@@ -386,6 +386,7 @@ pub fn client_session(data: &[u8]) {
     use crate::messages::types::KeySelector;
     use crate::sim::{Request, Sim};
     use crate::transaction::RangeOptions;
+    use crate::TransactionOption;
     use core::time::Duration;
 
     let Ok(cluster) = ClusterFile::parse("fuzz:fuzz@127.0.0.1:4500") else {
@@ -417,8 +418,15 @@ pub fn client_session(data: &[u8]) {
         KeySelector::last_less_than(Bytes::from_static(b"m")),
         false,
     );
-    // A mapped read, in a transaction of its own (no writes of its own to refuse).
+    // A mapped read, in a transaction of its own (no writes of its own to refuse), with the
+    // replica consistency check on: its replies are held, sent again and compared.
     let mapped = c.create_transaction(now);
+    for opt in [
+        TransactionOption::EnableReplicaConsistencyCheck,
+        TransactionOption::ConsistencyCheckRequiredReplicas(-1),
+    ] {
+        let _ = c.set_option(now, mapped, opt);
+    }
     let _ = c.get_mapped_range(
         now,
         mapped,

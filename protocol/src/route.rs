@@ -20,6 +20,13 @@ pub(crate) enum Route {
     Locations { key: Bytes, reverse: bool },
     /// A storage read or watch of operation `RequestId`.
     Storage(RequestId),
+    /// The same read asked again of another replica (`replica`), for operation `op`'s
+    /// replica consistency check (`epoch`: which of its comparisons).
+    ReplicaCheck {
+        op: RequestId,
+        epoch: u32,
+        replica: crate::uid::Uid,
+    },
     /// The commit of the transaction behind operation `RequestId`.
     Commit(RequestId),
     /// One shard's request of a metrics read (`epoch`: its pass).

@@ -134,10 +134,10 @@ fn every_binding_option_is_typed_with_its_code() {
     );
 }
 
-/// The two transaction options 7.4 adds (the replica consistency check) are known and
-/// refused: this client's load balancing reads one replica.
+/// The two transaction options 7.4 adds (the replica consistency check) are known and taken
+/// (`replica_check.rs` tests what they do).
 #[test]
-fn the_options_7_4_adds_are_typed_and_refused() {
+fn the_options_7_4_adds_are_typed_and_taken() {
     let added = [
         TransactionOption::from_code(4000, None),
         TransactionOption::from_code(4001, Some(&(-2i64).to_le_bytes())),
@@ -151,9 +151,6 @@ fn the_options_7_4_adds_are_typed_and_refused() {
     );
     for opt in added.into_iter().flatten() {
         assert_eq!(opt.code() / 1000, 4);
-        assert_eq!(
-            opt.check_supported().map_err(|e| e.code()),
-            Err(ErrorCode::UNSUPPORTED_OPERATION)
-        );
+        assert_eq!(opt.check_supported().map_err(|e| e.code()), Ok(()));
     }
 }

@@ -125,6 +125,8 @@ pub(crate) fn message(code: i32) -> &'static str {
         1232 => "Audit has been cancelled",
         1233 => "Found location metadata corruption",
         1234 => "Audit task is scheduled by an outdated DD",
+        1236 => "Storage replicas not consistent",
+        1237 => "Storage replica cannot be reached",
         1500 => "Platform error",
         1501 => "Large block allocation failed",
         1502 => "QueryPerformanceCounter error",

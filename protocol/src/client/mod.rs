@@ -378,6 +378,9 @@ impl Client {
                 self.with_txs(|txs, cx| txs.on_locations(cx, key, reverse, message))
             }
             Route::Storage(op) => self.with_txs(|txs, cx| txs.on_storage_reply(cx, op, message)),
+            Route::ReplicaCheck { op, epoch, .. } => {
+                self.with_txs(|txs, cx| txs.on_replica_check_reply(cx, op, epoch, message))
+            }
             Route::Commit(op) => self.with_txs(|txs, cx| txs.on_commit_reply(cx, op, message)),
             Route::Metrics { op, part, epoch } => {
                 self.with_txs(|txs, cx| txs.on_metrics_reply(cx, op, part, epoch, message))
@@ -481,6 +484,9 @@ impl Client {
             Route::Storage(op) => {
                 tracing::debug!(?why, op = op.0, "storage request lost, failing over");
                 self.with_txs(|txs, cx| txs.on_storage_lost(cx, op))
+            }
+            Route::ReplicaCheck { op, epoch, replica } => {
+                self.with_txs(|txs, cx| txs.on_replica_check_lost(cx, op, epoch, replica))
             }
             Route::Commit(op) if why == Loss::ProtocolChanged => {
                 // The multi-version client fails a commit of the old protocol's client with

@@ -475,6 +475,8 @@ error_codes! {
     AUDIT_STORAGE_CANCELLED = 1232, "audit_storage_cancelled", "The audit was cancelled";
     LOCATION_METADATA_CORRUPTION = 1233, "location_metadata_corruption", "Location metadata is corrupted";
     AUDIT_STORAGE_TASK_OUTDATED = 1234, "audit_storage_task_outdated", "The audit task came from an outdated data distributor";
+    STORAGE_REPLICA_COMPARISON_ERROR = 1236, "storage_replica_comparison_error", "Replicas of a shard answered a read differently";
+    UNREACHABLE_STORAGE_REPLICA = 1237, "unreachable_storage_replica", "A replica the read had to compare could not be reached";
     PLATFORM_ERROR = 1500, "platform_error", "A platform-level error occurred";
     LARGE_ALLOC_FAILED = 1501, "large_alloc_failed", "A large memory allocation failed";
     PERFORMANCE_COUNTER_ERROR = 1502, "performance_counter_error", "Reading the performance counter failed";

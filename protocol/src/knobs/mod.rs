@@ -41,6 +41,8 @@ pub const LOCATION_CACHE_CAPACITY: usize = 100_000;
 
 /// `FUTURE_VERSION_RETRY_DELAY`'s default.
 pub const FUTURE_VERSION_RETRY_DELAY: Duration = Duration::from_millis(10);
+/// `LOAD_BALANCE_FETCH_REPLICA_TIMEOUT`'s default (a 7.4 flow knob).
+pub const LOAD_BALANCE_FETCH_REPLICA_TIMEOUT: Duration = Duration::from_secs(5);
 /// `WRONG_SHARD_SERVER_DELAY`'s default.
 pub const WRONG_SHARD_SERVER_DELAY: Duration = Duration::from_millis(10);
 /// `GRV_ERROR_RETRY_DELAY`'s default.
@@ -132,6 +134,9 @@ pub struct Knobs {
     pub future_version_retry_delay: Duration,
     /// `WRONG_SHARD_SERVER_DELAY`: the pause before a read locates its shard again.
     pub wrong_shard_server_delay: Duration,
+    /// `LOAD_BALANCE_FETCH_REPLICA_TIMEOUT` (a 7.4 flow knob): how long the replica
+    /// consistency check waits for the other replicas' answers.
+    pub load_balance_fetch_replica_timeout: Duration,
     /// `GRV_ERROR_RETRY_DELAY`: a fired watch's pause when its read version is throttled.
     pub grv_error_retry_delay: Duration,
     /// `WATCH_POLLING_TIME`: when a storage server gave up on a watch, it is set again after
@@ -179,6 +184,7 @@ impl Default for Knobs {
             location_cache_eviction_size: LOCATION_CACHE_CAPACITY,
             future_version_retry_delay: FUTURE_VERSION_RETRY_DELAY,
             wrong_shard_server_delay: WRONG_SHARD_SERVER_DELAY,
+            load_balance_fetch_replica_timeout: LOAD_BALANCE_FETCH_REPLICA_TIMEOUT,
             grv_error_retry_delay: GRV_ERROR_RETRY_DELAY,
             watch_polling_time: WATCH_POLLING_TIME,
             max_batch_size: MAX_GRV_BATCH,
@@ -222,6 +228,9 @@ impl Knobs {
             "location_cache_eviction_size" => self.location_cache_eviction_size = size()?,
             "future_version_retry_delay" => self.future_version_retry_delay = time()?,
             "wrong_shard_server_delay" => self.wrong_shard_server_delay = time()?,
+            "load_balance_fetch_replica_timeout" => {
+                self.load_balance_fetch_replica_timeout = time()?
+            }
             "grv_error_retry_delay" => self.grv_error_retry_delay = time()?,
             "watch_polling_time" => self.watch_polling_time = time()?,
             // A batch of none would never be sent.
@@ -475,6 +484,7 @@ mod tests {
             "resource_constrained_max_backoff",
             "future_version_retry_delay",
             "wrong_shard_server_delay",
+            "load_balance_fetch_replica_timeout",
             "grv_error_retry_delay",
             "watch_polling_time",
             "grv_batch_timeout",

@@ -186,12 +186,13 @@ pub enum TransactionOption {
     /// `authorization_token` (2000): a JSON Web Token (its `tenants` claim names the tenant
     /// ids it grants) sent with every tenant request, as an untrusted client needs it.
     AuthorizationToken(String),
-    /// `enable_replica_consistency_check` (4000, FDB 7.4): libfdb_c 7.4's load balancer
-    /// reads from several replicas and compares their answers. Not done here:
-    /// `unsupported_operation`.
+    /// `enable_replica_consistency_check` (4000, FDB 7.4): each storage read that a replica
+    /// answered is asked again of other replicas of its shard, and the answers compared;
+    /// with the next option only (libfdb_c checks nothing while it is 0).
     EnableReplicaConsistencyCheck,
-    /// `consistency_check_required_replicas` (4001, FDB 7.4): how many replicas that check
-    /// compares. Refused with it.
+    /// `consistency_check_required_replicas` (4001, FDB 7.4): how many other replicas that
+    /// check asks: a count, `-1` every one (any unreachable, failing or late fails the read),
+    /// or `-2` every one reachable, best effort.
     ConsistencyCheckRequiredReplicas(i64),
 }
 
@@ -374,9 +375,7 @@ impl TransactionOption {
     pub fn check_supported(&self) -> Result<(), ClientError> {
         use TransactionOption as O;
         match self {
-            O::CheckWritesEnable
-            | O::EnableReplicaConsistencyCheck
-            | O::ConsistencyCheckRequiredReplicas(_) => fdb(ErrorCode::UNSUPPORTED_OPERATION),
+            O::CheckWritesEnable => fdb(ErrorCode::UNSUPPORTED_OPERATION),
             _ => Ok(()),
         }
     }
@@ -455,6 +454,10 @@ pub(super) struct TxOptions {
     pub(super) idempotency_id: Option<bytes::Bytes>,
     /// `automatic_idempotency`: the commit draws its id and has it expired afterwards.
     pub(super) automatic_idempotency: bool,
+    /// `enable_replica_consistency_check`.
+    pub(super) replica_check: bool,
+    /// `consistency_check_required_replicas` (0: no check even when enabled).
+    pub(super) required_replicas: i64,
 }
 
 impl TxOptions {
@@ -536,6 +539,8 @@ impl TxOptions {
             read_tags: Vec::new(),
             idempotency_id: None,
             automatic_idempotency: false,
+            replica_check: false,
+            required_replicas: 0,
         }
     }
 }
@@ -640,6 +645,10 @@ impl Transactions {
                 return fdb(ErrorCode::INVALID_OPTION_VALUE);
             }
             O::SpanParent(b) if b.len() != 33 => return fdb(ErrorCode::INVALID_OPTION_VALUE),
+            // `extractIntOption(value, -2, INT64_MAX)`.
+            O::ConsistencyCheckRequiredReplicas(n) if *n < -2 => {
+                return fdb(ErrorCode::INVALID_OPTION_VALUE);
+            }
             // `IdempotencyIdRef` holds 16 to 255 bytes (NativeAPI's `setOption`).
             O::IdempotencyId(id) if !(16..256).contains(&id.len()) => {
                 return fdb(ErrorCode::INVALID_OPTION);
@@ -723,12 +732,10 @@ impl Transactions {
             O::AutomaticIdempotency => o.automatic_idempotency = true,
             // Refused above.
             O::UseGrvCache => return fdb(ErrorCode::INVALID_OPTION),
+            O::EnableReplicaConsistencyCheck => o.replica_check = true,
+            O::ConsistencyCheckRequiredReplicas(n) => o.required_replicas = n,
             // Refused by `check_supported` before getting here.
-            O::CheckWritesEnable
-            | O::EnableReplicaConsistencyCheck
-            | O::ConsistencyCheckRequiredReplicas(_) => {
-                return fdb(ErrorCode::UNSUPPORTED_OPERATION)
-            }
+            O::CheckWritesEnable => return fdb(ErrorCode::UNSUPPORTED_OPERATION),
         }
         if let (true, Some(d)) = (is_timeout, t.options.timeout) {
             let at = t.created + d;

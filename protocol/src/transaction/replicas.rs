@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use crate::location::{LocationBackoff, LocationCache, Shard};
 use crate::messages::network::LocalityData;
+use crate::messages::storage::StorageServerInterface;
 use crate::messages::NetworkAddress;
 use crate::time::Instant;
 use crate::uid::Uid;
@@ -156,12 +157,7 @@ impl Routing {
         } else {
             candidates.next()
         }?;
-        let s = &servers[pick];
-        Some(Replica {
-            id: s.unique_id,
-            addr: s.get_value.endpoint.address().clone(),
-            base: s.get_value.endpoint.token,
-        })
+        Some(Replica::of(&servers[pick]))
     }
 }
 
@@ -186,6 +182,14 @@ pub(super) struct Replica {
 }
 
 impl Replica {
+    pub(super) fn of(s: &StorageServerInterface) -> Self {
+        Replica {
+            id: s.unique_id,
+            addr: s.get_value.endpoint.address().clone(),
+            base: s.get_value.endpoint.token,
+        }
+    }
+
     pub(super) fn stream(&self, index: u32) -> Uid {
         self.base.adjusted(index)
     }

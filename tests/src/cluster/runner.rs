@@ -319,6 +319,12 @@ impl TestCluster {
         self.with(|st| st.set_silent(role, silent))
     }
 
+    /// Faults: storage server `ss` lies: every value its point and range reads return has a
+    /// `!` appended (a replica that went wrong), until unset.
+    pub fn set_lying(&self, ss: usize, lying: bool) {
+        self.with(|st| st.set_lying(ss, lying))
+    }
+
     /// Faults: every process hung (see [`TestCluster::set_silent`]), or all resumed.
     pub fn set_all_silent(&self, silent: bool) {
         self.with(|st| st.set_all_silent(silent))

@@ -422,6 +422,8 @@ pub(crate) struct State {
     waiting: Vec<WaitingRead>,
     delayed: Vec<(Instant, Outgoing)>,
     held: Vec<Outgoing>,
+    /// Storage servers whose reads lie ([`State::set_lying`]).
+    lying: Vec<usize>,
     /// Requests read and never answered ([`Injected::NoReply`]): a role that ends answers
     /// them ([`TestCluster::end_role`]).
     parked: Vec<(Arc<Conn>, RequestKind, Uid)>,
@@ -2075,10 +2077,14 @@ impl State {
                 if !self.serves(ss, &key) {
                     self.storage_refusal(kind, ErrorCode::WRONG_SHARD_SERVER)
                 } else {
+                    let mut value = self.store.get(&key, version);
+                    if self.lying.contains(&ss) {
+                        value = value.map(lie);
+                    }
                     ok(GetValueReply {
                         penalty: 1.0,
                         error: None,
-                        value: self.store.get(&key, version),
+                        value,
                         cached: false,
                     })
                 }
@@ -2094,7 +2100,14 @@ impl State {
             },
             AnyMessage::GetKeyValuesRequest(r) => {
                 match self.get_key_values(ss, &r, version, prefix) {
-                    Ok(rep) => ok(rep),
+                    Ok(mut rep) => {
+                        if self.lying.contains(&ss) {
+                            for kv in &mut rep.data.0 {
+                                kv.value = lie(kv.value.clone());
+                            }
+                        }
+                        ok(rep)
+                    }
                     Err(e) => self.storage_refusal(kind, e),
                 }
             }
@@ -2661,6 +2674,7 @@ impl State {
             waiting: Vec::new(),
             delayed: Vec::new(),
             held: Vec::new(),
+            lying: Vec::new(),
             parked: Vec::new(),
             hold: Vec::new(),
             delays: Vec::new(),
@@ -3068,6 +3082,15 @@ impl State {
         self.held.len()
     }
 
+    /// Storage server `ss` answers every value it reads (point and range reads) with a `!`
+    /// after it, or again the truth.
+    pub(crate) fn set_lying(&mut self, ss: usize, lying: bool) {
+        self.lying.retain(|&s| s != ss);
+        if lying {
+            self.lying.push(ss);
+        }
+    }
+
     pub(crate) fn set_silent(&mut self, role: Role, silent: bool) {
         let p = self.proc_index(role);
         self.procs[p].silent = silent;
@@ -3365,4 +3388,11 @@ impl State {
     pub(crate) fn newest_version(&mut self) -> Version {
         self.current_version()
     }
+}
+
+/// What a lying storage server answers for `value`.
+fn lie(value: Bytes) -> Bytes {
+    let mut v = value.to_vec();
+    v.push(b'!');
+    Bytes::from(v)
 }

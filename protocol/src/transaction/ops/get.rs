@@ -5,6 +5,7 @@
 
 use bytes::Bytes;
 
+use super::replica_check::CheckedRequest;
 use super::{OpId, OpKind, Wait};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, Reply};
@@ -182,6 +183,8 @@ impl GetOp {
             token,
             Route::Storage(req),
         );
+        let key = msg.key.clone();
+        txs.keep_for_check(req, tx, || CheckedRequest::Value(msg), &key, false);
         true
     }
 
@@ -193,6 +196,16 @@ impl GetOp {
         message: &Bytes,
     ) {
         GetOp::on_value(txs, cx, req, decode_value(message));
+    }
+
+    /// The replica consistency check failed the read with `e` (or relocates it).
+    pub(super) fn on_failed(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        e: ClientError,
+    ) {
+        GetOp::on_value(txs, cx, req, Err(e));
     }
 
     /// The value read (from storage, or the metadata version from the read version's reply):

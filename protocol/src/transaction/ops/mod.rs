@@ -21,6 +21,7 @@ pub(super) mod native;
 pub(super) mod on_error;
 pub(super) mod range;
 pub(super) mod read_version;
+pub(super) mod replica_check;
 pub(super) mod shards;
 pub(super) mod versionstamp;
 pub(super) mod wait;
@@ -101,6 +102,9 @@ pub(crate) struct Op {
     pub(super) relocations: u32,
     /// A read in flight when `on_error` reset the read version keeps the one it had.
     pub(super) version: Option<Version>,
+    /// The replica consistency check of its storage request, when the transaction asks for
+    /// one.
+    pub(super) check: Option<alloc::boxed::Box<replica_check::ReplicaCheck>>,
 }
 
 impl Op {
@@ -121,6 +125,7 @@ impl Op {
             server: None,
             relocations: 0,
             version: None,
+            check: None,
         }
     }
 
@@ -355,6 +360,7 @@ impl Transactions {
                     Some(_) => self.table.set_wait(req, Wait::Ready),
                     None => {}
                 },
+                Timer::ReplicaCheck(req, epoch) => self.on_replica_check_timeout(cx, req, epoch),
                 Timer::Locations => self.table.wake(Wait::Location),
                 Timer::Dummy(parent) => commit::CommitOp::retry_dummy(self, cx, parent),
                 Timer::Deadline(tx) => {
@@ -465,9 +471,22 @@ impl Transactions {
         }
     }
 
-    /// A storage server answered operation `req`: its file decodes the reply.
+    /// A storage server answered operation `req`: its file decodes the reply (once the
+    /// replica consistency check, if asked for, agrees).
     pub(crate) fn on_storage_reply(&mut self, cx: &mut Ctx<'_>, req: RequestId, message: &Bytes) {
         self.server_answered(cx, req);
+        if !self.hold_for_check(cx, req, message) {
+            self.deliver_storage_reply(cx, req, message);
+        }
+    }
+
+    /// Hands a storage reply to the file of its operation's kind.
+    pub(super) fn deliver_storage_reply(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        message: &Bytes,
+    ) {
         let Some(op) = self.table.ops.get(&req) else {
             return;
         };

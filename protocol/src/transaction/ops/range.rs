@@ -13,6 +13,7 @@
 use bytes::Bytes;
 
 use super::native::{range_finished_conflict, NativeKey, NativeRange, NativeStep};
+use super::replica_check::CheckedRequest;
 use super::{OpId, OpKind, Wait};
 use crate::error::ErrorCode;
 use crate::event::{ClientError, RangeResult, Reply};
@@ -441,7 +442,7 @@ impl ReadOp {
         // The three requests are other wire messages with the same fields after their
         // selectors (and the mapper): those fields, and the send, written once.
         macro_rules! send_read {
-            ($msg:ident { $($field:ident),* }; $stream:ident) => {{
+            ($msg:ident { $($field:ident),* }; $stream:ident, $checked:ident) => {{
                 let msg = $msg {
                     $($field,)*
                     version,
@@ -454,6 +455,7 @@ impl ReadOp {
                 };
                 let dest = server.stream(StorageServerInterface::$stream);
                 cx.io().send(&addr, dest, &msg, token, Route::Storage(req));
+                txs.keep_for_check(req, tx, || CheckedRequest::$checked(msg), &key, backward);
             }};
         }
         if key_request {
@@ -462,17 +464,17 @@ impl ReadOp {
                 NativeOp::Range(r) => r.key_selector().cloned().unwrap_or_default(),
                 NativeOp::Mapped { range, .. } => range.key_selector().cloned().unwrap_or_default(),
             };
-            send_read!(GetKeyRequest { sel }; GET_KEY);
+            send_read!(GetKeyRequest { sel }; GET_KEY, Key);
         } else if let NativeOp::Mapped { range, mapper } = native {
             let (begin, end, limit, limit_bytes) = range.range_request((&sb, &se));
             let mapper = mapper.clone();
             send_read!(
                 GetMappedKeyValuesRequest { begin, end, mapper, limit, limit_bytes };
-                GET_MAPPED_KEY_VALUES
+                GET_MAPPED_KEY_VALUES, Mapped
             );
         } else if let NativeOp::Range(r) = native {
             let (begin, end, limit, limit_bytes) = r.range_request((&sb, &se));
-            send_read!(GetKeyValuesRequest { begin, end, limit, limit_bytes }; GET_KEY_VALUES);
+            send_read!(GetKeyValuesRequest { begin, end, limit, limit_bytes }; GET_KEY_VALUES, Range);
         }
     }
 
@@ -578,6 +580,24 @@ impl ReadOp {
         // round, the walk would see what replies after this one put in the snapshot cache (a
         // get of the next key, say) and batch rows libfdb_c does not.
         txs.advance(cx, req);
+    }
+
+    /// The replica consistency check failed the request in flight with `e` (or relocates
+    /// it).
+    pub(super) fn on_failed(
+        txs: &mut Transactions,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        e: ClientError,
+    ) {
+        let sent = txs.table.ops.get(&req).and_then(|op| match &op.kind {
+            OpKind::GetKey(read) | OpKind::Range(read) => read.sent.clone(),
+            _ => None,
+        });
+        match sent {
+            Some(sent) => ReadOp::on_error(txs, cx, req, &sent, e),
+            None => txs.fail_op(cx, req, e),
+        }
     }
 
     fn on_error(

@@ -31,4 +31,6 @@ pub(in crate::transaction) enum Timer {
     Deadline(TransactionId),
     /// Retry the dummy commit of this user commit.
     Dummy(RequestId),
+    /// The replica consistency check of this read (its comparison `u32`) waited long enough.
+    ReplicaCheck(RequestId, u32),
 }
