@@ -28,12 +28,12 @@ use crate::uid::Uid;
 
 use crate::sim::loopback_stream as stream;
 
-/// One proxy pair answering at once (read versions 100, 101, ...; one shard on one storage
-/// server); storage reads (gets, key selectors, range reads) wait for the test, and so do commits unless `commit_error` says
+/// One proxy pair answering at once (read versions 100, 101, ...; one shard on its storage
+/// servers, one unless the test adds more); storage reads (gets, key selectors, range reads) wait for the test, and so do commits unless `commit_error` says
 /// what to answer them.
 pub(super) struct Cluster {
     info: ClientDBInfo,
-    server: StorageServerInterface,
+    pub(super) servers: Vec<StorageServerInterface>,
     pub(super) version: i64,
     commit_error: Option<ErrorCode>,
     /// The tags of each read version request, in order.
@@ -79,7 +79,7 @@ impl Server for Cluster {
             AnyMessage::GetKeyServerLocationsRequest(_) => {
                 let results = vec![ShardLocation {
                     range: KeyRange::new(Bytes::new(), Bytes::from_static(b"\xff")),
-                    servers: vec![self.server.clone()],
+                    servers: self.servers.clone(),
                 }];
                 let reply = GetKeyServerLocationsReply {
                     results,
@@ -108,19 +108,24 @@ pub(super) fn sim() -> Sim<Cluster> {
     sim_with(Knobs::default())
 }
 
-/// [`sim`] under `knobs`.
-fn sim_with(knobs: Knobs) -> Sim<Cluster> {
-    let cluster_file = ClusterFile::parse("t:t@127.0.0.1:4500").unwrap();
-    let info = crate::sim::loopback_proxies();
-    let server = StorageServerInterface {
-        unique_id: Uid::new(100, 1),
-        get_value: stream(4501, Uid::new(200, 0x1000)),
+/// Storage server `i` of the scripted cluster (the first on port 4501, the next on 4502, ...).
+pub(super) fn storage_server(i: u16) -> StorageServerInterface {
+    StorageServerInterface {
+        unique_id: Uid::new(100, 1 + u64::from(i)),
+        get_value: stream(4501 + i, Uid::new(200 + u64::from(i), 0x1000)),
         accepting_requests: true,
         ..Default::default()
-    };
+    }
+}
+
+/// [`sim`] under `knobs`.
+pub(super) fn sim_with(knobs: Knobs) -> Sim<Cluster> {
+    let cluster_file = ClusterFile::parse("t:t@127.0.0.1:4500").unwrap();
+    let info = crate::sim::loopback_proxies();
+    let server = storage_server(0);
     let cluster = Cluster {
         info,
-        server,
+        servers: vec![server],
         version: 99,
         commit_error: None,
         grv_tags: Vec::new(),

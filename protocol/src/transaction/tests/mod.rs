@@ -3,5 +3,6 @@
 
 mod backoff;
 mod floor;
+mod replica_check;
 mod reply_order;
 mod tag;
