@@ -137,6 +137,13 @@ pub struct Knobs {
     /// `LOAD_BALANCE_FETCH_REPLICA_TIMEOUT` (a 7.4 flow knob): how long the replica
     /// consistency check waits for the other replicas' answers.
     pub load_balance_fetch_replica_timeout: Duration,
+    /// `ENABLE_REPLICA_CONSISTENCY_CHECK_ON_READS` (a 7.4 flow knob): every storage read of
+    /// a transaction without the check's own options is checked, asking
+    /// `read_consistency_check_required_replicas` other replicas.
+    pub enable_replica_consistency_check_on_reads: bool,
+    /// `READ_CONSISTENCY_CHECK_REQUIRED_REPLICAS` (a 7.4 flow knob): how many, as the
+    /// transaction option counts them (`-2`, every replica not known to be down).
+    pub read_consistency_check_required_replicas: i64,
     /// `GRV_ERROR_RETRY_DELAY`: a fired watch's pause when its read version is throttled.
     pub grv_error_retry_delay: Duration,
     /// `WATCH_POLLING_TIME`: when a storage server gave up on a watch, it is set again after
@@ -185,6 +192,8 @@ impl Default for Knobs {
             future_version_retry_delay: FUTURE_VERSION_RETRY_DELAY,
             wrong_shard_server_delay: WRONG_SHARD_SERVER_DELAY,
             load_balance_fetch_replica_timeout: LOAD_BALANCE_FETCH_REPLICA_TIMEOUT,
+            enable_replica_consistency_check_on_reads: false,
+            read_consistency_check_required_replicas: -2,
             grv_error_retry_delay: GRV_ERROR_RETRY_DELAY,
             watch_polling_time: WATCH_POLLING_TIME,
             max_batch_size: MAX_GRV_BATCH,
@@ -231,6 +240,15 @@ impl Knobs {
             "load_balance_fetch_replica_timeout" => {
                 self.load_balance_fetch_replica_timeout = time()?
             }
+            "enable_replica_consistency_check_on_reads" => match parsed {
+                Value::Integer(n) => self.enable_replica_consistency_check_on_reads = n != 0,
+                _ => return Err(KnobError::BadValue),
+            },
+            // The transaction option's range (`-2` and up).
+            "read_consistency_check_required_replicas" => match parsed {
+                Value::Integer(n) if n >= -2 => self.read_consistency_check_required_replicas = n,
+                _ => return Err(KnobError::BadValue),
+            },
             "grv_error_retry_delay" => self.grv_error_retry_delay = time()?,
             "watch_polling_time" => self.watch_polling_time = time()?,
             // A batch of none would never be sent.

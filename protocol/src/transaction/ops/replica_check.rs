@@ -13,7 +13,10 @@
 //! down, counting only disagreements. `wrong_shard_server` from any of them relocates the read
 //! as it would from the first.
 //!
-//! The check costs nothing unless both options are set: the request is kept only then.
+//! The knob `enable_replica_consistency_check_on_reads` checks every read of a transaction
+//! that did not enable the check itself, asking `read_consistency_check_required_replicas`.
+//!
+//! The check costs nothing unless asked for: the request is kept only then.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -180,9 +183,12 @@ impl Transactions {
         key: &Bytes,
         backward: bool,
     ) {
+        // The transaction's own options decide; without them, the knob checking every read
+        // (`maybeDoReplicaComparison`).
         let required = match self.txs.get(&tx) {
-            Some(t) if t.options.replica_check && t.options.required_replicas != 0 => {
-                t.options.required_replicas
+            Some(t) if t.options.replica_check => t.options.required_replicas,
+            Some(_) if self.knobs.enable_replica_consistency_check_on_reads => {
+                self.knobs.read_consistency_check_required_replicas
             }
             _ => 0,
         };

@@ -148,3 +148,51 @@ fn wrong_shard_server_from_the_other_replica_relocates_the_read() {
     s.drive();
     assert_eq!(s.take(get), Some(Ok(Some(Bytes::from_static(b"world")))));
 }
+
+/// `enable_replica_consistency_check_on_reads` checks a transaction that did not ask, with
+/// `read_consistency_check_required_replicas`; a transaction's own options still decide for
+/// it (its count of 0 checks nothing).
+#[test]
+fn the_knob_checks_every_read() {
+    let knobs = Knobs::default()
+        .with("enable_replica_consistency_check_on_reads", "true")
+        .unwrap();
+    let asks = |own: Option<i64>| {
+        let mut s = sim_with(knobs);
+        s.server.servers.push(storage_server(1));
+        let tx = s.client.create_transaction(s.now());
+        if let Some(required) = own {
+            for opt in [
+                TransactionOption::EnableReplicaConsistencyCheck,
+                TransactionOption::ConsistencyCheckRequiredReplicas(required),
+            ] {
+                s.client.set_option(s.now(), tx, opt).unwrap();
+            }
+        }
+        let get = s.client.get(s.now(), tx, b"hello", false);
+        let first = take_get(&mut s).expect("the read asks a replica");
+        s.reply(&first, value(b"world"));
+        let checked = take_get(&mut s);
+        if let Some(again) = &checked {
+            s.reply(again, value(b"world"));
+        }
+        s.drive();
+        assert_eq!(s.take(get), Some(Ok(Some(Bytes::from_static(b"world")))));
+        checked.is_some()
+    };
+    assert!(asks(None));
+    assert!(!asks(Some(0)));
+    assert!(asks(Some(1)));
+    assert!(!asks_without_knob());
+}
+
+/// The same read without the knob: one replica.
+fn asks_without_knob() -> bool {
+    let mut s = sim_with(Knobs::default());
+    s.server.servers.push(storage_server(1));
+    let tx = s.client.create_transaction(s.now());
+    let _ = s.client.get(s.now(), tx, b"hello", false);
+    let first = take_get(&mut s).expect("the read asks a replica");
+    s.reply(&first, value(b"world"));
+    take_get(&mut s).is_some()
+}
