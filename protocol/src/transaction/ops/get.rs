@@ -183,8 +183,10 @@ impl GetOp {
             token,
             Route::Storage(req),
         );
-        let key = msg.key.clone();
-        txs.keep_for_check(req, tx, || CheckedRequest::Value(msg), &key, false);
+        txs.keep_for_check(req, tx, || {
+            let key = msg.key.clone();
+            (CheckedRequest::Value(msg), key, false)
+        });
         true
     }
 

@@ -455,7 +455,7 @@ impl ReadOp {
                 };
                 let dest = server.stream(StorageServerInterface::$stream);
                 cx.io().send(&addr, dest, &msg, token, Route::Storage(req));
-                txs.keep_for_check(req, tx, || CheckedRequest::$checked(msg), &key, backward);
+                txs.keep_for_check(req, tx, || (CheckedRequest::$checked(msg), key, backward));
             }};
         }
         if key_request {

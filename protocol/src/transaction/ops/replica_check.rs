@@ -173,15 +173,13 @@ struct Comparing {
 }
 
 impl Transactions {
-    /// The check operation `req` wants, if any: keeps the request it just sent (`None`
-    /// forgets an earlier one's).
+    /// The check operation `req` wants, if any: keeps the request it just sent, with the key
+    /// of its shard (keys before it when `true`), built only then.
     pub(in crate::transaction) fn keep_for_check(
         &mut self,
         req: RequestId,
         tx: TransactionId,
-        request: impl FnOnce() -> CheckedRequest,
-        key: &Bytes,
-        backward: bool,
+        request: impl FnOnce() -> (CheckedRequest, Bytes, bool),
     ) {
         // The transaction's own options decide; without them, the knob checking every read
         // (`maybeDoReplicaComparison`).
@@ -200,9 +198,10 @@ impl Transactions {
             return;
         }
         let epoch = op.check.as_ref().map_or(0, |c| c.epoch.wrapping_add(1));
+        let (request, key, backward) = request();
         op.check = Some(Box::new(ReplicaCheck {
-            request: request(),
-            key: key.clone(),
+            request,
+            key,
             backward,
             asked: op.server.map(|(id, _)| id),
             required,
