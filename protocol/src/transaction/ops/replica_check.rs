@@ -271,12 +271,7 @@ impl Transactions {
         if required > 0 {
             candidates.truncate(required.min(candidates.len() as i64) as usize);
         }
-        let Some(check) = self
-            .table
-            .ops
-            .get_mut(&req)
-            .and_then(|o| o.check.as_deref_mut())
-        else {
+        let Some(check) = self.check_mut(req) else {
             return false;
         };
         for replica in &candidates {
@@ -393,21 +388,21 @@ impl Transactions {
         self.end_check(cx, req);
     }
 
+    /// Operation `req`'s check.
+    fn check_mut(&mut self, req: RequestId) -> Option<&mut ReplicaCheck> {
+        self.table.ops.get_mut(&req)?.check.as_deref_mut()
+    }
+
     /// Operation `req`'s check in progress, if it is comparison `epoch`.
     fn comparing_check(&mut self, req: RequestId, epoch: u32) -> Option<&mut ReplicaCheck> {
-        let check = self.table.ops.get_mut(&req)?.check.as_deref_mut()?;
+        let check = self.check_mut(req)?;
         (check.epoch == epoch && check.comparing.is_some()).then_some(check)
     }
 
     /// Every replica asked answered or timed out: the verdict, then the read goes on with
     /// the first answer or fails.
     fn end_check(&mut self, cx: &mut Ctx<'_>, req: RequestId) {
-        let Some(check) = self
-            .table
-            .ops
-            .get_mut(&req)
-            .and_then(|o| o.check.as_deref_mut())
-        else {
+        let Some(check) = self.check_mut(req) else {
             return;
         };
         let Some(c) = check.comparing.take() else {
@@ -438,12 +433,7 @@ impl Transactions {
     /// The check failed operation `req` with `e`: the read takes it as its replica's error
     /// (so `wrong_shard_server` relocates it, and the rest fail it).
     fn fail_check(&mut self, cx: &mut Ctx<'_>, req: RequestId, e: ClientError) {
-        if let Some(c) = self
-            .table
-            .ops
-            .get_mut(&req)
-            .and_then(|o| o.check.as_deref_mut())
-        {
+        if let Some(c) = self.check_mut(req) {
             c.comparing = None;
         }
         match self.table.ops.get(&req).map(|o| &o.kind) {
