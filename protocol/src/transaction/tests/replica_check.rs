@@ -100,34 +100,33 @@ fn best_effort_goes_on_without_a_silent_replica() {
     assert_eq!(s.take(get), Some(Ok(Some(Bytes::from_static(b"world")))));
 }
 
+/// The read's outcome when the other replica answers `code` under a check of `required`.
+fn other_replica_fails(
+    required: i64,
+    code: ErrorCode,
+) -> Option<Result<Option<Bytes>, ClientError>> {
+    let (mut s, get, again) = checked_get(Knobs::default(), required);
+    s.reply(&again, ErrorOr::<GetValueReply>::Err(code));
+    s.drive();
+    s.take(get)
+}
+
 /// A count of one that the one other replica fails to meet: `unreachable_storage_replica`;
-/// with every replica required, its own error.
+/// with every replica required, its own error; best effort counts only disagreements.
 #[test]
 fn an_error_from_the_other_replica() {
-    let (mut s, get, again) = checked_get(Knobs::default(), 1);
-    s.reply(
-        &again,
-        ErrorOr::<GetValueReply>::Err(ErrorCode::FUTURE_VERSION),
+    assert_eq!(
+        other_replica_fails(1, ErrorCode::FUTURE_VERSION),
+        fdb(ErrorCode::UNREACHABLE_STORAGE_REPLICA)
     );
-    s.drive();
-    assert_eq!(s.take(get), fdb(ErrorCode::UNREACHABLE_STORAGE_REPLICA));
-
-    let (mut s, get, again) = checked_get(Knobs::default(), -1);
-    s.reply(
-        &again,
-        ErrorOr::<GetValueReply>::Err(ErrorCode::PROCESS_BEHIND),
+    assert_eq!(
+        other_replica_fails(-1, ErrorCode::PROCESS_BEHIND),
+        fdb(ErrorCode::PROCESS_BEHIND)
     );
-    s.drive();
-    assert_eq!(s.take(get), fdb(ErrorCode::PROCESS_BEHIND));
-
-    // Best effort counts only disagreements.
-    let (mut s, get, again) = checked_get(Knobs::default(), -2);
-    s.reply(
-        &again,
-        ErrorOr::<GetValueReply>::Err(ErrorCode::PROCESS_BEHIND),
+    assert_eq!(
+        other_replica_fails(-2, ErrorCode::PROCESS_BEHIND),
+        Some(Ok(Some(Bytes::from_static(b"world"))))
     );
-    s.drive();
-    assert_eq!(s.take(get), Some(Ok(Some(Bytes::from_static(b"world")))));
 }
 
 /// `wrong_shard_server` from the other replica relocates the read, as from the first: the
