@@ -162,9 +162,11 @@ struct Comparing {
     /// The first replica's reply, delivered to the read once the check passes.
     first: Bytes,
     answer: Answer,
+    /// Replicas asked, and those of them yet to answer.
     sent: usize,
     outstanding: usize,
-    agreeing_or_not: usize,
+    /// Answers counted, agreeing or not (no more than a count asks for).
+    answers: usize,
     mismatches: usize,
     failures: usize,
     /// The last error a replica answered (`timed_out` for one that did not answer in time).
@@ -288,7 +290,7 @@ impl Transactions {
             answer,
             sent: candidates.len(),
             outstanding: candidates.len(),
-            agreeing_or_not: 0,
+            answers: 0,
             mismatches: 0,
             failures: 0,
             last_error: None,
@@ -316,13 +318,13 @@ impl Transactions {
             return;
         };
         c.outstanding -= 1;
-        if check.required <= 0 || c.agreeing_or_not < check.required as usize {
+        if check.required <= 0 || c.answers < check.required as usize {
             match answer {
                 Ok(a) => {
                     if !agree(&c.answer, &a) {
                         c.mismatches += 1;
                     }
-                    c.agreeing_or_not += 1;
+                    c.answers += 1;
                 }
                 Err(e) => {
                     c.failures += 1;
@@ -416,10 +418,7 @@ impl Transactions {
             Some(ErrorCode::STORAGE_REPLICA_COMPARISON_ERROR)
         } else if c.failures > 0 && required == ALL_REPLICAS {
             c.last_error
-        } else if required > 0
-            && c.agreeing_or_not < required as usize
-            && c.sent >= required as usize
-        {
+        } else if required > 0 && c.answers < required as usize && c.sent >= required as usize {
             Some(ErrorCode::UNREACHABLE_STORAGE_REPLICA)
         } else {
             None
