@@ -1016,10 +1016,20 @@ async fn a_coordinator_change_is_followed_and_the_cluster_file_rewritten() {
     let new = c.change_coordinators(&[], 2);
     let want = ClusterFile::parse(&new).unwrap();
     assert_ne!(want, ClusterFile::parse(&old).unwrap());
-    until("the cluster file is rewritten", || {
-        std::fs::read_to_string(&path).ok() == Some(want.file_contents())
-    })
-    .await;
+    let start = Instant::now();
+    while std::fs::read_to_string(&path).ok() != Some(want.file_contents()) {
+        if start.elapsed() >= LIMIT {
+            // Once seen in a CI run (and never here): say what the client was at.
+            let client = tokio::time::timeout(Duration::from_secs(1), l.db.cluster()).await;
+            panic!(
+                "never: the cluster file is rewritten; it holds {:?}, the new string is {new:?}, \
+                 the client uses {client:?}, coordinators were polled {} times",
+                std::fs::read_to_string(&path),
+                c.requests(RequestKind::OpenDatabase)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     assert_eq!(within(l.db.cluster()).await.unwrap(), want);
     // From now on only the new coordinators know the cluster: the old one goes, and new
     // proxies can only be learnt from the new ones.
