@@ -13,6 +13,10 @@
 //! down, counting only disagreements. `wrong_shard_server` from any of them relocates the read
 //! as it would from the first.
 //!
+//! "Known to be down" is this client's failover view (a request to the replica lost within
+//! the last second); libfdb_c's failure monitor waits until connections have failed for
+//! `FAILURE_DETECTION_DELAY` (4 s), so right after a replica dies it still asks it.
+//!
 //! The knob `enable_replica_consistency_check_on_reads` checks every read of a transaction
 //! that did not enable the check itself, asking `read_consistency_check_required_replicas`.
 //!
