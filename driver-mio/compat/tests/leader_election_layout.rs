@@ -3,10 +3,10 @@
 //! read back here raw, as foundationdb-rs reads them. One test: the network is set up once
 //! per process.
 
-use std::thread;
+mod common;
+
 use std::time::Duration;
 
-use fdb_compat::api::FdbApiBuilder;
 use fdb_compat::recipes::leader_election::{ElectionConfig, LeaderElection, LeaderElectionError};
 use fdb_compat::tuple::{unpack, Subspace, Versionstamp};
 use std::future::Future;
@@ -37,18 +37,7 @@ where
 #[test]
 fn records_are_foundationdb_rs_records() {
     let cluster = fdb_tests::cluster::TestCluster::start();
-    let dir = std::env::temp_dir().join(format!("fdb-compat-election-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = cluster.write_cluster_file(&dir);
-    let (runner, wait) = FdbApiBuilder::default().build().unwrap().build().unwrap();
-    // SAFETY: nothing unsafe.
-    let network = thread::spawn(move || unsafe { runner.run() });
-    let stop = wait.wait();
-    let db = Database::new(Some(path.to_str().unwrap())).unwrap();
-    check(&db);
-    stop.stop().unwrap();
-    network.join().unwrap().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    common::with_network(&cluster, "election", check);
 }
 
 fn check(db: &Database) {

@@ -5,9 +5,8 @@
 //! `storage_replica_comparison_error` (1236). One test: the network is set up once per
 //! process.
 
-use std::thread;
+mod common;
 
-use fdb_compat::api::FdbApiBuilder;
 use fdb_compat::options::TransactionOption;
 use fdb_compat::Database;
 use futures::executor::block_on;
@@ -18,15 +17,11 @@ fn a_checked_read_sees_a_lying_replica() {
         .storage_servers(3)
         .replication(3)
         .start();
-    let dir = std::env::temp_dir().join(format!("fdb-compat-replicas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = cluster.write_cluster_file(&dir);
-    let (runner, wait) = FdbApiBuilder::default().build().unwrap().build().unwrap();
-    // SAFETY: nothing unsafe.
-    let network = thread::spawn(move || unsafe { runner.run() });
-    let stop = wait.wait();
-    let db = Database::new(Some(path.to_str().unwrap())).unwrap();
+    common::with_network(&cluster, "replicas", |db| checked_read(&cluster, db));
+}
 
+/// A value read under the check, with every replica true and then with one lying.
+fn checked_read(cluster: &fdb_tests::cluster::TestCluster, db: &Database) {
     let tx = db.create_trx().unwrap();
     tx.set(b"k", b"v");
     block_on(tx.commit()).unwrap();
@@ -45,8 +40,4 @@ fn a_checked_read_sees_a_lying_replica() {
     let e = block_on(checked().get(b"k", false)).unwrap_err();
     assert_eq!(e.code(), 1236);
     assert_eq!(e.message(), "Storage replicas not consistent");
-
-    stop.stop().unwrap();
-    network.join().unwrap().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
