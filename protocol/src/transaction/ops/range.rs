@@ -67,10 +67,38 @@ fn unreadable(_: Unreadable) -> ClientError {
 }
 
 /// What a storage server answered to the request in flight.
-enum Answer {
+#[derive(Debug)]
+pub(super) enum Answer {
     Key(KeySelector),
     Range(alloc::vec::Vec<KeyValue>, bool),
     Mapped(alloc::vec::Vec<MappedKeyValue>, bool),
+}
+
+/// The answer in a reply to a key request, a mapped range request or a range request, or
+/// the error the storage server answered with.
+pub(super) fn decode_answer(
+    key_request: bool,
+    mapped: bool,
+    message: &Bytes,
+) -> Result<Answer, ClientError> {
+    if key_request {
+        storage_error(decode_reply::<GetKeyReply>(message)).and_then(|r| match r.error {
+            Some(e) => fdb(e),
+            None => Ok(Answer::Key(r.sel)),
+        })
+    } else if mapped {
+        storage_error(decode_reply::<GetMappedKeyValuesReply>(message)).and_then(|r| {
+            match r.error {
+                Some(e) => fdb(e),
+                None => Ok(Answer::Mapped(r.data, r.more)),
+            }
+        })
+    } else {
+        storage_error(decode_reply::<GetKeyValuesReply>(message)).and_then(|r| match r.error {
+            Some(e) => fdb(e),
+            None => Ok(Answer::Range(r.data.0, r.more)),
+        })
+    }
 }
 
 impl Transactions {
@@ -494,25 +522,7 @@ impl ReadOp {
         }) else {
             return;
         };
-        let answer = if sent.key_request {
-            storage_error(decode_reply::<GetKeyReply>(message)).and_then(|r| match r.error {
-                Some(e) => fdb(e),
-                None => Ok(Answer::Key(r.sel)),
-            })
-        } else if mapped {
-            storage_error(decode_reply::<GetMappedKeyValuesReply>(message)).and_then(|r| {
-                match r.error {
-                    Some(e) => fdb(e),
-                    None => Ok(Answer::Mapped(r.data, r.more)),
-                }
-            })
-        } else {
-            storage_error(decode_reply::<GetKeyValuesReply>(message)).and_then(|r| match r.error {
-                Some(e) => fdb(e),
-                None => Ok(Answer::Range(r.data.0, r.more)),
-            })
-        };
-        let answer = match answer {
+        let answer = match decode_answer(sent.key_request, mapped, message) {
             Ok(a) => a,
             Err(e) => return ReadOp::on_error(txs, cx, req, &sent, e),
         };

@@ -31,17 +31,15 @@ use super::{get, range, OpKind};
 use crate::error::ErrorCode;
 use crate::event::ClientError;
 use crate::ids::{RequestId, TransactionId};
-use crate::messages::decode_reply;
 use crate::messages::storage::{
-    GetKeyReply, GetKeyRequest, GetKeyValuesReply, GetKeyValuesRequest, GetMappedKeyValuesReply,
-    GetMappedKeyValuesRequest, GetValueReply, GetValueRequest, MappedKeyValue,
+    GetKeyRequest, GetKeyValuesRequest, GetMappedKeyValuesRequest, GetValueRequest,
     StorageServerInterface,
 };
-use crate::messages::types::{KeySelector, KeyValue};
+use crate::messages::types::KeySelector;
 use crate::messages::ReplyPromise;
 use crate::route::Route;
 use crate::transaction::replicas::{Replica, FAILED_SERVER_AVOIDANCE};
-use crate::transaction::{fdb, storage_error, Ctx, Transactions};
+use crate::transaction::{Ctx, Transactions};
 use crate::uid::Uid;
 
 /// `RequiredReplicas::ALL_REPLICAS`.
@@ -58,13 +56,12 @@ pub(in crate::transaction) enum CheckedRequest {
     Mapped(GetMappedKeyValuesRequest),
 }
 
-/// What a replica answered, as the comparison sees it.
+/// What a replica answered, as the comparison sees it: decoded as the read itself decodes
+/// it.
 #[derive(Debug)]
 enum Answer {
     Value(Option<Bytes>),
-    Key(KeySelector),
-    Rows(Vec<KeyValue>, bool),
-    Mapped(Vec<MappedKeyValue>, bool),
+    Read(range::Answer),
 }
 
 impl CheckedRequest {
@@ -88,34 +85,28 @@ impl CheckedRequest {
 
     /// The answer in `message`, or the error the replica answered with.
     fn answer(&self, message: &Bytes) -> Result<Answer, ClientError> {
-        fn or_error<T>(error: Option<ErrorCode>, a: T) -> Result<T, ClientError> {
-            match error {
-                Some(e) => fdb(e),
-                None => Ok(a),
-            }
-        }
-        match self {
-            CheckedRequest::Value(_) => storage_error(decode_reply::<GetValueReply>(message))
-                .and_then(|r| or_error(r.error, Answer::Value(r.value))),
-            CheckedRequest::Key(_) => storage_error(decode_reply::<GetKeyReply>(message))
-                .and_then(|r| or_error(r.error, Answer::Key(r.sel))),
-            CheckedRequest::Range(_) => storage_error(decode_reply::<GetKeyValuesReply>(message))
-                .and_then(|r| or_error(r.error, Answer::Rows(r.data.0, r.more))),
-            CheckedRequest::Mapped(_) => {
-                storage_error(decode_reply::<GetMappedKeyValuesReply>(message))
-                    .and_then(|r| or_error(r.error, Answer::Mapped(r.data, r.more)))
-            }
-        }
+        let (key_request, mapped) = match self {
+            CheckedRequest::Value(_) => return get::decode_value(message).map(Answer::Value),
+            CheckedRequest::Key(_) => (true, false),
+            CheckedRequest::Range(_) => (false, false),
+            CheckedRequest::Mapped(_) => (false, true),
+        };
+        range::decode_answer(key_request, mapped, message).map(Answer::Read)
     }
 }
 
 /// Whether `other` agrees with `first` (`TSS_doCompare`).
 fn agree(first: &Answer, other: &Answer) -> bool {
+    use range::Answer as R;
     match (first, other) {
         (Answer::Value(a), Answer::Value(b)) => a == b,
-        (Answer::Key(a), Answer::Key(b)) => selectors_agree(a, b),
-        (Answer::Rows(a, more_a), Answer::Rows(b, more_b)) => more_a == more_b && a == b,
-        (Answer::Mapped(a, more_a), Answer::Mapped(b, more_b)) => more_a == more_b && a == b,
+        (Answer::Read(R::Key(a)), Answer::Read(R::Key(b))) => selectors_agree(a, b),
+        (Answer::Read(R::Range(a, more_a)), Answer::Read(R::Range(b, more_b))) => {
+            more_a == more_b && a == b
+        }
+        (Answer::Read(R::Mapped(a, more_a)), Answer::Read(R::Mapped(b, more_b))) => {
+            more_a == more_b && a == b
+        }
         _ => false,
     }
 }
@@ -452,6 +443,7 @@ impl Transactions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::messages::types::KeyValue;
 
     fn sel(key: &[u8], or_equal: bool, offset: i32) -> KeySelector {
         KeySelector::new(Bytes::copy_from_slice(key), or_equal, offset)
@@ -498,16 +490,19 @@ mod tests {
         assert!(!agree(&v(b"x"), &v(b"y")));
         assert!(!agree(&v(b"x"), &Answer::Value(None)));
         let rows = |more| {
-            Answer::Rows(
+            Answer::Read(range::Answer::Range(
                 alloc::vec![KeyValue {
                     key: Bytes::from_static(b"k"),
                     value: Bytes::from_static(b"v"),
                 }],
                 more,
-            )
+            ))
         };
         assert!(agree(&rows(false), &rows(false)));
         assert!(!agree(&rows(false), &rows(true)));
-        assert!(!agree(&rows(false), &Answer::Rows(Vec::new(), false)));
+        assert!(!agree(
+            &rows(false),
+            &Answer::Read(range::Answer::Range(Vec::new(), false))
+        ));
     }
 }
