@@ -107,6 +107,14 @@ impl Routing {
         s.failed_until = None;
     }
 
+    /// Whether server `id` failed and is still avoided at `now`.
+    pub(super) fn is_down(&self, id: &Uid, now: Instant) -> bool {
+        self.servers
+            .get(id)
+            .and_then(|s| s.failed_until)
+            .is_some_and(|t| t > now)
+    }
+
     /// Server `id` failed: avoid it until `until`.
     pub(super) fn failed(&mut self, id: Uid, until: Instant) {
         self.servers.entry(id).or_default().failed_until = Some(until);
@@ -132,12 +140,7 @@ impl Routing {
         let n = servers.len();
         let stats = &self.servers;
         let at = |j: usize| start.wrapping_add(attempt).wrapping_add(j) % n;
-        let healthy = |i: usize| {
-            stats
-                .get(&servers[i].unique_id)
-                .and_then(|s| s.failed_until)
-                .is_none_or(|t| t <= now)
-        };
+        let healthy = |i: usize| !self.is_down(&servers[i].unique_id, now);
         // A first attempt stays in the client's datacenter while a replica there is healthy
         // (`loadBalance` over `countBest()`); retries may go anywhere.
         let locality = &self.locality;

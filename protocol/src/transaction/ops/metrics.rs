@@ -434,7 +434,7 @@ impl MetricsOp {
         let healthy: Vec<usize> = order
             .iter()
             .copied()
-            .filter(|i| stats(i).failed_until.is_none_or(|t| t <= cx.now))
+            .filter(|i| !routing.is_down(&servers[*i].unique_id, cx.now))
             .collect();
         let pool = if healthy.is_empty() { order } else { healthy };
         if attempt == 0 {

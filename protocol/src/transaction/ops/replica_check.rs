@@ -239,12 +239,7 @@ impl Transactions {
             if Some(s.unique_id) == asked {
                 continue;
             }
-            let failed = self
-                .routing
-                .stats(&s.unique_id)
-                .failed_until
-                .is_some_and(|t| t > cx.now);
-            if !failed {
+            if !self.routing.is_down(&s.unique_id, cx.now) {
                 candidates.push(Replica::of(s));
             } else if required == ALL_REPLICAS {
                 unreachable = true;
